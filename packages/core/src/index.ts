@@ -1,1 +1,89 @@
-export const x = 1
+/**
+ * Rein core: one deadline, one budget and one attempt policy for every LLM call.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * The per-request contract: deadline, attempt timeout, budget, attempt policy, requirements, mode.
+ *
+ * @since 0.1.0
+ */
+export * as Contract from "./Contract.js"
+
+/**
+ * Endpoints: id, provider, model, capabilities, prices, credential scope.
+ *
+ * @since 0.1.0
+ */
+export * as Catalog from "./Catalog.js"
+
+/**
+ * The monotonic deadline; nesting takes the minimum; bounded sleeps.
+ *
+ * @since 0.1.0
+ */
+export * as Deadline from "./Deadline.js"
+
+/**
+ * Hard admission budgets: reserve, settle, release; the call cap.
+ *
+ * @since 0.1.0
+ */
+export * as Budget from "./Budget.js"
+
+/**
+ * Usage and cost; unknown usage stays unknown.
+ *
+ * @since 0.1.0
+ */
+export * as Usage from "./Usage.js"
+
+/**
+ * The failure taxonomy, its table, classification and Retry-After parsing.
+ *
+ * @since 0.1.0
+ */
+export * as Failure from "./Failure.js"
+
+/**
+ * The one-shot provider service and its attempt context.
+ *
+ * @since 0.1.0
+ */
+export * as Provider from "./Provider.js"
+
+/**
+ * The one decision site: legality predicates → decision, a pure function.
+ *
+ * @since 0.1.0
+ */
+export * as Planner from "./Planner.js"
+
+/**
+ * The interpreter of planner decisions.
+ *
+ * @since 0.1.0
+ */
+export * as Execute from "./Execute.js"
+
+/**
+ * Terminal outcomes and attempt records.
+ *
+ * @since 0.1.0
+ */
+export * as Outcome from "./Outcome.js"
+
+/**
+ * Scripted providers for tests, examples and simulation.
+ *
+ * @since 0.1.0
+ */
+export * as Fake from "./Fake.js"
+
+/**
+ * The entry point: `Rein.layer`, `Rein.execute`.
+ *
+ * @since 0.1.0
+ */
+export * as Rein from "./Rein.js"

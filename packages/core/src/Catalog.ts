@@ -1,0 +1,167 @@
+/**
+ * The catalog: the endpoints Rein may call, with what each can do, what it costs and whose credentials it
+ * uses. Prices are pinned here: admission reserves against these numbers, never against a live price.
+ *
+ * @since 0.1.0
+ */
+import { Either, Schema } from "effect"
+import { decodeWith } from "./internal/decode.js"
+
+/**
+ * An endpoint id, e.g. `"openai/mini"`.
+ *
+ * @since 0.1.0
+ */
+export const EndpointId = Schema.NonEmptyTrimmedString.annotations({ identifier: "EndpointId" })
+
+/**
+ * @since 0.1.0
+ */
+export type EndpointId = typeof EndpointId.Type
+
+const NonNegative = Schema.Number.pipe(
+  Schema.finite({ message: () => "Expected a finite number" }),
+  Schema.nonNegative({ message: (i) => `Expected a non-negative number, actual ${String(i.actual)}` })
+)
+const PositiveInt = Schema.Number.pipe(
+  Schema.int({ message: (i) => `Expected a positive integer, actual ${String(i.actual)}` }),
+  Schema.positive({ message: (i) => `Expected a positive integer, actual ${String(i.actual)}` })
+)
+
+/**
+ * What an endpoint can do.
+ *
+ * @since 0.1.0
+ */
+export class Capabilities extends Schema.Class<Capabilities>("Capabilities")({
+  contextWindow: PositiveInt,
+  maxOutputTokens: PositiveInt,
+  tools: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  structuredOutput: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  streaming: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}) {}
+
+/**
+ * Prices per billable dimension, in the catalog's currency: per input token, per output token, per
+ * request.
+ *
+ * @since 0.1.0
+ */
+export class Prices extends Schema.Class<Prices>("Prices")({
+  inputTokens: NonNegative,
+  outputTokens: NonNegative,
+  request: Schema.optionalWith(NonNegative, { default: () => 0 })
+}) {}
+
+/**
+ * One endpoint: a model at a provider, under a credential scope.
+ *
+ * @since 0.1.0
+ */
+export class Endpoint extends Schema.Class<Endpoint>("Endpoint")({
+  id: EndpointId,
+  provider: Schema.NonEmptyTrimmedString,
+  model: Schema.NonEmptyTrimmedString,
+  credentialScope: Schema.optional(Schema.NonEmptyTrimmedString),
+  capabilities: Capabilities,
+  prices: Prices,
+  /** A simulated endpoint runs only when the contract allows simulation; its results are labelled. */
+  simulated: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}) {}
+
+/**
+ * The credential scope of an endpoint (its provider when none is given).
+ *
+ * @since 0.1.0
+ */
+export const scopeOf = (endpoint: Endpoint): string => endpoint.credentialScope ?? endpoint.provider
+
+/**
+ * The encoded (JSON) form of a catalog.
+ *
+ * @since 0.1.0
+ */
+export type CatalogInput = typeof CatalogSchema.Encoded
+
+/**
+ * A catalog as a Schema, decodable from JSON. Endpoint ids must be unique.
+ *
+ * @since 0.1.0
+ */
+export const CatalogSchema = Schema.Struct({
+  endpoints: Schema.NonEmptyArray(Endpoint)
+}).pipe(
+  Schema.filter((c) => {
+    const seen = new Set<string>()
+    for (const [i, e] of c.endpoints.entries()) {
+      if (seen.has(e.id)) {
+        return { path: ["endpoints", i, "id"], message: `Duplicate endpoint id ${JSON.stringify(e.id)}` }
+      }
+      seen.add(e.id)
+    }
+    return true
+  })
+)
+
+/**
+ * A decoded catalog, indexed by endpoint id.
+ *
+ * @since 0.1.0
+ */
+export interface Catalog {
+  readonly endpoints: ReadonlyArray<Endpoint>
+  readonly byId: ReadonlyMap<EndpointId, Endpoint>
+}
+
+/**
+ * A catalog decode failure, with a message naming each bad field.
+ *
+ * @since 0.1.0
+ */
+export class CatalogError extends Schema.TaggedError<CatalogError>()("CatalogError", {
+  message: Schema.String
+}) {}
+
+const decodeCatalog = decodeWith(CatalogSchema)
+
+const index = (endpoints: ReadonlyArray<Endpoint>): Catalog => ({
+  endpoints,
+  byId: new Map(endpoints.map((e) => [e.id, e]))
+})
+
+/**
+ * Decodes a catalog from unknown input (parsed JSON), naming every bad field.
+ *
+ * @example
+ * ```ts
+ * import { Catalog } from "@rein/core"
+ *
+ * const result = Catalog.decode({ endpoints: [] })
+ * // Left(CatalogError: "endpoints: Expected a non empty array…")
+ * ```
+ * @since 0.1.0
+ */
+export const decode = (input: unknown): Either.Either<Catalog, CatalogError> =>
+  Either.match(decodeCatalog(input), {
+    onLeft: (message) => Either.left(new CatalogError({ message })),
+    onRight: (c) => Either.right(index(c.endpoints))
+  })
+
+/**
+ * Builds a catalog from its JSON form; throws a `CatalogError` on bad input. For trusted, literal config.
+ *
+ * @example
+ * ```ts
+ * import { Catalog } from "@rein/core"
+ *
+ * const catalog = Catalog.make({
+ *   endpoints: [{
+ *     id: "openai/mini", provider: "openai", model: "gpt-4.1-mini",
+ *     capabilities: { contextWindow: 128_000, maxOutputTokens: 16_384, structuredOutput: true },
+ *     prices: { inputTokens: 0.4e-6, outputTokens: 1.6e-6 }
+ *   }]
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make = (input: CatalogInput): Catalog => Either.getOrThrow(decode(input))

@@ -1,0 +1,183 @@
+/**
+ * The per-request contract: one deadline, one budget, one attempt policy, the ordered candidates that may
+ * run, what they must be able to do, and the operation mode. A Schema, decodable from JSON; every
+ * duration is finite and positive, and a bad field is named in the error.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Either, Schema } from "effect"
+import { EndpointId } from "./Catalog.js"
+import { FailureKind, FallbackWidenable, RetryWidenable } from "./Failure.js"
+import { decodeWith } from "./internal/decode.js"
+import { PositiveDuration } from "./internal/duration.js"
+
+const finiteMessage = {
+  message: (i: { readonly actual: unknown }) => `Expected a finite number, actual ${String(i.actual)}`
+}
+const NonNegative = Schema.Number.pipe(
+  Schema.finite(finiteMessage),
+  Schema.nonNegative({ message: (i) => `Expected a non-negative number, actual ${String(i.actual)}` })
+)
+const NonNegativeInt = Schema.Number.pipe(
+  Schema.int({ message: (i) => `Expected a non-negative integer, actual ${String(i.actual)}` }),
+  Schema.nonNegative({ message: (i) => `Expected a non-negative integer, actual ${String(i.actual)}` })
+)
+
+/**
+ * The hard admission budget of one request. Each limit is optional; a `cost` or `tokens` limit needs an
+ * input-token bound on the request (else it is refused: fail closed).
+ *
+ * @since 0.1.0
+ */
+export class BudgetLimits extends Schema.Class<BudgetLimits>("BudgetLimits")({
+  cost: Schema.optional(NonNegative),
+  tokens: Schema.optional(NonNegativeInt),
+  calls: Schema.optional(NonNegativeInt)
+}) {}
+
+/**
+ * How one endpoint is retried: `perEndpoint` retries after the first attempt, exponential backoff from
+ * `base` by `factor` up to `max`, with ±`jitter` (a fraction) drawn from Effect's `Random`.
+ *
+ * @since 0.1.0
+ */
+export class RetryPolicy extends Schema.Class<RetryPolicy>("RetryPolicy")({
+  perEndpoint: Schema.optionalWith(NonNegativeInt, { default: () => 2 }),
+  base: Schema.optionalWith(PositiveDuration, { default: () => Duration.millis(250) }),
+  factor: Schema.optionalWith(
+    Schema.Number.pipe(
+      Schema.finite(finiteMessage),
+      Schema.greaterThanOrEqualTo(1, { message: (i) => `Expected ≥ 1, actual ${i.actual}` })
+    ),
+    { default: () => 2 }
+  ),
+  max: Schema.optionalWith(PositiveDuration, { default: () => Duration.millis(4_000) }),
+  jitter: Schema.optionalWith(
+    Schema.Number.pipe(
+      Schema.finite(finiteMessage),
+      Schema.between(0, 1, { message: (i) => `Expected between 0 and 1, actual ${i.actual}` })
+    ),
+    { default: () => 0.2 }
+  )
+}) {}
+
+/**
+ * Capabilities every candidate must have.
+ *
+ * @since 0.1.0
+ */
+export class Requirements extends Schema.Class<Requirements>("Requirements")({
+  tools: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  structuredOutput: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  streaming: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}) {}
+
+/**
+ * Narrowing (and the allowed widening) of the failure table.
+ *
+ * @since 0.1.0
+ */
+export class FailurePolicy extends Schema.Class<FailurePolicy>("FailurePolicy")({
+  noRetry: Schema.optionalWith(Schema.Array(FailureKind), { default: () => [] }),
+  noFallback: Schema.optionalWith(Schema.Array(FailureKind), { default: () => [] }),
+  alsoRetry: Schema.optionalWith(Schema.Array(RetryWidenable), { default: () => [] }),
+  alsoFallback: Schema.optionalWith(Schema.Array(FallbackWidenable), { default: () => [] })
+}) {}
+
+/**
+ * The operation mode. `read-only` and `advisory` run; `effectful` is refused by the executor (effectful
+ * calls belong in a durable ledger, not behind retries).
+ *
+ * @since 0.1.0
+ */
+export const Mode = Schema.Literal("read-only", "advisory", "effectful")
+
+/**
+ * @since 0.1.0
+ */
+export type Mode = typeof Mode.Type
+
+const Candidates = Schema.NonEmptyArray(EndpointId).pipe(Schema.filter((ids) => {
+  const seen = new Set<string>()
+  for (const [i, id] of ids.entries()) {
+    if (seen.has(id)) return { path: [i], message: `Duplicate candidate ${JSON.stringify(id)}` }
+    seen.add(id)
+  }
+  return true
+}))
+
+/**
+ * The contract as a Schema. Encoded form: durations as milliseconds or strings such as `"30 seconds"`.
+ *
+ * @since 0.1.0
+ */
+export class Contract extends Schema.Class<Contract>("Contract")({
+  /** Total time from the start of execution to the terminal outcome. */
+  deadline: PositiveDuration,
+  /** Upper bound for one attempt; each attempt gets `min(attemptTimeout, remaining)`. */
+  attemptTimeout: Schema.optional(PositiveDuration),
+  /** How long Rein waits for an interrupted attempt to tear down before returning anyway. */
+  teardownGrace: Schema.optionalWith(PositiveDuration, { default: () => Duration.millis(250) }),
+  /** The least time worth starting an attempt with (and after its backoff). */
+  minAttempt: Schema.optional(PositiveDuration),
+  budget: Schema.optionalWith(BudgetLimits, { default: () => new BudgetLimits({}) }),
+  /** The ordered candidates: only these may run, in this order. */
+  candidates: Candidates,
+  retry: Schema.optionalWith(RetryPolicy, { default: () => RetryPolicy.make({}) }),
+  requires: Schema.optionalWith(Requirements, { default: () => Requirements.make({}) }),
+  mode: Schema.optionalWith(Mode, { default: () => "read-only" as const }),
+  allowSimulated: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  failures: Schema.optionalWith(FailurePolicy, { default: () => FailurePolicy.make({}) })
+}) {}
+
+/**
+ * The encoded (JSON) form of a contract.
+ *
+ * @since 0.1.0
+ */
+export type ContractInput = typeof Contract.Encoded
+
+/**
+ * A contract decode failure, with a message naming each bad field.
+ *
+ * @since 0.1.0
+ */
+export class ContractError extends Schema.TaggedError<ContractError>()("ContractError", {
+  message: Schema.String
+}) {}
+
+const decodeContract = decodeWith(Contract)
+
+/**
+ * Decodes a contract from unknown input (parsed JSON), naming every bad field.
+ *
+ * @example
+ * ```ts
+ * import { Contract } from "@rein/core"
+ *
+ * Contract.decode({ deadline: -1, candidates: ["a"] })
+ * // Left(ContractError: "deadline: Expected a positive finite duration …, actual -1")
+ * ```
+ * @since 0.1.0
+ */
+export const decode = (input: unknown): Either.Either<Contract, ContractError> =>
+  Either.mapLeft(decodeContract(input), (message) => new ContractError({ message }))
+
+/**
+ * Builds a contract from its JSON form; throws a `ContractError` on bad input. For trusted, literal config.
+ *
+ * @example
+ * ```ts
+ * import { Contract } from "@rein/core"
+ *
+ * const contract = Contract.make({
+ *   deadline: "30 seconds",
+ *   attemptTimeout: "10 seconds",
+ *   budget: { cost: 0.02, calls: 6 },
+ *   candidates: ["openai/mini", "anthropic/haiku"],
+ *   retry: { perEndpoint: 2, base: "250 millis", factor: 2, max: "4 seconds", jitter: 0.2 }
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make = (input: ContractInput): Contract => Either.getOrThrow(decode(input))

@@ -1,0 +1,109 @@
+/**
+ * The monotonic deadline. Read from `Clock.currentTimeNanos` (never the wall clock), it starts when
+ * execution starts; a nested deadline takes the minimum of its own and the enclosing one. Every wait
+ * computed from it is clamped below Node's 2^31−1 ms timer limit.
+ *
+ * @since 0.1.0
+ */
+import { Clock, Context, Duration, Effect, Option } from "effect"
+import { clampMillis } from "./internal/duration.js"
+
+/**
+ * The deadline in force: its origin and expiry, in monotonic nanoseconds.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Deadline } from "@rein/core"
+ *
+ * const program = Deadline.remainingMillis.pipe(Deadline.within("5 seconds"))
+ * ```
+ * @since 0.1.0
+ */
+export class Deadline extends Context.Tag("@rein/core/Deadline")<Deadline, {
+  readonly originNanos: bigint
+  readonly expiresNanos: bigint
+}>() {}
+
+/**
+ * Milliseconds between two monotonic readings.
+ *
+ * @since 0.1.0
+ */
+export const millisBetween = (from: bigint, to: bigint): number => Number(to - from) / 1e6
+
+/**
+ * Makes a deadline starting now and ending after `duration`, or at the enclosing deadline if that comes
+ * first.
+ *
+ * @since 0.1.0
+ */
+export const make = (duration: Duration.DurationInput): Effect.Effect<Deadline["Type"]> =>
+  Effect.flatMap(Effect.serviceOption(Deadline), (outer) =>
+    Effect.map(Clock.currentTimeNanos, (now) => {
+      const own = now + BigInt(Math.ceil(Duration.toMillis(duration) * 1e6))
+      const expiresNanos = Option.isSome(outer) && outer.value.expiresNanos < own ? outer.value.expiresNanos : own
+      return { originNanos: now, expiresNanos }
+    }))
+
+/**
+ * Runs an effect inside a deadline of `duration` (nested: the minimum with the enclosing one).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Deadline } from "@rein/core"
+ *
+ * const bounded = Deadline.within(Effect.succeed(1), "2 seconds")
+ * ```
+ * @since 0.1.0
+ */
+export const within: {
+  (
+    duration: Duration.DurationInput
+  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, Exclude<R, Deadline>>
+  <A, E, R>(self: Effect.Effect<A, E, R>, duration: Duration.DurationInput): Effect.Effect<A, E, Exclude<R, Deadline>>
+} = ((...args: Array<unknown>) => {
+  if (args.length === 1) {
+    const duration = args[0] as Duration.DurationInput
+    return <A, E, R>(self: Effect.Effect<A, E, R>) => withinImpl(self, duration)
+  }
+  return withinImpl(args[0] as Effect.Effect<unknown, unknown, unknown>, args[1] as Duration.DurationInput)
+}) as never
+
+const withinImpl = <A, E, R>(self: Effect.Effect<A, E, R>, duration: Duration.DurationInput) =>
+  Effect.flatMap(make(duration), (d) => Effect.provideService(self, Deadline, d))
+
+/**
+ * Milliseconds left before the deadline in force (never negative); `Infinity` when there is none.
+ *
+ * @since 0.1.0
+ */
+export const remainingMillis: Effect.Effect<number> = Effect.flatMap(
+  Effect.serviceOption(Deadline),
+  (d) =>
+    Option.isNone(d)
+      ? Effect.succeed(Number.POSITIVE_INFINITY)
+      : Effect.map(Clock.currentTimeNanos, (now) => Math.max(0, millisBetween(now, d.value.expiresNanos)))
+)
+
+/**
+ * Sleeps for `millis`, but never past the deadline in force; interruptible. Succeeds with `true` when the
+ * full wait elapsed, `false` when the deadline cut it short.
+ *
+ * @example
+ * ```ts
+ * import { Deadline } from "@rein/core"
+ *
+ * const waited = Deadline.sleep(250) // Effect<boolean>
+ * ```
+ * @since 0.1.0
+ */
+export const sleep = (millis: number): Effect.Effect<boolean> =>
+  Effect.flatMap(remainingMillis, (left) => {
+    const bounded = Math.min(millis, left)
+    const full = bounded >= millis
+    return bounded <= 0
+      ? Effect.succeed(full)
+      : Effect.as(Effect.sleep(Duration.millis(clampMillis(bounded))), full)
+  })

@@ -1,0 +1,329 @@
+/**
+ * The failure taxonomy. Every provider failure is classified into exactly one kind, from structured data
+ * only (HTTP status, provider error codes, exception types), never from message prose. The kind decides,
+ * through one table, whether the same endpoint may be retried, whether another endpoint may be tried, and
+ * whether the failure counts against the endpoint's health.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+/**
+ * The kinds of provider failure.
+ *
+ * @example
+ * ```ts
+ * import { Failure } from "@rein/core"
+ *
+ * const kind: Failure.FailureKind = "rate_limited"
+ * ```
+ * @since 0.1.0
+ */
+export const FailureKind = Schema.Literal(
+  "timeout",
+  "transport",
+  "rate_limited",
+  "overloaded",
+  "server_error",
+  "malformed_response",
+  "context_length",
+  "content_filtered",
+  "authentication",
+  "permission_denied",
+  "insufficient_balance",
+  "quota_exhausted",
+  "invalid_request",
+  "unknown"
+)
+
+/**
+ * @since 0.1.0
+ */
+export type FailureKind = typeof FailureKind.Type
+
+/**
+ * Where a fallback may go after a failure of a given kind.
+ *
+ * - `any`: any other legal candidate;
+ * - `larger_window`: only a candidate with a larger context window than the one that failed;
+ * - `other_scope`: only a candidate with another credential scope;
+ * - `none`: nowhere.
+ *
+ * @since 0.1.0
+ */
+export type FallbackRule = "any" | "larger_window" | "other_scope" | "none"
+
+/**
+ * One row of the failure table.
+ *
+ * @since 0.1.0
+ */
+export interface Rule {
+  readonly retry: boolean
+  readonly fallback: FallbackRule
+  /** Provider-attributed: counts against the endpoint's health. */
+  readonly health: boolean
+}
+
+/**
+ * The default failure table of the design. A contract may narrow it, and may widen retry only to
+ * `malformed_response` and `content_filtered` (and fallback only to `content_filtered`).
+ *
+ * @example
+ * ```ts
+ * import { Failure } from "@rein/core"
+ *
+ * Failure.defaultTable.rate_limited // { retry: true, fallback: "any", health: true }
+ * ```
+ * @since 0.1.0
+ */
+export const defaultTable: { readonly [K in FailureKind]: Rule } = {
+  timeout: { retry: true, fallback: "any", health: false },
+  transport: { retry: true, fallback: "any", health: false },
+  rate_limited: { retry: true, fallback: "any", health: true },
+  overloaded: { retry: true, fallback: "any", health: true },
+  server_error: { retry: true, fallback: "any", health: true },
+  malformed_response: { retry: false, fallback: "any", health: true },
+  context_length: { retry: false, fallback: "larger_window", health: false },
+  content_filtered: { retry: false, fallback: "none", health: false },
+  authentication: { retry: false, fallback: "other_scope", health: false },
+  permission_denied: { retry: false, fallback: "other_scope", health: false },
+  insufficient_balance: { retry: false, fallback: "other_scope", health: false },
+  quota_exhausted: { retry: false, fallback: "other_scope", health: false },
+  invalid_request: { retry: false, fallback: "none", health: false },
+  unknown: { retry: false, fallback: "none", health: false }
+}
+
+/**
+ * Kinds a contract may add to the retry set (everything else can only be narrowed).
+ *
+ * @since 0.1.0
+ */
+export const RetryWidenable = Schema.Literal("malformed_response", "content_filtered")
+
+/**
+ * Kinds a contract may add to the fallback set.
+ *
+ * @since 0.1.0
+ */
+export const FallbackWidenable = Schema.Literal("content_filtered")
+
+/**
+ * A failure as a provider reports it: one physical attempt failed. Carries no message text on purpose:
+ * provider prose may hold prompts or secrets and is never recorded. `code` is a normalised machine code
+ * (`http_503`, `context_length_exceeded`, `ECONNRESET`), `dispatched` says whether the request may have
+ * reached the provider (a connect-phase failure is `false` and costs nothing).
+ *
+ * @example
+ * ```ts
+ * import { Failure } from "@rein/core"
+ *
+ * const failure = new Failure.ProviderFailure({ kind: "overloaded", code: "http_503", dispatched: true })
+ * ```
+ * @since 0.1.0
+ */
+export class ProviderFailure extends Schema.TaggedError<ProviderFailure>()("ProviderFailure", {
+  kind: FailureKind,
+  code: Schema.String,
+  dispatched: Schema.Boolean,
+  status: Schema.optional(Schema.Number),
+  retryAfterMillis: Schema.optional(Schema.Number),
+  usage: Schema.optional(Schema.Struct({ inputTokens: Schema.Number, outputTokens: Schema.Number }))
+}) {}
+
+/**
+ * Structured evidence about a failure: everything classification may look at. Message prose is
+ * deliberately absent.
+ *
+ * @since 0.1.0
+ */
+export interface Evidence {
+  /** HTTP status, when there was a response. */
+  readonly status?: number | undefined
+  /** The provider's machine error code or type (`context_length_exceeded`, `insufficient_quota`, …). */
+  readonly code?: string | undefined
+  /** A Node / system error code (`ECONNREFUSED`, `ECONNRESET`, `ETIMEDOUT`, …). */
+  readonly errno?: string | undefined
+  /** The body was received but could not be decoded. */
+  readonly malformed?: boolean | undefined
+}
+
+const CONTEXT_CODES = new Set([
+  "context_length_exceeded",
+  "context_window_exceeded",
+  "string_above_max_length",
+  "max_tokens_exceeded",
+  "request_too_large"
+])
+const QUOTA_CODES = new Set(["insufficient_quota", "quota_exceeded", "quota_exhausted", "billing_hard_limit_reached"])
+const BALANCE_CODES = new Set(["insufficient_balance", "insufficient_funds", "payment_required", "billing_not_active"])
+const FILTER_CODES = new Set(["content_filter", "content_policy_violation", "content_filtered", "safety", "refusal"])
+const RATE_CODES = new Set(["rate_limit_exceeded", "rate_limit_error", "too_many_requests"])
+const OVERLOAD_CODES = new Set(["overloaded_error", "overloaded", "server_overloaded", "engine_overloaded"])
+const AUTH_CODES = new Set(["invalid_api_key", "authentication_error", "unauthorized"])
+const PERMISSION_CODES = new Set(["permission_error", "permission_denied", "forbidden"])
+const TRANSPORT_ERRNOS = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+  "ECONNABORTED",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "CERT_HAS_EXPIRED",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "ERR_TLS_CERT_ALTNAME_INVALID"
+])
+
+/**
+ * Classifies structured evidence into a failure kind. Provider codes are consulted before the status
+ * (a 400 with `context_length_exceeded` is `context_length`, a 429 with `insufficient_quota` is
+ * `quota_exhausted`); anything unrecognised is `unknown`, which is never retried nor fallen back from.
+ *
+ * @example
+ * ```ts
+ * import { Failure } from "@rein/core"
+ *
+ * Failure.classify({ status: 429 })                                // "rate_limited"
+ * Failure.classify({ status: 400, code: "context_length_exceeded" }) // "context_length"
+ * Failure.classify({ errno: "ECONNRESET" })                        // "transport"
+ * ```
+ * @since 0.1.0
+ */
+export const classify = (evidence: Evidence): FailureKind => {
+  const code = evidence.code?.toLowerCase()
+  if (code !== undefined) {
+    if (CONTEXT_CODES.has(code)) return "context_length"
+    if (QUOTA_CODES.has(code)) return "quota_exhausted"
+    if (BALANCE_CODES.has(code)) return "insufficient_balance"
+    if (FILTER_CODES.has(code)) return "content_filtered"
+  }
+  if (evidence.errno !== undefined && TRANSPORT_ERRNOS.has(evidence.errno)) return "transport"
+  if (evidence.errno === "ETIMEDOUT") return "timeout"
+  const status = evidence.status
+  if (status !== undefined) {
+    if (status >= 200 && status < 300) return evidence.malformed === true ? "malformed_response" : "unknown"
+    switch (status) {
+      case 401:
+        return "authentication"
+      case 402:
+        return "insufficient_balance"
+      case 403:
+        return "permission_denied"
+      case 408:
+        return "timeout"
+      case 413:
+        return "context_length"
+      case 429:
+        return "rate_limited"
+      case 500:
+      case 502:
+      case 504:
+        return "server_error"
+      case 503:
+      case 529:
+        return "overloaded"
+    }
+    if (status >= 400 && status < 500) return "invalid_request"
+    if (status >= 500 && status < 600) return "server_error"
+  }
+  if (code !== undefined) {
+    if (RATE_CODES.has(code)) return "rate_limited"
+    if (OVERLOAD_CODES.has(code)) return "overloaded"
+    if (AUTH_CODES.has(code)) return "authentication"
+    if (PERMISSION_CODES.has(code)) return "permission_denied"
+  }
+  if (evidence.malformed === true) return "malformed_response"
+  return "unknown"
+}
+
+/**
+ * A normalised machine code for a failure: the provider code when known, else `http_<status>`, else the
+ * errno, else the kind. Always short ASCII; never provider prose.
+ *
+ * @since 0.1.0
+ */
+export const normaliseCode = (evidence: Evidence, kind: FailureKind): string => {
+  const raw = evidence.code ?? (evidence.status !== undefined ? `http_${evidence.status}` : evidence.errno) ?? kind
+  return raw.replace(/[^A-Za-z0-9_.:-]/g, "_").slice(0, 64)
+}
+
+const HTTP_DATE_MAX_MILLIS = 24 * 3_600_000
+
+/**
+ * Parses a server's wait hint, in milliseconds: `retry-after-ms` first, then `retry-after` as seconds or
+ * as an HTTP date (relative to `nowMillis`, wall-clock). Negative, non-finite or unparsable values are
+ * ignored; a past date is 0. Header names are matched case-insensitively.
+ *
+ * @example
+ * ```ts
+ * import { Failure } from "@rein/core"
+ *
+ * Failure.parseRetryAfter({ "retry-after": "2" }, 0)       // 2000
+ * Failure.parseRetryAfter({ "retry-after-ms": "300" }, 0)  // 300
+ * ```
+ * @since 0.1.0
+ */
+export const parseRetryAfter = (
+  headers: Readonly<Record<string, string | ReadonlyArray<string> | undefined>>,
+  nowMillis: number
+): number | undefined => {
+  let ms: string | undefined
+  let seconds: string | undefined
+  for (const key in headers) {
+    const value = headers[key]
+    const text = Array.isArray(value) ? value[0] : value
+    if (typeof text !== "string") continue
+    const lower = key.toLowerCase()
+    if (lower === "retry-after-ms") ms = text
+    else if (lower === "retry-after") seconds = text
+  }
+  if (ms !== undefined) {
+    const n = Number(ms.trim())
+    if (ms.trim() !== "" && Number.isFinite(n) && n >= 0) return n
+  }
+  if (seconds !== undefined) {
+    const trimmed = seconds.trim()
+    if (/^\d+(\.\d+)?$/.test(trimmed)) return Number(trimmed) * 1000
+    const date = Date.parse(trimmed)
+    if (Number.isFinite(date) && /[a-z]/i.test(trimmed)) {
+      return Math.min(HTTP_DATE_MAX_MILLIS, Math.max(0, date - nowMillis))
+    }
+  }
+  return undefined
+}
+
+/**
+ * Builds a `ProviderFailure` from structured evidence: the one way adapters should make failures.
+ *
+ * @example
+ * ```ts
+ * import { Failure } from "@rein/core"
+ *
+ * const failure = Failure.fromEvidence({ status: 503 }, { dispatched: true })
+ * failure.kind // "overloaded"
+ * ```
+ * @since 0.1.0
+ */
+export const fromEvidence = (
+  evidence: Evidence,
+  options: {
+    readonly dispatched: boolean
+    readonly retryAfterMillis?: number | undefined
+    readonly usage?: { readonly inputTokens: number; readonly outputTokens: number } | undefined
+  }
+): ProviderFailure => {
+  const kind = classify(evidence)
+  return new ProviderFailure({
+    kind,
+    code: normaliseCode(evidence, kind),
+    dispatched: options.dispatched,
+    ...(evidence.status !== undefined ? { status: evidence.status } : {}),
+    ...(options.retryAfterMillis !== undefined ? { retryAfterMillis: options.retryAfterMillis } : {}),
+    ...(options.usage !== undefined ? { usage: options.usage } : {})
+  })
+}

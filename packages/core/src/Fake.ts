@@ -1,0 +1,257 @@
+/**
+ * Scripted providers for tests, examples and simulation. Each endpoint gets a script of steps, consumed
+ * one per call (the last step repeats): succeed with usage after a latency, fail with a kind (and
+ * Retry-After), hang, ignore interruption for a while, report no usage. Latencies use `Effect.sleep`, so
+ * `TestClock` drives them. A fake is simulated: its results are labelled, and a contract must allow
+ * simulation for it to run.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Effect, Ref } from "effect"
+import { Stream } from "effect"
+import type { FailureKind } from "./Failure.js"
+import { ProviderFailure } from "./Failure.js"
+import type { AttemptContext, CompletionRequest, Provider, ProviderResponse, StreamPart } from "./Provider.js"
+import type { Tokens } from "./Usage.js"
+
+/**
+ * One scripted call.
+ *
+ * @since 0.1.0
+ */
+export type Step =
+  | {
+    readonly _tag: "Succeed"
+    readonly text: string
+    readonly usage: Tokens | "unknown"
+    readonly latency: Duration.Duration
+    readonly deltas?: ReadonlyArray<string> | undefined
+  }
+  | {
+    readonly _tag: "Fail"
+    readonly kind: FailureKind
+    readonly code: string
+    readonly latency: Duration.Duration
+    readonly retryAfterMillis?: number | undefined
+    readonly dispatched: boolean
+    readonly usage?: Tokens | undefined
+    /** Raw provider text, as a real provider's error body would carry. Rein must never record it. */
+    readonly rawMessage?: string | undefined
+    /** For streams: deltas emitted before the failure. */
+    readonly afterDeltas?: ReadonlyArray<string> | undefined
+  }
+  | { readonly _tag: "Hang" }
+  | { readonly _tag: "Stubborn"; readonly ignoreFor: Duration.Duration; readonly then: Step }
+  | { readonly _tag: "Defect"; readonly message: string }
+
+/**
+ * A successful call after `latency` (default 0), with usage (default 10 in / 10 out; `"unknown"` for none).
+ *
+ * @example
+ * ```ts
+ * import { Fake } from "@rein/core"
+ *
+ * Fake.succeed({ text: "ok", usage: { inputTokens: 100, outputTokens: 20 }, latency: "50 millis" })
+ * ```
+ * @since 0.1.0
+ */
+export const succeed = (options: {
+  readonly text?: string
+  readonly usage?: Tokens | "unknown"
+  readonly latency?: Duration.DurationInput
+  readonly deltas?: ReadonlyArray<string>
+} = {}): Step => ({
+  _tag: "Succeed",
+  text: options.text ?? options.deltas?.join("") ?? "ok",
+  usage: options.usage ?? { inputTokens: 10, outputTokens: 10 },
+  latency: Duration.decode(options.latency ?? 0),
+  deltas: options.deltas
+})
+
+/**
+ * A failed call of the given kind after `latency` (default 0). `dispatched` defaults to true except for
+ * `transport` failures (a connect-phase failure).
+ *
+ * @example
+ * ```ts
+ * import { Fake } from "@rein/core"
+ *
+ * Fake.fail("rate_limited", { retryAfter: "300 millis" })
+ * ```
+ * @since 0.1.0
+ */
+export const fail = (kind: FailureKind, options: {
+  readonly code?: string
+  readonly latency?: Duration.DurationInput
+  readonly retryAfter?: Duration.DurationInput
+  readonly dispatched?: boolean
+  readonly usage?: Tokens
+  readonly rawMessage?: string
+  readonly afterDeltas?: ReadonlyArray<string>
+} = {}): Step => ({
+  _tag: "Fail",
+  kind,
+  code: options.code ?? kind,
+  latency: Duration.decode(options.latency ?? 0),
+  retryAfterMillis: options.retryAfter === undefined ? undefined : Duration.toMillis(options.retryAfter),
+  dispatched: options.dispatched ?? kind !== "transport",
+  usage: options.usage,
+  rawMessage: options.rawMessage,
+  afterDeltas: options.afterDeltas
+})
+
+/**
+ * A call that never answers (interruptible).
+ *
+ * @since 0.1.0
+ */
+export const hang: Step = { _tag: "Hang" }
+
+/**
+ * A call that ignores interruption for `ignoreFor`, then behaves as `then`.
+ *
+ * @since 0.1.0
+ */
+export const stubborn = (ignoreFor: Duration.DurationInput, then: Step = hang): Step => ({
+  _tag: "Stubborn",
+  ignoreFor: Duration.decode(ignoreFor),
+  then
+})
+
+/**
+ * A call whose provider code throws (a defect), with a message that must never be recorded.
+ *
+ * @since 0.1.0
+ */
+export const defect = (message: string): Step => ({ _tag: "Defect", message })
+
+/**
+ * One call the fake received.
+ *
+ * @since 0.1.0
+ */
+export interface Call {
+  readonly endpoint: string
+  readonly attempt: number
+  readonly timeoutMillis: number
+  readonly remainingMillis: number
+}
+
+/**
+ * A scripted provider and what it saw.
+ *
+ * @since 0.1.0
+ */
+export interface Fake {
+  readonly provider: Provider
+  /** Every call received, in order. */
+  readonly calls: Effect.Effect<ReadonlyArray<Call>>
+  /** Calls whose teardown (finalizer) has run. */
+  readonly teardowns: Effect.Effect<number>
+}
+
+const toFailure = (step: Extract<Step, { _tag: "Fail" }>) =>
+  new ProviderFailure({
+    kind: step.kind,
+    code: step.code,
+    dispatched: step.dispatched,
+    ...(step.retryAfterMillis !== undefined ? { retryAfterMillis: step.retryAfterMillis } : {}),
+    ...(step.usage !== undefined ? { usage: step.usage } : {})
+  })
+
+/**
+ * Makes a fake provider from per-endpoint scripts (keyed by endpoint id). An endpoint without a script
+ * succeeds at once. Pass `options.simulated: false` to use it where a real provider would be expected.
+ *
+ * @example
+ * ```ts
+ * import { Fake } from "@rein/core"
+ *
+ * const fake = Fake.make({
+ *   "openai/mini": [Fake.fail("overloaded"), Fake.succeed({ text: "second time lucky" })],
+ *   "anthropic/haiku": [Fake.succeed()]
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make = (
+  scripts: Readonly<Record<string, ReadonlyArray<Step>>>,
+  options: { readonly simulated?: boolean; readonly internalMaxAttempts?: number } = {}
+): Fake => {
+  const cursors = new Map<string, number>()
+  const calls = Ref.unsafeMake<ReadonlyArray<Call>>([])
+  const teardowns = Ref.unsafeMake(0)
+  const next = (endpoint: string): Step => {
+    const script = scripts[endpoint]
+    if (script === undefined || script.length === 0) return DEFAULT
+    const i = cursors.get(endpoint) ?? 0
+    cursors.set(endpoint, i + 1)
+    return script[Math.min(i, script.length - 1)]!
+  }
+  const record = (ctx: AttemptContext) =>
+    Ref.update(calls, (cs) => [...cs, {
+      endpoint: ctx.endpoint.id,
+      attempt: ctx.attempt,
+      timeoutMillis: ctx.timeoutMillis,
+      remainingMillis: ctx.remainingMillis
+    }])
+  const play = (step: Step): Effect.Effect<ProviderResponse, ProviderFailure> => {
+    switch (step._tag) {
+      case "Succeed":
+        return Effect.as(sleep(step.latency), { text: step.text, usage: step.usage })
+      case "Fail":
+        return Effect.zipRight(sleep(step.latency), Effect.fail(toFailure(step)))
+      case "Hang":
+        return Effect.never
+      case "Stubborn":
+        return Effect.zipRight(Effect.uninterruptible(Effect.sleep(step.ignoreFor)), play(step.then))
+      case "Defect":
+        return Effect.die(new Error(step.message))
+    }
+  }
+  const call = (_request: CompletionRequest, ctx: AttemptContext) =>
+    Effect.suspend(() => {
+      const step = next(ctx.endpoint.id)
+      return Effect.zipRight(record(ctx), play(step)).pipe(
+        Effect.onInterrupt(() => Ref.update(teardowns, (n) => n + 1))
+      )
+    })
+  const stream = (_request: CompletionRequest, ctx: AttemptContext): Stream.Stream<StreamPart, ProviderFailure> =>
+    Stream.unwrap(Effect.sync(() => {
+      const step = next(ctx.endpoint.id)
+      const head = Stream.fromEffect(record(ctx)).pipe(Stream.drain)
+      switch (step._tag) {
+        case "Succeed": {
+          const deltas = step.deltas ?? [step.text]
+          const parts = deltas.map((delta, i): StreamPart =>
+            i === deltas.length - 1 ? { delta, usage: step.usage, done: true } : { delta }
+          )
+          return Stream.concat(head, Stream.fromIterable(parts).pipe(Stream.tap(() => sleep(step.latency))))
+        }
+        case "Fail":
+          return Stream.concat(
+            head,
+            Stream.concat(
+              Stream.fromIterable((step.afterDeltas ?? []).map((delta): StreamPart => ({ delta }))),
+              Stream.fromEffect(Effect.zipRight(sleep(step.latency), Effect.fail(toFailure(step))))
+            )
+          )
+        default:
+          return Stream.concat(head, Stream.fromEffect(play(step)).pipe(Stream.map((r) => ({ delta: r.text }))))
+      }
+    }))
+  return {
+    provider: {
+      internalMaxAttempts: options.internalMaxAttempts ?? 1,
+      simulated: options.simulated ?? true,
+      call,
+      stream
+    },
+    calls: Ref.get(calls),
+    teardowns: Ref.get(teardowns)
+  }
+}
+
+const DEFAULT: Step = succeed()
+
+const sleep = (d: Duration.Duration) => (Duration.toMillis(d) > 0 ? Effect.sleep(d) : Effect.void)

@@ -1,0 +1,208 @@
+/**
+ * Outcomes: the immutable record of every attempt, the success value and the terminal failures. Terminal
+ * failures are `Schema.TaggedError`s, so they serialise into journals and artifacts and a caller can
+ * `Effect.catchTag` exactly the outcome it cares about. No record holds prompts, provider text or
+ * secrets: only kinds, normalised codes, numbers and ids.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import { FailureKind } from "./Failure.js"
+import { Usage } from "./Usage.js"
+
+/**
+ * What an attempt reserved against the hard budget (`null`: that dimension is not limited / unknown).
+ *
+ * @since 0.1.0
+ */
+export const Reservation = Schema.Struct({
+  cost: Schema.NullOr(Schema.Number),
+  tokens: Schema.NullOr(Schema.Number)
+})
+
+/**
+ * @since 0.1.0
+ */
+export type Reservation = typeof Reservation.Type
+
+/**
+ * How an attempt ended.
+ *
+ * - `success`: the provider answered;
+ * - `failure`: the provider failed (see `failure`);
+ * - `timeout`: the attempt timeout expired (retryable, kind `timeout`);
+ * - `deadline`: the request's deadline expired during the attempt;
+ * - `interrupted`: the caller interrupted.
+ *
+ * @since 0.1.0
+ */
+export const AttemptStatus = Schema.Literal("success", "failure", "timeout", "deadline", "interrupted")
+
+/**
+ * @since 0.1.0
+ */
+export type AttemptStatus = typeof AttemptStatus.Type
+
+/**
+ * One physical attempt. Offsets are milliseconds from the request's monotonic origin.
+ *
+ * @example
+ * ```ts
+ * import { Outcome } from "@rein/core"
+ *
+ * const describe = (r: Outcome.AttemptRecord) => `#${r.attempt} ${r.endpoint} ${r.status} ${r.failure ?? ""}`
+ * ```
+ * @since 0.1.0
+ */
+export class AttemptRecord extends Schema.Class<AttemptRecord>("AttemptRecord")({
+  attempt: Schema.Number,
+  endpoint: Schema.String,
+  role: Schema.Literal("first", "retry", "fallback"),
+  startMillis: Schema.Number,
+  endMillis: Schema.Number,
+  timeoutMillis: Schema.Number,
+  /** Which limit bounded the attempt: its own timeout or the request's remaining deadline. */
+  binding: Schema.Literal("attempt", "deadline"),
+  /** Whether the request may have reached the provider. */
+  dispatched: Schema.Boolean,
+  status: AttemptStatus,
+  failure: Schema.NullOr(FailureKind),
+  code: Schema.NullOr(Schema.String),
+  retryAfterMillis: Schema.NullOr(Schema.Number),
+  /** The wait Rein took before the next attempt (0 when none followed, or it could not fit). */
+  backoffMillis: Schema.Number,
+  reservation: Reservation,
+  usage: Usage,
+  /** What the budget was charged for this attempt. */
+  charged: Schema.Struct({ cost: Schema.Number, tokens: Schema.Number }),
+  /** Actual usage exceeded the reservation: the provider billed beyond what was admitted. */
+  billingBoundViolation: Schema.Boolean,
+  /** Teardown was not confirmed within the grace: the endpoint may still be working on it. */
+  teardownUnconfirmed: Schema.Boolean,
+  simulated: Schema.Boolean
+}) {}
+
+/**
+ * The failure that ended the plan, as a kind and a normalised code (never provider text).
+ *
+ * @since 0.1.0
+ */
+export const Cause = Schema.Struct({ kind: FailureKind, code: Schema.String, endpoint: Schema.String })
+
+/**
+ * @since 0.1.0
+ */
+export type Cause = typeof Cause.Type
+
+const attempts = Schema.Array(AttemptRecord)
+
+/**
+ * The deadline expired. `phase` says where: waiting for admission, during an attempt, a backoff that
+ * could not fit (recorded with zero wait), or teardown.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Outcome } from "@rein/core"
+ *
+ * const onDeadline = (e: Outcome.DeadlineExceeded) => Effect.succeed(`gave up in ${e.phase} after ${e.attempts.length}`)
+ * ```
+ * @since 0.1.0
+ */
+export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("DeadlineExceeded", {
+  phase: Schema.Literal("admission", "attempt", "backoff", "teardown"),
+  reason: Schema.String,
+  cause: Schema.NullOr(Cause),
+  teardownUnconfirmed: Schema.Boolean,
+  attempts
+}) {}
+
+/**
+ * The next attempt cannot be afforded: its worst-case cost, tokens, or a call would exceed the budget.
+ *
+ * @since 0.1.0
+ */
+export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("BudgetExhausted", {
+  resource: Schema.Literal("cost", "tokens", "calls"),
+  reason: Schema.String,
+  cause: Schema.NullOr(Cause),
+  attempts
+}) {}
+
+/**
+ * Every candidate was tried or excluded and none succeeded.
+ *
+ * @since 0.1.0
+ */
+export class PlanExhausted extends Schema.TaggedError<PlanExhausted>()("PlanExhausted", {
+  reason: Schema.String,
+  cause: Schema.NullOr(Cause),
+  attempts
+}) {}
+
+/**
+ * A failure whose kind forbids both retry and fallback (`unknown`, `invalid_request`, `content_filtered`
+ * by default, or one the contract narrowed): Rein stops rather than guess.
+ *
+ * @since 0.1.0
+ */
+export class FailedSafe extends Schema.TaggedError<FailedSafe>()("FailedSafe", {
+  reason: Schema.String,
+  cause: Cause,
+  attempts
+}) {}
+
+/**
+ * Why a request was refused before any call.
+ *
+ * @since 0.1.0
+ */
+export const RefusalReason = Schema.Literal(
+  "effectful_mode",
+  "nested_retries",
+  "no_input_bound",
+  "no_legal_candidate",
+  "invalid_request"
+)
+
+/**
+ * Refused before any provider call: nothing was spent.
+ *
+ * @since 0.1.0
+ */
+export class Refused extends Schema.TaggedError<Refused>()("Refused", {
+  refusal: RefusalReason,
+  reason: Schema.String,
+  attempts
+}) {}
+
+/**
+ * Any terminal failure of a request.
+ *
+ * @since 0.1.0
+ */
+export type Terminal = DeadlineExceeded | BudgetExhausted | PlanExhausted | FailedSafe | Refused
+
+/**
+ * The terminal failures as one Schema (for journals and artifacts).
+ *
+ * @since 0.1.0
+ */
+export const Terminal = Schema.Union(DeadlineExceeded, BudgetExhausted, PlanExhausted, FailedSafe, Refused)
+
+/**
+ * A successful request: the provider's answer with where it came from, what it used and cost, and every
+ * attempt it took. `cost` is `"unknown"` when any attempt's usage was unknown.
+ *
+ * @since 0.1.0
+ */
+export class Completion extends Schema.Class<Completion>("Completion")({
+  text: Schema.String,
+  endpoint: Schema.String,
+  provider: Schema.String,
+  model: Schema.String,
+  usage: Usage,
+  cost: Schema.Union(Schema.Number, Schema.Literal("unknown")),
+  simulated: Schema.Boolean,
+  attempts
+}) {}

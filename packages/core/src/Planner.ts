@@ -1,0 +1,454 @@
+/**
+ * The one decision site. Before every attempt, one pure function decides — from a static `Spec` of the
+ * request and a `Snapshot` of the state — to attempt (an endpoint, after an optional wait, with a timeout
+ * and a reservation) or to stop (with a terminal outcome and why). Each candidate is checked against
+ * eleven named legality predicates and every verdict is returned as data, so the journal can record it
+ * and `replay` can reproduce it byte for byte.
+ *
+ * Retries and fallbacks are an ordered fold: the current endpoint is retried while its failure kind,
+ * its retry count, the deadline and the budgets allow; otherwise the next legal candidate after it runs.
+ * Nothing behind the current position is tried again.
+ *
+ * @since 0.1.0
+ */
+import type { FailureKind, Rule } from "./Failure.js"
+
+/**
+ * The predicates, in the order they are checked and recorded.
+ *
+ * @since 0.1.0
+ */
+export const predicates = [
+  "listed",
+  "capable",
+  "mode",
+  "simulation",
+  "deadline",
+  "budget",
+  "calls",
+  "retryBudget",
+  "health",
+  "failureAllows",
+  "uncommitted"
+] as const
+
+/**
+ * @since 0.1.0
+ */
+export type Predicate = typeof predicates[number]
+
+/**
+ * A candidate as the planner sees it: everything static it may consult.
+ *
+ * @since 0.1.0
+ */
+export interface CandidateSpec {
+  readonly id: string
+  /** In the contract's candidate list. */
+  readonly listed: boolean
+  /** In the catalog. */
+  readonly known: boolean
+  /** A provider is registered for it. */
+  readonly hasProvider: boolean
+  readonly scope: string
+  readonly contextWindow: number
+  readonly maxOutputTokens: number
+  readonly tools: boolean
+  readonly structuredOutput: boolean
+  readonly streaming: boolean
+  readonly simulated: boolean
+  readonly prices: { readonly inputTokens: number; readonly outputTokens: number; readonly request: number }
+}
+
+/**
+ * Everything static about one request that the planner consults: fixed when execution starts.
+ *
+ * @since 0.1.0
+ */
+export interface Spec {
+  readonly candidates: ReadonlyArray<CandidateSpec>
+  readonly requires: { readonly tools: boolean; readonly structuredOutput: boolean; readonly streaming: boolean }
+  readonly mode: "read-only" | "advisory" | "effectful"
+  readonly allowSimulated: boolean
+  readonly inputTokens: number | null
+  readonly maxOutputTokens: number | null
+  readonly attemptTimeoutMillis: number
+  readonly minAttemptMillis: number
+  readonly retry: {
+    readonly perEndpoint: number
+    readonly baseMillis: number
+    readonly factor: number
+    readonly maxMillis: number
+    readonly jitter: number
+  }
+  readonly table: { readonly [K in FailureKind]: Rule }
+}
+
+/**
+ * Breaker state of an endpoint as the planner sees it (absent: closed).
+ *
+ * @since 0.1.0
+ */
+export interface HealthView {
+  readonly state: "closed" | "open" | "half_open"
+  readonly probesFree: number
+}
+
+/**
+ * The state a decision consumes: time, budgets, breakers, retry tokens, progress so far, commit state and
+ * the random draw used for jitter.
+ *
+ * @since 0.1.0
+ */
+export interface Snapshot {
+  readonly elapsedMillis: number
+  readonly remainingMillis: number
+  readonly budget: { readonly cost: number | null; readonly tokens: number | null; readonly calls: number | null }
+  readonly attempts: number
+  /** The endpoint of the last attempt, and how many attempts it has had. */
+  readonly current: string | null
+  readonly triesOnCurrent: number
+  readonly last: { readonly kind: FailureKind; readonly retryAfterMillis: number | null } | null
+  readonly health: { readonly [endpoint: string]: HealthView }
+  /** Retry/fallback tokens left (`null`: unlimited). */
+  readonly retryTokens: { readonly global: number | null; readonly endpoints: { readonly [endpoint: string]: number } }
+  readonly committed: boolean
+  /** A uniform draw in [0, 1) from Effect's `Random`, consumed by backoff jitter (null when none is needed). */
+  readonly jitter: number | null
+}
+
+/**
+ * Each predicate's verdict: `true` when it holds, else the reason (with the numbers) it does not.
+ *
+ * @since 0.1.0
+ */
+export type Verdicts = { readonly [P in Predicate]: true | string }
+
+/**
+ * The planner's view of one candidate at one decision.
+ *
+ * @since 0.1.0
+ */
+export interface CandidateVerdict {
+  readonly endpoint: string
+  readonly role: Role
+  readonly legal: boolean
+  readonly verdicts: Verdicts
+}
+
+/**
+ * @since 0.1.0
+ */
+export type Role = "first" | "retry" | "fallback"
+
+/**
+ * @since 0.1.0
+ */
+export type Reservation = { readonly cost: number | null; readonly tokens: number | null }
+
+/**
+ * Attempt `endpoint` after `waitMillis`, bounded by `timeoutMillis`.
+ *
+ * @since 0.1.0
+ */
+export interface Attempt {
+  readonly _tag: "Attempt"
+  readonly endpoint: string
+  readonly role: Role
+  readonly attempt: number
+  readonly waitMillis: number
+  readonly waitReason: "none" | "backoff" | "retry_after"
+  readonly timeoutMillis: number
+  readonly binding: "attempt" | "deadline"
+  readonly reservation: Reservation
+  readonly candidates: ReadonlyArray<CandidateVerdict>
+}
+
+/**
+ * Stop with a terminal outcome.
+ *
+ * @since 0.1.0
+ */
+export interface Stop {
+  readonly _tag: "Stop"
+  readonly outcome: "DeadlineExceeded" | "BudgetExhausted" | "PlanExhausted" | "FailedSafe" | "Refused"
+  readonly phase: "admission" | "backoff" | null
+  readonly resource: "cost" | "tokens" | "calls" | null
+  readonly reason: string
+  readonly candidates: ReadonlyArray<CandidateVerdict>
+}
+
+/**
+ * @since 0.1.0
+ */
+export type Decision = Attempt | Stop
+
+const EPSILON = 1e-12
+
+const fmt = (n: number): string => (Number.isInteger(n) ? String(n) : String(Number(n.toPrecision(6))))
+
+/**
+ * The worst case of one attempt on a candidate.
+ *
+ * @since 0.1.0
+ */
+export const reservationFor = (spec: Spec, c: CandidateSpec): Reservation => {
+  const maxOut = spec.maxOutputTokens ?? c.maxOutputTokens
+  if (spec.inputTokens === null) return { cost: null, tokens: null }
+  return {
+    cost: spec.inputTokens * c.prices.inputTokens + maxOut * c.prices.outputTokens + c.prices.request,
+    tokens: spec.inputTokens + maxOut
+  }
+}
+
+/**
+ * The backoff before retry number `tries` (1 after the first failure): exponential from `base` by
+ * `factor`, capped at `max`, with ±`jitter` from the draw `u` ∈ [0, 1), rounded to whole milliseconds.
+ *
+ * @example
+ * ```ts
+ * import { Planner } from "@rein/core"
+ *
+ * Planner.backoffMillis({ perEndpoint: 2, baseMillis: 250, factor: 2, maxMillis: 4000, jitter: 0 }, 2, 0.5) // 500
+ * ```
+ * @since 0.1.0
+ */
+export const backoffMillis = (retry: Spec["retry"], tries: number, u: number): number => {
+  const exp = Math.min(retry.maxMillis, retry.baseMillis * Math.pow(retry.factor, Math.max(0, tries - 1)))
+  const jittered = exp * (1 - retry.jitter + 2 * retry.jitter * u)
+  return Math.round(Math.min(retry.maxMillis, Math.max(0, jittered)))
+}
+
+const staticVerdicts = (
+  spec: Spec,
+  c: CandidateSpec
+): Pick<Verdicts, "listed" | "capable" | "mode" | "simulation"> => {
+  const listed: true | string = !c.listed
+    ? "not in the contract's candidates"
+    : !c.known
+    ? "not in the catalog"
+    : !c.hasProvider
+    ? "no provider registered"
+    : true
+  let capable: true | string = true
+  if (!c.known) capable = "unknown endpoint"
+  else {
+    const maxOut = spec.maxOutputTokens ?? c.maxOutputTokens
+    if (maxOut > c.maxOutputTokens) capable = `max output ${c.maxOutputTokens} < ${maxOut} requested`
+    else if (spec.inputTokens !== null && spec.inputTokens + maxOut > c.contextWindow) {
+      capable = `context window ${c.contextWindow} < ${spec.inputTokens} input + ${maxOut} output`
+    } else if (spec.requires.tools && !c.tools) capable = "no tool support"
+    else if (spec.requires.structuredOutput && !c.structuredOutput) capable = "no structured output"
+    else if (spec.requires.streaming && !c.streaming) capable = "no streaming"
+  }
+  const mode: true | string = spec.mode === "effectful" ? "effectful mode is not executed here" : true
+  const simulation: true | string = c.simulated && !spec.allowSimulated
+    ? "simulated endpoint; the contract does not allow simulation"
+    : true
+  return { listed, capable, mode, simulation }
+}
+
+const failureAllows = (
+  spec: Spec,
+  snap: Snapshot,
+  c: CandidateSpec,
+  role: Role,
+  failed: CandidateSpec | undefined
+): true | string => {
+  const last = snap.last
+  if (role === "first" || last === null) return true
+  const rule = spec.table[last.kind]
+  if (role === "retry") {
+    if (!rule.retry) return `${last.kind} is not retried`
+    const allowed = 1 + spec.retry.perEndpoint
+    return snap.triesOnCurrent >= allowed ? `attempts used: ${snap.triesOnCurrent} of ${allowed}` : true
+  }
+  switch (rule.fallback) {
+    case "any":
+      return true
+    case "none":
+      return `${last.kind} forbids fallback`
+    case "larger_window":
+      return failed !== undefined && c.contextWindow <= failed.contextWindow
+        ? `${last.kind}: window ${c.contextWindow} is not larger than ${failed.contextWindow}`
+        : true
+    case "other_scope":
+      return failed !== undefined && c.scope === failed.scope
+        ? `${last.kind}: same credential scope ${JSON.stringify(c.scope)}`
+        : true
+  }
+}
+
+const isLegal = (v: Verdicts): boolean => {
+  for (const p of predicates) if (v[p] !== true) return false
+  return true
+}
+
+interface Evaluated {
+  readonly candidate: CandidateSpec
+  readonly verdict: CandidateVerdict
+  readonly waitMillis: number
+  readonly waitReason: "none" | "backoff" | "retry_after"
+  readonly reservation: Reservation
+}
+
+const evaluate = (spec: Spec, snap: Snapshot, c: CandidateSpec, role: Role, failed: CandidateSpec | undefined) => {
+  const s = staticVerdicts(spec, c)
+  let waitMillis = 0
+  let waitReason: Evaluated["waitReason"] = "none"
+  if (role === "retry" && snap.last !== null) {
+    const backoff = backoffMillis(spec.retry, snap.triesOnCurrent, snap.jitter ?? 0.5)
+    const hint = snap.last.retryAfterMillis ?? 0
+    waitMillis = Math.max(backoff, hint)
+    waitReason = hint > backoff ? "retry_after" : "backoff"
+  }
+  const remainingAfterWait = snap.remainingMillis - waitMillis
+  const deadline: true | string = remainingAfterWait > spec.minAttemptMillis && remainingAfterWait > 0
+    ? true
+    : waitMillis > 0
+    ? `${waitReason === "retry_after" ? "Retry-After" : "backoff"} ${fmt(waitMillis)} ms does not fit the ${
+      fmt(snap.remainingMillis)
+    } ms remaining${spec.minAttemptMillis > 0 ? ` with a ${fmt(spec.minAttemptMillis)} ms minimum attempt` : ""}`
+    : `${fmt(snap.remainingMillis)} ms remaining${
+      spec.minAttemptMillis > 0 ? `, below the ${fmt(spec.minAttemptMillis)} ms minimum attempt` : ""
+    }`
+  const reservation = reservationFor(spec, c)
+  const b = snap.budget
+  const budget: true | string = b.cost !== null && reservation.cost !== null && reservation.cost > b.cost + EPSILON
+    ? `worst-case cost ${fmt(reservation.cost)} > ${fmt(b.cost)} left`
+    : b.tokens !== null && reservation.tokens !== null && reservation.tokens > b.tokens
+    ? `worst-case tokens ${reservation.tokens} > ${b.tokens} left`
+    : true
+  const calls: true | string = b.calls !== null && b.calls < 1 ? "no call left under the cap" : true
+  let retryBudget: true | string = true
+  if (role !== "first") {
+    const g = snap.retryTokens.global
+    const e = snap.retryTokens.endpoints[c.id]
+    if (g !== null && g < 1) retryBudget = `global retry tokens ${fmt(g)} < 1`
+    else if (e !== undefined && e < 1) retryBudget = `retry tokens for ${c.id} ${fmt(e)} < 1`
+  }
+  const h = snap.health[c.id]
+  const health: true | string = h === undefined || h.state === "closed"
+    ? true
+    : h.state === "open"
+    ? "breaker open"
+    : h.probesFree > 0
+    ? true
+    : "half-open: no free probe slot"
+  const verdicts: Verdicts = {
+    listed: s.listed,
+    capable: s.capable,
+    mode: s.mode,
+    simulation: s.simulation,
+    deadline,
+    budget,
+    calls,
+    retryBudget,
+    health,
+    failureAllows: failureAllows(spec, snap, c, role, failed),
+    uncommitted: snap.committed ? "the stream has committed" : true
+  }
+  return {
+    candidate: c,
+    verdict: { endpoint: c.id, role, legal: isLegal(verdicts), verdicts },
+    waitMillis,
+    waitReason,
+    reservation
+  } satisfies Evaluated
+}
+
+const POLICY: ReadonlyArray<Predicate> = ["listed", "capable", "mode", "simulation", "failureAllows", "uncommitted"]
+const DYNAMIC: ReadonlyArray<Predicate> = ["deadline", "budget", "calls", "health", "retryBudget"]
+
+const stop = (
+  outcome: Stop["outcome"],
+  reason: string,
+  candidates: ReadonlyArray<CandidateVerdict>,
+  phase: Stop["phase"] = null,
+  resource: Stop["resource"] = null
+): Stop => ({ _tag: "Stop", outcome, phase, resource, reason, candidates })
+
+/**
+ * Decides the next step. Pure: the same spec and snapshot always give the same decision.
+ *
+ * @example
+ * ```ts
+ * import { Planner } from "@rein/core"
+ *
+ * declare const spec: Planner.Spec
+ * declare const snapshot: Planner.Snapshot
+ * const decision = Planner.decide(spec, snapshot)
+ * if (decision._tag === "Stop") console.log(decision.outcome, decision.reason)
+ * ```
+ * @since 0.1.0
+ */
+export const decide = (spec: Spec, snap: Snapshot): Decision => {
+  const start = snap.current === null ? 0 : spec.candidates.findIndex((c) => c.id === snap.current)
+  const failed = start >= 0 && snap.current !== null ? spec.candidates[start] : undefined
+  const evaluated: Array<Evaluated> = []
+  for (let i = Math.max(0, start); i < spec.candidates.length; i++) {
+    const c = spec.candidates[i]!
+    const role: Role = snap.current === null ? "first" : i === start ? "retry" : "fallback"
+    evaluated.push(evaluate(spec, snap, c, role, failed))
+  }
+  const verdicts = evaluated.map((e) => e.verdict)
+  if (snap.remainingMillis <= 0) {
+    return stop("DeadlineExceeded", "no time left before the deadline", verdicts, "admission")
+  }
+  const chosen = evaluated.find((e) => e.verdict.legal)
+  if (chosen !== undefined) {
+    const available = snap.remainingMillis - chosen.waitMillis
+    const binding = spec.attemptTimeoutMillis < available ? "attempt" : "deadline"
+    return {
+      _tag: "Attempt",
+      endpoint: chosen.candidate.id,
+      role: chosen.verdict.role,
+      attempt: snap.attempts + 1,
+      waitMillis: chosen.waitMillis,
+      waitReason: chosen.waitReason,
+      timeoutMillis: binding === "attempt" ? spec.attemptTimeoutMillis : available,
+      binding,
+      reservation: chosen.reservation,
+      candidates: verdicts
+    }
+  }
+  if (snap.last !== null) {
+    const rule = spec.table[snap.last.kind]
+    if (!rule.retry && rule.fallback === "none") {
+      return stop("FailedSafe", `${snap.last.kind} forbids retry and fallback`, verdicts)
+    }
+    if (snap.committed) return stop("FailedSafe", "the stream has committed: no retry, no fallback", verdicts)
+  }
+  const allowed = evaluated.find((e) => POLICY.every((p) => e.verdict.verdicts[p] === true))
+  if (allowed === undefined) {
+    return snap.attempts === 0
+      ? stop("Refused", firstReason(evaluated) ?? "no candidate", verdicts)
+      : stop("PlanExhausted", "no candidate left that the failures allow", verdicts)
+  }
+  const blocking = DYNAMIC.find((p) => allowed.verdict.verdicts[p] !== true)!
+  const why = `${allowed.candidate.id}: ${allowed.verdict.verdicts[blocking] as string}`
+  switch (blocking) {
+    case "deadline":
+      return stop("DeadlineExceeded", why, verdicts, allowed.waitMillis > 0 ? "backoff" : "admission")
+    case "budget": {
+      const b = snap.budget
+      const r = allowed.reservation
+      const resource = b.cost !== null && r.cost !== null && r.cost > b.cost + EPSILON ? "cost" : "tokens"
+      return stop("BudgetExhausted", why, verdicts, null, resource)
+    }
+    case "calls":
+      return stop("BudgetExhausted", why, verdicts, null, "calls")
+    default:
+      return stop("PlanExhausted", why, verdicts)
+  }
+}
+
+const firstReason = (evaluated: ReadonlyArray<Evaluated>): string | undefined => {
+  for (const e of evaluated) {
+    for (const p of POLICY) {
+      const v = e.verdict.verdicts[p]
+      if (v !== true) return `${e.candidate.id}: ${p}: ${v}`
+    }
+  }
+  return undefined
+}

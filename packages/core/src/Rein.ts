@@ -1,0 +1,103 @@
+/**
+ * The entry point. `Rein.layer` wires a catalog and the providers (by name); `Rein.execute` runs one
+ * request under one contract: one deadline, one budget, one attempt policy, every attempt recorded.
+ *
+ * @since 0.1.0
+ */
+import type { Effect } from "effect"
+import { Layer } from "effect"
+import type { Catalog } from "./Catalog.js"
+import type { Contract } from "./Contract.js"
+import * as Execute from "./Execute.js"
+import * as Internal from "./internal/context.js"
+import type { Completion, Terminal } from "./Outcome.js"
+import type { CompletionRequest, Provider } from "./Provider.js"
+
+/**
+ * Bounds a prompt's input tokens from above when the caller gives none (a declared tokenizer). Must never
+ * under-estimate: hard budgets admit against it.
+ *
+ * @since 0.1.0
+ */
+export type Tokenizer = Internal.Tokenizer
+
+/**
+ * What Rein executes against: the catalog, the providers by name, and an optional tokenizer.
+ *
+ * @since 0.1.0
+ */
+export type Services = Internal.Services
+
+/**
+ * The Rein service: the catalog and providers every execution uses. Provide it with `Rein.layer`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Rein } from "@rein/core"
+ *
+ * const endpointIds = Effect.map(Rein.Rein, (rein) => rein.catalog.endpoints.map((e) => e.id))
+ * ```
+ * @since 0.1.0
+ */
+export const Rein = Internal.Rein
+
+/**
+ * @since 0.1.0
+ */
+export type Rein = Internal.Rein
+
+/**
+ * Builds the Rein layer from a catalog and providers keyed by the catalog's `provider` names.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Catalog, Contract, Fake, Rein } from "@rein/core"
+ *
+ * const catalog = Catalog.make({ endpoints: [{
+ *   id: "fake/a", provider: "fake", model: "a",
+ *   capabilities: { contextWindow: 8000, maxOutputTokens: 1000 },
+ *   prices: { inputTokens: 1e-6, outputTokens: 2e-6 }
+ * }] })
+ * const contract = Contract.make({ deadline: "10 seconds", candidates: ["fake/a"], allowSimulated: true })
+ * const fake = Fake.make({ "fake/a": [Fake.succeed({ text: "hi" })] })
+ *
+ * const program = Rein.execute({ prompt: "hello", inputTokens: 10 }, contract).pipe(
+ *   Effect.provide(Rein.layer({ catalog, providers: { fake: fake.provider } }))
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const layer = (options: {
+  readonly catalog: Catalog
+  readonly providers: Readonly<Record<string, Provider>> | ReadonlyMap<string, Provider>
+  readonly tokenizer?: Tokenizer | undefined
+}): Layer.Layer<Rein> =>
+  Layer.succeed(Rein, {
+    catalog: options.catalog,
+    providers: options.providers instanceof Map
+      ? options.providers as ReadonlyMap<string, Provider>
+      : new Map(Object.entries(options.providers as Readonly<Record<string, Provider>>)),
+    tokenizer: options.tokenizer
+  })
+
+/**
+ * Executes one request under a contract.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Contract, Rein } from "@rein/core"
+ *
+ * declare const contract: Contract.Contract
+ * const answer = Rein.execute({ prompt: "Summarise …", inputTokens: 900, maxOutputTokens: 400 }, contract).pipe(
+ *   Effect.catchTag("DeadlineExceeded", (e) => Effect.succeed(`timed out in ${e.phase}`))
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const execute: (
+  request: CompletionRequest,
+  contract: Contract
+) => Effect.Effect<Completion, Terminal, Rein> = Execute.execute
