@@ -1,0 +1,82 @@
+/**
+ * SHA-256 digests: the only form in which the ledger keeps anything derived from a request, a response or a
+ * piece of reconciliation evidence. A digest is 64 lowercase hexadecimal characters.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import { createHash } from "node:crypto"
+import * as internal from "./internal/canonical.js"
+
+/**
+ * A lowercase hexadecimal SHA-256 digest.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Digest } from "@rein/ledger"
+ *
+ * const d = Schema.decodeUnknownSync(Digest.Sha256)("a".repeat(64))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const Sha256 = Schema.String.pipe(
+  Schema.pattern(/^[0-9a-f]{64}$/, { message: () => "Expected a lowercase hexadecimal SHA-256 digest" }),
+  Schema.brand("@rein/ledger/Sha256")
+)
+
+/**
+ * @example
+ * ```ts
+ * import type { Digest } from "@rein/ledger"
+ *
+ * const show = (d: Digest.Sha256) => d.slice(0, 12)
+ * ```
+ *
+ * @since 0.1.0
+ */
+export type Sha256 = typeof Sha256.Type
+
+/**
+ * The SHA-256 digest of some bytes (a string is hashed as UTF-8).
+ *
+ * @example
+ * ```ts
+ * import { Digest } from "@rein/ledger"
+ *
+ * const confirmation = Digest.sha256("provider message id 1234")
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const sha256 = (data: string | Uint8Array): Sha256 =>
+  Sha256.make(createHash("sha256").update(data).digest("hex"))
+
+/**
+ * The canonical JSON text of a value: keys sorted, no whitespace. Throws on values JSON cannot represent.
+ *
+ * @example
+ * ```ts
+ * import { Digest } from "@rein/ledger"
+ *
+ * Digest.canonicalJson({ b: 1, a: [true] }) // '{"a":[true],"b":1}'
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const canonicalJson: (value: unknown) => string = internal.canonicalJson
+
+/**
+ * The SHA-256 digest of a value's canonical JSON.
+ *
+ * @example
+ * ```ts
+ * import { Digest } from "@rein/ledger"
+ *
+ * Digest.ofJson({ to: "ops@example.com", subject: "hi" }) === Digest.ofJson({ subject: "hi", to: "ops@example.com" })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const ofJson = (value: unknown): Sha256 => sha256(internal.canonicalJson(value))

@@ -1,0 +1,516 @@
+/**
+ * The durable store of executions, receipts and used nonces, as a service over `@effect/sql`. Every
+ * operation is one transaction: a transition, its receipt and any confirmation digest commit together or
+ * not at all. Reads are always scoped by organisation.
+ *
+ * The embedded default is SQLite (`layerSqlite`), whose file is created with mode 0600.
+ *
+ * @since 0.1.0
+ */
+import { SqlClient } from "@effect/sql"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Context, Effect, Layer, Schema } from "effect"
+import { chmodSync, closeSync, openSync } from "node:fs"
+import type { Sha256 } from "./Digest.js"
+import { Execution, isLegal, Receipt, type State } from "./Execution.js"
+import * as Schema_ from "./internal/schema.js"
+import {
+  ExecutionNotFound,
+  IllegalTransition,
+  LedgerStoreError,
+  type RefusalReason,
+  StateConflict
+} from "./LedgerError.js"
+
+/**
+ * The identity of a new execution, written as `created → authorised` together with its single-use nonce.
+ *
+ * @example
+ * ```ts
+ * import type { LedgerStore } from "@rein/ledger"
+ *
+ * const key = (b: LedgerStore.Begin) => `${b.organisation}/${b.idempotencyKey}`
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface Begin {
+  readonly id: string
+  readonly organisation: string
+  readonly connection: string
+  readonly operation: string
+  readonly origin: string
+  readonly idempotencyKey: string
+  readonly requestDigest: Sha256
+  readonly issuer: string
+  readonly nonce: string
+  readonly authorisationDigest: Sha256
+  readonly at: number
+}
+
+/**
+ * The result of {@link Begin}: a new execution, the existing one for the idempotency key (no nonce is
+ * consumed then), or a replayed nonce (nothing is written).
+ *
+ * @example
+ * ```ts
+ * import type { LedgerStore } from "@rein/ledger"
+ *
+ * const isNew = (r: LedgerStore.BeginResult) => r._tag === "Created"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export type BeginResult =
+  | { readonly _tag: "Created"; readonly execution: Execution }
+  | { readonly _tag: "Existing"; readonly execution: Execution }
+  | { readonly _tag: "NonceReplayed" }
+
+/**
+ * A refusal to record as `created → refused`. A refused execution claims no idempotency key and no nonce.
+ *
+ * @example
+ * ```ts
+ * import type { LedgerStore } from "@rein/ledger"
+ *
+ * const why = (r: LedgerStore.Refusal) => r.reason
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface Refusal {
+  readonly id: string
+  readonly organisation: string
+  readonly connection: string
+  readonly operation: string
+  readonly origin: string
+  readonly requestDigest: Sha256
+  readonly reason: RefusalReason
+  readonly at: number
+}
+
+/**
+ * A compare-and-set transition: it applies only if the execution is in `from`, and only if `from → to` is
+ * legal. `confirmation` is stored on the execution in the same transaction.
+ *
+ * @example
+ * ```ts
+ * import type { LedgerStore } from "@rein/ledger"
+ *
+ * const show = (t: LedgerStore.Transition) => `${t.from} → ${t.to}`
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface Transition {
+  readonly organisation: string
+  readonly executionId: string
+  readonly from: State
+  readonly to: State
+  readonly code: string
+  readonly source: Receipt["source"]
+  readonly digest: Sha256 | null
+  readonly refersTo: number | null
+  readonly confirmation: Sha256 | null
+  readonly at: number
+}
+
+/**
+ * Evidence of a reconciliation attempt that did not resolve an ambiguity. The state stays `ambiguous`.
+ *
+ * @example
+ * ```ts
+ * import type { LedgerStore } from "@rein/ledger"
+ *
+ * const show = (e: LedgerStore.Evidence) => e.code
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface Evidence {
+  readonly organisation: string
+  readonly executionId: string
+  readonly code: string
+  readonly source: Receipt["source"]
+  readonly digest: Sha256 | null
+  readonly refersTo: number | null
+  readonly at: number
+}
+
+/**
+ * An execution a previous process left in `dispatch_started` or `ambiguous`.
+ *
+ * @example
+ * ```ts
+ * import type { LedgerStore } from "@rein/ledger"
+ *
+ * const show = (s: LedgerStore.Stranded) => `${s.organisation}/${s.id}`
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface Stranded {
+  readonly organisation: string
+  readonly id: string
+  readonly state: State
+}
+
+/**
+ * The store service.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { LedgerStore } from "@rein/ledger"
+ *
+ * const states = Effect.flatMap(LedgerStore.LedgerStore, (store) => store.receipts("acme", "exec-1"))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class LedgerStore extends Context.Tag("@rein/ledger/LedgerStore")<LedgerStore, {
+  readonly begin: (begin: Begin) => Effect.Effect<BeginResult, LedgerStoreError>
+  readonly refuse: (refusal: Refusal) => Effect.Effect<Execution, LedgerStoreError>
+  readonly transition: (
+    transition: Transition
+  ) => Effect.Effect<Receipt, IllegalTransition | StateConflict | ExecutionNotFound | LedgerStoreError>
+  readonly evidence: (
+    evidence: Evidence
+  ) => Effect.Effect<Receipt, StateConflict | ExecutionNotFound | LedgerStoreError>
+  readonly execution: (
+    organisation: string,
+    id: string
+  ) => Effect.Effect<Execution, ExecutionNotFound | LedgerStoreError>
+  readonly receipts: (
+    organisation: string,
+    id: string
+  ) => Effect.Effect<ReadonlyArray<Receipt>, ExecutionNotFound | LedgerStoreError>
+  readonly stranded: Effect.Effect<ReadonlyArray<Stranded>, LedgerStoreError>
+}>() {}
+
+interface ExecutionRow {
+  readonly id: string
+  readonly organisation: string
+  readonly connection: string
+  readonly operation: string
+  readonly origin: string
+  readonly idempotency_key: string | null
+  readonly request_digest: string
+  readonly state: string
+  readonly code: string
+  readonly confirmation: string | null
+  readonly created_at: number
+  readonly updated_at: number
+}
+
+interface ReceiptRow {
+  readonly execution_id: string
+  readonly seq: number
+  readonly kind: string
+  readonly from_state: string | null
+  readonly to_state: string
+  readonly code: string
+  readonly source: string
+  readonly digest: string | null
+  readonly refers_to: number | null
+  readonly at: number
+}
+
+const decodeExecution = Schema.decodeUnknown(Execution)
+const decodeReceipt = Schema.decodeUnknown(Receipt)
+
+const toExecution = (row: ExecutionRow) =>
+  decodeExecution({
+    id: row.id,
+    organisation: row.organisation,
+    connection: row.connection,
+    operation: row.operation,
+    origin: row.origin,
+    idempotencyKey: row.idempotency_key,
+    requestDigest: row.request_digest,
+    state: row.state,
+    code: row.code,
+    confirmation: row.confirmation,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at
+  })
+
+const toReceipt = (row: ReceiptRow) =>
+  decodeReceipt({
+    executionId: row.execution_id,
+    seq: row.seq,
+    kind: row.kind,
+    from: row.from_state,
+    to: row.to_state,
+    code: row.code,
+    source: row.source,
+    digest: row.digest,
+    refersTo: row.refers_to,
+    at: row.at
+  })
+
+/**
+ * The store on any `@effect/sql` client that speaks SQLite's dialect. Creates the schema on construction.
+ *
+ * @example
+ * ```ts
+ * import { SqliteClient } from "@effect/sql-sqlite-node"
+ * import { Layer } from "effect"
+ * import { LedgerStore } from "@rein/ledger"
+ *
+ * const store = LedgerStore.layerSql.pipe(Layer.provide(SqliteClient.layer({ filename: ":memory:" })))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlClient> = Layer.effect(
+  LedgerStore,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    type Known = IllegalTransition | StateConflict | ExecutionNotFound | LedgerStoreError
+    const isKnown = (error: unknown): error is Known =>
+      error instanceof IllegalTransition || error instanceof StateConflict || error instanceof ExecutionNotFound ||
+      error instanceof LedgerStoreError
+    // Typed ledger errors pass through; anything else (SQL errors, rows that do not decode) becomes a
+    // LedgerStoreError naming the operation. Either way the transaction has been rolled back.
+    const wrap = <A, E, R>(operation: string, effect: Effect.Effect<A, E, R>) =>
+      Effect.mapError(
+        effect,
+        (error): Extract<E, Known> | LedgerStoreError =>
+          isKnown(error) ? error as Extract<E, Known> : new LedgerStoreError({ operation, cause: error })
+      )
+    // For composite writes whose inner steps cannot legitimately conflict: any failure is a store failure.
+    const wrapAll = <A, E, R>(operation: string, effect: Effect.Effect<A, E, R>) =>
+      Effect.mapError(
+        effect,
+        (error) => error instanceof LedgerStoreError ? error : new LedgerStoreError({ operation, cause: error })
+      )
+
+    yield* wrapAll(
+      "migrate",
+      sql.withTransaction(Effect.forEach(Schema_.statements, (s) => sql.unsafe(s), { discard: true }))
+    )
+
+    const selectExecution = (organisation: string, id: string) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<ExecutionRow>`SELECT * FROM ledger_executions
+          WHERE id = ${id} AND organisation = ${organisation}`
+        const row = rows[0]
+        if (row === undefined) return yield* new ExecutionNotFound({ executionId: id })
+        return yield* toExecution(row)
+      })
+
+    const appendReceipt = (receipt: {
+      readonly executionId: string
+      readonly kind: "transition" | "evidence"
+      readonly from: State | null
+      readonly to: State
+      readonly code: string
+      readonly source: Receipt["source"]
+      readonly digest: string | null
+      readonly refersTo: number | null
+      readonly at: number
+    }) =>
+      Effect.flatMap(
+        sql<ReceiptRow>`INSERT INTO ledger_receipts
+          (execution_id, seq, kind, from_state, to_state, code, source, digest, refers_to, at)
+          VALUES (${receipt.executionId},
+            (SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger_receipts WHERE execution_id = ${receipt.executionId}),
+            ${receipt.kind}, ${receipt.from}, ${receipt.to}, ${receipt.code}, ${receipt.source}, ${receipt.digest},
+            ${receipt.refersTo}, ${receipt.at})
+          RETURNING *`,
+        (rows) => toReceipt(rows[0]!)
+      )
+
+    const insertCreated = (row: {
+      readonly id: string
+      readonly organisation: string
+      readonly connection: string
+      readonly operation: string
+      readonly origin: string
+      readonly idempotencyKey: string | null
+      readonly requestDigest: string
+      readonly at: number
+    }) =>
+      Effect.zipRight(
+        sql`INSERT INTO ledger_executions
+          (id, organisation, connection, operation, origin, idempotency_key, request_digest, state, code,
+           confirmation, created_at, updated_at)
+          VALUES (${row.id}, ${row.organisation}, ${row.connection}, ${row.operation}, ${row.origin},
+            ${row.idempotencyKey}, ${row.requestDigest}, 'created', 'created', NULL, ${row.at}, ${row.at})`,
+        appendReceipt({
+          executionId: row.id,
+          kind: "transition",
+          from: null,
+          to: "created",
+          code: "created",
+          source: "ledger",
+          digest: row.requestDigest,
+          refersTo: null,
+          at: row.at
+        })
+      )
+
+    const move = (t: Transition) =>
+      Effect.gen(function*() {
+        const current = yield* selectExecution(t.organisation, t.executionId)
+        if (current.state !== t.from) {
+          return yield* new StateConflict({ executionId: t.executionId, expected: t.from, actual: current.state })
+        }
+        if (!isLegal(t.from, t.to)) {
+          return yield* new IllegalTransition({ executionId: t.executionId, from: t.from, to: t.to })
+        }
+        yield* sql`UPDATE ledger_executions
+          SET state = ${t.to}, code = ${t.code}, confirmation = COALESCE(${t.confirmation}, confirmation),
+            updated_at = ${t.at}
+          WHERE id = ${t.executionId} AND organisation = ${t.organisation} AND state = ${t.from}`
+        return yield* appendReceipt({ ...t, kind: "transition" })
+      })
+
+    return LedgerStore.of({
+      begin: (b) =>
+        wrapAll(
+          "begin",
+          sql.withTransaction(Effect.gen(function*() {
+            const existing = yield* sql<ExecutionRow>`SELECT * FROM ledger_executions
+              WHERE organisation = ${b.organisation} AND idempotency_key = ${b.idempotencyKey}`
+            if (existing[0] !== undefined) {
+              return { _tag: "Existing", execution: yield* toExecution(existing[0]) } as const
+            }
+            const used = yield* sql`SELECT 1 FROM ledger_nonces WHERE issuer = ${b.issuer} AND nonce = ${b.nonce}`
+            if (used.length > 0) return { _tag: "NonceReplayed" } as const
+            yield* sql`INSERT INTO ledger_nonces (issuer, nonce, execution_id, used_at)
+              VALUES (${b.issuer}, ${b.nonce}, ${b.id}, ${b.at})`
+            yield* insertCreated(b)
+            yield* move({
+              organisation: b.organisation,
+              executionId: b.id,
+              from: "created",
+              to: "authorised",
+              code: "authorised",
+              source: "authorisation",
+              digest: b.authorisationDigest,
+              refersTo: null,
+              confirmation: null,
+              at: b.at
+            })
+            return { _tag: "Created", execution: yield* selectExecution(b.organisation, b.id) } as const
+          }))
+        ),
+      refuse: (r) =>
+        wrapAll(
+          "refuse",
+          sql.withTransaction(Effect.gen(function*() {
+            yield* insertCreated({ ...r, idempotencyKey: null })
+            yield* move({
+              organisation: r.organisation,
+              executionId: r.id,
+              from: "created",
+              to: "refused",
+              code: r.reason,
+              source: "authorisation",
+              digest: null,
+              refersTo: null,
+              confirmation: null,
+              at: r.at
+            })
+            return yield* selectExecution(r.organisation, r.id)
+          }))
+        ),
+      transition: (t) => wrap("transition", sql.withTransaction(move(t))),
+      evidence: (e) =>
+        wrap(
+          "evidence",
+          sql.withTransaction(Effect.gen(function*() {
+            const current = yield* selectExecution(e.organisation, e.executionId)
+            if (current.state !== "ambiguous") {
+              return yield* new StateConflict({
+                executionId: e.executionId,
+                expected: "ambiguous",
+                actual: current.state
+              })
+            }
+            return yield* appendReceipt({
+              executionId: e.executionId,
+              kind: "evidence",
+              from: "ambiguous",
+              to: "ambiguous",
+              code: e.code,
+              source: e.source,
+              digest: e.digest,
+              refersTo: e.refersTo,
+              at: e.at
+            })
+          }))
+        ),
+      execution: (organisation, id) => wrap("execution", selectExecution(organisation, id)),
+      receipts: (organisation, id) =>
+        wrap(
+          "receipts",
+          Effect.gen(function*() {
+            yield* selectExecution(organisation, id)
+            const rows = yield* sql<ReceiptRow>`SELECT * FROM ledger_receipts WHERE execution_id = ${id} ORDER BY seq`
+            return yield* Effect.forEach(rows, toReceipt)
+          })
+        ),
+      stranded: wrapAll(
+        "stranded",
+        Effect.map(
+          sql<
+            { readonly organisation: string; readonly id: string; readonly state: State }
+          >`SELECT organisation, id, state
+            FROM ledger_executions WHERE state IN ('dispatch_started', 'ambiguous') ORDER BY created_at, id`,
+          (rows) => rows.map((r) => ({ organisation: r.organisation, id: r.id, state: r.state }))
+        )
+      )
+    })
+  })
+)
+
+/**
+ * Creates the database file with mode 0600 if it does not exist, and tightens it to 0600 if it does. SQLite
+ * gives its `-wal`, `-shm` and `-journal` files the mode of the database file.
+ *
+ * @example
+ * ```ts
+ * import { LedgerStore } from "@rein/ledger"
+ *
+ * const prepare = LedgerStore.createPrivateFile("/var/lib/app/ledger.db")
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const createPrivateFile = (filename: string): Effect.Effect<void, LedgerStoreError> =>
+  Effect.try({
+    try: () => {
+      closeSync(openSync(filename, "a", 0o600))
+      chmodSync(filename, 0o600)
+    },
+    catch: (cause) => new LedgerStoreError({ operation: "create_file", cause })
+  })
+
+/**
+ * The embedded default: the store on a SQLite file (better-sqlite3), created with mode 0600.
+ *
+ * @example
+ * ```ts
+ * import { LedgerStore } from "@rein/ledger"
+ *
+ * const store = LedgerStore.layerSqlite({ filename: "/var/lib/app/ledger.db" })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layerSqlite = (options: { readonly filename: string }): Layer.Layer<LedgerStore, LedgerStoreError> =>
+  layerSql.pipe(
+    Layer.provide(
+      Layer.unwrapEffect(
+        Effect.as(createPrivateFile(options.filename), SqliteClient.layer({ filename: options.filename }))
+      ).pipe(
+        Layer.mapError((cause) =>
+          cause instanceof LedgerStoreError ? cause : new LedgerStoreError({ operation: "open", cause })
+        )
+      )
+    )
+  )
