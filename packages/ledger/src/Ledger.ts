@@ -625,7 +625,14 @@ export const make = (config: Config) =>
             refersTo: null,
             confirmation: null,
             at: yield* now
-          }).pipe(Effect.catchTags({ StateConflict: () => Effect.void, IllegalTransition: () => Effect.void }))
+          }).pipe(
+            // Another process moved it first; reconciliation below reads whatever it recorded.
+            Effect.catchTags({
+              StateConflict: () => Effect.void,
+              IllegalTransition: () => Effect.void,
+              ExecutionNotFound: () => Effect.void
+            })
+          )
         }
         const outcome = yield* Effect.either(reconcile(entry.organisation, entry.id))
         const execution = yield* Effect.catchTag(
@@ -641,14 +648,11 @@ export const make = (config: Config) =>
         recovered.push(new Recovered({ organisation: entry.organisation, executionId: entry.id, state, code }))
       }
       return recovered
-    }).pipe(
-      Effect.catchAll((e) => e._tag === "LedgerStoreError" ? Effect.fail(e) : Effect.succeed([]))
-    )
+    })
 
     return Ledger.of({
       submit,
-      reconcile: (organisation, executionId) =>
-        Effect.catchTag(reconcile(organisation, executionId), "InFlight", (e) => Effect.fail(e)),
+      reconcile,
       recover,
       execution: store.execution,
       receipts: store.receipts,
