@@ -1,0 +1,26 @@
+/**
+ * Rein providers: one-shot adapters for real model APIs, and a loopback fault server to test them.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * Where adapters may send credentials: https:// except loopback, unless overridden.
+ *
+ * @since 0.1.0
+ */
+export * as Transport from "./Transport.js"
+
+/**
+ * OpenAI-compatible chat completions on `@effect/platform`'s HttpClient, with SSE streaming.
+ *
+ * @since 0.1.0
+ */
+export * as OpenAiCompatible from "./OpenAiCompatible.js"
+
+/**
+ * A real HTTP server on loopback with scripted faults, for tests and demos.
+ *
+ * @since 0.1.0
+ */
+export * as FaultServer from "./testing/FaultServer.js"

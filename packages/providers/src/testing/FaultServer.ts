@@ -1,0 +1,702 @@
+/**
+ * A real HTTP server on loopback that speaks the OpenAI chat-completions, OpenAI Responses and Anthropic
+ * messages shapes, with faults scripted per request: statuses with provider error codes and Retry-After,
+ * hangs before headers and mid-body, slow drips, malformed JSON, connection resets and SSE streams cut
+ * before their terminator. It records what it saw — every request, and whether the client closed the
+ * connection before the response finished — so a test can prove that interruption reached the socket.
+ *
+ * It is a `Scope`d resource: `FaultServer.make` listens on `127.0.0.1` at a random port and closes the
+ * server (and every open connection) when the scope closes. Handlers run as fibers on the live clock, so
+ * the server behaves the same under `TestClock`; tests that talk to it need real time (`it.live`).
+ *
+ * Which fault a request gets: the script of its model (`scripts`), else the shared queue (`enqueue`), else
+ * the `x-rein-fault` header (a fault name such as `overloaded`), else a normal answer.
+ *
+ * @since 0.1.0
+ */
+import { Clock, Data, Duration, Effect, FiberSet, Schedule } from "effect"
+import * as Http from "node:http"
+import type * as Net from "node:net"
+
+/**
+ * One scripted response.
+ *
+ * @since 0.1.0
+ */
+export type Fault =
+  | {
+    readonly _tag: "Ok"
+    readonly deltas: ReadonlyArray<string>
+    readonly usage: { readonly inputTokens: number; readonly outputTokens: number } | null
+    /** Milliseconds between pieces of the body (a slow drip); 0 sends at once. */
+    readonly dripMillis: number
+  }
+  | {
+    readonly _tag: "Status"
+    readonly status: number
+    readonly code: string | null
+    readonly type: string | null
+    readonly message: string
+    readonly headers: Readonly<Record<string, string>>
+  }
+  | { readonly _tag: "HangBeforeHeaders" }
+  | { readonly _tag: "HangMidBody"; readonly deltas: ReadonlyArray<string> }
+  | { readonly _tag: "Malformed" }
+  | { readonly _tag: "Reset" }
+  | { readonly _tag: "CutStream"; readonly deltas: ReadonlyArray<string>; readonly clean: boolean }
+
+/**
+ * What the server saw of one request.
+ *
+ * @since 0.1.0
+ */
+export interface SeenRequest {
+  readonly index: number
+  readonly method: string
+  readonly path: string
+  /** Header names in lower case; credential values are replaced by `<redacted>`. */
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: unknown
+  readonly model: string | null
+  readonly stream: boolean
+  readonly fault: Fault["_tag"]
+  /** The client closed the connection before the response finished. */
+  readonly clientClosed: boolean
+  /** The response was written completely. */
+  readonly finished: boolean
+}
+
+/**
+ * A running fault server.
+ *
+ * @since 0.1.0
+ */
+export interface FaultServer {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string
+  /** `http://127.0.0.1:<port>/v1`: the base URL OpenAI-style clients expect. */
+  readonly baseUrl: string
+  readonly port: number
+  /** Queues faults for the next requests (any model without its own script). */
+  readonly enqueue: (...faults: ReadonlyArray<Fault>) => Effect.Effect<void>
+  /** Queues faults for the next requests naming `model`. */
+  readonly script: (model: string, ...faults: ReadonlyArray<Fault>) => Effect.Effect<void>
+  /** Every request seen so far, in arrival order. */
+  readonly requests: Effect.Effect<ReadonlyArray<SeenRequest>>
+  /**
+   * Polls (every 5 ms, on the live clock) until `predicate` holds of the requests seen, for at most
+   * `within`; fails with `FaultServerTimeout` otherwise. For asserting on asynchronous socket events
+   * without sleeping.
+   */
+  readonly waitUntil: (
+    predicate: (requests: ReadonlyArray<SeenRequest>) => boolean,
+    within?: Duration.DurationInput
+  ) => Effect.Effect<ReadonlyArray<SeenRequest>, FaultServerTimeout>
+}
+
+/**
+ * `waitUntil` gave up.
+ *
+ * @since 0.1.0
+ */
+export class FaultServerTimeout extends Data.TaggedError("FaultServerTimeout")<{ readonly waitedMillis: number }> {}
+
+// --- fault constructors --------------------------------------------------------------------------------
+
+/**
+ * A normal answer. `usage: null` omits usage from the response.
+ *
+ * @example
+ * ```ts
+ * import { FaultServer } from "@rein/providers"
+ *
+ * FaultServer.ok({ deltas: ["Hel", "lo"], usage: { inputTokens: 12, outputTokens: 2 } })
+ * ```
+ * @since 0.1.0
+ */
+export const ok = (options: {
+  readonly text?: string
+  readonly deltas?: ReadonlyArray<string>
+  readonly usage?: { readonly inputTokens: number; readonly outputTokens: number } | null
+} = {}): Fault => ({
+  _tag: "Ok",
+  deltas: options.deltas ?? [options.text ?? "hello from the fault server"],
+  usage: options.usage === undefined ? { inputTokens: 12, outputTokens: 5 } : options.usage,
+  dripMillis: 0
+})
+
+/**
+ * A complete answer whose body arrives piece by piece, `every` apart.
+ *
+ * @example
+ * ```ts
+ * import { FaultServer } from "@rein/providers"
+ *
+ * FaultServer.slowDrip({ deltas: ["a", "b", "c"], every: "20 millis" })
+ * ```
+ * @since 0.1.0
+ */
+export const slowDrip = (options: {
+  readonly deltas: ReadonlyArray<string>
+  readonly every: Duration.DurationInput
+}): Fault => ({
+  _tag: "Ok",
+  deltas: options.deltas,
+  usage: { inputTokens: 12, outputTokens: options.deltas.length },
+  dripMillis: Duration.toMillis(options.every)
+})
+
+/**
+ * An error status with an error body in the provider's shape. `message` is free prose, the kind of text
+ * that must never reach Rein's records.
+ *
+ * @example
+ * ```ts
+ * import { FaultServer } from "@rein/providers"
+ *
+ * FaultServer.status(400, { code: "context_length_exceeded", type: "invalid_request_error" })
+ * ```
+ * @since 0.1.0
+ */
+export const status = (status: number, options: {
+  readonly code?: string | null
+  readonly type?: string | null
+  readonly message?: string
+  readonly headers?: Readonly<Record<string, string>>
+} = {}): Fault => ({
+  _tag: "Status",
+  status,
+  code: options.code ?? null,
+  type: options.type ?? null,
+  message: options.message ?? `status ${status} from the fault server`,
+  headers: options.headers ?? {}
+})
+
+/**
+ * 429 with a wait hint: `retry-after` in seconds, `retry-after-ms`, or `retry-after` as an HTTP date.
+ *
+ * @example
+ * ```ts
+ * import { FaultServer } from "@rein/providers"
+ *
+ * FaultServer.rateLimited({ retryAfterSeconds: 1 })
+ * FaultServer.rateLimited({ retryAfterMillis: 300 })
+ * ```
+ * @since 0.1.0
+ */
+export const rateLimited = (options: {
+  readonly retryAfterSeconds?: number
+  readonly retryAfterMillis?: number
+  readonly retryAfterDate?: string
+  readonly message?: string
+} = {}): Fault =>
+  status(429, {
+    code: "rate_limit_exceeded",
+    type: "rate_limit_error",
+    ...(options.message !== undefined ? { message: options.message } : {}),
+    headers: {
+      ...(options.retryAfterSeconds !== undefined ? { "retry-after": String(options.retryAfterSeconds) } : {}),
+      ...(options.retryAfterMillis !== undefined ? { "retry-after-ms": String(options.retryAfterMillis) } : {}),
+      ...(options.retryAfterDate !== undefined ? { "retry-after": options.retryAfterDate } : {})
+    }
+  })
+
+/**
+ * The named faults of the issue, ready to script.
+ *
+ * @example
+ * ```ts
+ * import { FaultServer } from "@rein/providers"
+ *
+ * FaultServer.faults.overloaded // 529 overloaded_error
+ * ```
+ * @since 0.1.0
+ */
+export const faults = {
+  serverError: status(500, { type: "server_error" }),
+  unavailable: status(503, { type: "server_error" }),
+  overloaded: status(529, { type: "overloaded_error" }),
+  unauthorized: status(401, { code: "invalid_api_key", type: "invalid_request_error" }),
+  paymentRequired: status(402, { type: "billing_error" }),
+  forbidden: status(403, { type: "permission_error" }),
+  contextLength: status(400, { code: "context_length_exceeded", type: "invalid_request_error" }),
+  insufficientQuota: status(429, { code: "insufficient_quota", type: "insufficient_quota" }),
+  badRequest: status(400, { type: "invalid_request_error" }),
+  hangBeforeHeaders: { _tag: "HangBeforeHeaders" } as Fault,
+  hangMidBody: { _tag: "HangMidBody", deltas: ["partial "] } as Fault,
+  malformedJson: { _tag: "Malformed" } as Fault,
+  reset: { _tag: "Reset" } as Fault,
+  /** SSE: some deltas, then the connection is destroyed before the terminator. */
+  cutStream: { _tag: "CutStream", deltas: ["partial ", "answer "], clean: false } as Fault,
+  /** SSE: some deltas, then the response ends cleanly but without the terminator. */
+  endStreamEarly: { _tag: "CutStream", deltas: ["partial ", "answer "], clean: true } as Fault
+} as const
+
+/**
+ * A fault by name (the `x-rein-fault` header): a key of `faults`, `rateLimited`, or `ok`.
+ *
+ * @since 0.1.0
+ */
+export const byName = (name: string): Fault | undefined =>
+  name === "ok" ? ok() : name === "rateLimited" ?
+    rateLimited({ retryAfterSeconds: 1 }) :
+    Object.prototype.hasOwnProperty.call(faults, name)
+    ? faults[name as keyof typeof faults]
+    : undefined
+
+// --- wire shapes ---------------------------------------------------------------------------------------
+
+type Shape = "chat" | "responses" | "anthropic"
+
+const shapeOf = (path: string): Shape | undefined =>
+  path.endsWith("/chat/completions")
+    ? "chat"
+    : path.endsWith("/responses")
+    ? "responses"
+    : path.endsWith("/messages")
+    ? "anthropic"
+    : undefined
+
+const errorBody = (shape: Shape, fault: Extract<Fault, { _tag: "Status" }>): string =>
+  JSON.stringify(
+    shape === "anthropic"
+      ? { type: "error", error: { type: fault.code ?? fault.type ?? "api_error", message: fault.message } }
+      : { error: { message: fault.message, type: fault.type, param: null, code: fault.code } }
+  )
+
+type Usage = { readonly inputTokens: number; readonly outputTokens: number } | null
+
+const responsesObject = (model: string, text: string, usage: Usage, status: string) => ({
+  id: "resp_fault",
+  object: "response",
+  status,
+  created_at: 0,
+  error: null,
+  incomplete_details: null,
+  output: status === "completed"
+    ? [{
+      type: "message",
+      id: "msg_fault",
+      status: "completed",
+      role: "assistant",
+      content: [{ type: "output_text", text, annotations: [] }]
+    }]
+    : [],
+  instructions: null,
+  usage: usage === null ? null : {
+    input_tokens: usage.inputTokens,
+    output_tokens: usage.outputTokens,
+    total_tokens: usage.inputTokens + usage.outputTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: 0 }
+  },
+  model,
+  parallel_tool_calls: true,
+  tools: [],
+  tool_choice: "auto",
+  temperature: 1,
+  top_p: 1,
+  metadata: {}
+})
+
+const completeBody = (shape: Shape, model: string, text: string, usage: Usage): string => {
+  switch (shape) {
+    case "chat":
+      return JSON.stringify({
+        id: "chatcmpl-fault",
+        object: "chat.completion",
+        created: 0,
+        model,
+        choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
+        ...(usage === null ? {} : {
+          usage: {
+            prompt_tokens: usage.inputTokens,
+            completion_tokens: usage.outputTokens,
+            total_tokens: usage.inputTokens + usage.outputTokens
+          }
+        })
+      })
+    case "responses":
+      return JSON.stringify(responsesObject(model, text, usage, "completed"))
+    case "anthropic":
+      return JSON.stringify({
+        id: "msg_fault",
+        type: "message",
+        role: "assistant",
+        model,
+        content: [{ type: "text", text }],
+        stop_reason: "end_turn",
+        stop_sequence: null,
+        ...(usage === null ? {} : {
+          usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens }
+        })
+      })
+  }
+}
+
+const sse = (data: unknown, event?: string): string =>
+  `${event === undefined ? "" : `event: ${event}\n`}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`
+
+/** SSE events: the head (before any delta), one per delta, and the tail (usage and terminator). */
+const streamEvents = (shape: Shape, model: string, deltas: ReadonlyArray<string>, usage: Usage, wantUsage: boolean) => {
+  switch (shape) {
+    case "chat": {
+      const chunk = (delta: object, finish: string | null) =>
+        sse({
+          id: "chatcmpl-fault",
+          object: "chat.completion.chunk",
+          created: 0,
+          model,
+          choices: [{ index: 0, delta, finish_reason: finish }]
+        })
+      return {
+        head: [chunk({ role: "assistant", content: "" }, null)],
+        deltas: deltas.map((d) => chunk({ content: d }, null)),
+        tail: [
+          chunk({}, "stop"),
+          ...(wantUsage && usage !== null
+            ? [sse({
+              id: "chatcmpl-fault",
+              object: "chat.completion.chunk",
+              created: 0,
+              model,
+              choices: [],
+              usage: {
+                prompt_tokens: usage.inputTokens,
+                completion_tokens: usage.outputTokens,
+                total_tokens: usage.inputTokens + usage.outputTokens
+              }
+            })]
+            : []),
+          sse("[DONE]")
+        ]
+      }
+    }
+    case "responses": {
+      let seq = 0
+      const text = deltas.join("")
+      return {
+        head: [
+          sse({
+            type: "response.created",
+            sequence_number: seq++,
+            response: responsesObject(model, "", null, "in_progress")
+          }, "response.created")
+        ],
+        deltas: deltas.map((delta) =>
+          sse({
+            type: "response.output_text.delta",
+            sequence_number: seq++,
+            output_index: 0,
+            content_index: 0,
+            item_id: "msg_fault",
+            delta
+          }, "response.output_text.delta")
+        ),
+        tail: [
+          sse({
+            type: "response.completed",
+            sequence_number: seq++,
+            response: responsesObject(model, text, usage, "completed")
+          }, "response.completed")
+        ]
+      }
+    }
+    case "anthropic":
+      return {
+        head: [
+          sse({
+            type: "message_start",
+            message: {
+              id: "msg_fault",
+              type: "message",
+              role: "assistant",
+              model,
+              content: [],
+              stop_reason: null,
+              stop_sequence: null,
+              usage: { input_tokens: usage?.inputTokens ?? 0, output_tokens: 0 }
+            }
+          }, "message_start"),
+          sse(
+            { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
+            "content_block_start"
+          )
+        ],
+        deltas: deltas.map((text) =>
+          sse({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } }, "content_block_delta")
+        ),
+        tail: [
+          sse({ type: "content_block_stop", index: 0 }, "content_block_stop"),
+          sse({
+            type: "message_delta",
+            delta: { stop_reason: "end_turn", stop_sequence: null },
+            usage: { output_tokens: usage?.outputTokens ?? 0 }
+          }, "message_delta"),
+          sse({ type: "message_stop" }, "message_stop")
+        ]
+      }
+  }
+}
+
+// --- the server ----------------------------------------------------------------------------------------
+
+const CREDENTIAL_HEADERS = new Set(["authorization", "x-api-key", "api-key", "openai-organization", "openai-project"])
+
+interface Entry {
+  index: number
+  method: string
+  path: string
+  headers: Record<string, string>
+  body: unknown
+  model: string | null
+  stream: boolean
+  fault: Fault["_tag"]
+  clientClosed: boolean
+  finished: boolean
+}
+
+const readBody = (req: Http.IncomingMessage): Effect.Effect<string, Error> =>
+  Effect.async<string, Error>((resume) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
+    req.on("end", () => resume(Effect.succeed(Buffer.concat(chunks).toString("utf8"))))
+    req.on("error", (e) => resume(Effect.fail(e)))
+  })
+
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return null
+  }
+}
+
+const field = (body: unknown, key: string): unknown =>
+  typeof body === "object" && body !== null && key in body ? (body as Record<string, unknown>)[key] : undefined
+
+/**
+ * Starts a fault server on `127.0.0.1` at a random port; it stops when the scope closes.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { FaultServer } from "@rein/providers"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const server = yield* FaultServer.make()
+ *   yield* server.enqueue(FaultServer.rateLimited({ retryAfterSeconds: 1 }), FaultServer.ok())
+ *   // point an adapter at server.baseUrl …
+ * }))
+ * ```
+ * @since 0.1.0
+ */
+export const make = (options: {
+  readonly faults?: ReadonlyArray<Fault>
+  readonly scripts?: Readonly<Record<string, ReadonlyArray<Fault>>>
+} = {}) =>
+  Effect.gen(function*() {
+    const queue: Array<Fault> = [...(options.faults ?? [])]
+    const scripts = new Map<string, Array<Fault>>(
+      Object.entries(options.scripts ?? {}).map(([model, fs]) => [model, [...fs]])
+    )
+    const entries: Array<Entry> = []
+    // Handlers run on the live clock whatever the caller's clock: the server's timing is real.
+    const run = yield* FiberSet.makeRuntime<never>()
+    const live = Clock.make()
+
+    const choose = (model: string | null, header: string | undefined): Fault => {
+      const own = model === null ? undefined : scripts.get(model)
+      if (own !== undefined && own.length > 0) return own.shift()!
+      if (queue.length > 0) return queue.shift()!
+      const named = header === undefined ? undefined : byName(header)
+      return named ?? ok()
+    }
+
+    const handle = (req: Http.IncomingMessage, res: Http.ServerResponse) =>
+      Effect.gen(function*() {
+        const raw = yield* Effect.orElseSucceed(readBody(req), () => "")
+        const body = parseJson(raw)
+        const path = (req.url ?? "/").split("?")[0]!
+        const model = typeof field(body, "model") === "string" ? field(body, "model") as string : null
+        const stream = field(body, "stream") === true
+        const headers: Record<string, string> = {}
+        for (const [k, v] of Object.entries(req.headers)) {
+          if (v === undefined) continue
+          headers[k] = CREDENTIAL_HEADERS.has(k) ? "<redacted>" : Array.isArray(v) ? v.join(", ") : v
+        }
+        const headerFault = req.headers["x-rein-fault"]
+        const fault = choose(model, typeof headerFault === "string" ? headerFault : undefined)
+        const entry: Entry = {
+          index: entries.length,
+          method: req.method ?? "GET",
+          path,
+          headers,
+          body,
+          model,
+          stream,
+          fault: fault._tag,
+          clientClosed: false,
+          finished: false
+        }
+        entries.push(entry)
+        let destroyedByServer = false
+        res.on("close", () => {
+          if (!res.writableFinished && !destroyedByServer) entry.clientClosed = true
+        })
+        res.on("finish", () => {
+          entry.finished = true
+        })
+        const closed = Effect.async<void>((resume) => {
+          if (res.destroyed || res.writableFinished) return resume(Effect.void)
+          res.once("close", () => resume(Effect.void))
+        })
+
+        const shape = shapeOf(path)
+        if (shape === undefined) {
+          res.writeHead(404, { "content-type": "application/json" })
+          res.end(JSON.stringify({ error: { message: "not found", type: "not_found", code: null } }))
+          return
+        }
+        const name = model ?? "fault-model"
+        const wantUsage = shape !== "chat" || field(field(body, "stream_options"), "include_usage") === true
+        const write = (s: string) => Effect.sync(() => res.write(s))
+        const pause = (ms: number) => ms > 0 ? Effect.sleep(Duration.millis(ms)) : Effect.void
+
+        const respond: Effect.Effect<void> = Effect.gen(function*() {
+          switch (fault._tag) {
+            case "Status": {
+              res.writeHead(fault.status, { "content-type": "application/json", ...fault.headers })
+              res.end(errorBody(shape, fault))
+              return
+            }
+            case "HangBeforeHeaders":
+              return yield* Effect.never
+            case "Reset": {
+              destroyedByServer = true
+              req.socket.resetAndDestroy()
+              return
+            }
+            case "Malformed": {
+              if (stream) {
+                res.writeHead(200, { "content-type": "text/event-stream" })
+                res.end(sse("{\"choices\": [{\"delta\": {\"content\": "))
+              } else {
+                res.writeHead(200, { "content-type": "application/json" })
+                res.end("{\"id\": \"chatcmpl-fault\", \"choices\": [{\"message\": ")
+              }
+              return
+            }
+            case "HangMidBody": {
+              if (stream) {
+                const events = streamEvents(shape, name, fault.deltas, null, false)
+                res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+                for (const e of [...events.head, ...events.deltas]) yield* write(e)
+              } else {
+                const full = completeBody(shape, name, fault.deltas.join(""), null)
+                res.writeHead(200, { "content-type": "application/json", "content-length": String(full.length) })
+                yield* write(full.slice(0, Math.floor(full.length / 2)))
+              }
+              return yield* Effect.never
+            }
+            case "CutStream": {
+              const events = streamEvents(shape, name, fault.deltas, null, false)
+              res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+              for (const e of [...events.head, ...events.deltas]) yield* write(e)
+              if (fault.clean) {
+                res.end()
+              } else {
+                destroyedByServer = true
+                req.socket.resetAndDestroy()
+              }
+              return
+            }
+            case "Ok": {
+              if (stream) {
+                const events = streamEvents(shape, name, fault.deltas, fault.usage, wantUsage)
+                res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+                for (const e of events.head) yield* write(e)
+                for (const e of events.deltas) {
+                  yield* pause(fault.dripMillis)
+                  yield* write(e)
+                }
+                for (const e of events.tail) yield* write(e)
+                res.end()
+              } else {
+                const full = completeBody(shape, name, fault.deltas.join(""), fault.usage)
+                res.writeHead(200, {
+                  "content-type": "application/json",
+                  "content-length": String(Buffer.byteLength(full))
+                })
+                if (fault.dripMillis === 0) {
+                  res.end(full)
+                } else {
+                  const size = Math.max(1, Math.ceil(full.length / Math.max(1, fault.deltas.length)))
+                  for (let i = 0; i < full.length; i += size) {
+                    yield* write(full.slice(i, i + size))
+                    yield* pause(fault.dripMillis)
+                  }
+                  res.end()
+                }
+              }
+              return
+            }
+          }
+        })
+        // A handler ends when its response is done or when the client goes away, whichever comes first.
+        yield* Effect.raceFirst(respond, closed)
+      }).pipe(
+        Effect.withClock(live),
+        Effect.catchAllDefect(() => Effect.sync(() => res.destroy()))
+      )
+
+    const server = Http.createServer((req, res) => {
+      run(handle(req, res))
+    })
+    const sockets = new Set<Net.Socket>()
+    server.on("connection", (socket) => {
+      sockets.add(socket)
+      socket.on("close", () => sockets.delete(socket))
+    })
+
+    const port = yield* Effect.acquireRelease(
+      Effect.async<number>((resume) => {
+        server.listen(0, "127.0.0.1", () => {
+          const address = server.address()
+          resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0))
+        })
+      }),
+      () =>
+        Effect.async<void>((resume) => {
+          for (const socket of sockets) socket.destroy()
+          server.close(() => resume(Effect.void))
+        })
+    )
+
+    const snapshot = Effect.sync((): ReadonlyArray<SeenRequest> =>
+      entries.map((e) => ({ ...e, headers: { ...e.headers } }))
+    )
+    const url = `http://127.0.0.1:${port}`
+    const self: FaultServer = {
+      url,
+      baseUrl: `${url}/v1`,
+      port,
+      enqueue: (...fs) => Effect.sync(() => void queue.push(...fs)),
+      script: (model, ...fs) =>
+        Effect.sync(() => {
+          const own = scripts.get(model) ?? []
+          own.push(...fs)
+          scripts.set(model, own)
+        }),
+      requests: snapshot,
+      waitUntil: (predicate, within = "2 seconds") => {
+        const limit = Duration.toMillis(within)
+        return snapshot.pipe(
+          Effect.filterOrFail(predicate, () => new FaultServerTimeout({ waitedMillis: limit })),
+          Effect.retry(Schedule.spaced("5 millis").pipe(Schedule.upTo(limit))),
+          Effect.withClock(live)
+        )
+      }
+    }
+    return self
+  })
