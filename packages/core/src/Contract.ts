@@ -43,6 +43,8 @@ export class BudgetLimits extends Schema.Class<BudgetLimits>("BudgetLimits")({
  */
 export class RetryPolicy extends Schema.Class<RetryPolicy>("RetryPolicy")({
   perEndpoint: Schema.optionalWith(NonNegativeInt, { default: () => 2 }),
+  /** When set, 429 retries have their own cap and do not use up `perEndpoint`. */
+  rateLimited: Schema.optional(NonNegativeInt),
   base: Schema.optionalWith(PositiveDuration, { default: () => Duration.millis(250) }),
   factor: Schema.optionalWith(
     Schema.Number.pipe(

@@ -177,18 +177,30 @@ export class Refused extends Schema.TaggedError<Refused>()("Refused", {
 }) {}
 
 /**
+ * The run this request belongs to stopped admitting attempts (a batch's deadline, fail-fast or budget
+ * cap, through a `Gate`). Only requests executed under a gate can end this way.
+ *
+ * @since 0.1.0
+ */
+export class Halted extends Schema.TaggedError<Halted>()("Halted", {
+  reason: Schema.String,
+  cause: Schema.NullOr(Cause),
+  attempts
+}) {}
+
+/**
  * Any terminal failure of a request.
  *
  * @since 0.1.0
  */
-export type Terminal = DeadlineExceeded | BudgetExhausted | PlanExhausted | FailedSafe | Refused
+export type Terminal = DeadlineExceeded | BudgetExhausted | PlanExhausted | FailedSafe | Refused | Halted
 
 /**
  * The terminal failures as one Schema (for journals and artifacts).
  *
  * @since 0.1.0
  */
-export const Terminal = Schema.Union(DeadlineExceeded, BudgetExhausted, PlanExhausted, FailedSafe, Refused)
+export const Terminal = Schema.Union(DeadlineExceeded, BudgetExhausted, PlanExhausted, FailedSafe, Refused, Halted)
 
 /**
  * A successful request: the provider's answer with where it came from, what it used and cost, and every

@@ -76,6 +76,8 @@ export interface Spec {
   readonly minAttemptMillis: number
   readonly retry: {
     readonly perEndpoint: number
+    /** A separate cap for 429 retries (null: they count against `perEndpoint`). */
+    readonly rateLimited: number | null
     readonly baseMillis: number
     readonly factor: number
     readonly maxMillis: number
@@ -108,6 +110,8 @@ export interface Snapshot {
   /** The endpoint of the last attempt, and how many attempts it has had. */
   readonly current: string | null
   readonly triesOnCurrent: number
+  /** How many of those ended `rate_limited`. */
+  readonly rateLimitedOnCurrent: number
   readonly last: { readonly kind: FailureKind; readonly retryAfterMillis: number | null } | null
   readonly health: { readonly [endpoint: string]: HealthView }
   /** Retry/fallback tokens left (`null`: unlimited). */
@@ -260,8 +264,15 @@ const failureAllows = (
   const rule = spec.table[last.kind]
   if (role === "retry") {
     if (!rule.retry) return `${last.kind} is not retried`
+    const rateCap = spec.retry.rateLimited
+    if (rateCap !== null && last.kind === "rate_limited") {
+      return snap.rateLimitedOnCurrent > rateCap
+        ? `rate-limit retries used: ${snap.rateLimitedOnCurrent - 1} of ${rateCap}`
+        : true
+    }
+    const counted = rateCap === null ? snap.triesOnCurrent : snap.triesOnCurrent - snap.rateLimitedOnCurrent
     const allowed = 1 + spec.retry.perEndpoint
-    return snap.triesOnCurrent >= allowed ? `attempts used: ${snap.triesOnCurrent} of ${allowed}` : true
+    return counted >= allowed ? `attempts used: ${counted} of ${allowed}` : true
   }
   switch (rule.fallback) {
     case "any":

@@ -27,6 +27,8 @@ import type { Usage } from "./Usage.js"
  * @since 0.1.0
  */
 export interface CompletionRequest {
+  /** An id for journals and artifacts (generated when absent). Never the prompt. */
+  readonly id?: string | undefined
   readonly prompt: string
   readonly system?: string | undefined
   readonly inputTokens?: number | undefined

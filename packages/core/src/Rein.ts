@@ -4,14 +4,16 @@
  *
  * @since 0.1.0
  */
-import type { Effect } from "effect"
+import type { Effect, Stream } from "effect"
 import { Layer } from "effect"
 import type { Catalog } from "./Catalog.js"
 import type { Contract } from "./Contract.js"
 import * as Execute from "./Execute.js"
+import * as Health from "./Health.js"
 import * as Internal from "./internal/context.js"
 import type { Completion, Terminal } from "./Outcome.js"
 import type { CompletionRequest, Provider } from "./Provider.js"
+import * as Streaming from "./Streaming.js"
 
 /**
  * Bounds a prompt's input tokens from above when the caller gives none (a declared tokenizer). Must never
@@ -73,14 +75,20 @@ export const layer = (options: {
   readonly catalog: Catalog
   readonly providers: Readonly<Record<string, Provider>> | ReadonlyMap<string, Provider>
   readonly tokenizer?: Tokenizer | undefined
-}): Layer.Layer<Rein> =>
-  Layer.succeed(Rein, {
+  /** Breaker and retry-budget settings for the process-wide `Health` (`false`: no health checks). */
+  readonly health?: Partial<Health.Config> | false | undefined
+}): Layer.Layer<Rein | Health.Health> => {
+  const services = Layer.succeed(Rein, {
     catalog: options.catalog,
     providers: options.providers instanceof Map
       ? options.providers as ReadonlyMap<string, Provider>
       : new Map(Object.entries(options.providers as Readonly<Record<string, Provider>>)),
     tokenizer: options.tokenizer
   })
+  return options.health === false
+    ? services as Layer.Layer<Rein | Health.Health>
+    : Layer.merge(services, Health.layer(options.health ?? {}))
+}
 
 /**
  * Executes one request under a contract.
@@ -101,3 +109,23 @@ export const execute: (
   request: CompletionRequest,
   contract: Contract
 ) => Effect.Effect<Completion, Terminal, Rein> = Execute.execute
+
+/**
+ * Executes one request as a stream: retries and fallbacks only before the first delta, then committed.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Stream } from "effect"
+ * import { Contract, Rein } from "@rein/core"
+ *
+ * declare const contract: Contract.Contract
+ * const deltas = Rein.executeStream({ prompt: "Tell me a story", inputTokens: 20 }, contract).pipe(
+ *   Stream.runForEach((event) => Effect.log(event._tag === "Delta" ? event.text : "completed"))
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const executeStream: (
+  request: CompletionRequest,
+  contract: Contract
+) => Stream.Stream<Streaming.Event, Terminal, Rein> = Streaming.executeStream

@@ -68,6 +68,34 @@ export * as Planner from "./Planner.js"
 export * as Execute from "./Execute.js"
 
 /**
+ * Streaming execution with commit-once.
+ *
+ * @since 0.1.0
+ */
+export * as Streaming from "./Streaming.js"
+
+/**
+ * Circuit breakers, probe slots and retry budgets, admitted atomically.
+ *
+ * @since 0.1.0
+ */
+export * as Health from "./Health.js"
+
+/**
+ * An admission gate for run-wide limits (rate limits, capacity, cooldowns, stops).
+ *
+ * @since 0.1.0
+ */
+export * as Gate from "./Gate.js"
+
+/**
+ * Decision records, replay and explain.
+ *
+ * @since 0.1.0
+ */
+export * as Journal from "./Journal.js"
+
+/**
  * Terminal outcomes and attempt records.
  *
  * @since 0.1.0
@@ -87,3 +115,11 @@ export * as Fake from "./Fake.js"
  * @since 0.1.0
  */
 export * as Rein from "./Rein.js"
+
+/**
+ * Semantic revisions: bounded draft → check → revise under one deadline, call cap and budget, ending in
+ * an accepted candidate or `NeedsReview`.
+ *
+ * @since 0.1.0
+ */
+export * as Refine from "./Refine.js"

@@ -1,0 +1,65 @@
+/**
+ * An admission gate: something outside the request that decides when an attempt may start — a batch
+ * run's rate limits, provider capacity, a shared cooldown after a 429, or the run itself stopping. The
+ * executor asks the gate before every attempt (after its backoff) and tells it how the attempt ended.
+ * Time spent waiting at the gate counts toward the request's deadline; a gate wait that cannot finish
+ * before the deadline ends the request with `DeadlineExceeded` (phase `admission`).
+ *
+ * When the gate closes, waits stop at once and the request ends with `Halted`.
+ *
+ * @since 0.1.0
+ */
+import type { Effect } from "effect"
+import { Context } from "effect"
+import type { Endpoint } from "./Catalog.js"
+import type { AttemptRecord } from "./Outcome.js"
+import type { Reservation, Role } from "./Planner.js"
+
+/**
+ * What an attempt asks the gate for.
+ *
+ * @since 0.1.0
+ */
+export interface Ask {
+  readonly endpoint: Endpoint
+  readonly role: Role
+  readonly attempt: number
+  readonly reservation: Reservation
+  readonly remainingMillis: number
+}
+
+/**
+ * The gate refused: the run stopped admitting attempts.
+ *
+ * @since 0.1.0
+ */
+export interface Closed {
+  readonly _tag: "GateClosed"
+  readonly reason: string
+}
+
+/**
+ * The gate service. `Ticket` is whatever the gate needs back when the attempt ends.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Option } from "effect"
+ * import { Gate } from "@rein/core"
+ *
+ * // A gate that admits everything (what running without a gate means).
+ * const open = Gate.Gate.of({
+ *   admit: () => Effect.succeed(undefined),
+ *   settle: () => Effect.void,
+ *   closed: Effect.never
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export class Gate extends Context.Tag("@rein/core/Gate")<Gate, {
+  /** Waits until the attempt may start; fails when the gate is closed. */
+  readonly admit: (ask: Ask) => Effect.Effect<unknown, Closed>
+  /** Reports how an admitted attempt ended (usage, failure kind, Retry-After), with the gate's ticket. */
+  readonly settle: (ticket: unknown, record: AttemptRecord) => Effect.Effect<void>
+  /** Completes when the gate closes, so that backoff waits stop at once. */
+  readonly closed: Effect.Effect<Closed>
+}>() {}

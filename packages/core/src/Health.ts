@@ -1,0 +1,387 @@
+/**
+ * Endpoint health and storm control, shared by every request of a process.
+ *
+ * Per endpoint, a circuit breaker: closed → open after `consecutiveFailures` provider-attributed failures
+ * in a row, or once the last `windowSize` outcomes hold at least `minimumVolume` and a failure ratio of
+ * `failureRatio` or more → half-open after a cooldown → closed when a probe succeeds, open again (with the
+ * cooldown grown by `cooldownGrowth`, up to `maxCooldown`) when a probe fails. Half-open admits at most
+ * `probes` concurrent probes. A server's Retry-After opens the breaker for at least that long and may
+ * lengthen a cooldown, never shorten it.
+ *
+ * A retry budget in the style of gRPC retry throttling and Finagle's RetryBudget: a token bucket, global
+ * and per endpoint. First attempts deposit `depositRatio` tokens, each retry or fallback withdraws one, and
+ * none is admitted without a whole token. Under an outage, extra attempts are bounded by
+ * `capacity + depositRatio × first attempts`, whatever the interleaving.
+ *
+ * Only provider-attributed failures (the failure table's `health` column: rate limits, overload, server
+ * errors, malformed responses) count against an endpoint. Caller interruption, the caller's deadline,
+ * attempt timeouts, transport failures and `unknown` never do: a stalling or refusing endpoint does not
+ * trip its breaker; its fallbacks draw on the retry budget instead.
+ *
+ * All admission is STM, so it composes with budget reservation into one atomic step.
+ *
+ * @since 0.1.0
+ */
+import type { Duration } from "effect"
+import { Context, Effect, Layer, Metric, MetricLabel, STM, TRef } from "effect"
+import type { FailureKind, Rule } from "./Failure.js"
+import { toMillis } from "./internal/duration.js"
+import type { HealthView, Role } from "./Planner.js"
+
+/**
+ * Breaker and retry-budget settings, with their defaults.
+ *
+ * @since 0.1.0
+ */
+export interface Config {
+  /** Consecutive provider-attributed failures that open a closed breaker. Default 5. */
+  readonly consecutiveFailures: number
+  /** Outcomes kept in the sliding window. Default 20. */
+  readonly windowSize: number
+  /** Outcomes needed in the window before the ratio may open the breaker. Default 10. */
+  readonly minimumVolume: number
+  /** Failure ratio in the window that opens the breaker. Default 0.5. */
+  readonly failureRatio: number
+  /** First cooldown of an open breaker. Default 5 s. */
+  readonly cooldown: Duration.DurationInput
+  /** Growth of the cooldown after a failed probe. Default 2. */
+  readonly cooldownGrowth: number
+  /** Longest cooldown. Default 60 s. */
+  readonly maxCooldown: Duration.DurationInput
+  /** Concurrent probes admitted while half-open. Default 1. */
+  readonly probes: number
+  /** Retry-budget bucket size, global and per endpoint; the bucket starts full. Default 10. */
+  readonly capacity: number
+  /** Tokens a first attempt deposits. Default 0.2 (one retry per five requests in steady state). */
+  readonly depositRatio: number
+}
+
+/**
+ * The defaults. They follow gRPC's retry throttling (a bucket of 10, a ratio of a tenth to a fifth) and
+ * Finagle's 20% retry budget: enough to ride out a blip, never enough to multiply an outage's load.
+ *
+ * @since 0.1.0
+ */
+export const defaults: Config = {
+  consecutiveFailures: 5,
+  windowSize: 20,
+  minimumVolume: 10,
+  failureRatio: 0.5,
+  cooldown: "5 seconds",
+  cooldownGrowth: 2,
+  maxCooldown: "60 seconds",
+  probes: 1,
+  capacity: 10,
+  depositRatio: 0.2
+}
+
+/**
+ * An endpoint's breaker state.
+ *
+ * @since 0.1.0
+ */
+export type BreakerState = "closed" | "open" | "half_open"
+
+interface EndpointState {
+  readonly state: BreakerState
+  readonly consecutive: number
+  /** Outcomes in the window, newest last: true for a failure. */
+  readonly window: ReadonlyArray<boolean>
+  /** When an open breaker may half-open (monotonic ms). */
+  readonly openUntil: number
+  readonly cooldownMillis: number
+  readonly probesInFlight: number
+  readonly tokens: number
+  /** Attempts abandoned with teardown unconfirmed and still running. */
+  readonly degraded: number
+}
+
+interface State {
+  readonly endpoints: { readonly [id: string]: EndpointState }
+  readonly globalTokens: number
+}
+
+/**
+ * What an admitted attempt holds until it completes.
+ *
+ * @since 0.1.0
+ */
+export interface Permit {
+  readonly endpoint: string
+  readonly probe: boolean
+}
+
+/**
+ * How an attempt ended, as health sees it. `neutral`: not provider-attributed (timeout, transport,
+ * unknown, the caller's deadline or interruption).
+ *
+ * @since 0.1.0
+ */
+export type Result =
+  | { readonly _tag: "success" }
+  | { readonly _tag: "failure"; readonly kind: FailureKind; readonly retryAfterMillis: number | null }
+  | { readonly _tag: "neutral" }
+
+/**
+ * Why health refused an attempt.
+ *
+ * @since 0.1.0
+ */
+export type Refusal = "breaker_open" | "no_probe_slot" | "no_retry_token" | "degraded"
+
+/**
+ * The health service.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { Health } from "@rein/core"
+ *
+ * // A process-wide health with a lower trip threshold and two probe slots.
+ * const health = Health.layer({ consecutiveFailures: 3, probes: 2 })
+ * ```
+ * @since 0.1.0
+ */
+export class Health extends Context.Tag("@rein/core/Health")<Health, {
+  readonly config: Config
+  /** The planner's view: breaker states and retry tokens, as of `nowMillis` (monotonic). */
+  readonly view: (nowMillis: number, endpoints: ReadonlyArray<string>) => STM.STM<View>
+  /** Takes a probe slot and a retry token as `role` needs, or refuses. */
+  readonly acquire: (nowMillis: number, endpoint: string, role: Role) => STM.STM<Permit, Refusal>
+  /** Records how an admitted attempt ended. */
+  readonly complete: (nowMillis: number, permit: Permit, result: Result) => Effect.Effect<void>
+  /** Marks an endpoint degraded while an abandoned attempt is still tearing down; the effect undoes it. */
+  readonly degrade: (endpoint: string) => Effect.Effect<Effect.Effect<void>>
+  /** The breaker state of an endpoint (for observability and tests). */
+  readonly breaker: (nowMillis: number, endpoint: string) => Effect.Effect<BreakerState>
+}>() {}
+
+/**
+ * The planner's view of health.
+ *
+ * @since 0.1.0
+ */
+export interface View {
+  readonly health: { readonly [endpoint: string]: HealthView }
+  readonly retryTokens: { readonly global: number | null; readonly endpoints: { readonly [endpoint: string]: number } }
+}
+
+/**
+ * Whether a failure kind counts against an endpoint's health under a failure table.
+ *
+ * @since 0.1.0
+ */
+export const attributed = (table: { readonly [K in FailureKind]: Rule }, kind: FailureKind): boolean =>
+  table[kind].health
+
+const breakerGauge = Metric.gauge("rein_breaker_state", {
+  description: "Breaker state per endpoint: 0 closed, 1 half-open, 2 open"
+})
+const transitions = Metric.counter("rein_breaker_transitions_total", {
+  description: "Breaker transitions per endpoint and target state",
+  incremental: true
+})
+const tokensGauge = Metric.gauge("rein_retry_tokens", { description: "Retry tokens left, global and per endpoint" })
+const refusals = Metric.counter("rein_admissions_refused_total", {
+  description: "Attempts refused by health, per reason",
+  incremental: true
+})
+
+const stateNumber = (s: BreakerState): number => (s === "closed" ? 0 : s === "half_open" ? 1 : 2)
+
+/**
+ * Makes a health service.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Health } from "@rein/core"
+ *
+ * const program = Effect.gen(function*() {
+ *   const health = yield* Health.make({ probes: 2 })
+ *   return yield* health.breaker(0, "openai/mini") // "closed"
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"]> =>
+  Effect.map(
+    STM.commit(TRef.make<State>({ endpoints: {}, globalTokens: options.capacity ?? defaults.capacity })),
+    (ref) => {
+      const config: Config = { ...defaults, ...options }
+      const baseCooldown = toMillis(config.cooldown)
+      const maxCooldown = toMillis(config.maxCooldown)
+      const fresh: EndpointState = {
+        state: "closed",
+        consecutive: 0,
+        window: [],
+        openUntil: 0,
+        cooldownMillis: baseCooldown,
+        probesInFlight: 0,
+        tokens: config.capacity,
+        degraded: 0
+      }
+      const get = (s: State, id: string): EndpointState => s.endpoints[id] ?? fresh
+      /** An open breaker whose cooldown has passed is half-open. */
+      const current = (e: EndpointState, now: number): BreakerState =>
+        e.state === "open" && now >= e.openUntil ? "half_open" : e.state
+      const put = (s: State, id: string, e: EndpointState): State => ({ ...s, endpoints: { ...s.endpoints, [id]: e } })
+
+      const view = (now: number, endpoints: ReadonlyArray<string>) =>
+        STM.map(TRef.get(ref), (s): View => {
+          const health: Record<string, HealthView> = {}
+          const tokens: Record<string, number> = {}
+          for (const id of endpoints) {
+            const e = s.endpoints[id]
+            if (e === undefined) continue
+            const state = current(e, now)
+            health[id] = e.degraded > 0
+              ? { state: "open", probesFree: 0 }
+              : { state, probesFree: state === "half_open" ? Math.max(0, config.probes - e.probesInFlight) : 0 }
+            tokens[id] = e.tokens
+          }
+          return { health, retryTokens: { global: s.globalTokens, endpoints: tokens } }
+        })
+
+      const acquire = (now: number, endpoint: string, role: Role) =>
+        STM.flatMap(TRef.get(ref), (s): STM.STM<Permit, Refusal> => {
+          const e = get(s, endpoint)
+          if (e.degraded > 0) return STM.fail("degraded")
+          const state = current(e, now)
+          if (state === "open") return STM.fail("breaker_open")
+          if (state === "half_open" && e.probesInFlight >= config.probes) return STM.fail("no_probe_slot")
+          const extra = role !== "first"
+          if (extra && (s.globalTokens < 1 || e.tokens < 1)) return STM.fail("no_retry_token")
+          const probe = state === "half_open"
+          const next: EndpointState = {
+            ...e,
+            state,
+            probesInFlight: e.probesInFlight + (probe ? 1 : 0),
+            tokens: extra ? e.tokens - 1 : Math.min(config.capacity, e.tokens + config.depositRatio)
+          }
+          const globalTokens = extra
+            ? s.globalTokens - 1
+            : Math.min(config.capacity, s.globalTokens + config.depositRatio)
+          return STM.as(TRef.set(ref, { ...put(s, endpoint, next), globalTokens }), { endpoint, probe })
+        })
+
+      const open = (e: EndpointState, now: number, cooldown: number, hint: number | null): EndpointState => {
+        const until = Math.max(now + cooldown, hint === null ? 0 : now + hint)
+        return {
+          ...e,
+          state: "open",
+          consecutive: 0,
+          window: [],
+          // Retry-After may lengthen a cooldown, never shorten it.
+          openUntil: Math.max(e.state === "open" ? e.openUntil : 0, until),
+          cooldownMillis: cooldown
+        }
+      }
+
+      const settle = (e: EndpointState, now: number, permit: Permit, result: Result): EndpointState => {
+        const released = permit.probe ? { ...e, probesInFlight: Math.max(0, e.probesInFlight - 1) } : e
+        switch (result._tag) {
+          case "neutral":
+            // Not the provider's fault: no count, no transition; a probe slot is simply given back.
+            return released
+          case "success":
+            return permit.probe || current(released, now) !== "open"
+              ? {
+                ...released,
+                state: "closed",
+                consecutive: 0,
+                window: pushWindow(released.window, false, config.windowSize),
+                cooldownMillis: permit.probe ? baseCooldown : released.cooldownMillis
+              }
+              : released
+          case "failure": {
+            const hint = result.kind === "rate_limited" ? result.retryAfterMillis : null
+            if (permit.probe) {
+              return open(released, now, Math.min(maxCooldown, released.cooldownMillis * config.cooldownGrowth), hint)
+            }
+            if (released.state === "open") {
+              // Already open (another request's failure landed first): a longer Retry-After still extends it.
+              return hint === null ? released : { ...released, openUntil: Math.max(released.openUntil, now + hint) }
+            }
+            const window = pushWindow(released.window, true, config.windowSize)
+            const consecutive = released.consecutive + 1
+            const failures = window.reduce((n, f) => n + (f ? 1 : 0), 0)
+            const trips = consecutive >= config.consecutiveFailures ||
+              (window.length >= config.minimumVolume && failures / window.length >= config.failureRatio) ||
+              (hint !== null && hint > 0)
+            return trips ? open(released, now, released.cooldownMillis, hint) : { ...released, consecutive, window }
+          }
+        }
+      }
+
+      const complete = (now: number, permit: Permit, result: Result) =>
+        Effect.flatMap(
+          STM.commit(TRef.modify(ref, (s) => {
+            const before = get(s, permit.endpoint)
+            const after = settle(before, now, permit, result)
+            return [
+              [current(before, now), current(after, now), s.globalTokens, after.tokens] as const,
+              put(s, permit.endpoint, after)
+            ]
+          })),
+          ([from, to, global, tokens]) => {
+            const endpointLabel = label("endpoint", permit.endpoint)
+            return Effect.all([
+              Metric.set(Metric.taggedWithLabels(breakerGauge, [endpointLabel]), stateNumber(to)),
+              Metric.set(Metric.taggedWithLabels(tokensGauge, [endpointLabel]), tokens),
+              Metric.set(Metric.taggedWithLabels(tokensGauge, [label("endpoint", "*")]), global),
+              from === to ? Effect.void : Metric.increment(
+                Metric.taggedWithLabels(transitions, [endpointLabel, label("to", to)])
+              )
+            ], { discard: true })
+          }
+        )
+
+      const degrade = (endpoint: string) =>
+        Effect.as(
+          STM.commit(TRef.update(ref, (s) => {
+            const e = get(s, endpoint)
+            return put(s, endpoint, { ...e, degraded: e.degraded + 1 })
+          })),
+          STM.commit(TRef.update(ref, (s) => {
+            const e = get(s, endpoint)
+            return put(s, endpoint, { ...e, degraded: Math.max(0, e.degraded - 1) })
+          }))
+        )
+
+      return Health.of({
+        config,
+        view,
+        acquire,
+        complete,
+        degrade,
+        breaker: (now, endpoint) => Effect.map(STM.commit(TRef.get(ref)), (s) => current(get(s, endpoint), now))
+      })
+    }
+  )
+
+const label = (key: string, value: string) => MetricLabel.make(key, value)
+
+/**
+ * Counts a refused admission in the metrics (the executor calls it after a refused acquire).
+ *
+ * @since 0.1.0
+ */
+export const countRefusal = (reason: Refusal): Effect.Effect<void> =>
+  Metric.increment(Metric.taggedWithLabels(refusals, [label("reason", reason)]))
+
+const pushWindow = (window: ReadonlyArray<boolean>, failure: boolean, size: number): ReadonlyArray<boolean> =>
+  window.length >= size ? [...window.slice(window.length - size + 1), failure] : [...window, failure]
+
+/**
+ * A process-wide health layer.
+ *
+ * @example
+ * ```ts
+ * import { Health } from "@rein/core"
+ *
+ * const HealthLive = Health.layer({ consecutiveFailures: 3 })
+ * ```
+ * @since 0.1.0
+ */
+export const layer = (options: Partial<Config> = {}): Layer.Layer<Health> => Layer.effect(Health, make(options))

@@ -1,0 +1,576 @@
+/**
+ * The decision loop shared by `Execute` (one answer) and `Streaming` (a committed stream): snapshot →
+ * decide → acquire → wait → gate → attempt → settle, until an attempt succeeds or the planner stops.
+ *
+ * @internal
+ */
+import { Clock, Duration, Effect, Option, Random, STM } from "effect"
+import * as Budget from "../Budget.js"
+import type { Endpoint } from "../Catalog.js"
+import { scopeOf } from "../Catalog.js"
+import type { Contract } from "../Contract.js"
+import * as Deadline from "../Deadline.js"
+import type { FailureKind, Rule } from "../Failure.js"
+import { defaultTable } from "../Failure.js"
+import { Gate } from "../Gate.js"
+import type { View } from "../Health.js"
+import { Health } from "../Health.js"
+import type { Writer } from "../Journal.js"
+import { Journal } from "../Journal.js"
+import * as Outcome from "../Outcome.js"
+import * as Planner from "../Planner.js"
+import type { AttemptContext, CompletionRequest, Provider } from "../Provider.js"
+import * as Usage from "../Usage.js"
+import * as Attempt from "./attempt.js"
+import { Rein } from "./context.js"
+import { clampMillis } from "./duration.js"
+
+/**
+ * The failure table after a contract's narrowing and widening.
+ *
+ * @since 0.1.0
+ */
+export const effectiveTable = (contract: Contract): { readonly [K in FailureKind]: Rule } => {
+  const f = contract.failures
+  if (f.noRetry.length + f.noFallback.length + f.alsoRetry.length + f.alsoFallback.length === 0) return defaultTable
+  const table: Record<FailureKind, Rule> = { ...defaultTable }
+  for (const kind of f.alsoRetry) table[kind] = { ...table[kind], retry: true }
+  for (const kind of f.alsoFallback) table[kind] = { ...table[kind], fallback: "any" }
+  for (const kind of f.noRetry) table[kind] = { ...table[kind], retry: false }
+  for (const kind of f.noFallback) table[kind] = { ...table[kind], fallback: "none" }
+  return table
+}
+
+const isSimulated = (endpoint: Endpoint, provider: Provider | undefined): boolean =>
+  endpoint.simulated || provider?.simulated === true
+
+const UNKNOWN_CANDIDATE = {
+  known: false,
+  hasProvider: false,
+  scope: "",
+  contextWindow: 0,
+  maxOutputTokens: 0,
+  tools: false,
+  structuredOutput: false,
+  streaming: false,
+  simulated: false,
+  prices: { inputTokens: 0, outputTokens: 0, request: 0 }
+} as const
+
+/**
+ * Builds the planner's static view of a request: the candidates in order with their capabilities and
+ * pinned prices, the requirements, the retry policy and the effective failure table.
+ *
+ * @example
+ * ```ts
+ * import { Execute } from "@rein/core"
+ * import type { Contract, Rein } from "@rein/core"
+ *
+ * declare const contract: Contract.Contract
+ * declare const rein: Rein.Services
+ * const spec = Execute.makeSpec(contract, rein.catalog.byId, rein.providers, 900, 400)
+ * ```
+ * @since 0.1.0
+ */
+export const makeSpec = (
+  contract: Contract,
+  endpoints: ReadonlyMap<string, Endpoint>,
+  providers: ReadonlyMap<string, Provider>,
+  inputTokens: number | null,
+  maxOutputTokens: number | null,
+  options: { readonly streaming?: boolean; readonly order?: ReadonlyArray<string> } = {}
+): Planner.Spec => {
+  const listed = new Set(contract.candidates)
+  const streaming = options.streaming === true
+  return {
+    candidates: (options.order ?? contract.candidates).map((id): Planner.CandidateSpec => {
+      const e = endpoints.get(id)
+      if (e === undefined) return { id, listed: listed.has(id), ...UNKNOWN_CANDIDATE }
+      const provider = providers.get(e.provider)
+      return {
+        id,
+        listed: listed.has(id),
+        known: true,
+        hasProvider: provider !== undefined && (!streaming || provider.stream !== undefined),
+        scope: scopeOf(e),
+        contextWindow: e.capabilities.contextWindow,
+        maxOutputTokens: e.capabilities.maxOutputTokens,
+        tools: e.capabilities.tools,
+        structuredOutput: e.capabilities.structuredOutput,
+        streaming: e.capabilities.streaming,
+        simulated: isSimulated(e, provider),
+        prices: { inputTokens: e.prices.inputTokens, outputTokens: e.prices.outputTokens, request: e.prices.request }
+      }
+    }),
+    requires: {
+      tools: contract.requires.tools,
+      structuredOutput: contract.requires.structuredOutput,
+      streaming: contract.requires.streaming || streaming
+    },
+    mode: contract.mode,
+    allowSimulated: contract.allowSimulated,
+    inputTokens,
+    maxOutputTokens,
+    attemptTimeoutMillis: Duration.toMillis(contract.attemptTimeout ?? contract.deadline),
+    minAttemptMillis: contract.minAttempt === undefined ? 0 : Duration.toMillis(contract.minAttempt),
+    retry: {
+      perEndpoint: contract.retry.perEndpoint,
+      rateLimited: contract.retry.rateLimited ?? null,
+      baseMillis: Duration.toMillis(contract.retry.base),
+      factor: contract.retry.factor,
+      maxMillis: Duration.toMillis(contract.retry.max),
+      jitter: contract.retry.jitter
+    },
+    table: effectiveTable(contract)
+  }
+}
+
+const refuse = (refusal: Outcome.Refused["refusal"], reason: string) =>
+  Effect.fail(new Outcome.Refused({ refusal, reason, attempts: [] }))
+
+const validCount = (n: number | undefined, min: number): boolean =>
+  n === undefined || (Number.isFinite(n) && Number.isInteger(n) && n >= min)
+
+/** Everything one request needs, resolved once. */
+/** @internal */
+export interface Env {
+  readonly rein: Rein["Type"]
+  readonly request: CompletionRequest
+  readonly contract: Contract
+  readonly spec: Planner.Spec
+  readonly ids: ReadonlyArray<string>
+  readonly deadline: Deadline.Deadline["Type"]
+  readonly left: STM.STM<Budget.Left>
+  readonly reserve: (r: Planner.Reservation) => STM.STM<void, Budget.Shortfall>
+  readonly settle: (
+    r: Planner.Reservation,
+    charged: { readonly cost: number; readonly tokens: number }
+  ) => STM.STM<void>
+  readonly health: Health["Type"] | undefined
+  readonly gate: Gate["Type"] | undefined
+  readonly writer: Writer | undefined
+  readonly graceMillis: number
+}
+
+/** @internal */
+export interface Progress {
+  readonly records: Array<Outcome.AttemptRecord>
+  current: string | null
+  tries: number
+  rateLimited: number
+  last: { readonly kind: FailureKind; readonly retryAfterMillis: number | null; readonly code: string } | null
+}
+
+/** What the loop hands back once an attempt has succeeded (for a stream: committed). */
+/** @internal */
+export interface Committed<S> {
+  readonly payload: S
+  readonly usage: Usage.Usage
+  readonly endpoint: Endpoint
+  readonly provider: Provider
+  readonly progress: Progress
+  /** Monotonic nanos when the attempt's own bound ends (its timeout, or the deadline). */
+  readonly endsNanos: bigint
+  readonly binding: "attempt" | "deadline"
+  /** Records the attempt (with its final usage or failure) and settles budget, health and gate. */
+  readonly finish: (end: Attempt.AttemptEnd<unknown>) => Effect.Effect<Outcome.AttemptRecord>
+  /** After a committed stream failed: the planner's (recorded) verdict, always terminal. */
+  readonly stopCommitted: Effect.Effect<Outcome.Terminal>
+}
+
+/** @internal */
+export const causeOf = (p: Progress): Outcome.Cause | null =>
+  p.last === null || p.current === null ? null : { kind: p.last.kind, code: p.last.code, endpoint: p.current }
+
+const NO_HEALTH: Planner.Snapshot["health"] = {}
+const NO_TOKENS: Planner.Snapshot["retryTokens"] = { global: null, endpoints: {} }
+const UNKNOWN_AFTER_DISPATCH = { dispatched: true, usage: "unknown", actualCost: null } as const
+const nowMillis = (nanos: bigint): number => Number(nanos) / 1e6
+
+/** Resolves the request's environment, or refuses before any call. */
+/** @internal */
+export const prepare = (
+  request: CompletionRequest,
+  contract: Contract,
+  streaming: boolean
+): Effect.Effect<Env, Outcome.Refused, Rein> =>
+  Effect.flatMap(Rein, (rein) => {
+    // Refusals happen before the clock starts and before any call.
+    if (contract.mode === "effectful") {
+      return refuse("effectful_mode", "effectful operations are not retried here; use a durable ledger")
+    }
+    if (!validCount(request.inputTokens, 0) || !validCount(request.maxOutputTokens, 1)) {
+      return refuse("invalid_request", "inputTokens must be a non-negative integer, maxOutputTokens a positive one")
+    }
+    const inputTokens = request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
+    if ((contract.budget.cost !== undefined || contract.budget.tokens !== undefined) && inputTokens === null) {
+      return refuse("no_input_bound", "a hard cost or token budget needs an input-token bound (fail closed)")
+    }
+    for (const id of contract.candidates) {
+      const e = rein.catalog.byId.get(id)
+      const p = e === undefined ? undefined : rein.providers.get(e.provider)
+      if (e !== undefined && p !== undefined && p.internalMaxAttempts !== 1) {
+        return refuse(
+          "nested_retries",
+          `provider ${JSON.stringify(e.provider)} retries internally (${p.internalMaxAttempts} attempts)`
+        )
+      }
+    }
+    const spec = makeSpec(contract, rein.catalog.byId, rein.providers, inputTokens, request.maxOutputTokens ?? null, {
+      streaming
+    })
+    return Effect.gen(function*() {
+      const deadline = yield* Deadline.make(contract.deadline)
+      const budget = yield* Budget.make(contract.budget)
+      const shared = yield* Effect.serviceOption(Budget.SharedBudget)
+      const health = yield* Effect.serviceOption(Health)
+      const gate = yield* Effect.serviceOption(Gate)
+      const journal = yield* Effect.serviceOption(Journal)
+      const writer = Option.isNone(journal) ? undefined : yield* journal.value.begin({
+        requestId: request.id ?? (yield* requestId),
+        contract,
+        endpoints: spec.candidates.flatMap((c) => {
+          const e = rein.catalog.byId.get(c.id)
+          return e === undefined ? [] : [e]
+        }),
+        spec
+      })
+      const s = Option.getOrUndefined(shared)
+      return {
+        rein,
+        request,
+        contract,
+        spec,
+        ids: spec.candidates.map((c) => c.id),
+        deadline,
+        left: s === undefined ? budget.left : STM.zipWith(budget.left, s.left, Budget.minLeft),
+        reserve: s === undefined ? budget.reserve : (r) => STM.zipRight(budget.reserve(r), s.reserve(r)),
+        settle: s === undefined ? budget.settle : (r, c) => STM.zipRight(budget.settle(r, c), s.settle(r, c)),
+        health: Option.getOrUndefined(health),
+        gate: Option.getOrUndefined(gate),
+        writer,
+        graceMillis: Duration.toMillis(contract.teardownGrace)
+      } satisfies Env
+    })
+  })
+
+const requestId = Effect.map(Random.nextIntBetween(0, 0x7fffffff), (n) => `req-${n.toString(36)}`)
+
+/** The snapshot the planner will consume, read in one transaction. */
+/** @internal */
+export const snapshot = (env: Env, progress: Progress) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeNanos
+    const remainingMillis = Math.max(0, Deadline.millisBetween(now, env.deadline.expiresNanos))
+    const [budget, view] = yield* STM.commit(
+      env.health === undefined
+        ? STM.map(env.left, (b): readonly [Budget.Left, View | undefined] => [b, undefined])
+        : STM.zip(env.left, env.health.view(nowMillis(now), env.ids))
+    )
+    const jitter = progress.last === null ? null : yield* Random.next
+    const snap: Planner.Snapshot = {
+      elapsedMillis: Deadline.millisBetween(env.deadline.originNanos, now),
+      remainingMillis,
+      budget,
+      attempts: progress.records.length,
+      current: progress.current,
+      triesOnCurrent: progress.tries,
+      rateLimitedOnCurrent: progress.rateLimited,
+      last: progress.last === null
+        ? null
+        : { kind: progress.last.kind, retryAfterMillis: progress.last.retryAfterMillis },
+      health: view === undefined ? NO_HEALTH : view.health,
+      retryTokens: view === undefined ? NO_TOKENS : view.retryTokens,
+      committed: false,
+      jitter
+    }
+    return snap
+  })
+
+const decide = (env: Env, snap: Planner.Snapshot): Planner.Decision => {
+  const decision = Planner.decide(env.spec, snap)
+  env.writer?.decision(snap, decision)
+  return decision
+}
+
+/**
+ * The decision loop: snapshot → decide → acquire → wait → gate → attempt → settle, until an attempt
+ * succeeds (returned as `Committed`) or the planner stops (a terminal failure).
+ */
+/** @internal */
+export const loop = <S>(
+  env: Env,
+  attempt: (provider: Provider, context: AttemptContext, timeoutMillis: number) => Effect.Effect<Attempt.AttemptEnd<S>>
+): Effect.Effect<Committed<S>, Outcome.Terminal> =>
+  Effect.gen(function*() {
+    const progress: Progress = { records: [], current: null, tries: 0, rateLimited: 0, last: null }
+    while (true) {
+      const snap = yield* snapshot(env, progress)
+      const decision = decide(env, snap)
+      if (decision._tag === "Stop") return yield* Effect.fail(terminal(decision, progress))
+
+      const acquireNanos = yield* Clock.currentTimeNanos
+      const acquired = yield* Effect.either(STM.commit(
+        env.health === undefined
+          ? STM.as(env.reserve(decision.reservation), undefined)
+          : STM.zipRight(
+            env.reserve(decision.reservation),
+            env.health.acquire(nowMillis(acquireNanos), decision.endpoint, decision.role)
+          )
+      ))
+      // Another request took the shared budget, the probe slot or the last retry token between the snapshot
+      // and the acquisition: decide again on the fresh state.
+      if (acquired._tag === "Left") continue
+      const permit = acquired.right
+      const release = Effect.zipRight(
+        STM.commit(env.settle(decision.reservation, { cost: 0, tokens: 0 })),
+        permit === undefined || env.health === undefined
+          ? Effect.void
+          : Effect.flatMap(
+            Clock.currentTimeNanos,
+            (n) => env.health!.complete(nowMillis(n), permit, { _tag: "neutral" })
+          )
+      )
+
+      if (decision.waitMillis > 0) {
+        const i = progress.records.length - 1
+        progress.records[i] = new Outcome.AttemptRecord({ ...progress.records[i]!, backoffMillis: decision.waitMillis })
+        const wait = Effect.sleep(Duration.millis(clampMillis(decision.waitMillis)))
+        const waited = yield* (env.gate === undefined
+          ? Effect.as(wait, undefined)
+          : Effect.raceFirst(Effect.as(wait, undefined), env.gate.closed)).pipe(Effect.onInterrupt(() => release))
+        if (waited !== undefined) {
+          yield* release
+          return yield* Effect.fail(halted(waited.reason, progress))
+        }
+      }
+
+      const endpoint = env.rein.catalog.byId.get(decision.endpoint)!
+      const provider = env.rein.providers.get(endpoint.provider)!
+      let ticket: unknown = undefined
+      if (env.gate !== undefined) {
+        const now = yield* Clock.currentTimeNanos
+        const remainingMillis = Math.max(0, Deadline.millisBetween(now, env.deadline.expiresNanos))
+        const admitted = yield* Effect.either(
+          Effect.timeoutOption(
+            env.gate.admit({
+              endpoint,
+              role: decision.role,
+              attempt: decision.attempt,
+              reservation: decision.reservation,
+              remainingMillis
+            }),
+            Duration.millis(clampMillis(remainingMillis))
+          )
+        ).pipe(Effect.onInterrupt(() => release))
+        if (admitted._tag === "Left") {
+          yield* release
+          return yield* Effect.fail(halted(admitted.left.reason, progress))
+        }
+        if (Option.isNone(admitted.right)) {
+          yield* release
+          return yield* Effect.fail(
+            new Outcome.DeadlineExceeded({
+              phase: "admission",
+              reason: `the deadline expired waiting for admission to ${endpoint.id}`,
+              cause: causeOf(progress),
+              teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
+              attempts: progress.records
+            })
+          )
+        }
+        ticket = admitted.right.value
+      }
+
+      const startNanos = yield* Clock.currentTimeNanos
+      const remainingAtStart = Math.max(0, Deadline.millisBetween(startNanos, env.deadline.expiresNanos))
+      // The gate may have waited: the attempt never runs past the deadline.
+      const timeoutMillis = Math.min(decision.timeoutMillis, remainingAtStart)
+      const binding = decision.binding === "deadline" || remainingAtStart <= decision.timeoutMillis
+        ? "deadline"
+        : "attempt"
+      const context: AttemptContext = {
+        attempt: decision.attempt,
+        endpoint,
+        timeoutMillis,
+        remainingMillis: remainingAtStart,
+        reservation: decision.reservation,
+        maxOutputTokens: env.request.maxOutputTokens ?? endpoint.capabilities.maxOutputTokens
+      }
+
+      const finish = (end: Attempt.AttemptEnd<unknown>): Effect.Effect<Outcome.AttemptRecord> =>
+        Effect.gen(function*() {
+          const endNanos = yield* Clock.currentTimeNanos
+          const usage: Usage.Usage = end._tag === "Success"
+            ? end.usage
+            : end._tag === "Failure" && end.failure.usage !== undefined
+            ? end.failure.usage
+            : "unknown"
+          const dispatched = end._tag === "Failure" ? end.failure.dispatched : true
+          const actualCost = usage === "unknown" ? null : Usage.cost(usage, endpoint.prices)
+          const charged = Budget.charge(decision.reservation, { dispatched, usage, actualCost })
+          yield* STM.commit(env.settle(decision.reservation, charged))
+          const failure = end._tag === "Failure" ? end.failure : undefined
+          const status: Outcome.AttemptStatus = end._tag === "Success"
+            ? "success"
+            : failure !== undefined
+            ? "failure"
+            : binding === "deadline"
+            ? "deadline"
+            : "timeout"
+          const kind: FailureKind | null = failure !== undefined
+            ? failure.kind
+            : end._tag === "Timeout"
+            ? "timeout"
+            : null
+          const record = new Outcome.AttemptRecord({
+            attempt: decision.attempt,
+            endpoint: decision.endpoint,
+            role: decision.role,
+            startMillis: Deadline.millisBetween(env.deadline.originNanos, startNanos),
+            endMillis: Deadline.millisBetween(env.deadline.originNanos, endNanos),
+            timeoutMillis,
+            binding,
+            dispatched,
+            status,
+            failure: kind,
+            code: failure !== undefined ? failure.code : end._tag === "Timeout" ? `${status}_expired` : null,
+            retryAfterMillis: failure?.retryAfterMillis ?? null,
+            backoffMillis: 0,
+            reservation: decision.reservation,
+            usage,
+            charged: { cost: charged.cost, tokens: charged.tokens },
+            billingBoundViolation: charged.violation,
+            teardownUnconfirmed: end._tag === "Timeout" && !end.confirmed,
+            simulated: isSimulated(endpoint, provider)
+          })
+          progress.records.push(record)
+          env.writer?.attempt(record)
+          if (progress.current === decision.endpoint) progress.tries++
+          else {
+            progress.current = decision.endpoint
+            progress.tries = 1
+            progress.rateLimited = 0
+          }
+          if (kind === "rate_limited") progress.rateLimited++
+          if (kind !== null) progress.last = { kind, retryAfterMillis: record.retryAfterMillis, code: record.code! }
+          if (permit !== undefined && env.health !== undefined) {
+            const result = kind === null
+              ? { _tag: "success" as const }
+              : env.spec.table[kind].health
+              ? { _tag: "failure" as const, kind, retryAfterMillis: record.retryAfterMillis }
+              : { _tag: "neutral" as const }
+            yield* env.health.complete(nowMillis(endNanos), permit, result)
+            if (end._tag === "Timeout" && !end.confirmed) {
+              // Degraded until the abandoned attempt finally ends.
+              const undo = yield* env.health.degrade(endpoint.id)
+              yield* Effect.forkDaemon(Effect.zipRight(end.settled, undo))
+            }
+          }
+          if (env.gate !== undefined) yield* env.gate.settle(ticket, record)
+          return record
+        })
+
+      const end = yield* attempt(provider, context, timeoutMillis).pipe(
+        // Interrupted by the caller: the attempt may have been sent, so its reservation stays charged.
+        Effect.onInterrupt(() =>
+          Effect.zipRight(
+            STM.commit(env.settle(decision.reservation, Budget.charge(decision.reservation, UNKNOWN_AFTER_DISPATCH))),
+            permit === undefined || env.health === undefined
+              ? Effect.void
+              : Effect.flatMap(
+                Clock.currentTimeNanos,
+                (n) => env.health!.complete(nowMillis(n), permit, { _tag: "neutral" })
+              )
+          )
+        )
+      )
+      if (end._tag === "Success") {
+        const stopCommitted = Effect.map(snapshot(env, progress), (snap) => {
+          const decision = decide(env, { ...snap, committed: true })
+          return decision._tag === "Stop"
+            ? terminal(decision, progress)
+            : new Outcome.FailedSafe({
+              reason: "the stream has committed: no retry, no fallback",
+              cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
+              attempts: progress.records
+            })
+        })
+        return {
+          payload: end.payload,
+          usage: end.usage,
+          endpoint,
+          provider,
+          progress,
+          endsNanos: startNanos + BigInt(Math.round(timeoutMillis * 1e6)),
+          binding,
+          finish,
+          stopCommitted
+        } satisfies Committed<S>
+      }
+      const record = yield* finish(end)
+      if (end._tag === "Timeout") {
+        const after = yield* Clock.currentTimeNanos
+        if (binding === "deadline" || after >= env.deadline.expiresNanos) {
+          return yield* Effect.fail(
+            new Outcome.DeadlineExceeded({
+              phase: binding === "deadline" ? "attempt" : "teardown",
+              reason: binding === "deadline"
+                ? `the deadline expired during attempt ${decision.attempt} on ${decision.endpoint}`
+                : `the deadline expired while attempt ${decision.attempt} tore down`,
+              cause: causeOf(progress),
+              teardownUnconfirmed: record.teardownUnconfirmed,
+              attempts: progress.records
+            })
+          )
+        }
+      }
+    }
+  })
+
+/** @internal */
+export const halted = (reason: string, progress: Progress) =>
+  new Outcome.Halted({ reason, cause: causeOf(progress), attempts: progress.records })
+
+/** @internal */
+export const totalCost = (records: ReadonlyArray<Outcome.AttemptRecord>): number | "unknown" => {
+  let total = 0
+  for (const r of records) {
+    if (r.usage === "unknown" && r.dispatched) return "unknown"
+    total += r.charged.cost
+  }
+  return total
+}
+
+/** @internal */
+export const terminal = (decision: Planner.Stop, progress: Progress): Outcome.Terminal => {
+  const attempts = progress.records
+  const cause = causeOf(progress)
+  switch (decision.outcome) {
+    case "DeadlineExceeded":
+      return new Outcome.DeadlineExceeded({
+        phase: decision.phase ?? "admission",
+        reason: decision.reason,
+        cause,
+        teardownUnconfirmed: attempts.some((a) => a.teardownUnconfirmed),
+        attempts
+      })
+    case "BudgetExhausted":
+      return new Outcome.BudgetExhausted({
+        resource: decision.resource ?? "cost",
+        reason: decision.reason,
+        cause,
+        attempts
+      })
+    case "PlanExhausted":
+      return new Outcome.PlanExhausted({ reason: decision.reason, cause, attempts })
+    case "FailedSafe":
+      return new Outcome.FailedSafe({
+        reason: decision.reason,
+        cause: cause ?? { kind: "unknown", code: "unknown", endpoint: "" },
+        attempts
+      })
+    case "Refused":
+      return new Outcome.Refused({ refusal: "no_legal_candidate", reason: decision.reason, attempts })
+  }
+}
