@@ -1,0 +1,1 @@
+export * as ArtifactStore from "./ArtifactStore.js"
