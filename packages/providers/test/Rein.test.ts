@@ -15,7 +15,7 @@ const cat = catalog(
  */
 const reinLayer = (server: FaultServer.FaultServer, health: false | undefined) =>
   Effect.map(
-    OpenAiCompatible.make({ baseUrl: server.baseUrl }),
+    Effect.orDie(OpenAiCompatible.make({ baseUrl: server.baseUrl })),
     (provider) => Rein.layer({ catalog: cat, providers: { compat: provider }, health })
   )
 
