@@ -483,7 +483,7 @@ export const appendFeedback: Reviser = (request, feedback) => {
  * @since 0.1.0
  */
 export interface Options<A, R> {
-  readonly checks: ReadonlyArray<Check<A, R>>
+  readonly checks: ReadonlyArray<Check<NoInfer<A>, R>>
   readonly maxDrafts: number
   readonly fallback?: Effect.Effect<string, never, R> | undefined
   readonly revise?: Reviser | undefined
@@ -505,7 +505,11 @@ export interface Options<A, R> {
  *
  * const invoice = Refine.refine({ prompt: "Extract the invoice as JSON …", inputTokens: 900 }, contract, {
  *   schema: Invoice,
- *   checks: [Refine.check("positive", (c) => Effect.succeed(c.value.total > 0 ? Refine.pass : Refine.revise("total > 0")))],
+ *   // An object literal takes the decoded type from `schema` (a generic `Refine.check` needs it spelled out).
+ *   checks: [{
+ *     name: "positive",
+ *     run: (c) => Effect.succeed(c.value.total > 0 ? Refine.pass : Refine.revise("total must be positive"))
+ *   }],
  *   maxDrafts: 2,
  *   fallback: Effect.succeed(JSON.stringify({ total: 0, currency: "EUR" }))
  * })

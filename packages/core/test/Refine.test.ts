@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Fake, Refine, Rein } from "@rein/core"
+import { Budget, Fake, Refine, Rein } from "@rein/core"
 import type { Contract } from "@rein/core"
 import { Deferred, Effect, Either, Exit, Fiber, Schema, TestClock } from "effect"
 import * as fc from "effect/FastCheck"
@@ -91,7 +91,11 @@ describe("Refine", () => {
       const result = yield* drive(
         Refine.refine(request, contract({ candidates: ["a"], budget: { calls: 5 } }), {
           schema: Answer,
-          checks: [],
+          // The decoded value is typed from the schema.
+          checks: [{
+            name: "score",
+            run: (c) => Effect.succeed(c.value.score >= 0 ? Refine.pass : Refine.revise("≥ 0"))
+          }],
           maxDrafts: 3
         }).pipe(provide(fake))
       )
@@ -100,7 +104,11 @@ describe("Refine", () => {
       expect(refined.source).toBe("model")
       expect(refined.drafts).toBe(1)
       expect(refined.calls).toBe(2)
-      expect(summary(refined.history)).toEqual(["draft 1 model completed calls=2", "check 1 schema pass calls=0"])
+      expect(summary(refined.history)).toEqual([
+        "draft 1 model completed calls=2",
+        "check 1 schema pass calls=0",
+        "check 1 score pass calls=0"
+      ])
       // The failed attempt reported no usage: the total stays unknown although the accepted draft's is known.
       expect(refined.completion?.usage).toEqual({ inputTokens: 10, outputTokens: 10 })
       expect(refined.cost).toBe("unknown")
@@ -162,6 +170,23 @@ describe("Refine", () => {
         { path: "title", message: "is missing" },
         { path: "score", message: "is missing" }
       ])
+    }))
+
+  it.effect("an enclosing shared budget (a run's) keeps binding inside a refinement", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed({ text: "not json" })] })
+      const run = yield* Budget.make({ calls: 1 })
+      const result = yield* drive(
+        Refine.refine(request, contract({ candidates: ["a"], budget: { calls: 5 } }), {
+          schema: Answer,
+          checks: [],
+          maxDrafts: 3
+        }).pipe(provide(fake), Effect.provideService(Budget.SharedBudget, run))
+      )
+      const review = Either.getLeft(result).pipe((o) => (o._tag === "Some" ? o.value : undefined))
+      expect(review?.reason).toBe("call_budget_exhausted")
+      expect(review?.drafts).toBe(2)
+      expect((yield* fake.calls).length).toBe(1)
     }))
 
   it.effect("an already-interrupted caller makes zero calls", () =>
