@@ -1,0 +1,156 @@
+/**
+ * Benchmark 2: batch efficiency. 20,000 items, each one call of 5 ms latency (a real timer), concurrency
+ * 200: measured time against the ideal (items × latency / concurrency) and against `p-limit` and `p-queue`
+ * loops doing the same calls (plus `Effect.forEach` with the same concurrency, the Effect-native floor).
+ *
+ * Rein's row needs `@rein/batch`: until it is built (and listed in bench/package.json), the row says so.
+ */
+import { Effect } from "effect"
+import pLimit from "p-limit"
+import PQueue from "p-queue"
+import type { Benchmark, Goal, RunOptions, Section } from "./harness.js"
+import { canImport, collect, fmtMs, median, nowMillis, table } from "./harness.js"
+
+const ITEMS = 20_000
+const LATENCY_MILLIS = 5
+const CONCURRENCY = 200
+const IDEAL_MILLIS = (ITEMS * LATENCY_MILLIS) / CONCURRENCY
+
+/** A contender: `run` processes all ITEMS and resolves with the number of items that completed. */
+export interface BatchContender {
+  readonly name: string
+  readonly run: () => Promise<number>
+}
+
+const call = (): Promise<number> => new Promise((resolve) => setTimeout(() => resolve(1), LATENCY_MILLIS))
+
+const items = Array.from({ length: ITEMS }, (_, i) => i)
+
+const baselines: ReadonlyArray<BatchContender> = [
+  {
+    name: "p-limit loop",
+    run: async () => {
+      const limit = pLimit(CONCURRENCY)
+      const done = await Promise.all(items.map(() => limit(call)))
+      return done.length
+    }
+  },
+  {
+    name: "p-queue loop",
+    run: async () => {
+      const queue = new PQueue({ concurrency: CONCURRENCY })
+      let done = 0
+      for (const _ of items) {
+        void queue.add(async () => {
+          const n = await call()
+          done += n
+        })
+      }
+      await queue.onIdle()
+      return done
+    }
+  },
+  {
+    name: "Effect.forEach (concurrency 200, Effect.sleep)",
+    run: () =>
+      Effect.runPromise(
+        Effect.map(
+          Effect.forEach(items, () => Effect.as(Effect.sleep(LATENCY_MILLIS), 1), { concurrency: CONCURRENCY }),
+          (done) => done.length
+        )
+      )
+  }
+]
+
+/**
+ * Rein's rows, built from the `@rein/batch` module once it exists: e.g. a run of ITEMS items over a
+ * provider whose call is `Effect.promise(call)` (the same 5 ms timer), concurrency CONCURRENCY, with a
+ * generous run budget; one entry per `reinVariants` configuration.
+ */
+const reinRows = (_batch: unknown): ReadonlyArray<BatchContender> => []
+
+/** The time a single 5 ms timer really takes here, sequentially (median of 100). */
+const timerAlone = async (): Promise<number> => {
+  const xs: Array<number> = []
+  for (let i = 0; i < 100; i++) {
+    const t0 = nowMillis()
+    await call()
+    xs.push(nowMillis() - t0)
+  }
+  return median(xs)
+}
+
+const run = async (options: RunOptions): Promise<Section> => {
+  const rounds = options.quick ? 1 : 5
+  const batchBuilt = await canImport("@rein/batch")
+  const rein = batchBuilt ? reinRows(await import("@rein/batch" as string)) : []
+  const contenders = [...rein, ...baselines]
+  const samples = contenders.map((): Array<number> => [])
+  for (const c of contenders) await c.run() // warm-up
+  for (let r = 0; r < rounds; r++) {
+    for (let k = 0; k < contenders.length; k++) {
+      const i = (k + r) % contenders.length
+      collect()
+      const t0 = nowMillis()
+      const done = await contenders[i]!.run()
+      samples[i]!.push(nowMillis() - t0)
+      if (done !== ITEMS) throw new Error(`${contenders[i]!.name}: ${done} of ${ITEMS} items completed`)
+    }
+    options.log(`  round ${r + 1}/${rounds}`)
+  }
+  const timer = await timerAlone()
+  const medians = samples.map(median)
+  const pLimitMillis = medians[contenders.findIndex((c) => c.name === "p-limit loop")]!
+  const header = ["contender", "time ms (median)", "min ms", "efficiency (ideal ÷ time)", "÷ p-limit"]
+  const rows = contenders.map((c, i) => [
+    c.name,
+    fmtMs(medians[i]!, 0),
+    fmtMs(Math.min(...samples[i]!), 0),
+    (IDEAL_MILLIS / medians[i]!).toFixed(3),
+    `${(medians[i]! / pLimitMillis).toFixed(3)}×`
+  ])
+  const goals: Array<Goal> = []
+  if (!batchBuilt || rein.length === 0) {
+    rows.unshift([
+      "Rein batch",
+      batchBuilt ? "skipped: Rein's row is not written yet" : "skipped: @rein/batch not built yet",
+      "",
+      "",
+      ""
+    ])
+    goals.push({
+      benchmark: "2. batch efficiency",
+      goal: "Rein batch within 10% of p-limit (time ≤ 1.10 × p-limit)",
+      measured: `p-limit ${fmtMs(pLimitMillis, 0)} ms (efficiency ${
+        (IDEAL_MILLIS / pLimitMillis).toFixed(3)
+      }); Rein not measured`,
+      status: "pending"
+    })
+  }
+  rein.forEach((c, i) => {
+    const ratio = medians[i]! / pLimitMillis
+    goals.push({
+      benchmark: "2. batch efficiency",
+      goal: `${c.name} within 10% of p-limit (time ≤ 1.10 × p-limit)`,
+      measured: `${fmtMs(medians[i]!, 0)} ms vs ${fmtMs(pLimitMillis, 0)} ms (${ratio.toFixed(3)}×; efficiency ${
+        (IDEAL_MILLIS / medians[i]!).toFixed(3)
+      })`,
+      status: ratio <= 1.1 ? "PASS" : "FAIL"
+    })
+  })
+  const notes = [
+    `${
+      ITEMS.toLocaleString("en-US")
+    } items, each one call that resolves after a real ${LATENCY_MILLIS} ms timer, at most`,
+    `${CONCURRENCY} in flight. Ideal = items × latency ÷ concurrency = ${IDEAL_MILLIS} ms. ${rounds} interleaved rounds after`,
+    `a warm-up; median and min over the rounds. On this machine one ${LATENCY_MILLIS} ms timer alone takes`,
+    `${fmtMs(timer)} ms (median of 100, sequential), so no loop can reach efficiency 1.`
+  ].join("\n")
+  return { markdown: `${notes}\n\n${table(header, rows)}`, goals }
+}
+
+export const batch: Benchmark = {
+  id: 2,
+  title: "Batch efficiency",
+  run
+}

@@ -1,0 +1,162 @@
+/**
+ * What every benchmark shares: the catalog, zero-latency in-memory providers (a success one and a
+ * two-failures-then-success one), and the Rein configurations under test.
+ *
+ * The Rein configurations are a table: adding a row ("journal on", "health on") adds it to every
+ * benchmark that runs Rein.
+ */
+import { Catalog, Contract, Failure, Journal, Rein } from "@rein/core"
+import type { Provider } from "@rein/core"
+import type { Context } from "effect"
+import { Effect, Layer, Scope } from "effect"
+
+export const catalog = Catalog.make({
+  endpoints: [
+    {
+      id: "mem/a",
+      provider: "mem",
+      model: "a",
+      capabilities: { contextWindow: 128_000, maxOutputTokens: 4_096 },
+      prices: { inputTokens: 1e-6, outputTokens: 2e-6 }
+    },
+    {
+      id: "mem/b",
+      provider: "mem",
+      model: "b",
+      capabilities: { contextWindow: 128_000, maxOutputTokens: 4_096 },
+      prices: { inputTokens: 1e-6, outputTokens: 2e-6 }
+    }
+  ]
+})
+
+export const request: Provider.CompletionRequest = { prompt: "hello", inputTokens: 10, maxOutputTokens: 10 }
+
+export const response: Provider.ProviderResponse = { text: "ok", usage: { inputTokens: 10, outputTokens: 10 } }
+
+/** What a provider is handed when a peer (not Rein) calls it directly. */
+export const attemptContext: Provider.AttemptContext = {
+  attempt: 1,
+  endpoint: catalog.byId.get("mem/a")!,
+  timeoutMillis: 30_000,
+  remainingMillis: 30_000,
+  reservation: { cost: null, tokens: null },
+  maxOutputTokens: 10
+}
+
+/** One failure value, reused: the benchmark measures orchestration, not error construction. */
+export const failure = new Failure.ProviderFailure({ kind: "server_error", code: "500", dispatched: true })
+
+/** A provider call counter, to check that every contender made exactly the calls it should. */
+export interface Counted {
+  calls: number
+}
+
+/** Zero latency, always succeeds. */
+export const succeeding = (): Provider.Provider & Counted => {
+  const self: Provider.Provider & Counted = {
+    calls: 0,
+    internalMaxAttempts: 1,
+    call: () =>
+      Effect.sync(() => {
+        self.calls++
+        return response
+      })
+  }
+  return self
+}
+
+/** Zero latency, fails twice (a retryable `server_error`), then succeeds; and so on, in a cycle of three. */
+export const flaky = (): Provider.Provider & Counted => {
+  const self: Provider.Provider & Counted = {
+    calls: 0,
+    internalMaxAttempts: 1,
+    call: () => Effect.suspend(() => self.calls++ % 3 < 2 ? Effect.fail(failure) : Effect.succeed(response))
+  }
+  return self
+}
+
+/** The same two providers, as promise-returning functions for promise-based peers. */
+export const succeedingAsync = (): (() => Promise<Provider.ProviderResponse>) & Counted => {
+  const f = Object.assign(() => {
+    f.calls++
+    return Promise.resolve(response)
+  }, { calls: 0 })
+  return f
+}
+
+export const flakyAsync = (): (() => Promise<Provider.ProviderResponse>) & Counted => {
+  const f = Object.assign(
+    () => f.calls++ % 3 < 2 ? Promise.reject(failure) : Promise.resolve(response),
+    { calls: 0 }
+  )
+  return f
+}
+
+/**
+ * The contract every overhead run uses: a generous deadline, up to three attempts on the first endpoint
+ * (then a fallback), and a backoff that rounds to 0 ms so that retries are immediate, as for every peer.
+ */
+export const overheadContract = Contract.make({
+  deadline: "30 seconds",
+  candidates: ["mem/a", "mem/b"],
+  retry: { perEndpoint: 2, base: 0.1, factor: 1, max: 0.1, jitter: 0 }
+})
+
+/** A Rein configuration under test. */
+export interface ReinVariant {
+  readonly name: string
+  /** The layer Rein runs with, given the providers by name. May provide more than `Rein` (a journal, health). */
+  readonly layer: (providers: Readonly<Record<string, Provider.Provider>>) => Layer.Layer<Rein.Rein>
+}
+
+/**
+ * An in-memory journal that only appends (what core hands it) and encodes nothing: it measures what Rein
+ * does to feed a journal, not an encoder. Keeps the last request's entries only.
+ */
+const memoryJournal = Layer.succeed(Journal.Journal, {
+  begin: () =>
+    Effect.sync(() => {
+      const entries: Array<unknown> = []
+      return {
+        decision: (snapshot, decision) => {
+          entries.push(snapshot, decision)
+        },
+        attempt: (record) => {
+          entries.push(record)
+        },
+        end: () => Effect.void
+      }
+    })
+})
+
+/**
+ * Health on, with the defaults except two: on the flaky path two of every three calls fail, which would
+ * (rightly) open the breaker at the default ratio of 0.5 and drain the default retry budget (0.2 tokens a
+ * request for 2 retries a request). The bench measures the bookkeeping, not the shedding.
+ */
+const health = { failureRatio: 0.9, depositRatio: 2 }
+
+/**
+ * The Rein configurations measured, one line each: every benchmark that runs Rein runs each of them.
+ */
+export const reinVariants: ReadonlyArray<ReinVariant> = [
+  {
+    name: "Rein (journal off, health off)",
+    layer: (providers) => Rein.layer({ catalog, providers, health: false })
+  },
+  { name: "Rein (journal off, health on)", layer: (providers) => Rein.layer({ catalog, providers, health }) },
+  {
+    name: "Rein (journal on, health on)",
+    layer: (providers) => Layer.merge(Rein.layer({ catalog, providers, health }), memoryJournal)
+  }
+]
+
+/**
+ * Builds a variant's services once (in a scope left open for the life of the process), so that a run pays
+ * only for `Effect.provide` of a ready context, as a program with a `ManagedRuntime` would.
+ */
+export const contextOf = (
+  variant: ReinVariant,
+  providers: Readonly<Record<string, Provider.Provider>>
+): Promise<Context.Context<Rein.Rein>> =>
+  Effect.runPromise(Effect.flatMap(Scope.make(), (scope) => Layer.buildWithScope(variant.layer(providers), scope)))

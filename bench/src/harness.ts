@@ -1,0 +1,172 @@
+/**
+ * Measurement helpers for the benchmarks. Bench code, not library code: it reads the real clock
+ * (`process.hrtime.bigint()`), calls `global.gc` between samples when node runs with `--expose-gc`, and
+ * formats Markdown tables.
+ */
+import * as os from "node:os"
+
+/** A contender in an interleaved timing: `run(n)` performs `n` calls and resolves when they are done. */
+export interface Contender {
+  readonly name: string
+  readonly run: (n: number) => Promise<void>
+  /** Checked once after warm-up: throws when the contender did not do the expected work. */
+  readonly verify?: (() => Promise<void>) | undefined
+}
+
+/** The result of an interleaved timing: nanoseconds per call, one sample per round. */
+export interface Timing {
+  readonly name: string
+  readonly samples: ReadonlyArray<number>
+  readonly median: number
+  readonly min: number
+  readonly max: number
+  readonly calls: number
+}
+
+const gc = (globalThis as { gc?: () => void }).gc
+
+/** Collects garbage when node was started with `--expose-gc`, so one sample does not pay for another's. */
+export const collect = (): void => {
+  if (gc !== undefined) gc()
+}
+
+export const nowNanos = (): bigint => process.hrtime.bigint()
+
+export const nowMillis = (): number => Number(process.hrtime.bigint()) / 1e6
+
+const timeRun = async (c: Contender, n: number): Promise<number> => {
+  const t0 = process.hrtime.bigint()
+  await c.run(n)
+  return Number(process.hrtime.bigint() - t0)
+}
+
+/** How many calls make one sample of about `targetMillis` (doubling from 8 calls until 20 ms are reached). */
+const calibrate = async (c: Contender, targetMillis: number): Promise<number> => {
+  let n = 8
+  while (true) {
+    const ns = await timeRun(c, n)
+    if (ns >= 20e6 || n >= 1 << 24) return Math.max(8, Math.round((n * targetMillis * 1e6) / ns))
+    n *= 2
+  }
+}
+
+export const quantile = (sorted: ReadonlyArray<number>, q: number): number => {
+  if (sorted.length === 0) return Number.NaN
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))
+  return sorted[i]!
+}
+
+export const median = (xs: ReadonlyArray<number>): number => {
+  const s = [...xs].sort((a, b) => a - b)
+  if (s.length === 0) return Number.NaN
+  const mid = s.length >> 1
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2
+}
+
+/**
+ * Times contenders side by side: warm-up and calibration for each, then `rounds` rounds in which every
+ * contender runs one sample of about `sampleMillis`, in an order rotated each round (so no contender always
+ * runs first, right after a GC, or last). Reports the median ns per call over the rounds.
+ */
+export const interleave = async (
+  contenders: ReadonlyArray<Contender>,
+  options: { readonly rounds: number; readonly sampleMillis: number; readonly log?: (line: string) => void }
+): Promise<ReadonlyArray<Timing>> => {
+  const sizes: Array<number> = []
+  for (const c of contenders) {
+    await calibrate(c, options.sampleMillis) // warm-up (JIT) …
+    const n = await calibrate(c, options.sampleMillis) // … then the size used
+    await timeRun(c, n)
+    if (c.verify !== undefined) await c.verify()
+    sizes.push(n)
+  }
+  const samples: Array<Array<number>> = contenders.map(() => [])
+  for (let r = 0; r < options.rounds; r++) {
+    for (let k = 0; k < contenders.length; k++) {
+      const i = (k + r) % contenders.length
+      collect()
+      const ns = await timeRun(contenders[i]!, sizes[i]!)
+      samples[i]!.push(ns / sizes[i]!)
+    }
+  }
+  return contenders.map((c, i) => {
+    const s = samples[i]!
+    const timing = {
+      name: c.name,
+      samples: s,
+      median: median(s),
+      min: Math.min(...s),
+      max: Math.max(...s),
+      calls: sizes[i]! * options.rounds
+    }
+    options.log?.(`    ${c.name}: ${fmtNs(timing.median)} ns/call (min ${fmtNs(timing.min)}, max ${fmtNs(timing.max)})`)
+    return timing
+  })
+}
+
+/** Renders a Markdown table; numbers are right-aligned by the caller's formatting. */
+export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const line = (cells: ReadonlyArray<string>) => `| ${cells.join(" | ")} |`
+  return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n")
+}
+
+export const fmtNs = (ns: number): string => Number.isFinite(ns) ? Math.round(ns).toLocaleString("en-US") : "—"
+
+export const fmtMs = (ms: number, digits = 2): string => Number.isFinite(ms) ? ms.toFixed(digits) : "—"
+
+export const fmtRatio = (x: number): string => Number.isFinite(x) ? `${x.toFixed(2)}×` : "—"
+
+/** One goal of the issue, beside the figure measured for it. */
+export interface Goal {
+  readonly benchmark: string
+  readonly goal: string
+  readonly measured: string
+  readonly status: "PASS" | "FAIL" | "pending"
+}
+
+/** What one benchmark contributes to RESULTS.md. */
+export interface Section {
+  readonly markdown: string
+  readonly goals: ReadonlyArray<Goal>
+}
+
+/** A benchmark module. `requires` names the package whose absence skips the whole benchmark. */
+export interface Benchmark {
+  readonly id: number
+  readonly title: string
+  readonly requires?: { readonly module: string; readonly skipped: string } | undefined
+  readonly goals?: ReadonlyArray<string> | undefined
+  readonly run: (options: RunOptions) => Promise<Section>
+}
+
+export interface RunOptions {
+  /** Fewer rounds and smaller samples: a smoke run, not figures to quote. */
+  readonly quick: boolean
+  readonly log: (line: string) => void
+}
+
+/** Whether a package can be imported from the bench (present in node_modules and built). */
+export const canImport = async (specifier: string): Promise<boolean> => {
+  try {
+    await import(specifier)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** The machine facts printed at the top of RESULTS.md. */
+export const machine = (effectVersion: string): ReadonlyArray<[string, string]> => {
+  const cpus = os.cpus()
+  const load = os.loadavg().map((x) => x.toFixed(2)).join(" / ")
+  return [
+    ["date", new Date().toISOString()],
+    ["cpu", `${cpus[0]?.model ?? "unknown"} × ${cpus.length} (${os.availableParallelism()} usable)`],
+    ["memory", `${(os.totalmem() / 2 ** 30).toFixed(1)} GiB (free ${(os.freemem() / 2 ** 30).toFixed(1)} GiB)`],
+    ["os", `${os.type()} ${os.release()} ${os.arch()}`],
+    ["node", `${process.version} (V8 ${process.versions.v8})`],
+    ["effect", effectVersion],
+    ["load average (1/5/15 min) at start", load],
+    ["gc between samples", gc === undefined ? "no (run node with --expose-gc)" : "yes (--expose-gc)"]
+  ]
+}

@@ -1,0 +1,283 @@
+/**
+ * Benchmark 1: per-call overhead. A zero-latency in-memory provider, on the success path and on a
+ * two-failures-then-success path; Rein (each configuration of `reinVariants`) against the bare provider
+ * Effect, `Effect.retry` + `Effect.timeout`, Effect's `ExecutionPlan` (two steps), cockatiel (retry +
+ * circuit breaker + timeout, composed with `wrap`) and p-retry.
+ *
+ * Two modes: one call per `Effect.runPromise` (or per `await` for promise-based peers), and in-fiber (a
+ * loop inside one `Effect.gen`; promise-based peers are bridged with `Effect.promise`, as an Effect program
+ * would use them). All contenders of one table are timed side by side, interleaved, and the median of the
+ * rounds is reported.
+ */
+import { Rein } from "@rein/core"
+import type { Provider } from "@rein/core"
+import {
+  circuitBreaker,
+  ConsecutiveBreaker,
+  ConstantBackoff,
+  handleAll,
+  retry as cockatielRetry,
+  timeout as cockatielTimeout,
+  TimeoutStrategy,
+  wrap
+} from "cockatiel"
+import type { Context } from "effect"
+import { Effect, ExecutionPlan, Layer } from "effect"
+import pRetry from "p-retry"
+import {
+  attemptContext,
+  contextOf,
+  flaky,
+  flakyAsync,
+  overheadContract,
+  reinVariants,
+  request,
+  succeeding,
+  succeedingAsync
+} from "./fixtures.js"
+import type { Counted } from "./fixtures.js"
+import type { Benchmark, Contender, Goal, RunOptions, Section, Timing } from "./harness.js"
+import { fmtNs, fmtRatio, interleave, table } from "./harness.js"
+
+type Path = "success" | "flaky"
+type Mode = "runPromise" | "fiber"
+
+/** What a contender is made of: an Effect (with the context it needs, if any) or a promise-returning call. */
+type Made =
+  | {
+    readonly kind: "effect"
+    readonly effect: Effect.Effect<unknown, unknown, Rein.Rein>
+    readonly context?: Context.Context<Rein.Rein> | undefined
+    readonly counted: Counted
+  }
+  | { readonly kind: "promise"; readonly call: () => Promise<unknown>; readonly counted: Counted }
+
+interface Entry {
+  readonly name: string
+  readonly rein: boolean
+  readonly make: (path: Path) => Promise<Made>
+}
+
+const providerOf = (path: Path) => path === "success" ? succeeding() : flaky()
+const asyncOf = (path: Path) => path === "success" ? succeedingAsync() : flakyAsync()
+
+class Model extends Effect.Tag("bench/Model")<Model, Provider.Provider>() {}
+
+const peers: ReadonlyArray<Entry> = [
+  {
+    name: "bare provider Effect",
+    rein: false,
+    make: async (path) => {
+      const p = providerOf(path)
+      const call = p.call(request, attemptContext)
+      // On the flaky path the floor is a hand-written three tries, with nothing else.
+      const effect = path === "success" ? call : Effect.orElse(call, () => Effect.orElse(call, () => call))
+      return { kind: "effect", effect, counted: p }
+    }
+  },
+  {
+    name: "Effect.retry + Effect.timeout",
+    rein: false,
+    make: async (path) => {
+      const p = providerOf(path)
+      const effect = Effect.retry(Effect.timeout(p.call(request, attemptContext), "30 seconds"), { times: 2 })
+      return { kind: "effect", effect, counted: p }
+    }
+  },
+  {
+    name: "Effect ExecutionPlan (2 steps)",
+    rein: false,
+    make: async (path) => {
+      const p = providerOf(path)
+      const plan = ExecutionPlan.make(
+        { provide: Layer.succeed(Model, p), attempts: 2 },
+        { provide: Layer.succeed(Model, p) }
+      )
+      const effect = Effect.withExecutionPlan(Effect.flatMap(Model, (m) => m.call(request, attemptContext)), plan)
+      return { kind: "effect", effect, counted: p }
+    }
+  },
+  {
+    name: "cockatiel retry + breaker + timeout",
+    rein: false,
+    make: async (path) => {
+      const f = asyncOf(path)
+      const policy = wrap(
+        cockatielRetry(handleAll, { maxAttempts: 2, backoff: new ConstantBackoff(0) }),
+        circuitBreaker(handleAll, { halfOpenAfter: 10_000, breaker: new ConsecutiveBreaker(5) }),
+        cockatielTimeout(30_000, TimeoutStrategy.Aggressive)
+      )
+      return { kind: "promise", call: () => policy.execute(() => f()), counted: f }
+    }
+  },
+  {
+    name: "p-retry",
+    rein: false,
+    make: async (path) => {
+      const f = asyncOf(path)
+      const options = { retries: 2, minTimeout: 0, factor: 1, randomize: false }
+      return { kind: "promise", call: () => pRetry(() => f(), options), counted: f }
+    }
+  }
+]
+
+const reinEntries: ReadonlyArray<Entry> = reinVariants.map((variant) => ({
+  name: variant.name,
+  rein: true,
+  make: async (path) => {
+    const p = providerOf(path)
+    const context = await contextOf(variant, { mem: p })
+    return { kind: "effect", effect: Rein.execute(request, overheadContract), context, counted: p }
+  }
+}))
+
+const toContender = (entry: Entry, made: Made, mode: Mode, path: Path): Contender => {
+  const perCall = path === "success" ? 1 : 3
+  let run: (n: number) => Promise<void>
+  let once: () => Promise<unknown>
+  if (made.kind === "effect") {
+    const { context, effect } = made
+    const single = (context === undefined ? effect : Effect.provide(effect, context)) as Effect.Effect<unknown, unknown>
+    once = () => Effect.runPromise(single)
+    if (mode === "runPromise") {
+      run = async (n) => {
+        for (let i = 0; i < n; i++) await Effect.runPromise(single)
+      }
+    } else {
+      run = (n) => {
+        const loop = Effect.gen(function*() {
+          for (let i = 0; i < n; i++) yield* effect
+        })
+        return Effect.runPromise(
+          (context === undefined ? loop : Effect.provide(loop, context)) as Effect.Effect<void, unknown>
+        )
+      }
+    }
+  } else {
+    const { call } = made
+    once = call
+    if (mode === "runPromise") {
+      run = async (n) => {
+        for (let i = 0; i < n; i++) await call()
+      }
+    } else {
+      const bridged = Effect.promise(call)
+      run = (n) =>
+        Effect.runPromise(Effect.gen(function*() {
+          for (let i = 0; i < n; i++) yield* bridged
+        }))
+    }
+  }
+  return {
+    name: mode === "fiber" && made.kind === "promise" ? `${entry.name} (via Effect.promise)` : entry.name,
+    run,
+    verify: async () => {
+      const before = made.counted.calls
+      const result = await once()
+      const calls = made.counted.calls - before
+      const text = (result as { readonly text?: unknown }).text
+      if (calls !== perCall || text !== "ok") {
+        throw new Error(
+          `${entry.name} on the ${path} path: ${calls} provider calls (expected ${perCall}), text ${String(text)}`
+        )
+      }
+      if (entry.rein) {
+        const attempts = (result as { readonly attempts: ReadonlyArray<unknown> }).attempts
+        if (attempts.length !== perCall) throw new Error(`${entry.name}: ${attempts.length} attempt records`)
+      }
+    }
+  }
+}
+
+const PATHS: ReadonlyArray<[Path, string]> = [
+  ["success", "success path"],
+  ["flaky", "two failures, then success"]
+]
+const MODES: ReadonlyArray<[Mode, string]> = [
+  ["runPromise", "one call per `Effect.runPromise` (promise peers: per `await`)"],
+  ["fiber", "in-fiber: a loop of calls inside one `Effect.gen`"]
+]
+
+const run = async (options: RunOptions): Promise<Section> => {
+  const rounds = options.quick ? 3 : 21
+  const sampleMillis = options.quick ? 30 : 120
+  const entries = [...reinEntries, ...peers]
+  const parts: Array<string> = []
+  const results = new Map<string, ReadonlyArray<Timing>>()
+  for (const [path, pathTitle] of PATHS) {
+    for (const [mode, modeTitle] of MODES) {
+      options.log(`  ${pathTitle}, ${mode}`)
+      const contenders: Array<Contender> = []
+      for (const entry of entries) contenders.push(toContender(entry, await entry.make(path), mode, path))
+      const timings = await interleave(contenders, { rounds, sampleMillis, log: options.log })
+      results.set(`${path}/${mode}`, timings)
+      const reinTimings = timings.slice(0, reinEntries.length)
+      const header = [
+        "contender",
+        "ns per call (median)",
+        "min",
+        "max",
+        ...reinTimings.map((r) => `${r.name} ÷ contender`)
+      ]
+      const rows = timings.map((t) => [
+        t.name,
+        fmtNs(t.median),
+        fmtNs(t.min),
+        fmtNs(t.max),
+        ...reinTimings.map((r) => (r === t ? "1.00×" : fmtRatio(r.median / t.median)))
+      ])
+      parts.push(`### ${pathTitle}; ${modeTitle}\n\n${table(header, rows)}`)
+    }
+  }
+  const goals: Array<Goal> = []
+  const success = results.get("success/runPromise")!
+  const fiber = results.get("success/fiber")!
+  const find = (ts: ReadonlyArray<Timing>, prefix: string) => ts.find((t) => t.name.startsWith(prefix))!
+  for (const r of success.slice(0, reinEntries.length)) {
+    for (const peer of ["Effect ExecutionPlan", "cockatiel"]) {
+      const p = find(success, peer)
+      goals.push({
+        benchmark: "1. overhead",
+        goal: `${r.name} below ${p.name}, success path, one call per runPromise`,
+        measured: `${fmtNs(r.median)} ns vs ${fmtNs(p.median)} ns (${fmtRatio(r.median / p.median)})`,
+        status: r.median < p.median ? "PASS" : "FAIL"
+      })
+    }
+  }
+  for (const r of fiber.slice(0, reinEntries.length)) {
+    const p = find(fiber, "Effect.retry + Effect.timeout")
+    goals.push({
+      benchmark: "1. overhead",
+      goal: `${r.name} in-fiber, success path, at most one timer per request: below Effect.retry + Effect.timeout`,
+      measured: `${fmtNs(r.median)} ns vs ${fmtNs(p.median)} ns (${fmtRatio(r.median / p.median)})`,
+      status: r.median < p.median ? "PASS" : "FAIL"
+    })
+  }
+  const notes = [
+    "Each table's contenders ran in the same process, interleaved: after a warm-up and a calibration, every",
+    `round runs one sample of about ${sampleMillis} ms of each contender, in an order rotated every round;`,
+    `${rounds} rounds; the median, min and max are over the rounds' ns-per-call figures. A \`gc()\` runs before`,
+    "every sample. Every contender is checked once to make exactly 1 (success) or 3 (flaky) provider calls",
+    "and to return the provider's answer.",
+    "",
+    "- Rein: `Rein.execute` with a 30 s deadline, candidates `mem/a` then `mem/b`, 2 retries per endpoint and",
+    "  a backoff that rounds to 0 ms (no timer), no budget limit; the layer is built once and its context",
+    "  provided to each call.",
+    "- bare provider Effect: the provider's `call` Effect itself; on the flaky path three hand-chained tries",
+    "  (`Effect.orElse`).",
+    "- `Effect.retry({ times: 2 })` around `Effect.timeout(\"30 seconds\")` per attempt.",
+    "- `ExecutionPlan.make({ provide: primary, attempts: 2 }, { provide: fallback })` with",
+    "  `Effect.withExecutionPlan` (it builds the step's layer on every execution).",
+    "- cockatiel: `wrap(retry(handleAll, { maxAttempts: 2, backoff: ConstantBackoff(0) }), circuitBreaker(…,",
+    "  ConsecutiveBreaker(5)), timeout(30 s, Aggressive))`. cockatiel always awaits `setTimeout(0)` between",
+    "  tries, even for a zero backoff, so on the flaky path it pays two timer turns (≈ 1 ms each).",
+    "- p-retry: `{ retries: 2, minTimeout: 0, factor: 1, randomize: false }` (a 0 ms delay starts no timer)."
+  ].join("\n")
+  return { markdown: `${notes}\n\n${parts.join("\n\n")}`, goals }
+}
+
+export const overhead: Benchmark = {
+  id: 1,
+  title: "Per-call overhead",
+  run
+}
