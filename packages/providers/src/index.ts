@@ -19,6 +19,13 @@ export * as Transport from "./Transport.js"
 export * as OpenAiCompatible from "./OpenAiCompatible.js"
 
 /**
+ * A subprocess provider: absolute path, no shell, empty environment, process-group kill.
+ *
+ * @since 0.1.0
+ */
+export * as Subprocess from "./Subprocess.js"
+
+/**
  * A real HTTP server on loopback with scripted faults, for tests and demos.
  *
  * @since 0.1.0
