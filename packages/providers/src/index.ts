@@ -19,6 +19,13 @@ export * as Transport from "./Transport.js"
 export * as OpenAiCompatible from "./OpenAiCompatible.js"
 
 /**
+ * A bridge from `@effect/ai`'s LanguageModel (OpenAI, Anthropic, …) to a one-shot Rein provider.
+ *
+ * @since 0.1.0
+ */
+export * as EffectAi from "./EffectAi.js"
+
+/**
  * A subprocess provider: absolute path, no shell, empty environment, process-group kill.
  *
  * @since 0.1.0

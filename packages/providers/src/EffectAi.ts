@@ -1,0 +1,304 @@
+/**
+ * A bridge from `@effect/ai`'s `LanguageModel` to a one-shot Rein provider, so OpenAI, Anthropic and the
+ * other official Effect provider packages plug into Rein. Failures are classified from what `AiError`
+ * carries as data — the HTTP status, the response headers (Retry-After) and the provider's error code in
+ * the JSON body — never from its message. Usage comes from the response; usage the provider did not report
+ * stays `"unknown"`.
+ *
+ * No retries in the client. `@effect/ai` clients take a `transformClient`, which may add
+ * `HttpClient.retry`; such retries are invisible to Rein and multiply calls. A retrying function cannot be
+ * recognised by looking at it, so the bridge enforces one physical request per call at run time instead:
+ * the HTTP client under every transform is wrapped by `oneShot`, which refuses a second request within
+ * one call (no traffic) and fails the call with `unknown` / `hidden_retry` — never retried, never fallen
+ * back from, visible in the attempt records. `EffectAi.openAi` wires this for you; for other providers,
+ * build the `LanguageModel` on `EffectAi.oneShotLayer`.
+ *
+ * @since 0.1.0
+ */
+import type { AiError, LanguageModel, Response } from "@effect/ai"
+import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
+import { HttpClient, HttpClientError } from "@effect/platform"
+import type { HttpClientResponse } from "@effect/platform"
+import { Failure } from "@rein/core"
+import type { Provider } from "@rein/core"
+import { Clock, Context, Data, Effect, Either, Layer, Option, Stream } from "effect"
+import type { Redacted } from "effect"
+import * as Internal from "./internal/http.js"
+import { checkBaseUrl, ProviderConfigError } from "./Transport.js"
+
+/**
+ * The marker a second request within one call fails with (before any traffic).
+ *
+ * @since 0.1.0
+ */
+export class HiddenRetry extends Data.TaggedError("HiddenRetry")<{}> {}
+
+/**
+ * Requests sent in the current bridged call. A context service rather than a FiberRef so that it also
+ * reaches the effects of a provider's stream, wherever it is pulled.
+ */
+class CallTicket extends Context.Tag("@rein/providers/EffectAi/CallTicket")<CallTicket, { sent: number }>() {}
+
+/**
+ * Wraps an `HttpClient` so that, inside one bridged call, only the first request goes out; any further
+ * one (a retry added by a `transformClient` above it) fails at once with a transport `RequestError`
+ * whose cause is `HiddenRetry`. Outside bridged calls it is transparent.
+ *
+ * @example
+ * ```ts
+ * import { HttpClient } from "@effect/platform"
+ * import { Effect } from "effect"
+ * import { EffectAi } from "@rein/providers"
+ *
+ * const guarded = Effect.map(HttpClient.HttpClient, EffectAi.oneShot)
+ * ```
+ * @since 0.1.0
+ */
+export const oneShot = <E, R>(
+  client: HttpClient.HttpClient.With<E, R>
+): HttpClient.HttpClient.With<E | HttpClientError.RequestError, R> =>
+  HttpClient.transform(client, (effect, request) =>
+    Effect.flatMap(Effect.serviceOption(CallTicket), (
+      ticket
+    ): Effect.Effect<HttpClientResponse.HttpClientResponse, E | HttpClientError.RequestError, R> => {
+      if (Option.isNone(ticket)) return effect
+      const counter = ticket.value
+      counter.sent += 1
+      return counter.sent === 1
+        ? effect
+        : Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", cause: new HiddenRetry() }))
+    }))
+
+/**
+ * The `HttpClient` in context, wrapped by `oneShot`: build an `@effect/ai` provider's client on it.
+ *
+ * @example
+ * ```ts
+ * import { NodeHttpClient } from "@effect/platform-node"
+ * import { Layer } from "effect"
+ * import { EffectAi } from "@rein/providers"
+ *
+ * const http = EffectAi.oneShotLayer.pipe(Layer.provide(NodeHttpClient.layerUndici))
+ * ```
+ * @since 0.1.0
+ */
+export const oneShotLayer: Layer.Layer<HttpClient.HttpClient, never, HttpClient.HttpClient> = Layer.effect(
+  HttpClient.HttpClient,
+  Effect.map(HttpClient.HttpClient, oneShot)
+)
+
+const hasHiddenRetry = (cause: unknown, depth = 0): boolean =>
+  depth <= 5 && typeof cause === "object" && cause !== null &&
+  (cause instanceof HiddenRetry || hasHiddenRetry((cause as { readonly cause?: unknown }).cause, depth + 1))
+
+const HIDDEN_RETRY = new Failure.ProviderFailure({ kind: "unknown", code: "hidden_retry", dispatched: true })
+
+/**
+ * Classifies an `AiError` from its structured fields. A 2xx `Decode` is ambiguous in `@effect/ai` (a body
+ * that did not parse and a socket cut mid-body look alike; the response error carries no cause) and is
+ * classified `malformed_response`, the choice that does not retry the same endpoint.
+ *
+ * @example
+ * ```ts
+ * import type { AiError } from "@effect/ai"
+ * import { Effect } from "effect"
+ * import { EffectAi } from "@rein/providers"
+ *
+ * declare const error: AiError.AiError
+ * const failure = EffectAi.classify(error) // Effect<ProviderFailure>
+ * ```
+ * @since 0.1.0
+ */
+export const classify = (error: AiError.AiError): Effect.Effect<Failure.ProviderFailure> => {
+  switch (error._tag) {
+    case "HttpRequestError": {
+      if (hasHiddenRetry(error.cause)) return Effect.succeed(HIDDEN_RETRY)
+      if (error.reason !== "Transport") {
+        return Effect.succeed(
+          Failure.fromEvidence({ status: 400, code: `request_${error.reason.toLowerCase()}` }, { dispatched: false })
+        )
+      }
+      return Effect.succeed(Internal.fromTransport(Internal.errnoOf(error.cause)))
+    }
+    case "HttpResponseError": {
+      const status = error.response.status
+      if (status >= 200 && status < 300) {
+        return Effect.succeed(Internal.malformed(status, `response_${error.reason.toLowerCase()}`))
+      }
+      return Effect.map(Clock.currentTimeMillis, (now) => {
+        const retryAfterMillis = Failure.parseRetryAfter(error.response.headers, now)
+        const code = Internal.codeFromBody(error.description) ?? Internal.codeFromBody(error.body)
+        return Failure.fromEvidence(
+          { status, code },
+          { dispatched: true, ...(retryAfterMillis !== undefined ? { retryAfterMillis } : {}) }
+        )
+      })
+    }
+    case "MalformedOutput":
+      return Effect.succeed(Failure.fromEvidence({ code: "malformed_output", malformed: true }, { dispatched: true }))
+    case "MalformedInput":
+      return Effect.succeed(Failure.fromEvidence({ status: 400, code: "malformed_input" }, { dispatched: false }))
+    case "UnknownError":
+      return Effect.succeed(Failure.fromEvidence({ code: "ai_unknown_error" }, { dispatched: true }))
+  }
+}
+
+const usageOf = (usage: Response.Usage): Provider.ProviderResponse["usage"] =>
+  Internal.usageOf(usage.inputTokens, usage.outputTokens)
+
+const promptOf = (request: Provider.CompletionRequest) =>
+  request.system === undefined
+    ? request.prompt
+    : [
+      { role: "system" as const, content: request.system },
+      { role: "user" as const, content: request.prompt }
+    ]
+
+/**
+ * Per-attempt settings around one `@effect/ai` call, as services to provide: typically the endpoint's
+ * model and Rein's output bound (`OpenAiLanguageModel.Config`: `{ model, max_output_tokens }`).
+ *
+ * @since 0.1.0
+ */
+export type Configure<R> = (context: Provider.AttemptContext) => Context.Context<R>
+
+const FILTERED = Failure.fromEvidence({ code: "content_filter" }, { dispatched: true })
+
+/**
+ * Turns a `LanguageModel` into a one-shot Rein provider. Build the model's HTTP client on
+ * `oneShotLayer` so a retrying `transformClient` is refused (see the module summary); `configure` applies
+ * the endpoint's model and Rein's output bound per attempt.
+ *
+ * @example
+ * ```ts
+ * import { LanguageModel } from "@effect/ai"
+ * import { Effect } from "effect"
+ * import { EffectAi } from "@rein/providers"
+ *
+ * const provider = Effect.map(LanguageModel.LanguageModel, (languageModel) =>
+ *   EffectAi.fromLanguageModel(languageModel))
+ * ```
+ * @since 0.1.0
+ */
+export const fromLanguageModel = <R = never>(
+  languageModel: LanguageModel.Service,
+  options: { readonly configure?: Configure<R> | undefined } = {}
+): Provider.Provider => {
+  const configure = (ctx: Provider.AttemptContext): Context.Context<R | CallTicket> =>
+    Context.add(
+      options.configure === undefined ? Context.empty() as Context.Context<R> : options.configure(ctx),
+      CallTicket,
+      { sent: 0 }
+    )
+
+  const call = (
+    request: Provider.CompletionRequest,
+    ctx: Provider.AttemptContext
+  ): Effect.Effect<Provider.ProviderResponse, Failure.ProviderFailure> =>
+    languageModel.generateText({ prompt: promptOf(request) }).pipe(
+      Effect.provide(configure(ctx)),
+      Effect.catchAll((error) => Effect.flip(classify(error))),
+      Effect.flatMap((response) =>
+        response.finishReason === "content-filter"
+          ? Effect.fail(FILTERED)
+          : Effect.succeed({ text: response.text, usage: usageOf(response.usage) })
+      )
+    )
+
+  const stream = (
+    request: Provider.CompletionRequest,
+    ctx: Provider.AttemptContext
+  ): Stream.Stream<Provider.StreamPart, Failure.ProviderFailure> =>
+    Stream.suspend(() => {
+      let done = false
+      const parts = languageModel.streamText({ prompt: promptOf(request) }).pipe(
+        Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classify(error)))),
+        Stream.mapEffect((part): Effect.Effect<Option.Option<Provider.StreamPart>, Failure.ProviderFailure> => {
+          switch (part.type) {
+            case "text-delta":
+              return Effect.succeed(part.delta === "" ? Option.none() : Option.some({ delta: part.delta }))
+            case "finish":
+              if (part.reason === "content-filter") return Effect.fail(FILTERED)
+              done = true
+              return Effect.succeed(Option.some({ delta: "", usage: usageOf(part.usage), done: true }))
+            case "error":
+              return Effect.fail(Failure.fromEvidence({ code: "stream_error_event" }, { dispatched: true }))
+            default:
+              return Effect.succeed(Option.none())
+          }
+        }),
+        Stream.filterMap((part) => part),
+        Stream.takeUntil((part) => part.done === true)
+      )
+      // A stream that ends without its finish part was truncated: a failure, never a clean end.
+      return Stream.concat(
+        parts,
+        Stream.suspend(() =>
+          done ? Stream.empty : Stream.fail(Failure.fromEvidence({ code: "stream_truncated", malformed: true }, {
+            dispatched: true
+          }))
+        )
+      )
+    }).pipe(Stream.provideSomeContext(configure(ctx)))
+
+  return { internalMaxAttempts: 1, call, stream }
+}
+
+/**
+ * Options of the OpenAI bridge (`@effect/ai-openai`, the Responses API).
+ *
+ * @since 0.1.0
+ */
+export interface OpenAiOptions {
+  readonly apiKey?: Redacted.Redacted<string> | undefined
+  /** Default `https://api.openai.com/v1`. */
+  readonly apiUrl?: string | undefined
+  /** Allow plain `http://` to a non-loopback host with a key. Off by default. */
+  readonly allowInsecureHttp?: boolean | undefined
+  /** Applied above the one-shot guard: a transform that retries is refused at run time. */
+  readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
+}
+
+/**
+ * A one-shot Rein provider over `@effect/ai-openai`, on the `HttpClient` in context. Each attempt sends
+ * the endpoint's `model` and Rein's output bound as `max_output_tokens`. Fails with `ProviderConfigError`
+ * when a key would go over plain `http://` to a non-loopback host without `allowInsecureHttp`.
+ *
+ * @example
+ * ```ts
+ * import { NodeHttpClient } from "@effect/platform-node"
+ * import { Effect, Redacted } from "effect"
+ * import { EffectAi } from "@rein/providers"
+ *
+ * const provider = EffectAi.openAi({ apiKey: Redacted.make("sk-…") }).pipe(
+ *   Effect.scoped,
+ *   Effect.provide(NodeHttpClient.layerUndici)
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const openAi = (
+  options: OpenAiOptions
+): Effect.Effect<Provider.Provider, ProviderConfigError, HttpClient.HttpClient> =>
+  Effect.gen(function*() {
+    const apiUrl = options.apiUrl ?? "https://api.openai.com/v1"
+    const checked = checkBaseUrl(apiUrl, {
+      field: "apiUrl",
+      credentialed: options.apiKey !== undefined,
+      allowInsecureHttp: options.allowInsecureHttp === true
+    })
+    if (Either.isLeft(checked)) return yield* checked.left
+    const http = oneShot(yield* HttpClient.HttpClient)
+    const client = yield* OpenAiClient.make({
+      apiKey: options.apiKey,
+      apiUrl: checked.right.href.replace(/\/+$/, ""),
+      transformClient: options.transformClient
+    }).pipe(Effect.provideService(HttpClient.HttpClient, http), Effect.scoped)
+    const languageModel = yield* OpenAiLanguageModel.make({ model: "unused-default" }).pipe(
+      Effect.provideService(OpenAiClient.OpenAiClient, client)
+    )
+    return fromLanguageModel(languageModel, {
+      configure: (ctx) =>
+        Context.make(OpenAiLanguageModel.Config, { model: ctx.endpoint.model, max_output_tokens: ctx.maxOutputTokens })
+    })
+  })

@@ -1,0 +1,131 @@
+import { HttpClient } from "@effect/platform"
+import { describe, expect, it } from "@effect/vitest"
+import type { Failure } from "@rein/core"
+import { EffectAi, FaultServer } from "@rein/providers"
+import { Chunk, Effect, Either, Redacted, Stream } from "effect"
+import { attemptContext, catalog, endpoint, request, withHttp } from "./fixtures.js"
+
+const cat = catalog(endpoint("a", "openai", "gpt-test"))
+const ctx = attemptContext(cat.byId.get("a")!)
+const CANARY = "CANARY-ai-bridge-5e1f"
+
+const bridge = (server: FaultServer.FaultServer, options: Partial<EffectAi.OpenAiOptions> = {}) =>
+  EffectAi.openAi({ apiUrl: server.baseUrl, apiKey: Redacted.make("sk-test"), ...options })
+
+/** Every fault the @effect/ai bridge can see, and the kind it must be classified as. */
+const table: ReadonlyArray<readonly [string, FaultServer.Fault, Failure.FailureKind, boolean]> = [
+  ["429 with Retry-After", FaultServer.rateLimited({ retryAfterSeconds: 1 }), "rate_limited", true],
+  ["500", FaultServer.faults.serverError, "server_error", true],
+  ["503", FaultServer.faults.unavailable, "overloaded", true],
+  ["529", FaultServer.faults.overloaded, "overloaded", true],
+  ["401", FaultServer.faults.unauthorized, "authentication", true],
+  ["402", FaultServer.faults.paymentRequired, "insufficient_balance", true],
+  ["403", FaultServer.faults.forbidden, "permission_denied", true],
+  ["400 context_length_exceeded", FaultServer.faults.contextLength, "context_length", true],
+  ["429 insufficient_quota", FaultServer.faults.insufficientQuota, "quota_exhausted", true],
+  ["400 other", FaultServer.faults.badRequest, "invalid_request", true],
+  ["malformed JSON", FaultServer.faults.malformedJson, "malformed_response", true],
+  ["connection reset", FaultServer.faults.reset, "transport", true]
+]
+
+describe("EffectAi bridge (@effect/ai-openai against the fault server)", () => {
+  for (const [name, fault, kind, dispatched] of table) {
+    it.live(`${name} is classified ${kind}`, () =>
+      Effect.scoped(Effect.gen(function*() {
+        const server = yield* FaultServer.make({ faults: [fault] })
+        const provider = yield* bridge(server)
+        const failure = yield* Effect.flip(provider.call(request, ctx))
+        expect([failure.kind, failure.dispatched]).toEqual([kind, dispatched])
+      })).pipe(withHttp))
+  }
+
+  it.live("an answer carries the response's usage; the endpoint's model and Rein's bound are sent", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({
+        faults: [FaultServer.ok({ text: "bridged", usage: { inputTokens: 11, outputTokens: 4 } })]
+      })
+      const provider = yield* bridge(server)
+      expect(provider.internalMaxAttempts).toBe(1)
+      const response = yield* provider.call(request, ctx)
+      expect(response).toEqual({ text: "bridged", usage: { inputTokens: 11, outputTokens: 4 } })
+      const [seen] = yield* server.requests
+      expect(seen!.path).toBe("/v1/responses")
+      expect(seen!.body).toMatchObject({ model: "gpt-test", max_output_tokens: 64 })
+      expect(seen!.headers.authorization).toBe("<redacted>")
+    })).pipe(withHttp))
+
+  it.live("usage the response does not report stays unknown", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({ faults: [FaultServer.ok({ text: "x", usage: null })] })
+      const provider = yield* bridge(server)
+      expect((yield* provider.call(request, ctx)).usage).toBe("unknown")
+    })).pipe(withHttp))
+
+  it.live("Retry-After in milliseconds reaches the failure", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({ faults: [FaultServer.rateLimited({ retryAfterMillis: 420 })] })
+      const provider = yield* bridge(server)
+      expect((yield* Effect.flip(provider.call(request, ctx))).retryAfterMillis).toBe(420)
+    })).pipe(withHttp))
+
+  it.live("connection refused is transport, never dispatched", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.scoped(Effect.map(FaultServer.make(), (s) => s.port))
+      const provider = yield* EffectAi.openAi({ apiUrl: `http://127.0.0.1:${port}/v1` })
+      const failure = yield* Effect.flip(provider.call(request, ctx))
+      expect([failure.kind, failure.code, failure.dispatched]).toEqual(["transport", "ECONNREFUSED", false])
+    }).pipe(withHttp))
+
+  it.live("a transformClient that retries is refused: one request reaches the server, the call fails safe", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({ faults: [FaultServer.faults.unavailable, FaultServer.ok()] })
+      const provider = yield* bridge(server, { transformClient: HttpClient.retryTransient({ times: 3 }) })
+      const failure = yield* Effect.flip(provider.call(request, ctx))
+      expect([failure.kind, failure.code]).toEqual(["unknown", "hidden_retry"])
+      expect((yield* server.requests).length).toBe(1)
+      // The next call gets its own single request.
+      const response = yield* provider.call(request, ctx)
+      expect(response.text).toBe("hello from the fault server")
+    })).pipe(withHttp))
+
+  it.live("a canary in the server's error body appears nowhere in the failure", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({
+        faults: [FaultServer.status(503, { type: "server_error", message: CANARY })]
+      })
+      const provider = yield* bridge(server)
+      const failure = yield* Effect.flip(provider.call(request, ctx))
+      expect(failure.kind).toBe("overloaded")
+      expect(JSON.stringify(failure)).not.toContain("CANARY")
+      expect(String(failure)).not.toContain("CANARY")
+    })).pipe(withHttp))
+
+  it.live("a complete stream ends with done: true and the usage of response.completed", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({
+        faults: [FaultServer.ok({ deltas: ["brid", "ged"], usage: { inputTokens: 5, outputTokens: 2 } })]
+      })
+      const provider = yield* bridge(server)
+      const parts = Chunk.toReadonlyArray(yield* Stream.runCollect(provider.stream!(request, ctx)))
+      expect(parts).toEqual([
+        { delta: "brid" },
+        { delta: "ged" },
+        { delta: "", usage: { inputTokens: 5, outputTokens: 2 }, done: true }
+      ])
+    })).pipe(withHttp))
+
+  it.live("a stream cut before its terminator is a failure, not a clean end", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({
+        faults: [FaultServer.faults.cutStream, FaultServer.faults.endStreamEarly]
+      })
+      const provider = yield* bridge(server)
+      const cut = yield* Effect.either(Stream.runCollect(provider.stream!(request, ctx)))
+      const ended = yield* Effect.either(Stream.runCollect(provider.stream!(request, ctx)))
+      expect(Either.isLeft(cut) && [cut.left.kind, cut.left.code]).toEqual(["transport", "ECONNRESET"])
+      expect(Either.isLeft(ended) && [ended.left.kind, ended.left.code]).toEqual([
+        "malformed_response",
+        "stream_truncated"
+      ])
+    })).pipe(withHttp))
+})
