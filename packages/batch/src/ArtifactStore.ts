@@ -3,52 +3,88 @@
  * paying again for what succeeded and without losing or duplicating a record. The embedded default is a
  * JSONL file (`JsonlStore`); the service is the seam for other stores.
  *
- * The contract every store keeps: `append` returns only once the line is written and flushed (and
+ * The contract every store keeps: `append` returns only once the record is written and flushed (and
  * fsynced when asked), and the run publishes a result only after its record was appended; concurrent
- * appends never interleave; after a failed append the store refuses every further append.
+ * appends never interleave; after a failed append the store refuses every further append (`closed`), and
+ * the run ends with `artifact_error`. Reading never repairs: a store truncates only an unterminated final
+ * record, only when opened for writing, and never when anything else about the artifact is wrong.
  *
  * @since 0.1.0
  */
-import type { Effect } from "effect"
-import { Context, Schema } from "effect"
 import { Usage } from "@rein/core/Usage"
+import type { Scope } from "effect"
+import { Clock, Context, Effect, Schema } from "effect"
+import { identity as identityFingerprint } from "./Fingerprint.js"
+import { Identity } from "./Identity.js"
+
+export {
+  /**
+   * The identity of a run (re-exported from `Identity`).
+   *
+   * @since 0.1.0
+   */
+  Identity
+} from "./Identity.js"
 
 /**
- * The current artifact schema version. A file with a higher version is refused.
+ * The current artifact schema version. A file with a higher version is refused (`version`).
  *
+ * @example
+ * ```ts
+ * import { ArtifactStore } from "@rein/batch"
+ *
+ * ArtifactStore.SCHEMA_VERSION // 1
+ * ```
  * @since 0.1.0
  */
 export const SCHEMA_VERSION = 1
 
 /**
- * What makes two runs interchangeable: any change forces re-execution.
+ * The version of `@rein/batch` written into new manifests.
  *
+ * @example
+ * ```ts
+ * import { ArtifactStore } from "@rein/batch"
+ *
+ * ArtifactStore.PACKAGE_VERSION // "0.1.0"
+ * ```
  * @since 0.1.0
  */
-export const Identity = Schema.Struct({
-  provider: Schema.String,
-  model: Schema.String,
-  promptVersion: Schema.String,
-  parserVersion: Schema.String,
-  applicationVersion: Schema.String,
-  extra: Schema.Record({ key: Schema.String, value: Schema.String })
-})
+export const PACKAGE_VERSION = "0.1.0"
+
+const NonNegativeInt = Schema.Number.pipe(
+  Schema.int({ message: (i) => `Expected a non-negative integer, actual ${String(i.actual)}` }),
+  Schema.nonNegative({ message: (i) => `Expected a non-negative integer, actual ${String(i.actual)}` })
+)
+const NonNegative = Schema.Number.pipe(
+  Schema.finite({ message: (i) => `Expected a finite number, actual ${String(i.actual)}` }),
+  Schema.nonNegative({ message: (i) => `Expected a non-negative number, actual ${String(i.actual)}` })
+)
 
 /**
- * @since 0.1.0
- */
-export type Identity = typeof Identity.Type
-
-/**
- * The first line of an artifact file.
+ * The first line of an artifact file: what the file is, and the identity of the run that created it.
  *
+ * @example
+ * ```ts
+ * import { ArtifactStore } from "@rein/batch"
+ *
+ * const line: typeof ArtifactStore.Manifest.Encoded = {
+ *   kind: "manifest", schemaVersion: 1,
+ *   identity: { provider: "openai", model: "gpt-4.1-mini", promptVersion: "p4", parserVersion: "j2", applicationVersion: "a7", extra: {} },
+ *   identityFingerprint: "sha256:…", createdAt: "2025-01-01T00:00:00.000Z", packageVersion: "0.1.0"
+ * }
+ * ```
  * @since 0.1.0
  */
 export const Manifest = Schema.Struct({
   kind: Schema.Literal("manifest"),
-  schemaVersion: Schema.Number,
+  schemaVersion: Schema.Number.pipe(
+    Schema.int({ message: (i) => `Expected a positive integer, actual ${String(i.actual)}` }),
+    Schema.positive({ message: (i) => `Expected a positive integer, actual ${String(i.actual)}` })
+  ),
   identity: Identity,
   identityFingerprint: Schema.String,
+  /** Wall-clock creation time, ISO 8601. */
   createdAt: Schema.String,
   packageVersion: Schema.String
 })
@@ -59,15 +95,55 @@ export const Manifest = Schema.Struct({
 export type Manifest = typeof Manifest.Type
 
 /**
- * One terminal item.
+ * The manifest a new artifact of this identity gets: the current schema version, the identity and its
+ * fingerprint, the wall-clock time from Effect's `Clock` (so `TestClock` controls it), the package version.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ArtifactStore, Identity } from "@rein/batch"
+ *
+ * const manifest = ArtifactStore.makeManifest(Identity.make({
+ *   provider: "openai", model: "gpt-4.1-mini", promptVersion: "p4", parserVersion: "j2", applicationVersion: "a7"
+ * }))
+ * // Effect<Manifest>
+ * ```
+ * @since 0.1.0
+ */
+export const makeManifest = (identity: Identity): Effect.Effect<Manifest> =>
+  Effect.map(Clock.currentTimeMillis, (millis) => ({
+    kind: "manifest" as const,
+    schemaVersion: SCHEMA_VERSION,
+    identity,
+    identityFingerprint: identityFingerprint(identity),
+    createdAt: new Date(millis).toISOString(),
+    packageVersion: PACKAGE_VERSION
+  }))
+
+/**
+ * One terminal item. It holds fingerprints, never the prompt or the input; `result` is the output the
+ * caller chose to keep (left out for audit-only runs) and `error` the encoded terminal error, which never
+ * contains raw provider text.
+ *
+ * @example
+ * ```ts
+ * import { ArtifactStore } from "@rein/batch"
+ *
+ * const record: ArtifactStore.ItemRecord = {
+ *   kind: "item", itemId: "inv-1", index: 0,
+ *   promptFingerprint: "sha256:…", inputFingerprint: "sha256:…", identityFingerprint: "sha256:…",
+ *   outcome: "success", category: "ok", reusable: true,
+ *   usage: { inputTokens: 900, outputTokens: 120 }, cost: 0.00055, attempts: 1, durationMillis: 840,
+ *   result: { total: 118.5 }
+ * }
+ * ```
  * @since 0.1.0
  */
 export const ItemRecord = Schema.Struct({
   kind: Schema.Literal("item"),
   itemId: Schema.String,
   /** The item's position in the source (submission order). */
-  index: Schema.Number,
+  index: NonNegativeInt,
   /** SHA-256 of the prompt, and of the whole input item (canonical JSON). */
   promptFingerprint: Schema.String,
   inputFingerprint: Schema.String,
@@ -78,11 +154,13 @@ export const ItemRecord = Schema.Struct({
   /** Whether a resumed run may reuse this record (never for guardrail audit records or config failures). */
   reusable: Schema.Boolean,
   usage: Usage,
-  cost: Schema.Union(Schema.Number, Schema.Literal("unknown")),
-  attempts: Schema.Number,
-  durationMillis: Schema.Number,
+  cost: Schema.Union(NonNegative, Schema.Literal("unknown")),
+  attempts: NonNegativeInt,
+  durationMillis: NonNegative,
   /** The result (a success's text or parsed value); absent for audit-only runs. */
-  result: Schema.optional(Schema.Unknown)
+  result: Schema.optional(Schema.Unknown),
+  /** The encoded terminal error of a failure (so that `reuse-all` can give it back); no raw provider text. */
+  error: Schema.optional(Schema.Unknown)
 })
 
 /**
@@ -91,42 +169,111 @@ export const ItemRecord = Schema.Struct({
 export type ItemRecord = typeof ItemRecord.Type
 
 /**
- * A store failure: format errors (malformed non-final line, future schema version, unknown file, missing
- * or empty file where one is required) and I/O failures. Nothing is truncated on a format error.
+ * Why a store failed.
+ *
+ * - `format`: not a Rein artifact (no manifest first line), or a malformed complete line;
+ * - `version`: written by a newer schema version;
+ * - `missing`: no file, or no manifest in it, where one is required;
+ * - `exists`: `create` found a non-empty file and `overwrite` is off;
+ * - `encode`: a record has no JSON form (its `result` holds a bigint or a cycle);
+ * - `io`: the file system failed;
+ * - `closed`: an earlier append failed (or the artifact was closed), so no further append is accepted.
  *
  * @since 0.1.0
  */
+export const ArtifactErrorReason = Schema.Literal("format", "version", "missing", "exists", "encode", "io", "closed")
+
+/**
+ * @since 0.1.0
+ */
+export type ArtifactErrorReason = typeof ArtifactErrorReason.Type
+
+/**
+ * A store failure. `line` (1-based) names the offending line of a format or version error. Nothing is
+ * truncated on any of these errors.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ArtifactStore } from "@rein/batch"
+ *
+ * declare const read: Effect.Effect<void, ArtifactStore.ArtifactError>
+ * const explained = read.pipe(
+ *   Effect.catchTag("ArtifactError", (e) => Effect.logError(`${e.reason} at line ${e.line ?? "-"}: ${e.message}`))
+ * )
+ * ```
+ * @since 0.1.0
+ */
 export class ArtifactError extends Schema.TaggedError<ArtifactError>()("ArtifactError", {
-  reason: Schema.Literal("format", "version", "missing", "io", "closed"),
+  reason: ArtifactErrorReason,
   message: Schema.String,
   line: Schema.optional(Schema.Number)
 }) {}
 
 /**
- * An opened artifact: what was already there (for resume) and the append operation.
+ * An artifact opened for writing: what was already there (for resume) and the append operation. It
+ * lives as long as the `Scope` it was opened in; closing the scope closes the file.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ArtifactStore } from "@rein/batch"
+ *
+ * declare const opened: ArtifactStore.Opened
+ * declare const record: ArtifactStore.ItemRecord
+ * const publish = (result: string) => Effect.zipRight(opened.append(record), Effect.log(result))
+ * ```
  * @since 0.1.0
  */
 export interface Opened {
+  /** The file's manifest (for a resumed file, the one it was created with). */
   readonly manifest: Manifest
   /** Records read back from an existing file, oldest first (empty for a new file). */
   readonly existing: ReadonlyArray<ItemRecord>
-  /** Writes one line and flushes it before returning. */
+  /** Bytes of an unterminated final line that opening dropped (0 when the file ended cleanly). */
+  readonly truncatedBytes: number
+  /**
+   * Writes one record and returns once it is written and flushed (and fsynced when the store was asked
+   * to). Concurrent appends never interleave. After any failure every later append fails with `closed`.
+   */
   readonly append: (record: ItemRecord) => Effect.Effect<void, ArtifactError>
+}
+
+/**
+ * What `read` gives back: the manifest and every complete record, oldest first.
+ *
+ * @since 0.1.0
+ */
+export interface Contents {
+  readonly manifest: Manifest
+  readonly records: ReadonlyArray<ItemRecord>
 }
 
 /**
  * The artifact store service.
  *
- * - `create`: a new artifact (an existing non-empty file is an error unless `overwrite`);
- * - `resume`: read an existing artifact (it must exist and carry a manifest), drop an unterminated final
- *   line (truncating it), and append after it;
+ * - `create`: a new artifact with this manifest (a non-empty file is `exists` unless the store
+ *   overwrites);
+ * - `resume`: an existing artifact (it must exist and carry a manifest), its unterminated final line
+ *   truncated, appends after it;
+ * - `open`: `resume` when the artifact exists, else `create` — the same command for the first run and
+ *   every resumed one;
  * - `read`: read only, nothing truncated (an unterminated final line is ignored).
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ArtifactStore } from "@rein/batch"
+ *
+ * const count = Effect.flatMap(ArtifactStore.ArtifactStore, (store) => store.read).pipe(
+ *   Effect.map(({ records }) => records.length)
+ * )
+ * ```
  * @since 0.1.0
  */
 export class ArtifactStore extends Context.Tag("@rein/batch/ArtifactStore")<ArtifactStore, {
-  readonly create: (manifest: Manifest) => Effect.Effect<Opened, ArtifactError>
-  readonly resume: (manifest: Manifest) => Effect.Effect<Opened, ArtifactError>
-  readonly read: Effect.Effect<{ readonly manifest: Manifest; readonly records: ReadonlyArray<ItemRecord> }, ArtifactError>
+  readonly create: (manifest: Manifest) => Effect.Effect<Opened, ArtifactError, Scope.Scope>
+  readonly resume: Effect.Effect<Opened, ArtifactError, Scope.Scope>
+  readonly open: (manifest: Manifest) => Effect.Effect<Opened, ArtifactError, Scope.Scope>
+  readonly read: Effect.Effect<Contents, ArtifactError>
 }>() {}

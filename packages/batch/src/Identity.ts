@@ -1,0 +1,167 @@
+/**
+ * What makes the results of two runs interchangeable: the provider and model that answer, the versions of
+ * the prompt, the parser and the application, and anything else the caller names. A stored record is
+ * reused only under the same identity (compared by its fingerprint), so any change here forces the items
+ * to run again.
+ *
+ * An identity is given explicitly (`Identity.make`) or derived from a core `Contract` and `Catalog`
+ * (`Identity.fromContract`), in which case every candidate in the contract's order is part of it: adding
+ * a fallback model, or reordering the candidates, changes what may answer and so changes the identity.
+ *
+ * @since 0.1.0
+ */
+import type { Catalog, Contract } from "@rein/core"
+import { Either, Schema } from "effect"
+import { formatParseError } from "./internal/decode.js"
+
+const Name = Schema.String.pipe(
+  Schema.filter((s) => s.trim().length > 0 || "Expected a non-empty string")
+)
+
+/**
+ * The identity of a run, as stored in the artifact manifest. `extra` holds anything else that changes the
+ * meaning of a result (a temperature, a tool-set version, a dataset revision).
+ *
+ * @example
+ * ```ts
+ * import { Identity } from "@rein/batch"
+ *
+ * const identity: Identity.Identity = {
+ *   provider: "openai", model: "gpt-4.1-mini",
+ *   promptVersion: "invoice-v4", parserVersion: "invoice-schema-v2", applicationVersion: "billing-v7",
+ *   extra: { temperature: "0" }
+ * }
+ * ```
+ * @since 0.1.0
+ */
+export const Identity = Schema.Struct({
+  provider: Name,
+  model: Name,
+  promptVersion: Name,
+  parserVersion: Name,
+  applicationVersion: Name,
+  extra: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) })
+})
+
+/**
+ * @since 0.1.0
+ */
+export type Identity = typeof Identity.Type
+
+/**
+ * The encoded (JSON) form of an identity: `extra` may be left out.
+ *
+ * @since 0.1.0
+ */
+export type IdentityInput = typeof Identity.Encoded
+
+/**
+ * An identity that cannot be built: a field that does not decode, or a contract candidate missing from
+ * the catalog.
+ *
+ * @since 0.1.0
+ */
+export class IdentityError extends Schema.TaggedError<IdentityError>()("IdentityError", {
+  message: Schema.String
+}) {}
+
+const decodeIdentity = Schema.decodeUnknownEither(Identity, { errors: "all", onExcessProperty: "error" })
+
+/**
+ * Decodes an identity from unknown input, naming every bad field.
+ *
+ * @example
+ * ```ts
+ * import { Identity } from "@rein/batch"
+ *
+ * Identity.decode({ provider: "openai", model: "", promptVersion: "p1", parserVersion: "j1", applicationVersion: "a1" })
+ * // Left(IdentityError: "model: Expected a non-empty string")
+ * ```
+ * @since 0.1.0
+ */
+export const decode = (input: unknown): Either.Either<Identity, IdentityError> =>
+  Either.mapLeft(decodeIdentity(input), (e) => new IdentityError({ message: formatParseError(e) }))
+
+/**
+ * Builds an identity from literal input; throws an `IdentityError` on bad input. For trusted config.
+ *
+ * @example
+ * ```ts
+ * import { Identity } from "@rein/batch"
+ *
+ * const identity = Identity.make({
+ *   provider: "openai", model: "gpt-4.1-mini",
+ *   promptVersion: "invoice-v4", parserVersion: "invoice-schema-v2", applicationVersion: "billing-v7"
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const make = (input: IdentityInput): Identity => Either.getOrThrow(decode(input))
+
+/**
+ * The versions a contract cannot know: the caller's prompt, parser and application versions, and extras.
+ *
+ * @since 0.1.0
+ */
+export interface Versions {
+  readonly promptVersion: string
+  readonly parserVersion: string
+  readonly applicationVersion: string
+  readonly extra?: Readonly<Record<string, string>> | undefined
+}
+
+/**
+ * The key under which `fromContract` records the whole ordered candidate list in `extra`.
+ *
+ * @since 0.1.0
+ */
+export const CANDIDATES_KEY = "rein.candidates"
+
+/**
+ * Derives an identity from a contract and its catalog: `provider` and `model` are the first candidate's
+ * (the one that answers when nothing fails), and `extra["rein.candidates"]` lists every candidate in
+ * order as `id=provider/model`, so a change of fallback changes the identity too.
+ *
+ * @example
+ * ```ts
+ * import { Catalog, Contract } from "@rein/core"
+ * import { Identity } from "@rein/batch"
+ *
+ * declare const catalog: Catalog.Catalog
+ * declare const contract: Contract.Contract
+ * const identity = Identity.fromContract(contract, catalog, {
+ *   promptVersion: "invoice-v4", parserVersion: "invoice-schema-v2", applicationVersion: "billing-v7"
+ * })
+ * // Either<Identity, IdentityError>
+ * ```
+ * @since 0.1.0
+ */
+export const fromContract = (
+  contract: Contract.Contract,
+  catalog: Catalog.Catalog,
+  versions: Versions
+): Either.Either<Identity, IdentityError> => {
+  const endpoints: Array<Catalog.Endpoint> = []
+  for (const id of contract.candidates) {
+    const endpoint = catalog.byId.get(id)
+    if (endpoint === undefined) {
+      return Either.left(new IdentityError({ message: `candidates: ${JSON.stringify(id)} is not in the catalog` }))
+    }
+    endpoints.push(endpoint)
+  }
+  const primary = endpoints[0]!
+  if (versions.extra !== undefined && CANDIDATES_KEY in versions.extra) {
+    return Either.left(new IdentityError({ message: `extra: ${JSON.stringify(CANDIDATES_KEY)} is reserved` }))
+  }
+  return decode({
+    provider: primary.provider,
+    model: primary.model,
+    promptVersion: versions.promptVersion,
+    parserVersion: versions.parserVersion,
+    applicationVersion: versions.applicationVersion,
+    extra: {
+      ...versions.extra,
+      [CANDIDATES_KEY]: endpoints.map((e) => `${e.id}=${e.provider}/${e.model}`).join(",")
+    }
+  })
+}

@@ -1,0 +1,197 @@
+/**
+ * The embedded artifact store: one JSONL file. Line 1 is the manifest; every further line is one terminal
+ * item. It is built on `@effect/platform`'s `FileSystem`, so it runs wherever a `FileSystem` layer exists
+ * (`NodeFileSystem.layer`, Bun's) and a test can put a failing file system under it.
+ *
+ * Durability. An append returns after the `write` system call has completed: the line is in the operating
+ * system's page cache and survives the death of the process (SIGKILL included). With `fsync: true` it also
+ * returns only after `fsync`, so it survives a power loss too; concurrent appends then share one fsync
+ * (group commit). A new file's directory entry is fsynced as well when `fsync` is on.
+ *
+ * One process writes one artifact at a time; two runs appending to the same file are not coordinated.
+ *
+ * @since 0.1.0
+ */
+import { FileSystem } from "@effect/platform"
+import type { PlatformError } from "@effect/platform/Error"
+import type { Scope } from "effect"
+import { Effect, Layer, Option } from "effect"
+import * as path from "node:path"
+import type { Contents, Manifest, Opened } from "./ArtifactStore.js"
+import { ArtifactError, ArtifactStore } from "./ArtifactStore.js"
+import type { Parsed } from "./internal/jsonl.js"
+import { isTornManifest, manifestLine, parse } from "./internal/jsonl.js"
+import { makeWriter } from "./internal/writer.js"
+
+/**
+ * Where the artifact lives and how hard it is kept.
+ *
+ * @since 0.1.0
+ */
+export interface Options {
+  /** The JSONL file. */
+  readonly path: string
+  /** fsync every append (and a new file's directory) before it returns. Default false: flushed to the OS. */
+  readonly fsync?: boolean | undefined
+  /** `create` and `open` start a fresh file even when one exists (its records are lost). Default false. */
+  readonly overwrite?: boolean | undefined
+}
+
+const isNotFound = (e: PlatformError) => e._tag === "SystemError" && e.reason === "NotFound"
+const isAlreadyExists = (e: PlatformError) => e._tag === "SystemError" && e.reason === "AlreadyExists"
+
+/**
+ * The store as an Effect needing a `FileSystem`.
+ *
+ * @example
+ * ```ts
+ * import { NodeFileSystem } from "@effect/platform-node"
+ * import { Effect } from "effect"
+ * import { JsonlStore } from "@rein/batch"
+ *
+ * const store = JsonlStore.make({ path: "run.jsonl" }).pipe(Effect.provide(NodeFileSystem.layer))
+ * ```
+ * @since 0.1.0
+ */
+export const make = (options: Options): Effect.Effect<ArtifactStore["Type"], never, FileSystem.FileSystem> =>
+  Effect.map(FileSystem.FileSystem, (fs) => {
+    const file = options.path
+    const fsync = options.fsync === true
+    const io = (what: string) => (e: PlatformError) =>
+      new ArtifactError({ reason: "io", message: `${what} ${file}: ${e.message}` })
+    const missing = (message: string) => new ArtifactError({ reason: "missing", message: `${file}: ${message}` })
+
+    const readBytes: Effect.Effect<Option.Option<Uint8Array>, ArtifactError> = fs.readFile(file).pipe(
+      Effect.map(Option.some),
+      Effect.catchIf(isNotFound, () => Effect.succeedNone),
+      Effect.mapError(io("cannot read"))
+    )
+    const readParsed = Effect.flatMap(readBytes, (bytes) =>
+      Option.match(bytes, {
+        onNone: () => Effect.succeed(Option.none<Parsed>()),
+        onSome: (b) => Effect.map(parse(b), Option.some)
+      }))
+
+    // Best effort: a directory cannot be fsynced everywhere (Windows), and the file itself already is.
+    const syncDirectory = Effect.scoped(
+      Effect.flatMap(fs.open(path.dirname(file), { flag: "r" }), (dir) => dir.sync)
+    ).pipe(Effect.ignore)
+
+    const append = (
+      manifest: Manifest,
+      existing: Extract<Parsed, { _tag: "Artifact" }>["records"],
+      truncateTo: number | undefined,
+      truncatedBytes: number
+    ): Effect.Effect<Opened, ArtifactError, Scope.Scope> =>
+      Effect.gen(function*() {
+        const handle = yield* Effect.mapError(fs.open(file, { flag: "a" }), io("cannot open"))
+        if (truncateTo !== undefined) {
+          yield* Effect.mapError(handle.truncate(truncateTo), io("cannot truncate"))
+          if (fsync) yield* Effect.mapError(handle.sync, io("cannot fsync"))
+        }
+        const write = yield* makeWriter(handle, { path: file, fsync })
+        return { manifest, existing, truncatedBytes, append: write }
+      })
+
+    // A new artifact: the file is created (or emptied), the manifest written and flushed, then appends.
+    const start = (
+      manifest: Manifest,
+      existed: boolean,
+      truncatedBytes: number
+    ): Effect.Effect<Opened, ArtifactError, Scope.Scope> =>
+      Effect.gen(function*() {
+        const line = yield* manifestLine(manifest)
+        const handle = yield* (existed ? fs.open(file, { flag: "a" }) : fs.open(file, { flag: "ax" })).pipe(
+          Effect.mapError((e) =>
+            isAlreadyExists(e)
+              ? new ArtifactError({ reason: "exists", message: `${file} already exists` })
+              : io("cannot create")(e)
+          )
+        )
+        if (existed) yield* Effect.mapError(handle.truncate(0), io("cannot truncate"))
+        yield* Effect.mapError(handle.writeAll(line), io("cannot write the manifest to"))
+        if (fsync) {
+          yield* Effect.mapError(handle.sync, io("cannot fsync"))
+          if (!existed) yield* syncDirectory
+        }
+        const write = yield* makeWriter(handle, { path: file, fsync })
+        return { manifest, existing: [], truncatedBytes, append: write }
+      })
+
+    const create = (manifest: Manifest) =>
+      Effect.flatMap(
+        fs.stat(file).pipe(
+          Effect.map((info) => Option.some(Number(info.size))),
+          Effect.catchIf(isNotFound, () => Effect.succeedNone),
+          Effect.mapError(io("cannot stat"))
+        ),
+        (size) =>
+          Option.match(size, {
+            onNone: () => start(manifest, false, 0),
+            onSome: (bytes) =>
+              bytes === 0 || options.overwrite === true
+                ? start(manifest, true, 0)
+                : Effect.fail(
+                  new ArtifactError({
+                    reason: "exists",
+                    message: `${file} already exists (${bytes} bytes); resume it, or set overwrite`
+                  })
+                )
+          })
+      )
+
+    const resume = Effect.flatMap(readParsed, (parsed) => {
+      if (Option.isNone(parsed)) return Effect.fail(missing("no artifact to resume"))
+      const p = parsed.value
+      if (p._tag === "Empty") {
+        return Effect.fail(missing("no manifest line (an empty or unfinished file); nothing was truncated"))
+      }
+      return append(p.manifest, p.records, p.tornBytes > 0 ? p.validLength : undefined, p.tornBytes)
+    })
+
+    const open = (manifest: Manifest) =>
+      options.overwrite === true ? create(manifest) : Effect.flatMap(readParsed, (parsed) => {
+        if (Option.isNone(parsed)) return start(manifest, false, 0)
+        const p = parsed.value
+        if (p._tag === "Artifact") {
+          return append(p.manifest, p.records, p.tornBytes > 0 ? p.validLength : undefined, p.tornBytes)
+        }
+        // Nothing complete in the file: a crash before the manifest was flushed leaves nothing or a prefix of
+        // a manifest, which is replaced. Anything else is someone's file and is left alone.
+        return isTornManifest(p.tail)
+          ? start(manifest, true, p.tail.length)
+          : Effect.fail(
+            new ArtifactError({
+              reason: "format",
+              line: 1,
+              message: "line 1: not a Rein artifact: the first line is not a manifest; nothing was truncated"
+            })
+          )
+      })
+
+    const read: Effect.Effect<Contents, ArtifactError> = Effect.flatMap(readParsed, (parsed) => {
+      if (Option.isNone(parsed)) return Effect.fail(missing("no artifact"))
+      const p = parsed.value
+      return p._tag === "Empty"
+        ? Effect.fail(missing("no manifest line (an empty or unfinished file)"))
+        : Effect.succeed({ manifest: p.manifest, records: p.records })
+    })
+
+    return ArtifactStore.of({ create, resume, open, read })
+  })
+
+/**
+ * The JSONL store as a layer (needs a `FileSystem`, e.g. `NodeFileSystem.layer`).
+ *
+ * @example
+ * ```ts
+ * import { NodeFileSystem } from "@effect/platform-node"
+ * import { Layer } from "effect"
+ * import { JsonlStore } from "@rein/batch"
+ *
+ * const artifacts = JsonlStore.layer({ path: "run.jsonl", fsync: true }).pipe(Layer.provide(NodeFileSystem.layer))
+ * ```
+ * @since 0.1.0
+ */
+export const layer = (options: Options): Layer.Layer<ArtifactStore, never, FileSystem.FileSystem> =>
+  Layer.effect(ArtifactStore, make(options))

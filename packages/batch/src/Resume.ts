@@ -1,0 +1,254 @@
+/**
+ * Resume: which earlier records a run may give back instead of calling the provider again.
+ *
+ * - `none`: checkpoint only — every item runs and is recorded; nothing is reused;
+ * - `reuse-successes`: a recorded success is given back;
+ * - `reuse-all`: a recorded failure is given back too, when it is reusable.
+ *
+ * A record matches an item only when its item id, its input fingerprint and its identity fingerprint all
+ * equal the item's: a changed input, prompt version, model, parser or application version forces the item
+ * to run again. Among the matching records the policy accepts, the newest (last in the file) wins.
+ *
+ * Whether a record may ever be reused is decided when it is made (`makeRecord`), and stored with it:
+ * guardrail audit records (`batch_deadline_exceeded`, `batch_aborted`, `batch_budget_exceeded`), records
+ * whose artifact write failed (`artifact_error`) and configuration failures (`refused`: nothing was
+ * called, and a fixed configuration must run it) are never reused. They record what happened to the run,
+ * not an answer for the item, so they never hide an older reusable record either.
+ *
+ * @since 0.1.0
+ */
+import type { Scope } from "effect"
+import { Effect, Option, Schema } from "effect"
+import type { ArtifactError, ItemRecord, Opened } from "./ArtifactStore.js"
+import { ArtifactStore, makeManifest } from "./ArtifactStore.js"
+import { identity as identityFingerprint } from "./Fingerprint.js"
+import type { Identity } from "./Identity.js"
+
+/**
+ * The resume policy.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Resume } from "@rein/batch"
+ *
+ * Schema.decodeUnknownSync(Resume.Policy)("reuse-successes") // "reuse-successes"
+ * ```
+ * @since 0.1.0
+ */
+export const Policy = Schema.Literal("none", "reuse-successes", "reuse-all").annotations({
+  identifier: "ResumePolicy",
+  message: (issue) =>
+    `Expected a resume policy ("none", "reuse-successes" or "reuse-all"), actual ${
+      typeof issue.actual === "string" ? JSON.stringify(issue.actual) : String(issue.actual)
+    }`
+})
+
+/**
+ * @since 0.1.0
+ */
+export type Policy = typeof Policy.Type
+
+/**
+ * Categories whose records are never reused: the run's guardrail audit records, failed artifact writes,
+ * and configuration failures.
+ *
+ * @example
+ * ```ts
+ * import { Resume } from "@rein/batch"
+ *
+ * Resume.NEVER_REUSED.has("batch_aborted") // true
+ * ```
+ * @since 0.1.0
+ */
+export const NEVER_REUSED: ReadonlySet<string> = new Set([
+  "batch_deadline_exceeded",
+  "batch_aborted",
+  "batch_budget_exceeded",
+  "artifact_error",
+  "refused"
+])
+
+/**
+ * Whether a record of this outcome and category may be reused by a later run (under a policy that allows
+ * it). A success always may (its category is `ok`).
+ *
+ * @example
+ * ```ts
+ * import { Resume } from "@rein/batch"
+ *
+ * Resume.isReusable("failure", "content_filtered") // true (under reuse-all)
+ * Resume.isReusable("failure", "batch_deadline_exceeded") // false
+ * ```
+ * @since 0.1.0
+ */
+export const isReusable = (outcome: ItemRecord["outcome"], category: string): boolean =>
+  outcome === "success" || !NEVER_REUSED.has(category)
+
+/**
+ * What a record is made of; `kind` and `reusable` are filled in.
+ *
+ * @since 0.1.0
+ */
+export type RecordFields = Omit<ItemRecord, "kind" | "reusable"> & {
+  /** `false` marks a record non-reusable although its category would allow it; `true` cannot override. */
+  readonly reusable?: boolean | undefined
+}
+
+/**
+ * Makes an item record, deciding once, here, whether it may be reused.
+ *
+ * @example
+ * ```ts
+ * import { Resume } from "@rein/batch"
+ *
+ * const audit = Resume.makeRecord({
+ *   itemId: "inv-7", index: 7, promptFingerprint: "sha256:…", inputFingerprint: "sha256:…",
+ *   identityFingerprint: "sha256:…", outcome: "failure", category: "batch_aborted",
+ *   usage: "unknown", cost: 0, attempts: 0, durationMillis: 0
+ * })
+ * audit.reusable // false
+ * ```
+ * @since 0.1.0
+ */
+export const makeRecord = (fields: RecordFields): ItemRecord => {
+  const { reusable, ...rest } = fields
+  return { kind: "item", ...rest, reusable: reusable !== false && isReusable(fields.outcome, fields.category) }
+}
+
+/**
+ * Looks up the record to reuse for an item, under one policy and one identity.
+ *
+ * @since 0.1.0
+ */
+export interface Index {
+  readonly policy: Policy
+  readonly identityFingerprint: string
+  /** Items that have a record to reuse. */
+  readonly size: number
+  /** The newest reusable record of this item id and input fingerprint, under this identity and policy. */
+  readonly lookup: (itemId: string, inputFingerprint: string) => Option.Option<ItemRecord>
+}
+
+const key = (itemId: string, inputFingerprint: string) => `${itemId}\u0000${inputFingerprint}`
+
+const accepts = (policy: Policy, record: ItemRecord): boolean =>
+  record.reusable && (policy === "reuse-all" || (policy === "reuse-successes" && record.outcome === "success"))
+
+/**
+ * Builds the lookup from the records an artifact already holds (`Opened.existing`), oldest first.
+ *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import { ArtifactStore, Resume } from "@rein/batch"
+ *
+ * declare const opened: ArtifactStore.Opened
+ * const index = Resume.index(opened.existing, { policy: "reuse-successes", identityFingerprint: opened.manifest.identityFingerprint })
+ * const reused = Option.isSome(index.lookup("inv-1", "sha256:…"))
+ * ```
+ * @since 0.1.0
+ */
+export const index = (
+  records: ReadonlyArray<ItemRecord>,
+  options: { readonly policy: Policy; readonly identityFingerprint: string }
+): Index => {
+  const newest = new Map<string, ItemRecord>()
+  if (options.policy !== "none") {
+    for (const record of records) {
+      if (record.identityFingerprint === options.identityFingerprint && accepts(options.policy, record)) {
+        newest.set(key(record.itemId, record.inputFingerprint), record)
+      }
+    }
+  }
+  return {
+    policy: options.policy,
+    identityFingerprint: options.identityFingerprint,
+    size: newest.size,
+    lookup: (itemId, inputFingerprint) => Option.fromNullable(newest.get(key(itemId, inputFingerprint)))
+  }
+}
+
+/**
+ * An artifact opened for a run: the open file, this run's identity fingerprint, and the lookup of records
+ * to reuse.
+ *
+ * @since 0.1.0
+ */
+export interface Session {
+  readonly policy: Policy
+  readonly identity: Identity
+  readonly identityFingerprint: string
+  readonly opened: Opened
+  readonly index: Index
+  /** `index.lookup`. */
+  readonly lookup: (itemId: string, inputFingerprint: string) => Option.Option<ItemRecord>
+  /** `opened.append`. */
+  readonly append: (record: ItemRecord) => Effect.Effect<void, ArtifactError>
+}
+
+/**
+ * Opens the store's artifact for a run under an identity and a policy: a new artifact when there is none
+ * (or when the policy is `none` and the store overwrites), else the existing one is resumed — its
+ * unterminated final line truncated — and indexed for reuse.
+ *
+ * @example
+ * ```ts
+ * import { NodeFileSystem } from "@effect/platform-node"
+ * import { Effect } from "effect"
+ * import { Identity, JsonlStore, Resume } from "@rein/batch"
+ *
+ * const identity = Identity.make({
+ *   provider: "openai", model: "gpt-4.1-mini", promptVersion: "p4", parserVersion: "j2", applicationVersion: "a7"
+ * })
+ * const reusable = Effect.scoped(
+ *   Effect.map(Resume.open({ identity, policy: "reuse-successes" }), (session) => session.index.size)
+ * ).pipe(Effect.provide(JsonlStore.layer({ path: "run.jsonl" })), Effect.provide(NodeFileSystem.layer))
+ * ```
+ * @since 0.1.0
+ */
+export const open = (options: {
+  readonly identity: Identity
+  readonly policy: Policy
+}): Effect.Effect<Session, ArtifactError, ArtifactStore | Scope.Scope> =>
+  Effect.gen(function*() {
+    const store = yield* ArtifactStore
+    const manifest = yield* makeManifest(options.identity)
+    const opened = yield* store.open(manifest)
+    const fingerprint = manifest.identityFingerprint
+    const idx = index(opened.existing, { policy: options.policy, identityFingerprint: fingerprint })
+    return {
+      policy: options.policy,
+      identity: options.identity,
+      identityFingerprint: fingerprint,
+      opened,
+      index: idx,
+      lookup: idx.lookup,
+      append: opened.append
+    }
+  })
+
+/**
+ * Reads an artifact without opening it for writing (nothing is truncated) and indexes it: what a resumed
+ * run would reuse.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Identity, Resume } from "@rein/batch"
+ *
+ * declare const identity: Identity.Identity
+ * const wouldReuse = Effect.map(Resume.inspect({ identity, policy: "reuse-all" }), (index) => index.size)
+ * ```
+ * @since 0.1.0
+ */
+export const inspect = (options: {
+  readonly identity: Identity
+  readonly policy: Policy
+}): Effect.Effect<Index, ArtifactError, ArtifactStore> =>
+  Effect.flatMap(
+    ArtifactStore,
+    (store) =>
+      Effect.map(store.read, ({ records }) =>
+        index(records, { policy: options.policy, identityFingerprint: identityFingerprint(options.identity) }))
+  )
