@@ -28,3 +28,66 @@ export * as JsonlStore from "./JsonlStore.js"
  * @since 0.1.0
  */
 export * as Resume from "./Resume.js"
+
+/**
+ * Batch runs: `run` collects, `stream` yields each result as it happens; guardrails around every item.
+ *
+ * @since 0.1.0
+ */
+export * as Batch from "./Batch.js"
+
+/**
+ * The run-wide guardrails as a Schema: concurrency, deadlines, abort mode, fail-fast, caps, rate limits.
+ *
+ * @since 0.1.0
+ */
+export * as Guardrails from "./Guardrails.js"
+
+/**
+ * Error categories: failure kinds, executor outcomes and the run's collateral categories.
+ *
+ * @since 0.1.0
+ */
+export * as Category from "./Category.js"
+
+/**
+ * The terminal result of one item, and the collateral errors of a stopped run.
+ *
+ * @since 0.1.0
+ */
+export * as Result from "./Result.js"
+
+/**
+ * How a run ended: completed, batch_timeout, fail_fast, budget_exceeded or artifact_error.
+ *
+ * @since 0.1.0
+ */
+export * as Termination from "./Termination.js"
+
+/**
+ * What a run did: counts by outcome and category, tokens, cost, unknown usage, retries, waits.
+ *
+ * @since 0.1.0
+ */
+export * as Stats from "./Stats.js"
+
+/**
+ * Events for observers and a progress value a CLI can draw.
+ *
+ * @since 0.1.0
+ */
+export * as Events from "./Events.js"
+
+/**
+ * Pricing attempts for the soft cost cap; the cost function's checks.
+ *
+ * @since 0.1.0
+ */
+export * as Cost from "./Cost.js"
+
+/**
+ * Where items come from: arrays, iterables, async iterables, Streams; pulled one at a time.
+ *
+ * @since 0.1.0
+ */
+export * as Source from "./Source.js"

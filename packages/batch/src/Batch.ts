@@ -1,0 +1,210 @@
+/**
+ * Batch runs: many items, each executed under the per-request contract, with run-wide guardrails around
+ * all of them (concurrency, item and batch deadlines, abort mode, fail-fast, soft token and cost caps, rate
+ * limits, capacity, a shared cooldown after a 429, a startup ramp).
+ *
+ * What a run promises:
+ *
+ * - items are pulled lazily, one at a time when a worker is free, so an infinite source works and an item
+ *   never pulled is never materialised; every item pulled (accepted) gets exactly one terminal result;
+ * - the item deadline covers admission waits, attempts and backoff (not queue wait, not persistence); the
+ *   batch deadline starts when the run starts;
+ * - when the run stops (batch deadline, fail-fast, a cap, an artifact failure) nothing more is pulled, no
+ *   attempt, retry or wait starts, and calls in flight drain or are cancelled as the abort mode says;
+ * - an item's artifact record is appended before its result is published;
+ * - every run gets fresh counters, and after it ends no fiber, timer or source it opened stays open;
+ * - caller interruption propagates as interruption.
+ *
+ * `run` collects the results with the termination and stats; `stream` yields each result as it happens and
+ * then ends normally (the termination and stats arrive with the `RunCompleted` event).
+ *
+ * @since 0.1.0
+ */
+import { Contract } from "@rein/core"
+import type { Provider, Rein } from "@rein/core"
+import type { Option, SubscriptionRef } from "effect"
+import { Effect, Exit, Queue, Stream, Take } from "effect"
+import type { ArtifactError, ItemRecord, Opened } from "./ArtifactStore.js"
+import type { CostFunction } from "./Cost.js"
+import type * as Events from "./Events.js"
+import * as Guardrails from "./Guardrails.js"
+import * as Engine from "./internal/engine.js"
+import * as Pull from "./internal/source.js"
+import type { Failed, ItemResult, Succeeded } from "./Result.js"
+import type { Source, SourceError } from "./Source.js"
+import type { Stats } from "./Stats.js"
+import type { Termination } from "./Termination.js"
+
+/**
+ * Where an open artifact plugs into a run:
+ *
+ * - `lookup` (resume): before an item executes, an earlier reusable record for it, if any. A reused item
+ *   is not executed, costs nothing, is not appended again and does not count against the caps.
+ * - `toRecord`: the record of an item's terminal result. It is appended (and flushed) before the result is
+ *   published; a failed append stops the run with `artifact_error`. Guardrail audit records (collateral
+ *   `batch_*` results) are appended best-effort.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Option } from "effect"
+ * import type { ArtifactStore, Batch } from "@rein/batch"
+ *
+ * declare const opened: ArtifactStore.Opened
+ * declare const toRecord: Batch.Artifacts<string>["toRecord"]
+ * const artifacts: Batch.Artifacts<string> = { opened, lookup: () => Option.none(), toRecord }
+ * ```
+ * @since 0.1.0
+ */
+export interface Artifacts<I> {
+  readonly opened: Opened
+  readonly lookup?: ((item: I, index: number, itemId: string) => Option.Option<ItemRecord>) | undefined
+  readonly toRecord: (result: Succeeded<I> | Failed<I>) => Effect.Effect<ItemRecord, ArtifactError>
+}
+
+type RequestOption<I> = [I] extends [string | Provider.CompletionRequest] ? {
+    /** The request of an item (default: a string is the prompt; a request is itself). */
+    readonly request?: ((item: I, index: number) => Provider.CompletionRequest) | undefined
+  }
+  : {
+    /** The request of an item. */
+    readonly request: (item: I, index: number) => Provider.CompletionRequest
+  }
+
+/**
+ * How to run: the contract every item executes under, the guardrails around the run, how an item becomes
+ * a request and an id, the cost function, observers and artifacts.
+ *
+ * @since 0.1.0
+ */
+export type Options<I> = RequestOption<I> & {
+  readonly contract: Contract.Contract
+  readonly guardrails?: Guardrails.Guardrails | undefined
+  /** The item's id (default: the request's `id`, else its position in the source). */
+  readonly itemId?: ((item: I, index: number) => string) | undefined
+  readonly costFunction?: CostFunction | undefined
+  /** Receives every event of the run, in order. */
+  readonly onEvent?: ((event: Events.Event) => Effect.Effect<void>) | undefined
+  /** Updated as items start and end and attempts finish. */
+  readonly progress?: SubscriptionRef.SubscriptionRef<Events.Progress> | undefined
+  readonly artifacts?: Artifacts<I> | undefined
+}
+
+/**
+ * A finished run: every accepted item's result, how the run ended and what it did.
+ *
+ * @since 0.1.0
+ */
+export interface Summary<I> {
+  readonly results: ReadonlyArray<ItemResult<I>>
+  readonly termination: Termination
+  readonly stats: Stats
+}
+
+const DEFAULT_GUARDRAILS = Guardrails.make()
+
+const defaultRequest = (item: unknown): Provider.CompletionRequest =>
+  typeof item === "string" ? { prompt: item } : item as Provider.CompletionRequest
+
+const settingsOf = <I>(options: Options<I>): Engine.Settings<I> => {
+  const guardrails = options.guardrails ?? DEFAULT_GUARDRAILS
+  const contract = guardrails.rateLimitRetries === undefined
+    ? options.contract
+    : new Contract.Contract({
+      ...options.contract,
+      retry: new Contract.RetryPolicy({ ...options.contract.retry, rateLimited: guardrails.rateLimitRetries })
+    })
+  return {
+    guardrails,
+    contract,
+    request: (options.request as ((item: I, index: number) => Provider.CompletionRequest) | undefined) ??
+      defaultRequest,
+    itemId: options.itemId,
+    costFunction: options.costFunction,
+    onEvent: options.onEvent,
+    progress: options.progress,
+    artifacts: options.artifacts
+  }
+}
+
+/**
+ * Runs every item of the source and collects the results (in completion order, or in submission order when
+ * the guardrails say `order: "submission"`), with the termination and stats. A guardrail stop is not a
+ * failure: the summary says how the run ended. The effect fails only when the source itself fails (after
+ * the accepted items finished).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Contract } from "@rein/core"
+ * import { Batch, Guardrails } from "@rein/batch"
+ *
+ * declare const contract: Contract.Contract
+ * const summary = Batch.run(["Summarise A", "Summarise B"], {
+ *   contract,
+ *   guardrails: Guardrails.make({ concurrency: 20, batchDeadline: "1 hour", abortOn: ["authentication"] })
+ * })
+ * const report = Effect.map(summary, (s) => `${s.termination.kind}: ${s.stats.succeeded} of ${s.stats.accepted}`)
+ * ```
+ * @since 0.1.0
+ */
+export const run = <I, E = never, R = never>(
+  source: Source<I, E, R>,
+  options: Options<I>
+): Effect.Effect<Summary<I>, E | SourceError, R | Rein.Rein> =>
+  Effect.suspend(() => {
+    const results: Array<ItemResult<I>> = []
+    const collect = (result: ItemResult<I>) =>
+      Effect.sync(() => {
+        results.push(result)
+      })
+    return Effect.scoped(
+      Effect.flatMap(Pull.open(source), (puller) =>
+        Effect.map(
+          Engine.run(puller, settingsOf(options), collect, undefined),
+          (ending): Summary<I> => ({ results, termination: ending.termination, stats: ending.stats })
+        ))
+    )
+  })
+
+/**
+ * Runs every item of the source as a stream of results, each emitted as soon as it is final (and persisted,
+ * with artifacts), in completion order or submission order. The stream ends normally when the run ends,
+ * however it ended; the termination and stats arrive with the `RunCompleted` event. A slow consumer slows
+ * the run: results wait in a buffer of `concurrency` places. Ending the stream early interrupts the run.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Stream } from "effect"
+ * import { Contract } from "@rein/core"
+ * import { Batch, Guardrails } from "@rein/batch"
+ *
+ * declare const contract: Contract.Contract
+ * declare const prompts: AsyncIterable<string>
+ * const printed = Batch.stream(prompts, { contract, guardrails: Guardrails.make({ concurrency: 50 }) }).pipe(
+ *   Stream.runForEach((r) => Effect.log(r.itemId, r._tag))
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const stream = <I, E = never, R = never>(
+  source: Source<I, E, R>,
+  options: Options<I>
+): Stream.Stream<ItemResult<I>, E | SourceError, R | Rein.Rein> =>
+  Stream.unwrapScoped(Effect.gen(function*() {
+    const settings = settingsOf(options)
+    const concurrency = settings.guardrails.concurrency
+    const queue = yield* Effect.acquireRelease(
+      Queue.bounded<Take.Take<ItemResult<I>, E | SourceError>>(concurrency),
+      Queue.shutdown
+    )
+    const publish = (result: ItemResult<I>) => Effect.asVoid(Queue.offer(queue, Take.of(result)))
+    // In submission order, an early slow item holds back the later ones: at most twice the concurrency wait.
+    const window = settings.guardrails.order === "submission" ? 2 * concurrency : undefined
+    yield* Effect.forkScoped(
+      Effect.scoped(Effect.flatMap(Pull.open(source), (puller) => Engine.run(puller, settings, publish, window))).pipe(
+        Effect.exit,
+        Effect.flatMap((exit) => Queue.offer(queue, Exit.isSuccess(exit) ? Take.end : Take.failCause(exit.cause)))
+      )
+    )
+    return Stream.flattenTake(Stream.fromQueue(queue))
+  }))

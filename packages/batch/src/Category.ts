@@ -1,0 +1,127 @@
+/**
+ * Error categories: one word for why an item ended, the vocabulary of fail-fast configuration, stats and
+ * artifact records. A terminal outcome of the executor maps to a category from its tag and, where the plan
+ * ran out because of a provider failure, from that failure's kind (so an item stopped by a 401 is
+ * `authentication`, whatever the planner's wording). The `batch_*` categories are collateral: the run
+ * stopped, not the item.
+ *
+ * @since 0.1.0
+ */
+import { Failure } from "@rein/core"
+import type { Outcome } from "@rein/core"
+import { Schema } from "effect"
+
+/**
+ * Categories of an item that ended because the run stopped (collateral), or whose record could not be kept.
+ *
+ * @since 0.1.0
+ */
+export const RunCategory = Schema.Literal(
+  "batch_deadline_exceeded",
+  "batch_aborted",
+  "batch_budget_exceeded",
+  "artifact_error"
+)
+
+/**
+ * @since 0.1.0
+ */
+export type RunCategory = typeof RunCategory.Type
+
+/**
+ * Categories of the executor's terminal outcomes that carry no provider failure kind.
+ *
+ * @since 0.1.0
+ */
+export const OutcomeCategory = Schema.Literal(
+  "deadline_exceeded",
+  "budget_exhausted",
+  "plan_exhausted",
+  "failed_safe",
+  "refused"
+)
+
+/**
+ * @since 0.1.0
+ */
+export type OutcomeCategory = typeof OutcomeCategory.Type
+
+/**
+ * Every failure category: a provider failure kind (`authentication`, `rate_limited`, `timeout`, …), an
+ * outcome category, or a run category.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Category } from "@rein/batch"
+ *
+ * Schema.decodeUnknownSync(Category.Category)("authentication") // "authentication"
+ * ```
+ * @since 0.1.0
+ */
+export const Category = Schema.Union(Failure.FailureKind, OutcomeCategory, RunCategory).annotations({
+  identifier: "Category",
+  message: (issue) =>
+    `Expected an error category (a failure kind, an outcome or a batch category), actual ${
+      typeof issue.actual === "string" ? JSON.stringify(issue.actual) : String(issue.actual)
+    }`
+})
+
+/**
+ * @since 0.1.0
+ */
+export type Category = typeof Category.Type
+
+const RUN: ReadonlySet<string> = new Set(RunCategory.literals)
+
+/**
+ * Whether a category is collateral (the run stopped, not the item). Collateral failures never trip
+ * fail-fast.
+ *
+ * @example
+ * ```ts
+ * import { Category } from "@rein/batch"
+ *
+ * Category.isCollateral("batch_aborted") // true
+ * Category.isCollateral("authentication") // false
+ * ```
+ * @since 0.1.0
+ */
+export const isCollateral = (category: Category): category is RunCategory => RUN.has(category)
+
+/**
+ * The category of a terminal outcome of the executor. `DeadlineExceeded` is `deadline_exceeded` whatever
+ * failure preceded it (the item's own deadline ended it); a plan that ran out because of a provider failure
+ * takes that failure's kind; `Halted` has no category of its own (the run decides: see `Batch`), so it maps
+ * to `batch_aborted` here.
+ *
+ * @example
+ * ```ts
+ * import { Outcome } from "@rein/core"
+ * import { Category } from "@rein/batch"
+ *
+ * const e = new Outcome.PlanExhausted({
+ *   reason: "no candidate left",
+ *   cause: { kind: "authentication", code: "401", endpoint: "a" },
+ *   attempts: []
+ * })
+ * Category.ofTerminal(e) // "authentication"
+ * ```
+ * @since 0.1.0
+ */
+export const ofTerminal = (error: Outcome.Terminal): Category => {
+  switch (error._tag) {
+    case "DeadlineExceeded":
+      return "deadline_exceeded"
+    case "BudgetExhausted":
+      return "budget_exhausted"
+    case "Refused":
+      return "refused"
+    case "PlanExhausted":
+      return error.cause === null ? "plan_exhausted" : error.cause.kind
+    case "FailedSafe":
+      return error.cause.endpoint === "" ? "failed_safe" : error.cause.kind
+    case "Halted":
+      return "batch_aborted"
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * What an observer of a run sees: an event for each step (run started; item started, admitted to an
+ * attempt, completed, failed, reused; cooldown started and ended; run aborted — once, with its cause — and
+ * run completed, with the termination and stats), and a progress value a CLI can draw. Events are a
+ * Schema, so they can be logged as JSON lines. Offsets are milliseconds from the run's start on the
+ * monotonic clock.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import { Category } from "./Category.js"
+import { Stats } from "./Stats.js"
+import { Termination } from "./Termination.js"
+
+const at = Schema.Number
+
+/**
+ * The run started (its batch deadline, if any, starts now).
+ *
+ * @since 0.1.0
+ */
+export const RunStarted = Schema.TaggedStruct("RunStarted", { at })
+
+/**
+ * An accepted item starts executing.
+ *
+ * @since 0.1.0
+ */
+export const ItemStarted = Schema.TaggedStruct("ItemStarted", { at, index: Schema.Number, itemId: Schema.String })
+
+/**
+ * An attempt of an item was admitted (after `waitedMillis` at the run's limits).
+ *
+ * @since 0.1.0
+ */
+export const ItemAdmitted = Schema.TaggedStruct("ItemAdmitted", {
+  at,
+  index: Schema.Number,
+  itemId: Schema.String,
+  endpoint: Schema.String,
+  attempt: Schema.Number,
+  waitedMillis: Schema.Number
+})
+
+/**
+ * An item succeeded.
+ *
+ * @since 0.1.0
+ */
+export const ItemCompleted = Schema.TaggedStruct("ItemCompleted", { at, index: Schema.Number, itemId: Schema.String })
+
+/**
+ * An item failed (terminally, or as collateral of a stop).
+ *
+ * @since 0.1.0
+ */
+export const ItemFailed = Schema.TaggedStruct("ItemFailed", {
+  at,
+  index: Schema.Number,
+  itemId: Schema.String,
+  category: Category
+})
+
+/**
+ * An item's earlier record was reused (no call made).
+ *
+ * @since 0.1.0
+ */
+export const ItemReused = Schema.TaggedStruct("ItemReused", { at, index: Schema.Number, itemId: Schema.String })
+
+/**
+ * A 429 started a shared cooldown of an endpoint, until `untilMillis`.
+ *
+ * @since 0.1.0
+ */
+export const CooldownStarted = Schema.TaggedStruct("CooldownStarted", {
+  at,
+  endpoint: Schema.String,
+  untilMillis: Schema.Number
+})
+
+/**
+ * An endpoint's cooldown ended.
+ *
+ * @since 0.1.0
+ */
+export const CooldownEnded = Schema.TaggedStruct("CooldownEnded", { at, endpoint: Schema.String })
+
+/**
+ * The run stopped early (exactly once): the termination that stopped it.
+ *
+ * @since 0.1.0
+ */
+export const RunAborted = Schema.TaggedStruct("RunAborted", { at, termination: Termination })
+
+/**
+ * The run ended: every accepted item has its result.
+ *
+ * @since 0.1.0
+ */
+export const RunCompleted = Schema.TaggedStruct("RunCompleted", { at, termination: Termination, stats: Stats })
+
+/**
+ * Any event of a run.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { Events } from "@rein/batch"
+ *
+ * const onEvent = (event: Events.Event) =>
+ *   event._tag === "RunAborted" ? Effect.logWarning(event.termination.reason) : Effect.void
+ * ```
+ * @since 0.1.0
+ */
+export const Event = Schema.Union(
+  RunStarted,
+  ItemStarted,
+  ItemAdmitted,
+  ItemCompleted,
+  ItemFailed,
+  ItemReused,
+  CooldownStarted,
+  CooldownEnded,
+  RunAborted,
+  RunCompleted
+)
+
+/**
+ * @since 0.1.0
+ */
+export type Event = typeof Event.Type
+
+/**
+ * A snapshot of a run for a progress display.
+ *
+ * @example
+ * ```ts
+ * import { Effect, SubscriptionRef } from "effect"
+ * import { Events } from "@rein/batch"
+ *
+ * const progress = SubscriptionRef.make(Events.initialProgress)
+ * ```
+ * @since 0.1.0
+ */
+export const Progress = Schema.Struct({
+  accepted: Schema.Number,
+  done: Schema.Number,
+  succeeded: Schema.Number,
+  failed: Schema.Number,
+  reused: Schema.Number,
+  inFlight: Schema.Number,
+  tokens: Schema.Number,
+  cost: Schema.Number
+})
+
+/**
+ * @since 0.1.0
+ */
+export type Progress = typeof Progress.Type
+
+/**
+ * Progress before the run starts.
+ *
+ * @since 0.1.0
+ */
+export const initialProgress: Progress = {
+  accepted: 0,
+  done: 0,
+  succeeded: 0,
+  failed: 0,
+  reused: 0,
+  inFlight: 0,
+  tokens: 0,
+  cost: 0
+}

@@ -1,0 +1,135 @@
+/**
+ * The run-wide guardrails of a batch, as a Schema decoded once at the edge: concurrency, the item and batch
+ * deadlines, the abort mode, fail-fast categories, soft token and cost caps, rate limits, provider capacity,
+ * the shared cooldown after a 429, the startup ramp, result order and dry run. Every duration is finite and
+ * > 0, every limit finite and positive; a bad field is named in the error. Everything is opt-in: without
+ * guardrails a run is a bounded-concurrency loop over the executor.
+ *
+ * @since 0.1.0
+ */
+import { Duration, Either, Schema } from "effect"
+import { Category } from "./Category.js"
+import { decodeWith, NonNegativeInt, PositiveDuration, PositiveInt, PositiveNumber } from "./internal/schema.js"
+
+/**
+ * What happens to provider calls already in flight when the run stops (batch deadline, fail-fast, cap):
+ *
+ * - `drain-active`: calls in flight finish (their results are kept); nothing new starts;
+ * - `cancel-active`: calls in flight are interrupted and their items get the stop's collateral result.
+ *
+ * @since 0.1.0
+ */
+export const AbortMode = Schema.Literal("drain-active", "cancel-active")
+
+/**
+ * @since 0.1.0
+ */
+export type AbortMode = typeof AbortMode.Type
+
+/**
+ * The order results are published in.
+ *
+ * @since 0.1.0
+ */
+export const Order = Schema.Literal("completion", "submission")
+
+/**
+ * @since 0.1.0
+ */
+export type Order = typeof Order.Type
+
+/**
+ * The guardrails of one run.
+ *
+ * @example
+ * ```ts
+ * import { Guardrails } from "@rein/batch"
+ *
+ * const guardrails = Guardrails.make({
+ *   concurrency: 20,
+ *   itemDeadline: "3 minutes",
+ *   batchDeadline: "1 hour",
+ *   abortOn: ["authentication", "insufficient_balance"],
+ *   abortMode: "drain-active",
+ *   maxTotalTokens: 5_000_000
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export class Guardrails extends Schema.Class<Guardrails>("Guardrails")({
+  /** Items executing at once (default 8). */
+  concurrency: Schema.optionalWith(PositiveInt, { default: () => 8 }),
+  /** One end-to-end bound per item: admission waits, attempts and backoff (not queue wait, not persistence). */
+  itemDeadline: Schema.optional(PositiveDuration),
+  /** The whole run, from its start. At expiry nothing new is pulled or started. */
+  batchDeadline: Schema.optional(PositiveDuration),
+  /** Terminal item failure categories that stop the run (fail-fast). */
+  abortOn: Schema.optionalWith(Schema.Array(Category), { default: () => [] }),
+  abortMode: Schema.optionalWith(AbortMode, { default: () => "drain-active" as const }),
+  /** Soft cap on tokens reported by finished attempts (equality trips). */
+  maxTotalTokens: Schema.optional(PositiveNumber),
+  /** Soft cap on the cost of finished attempts (equality trips). */
+  maxTotalCost: Schema.optional(PositiveNumber),
+  /** Attempts admitted per minute, across the run (a token bucket; a full minute's worth may burst). */
+  requestsPerMinute: Schema.optional(PositiveNumber),
+  /** Tokens per minute: each attempt reserves its worst case, reconciled to the actual usage when it ends. */
+  tokensPerMinute: Schema.optional(PositiveNumber),
+  /** Attempts in flight at once per endpoint id. */
+  capacity: Schema.optionalWith(Schema.Record({ key: Schema.String, value: PositiveInt }), { default: () => ({}) }),
+  /** The shared cooldown of an endpoint after a 429 (a Retry-After may lengthen it, never shorten it). */
+  cooldown: Schema.optionalWith(PositiveDuration, { default: () => Duration.seconds(1) }),
+  /** Attempts in flight grow linearly from 1 to `concurrency` over this time from the run's start. */
+  startupRamp: Schema.optional(PositiveDuration),
+  /** 429 retries per endpoint, counted apart from the contract's `retry.perEndpoint` (sets `retry.rateLimited`). */
+  rateLimitRetries: Schema.optional(NonNegativeInt),
+  order: Schema.optionalWith(Order, { default: () => "completion" as const }),
+  /** Walk the source and publish what would run, without any provider call; nothing is counted. */
+  dryRun: Schema.optionalWith(Schema.Boolean, { default: () => false })
+}) {}
+
+/**
+ * The encoded (JSON) form of the guardrails.
+ *
+ * @since 0.1.0
+ */
+export type GuardrailsInput = typeof Guardrails.Encoded
+
+/**
+ * A guardrails decode failure, naming each bad field.
+ *
+ * @since 0.1.0
+ */
+export class GuardrailsError extends Schema.TaggedError<GuardrailsError>()("GuardrailsError", {
+  message: Schema.String
+}) {}
+
+const decodeGuardrails = decodeWith(Guardrails)
+
+/**
+ * Decodes guardrails from unknown input (parsed JSON), naming every bad field.
+ *
+ * @example
+ * ```ts
+ * import { Guardrails } from "@rein/batch"
+ *
+ * Guardrails.decode({ batchDeadline: 0 })
+ * // Left(GuardrailsError: "batchDeadline: Expected a positive finite duration …, actual 0")
+ * ```
+ * @since 0.1.0
+ */
+export const decode = (input: unknown): Either.Either<Guardrails, GuardrailsError> =>
+  Either.mapLeft(decodeGuardrails(input), (message) => new GuardrailsError({ message }))
+
+/**
+ * Builds guardrails from their JSON form; throws a `GuardrailsError` on bad input. For trusted, literal
+ * config.
+ *
+ * @example
+ * ```ts
+ * import { Guardrails } from "@rein/batch"
+ *
+ * const guardrails = Guardrails.make({ concurrency: 200, order: "submission" })
+ * ```
+ * @since 0.1.0
+ */
+export const make = (input: GuardrailsInput = {}): Guardrails => Either.getOrThrow(decode(input))

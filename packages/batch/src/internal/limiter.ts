@@ -1,0 +1,144 @@
+/**
+ * The run's admission state: requests- and tokens-per-minute buckets, provider capacity per endpoint, the
+ * shared cooldown after a 429 and the startup ramp. Plain state over millisecond readings, mutated in one
+ * synchronous step per decision, so a take is atomic with respect to every other fiber: nobody can see
+ * the last unit twice.
+ *
+ * @internal
+ */
+
+/** @internal */
+export interface Config {
+  readonly concurrency: number
+  readonly requestsPerMinute: number | undefined
+  readonly tokensPerMinute: number | undefined
+  readonly capacity: Readonly<Record<string, number>>
+  readonly rampMillis: number | undefined
+  readonly cooldownMillis: number
+}
+
+/** What an admitted attempt holds until it settles. @internal */
+export interface Ticket {
+  readonly endpoint: string
+  /** Tokens reserved in the tokens-per-minute bucket (reconciled to the actual usage on release). */
+  readonly tokens: number
+  readonly waitedMillis: number
+  settled: boolean
+}
+
+interface Bucket {
+  readonly capacity: number
+  readonly perMillis: number
+  level: number
+  last: number
+}
+
+const bucket = (perMinute: number, now: number): Bucket => ({
+  capacity: perMinute,
+  perMillis: perMinute / 60_000,
+  level: perMinute,
+  last: now
+})
+
+const refill = (b: Bucket, now: number): void => {
+  if (now > b.last) {
+    b.level = Math.min(b.capacity, b.level + (now - b.last) * b.perMillis)
+    b.last = now
+  }
+}
+
+/** @internal */
+export interface Limiter {
+  /** Whether any limit may make an attempt wait (else admission is immediate). */
+  readonly active: () => boolean
+  /** Takes what an attempt needs, or says how long to wait (`Infinity`: until something is released). */
+  readonly take: (now: number, endpoint: string, tokens: number, waitedMillis: number) => Ticket | number
+  /** Gives back what a ticket held; `actualTokens` reconciles the tokens-per-minute reservation. */
+  readonly release: (ticket: Ticket, actualTokens: number | undefined) => void
+  /** Starts or lengthens an endpoint's cooldown; `true` when a new cooldown started. */
+  readonly cool: (endpoint: string, now: number, retryAfterMillis: number | null) => boolean
+  /** The end of an endpoint's cooldown (`undefined`: none). */
+  readonly coolingUntil: (endpoint: string) => number | undefined
+  /** Ends a cooldown whose time has passed; `true` when it ended. */
+  readonly endCooldown: (endpoint: string, now: number) => boolean
+}
+
+/** @internal */
+export const make = (config: Config, origin: number): Limiter => {
+  const rpm = config.requestsPerMinute === undefined ? undefined : bucket(config.requestsPerMinute, origin)
+  const tpm = config.tokensPerMinute === undefined ? undefined : bucket(config.tokensPerMinute, origin)
+  const capacity = config.capacity
+  const hasCapacity = Object.keys(capacity).length > 0
+  const byEndpoint = new Map<string, number>()
+  const cooldowns = new Map<string, number>()
+  let inFlight = 0
+  const rampEnd = config.rampMillis === undefined ? origin : origin + config.rampMillis
+  const static_ = rpm !== undefined || tpm !== undefined || hasCapacity || config.rampMillis !== undefined
+
+  const take = (now: number, endpoint: string, tokens: number, waitedMillis: number): Ticket | number => {
+    const until = cooldowns.get(endpoint)
+    if (until !== undefined && now < until) return until - now
+    if (config.rampMillis !== undefined && now < rampEnd) {
+      const elapsed = now - origin
+      const allowed = Math.max(1, Math.floor((config.concurrency * elapsed) / config.rampMillis))
+      if (inFlight >= allowed) {
+        // The ramp allows one more when concurrency × elapsed / ramp reaches inFlight + 1 (or on a release).
+        return Math.max(1, ((inFlight + 1) * config.rampMillis) / config.concurrency - elapsed)
+      }
+    }
+    const cap = hasCapacity ? capacity[endpoint] : undefined
+    if (cap !== undefined && (byEndpoint.get(endpoint) ?? 0) >= cap) return Number.POSITIVE_INFINITY
+    if (rpm !== undefined) {
+      refill(rpm, now)
+      if (rpm.level < 1) return (1 - rpm.level) / rpm.perMillis
+    }
+    let reserved = 0
+    if (tpm !== undefined) {
+      refill(tpm, now)
+      reserved = Math.min(tokens, tpm.capacity)
+      // A debt left by an attempt that used more than it reserved is paid off before anything new starts.
+      const needed = Math.max(1, reserved)
+      if (tpm.level < needed) return (needed - tpm.level) / tpm.perMillis
+      tpm.level -= reserved
+    }
+    if (rpm !== undefined) rpm.level -= 1
+    inFlight++
+    if (cap !== undefined) byEndpoint.set(endpoint, (byEndpoint.get(endpoint) ?? 0) + 1)
+    return { endpoint, tokens: reserved, waitedMillis, settled: false }
+  }
+
+  const release = (ticket: Ticket, actualTokens: number | undefined): void => {
+    inFlight--
+    if (hasCapacity && capacity[ticket.endpoint] !== undefined) {
+      byEndpoint.set(ticket.endpoint, (byEndpoint.get(ticket.endpoint) ?? 1) - 1)
+    }
+    // Reconcile to actual usage: refund what was reserved but not used, or charge the excess (a debt).
+    // Unknown usage keeps the whole reservation.
+    if (tpm !== undefined && actualTokens !== undefined) {
+      tpm.level = Math.min(tpm.capacity, tpm.level + ticket.tokens - actualTokens)
+    }
+  }
+
+  const cool = (endpoint: string, now: number, retryAfterMillis: number | null): boolean => {
+    const current = cooldowns.get(endpoint)
+    const until = now + Math.max(config.cooldownMillis, retryAfterMillis ?? 0)
+    // Lengthen, never shorten.
+    if (current !== undefined && current >= until) return false
+    cooldowns.set(endpoint, until)
+    return current === undefined
+  }
+
+  return {
+    active: () => static_ || cooldowns.size > 0,
+    take,
+    release,
+    cool,
+    coolingUntil: (endpoint) => cooldowns.get(endpoint),
+    endCooldown: (endpoint, now) => {
+      const until = cooldowns.get(endpoint)
+      if (until === undefined || now < until) return false
+      cooldowns.delete(endpoint)
+      return true
+    }
+  }
+}

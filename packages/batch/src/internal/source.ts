@@ -1,0 +1,133 @@
+/**
+ * Pulling a source one item at a time.
+ *
+ * @internal
+ */
+import { Chunk, Effect, Option, Predicate, Stream } from "effect"
+import type { Scope } from "effect"
+import type { Source } from "../Source.js"
+import { SourceError } from "../Source.js"
+
+/** @internal */
+export interface Puller<I, E, R> {
+  /** The next item, or `None` once the source is exhausted. */
+  readonly pull: Effect.Effect<Option.Option<I>, E, R>
+  /** Pulls may suspend (an async iterable, a stream): they are serialised and raced with the stop. */
+  readonly async: boolean
+}
+
+const sourceError = (cause: unknown) => new SourceError({ message: "the source failed while being pulled", cause })
+
+const isStream = (u: unknown): u is Stream.Stream<unknown, unknown, unknown> =>
+  Predicate.hasProperty(u, Stream.StreamTypeId)
+
+const isAsyncIterable = (u: unknown): u is AsyncIterable<unknown> => Predicate.hasProperty(u, Symbol.asyncIterator)
+
+/**
+ * Opens a source in the current scope: closing the scope closes the source (an iterator's `return`, an
+ * async iterator's `return`, a stream's finalizers).
+ *
+ * @internal
+ */
+export const open = <I, E, R>(
+  source: Source<I, E, R>
+): Effect.Effect<Puller<I, E | SourceError, R>, never, Scope.Scope | R> => {
+  if (Array.isArray(source)) {
+    const items = source as ReadonlyArray<I>
+    let i = 0
+    return Effect.succeed({
+      pull: Effect.sync(() => (i < items.length ? Option.some(items[i++]!) : Option.none())),
+      async: false
+    })
+  }
+  if (isStream(source)) {
+    return Effect.map(Stream.toPull(source as Stream.Stream<I, E, R>), (pullChunk) => {
+      let buffer: Chunk.Chunk<I> = Chunk.empty()
+      let done = false
+      const pull: Effect.Effect<Option.Option<I>, E, R> = Effect.suspend(() => {
+        if (Chunk.isNonEmpty(buffer)) {
+          const head = Chunk.headNonEmpty(buffer)
+          buffer = Chunk.drop(buffer, 1)
+          return Effect.succeed(Option.some(head))
+        }
+        if (done) return Effect.succeed(Option.none())
+        return Effect.matchEffect(pullChunk, {
+          onFailure: (e) => {
+            done = true
+            return Option.isNone(e) ? Effect.succeed(Option.none()) : Effect.fail(e.value)
+          },
+          onSuccess: (chunk) => {
+            buffer = chunk
+            return pull
+          }
+        })
+      })
+      return { pull, async: true }
+    })
+  }
+  if (isAsyncIterable(source)) {
+    return Effect.suspend(() => {
+      const iterator = (source as AsyncIterable<I>)[Symbol.asyncIterator]()
+      let done = false
+      let pending = false
+      const close = Effect.suspend(() => {
+        if (done || iterator.return === undefined) return Effect.void
+        done = true
+        // A pull abandoned at a stop is still pending: the iterator closes once it settles. Waiting for it
+        // could hang the run on a source that never answers, so the close is started and not awaited.
+        return pending
+          ? Effect.sync(() => void iterator.return!().then(undefined, () => undefined))
+          : Effect.tryPromise(() => iterator.return!()).pipe(Effect.ignore)
+      })
+      const pull: Effect.Effect<Option.Option<I>, SourceError> = Effect.suspend(() => {
+        if (done) return Effect.succeed(Option.none())
+        pending = true
+        return Effect.tryPromise({ try: () => iterator.next(), catch: sourceError }).pipe(
+          Effect.map((r) => {
+            pending = false
+            if (r.done === true) {
+              done = true
+              return Option.none()
+            }
+            return Option.some(r.value)
+          }),
+          Effect.tapError(() =>
+            Effect.sync(() => {
+              pending = false
+              done = true
+            })
+          )
+        )
+      })
+      return Effect.as(Effect.addFinalizer(() => close), { pull, async: true })
+    })
+  }
+  return Effect.suspend(() => {
+    const iterator = (source as Iterable<I>)[Symbol.iterator]()
+    let done = false
+    const pull: Effect.Effect<Option.Option<I>, SourceError> = Effect.suspend(() => {
+      if (done) return Effect.succeed(Option.none())
+      try {
+        const r = iterator.next()
+        if (r.done === true) {
+          done = true
+          return Effect.succeed(Option.none())
+        }
+        return Effect.succeed(Option.some(r.value))
+      } catch (cause) {
+        done = true
+        return Effect.fail(sourceError(cause))
+      }
+    })
+    const close = Effect.sync(() => {
+      if (done) return
+      done = true
+      try {
+        iterator.return?.()
+      } catch {
+        // A source that throws while closing has nothing more to give; the run's outcome stands.
+      }
+    })
+    return Effect.as(Effect.addFinalizer(() => close), { pull, async: false })
+  })
+}
