@@ -3,6 +3,7 @@
  * (`process.hrtime.bigint()`), calls `global.gc` between samples when node runs with `--expose-gc`, and
  * formats Markdown tables.
  */
+import { execSync } from "node:child_process"
 import * as os from "node:os"
 
 /** A contender in an interleaved timing: `run(n)` performs `n` calls and resolves when they are done. */
@@ -155,6 +156,20 @@ export const canImport = async (specifier: string): Promise<boolean> => {
   }
 }
 
+/** The commit measured, and whether packages/core had uncommitted changes. */
+const revision = (): string => {
+  try {
+    const sha = execSync("git rev-parse --short HEAD", { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()
+    const dirty = execSync("git status --porcelain -- packages/core", {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"]
+    }).trim()
+    return dirty === "" ? sha : `${sha} with uncommitted changes in packages/core`
+  } catch {
+    return "unknown (not a git checkout)"
+  }
+}
+
 /** The machine facts printed at the top of RESULTS.md. */
 export const machine = (effectVersion: string): ReadonlyArray<[string, string]> => {
   const cpus = os.cpus()
@@ -166,6 +181,7 @@ export const machine = (effectVersion: string): ReadonlyArray<[string, string]> 
     ["os", `${os.type()} ${os.release()} ${os.arch()}`],
     ["node", `${process.version} (V8 ${process.versions.v8})`],
     ["effect", effectVersion],
+    ["rein commit", revision()],
     ["load average (1/5/15 min) at start", load],
     ["gc between samples", gc === undefined ? "no (run node with --expose-gc)" : "yes (--expose-gc)"]
   ]

@@ -70,6 +70,8 @@ const main = async () => {
     "",
     "## Goals",
     "",
+    "Where Rein misses a goal, bench/PROFILE.md says where the time goes in packages/core and what to change.",
+    "",
     table(["benchmark", "goal", "measured", "status"], goals.map((g) => [g.benchmark, g.goal, g.measured, g.status])),
     "",
     ...sections.flatMap((s) => [s, ""]),

@@ -199,7 +199,7 @@ const MODES: ReadonlyArray<[Mode, string]> = [
 ]
 
 const run = async (options: RunOptions): Promise<Section> => {
-  const rounds = options.quick ? 3 : 21
+  const rounds = options.quick ? 3 : 15
   const sampleMillis = options.quick ? 30 : 120
   const entries = [...reinEntries, ...peers]
   const parts: Array<string> = []
