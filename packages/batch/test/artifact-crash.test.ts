@@ -1,0 +1,128 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import type { Plugin } from "esbuild"
+import { build } from "esbuild"
+import { spawn } from "node:child_process"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { ArtifactStore } from "../src/index.js"
+import { nodeStore, tempFile, text } from "./artifact-helpers.js"
+import { identity } from "./fixtures/artifact-identity.js"
+import type { Item } from "./fixtures/artifact-run.js"
+import { runItems, scriptedProvider } from "./fixtures/artifact-run.js"
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const packages = path.join(here, "..", "..")
+
+// Node 20 cannot run TypeScript, so the child is bundled with esbuild: the fixture, this package's src/ and
+// core's src/ (the same code the tests run, not a build that may be stale); other packages stay external
+// and resolve from packages/batch/node_modules, which is why the bundle is written under packages/batch/build/.
+const workspaceSources: Plugin = {
+  name: "rein-sources",
+  setup(b) {
+    b.onResolve({ filter: /^@rein\/core(\/.*)?$/ }, (args) => ({
+      path: path.join(packages, "core", "src", `${args.path === "@rein/core" ? "index" : args.path.slice(11)}.ts`)
+    }))
+  }
+}
+
+const bundle = Effect.promise(async () => {
+  const outfile = path.join(here, "..", "build", "fixtures", "artifact-crash-child.mjs")
+  await build({
+    entryPoints: [path.join(here, "fixtures", "artifact-crash-child.ts")],
+    outfile,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    packages: "external",
+    plugins: [workspaceSources],
+    logLevel: "silent"
+  })
+  return outfile
+})
+
+/** Runs the child until it has published `after` items, then kills it with SIGKILL. */
+const runAndKill = (script: string, input: unknown, after: number) =>
+  Effect.async<{ readonly published: ReadonlyArray<string>; readonly signal: string | null }, Error>((resume) => {
+    const child = spawn(process.execPath, [script, JSON.stringify(input)], { stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    let killed = false
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString()
+      if (!killed && (stdout.match(/PUBLISHED /g) ?? []).length >= after) {
+        killed = true
+        child.kill("SIGKILL")
+      }
+    })
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString()
+    })
+    child.on("exit", (_code, signal) => {
+      if (!killed) resume(Effect.fail(new Error(`child ended before the kill: ${stdout} ${stderr}`)))
+      else {
+        const published = [...stdout.matchAll(/PUBLISHED (\S+)\n/g)].map((m) => m[1]!)
+        resume(Effect.succeed({ published, signal }))
+      }
+    })
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+const CANARY = "CANARY-PROMPT-TEXT-7f3a"
+const ITEMS: ReadonlyArray<Item> = Array.from({ length: 120 }, (_, i) => ({
+  id: `item-${i}`,
+  // Every 10th item is refused by the provider: a reusable failure.
+  text: `${CANARY} invoice ${i}${i % 10 === 7 ? " FAIL" : ""}`
+}))
+
+describe("artifacts: a real crash", () => {
+  it.live(
+    "after SIGKILL part-way, the resumed run calls the provider only for items without a reusable record, and every item ends with exactly one",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const file = yield* tempFile
+        const child = yield* bundle
+        const killed = yield* runAndKill(child, { path: file, items: ITEMS, latencyMillis: 5, concurrency: 8 }, 40)
+        expect(killed.signal).toBe("SIGKILL")
+
+        // What the dead process left. Every item it published has a record (write before publish); records
+        // for items whose publication did not reach stdout before the kill may be there too.
+        const store = nodeStore({ path: file })
+        const left = yield* Effect.flatMap(ArtifactStore.ArtifactStore, (s) => s.read).pipe(Effect.provide(store))
+        const recorded = new Set(left.records.map((r) => r.itemId))
+        for (const id of killed.published) expect(recorded.has(id)).toBe(true)
+        expect(left.records.length).toBeLessThan(ITEMS.length) // it really died part-way
+        expect(new Set(left.records.map((r) => r.itemId)).size).toBe(left.records.length)
+        const reusable = new Set(left.records.filter((r) => r.reusable).map((r) => r.itemId))
+        expect(reusable.size).toBeGreaterThan(0)
+
+        // Resume in a new process (here: this one) with reuse-all: recorded successes and recorded reusable
+        // failures are given back; everything else runs.
+        const calls: Array<string> = []
+        const resumed = yield* Effect.scoped(
+          runItems(ITEMS, { identity, policy: "reuse-all", concurrency: 8 })
+        ).pipe(Effect.provide(Layer.merge(store, scriptedProvider({ calls }))))
+        const expected = ITEMS.map((i) => i.id).filter((id) => !reusable.has(id)).sort()
+        expect([...calls].sort()).toEqual(expected)
+        expect([...resumed.reused].sort()).toEqual([...reusable].sort())
+
+        // The final file holds exactly one reusable record per item.
+        const final = yield* Effect.flatMap(ArtifactStore.ArtifactStore, (s) => s.read).pipe(Effect.provide(store))
+        for (const item of ITEMS) {
+          const mine = final.records.filter((r) => r.itemId === item.id && r.reusable)
+          expect(mine).toHaveLength(1)
+          expect(mine[0]!.outcome).toBe(item.text.endsWith("FAIL") ? "failure" : "success")
+        }
+        // A second resume has nothing left to call.
+        const again: Array<string> = []
+        yield* Effect.scoped(runItems(ITEMS, { identity, policy: "reuse-all", concurrency: 8 })).pipe(
+          Effect.provide(Layer.merge(store, scriptedProvider({ calls: again })))
+        )
+        expect(again).toEqual([])
+        // Records hold fingerprints, never the prompt.
+        expect(text(file)).not.toContain(CANARY)
+      })),
+    60_000
+  )
+})
