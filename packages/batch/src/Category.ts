@@ -61,10 +61,12 @@ export type OutcomeCategory = typeof OutcomeCategory.Type
  */
 export const Category = Schema.Union(Failure.FailureKind, OutcomeCategory, RunCategory).annotations({
   identifier: "Category",
-  message: (issue) =>
-    `Expected an error category (a failure kind, an outcome or a batch category), actual ${
+  message: (issue) => ({
+    message: `Expected an error category (a failure kind, an outcome or a batch category), actual ${
       typeof issue.actual === "string" ? JSON.stringify(issue.actual) : String(issue.actual)
-    }`
+    }`,
+    override: true
+  })
 })
 
 /**

@@ -19,7 +19,12 @@ import { decodeWith, NonNegativeInt, PositiveDuration, PositiveInt, PositiveNumb
  *
  * @since 0.1.0
  */
-export const AbortMode = Schema.Literal("drain-active", "cancel-active")
+export const AbortMode = Schema.Literal("drain-active", "cancel-active").annotations({
+  message: (issue) => ({
+    message: `Expected "drain-active" or "cancel-active", actual ${JSON.stringify(issue.actual)}`,
+    override: true
+  })
+})
 
 /**
  * @since 0.1.0
@@ -31,7 +36,12 @@ export type AbortMode = typeof AbortMode.Type
  *
  * @since 0.1.0
  */
-export const Order = Schema.Literal("completion", "submission")
+export const Order = Schema.Literal("completion", "submission").annotations({
+  message: (issue) => ({
+    message: `Expected "completion" or "submission", actual ${JSON.stringify(issue.actual)}`,
+    override: true
+  })
+})
 
 /**
  * @since 0.1.0
@@ -58,33 +68,36 @@ export type Order = typeof Order.Type
  */
 export class Guardrails extends Schema.Class<Guardrails>("Guardrails")({
   /** Items executing at once (default 8). */
-  concurrency: Schema.optionalWith(PositiveInt, { default: () => 8 }),
+  concurrency: Schema.optionalWith(PositiveInt, { exact: true, default: () => 8 }),
   /** One end-to-end bound per item: admission waits, attempts and backoff (not queue wait, not persistence). */
-  itemDeadline: Schema.optional(PositiveDuration),
+  itemDeadline: Schema.optionalWith(PositiveDuration, { exact: true }),
   /** The whole run, from its start. At expiry nothing new is pulled or started. */
-  batchDeadline: Schema.optional(PositiveDuration),
+  batchDeadline: Schema.optionalWith(PositiveDuration, { exact: true }),
   /** Terminal item failure categories that stop the run (fail-fast). */
-  abortOn: Schema.optionalWith(Schema.Array(Category), { default: () => [] }),
-  abortMode: Schema.optionalWith(AbortMode, { default: () => "drain-active" as const }),
+  abortOn: Schema.optionalWith(Schema.Array(Category), { exact: true, default: () => [] }),
+  abortMode: Schema.optionalWith(AbortMode, { exact: true, default: () => "drain-active" as const }),
   /** Soft cap on tokens reported by finished attempts (equality trips). */
-  maxTotalTokens: Schema.optional(PositiveNumber),
+  maxTotalTokens: Schema.optionalWith(PositiveNumber, { exact: true }),
   /** Soft cap on the cost of finished attempts (equality trips). */
-  maxTotalCost: Schema.optional(PositiveNumber),
+  maxTotalCost: Schema.optionalWith(PositiveNumber, { exact: true }),
   /** Attempts admitted per minute, across the run (a token bucket; a full minute's worth may burst). */
-  requestsPerMinute: Schema.optional(PositiveNumber),
+  requestsPerMinute: Schema.optionalWith(PositiveNumber, { exact: true }),
   /** Tokens per minute: each attempt reserves its worst case, reconciled to the actual usage when it ends. */
-  tokensPerMinute: Schema.optional(PositiveNumber),
+  tokensPerMinute: Schema.optionalWith(PositiveNumber, { exact: true }),
   /** Attempts in flight at once per endpoint id. */
-  capacity: Schema.optionalWith(Schema.Record({ key: Schema.String, value: PositiveInt }), { default: () => ({}) }),
+  capacity: Schema.optionalWith(Schema.Record({ key: Schema.String, value: PositiveInt }), {
+    exact: true,
+    default: () => ({})
+  }),
   /** The shared cooldown of an endpoint after a 429 (a Retry-After may lengthen it, never shorten it). */
-  cooldown: Schema.optionalWith(PositiveDuration, { default: () => Duration.seconds(1) }),
+  cooldown: Schema.optionalWith(PositiveDuration, { exact: true, default: () => Duration.seconds(1) }),
   /** Attempts in flight grow linearly from 1 to `concurrency` over this time from the run's start. */
-  startupRamp: Schema.optional(PositiveDuration),
+  startupRamp: Schema.optionalWith(PositiveDuration, { exact: true }),
   /** 429 retries per endpoint, counted apart from the contract's `retry.perEndpoint` (sets `retry.rateLimited`). */
-  rateLimitRetries: Schema.optional(NonNegativeInt),
-  order: Schema.optionalWith(Order, { default: () => "completion" as const }),
+  rateLimitRetries: Schema.optionalWith(NonNegativeInt, { exact: true }),
+  order: Schema.optionalWith(Order, { exact: true, default: () => "completion" as const }),
   /** Walk the source and publish what would run, without any provider call; nothing is counted. */
-  dryRun: Schema.optionalWith(Schema.Boolean, { default: () => false })
+  dryRun: Schema.optionalWith(Schema.Boolean, { exact: true, default: () => false })
 }) {}
 
 /**

@@ -53,7 +53,7 @@ const EXPECTED_DURATION = "Expected a positive finite duration (milliseconds, or
  */
 export const PositiveDuration: Schema.Schema<Duration.Duration, number | string> = Schema.transformOrFail(
   Schema.Union(Schema.Number, Schema.String).annotations({
-    message: (issue) => `${EXPECTED_DURATION}, actual ${describe(issue.actual)}`
+    message: (issue) => ({ message: `${EXPECTED_DURATION}, actual ${describe(issue.actual)}`, override: true })
   }),
   Schema.DurationFromSelf,
   {

@@ -1,0 +1,108 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Batch, Guardrails } from "@rein/batch"
+import type { Events } from "@rein/batch"
+import { Effect, Fiber, Random, TestClock } from "effect"
+import * as fc from "effect/FastCheck"
+import type { Step } from "./batch-helpers.js"
+import { contract, counted, fail, hang, ok, scripted } from "./batch-helpers.js"
+
+const Usage = fc.record({ inputTokens: fc.integer({ min: 0, max: 30 }), outputTokens: fc.integer({ min: 0, max: 30 }) })
+
+const StepArb: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ latency: fc.integer({ min: 0, max: 3_000 }), usage: Usage }).map(({ latency, usage }) =>
+    ok(latency, usage)
+  ),
+  fc.record({
+    kind: fc.constantFrom("server_error", "rate_limited", "authentication", "invalid_request" as const),
+    latency: fc.integer({ min: 0, max: 2_000 }),
+    usage: fc.option(Usage, { nil: undefined })
+  }).map(({ kind, latency, usage }) =>
+    fail(kind, { latency, retryAfter: 500, ...(usage !== undefined ? { usage } : {}) })
+  ),
+  fc.constant(hang)
+)
+
+const Guardrail = fc.oneof(
+  fc.constant({ _tag: "none" } as const),
+  fc.integer({ min: 1, max: 12_000 }).map((millis) => ({ _tag: "deadline", millis }) as const),
+  fc.constant({ _tag: "failFast" } as const),
+  fc.integer({ min: 1, max: 150 }).map((tokens) => ({ _tag: "tokens", tokens }) as const)
+)
+
+describe("Batch properties", () => {
+  it.effect.prop(
+    "every accepted item gets exactly one terminal result, whatever guardrail stops the run and whenever",
+    {
+      items: fc.integer({ min: 0, max: 12 }),
+      scripts: fc.array(fc.array(StepArb, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 12 }),
+      concurrency: fc.integer({ min: 1, max: 4 }),
+      guardrail: Guardrail,
+      abortMode: fc.constantFrom("drain-active", "cancel-active" as const),
+      order: fc.constantFrom("completion", "submission" as const),
+      seed: fc.integer()
+    },
+    ({ abortMode, concurrency, guardrail, items, order, scripts, seed }) =>
+      Effect.gen(function*() {
+        const fake = scripted((prompt, attempt) => {
+          const script = scripts[Number(prompt.slice(1)) % scripts.length]!
+          return script[Math.min(attempt - 1, script.length - 1)]!
+        })
+        const src = counted(items)
+        const events: Array<Events.Event> = []
+        const guardrails = Guardrails.make({
+          concurrency,
+          abortMode,
+          order,
+          itemDeadline: "20 seconds",
+          ...(guardrail._tag === "deadline" ? { batchDeadline: guardrail.millis } : {}),
+          ...(guardrail._tag === "failFast" ? { abortOn: ["authentication"] } : {}),
+          ...(guardrail._tag === "tokens" ? { maxTotalTokens: guardrail.tokens } : {})
+        })
+        const fiber = yield* Effect.fork(
+          Batch.run(src.source, {
+            contract: contract({
+              retry: { perEndpoint: 1, base: "300 millis", factor: 2, max: "1 second", jitter: 0.5 }
+            }),
+            guardrails,
+            onEvent: (e) => Effect.sync(() => void events.push(e))
+          }).pipe(Effect.provide(fake.layer), Effect.withRandom(Random.make(seed)))
+        )
+        yield* TestClock.adjust("10 minutes")
+        const summary = yield* Fiber.join(fiber)
+
+        // Exactly one result per accepted item; accepted = materialised; the source was closed.
+        expect(summary.results).toHaveLength(summary.stats.accepted)
+        expect(src.state.materialised).toBe(summary.stats.accepted)
+        expect(summary.results.map((r) => r.index).sort((a, b) => a - b)).toEqual(
+          Array.from({ length: summary.stats.accepted }, (_, i) => i)
+        )
+        expect(src.state.closed).toBe(true)
+        if (order === "submission") {
+          expect(summary.results.map((r) => r.index)).toEqual(summary.results.map((_, i) => i))
+        }
+
+        const aborted = events.filter((e): e is typeof Events.RunAborted.Type => e._tag === "RunAborted")
+        expect(aborted.length).toBe(summary.termination.kind === "completed" ? 0 : 1)
+        expect(events[0]?._tag).toBe("RunStarted")
+        expect(events.at(-1)?._tag).toBe("RunCompleted")
+        if (aborted.length === 0) {
+          expect(summary.stats.accepted).toBe(items)
+          return
+        }
+        const stopAt = aborted[0]!.at
+        // Nothing starts after the stop.
+        for (const call of fake.log) expect(call.startMillis).toBeLessThanOrEqual(stopAt)
+        if (summary.termination.kind === "budget_exceeded") {
+          // Overshoot is bounded by the usage of the attempts in flight when the cap was reached.
+          const inFlight = fake.sequence.filter((e) =>
+            e.what === "end" && e.call.startMillis <= stopAt && e.call.endMillis !== null && e.call.endMillis >= stopAt
+          )
+          const bound = inFlight.reduce((n, e) => n + (e.what === "end" ? e.tokens : 0), 0)
+          const cap = guardrail._tag === "tokens" ? guardrail.tokens : 0
+          expect(summary.stats.tokensUsed).toBeGreaterThanOrEqual(cap)
+          expect(summary.stats.tokensUsed - cap).toBeLessThanOrEqual(bound)
+        }
+      }),
+    { fastCheck: { numRuns: 60 } }
+  )
+})
