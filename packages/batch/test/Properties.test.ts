@@ -13,7 +13,7 @@ const StepArb: fc.Arbitrary<Step> = fc.oneof(
     ok(latency, usage)
   ),
   fc.record({
-    kind: fc.constantFrom("server_error", "rate_limited", "authentication", "invalid_request" as const),
+    kind: fc.constantFrom(...(["server_error", "rate_limited", "authentication", "invalid_request"] as const)),
     latency: fc.integer({ min: 0, max: 2_000 }),
     usage: fc.option(Usage, { nil: undefined })
   }).map(({ kind, latency, usage }) =>
@@ -37,8 +37,8 @@ describe("Batch properties", () => {
       scripts: fc.array(fc.array(StepArb, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 12 }),
       concurrency: fc.integer({ min: 1, max: 4 }),
       guardrail: Guardrail,
-      abortMode: fc.constantFrom("drain-active", "cancel-active" as const),
-      order: fc.constantFrom("completion", "submission" as const),
+      abortMode: fc.constantFrom(...(["drain-active", "cancel-active"] as const)),
+      order: fc.constantFrom(...(["completion", "submission"] as const)),
       seed: fc.integer()
     },
     ({ abortMode, concurrency, guardrail, items, order, scripts, seed }) =>
