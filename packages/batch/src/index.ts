@@ -91,3 +91,10 @@ export * as Cost from "./Cost.js"
  * @since 0.1.0
  */
 export * as Source from "./Source.js"
+
+/**
+ * A checkpointed, resumable batch run: `Batch` over an artifact store with a resume policy.
+ *
+ * @since 0.1.0
+ */
+export * as Checkpoint from "./Checkpoint.js"
