@@ -37,7 +37,50 @@ export class HiddenRetry extends Data.TaggedError("HiddenRetry")<{}> {}
  * Requests sent in the current bridged call. A context service rather than a FiberRef so that it also
  * reaches the effects of a provider's stream, wherever it is pulled.
  */
-class CallTicket extends Context.Tag("@rein/providers/EffectAi/CallTicket")<CallTicket, { sent: number }>() {}
+class CallTicket extends Context.Tag("@rein/providers/EffectAi/CallTicket")<CallTicket, {
+  sent: number
+  /** The errno of the response body's stream, when it failed (the socket went away mid-body). */
+  bodyErrno?: string | undefined
+}>() {}
+
+const BODY_READERS = new Set<PropertyKey>(["text", "json", "arrayBuffer", "formData", "urlParamsBody"])
+
+/**
+ * Watches a response's body within a bridged call. `@effect/ai` turns a failed streaming body into an
+ * `HttpResponseError` without its cause, and to build that error it reads the body again — which never
+ * completes once the stream has been consumed. So: record the stream's errno on the ticket (for
+ * classification), and make a second read of a consumed body fail at once instead of hanging.
+ */
+const watch = (
+  response: HttpClientResponse.HttpClientResponse,
+  ticket: CallTicket["Type"]
+): HttpClientResponse.HttpClientResponse => {
+  let streamed = false
+  const proxy: HttpClientResponse.HttpClientResponse = new Proxy(response, {
+    get(target, property) {
+      if (property === "stream") {
+        streamed = true
+        // The error must carry this proxy, not the raw response: `@effect/ai` reads the body from it.
+        return Stream.mapError(target.stream, (error) => {
+          ticket.bodyErrno = Internal.errnoOf(error.cause) ?? "ECONNRESET"
+          return new HttpClientError.ResponseError({
+            request: error.request,
+            response: proxy,
+            reason: error.reason,
+            cause: error.cause
+          })
+        })
+      }
+      if (streamed && BODY_READERS.has(property)) {
+        return Effect.fail(
+          new HttpClientError.ResponseError({ request: target.request, response: target, reason: "Decode" })
+        )
+      }
+      return Reflect.get(target, property, target)
+    }
+  })
+  return proxy
+}
 
 /**
  * Wraps an `HttpClient` so that, inside one bridged call, only the first request goes out; any further
@@ -65,7 +108,7 @@ export const oneShot = <E, R>(
       const counter = ticket.value
       counter.sent += 1
       return counter.sent === 1
-        ? effect
+        ? Effect.map(effect, (response) => watch(response, counter))
         : Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", cause: new HiddenRetry() }))
     }))
 
@@ -184,20 +227,29 @@ export const fromLanguageModel = <R = never>(
   languageModel: LanguageModel.Service,
   options: { readonly configure?: Configure<R> | undefined } = {}
 ): Provider.Provider => {
-  const configure = (ctx: Provider.AttemptContext): Context.Context<R | CallTicket> =>
+  const configure = (ctx: Provider.AttemptContext, ticket: CallTicket["Type"]): Context.Context<R | CallTicket> =>
     Context.add(
       options.configure === undefined ? Context.empty() as Context.Context<R> : options.configure(ctx),
       CallTicket,
-      { sent: 0 }
+      ticket
     )
+  // A 2xx body whose stream failed at the socket is a transport failure, not a malformed response.
+  const classifyIn = (ticket: CallTicket["Type"]) => (error: AiError.AiError) =>
+    error._tag === "HttpResponseError" && ticket.bodyErrno !== undefined && error.response.status < 300
+      ? Effect.succeed(Internal.fromTransport(ticket.bodyErrno))
+      : classify(error)
 
   const call = (
     request: Provider.CompletionRequest,
     ctx: Provider.AttemptContext
   ): Effect.Effect<Provider.ProviderResponse, Failure.ProviderFailure> =>
-    languageModel.generateText({ prompt: promptOf(request) }).pipe(
-      Effect.provide(configure(ctx)),
-      Effect.catchAll((error) => Effect.flip(classify(error))),
+    Effect.suspend(() => {
+      const ticket = { sent: 0 }
+      return languageModel.generateText({ prompt: promptOf(request) }).pipe(
+        Effect.provide(configure(ctx, ticket)),
+        Effect.catchAll((error) => Effect.flip(classifyIn(ticket)(error)))
+      )
+    }).pipe(
       Effect.flatMap((response) =>
         response.finishReason === "content-filter"
           ? Effect.fail(FILTERED)
@@ -211,8 +263,10 @@ export const fromLanguageModel = <R = never>(
   ): Stream.Stream<Provider.StreamPart, Failure.ProviderFailure> =>
     Stream.suspend(() => {
       let done = false
+      const ticket = { sent: 0 }
       const parts = languageModel.streamText({ prompt: promptOf(request) }).pipe(
-        Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classify(error)))),
+        Stream.provideSomeContext(configure(ctx, ticket)),
+        Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyIn(ticket)(error)))),
         Stream.mapEffect((part): Effect.Effect<Option.Option<Provider.StreamPart>, Failure.ProviderFailure> => {
           switch (part.type) {
             case "text-delta":
@@ -239,7 +293,7 @@ export const fromLanguageModel = <R = never>(
           }))
         )
       )
-    }).pipe(Stream.provideSomeContext(configure(ctx)))
+    })
 
   return { internalMaxAttempts: 1, call, stream }
 }

@@ -605,10 +605,15 @@ export const make = (options: {
               for (const e of [...events.head, ...events.deltas]) yield* write(e)
               if (fault.clean) {
                 res.end()
-              } else {
-                destroyedByServer = true
-                req.socket.resetAndDestroy()
+                return
               }
+              // Wait until the deltas are flushed to the kernel, then close the socket mid-body (FIN, not RST:
+              // an RST could make the client's kernel drop deltas it has received but not yet read).
+              yield* Effect.async<void>((resume) => {
+                res.write("", () => resume(Effect.void))
+              })
+              destroyedByServer = true
+              req.socket.destroy()
               return
             }
             case "Ok": {

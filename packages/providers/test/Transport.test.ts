@@ -1,0 +1,61 @@
+import { describe, expect, it } from "@effect/vitest"
+import { EffectAi, OpenAiCompatible, Transport } from "@rein/providers"
+import { Effect, Either, Redacted } from "effect"
+import { withHttp } from "./fixtures.js"
+
+const key = Redacted.make("sk-secret-never-printed")
+
+describe("credentials go over https:// except to loopback", () => {
+  it.effect("an http:// non-loopback base URL with a key is refused at construction, naming the field", () =>
+    Effect.gen(function*() {
+      // Construction only: no request is made to any address.
+      const compat = yield* Effect.flip(OpenAiCompatible.make({ baseUrl: "http://10.1.2.3:8000/v1", apiKey: key }))
+      expect(compat._tag).toBe("ProviderConfigError")
+      expect(compat.field).toBe("baseUrl")
+      expect(compat.message).toContain("https://")
+      expect(compat.message).toContain("allowInsecureHttp")
+      expect(compat.message).not.toContain("sk-secret")
+      const ai = yield* Effect.flip(EffectAi.openAi({ apiUrl: "http://models.example.com/v1", apiKey: key }))
+      expect([ai._tag, ai.field]).toEqual(["ProviderConfigError", "apiUrl"])
+    }).pipe(withHttp))
+
+  it.effect("loopback hosts, https://, no key, or an explicit override are accepted", () =>
+    Effect.gen(function*() {
+      for (const baseUrl of ["http://127.0.0.1:8080/v1", "http://localhost:11434/v1", "http://[::1]:8000/v1"]) {
+        yield* OpenAiCompatible.make({ baseUrl, apiKey: key })
+      }
+      yield* OpenAiCompatible.make({ baseUrl: "https://api.example.com/v1", apiKey: key })
+      yield* OpenAiCompatible.make({ baseUrl: "http://10.1.2.3:8000/v1" })
+      yield* OpenAiCompatible.make({ baseUrl: "http://10.1.2.3:8000/v1", apiKey: key, allowInsecureHttp: true })
+    }).pipe(withHttp))
+
+  it.effect("URLs with embedded credentials or other protocols are refused", () =>
+    Effect.gen(function*() {
+      const userinfo = yield* Effect.flip(OpenAiCompatible.make({ baseUrl: "https://user:pw@api.example.com/v1" }))
+      expect(userinfo.message).toContain("credentials in the URL")
+      expect(userinfo.message).not.toContain("pw@")
+      const ftp = yield* Effect.flip(OpenAiCompatible.make({ baseUrl: "ftp://127.0.0.1/v1" }))
+      expect(ftp.message).toContain("protocol ftp:")
+      const junk = yield* Effect.flip(OpenAiCompatible.make({ baseUrl: "not a url" }))
+      expect(junk.field).toBe("baseUrl")
+    }).pipe(withHttp))
+
+  it("recognises loopback hosts", () => {
+    expect(["127.0.0.1", "127.255.0.9", "localhost", "api.localhost", "[::1]", "::1"].map(Transport.isLoopbackHost))
+      .toEqual([true, true, true, true, true, true])
+    expect(
+      ["128.0.0.1", "127.0.0.256", "10.0.0.1", "example.com", "localhost.example.com"].map(Transport.isLoopbackHost)
+    )
+      .toEqual([false, false, false, false, false])
+    expect(Either.isLeft(Transport.checkBaseUrl("http://8.8.8.8", {
+      field: "x",
+      credentialed: true,
+      allowInsecureHttp: false
+    }))).toBe(true)
+  })
+
+  it("a Redacted key never shows in the provider's inspection", () => {
+    expect(String(key)).not.toContain("sk-secret")
+    expect(JSON.stringify({ key })).not.toContain("sk-secret")
+  })
+})
