@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Rein } from "@rein/core"
-import { FaultServer, OpenAiCompatible } from "@rein/providers"
+import { EffectAi, FaultServer, OpenAiCompatible } from "@rein/providers"
 import { Effect, Either, Fiber } from "effect"
 import { catalog, contract, endpoint, request, withHttp, WITHIN } from "./fixtures.js"
 
@@ -74,6 +74,20 @@ describe("interruption reaches the socket", () => {
       yield* server.waitUntil((rs) => rs[0]?.clientClosed === true, WITHIN)
     })).pipe(withHttp))
 
+  it.live("a slow drip longer than the attempt timeout is a timeout, and its connection is closed", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({
+        faults: [FaultServer.slowDrip({ deltas: Array.from({ length: 40 }, () => "x"), every: "50 millis" })]
+      })
+      const result = yield* Effect.either(
+        execute(server, contract({ attemptTimeout: "300 millis", retry: { perEndpoint: 0 } }))
+      )
+      expect(Either.isLeft(result) && result.left.attempts.map((a) => [a.status, a.failure])).toEqual([
+        ["timeout", "timeout"]
+      ])
+      yield* server.waitUntil((rs) => rs[0]?.clientClosed === true, WITHIN)
+    })).pipe(withHttp))
+
   it.live("the deadline expiring mid-attempt closes the connection, then Rein falls back to nothing else", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* FaultServer.make({ faults: [FaultServer.faults.hangMidBody] })
@@ -120,5 +134,78 @@ describe("fallback across endpoints on the real server", () => {
         ["a", "context_length", "context_length_exceeded"],
         ["b", null, null]
       ])
+    })).pipe(withHttp))
+})
+
+describe("records never hold provider text", () => {
+  it.live("a canary in the server's error bodies appears nowhere in the attempt records or the outcome", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const CANARY = "CANARY-records-91c2e"
+      const server = yield* FaultServer.make({
+        scripts: {
+          "model-a": [
+            FaultServer.status(503, { type: "server_error", message: CANARY }),
+            FaultServer.status(400, { code: "context_length_exceeded", message: CANARY })
+          ],
+          "model-b": [FaultServer.status(401, { code: "invalid_api_key", message: CANARY })]
+        }
+      })
+      const result = yield* Effect.either(
+        execute(server, contract({ candidates: ["a", "b"], retry: { perEndpoint: 1, base: "10 millis", jitter: 0 } }))
+      )
+      expect(Either.isLeft(result)).toBe(true)
+      if (Either.isLeft(result)) {
+        expect(result.left.attempts.map((a) => [a.endpoint, a.failure])).toEqual([
+          ["a", "overloaded"],
+          ["a", "context_length"],
+          ["b", "authentication"]
+        ])
+      }
+      const rendered = [JSON.stringify(result), String(Either.isLeft(result) ? result.left : "")]
+      for (const text of rendered) expect(text).not.toContain("CANARY")
+      // The server did get the requests: the canary was really on the wire.
+      expect((yield* server.requests).length).toBe(3)
+    })).pipe(withHttp))
+})
+
+describe("the @effect/ai bridge under Rein", () => {
+  const bridged = (server: FaultServer.FaultServer, c = contract()) =>
+    Effect.flatMap(
+      Effect.orDie(EffectAi.openAi({ apiUrl: server.baseUrl })),
+      (provider) =>
+        Effect.provide(
+          Rein.execute(request, c),
+          Rein.layer({ catalog: cat, providers: { compat: provider }, health: false })
+        )
+    )
+
+  it.live("Retry-After from the server decides the wait", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({
+        faults: [FaultServer.rateLimited({ retryAfterMillis: 200 }), FaultServer.ok({ text: "bridged" })]
+      })
+      const completion = yield* bridged(server)
+      expect(completion.text).toBe("bridged")
+      expect(completion.attempts[0]!.backoffMillis).toBe(200)
+    })).pipe(withHttp))
+
+  it.live("an attempt timeout before headers closes the connection", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({ faults: [FaultServer.faults.hangBeforeHeaders] })
+      const result = yield* Effect.either(
+        bridged(server, contract({ attemptTimeout: "300 millis", retry: { perEndpoint: 0 } }))
+      )
+      expect(Either.isLeft(result) && result.left.attempts.map((a) => a.status)).toEqual(["timeout"])
+      yield* server.waitUntil((rs) => rs[0]?.clientClosed === true, WITHIN)
+    })).pipe(withHttp))
+
+  it.live("an attempt timeout mid-body closes the connection", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({ faults: [FaultServer.faults.hangMidBody] })
+      const result = yield* Effect.either(
+        bridged(server, contract({ attemptTimeout: "300 millis", retry: { perEndpoint: 0 } }))
+      )
+      expect(Either.isLeft(result) && result.left.attempts.map((a) => a.status)).toEqual(["timeout"])
+      yield* server.waitUntil((rs) => rs[0]?.clientClosed === true, WITHIN)
     })).pipe(withHttp))
 })
