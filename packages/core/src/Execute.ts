@@ -75,8 +75,9 @@ export const execute = (
         Loop.loop(env, (provider, context, timeoutMillis) =>
           Attempt.call(provider.call(request, context), timeoutMillis, env.graceMillis)),
         (committed) =>
-          Effect.map(committed.finish({ _tag: "Success", payload: undefined, usage: committed.usage }), (record) =>
-            new Outcome.Completion({
+          Effect.map(
+            committed.finish({ _tag: "Success", payload: undefined, usage: committed.usage }),
+            (record): Outcome.Completion => ({
               text: committed.payload,
               endpoint: committed.endpoint.id,
               provider: committed.endpoint.provider,
@@ -85,7 +86,8 @@ export const execute = (
               cost: Loop.totalCost(committed.progress.records),
               simulated: record.simulated,
               attempts: committed.progress.records
-            }))
+            })
+          )
       ),
       (completion) =>
         completion

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Ref } from "effect"
+import { Clock, Duration, Effect, Ref } from "effect"
 import { Stream } from "effect"
 import type { FailureKind } from "./Failure.js"
 import { ProviderFailure } from "./Failure.js"
@@ -43,6 +43,7 @@ export type Step =
   | { readonly _tag: "Hang" }
   | { readonly _tag: "Stubborn"; readonly ignoreFor: Duration.Duration; readonly then: Step }
   | { readonly _tag: "Defect"; readonly message: string }
+  | { readonly _tag: "Dynamic"; readonly choose: (nowMillis: number) => Step }
 
 /**
  * A successful call after `latency` (default 0), with usage (default 10 in / 10 out; `"unknown"` for none).
@@ -126,6 +127,20 @@ export const stubborn = (ignoreFor: Duration.DurationInput, then: Step = hang): 
 export const defect = (message: string): Step => ({ _tag: "Defect", message })
 
 /**
+ * A step chosen when the call arrives, from the (virtual) clock: for outages and recoveries over time.
+ *
+ * @example
+ * ```ts
+ * import { Fake } from "@rein/core"
+ *
+ * // 503 for the first five minutes, then healthy.
+ * const outage = Fake.dynamic((now) => (now < 300_000 ? Fake.fail("overloaded") : Fake.succeed()))
+ * ```
+ * @since 0.1.0
+ */
+export const dynamic = (choose: (nowMillis: number) => Step): Step => ({ _tag: "Dynamic", choose })
+
+/**
  * One call the fake received.
  *
  * @since 0.1.0
@@ -207,6 +222,8 @@ export const make = (
         return Effect.zipRight(Effect.uninterruptible(Effect.sleep(step.ignoreFor)), play(step.then))
       case "Defect":
         return Effect.die(new Error(step.message))
+      case "Dynamic":
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => play(step.choose(now)))
     }
   }
   const call = (_request: CompletionRequest, ctx: AttemptContext) =>

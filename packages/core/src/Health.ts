@@ -36,7 +36,7 @@ import type { HealthView, Role } from "./Planner.js"
 export interface Config {
   /** Consecutive provider-attributed failures that open a closed breaker. Default 5. */
   readonly consecutiveFailures: number
-  /** Outcomes kept in the sliding window. Default 20. */
+  /** Outcomes kept in the sliding window (at most 30). Default 20. */
   readonly windowSize: number
   /** Outcomes needed in the window before the ratio may open the breaker. Default 10. */
   readonly minimumVolume: number
@@ -85,8 +85,9 @@ export type BreakerState = "closed" | "open" | "half_open"
 interface EndpointState {
   readonly state: BreakerState
   readonly consecutive: number
-  /** Outcomes in the window, newest last: true for a failure. */
-  readonly window: ReadonlyArray<boolean>
+  /** Outcomes in the window as bits, newest lowest: 1 for a failure. */
+  readonly window: number
+  readonly windowLength: number
   /** When an open breaker may half-open (monotonic ms). */
   readonly openUntil: number
   readonly cooldownMillis: number
@@ -187,6 +188,19 @@ const refusals = Metric.counter("rein_admissions_refused_total", {
   incremental: true
 })
 
+const globalTokensGauge = Metric.taggedWithLabels(tokensGauge, [MetricLabel.make("endpoint", "*")])
+const metricCache = new Map<string, { readonly breaker: typeof breakerGauge; readonly tokens: typeof tokensGauge }>()
+/** Tagged metrics per endpoint, made once (tagging allocates a new metric key). */
+const metricsFor = (endpoint: string) => {
+  let m = metricCache.get(endpoint)
+  if (m === undefined) {
+    const l = [MetricLabel.make("endpoint", endpoint)]
+    m = { breaker: Metric.taggedWithLabels(breakerGauge, l), tokens: Metric.taggedWithLabels(tokensGauge, l) }
+    metricCache.set(endpoint, m)
+  }
+  return m
+}
+
 const stateNumber = (s: BreakerState): number => (s === "closed" ? 0 : s === "half_open" ? 1 : 2)
 
 /**
@@ -209,12 +223,14 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
     STM.commit(TRef.make<State>({ endpoints: {}, globalTokens: options.capacity ?? defaults.capacity })),
     (ref) => {
       const config: Config = { ...defaults, ...options }
+      const windowSize = Math.max(1, Math.min(30, Math.floor(config.windowSize)))
       const baseCooldown = toMillis(config.cooldown)
       const maxCooldown = toMillis(config.maxCooldown)
       const fresh: EndpointState = {
         state: "closed",
         consecutive: 0,
-        window: [],
+        window: 0,
+        windowLength: 0,
         openUntil: 0,
         cooldownMillis: baseCooldown,
         probesInFlight: 0,
@@ -236,8 +252,12 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
             if (e === undefined) continue
             const state = current(e, now)
             health[id] = e.degraded > 0
-              ? { state: "open", probesFree: 0 }
-              : { state, probesFree: state === "half_open" ? Math.max(0, config.probes - e.probesInFlight) : 0 }
+              ? { state: "open", probesFree: 0, opensInMillis: Number.MAX_SAFE_INTEGER }
+              : {
+                state,
+                probesFree: Math.max(0, config.probes - e.probesInFlight),
+                opensInMillis: state === "open" ? Math.max(0, e.openUntil - now) : 0
+              }
             tokens[id] = e.tokens
           }
           return { health, retryTokens: { global: s.globalTokens, endpoints: tokens } }
@@ -271,7 +291,8 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
           ...e,
           state: "open",
           consecutive: 0,
-          window: [],
+          window: 0,
+          windowLength: 0,
           // Retry-After may lengthen a cooldown, never shorten it.
           openUntil: Math.max(e.state === "open" ? e.openUntil : 0, until),
           cooldownMillis: cooldown
@@ -290,7 +311,7 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
                 ...released,
                 state: "closed",
                 consecutive: 0,
-                window: pushWindow(released.window, false, config.windowSize),
+                ...pushWindow(released, false, windowSize),
                 cooldownMillis: permit.probe ? baseCooldown : released.cooldownMillis
               }
               : released
@@ -303,13 +324,16 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
               // Already open (another request's failure landed first): a longer Retry-After still extends it.
               return hint === null ? released : { ...released, openUntil: Math.max(released.openUntil, now + hint) }
             }
-            const window = pushWindow(released.window, true, config.windowSize)
+            const window = pushWindow(released, true, windowSize)
             const consecutive = released.consecutive + 1
-            const failures = window.reduce((n, f) => n + (f ? 1 : 0), 0)
+            const failures = popcount(window.window)
             const trips = consecutive >= config.consecutiveFailures ||
-              (window.length >= config.minimumVolume && failures / window.length >= config.failureRatio) ||
-              (hint !== null && hint > 0)
-            return trips ? open(released, now, released.cooldownMillis, hint) : { ...released, consecutive, window }
+              (window.windowLength >= config.minimumVolume && failures / window.windowLength >= config.failureRatio)
+            if (trips) return open(released, now, released.cooldownMillis, hint)
+            // A server that says when to come back opens the breaker for exactly that long.
+            return hint !== null && hint > 0
+              ? { ...released, ...window, state: "open", consecutive, openUntil: now + hint }
+              : { ...released, ...window, consecutive }
           }
         }
       }
@@ -325,13 +349,13 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
             ]
           })),
           ([from, to, global, tokens]) => {
-            const endpointLabel = label("endpoint", permit.endpoint)
+            const m = metricsFor(permit.endpoint)
             return Effect.all([
-              Metric.set(Metric.taggedWithLabels(breakerGauge, [endpointLabel]), stateNumber(to)),
-              Metric.set(Metric.taggedWithLabels(tokensGauge, [endpointLabel]), tokens),
-              Metric.set(Metric.taggedWithLabels(tokensGauge, [label("endpoint", "*")]), global),
+              from === to ? Effect.void : Metric.set(m.breaker, stateNumber(to)),
+              Metric.set(m.tokens, tokens),
+              Metric.set(globalTokensGauge, global),
               from === to ? Effect.void : Metric.increment(
-                Metric.taggedWithLabels(transitions, [endpointLabel, label("to", to)])
+                Metric.taggedWithLabels(transitions, [label("endpoint", permit.endpoint), label("to", to)])
               )
             ], { discard: true })
           }
@@ -370,8 +394,20 @@ const label = (key: string, value: string) => MetricLabel.make(key, value)
 export const countRefusal = (reason: Refusal): Effect.Effect<void> =>
   Metric.increment(Metric.taggedWithLabels(refusals, [label("reason", reason)]))
 
-const pushWindow = (window: ReadonlyArray<boolean>, failure: boolean, size: number): ReadonlyArray<boolean> =>
-  window.length >= size ? [...window.slice(window.length - size + 1), failure] : [...window, failure]
+const pushWindow = (
+  e: { readonly window: number; readonly windowLength: number },
+  failure: boolean,
+  size: number
+): { readonly window: number; readonly windowLength: number } => ({
+  window: ((e.window << 1) | (failure ? 1 : 0)) & ((1 << size) - 1),
+  windowLength: Math.min(size, e.windowLength + 1)
+})
+
+const popcount = (n: number): number => {
+  let count = 0
+  for (let x = n; x !== 0; x &= x - 1) count++
+  return count
+}
 
 /**
  * A process-wide health layer.

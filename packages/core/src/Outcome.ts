@@ -54,7 +54,7 @@ export type AttemptStatus = typeof AttemptStatus.Type
  * ```
  * @since 0.1.0
  */
-export class AttemptRecord extends Schema.Class<AttemptRecord>("AttemptRecord")({
+export const AttemptRecord = Schema.Struct({
   attempt: Schema.Number,
   endpoint: Schema.String,
   role: Schema.Literal("first", "retry", "fallback"),
@@ -80,7 +80,12 @@ export class AttemptRecord extends Schema.Class<AttemptRecord>("AttemptRecord")(
   /** Teardown was not confirmed within the grace: the endpoint may still be working on it. */
   teardownUnconfirmed: Schema.Boolean,
   simulated: Schema.Boolean
-}) {}
+}).annotations({ identifier: "AttemptRecord" })
+
+/**
+ * @since 0.1.0
+ */
+export type AttemptRecord = typeof AttemptRecord.Type
 
 /**
  * The failure that ended the plan, as a kind and a normalised code (never provider text).
@@ -208,7 +213,7 @@ export const Terminal = Schema.Union(DeadlineExceeded, BudgetExhausted, PlanExha
  *
  * @since 0.1.0
  */
-export class Completion extends Schema.Class<Completion>("Completion")({
+export const Completion = Schema.Struct({
   text: Schema.String,
   endpoint: Schema.String,
   provider: Schema.String,
@@ -217,4 +222,9 @@ export class Completion extends Schema.Class<Completion>("Completion")({
   cost: Schema.Union(Schema.Number, Schema.Literal("unknown")),
   simulated: Schema.Boolean,
   attempts
-}) {}
+}).annotations({ identifier: "Completion" })
+
+/**
+ * @since 0.1.0
+ */
+export type Completion = typeof Completion.Type

@@ -93,7 +93,10 @@ export interface Spec {
  */
 export interface HealthView {
   readonly state: "closed" | "open" | "half_open"
+  /** Probe slots free once half-open. */
   readonly probesFree: number
+  /** For an open breaker: milliseconds until it half-opens (a wait at least this long may probe). */
+  readonly opensInMillis: number
 }
 
 /**
@@ -341,8 +344,8 @@ const evaluate = (spec: Spec, snap: Snapshot, c: CandidateSpec, role: Role, fail
   const h = snap.health[c.id]
   const health: true | string = h === undefined || h.state === "closed"
     ? true
-    : h.state === "open"
-    ? "breaker open"
+    : h.state === "open" && h.opensInMillis > waitMillis
+    ? `breaker open for ${fmt(h.opensInMillis)} ms more`
     : h.probesFree > 0
     ? true
     : "half-open: no free probe slot"

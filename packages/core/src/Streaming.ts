@@ -134,7 +134,7 @@ export const executeStream = (
         yield* close(opened.scope, env.graceMillis)
         yield* committed.finish(end)
         if (end._tag === "Success") {
-          completed = new Outcome.Completion({
+          completed = {
             text: text.join(""),
             endpoint,
             provider: committed.endpoint.provider,
@@ -143,7 +143,7 @@ export const executeStream = (
             cost: Loop.totalCost(committed.progress.records),
             simulated: committed.progress.records[committed.progress.records.length - 1]!.simulated,
             attempts: committed.progress.records
-          })
+          }
           if (env.writer !== undefined) yield* env.writer.end(completed)
           return Stream.succeed<Event>({ _tag: "Completed", completion: completed })
         }
@@ -154,7 +154,7 @@ export const executeStream = (
             cause: Loop.causeOf(committed.progress),
             teardownUnconfirmed: false,
             attempts: committed.progress.records
-          })
+          }, true)
           if (env.writer !== undefined) yield* env.writer.end(error)
           return Stream.fail<Outcome.Terminal>(error)
         }
@@ -198,5 +198,8 @@ export const executeStream = (
 const close = (scope: Scope.CloseableScope, graceMillis: number): Effect.Effect<void> =>
   Effect.flatMap(
     Effect.forkDaemon(Scope.close(scope, Exit.void)),
-    (fiber) => Effect.asVoid(Effect.timeoutOption(Fiber.await(fiber), Duration.millis(clampMillis(graceMillis))))
+    (fiber) =>
+      Effect.asVoid(
+        Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), Duration.millis(clampMillis(graceMillis)))
+      )
   )

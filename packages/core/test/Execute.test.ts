@@ -1,30 +1,312 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Fake, Rein } from "@rein/core"
-import { Effect, Either, Fiber, TestClock } from "effect"
-import { contract, layer } from "./fixtures.js"
+import type { Outcome } from "@rein/core"
+import { Duration, Effect, Either, Exit, Fiber, Logger, Ref, TestClock } from "effect"
+import { catalog, contract, defaultCatalog, endpoint, layer } from "./fixtures.js"
 
 const request = { prompt: "hello", inputTokens: 100, maxOutputTokens: 100 }
+
+/** Runs a request to completion under the TestClock, advancing virtual time as far as needed. */
+const runFor = <A, E>(effect: Effect.Effect<A, E>, advance: Duration.DurationInput = "10 minutes") =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.fork(effect)
+    yield* TestClock.adjust(advance)
+    return yield* Fiber.join(fiber)
+  })
+
+const failureOf = <A>(exit: Either.Either<A, Outcome.Terminal>) => {
+  if (Either.isRight(exit)) throw new Error("expected a terminal failure")
+  return exit.left
+}
 
 describe("Execute", () => {
   it.effect("a retried failure then success stays inside the deadline", () =>
     Effect.gen(function*() {
       const fake = Fake.make({ a: [Fake.fail("overloaded"), Fake.succeed({ text: "hi" })] })
-      const fiber = yield* Effect.fork(Rein.execute(request, contract()).pipe(Effect.provide(layer(fake))))
-      yield* TestClock.adjust("1 second")
-      const result = yield* Fiber.join(fiber)
+      const result = yield* runFor(Rein.execute(request, contract()).pipe(Effect.provide(layer(fake))))
       expect(result.text).toBe("hi")
       expect(result.attempts.map((a) => [a.endpoint, a.status, a.failure])).toEqual([
         ["a", "failure", "overloaded"],
         ["a", "success", null]
       ])
       expect(result.attempts[0]!.backoffMillis).toBe(100)
+      expect(result.attempts[1]!.startMillis).toBe(100)
     }))
 
-  it.effect("an unknown failure is never retried nor fallen back from", () =>
+  it.effect("the first attempt of a 120 s contract with a 90 s attempt timeout gets 90 s and sees 120 s left", () =>
     Effect.gen(function*() {
-      const fake = Fake.make({ a: [Fake.fail("unknown")] })
-      const result = yield* Effect.either(Rein.execute(request, contract()).pipe(Effect.provide(layer(fake))))
-      expect(Either.isLeft(result) && result.left._tag).toBe("FailedSafe")
+      const fake = Fake.make({ a: [Fake.succeed()] })
+      const c = contract({ deadline: "120 seconds", attemptTimeout: "90 seconds" })
+      const result = yield* runFor(Rein.execute(request, c).pipe(Effect.provide(layer(fake))))
+      const [call] = yield* fake.calls
+      expect(call).toMatchObject({ endpoint: "a", attempt: 1, timeoutMillis: 90_000, remainingMillis: 120_000 })
+      expect(result.attempts[0]).toMatchObject({ timeoutMillis: 90_000, binding: "attempt" })
+    }))
+
+  it.effect("with 1 s remaining and a 2 s backoff the request fails after one call, without sleeping", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("server_error", { latency: "9 seconds" })] })
+      const c = contract({
+        deadline: "10 seconds",
+        candidates: ["a"],
+        retry: { perEndpoint: 3, base: "2 seconds", factor: 2, max: "8 seconds", jitter: 0 }
+      })
+      const fiber = yield* Effect.fork(Effect.either(Rein.execute(request, c).pipe(Effect.provide(layer(fake)))))
+      yield* TestClock.adjust("9 seconds")
+      // No more virtual time passes: the outcome is already there.
+      const error = failureOf(yield* Fiber.join(fiber))
+      expect(error._tag).toBe("DeadlineExceeded")
+      if (error._tag !== "DeadlineExceeded") return
+      expect(error.phase).toBe("backoff")
+      expect(error.cause).toEqual({ kind: "server_error", code: "server_error", endpoint: "a" })
+      expect(error.attempts).toHaveLength(1)
+      expect(error.attempts[0]!.backoffMillis).toBe(0)
       expect((yield* fake.calls).length).toBe(1)
+    }))
+
+  it.effect("a call cap of 1 with a retryable failure makes exactly one provider call", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("overloaded")], b: [Fake.succeed()] })
+      const c = contract({ budget: { calls: 1 } })
+      const error = failureOf(yield* runFor(Effect.either(Rein.execute(request, c).pipe(Effect.provide(layer(fake))))))
+      expect(error._tag).toBe("BudgetExhausted")
+      if (error._tag === "BudgetExhausted") expect(error.resource).toBe("calls")
+      expect((yield* fake.calls).length).toBe(1)
+    }))
+
+  it.effect("an already-interrupted caller makes zero calls", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed()] })
+      const exit = yield* Effect.exit(
+        Effect.zipRight(Effect.interrupt, Rein.execute(request, contract())).pipe(Effect.provide(layer(fake)))
+      )
+      expect(Exit.isInterrupted(exit)).toBe(true)
+      expect((yield* fake.calls).length).toBe(0)
+    }))
+
+  it.effect("a → b fallback succeeds on b, and an unlisted endpoint never runs", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("authentication")], b: [Fake.succeed({ text: "from b" })] })
+      const cat = catalog(endpoint("a", { scope: "one" }), endpoint("b", { scope: "two" }), endpoint("c"))
+      const result = yield* runFor(Rein.execute(request, contract()).pipe(Effect.provide(layer(fake, cat))))
+      expect(result.endpoint).toBe("b")
+      expect(result.text).toBe("from b")
+      expect((yield* fake.calls).map((c) => c.endpoint)).toEqual(["a", "b"])
+    }))
+
+  it.effect("an authentication failure falls back only to another credential scope", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("authentication")], b: [Fake.succeed()] })
+      const cat = catalog(endpoint("a", { scope: "same" }), endpoint("b", { scope: "same" }))
+      const error = failureOf(
+        yield* runFor(Effect.either(Rein.execute(request, contract()).pipe(Effect.provide(layer(fake, cat)))))
+      )
+      expect(error._tag).toBe("PlanExhausted")
+      expect((yield* fake.calls).map((c) => c.endpoint)).toEqual(["a"])
+    }))
+
+  it.effect("a context-length failure falls back only to a larger window", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("context_length")] })
+      const cat = catalog(
+        endpoint("a", { contextWindow: 4_000 }),
+        endpoint("b", { contextWindow: 4_000 }),
+        endpoint("c", { contextWindow: 32_000 })
+      )
+      const result = yield* runFor(
+        Rein.execute(request, contract({ candidates: ["a", "b", "c"] })).pipe(Effect.provide(layer(fake, cat)))
+      )
+      expect(result.endpoint).toBe("c")
+      expect((yield* fake.calls).map((c) => c.endpoint)).toEqual(["a", "c"])
+    }))
+
+  it.effect("Retry-After 0.3 s beats a 0.1 s backoff", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("rate_limited", { retryAfter: "300 millis" }), Fake.succeed()] })
+      const result = yield* runFor(Rein.execute(request, contract()).pipe(Effect.provide(layer(fake))))
+      expect(result.attempts[0]!.backoffMillis).toBe(300)
+      expect(result.attempts[1]!.startMillis).toBe(300)
+    }))
+
+  for (
+    const kind of [
+      "malformed_response",
+      "context_length",
+      "content_filtered",
+      "authentication",
+      "permission_denied",
+      "insufficient_balance",
+      "quota_exhausted",
+      "invalid_request",
+      "unknown"
+    ] as const
+  ) {
+    it.effect(`${kind} is never retried: exactly one call`, () =>
+      Effect.gen(function*() {
+        const fake = Fake.make({ a: [Fake.fail(kind), Fake.succeed()] })
+        const result = yield* runFor(Effect.either(
+          Rein.execute(request, contract({ candidates: ["a"] })).pipe(Effect.provide(layer(fake)))
+        ))
+        expect(Either.isLeft(result)).toBe(true)
+        expect((yield* fake.calls).length).toBe(1)
+      }))
+  }
+
+  it.effect("a contract may widen retry to malformed_response", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("malformed_response"), Fake.succeed()] })
+      const c = contract({ candidates: ["a"], failures: { alsoRetry: ["malformed_response"] } })
+      const result = yield* runFor(Rein.execute(request, c).pipe(Effect.provide(layer(fake))))
+      expect(result.attempts).toHaveLength(2)
+    }))
+
+  it.effect("a candidate whose worst case does not fit the budget is skipped and a cheaper one runs", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({})
+      const cat = catalog(
+        endpoint("a", { inPrice: 1e-3, outPrice: 1e-3 }),
+        endpoint("b", { inPrice: 1e-6, outPrice: 1e-6 })
+      )
+      // a's worst case: 100 × 1e-3 + 100 × 1e-3 = 0.2 > 0.01; b's: 0.0002.
+      const result = yield* runFor(
+        Rein.execute(request, contract({ budget: { cost: 0.01 } })).pipe(Effect.provide(layer(fake, cat)))
+      )
+      expect(result.endpoint).toBe("b")
+      expect((yield* fake.calls).map((c) => c.endpoint)).toEqual(["b"])
+    }))
+
+  it.effect("interrupting the caller mid-attempt runs the attempt's finalizer before the interruption completes", () =>
+    Effect.gen(function*() {
+      const finalized = yield* Ref.make(false)
+      const fake = Fake.make({ a: [Fake.hang] })
+      const provider = {
+        ...fake.provider,
+        call: (req: Parameters<typeof fake.provider.call>[0], ctx: Parameters<typeof fake.provider.call>[1]) =>
+          fake.provider.call(req, ctx).pipe(Effect.onInterrupt(() => Ref.set(finalized, true)))
+      }
+      const fiber = yield* Effect.fork(
+        Rein.execute(request, contract()).pipe(
+          Effect.provide(Rein.layer({ catalog: defaultCatalog, providers: { fake: provider } }))
+        )
+      )
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.interrupt(fiber)
+      expect(yield* Ref.get(finalized)).toBe(true)
+    }))
+
+  it.effect("a provider that ignores interruption cannot hold the caller past deadline + grace", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.stubborn("1 hour")] })
+      const c = contract({ deadline: "2 seconds", teardownGrace: "100 millis", candidates: ["a"] })
+      const fiber = yield* Effect.fork(Effect.either(Rein.execute(request, c).pipe(Effect.provide(layer(fake)))))
+      yield* TestClock.adjust("2100 millis")
+      const error = failureOf(yield* Fiber.join(fiber))
+      expect(error._tag).toBe("DeadlineExceeded")
+      if (error._tag !== "DeadlineExceeded") return
+      expect(error.phase).toBe("attempt")
+      expect(error.teardownUnconfirmed).toBe(true)
+      expect(error.attempts[0]).toMatchObject({ status: "deadline", teardownUnconfirmed: true })
+    }))
+
+  it.effect("an attempt timeout is retryable; the deadline is terminal", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.hang, Fake.succeed({ text: "second" })] })
+      const c = contract({ deadline: "10 seconds", attemptTimeout: "1 second", candidates: ["a"] })
+      const result = yield* runFor(Rein.execute(request, c).pipe(Effect.provide(layer(fake))))
+      expect(result.attempts.map((a) => [a.status, a.failure])).toEqual([["timeout", "timeout"], ["success", null]])
+    }))
+
+  it.effect("a provider with internal retries is refused with zero calls", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({}, { internalMaxAttempts: 3 })
+      const error = failureOf(yield* Effect.either(Rein.execute(request, contract()).pipe(Effect.provide(layer(fake)))))
+      expect(error).toMatchObject({ _tag: "Refused", refusal: "nested_retries" })
+      expect((yield* fake.calls).length).toBe(0)
+    }))
+
+  it.effect("effectful mode is refused with zero calls", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({})
+      const error = failureOf(
+        yield* Effect.either(Rein.execute(request, contract({ mode: "effectful" })).pipe(Effect.provide(layer(fake))))
+      )
+      expect(error).toMatchObject({ _tag: "Refused", refusal: "effectful_mode" })
+      expect((yield* fake.calls).length).toBe(0)
+    }))
+
+  it.effect("a hard budget without an input-token bound fails closed", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({})
+      const error = failureOf(
+        yield* Effect.either(
+          Rein.execute({ prompt: "x" }, contract({ budget: { cost: 1 } })).pipe(Effect.provide(layer(fake)))
+        )
+      )
+      expect(error).toMatchObject({ _tag: "Refused", refusal: "no_input_bound" })
+      expect((yield* fake.calls).length).toBe(0)
+    }))
+
+  it.effect("simulated endpoints are refused unless the contract allows them, and labelled when they run", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({})
+      const refused = failureOf(
+        yield* Effect.either(
+          Rein.execute(request, contract({ allowSimulated: false })).pipe(Effect.provide(layer(fake)))
+        )
+      )
+      expect(refused._tag).toBe("Refused")
+      const ok = yield* Rein.execute(request, contract()).pipe(Effect.provide(layer(fake)))
+      expect(ok.simulated).toBe(true)
+      expect(ok.attempts[0]!.simulated).toBe(true)
+    }))
+
+  it.effect("unknown usage stays unknown: the full reservation is charged and the cost is unknown", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed({ usage: "unknown" })] })
+      const result = yield* Rein.execute(request, contract()).pipe(Effect.provide(layer(fake)))
+      expect(result.usage).toBe("unknown")
+      expect(result.cost).toBe("unknown")
+      expect(result.attempts[0]!.charged).toEqual({ cost: 100 * 1e-6 + 100 * 2e-6, tokens: 200 })
+    }))
+
+  it.effect("a connect-phase failure releases its reservation", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("transport")], b: [Fake.succeed()] })
+      const result = yield* runFor(
+        Rein.execute(request, contract({ retry: { perEndpoint: 0 } })).pipe(Effect.provide(layer(fake)))
+      )
+      expect(result.attempts[0]).toMatchObject({ dispatched: false, charged: { cost: 0, tokens: 0 } })
+    }))
+
+  it.effect("usage above the reservation is charged and flagged billingBoundViolation", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed({ usage: { inputTokens: 100, outputTokens: 5_000 } })] })
+      const result = yield* Rein.execute(request, contract()).pipe(Effect.provide(layer(fake)))
+      expect(result.attempts[0]!.billingBoundViolation).toBe(true)
+      expect(result.attempts[0]!.charged.tokens).toBe(5_100)
+    }))
+
+  it.effect("a canary planted in a provider error appears in no record, outcome or log", () =>
+    Effect.gen(function*() {
+      const canary = "CANARY-7f3a9c-secret"
+      const logs = yield* Ref.make<Array<string>>([])
+      const logger = Logger.make(({ annotations, message }) => {
+        Effect.runSync(Ref.update(logs, (l) => [...l, JSON.stringify(message), JSON.stringify([...annotations])]))
+      })
+      const fake = Fake.make({
+        a: [Fake.fail("overloaded", { rawMessage: canary })],
+        b: [Fake.defect(`boom ${canary}`)]
+      })
+      const outcome = yield* runFor(Effect.either(
+        Rein.execute({ ...request, prompt: `prompt ${canary}` }, contract()).pipe(
+          Effect.provide(layer(fake)),
+          Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+        )
+      ))
+      const error = failureOf(outcome)
+      expect(error._tag).toBe("FailedSafe")
+      expect(JSON.stringify(error)).not.toContain(canary)
+      expect(JSON.stringify(error.attempts)).not.toContain(canary)
+      expect((yield* Ref.get(logs)).join("\n")).not.toContain(canary)
     }))
 })

@@ -3,7 +3,7 @@
  *
  * @internal
  */
-import { Cause, Chunk, Duration, Effect, Exit, Fiber, Option, Scope, Stream } from "effect"
+import { Cause, Chunk, Duration, Effect, Exit, Fiber, Option, Runtime, Scope, Stream } from "effect"
 import { ProviderFailure } from "../Failure.js"
 import type { ProviderResponse, StreamPart } from "../Provider.js"
 import type { Usage } from "../Usage.js"
@@ -32,17 +32,66 @@ const failureOf = <E>(cause: Cause.Cause<E>): ProviderFailure => {
   return Option.isSome(failure) && failure.value instanceof ProviderFailure ? failure.value : DEFECT
 }
 
-/** Interrupts the attempt and waits at most `grace` for its finalizers; `true` when teardown completed. @internal */
+/**
+ * Interrupts the attempt and waits at most `grace` for its finalizers; `true` when teardown completed.
+ * Teardown runs in uninterruptible regions (finalizers, `onInterrupt`): the wait itself must stay
+ * interruptible, or the grace timer could never cut it short.
+ *
+ * @internal
+ */
 export const teardown = <A, E>(fiber: Fiber.Fiber<A, E>, graceMillis: number): Effect.Effect<boolean> =>
   Effect.zipRight(
     Fiber.interruptFork(fiber),
-    Effect.map(Effect.timeoutOption(Fiber.await(fiber), Duration.millis(clampMillis(graceMillis))), Option.isSome)
+    Effect.map(
+      Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), Duration.millis(clampMillis(graceMillis))),
+      Option.isSome
+    )
   )
+
+/**
+ * Waits for `fiber` at most `millis`: `None` when the time ran out first. One timer fiber, started
+ * immediately, and the provider fiber's observer — no race machinery.
+ */
+const awaitWithin = <A>(
+  runtime: Runtime.Runtime<never>,
+  fiber: Fiber.RuntimeFiber<A>,
+  millis: number
+): Effect.Effect<Option.Option<Exit.Exit<A>>> =>
+  Effect.suspend(() => {
+    const timer = Runtime.runFork(runtime)(Effect.sleep(Duration.millis(clampMillis(millis))))
+    return Effect.async<Option.Option<Exit.Exit<A>>>((resume) => {
+      let done = false
+      const onExit = (exit: Exit.Exit<A>) => {
+        if (done) return
+        done = true
+        timer.removeObserver(onTimer)
+        timer.unsafeInterruptAsFork(fiber.id())
+        resume(Effect.succeed(Option.some(exit)))
+      }
+      const onTimer = () => {
+        if (done) return
+        done = true
+        fiber.removeObserver(onExit)
+        resume(Effect.succeed(Option.none()))
+      }
+      fiber.addObserver(onExit)
+      timer.addObserver(onTimer)
+      return Effect.sync(() => {
+        done = true
+        fiber.removeObserver(onExit)
+        timer.removeObserver(onTimer)
+        timer.unsafeInterruptAsFork(fiber.id())
+      })
+    })
+  })
 
 /**
  * Runs `work` in its own fiber bounded by `timeoutMillis`, so that a provider ignoring interruption cannot
  * hold the caller past the teardown grace. Caller interruption tears the attempt down (within the grace)
  * before it propagates.
+ *
+ * The attempt's fiber is started at once and runs synchronously until its first asynchronous step: a
+ * provider that answers without suspending costs no timer and no scheduler hop.
  *
  * @internal
  */
@@ -51,24 +100,26 @@ export const bounded = <S>(
   timeoutMillis: number,
   graceMillis: number
 ): Effect.Effect<AttemptEnd<S>> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(
-      Effect.forkDaemon(restore(work)),
-      (fiber) =>
-        restore(Effect.timeoutOption(Fiber.join(fiber), Duration.millis(clampMillis(timeoutMillis)))).pipe(
-          Effect.onInterrupt(() => teardown(fiber, graceMillis)),
-          Effect.flatMap((result) =>
-            Option.isSome(result)
-              ? Effect.succeed(result.value)
-              : Effect.map(teardown(fiber, graceMillis), (confirmed): AttemptEnd<S> => ({
-                _tag: "Timeout",
-                confirmed,
-                settled: Effect.asVoid(Fiber.await(fiber))
-              }))
-          )
+  Effect.flatMap(Effect.runtime<never>(), (runtime) =>
+    Effect.uninterruptibleMask((restore) => {
+      const fiber = Runtime.runFork(runtime)(Effect.interruptible(work))
+      const polled = fiber.unsafePoll()
+      if (polled !== null) {
+        return Exit.isSuccess(polled) ? Effect.succeed(polled.value) : Effect.failCause(polled.cause)
+      }
+      return restore(awaitWithin(runtime, fiber, timeoutMillis)).pipe(
+        Effect.onInterrupt(() => teardown(fiber, graceMillis)),
+        Effect.flatMap((result) =>
+          Option.isSome(result)
+            ? Exit.isSuccess(result.value) ? Effect.succeed(result.value.value) : Effect.failCause(result.value.cause)
+            : Effect.map(teardown(fiber, graceMillis), (confirmed): AttemptEnd<S> => ({
+              _tag: "Timeout",
+              confirmed,
+              settled: Effect.asVoid(Fiber.await(fiber))
+            }))
         )
-    )
-  )
+      )
+    }))
 
 /** One call as an attempt. @internal */
 export const call = (

@@ -68,7 +68,7 @@ const describe = (u: unknown): string => typeof u === "string" ? JSON.stringify(
  */
 export const PositiveDuration: Schema.Schema<Duration.Duration, number | string> = Schema.transformOrFail(
   Schema.Union(Schema.Number, Schema.String).annotations({
-    message: (issue) => `${EXPECTED}, actual ${describe(issue.actual)}`
+    message: (issue) => ({ message: `${EXPECTED}, actual ${describe(issue.actual)}`, override: true })
   }),
   Schema.DurationFromSelf,
   {

@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import { Clock, Duration, Effect, Option, Random, STM } from "effect"
+import { Clock, Duration, Effect, Either, Option, Random, STM } from "effect"
 import * as Budget from "../Budget.js"
 import type { Endpoint } from "../Catalog.js"
 import { scopeOf } from "../Catalog.js"
@@ -125,8 +125,33 @@ export const makeSpec = (
   }
 }
 
+const specs = new WeakMap<Rein["Type"], WeakMap<Contract, Map<string, Planner.Spec>>>()
+const SPECS_PER_CONTRACT = 256
+
+/** The spec is a pure function of these inputs: built once per contract and request shape. */
+const cachedSpec = (
+  rein: Rein["Type"],
+  contract: Contract,
+  inputTokens: number | null,
+  maxOutputTokens: number | null,
+  streaming: boolean
+): Planner.Spec => {
+  let byContract = specs.get(rein)
+  if (byContract === undefined) specs.set(rein, byContract = new WeakMap())
+  let byShape = byContract.get(contract)
+  if (byShape === undefined) byContract.set(contract, byShape = new Map())
+  const key = `${inputTokens}:${maxOutputTokens}:${streaming ? 1 : 0}`
+  let spec = byShape.get(key)
+  if (spec === undefined) {
+    if (byShape.size >= SPECS_PER_CONTRACT) byShape.clear()
+    spec = makeSpec(contract, rein.catalog.byId, rein.providers, inputTokens, maxOutputTokens, { streaming })
+    byShape.set(key, spec)
+  }
+  return spec
+}
+
 const refuse = (refusal: Outcome.Refused["refusal"], reason: string) =>
-  Effect.fail(new Outcome.Refused({ refusal, reason, attempts: [] }))
+  Effect.fail(new Outcome.Refused({ refusal, reason, attempts: [] }, true))
 
 const validCount = (n: number | undefined, min: number): boolean =>
   n === undefined || (Number.isFinite(n) && Number.isInteger(n) && n >= min)
@@ -146,6 +171,8 @@ export interface Env {
     r: Planner.Reservation,
     charged: { readonly cost: number; readonly tokens: number }
   ) => STM.STM<void>
+  /** Whether any hard budget applies (else budget bookkeeping is skipped). */
+  readonly limited: boolean
   readonly health: Health["Type"] | undefined
   readonly gate: Gate["Type"] | undefined
   readonly writer: Writer | undefined
@@ -216,9 +243,7 @@ export const prepare = (
         )
       }
     }
-    const spec = makeSpec(contract, rein.catalog.byId, rein.providers, inputTokens, request.maxOutputTokens ?? null, {
-      streaming
-    })
+    const spec = cachedSpec(rein, contract, inputTokens, request.maxOutputTokens ?? null, streaming)
     return Effect.gen(function*() {
       const deadline = yield* Deadline.make(contract.deadline)
       const budget = yield* Budget.make(contract.budget)
@@ -249,6 +274,8 @@ export const prepare = (
         health: Option.getOrUndefined(health),
         gate: Option.getOrUndefined(gate),
         writer,
+        limited: s !== undefined || contract.budget.cost !== undefined || contract.budget.tokens !== undefined ||
+          contract.budget.calls !== undefined,
         graceMillis: Duration.toMillis(contract.teardownGrace)
       } satisfies Env
     })
@@ -257,16 +284,26 @@ export const prepare = (
 const requestId = Effect.map(Random.nextIntBetween(0, 0x7fffffff), (n) => `req-${n.toString(36)}`)
 
 /** The snapshot the planner will consume, read in one transaction. */
+const UNLIMITED: Budget.Left = { cost: null, tokens: null, calls: null }
+const NOTHING_TO_READ: readonly [Budget.Left, View | undefined] = [UNLIMITED, undefined]
+const NOTHING_ACQUIRED = Either.right(undefined)
+
+/** Settles a reservation; nothing to do when no budget is limited. */
+const settle = (env: Env, r: Planner.Reservation, charged: { readonly cost: number; readonly tokens: number }) =>
+  env.limited ? STM.commit(env.settle(r, charged)) : Effect.void
+
 /** @internal */
 export const snapshot = (env: Env, progress: Progress) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeNanos
     const remainingMillis = Math.max(0, Deadline.millisBetween(now, env.deadline.expiresNanos))
-    const [budget, view] = yield* STM.commit(
-      env.health === undefined
-        ? STM.map(env.left, (b): readonly [Budget.Left, View | undefined] => [b, undefined])
-        : STM.zip(env.left, env.health.view(nowMillis(now), env.ids))
-    )
+    const [budget, view] = env.health === undefined && !env.limited
+      ? NOTHING_TO_READ
+      : yield* STM.commit(
+        env.health === undefined
+          ? STM.map(env.left, (b): readonly [Budget.Left, View | undefined] => [b, undefined])
+          : STM.zip(env.left, env.health.view(nowMillis(now), env.ids))
+      )
     const jitter = progress.last === null ? null : yield* Random.next
     const snap: Planner.Snapshot = {
       elapsedMillis: Deadline.millisBetween(env.deadline.originNanos, now),
@@ -310,12 +347,13 @@ export const loop = <S>(
       if (decision._tag === "Stop") return yield* Effect.fail(terminal(decision, progress))
 
       const acquireNanos = yield* Clock.currentTimeNanos
-      const acquired = yield* Effect.either(STM.commit(
+      const acquired = env.health === undefined && !env.limited ? NOTHING_ACQUIRED : yield* Effect.either(STM.commit(
         env.health === undefined
           ? STM.as(env.reserve(decision.reservation), undefined)
           : STM.zipRight(
             env.reserve(decision.reservation),
-            env.health.acquire(nowMillis(acquireNanos), decision.endpoint, decision.role)
+            // The slot is for when the attempt starts: after its wait.
+            env.health.acquire(nowMillis(acquireNanos) + decision.waitMillis, decision.endpoint, decision.role)
           )
       ))
       // Another request took the shared budget, the probe slot or the last retry token between the snapshot
@@ -323,7 +361,7 @@ export const loop = <S>(
       if (acquired._tag === "Left") continue
       const permit = acquired.right
       const release = Effect.zipRight(
-        STM.commit(env.settle(decision.reservation, { cost: 0, tokens: 0 })),
+        settle(env, decision.reservation, { cost: 0, tokens: 0 }),
         permit === undefined || env.health === undefined
           ? Effect.void
           : Effect.flatMap(
@@ -334,7 +372,7 @@ export const loop = <S>(
 
       if (decision.waitMillis > 0) {
         const i = progress.records.length - 1
-        progress.records[i] = new Outcome.AttemptRecord({ ...progress.records[i]!, backoffMillis: decision.waitMillis })
+        progress.records[i] = { ...progress.records[i]!, backoffMillis: decision.waitMillis }
         const wait = Effect.sleep(Duration.millis(clampMillis(decision.waitMillis)))
         const waited = yield* (env.gate === undefined
           ? Effect.as(wait, undefined)
@@ -376,7 +414,7 @@ export const loop = <S>(
               cause: causeOf(progress),
               teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
               attempts: progress.records
-            })
+            }, true)
           )
         }
         ticket = admitted.right.value
@@ -386,9 +424,10 @@ export const loop = <S>(
       const remainingAtStart = Math.max(0, Deadline.millisBetween(startNanos, env.deadline.expiresNanos))
       // The gate may have waited: the attempt never runs past the deadline.
       const timeoutMillis = Math.min(decision.timeoutMillis, remainingAtStart)
-      const binding = decision.binding === "deadline" || remainingAtStart <= decision.timeoutMillis
-        ? "deadline"
-        : "attempt"
+      const binding: "attempt" | "deadline" =
+        decision.binding === "deadline" || remainingAtStart <= decision.timeoutMillis
+          ? "deadline"
+          : "attempt"
       const context: AttemptContext = {
         attempt: decision.attempt,
         endpoint,
@@ -409,7 +448,7 @@ export const loop = <S>(
           const dispatched = end._tag === "Failure" ? end.failure.dispatched : true
           const actualCost = usage === "unknown" ? null : Usage.cost(usage, endpoint.prices)
           const charged = Budget.charge(decision.reservation, { dispatched, usage, actualCost })
-          yield* STM.commit(env.settle(decision.reservation, charged))
+          yield* settle(env, decision.reservation, charged)
           const failure = end._tag === "Failure" ? end.failure : undefined
           const status: Outcome.AttemptStatus = end._tag === "Success"
             ? "success"
@@ -423,7 +462,7 @@ export const loop = <S>(
             : end._tag === "Timeout"
             ? "timeout"
             : null
-          const record = new Outcome.AttemptRecord({
+          const record: Outcome.AttemptRecord = {
             attempt: decision.attempt,
             endpoint: decision.endpoint,
             role: decision.role,
@@ -443,7 +482,7 @@ export const loop = <S>(
             billingBoundViolation: charged.violation,
             teardownUnconfirmed: end._tag === "Timeout" && !end.confirmed,
             simulated: isSimulated(endpoint, provider)
-          })
+          }
           progress.records.push(record)
           env.writer?.attempt(record)
           if (progress.current === decision.endpoint) progress.tries++
@@ -475,7 +514,7 @@ export const loop = <S>(
         // Interrupted by the caller: the attempt may have been sent, so its reservation stays charged.
         Effect.onInterrupt(() =>
           Effect.zipRight(
-            STM.commit(env.settle(decision.reservation, Budget.charge(decision.reservation, UNKNOWN_AFTER_DISPATCH))),
+            settle(env, decision.reservation, Budget.charge(decision.reservation, UNKNOWN_AFTER_DISPATCH)),
             permit === undefined || env.health === undefined
               ? Effect.void
               : Effect.flatMap(
@@ -494,7 +533,7 @@ export const loop = <S>(
               reason: "the stream has committed: no retry, no fallback",
               cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
               attempts: progress.records
-            })
+            }, true)
         })
         return {
           payload: end.payload,
@@ -521,7 +560,7 @@ export const loop = <S>(
               cause: causeOf(progress),
               teardownUnconfirmed: record.teardownUnconfirmed,
               attempts: progress.records
-            })
+            }, true)
           )
         }
       }
@@ -530,7 +569,7 @@ export const loop = <S>(
 
 /** @internal */
 export const halted = (reason: string, progress: Progress) =>
-  new Outcome.Halted({ reason, cause: causeOf(progress), attempts: progress.records })
+  new Outcome.Halted({ reason, cause: causeOf(progress), attempts: progress.records }, true)
 
 /** @internal */
 export const totalCost = (records: ReadonlyArray<Outcome.AttemptRecord>): number | "unknown" => {
@@ -554,23 +593,23 @@ export const terminal = (decision: Planner.Stop, progress: Progress): Outcome.Te
         cause,
         teardownUnconfirmed: attempts.some((a) => a.teardownUnconfirmed),
         attempts
-      })
+      }, true)
     case "BudgetExhausted":
       return new Outcome.BudgetExhausted({
         resource: decision.resource ?? "cost",
         reason: decision.reason,
         cause,
         attempts
-      })
+      }, true)
     case "PlanExhausted":
-      return new Outcome.PlanExhausted({ reason: decision.reason, cause, attempts })
+      return new Outcome.PlanExhausted({ reason: decision.reason, cause, attempts }, true)
     case "FailedSafe":
       return new Outcome.FailedSafe({
         reason: decision.reason,
         cause: cause ?? { kind: "unknown", code: "unknown", endpoint: "" },
         attempts
-      })
+      }, true)
     case "Refused":
-      return new Outcome.Refused({ refusal: "no_legal_candidate", reason: decision.reason, attempts })
+      return new Outcome.Refused({ refusal: "no_legal_candidate", reason: decision.reason, attempts }, true)
   }
 }

@@ -1,0 +1,239 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Fake, Health, Rein } from "@rein/core"
+import type { Outcome, Provider } from "@rein/core"
+import { Clock, Effect, Either, FastCheck as fc, Fiber, Layer, Ref, STM, TestClock } from "effect"
+import { catalog, contract, endpoint } from "./fixtures.js"
+
+const cat = catalog(endpoint("a"), endpoint("b"))
+const request = { prompt: "p", inputTokens: 10, maxOutputTokens: 10 }
+
+/** A Rein layer over a given Health instance, so the test can inspect it. */
+const withHealth = (health: Health.Health["Type"], provider: Provider.Provider) =>
+  Layer.merge(
+    Rein.layer({ catalog: cat, providers: { fake: provider }, health: false }),
+    Layer.succeed(Health.Health, health)
+  )
+
+describe("Health: breakers", () => {
+  it.effect.prop(
+    "at most K probes are ever in flight against a half-open endpoint",
+    [fc.integer({ min: 1, max: 4 }), fc.array(fc.integer({ min: 0, max: 50 }), { minLength: 5, maxLength: 30 })],
+    ([k, delays]) =>
+      Effect.gen(function*() {
+        const health = yield* Health.make({ consecutiveFailures: 1, probes: k, cooldown: 1_000 })
+        // Open the breaker, then let its cooldown pass: half-open.
+        const opener = yield* STM.commit(health.acquire(0, "a", "first"))
+        yield* health.complete(0, opener, { _tag: "failure", kind: "overloaded", retryAfterMillis: null })
+        yield* TestClock.adjust(1_000)
+        const inFlight = yield* Ref.make(0)
+        const peak = yield* Ref.make(0)
+        const probe = (delay: number) =>
+          Effect.gen(function*() {
+            yield* Effect.sleep(delay)
+            const now = yield* Clock.currentTimeMillis
+            const permit = yield* Effect.either(STM.commit(health.acquire(now, "a", "first")))
+            if (Either.isLeft(permit)) return
+            const n = yield* Ref.updateAndGet(inFlight, (x) => x + 1)
+            yield* Ref.update(peak, (p) => Math.max(p, n))
+            yield* Effect.sleep(delay % 7 + 1)
+            yield* Ref.update(inFlight, (x) => x - 1)
+            // Neutral outcomes give the slot back without a transition, so probing goes on.
+            yield* health.complete(now, permit.right, { _tag: "neutral" })
+          })
+        const fibers = yield* Effect.forEach(delays, (d) => Effect.fork(probe(d)))
+        yield* TestClock.adjust(200)
+        yield* Effect.forEach(fibers, Fiber.join)
+        expect(yield* Ref.get(peak)).toBeLessThanOrEqual(k)
+        expect(yield* Ref.get(peak)).toBeGreaterThan(0)
+      })
+  )
+
+  it.effect("a 429 with Retry-After 30 s opens the breaker for 30 s; a later 1 s Retry-After does not shorten it", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make()
+      const first = yield* STM.commit(health.acquire(0, "a", "first"))
+      const second = yield* STM.commit(health.acquire(0, "a", "first"))
+      yield* health.complete(0, first, { _tag: "failure", kind: "rate_limited", retryAfterMillis: 30_000 })
+      expect(yield* health.breaker(0, "a")).toBe("open")
+      yield* health.complete(1_000, second, { _tag: "failure", kind: "rate_limited", retryAfterMillis: 1_000 })
+      expect(yield* health.breaker(2_001, "a")).toBe("open")
+      expect(yield* health.breaker(29_999, "a")).toBe("open")
+      expect(yield* health.breaker(30_000, "a")).toBe("half_open")
+      const view = yield* STM.commit(health.view(10_000, ["a"]))
+      expect(view.health.a).toMatchObject({ state: "open", opensInMillis: 20_000 })
+    }))
+
+  it.effect("a probe failure reopens with a grown cooldown; a probe success closes", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({
+        consecutiveFailures: 1,
+        cooldown: 1_000,
+        cooldownGrowth: 2,
+        maxCooldown: 3_000
+      })
+      const fail = { _tag: "failure", kind: "server_error", retryAfterMillis: null } as const
+      yield* health.complete(0, yield* STM.commit(health.acquire(0, "a", "first")), fail)
+      const probe1 = yield* STM.commit(health.acquire(1_000, "a", "first"))
+      expect(probe1.probe).toBe(true)
+      yield* health.complete(1_000, probe1, fail)
+      expect(yield* health.breaker(2_999, "a")).toBe("open")
+      const probe2 = yield* STM.commit(health.acquire(3_000, "a", "first"))
+      yield* health.complete(3_000, probe2, fail)
+      // Grown to 4 s but bounded by the 3 s maximum.
+      expect(yield* health.breaker(5_999, "a")).toBe("open")
+      const probe3 = yield* STM.commit(health.acquire(6_000, "a", "first"))
+      yield* health.complete(6_000, probe3, { _tag: "success" })
+      expect(yield* health.breaker(6_000, "a")).toBe("closed")
+    }))
+
+  it.effect("the failure ratio over the window opens the breaker once the minimum volume is reached", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({
+        consecutiveFailures: 100,
+        windowSize: 10,
+        minimumVolume: 10,
+        failureRatio: 0.5
+      })
+      const outcome = (ok: boolean) =>
+        Effect.flatMap(
+          STM.commit(health.acquire(0, "a", "first")),
+          (p) =>
+            health.complete(
+              0,
+              p,
+              ok ? { _tag: "success" } : { _tag: "failure", kind: "overloaded", retryAfterMillis: null }
+            )
+        )
+      for (const ok of [true, false, true, false, true, false, true, false, true]) yield* outcome(ok)
+      expect(yield* health.breaker(0, "a")).toBe("closed")
+      yield* outcome(false)
+      expect(yield* health.breaker(0, "a")).toBe("open")
+    }))
+})
+
+describe("Health: retry budgets", () => {
+  it.effect.prop(
+    "with B retry tokens, at most B retries and fallbacks are admitted, whatever the interleaving",
+    [fc.integer({ min: 1, max: 10 }), fc.array(fc.integer({ min: 0, max: 20 }), { minLength: 1, maxLength: 60 })],
+    ([b, delays]) =>
+      Effect.gen(function*() {
+        const health = yield* Health.make({ capacity: b, depositRatio: 0 })
+        const admitted = yield* Ref.make(0)
+        const fibers = yield* Effect.forEach(delays, (d, i) =>
+          Effect.fork(Effect.gen(function*() {
+            yield* Effect.sleep(d)
+            const role = i % 2 === 0 ? "retry" : "fallback"
+            const permit = yield* Effect.either(STM.commit(health.acquire(0, i % 3 === 0 ? "a" : "b", role)))
+            if (Either.isRight(permit)) yield* Ref.update(admitted, (n) => n + 1)
+          })))
+        yield* TestClock.adjust(100)
+        yield* Effect.forEach(fibers, Fiber.join)
+        expect(yield* Ref.get(admitted)).toBeLessThanOrEqual(b)
+      })
+  )
+})
+
+describe("Health: attribution under traffic", () => {
+  it.effect(
+    "an outage: a opens, traffic falls back to b, a is probed each cooldown and closes after recovery",
+    () =>
+      Effect.gen(function*() {
+        const health = yield* Health.make({ cooldown: 5_000, cooldownGrowth: 2, maxCooldown: 20_000, probes: 1 })
+        const fake = Fake.make({
+          a: [
+            Fake.dynamic((now) =>
+              now < 300_000 ? Fake.fail("overloaded", { latency: 50 }) : Fake.succeed({ latency: 50 })
+            )
+          ],
+          b: [Fake.succeed({ latency: 50 })]
+        })
+        const probesInFlight = yield* Ref.make(0)
+        const peakProbes = yield* Ref.make(0)
+        const callsToA = yield* Ref.make<Array<number>>([])
+        const provider: Provider.Provider = {
+          ...fake.provider,
+          call: (req, ctx) =>
+            Effect.gen(function*() {
+              const now = yield* Clock.currentTimeMillis
+              if (ctx.endpoint.id !== "a") return yield* fake.provider.call(req, ctx)
+              yield* Ref.update(callsToA, (xs) => [...xs, now])
+              const probing = (yield* health.breaker(now, "a")) === "half_open"
+              if (!probing) return yield* fake.provider.call(req, ctx)
+              const n = yield* Ref.updateAndGet(probesInFlight, (x) => x + 1)
+              yield* Ref.update(peakProbes, (p) => Math.max(p, n))
+              return yield* fake.provider.call(req, ctx).pipe(Effect.ensuring(Ref.update(probesInFlight, (x) => x - 1)))
+            })
+        }
+        const c = contract({ deadline: "5 seconds", retry: { perEndpoint: 1, base: 100, max: 1_000, jitter: 0 } })
+        // Steady traffic: a request every second for ten virtual minutes.
+        const outcomes: Array<Fiber.RuntimeFiber<Either.Either<Outcome.Completion, Outcome.Terminal>>> = []
+        const traffic = Effect.gen(function*() {
+          for (let t = 0; t < 600_000; t += 1_000) {
+            outcomes.push(
+              yield* Effect.fork(
+                Effect.either(Rein.execute(request, c).pipe(Effect.provide(withHealth(health, provider))))
+              )
+            )
+            yield* Effect.sleep(1_000)
+          }
+        })
+        const driver = yield* Effect.fork(traffic)
+        yield* TestClock.adjust(610_000)
+        yield* Fiber.join(driver)
+        const results = yield* Effect.forEach(outcomes, Fiber.join)
+        const completions = results.filter(Either.isRight).map((r) => r.right)
+        expect(completions.length).toBe(results.length)
+        expect(yield* Ref.get(peakProbes)).toBe(1)
+        const aCalls = yield* Ref.get(callsToA)
+        const during = aCalls.filter((t) => t > 10_000 && t < 300_000)
+        // Open for most of the outage: a handful of probes, not thousands of calls.
+        expect(during.length).toBeLessThan(40)
+        expect(during.length).toBeGreaterThan(5)
+        expect(yield* health.breaker(600_000, "a")).toBe("closed")
+        // After recovery, traffic is back on a.
+        expect(completions.slice(-20).every((c) => c.endpoint === "a")).toBe(true)
+        // Extra attempts (retries and fallbacks) stay inside the retry budget: capacity + ratio × first attempts.
+        const attempts = completions.flatMap((c) => c.attempts)
+        const first = attempts.filter((a) => a.role === "first").length
+        const extra = attempts.filter((a) => a.role !== "first").length
+        expect(extra).toBeLessThanOrEqual(10 + 0.2 * first)
+      }),
+    { timeout: 120_000 }
+  )
+
+  it.effect("a stalling endpoint never opens its breaker; its fallbacks are bounded by the retry budget", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make()
+      const fake = Fake.make({ a: [Fake.hang], b: [Fake.succeed()] })
+      const c = contract({ deadline: "10 seconds", attemptTimeout: "1 second", retry: { perEndpoint: 0 } })
+      const results: Array<Either.Either<Outcome.Completion, Outcome.Terminal>> = []
+      for (let i = 0; i < 20; i++) {
+        const fiber = yield* Effect.fork(
+          Effect.either(Rein.execute(request, c).pipe(Effect.provide(withHealth(health, fake.provider))))
+        )
+        yield* TestClock.adjust("2 seconds")
+        results.push(yield* Fiber.join(fiber))
+      }
+      // b's bucket starts with 10 tokens and b never gets a first attempt to refill it: exactly 10 fallbacks.
+      expect(results.filter(Either.isRight).length).toBe(10)
+      expect(results.slice(10).every((r) => Either.isLeft(r) && r.left._tag === "PlanExhausted")).toBe(true)
+      expect(yield* health.breaker(40_000, "a")).toBe("closed")
+      expect((yield* fake.calls).filter((x) => x.endpoint === "a").length).toBe(20)
+    }))
+
+  it.effect("an impatient caller (50 ms deadline) never opens a healthy 100 ms endpoint's breaker", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make()
+      const fake = Fake.make({ a: [Fake.succeed({ latency: 100 })] })
+      const c = contract({ deadline: "50 millis", candidates: ["a"] })
+      for (let i = 0; i < 100; i++) {
+        const fiber = yield* Effect.fork(
+          Effect.either(Rein.execute(request, c).pipe(Effect.provide(withHealth(health, fake.provider))))
+        )
+        yield* TestClock.adjust("100 millis")
+        const result = yield* Fiber.join(fiber)
+        expect(Either.isLeft(result) && result.left._tag).toBe("DeadlineExceeded")
+      }
+      expect(yield* health.breaker(10_000, "a")).toBe("closed")
+    }))
+})
