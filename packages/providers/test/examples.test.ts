@@ -1,0 +1,24 @@
+import { NodeCommandExecutor, NodeFileSystem, NodeHttpClient } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { program as effectAi } from "../../../examples/providers/effect-ai.js"
+import { program as openAiCompatible } from "../../../examples/providers/openai-compatible.js"
+import { program as subprocess } from "../../../examples/providers/subprocess.js"
+
+// The examples run as written, with the Node platform layers a program would give them.
+const http = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provide(effect, NodeHttpClient.layer)
+const commands = NodeCommandExecutor.layer.pipe(Layer.provide(NodeFileSystem.layer))
+
+describe("examples/providers", () => {
+  it.live("openai-compatible: Rein waits what the server asked, retries, then streams", () =>
+    Effect.map(http(openAiCompatible), (c) => {
+      expect(c.text).toBe("Paris.")
+      expect(c.attempts.map((a) => a.backoffMillis)).toEqual([150, 0])
+    }))
+
+  it.live("effect-ai: an overloaded model falls back to the next", () =>
+    Effect.map(http(effectAi), (c) => expect([c.endpoint, c.text]).toEqual(["openai/mini", "Bonjour."])))
+
+  it.live("subprocess: a local program answers", () =>
+    Effect.map(Effect.provide(subprocess, commands), (c) => expect(c.text).toBe("echo: ping")))
+})
