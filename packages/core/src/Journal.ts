@@ -1,15 +1,217 @@
 /**
- * The journal: every decision, with the exact inputs the planner consumed, so that afterwards a person can
- * say why each attempt was made — and prove it by replaying the decisions byte for byte.
+ * The journal: every decision with the exact inputs the planner consumed, so that afterwards a person can
+ * say why each attempt was made — and prove it. `replay` re-runs the pure planner over the recorded
+ * inputs and compares every decision byte for byte (canonical JSON); `explain` renders a timeline a
+ * person can read. Provider output and network timing are inputs, never claimed reproducible.
+ *
+ * A record never holds prompts, provider text or secrets: the contract, the catalog entries consulted
+ * (prices pinned as used), the planner's inputs and verdicts, attempt records and the outcome's kind.
+ *
+ * The format is a versioned Schema; a record of an unknown future version is refused.
  *
  * @since 0.1.0
  */
-import type { Effect } from "effect"
-import { Context } from "effect"
-import type { Endpoint } from "./Catalog.js"
-import type { Contract } from "./Contract.js"
-import type { AttemptRecord, Completion, Terminal } from "./Outcome.js"
-import type { Decision, Snapshot, Spec } from "./Planner.js"
+import { FileSystem } from "@effect/platform"
+import type { PlatformError } from "@effect/platform/Error"
+import { Context, Effect, Either, Layer, Ref, Schema } from "effect"
+import { Endpoint } from "./Catalog.js"
+import { Contract } from "./Contract.js"
+import { FailureKind } from "./Failure.js"
+import { canonical, firstDifference } from "./internal/canonical.js"
+import { formatParseError } from "./internal/decode.js"
+import * as Outcome from "./Outcome.js"
+import * as Planner from "./Planner.js"
+import { Usage } from "./Usage.js"
+
+/**
+ * The journal format version this build writes and reads.
+ *
+ * @since 0.1.0
+ */
+export const VERSION = 1
+
+const Num = Schema.Number
+const NullNum = Schema.NullOr(Schema.Number)
+const Verdict = Schema.Union(Schema.Literal(true), Schema.String)
+
+const Rule = Schema.Struct({
+  retry: Schema.Boolean,
+  fallback: Schema.Literal("any", "larger_window", "other_scope", "none"),
+  health: Schema.Boolean
+})
+
+/**
+ * The planner's static inputs as a Schema.
+ *
+ * @since 0.1.0
+ */
+export const SpecSchema = Schema.Struct({
+  candidates: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    listed: Schema.Boolean,
+    known: Schema.Boolean,
+    hasProvider: Schema.Boolean,
+    scope: Schema.String,
+    contextWindow: Num,
+    maxOutputTokens: Num,
+    tools: Schema.Boolean,
+    structuredOutput: Schema.Boolean,
+    streaming: Schema.Boolean,
+    simulated: Schema.Boolean,
+    prices: Schema.Struct({ inputTokens: Num, outputTokens: Num, request: Num })
+  })),
+  requires: Schema.Struct({ tools: Schema.Boolean, structuredOutput: Schema.Boolean, streaming: Schema.Boolean }),
+  mode: Schema.Literal("read-only", "advisory", "effectful"),
+  allowSimulated: Schema.Boolean,
+  inputTokens: NullNum,
+  maxOutputTokens: NullNum,
+  attemptTimeoutMillis: Num,
+  minAttemptMillis: Num,
+  retry: Schema.Struct({
+    perEndpoint: Num,
+    rateLimited: NullNum,
+    baseMillis: Num,
+    factor: Num,
+    maxMillis: Num,
+    jitter: Num
+  }),
+  table: Schema.Record({ key: FailureKind, value: Rule })
+})
+
+/**
+ * A decision's inputs as a Schema.
+ *
+ * @since 0.1.0
+ */
+export const SnapshotSchema = Schema.Struct({
+  elapsedMillis: Num,
+  remainingMillis: Num,
+  budget: Schema.Struct({ cost: NullNum, tokens: NullNum, calls: NullNum }),
+  attempts: Num,
+  current: Schema.NullOr(Schema.String),
+  triesOnCurrent: Num,
+  rateLimitedOnCurrent: Num,
+  last: Schema.NullOr(Schema.Struct({ kind: FailureKind, retryAfterMillis: NullNum })),
+  health: Schema.Record({
+    key: Schema.String,
+    value: Schema.Struct({
+      state: Schema.Literal("closed", "open", "half_open"),
+      probesFree: Num,
+      opensInMillis: Num
+    })
+  }),
+  retryTokens: Schema.Struct({ global: NullNum, endpoints: Schema.Record({ key: Schema.String, value: Num }) }),
+  committed: Schema.Boolean,
+  jitter: NullNum
+})
+
+const CandidateVerdict = Schema.Struct({
+  endpoint: Schema.String,
+  role: Schema.Literal("first", "retry", "fallback"),
+  legal: Schema.Boolean,
+  verdicts: Schema.Struct({
+    listed: Verdict,
+    capable: Verdict,
+    mode: Verdict,
+    simulation: Verdict,
+    deadline: Verdict,
+    budget: Verdict,
+    calls: Verdict,
+    retryBudget: Verdict,
+    health: Verdict,
+    failureAllows: Verdict,
+    uncommitted: Verdict
+  })
+})
+
+/**
+ * A decision as a Schema.
+ *
+ * @since 0.1.0
+ */
+export const DecisionSchema = Schema.Union(
+  Schema.Struct({
+    _tag: Schema.Literal("Attempt"),
+    endpoint: Schema.String,
+    role: Schema.Literal("first", "retry", "fallback"),
+    attempt: Num,
+    waitMillis: Num,
+    waitReason: Schema.Literal("none", "backoff", "retry_after"),
+    timeoutMillis: Num,
+    binding: Schema.Literal("attempt", "deadline"),
+    reservation: Schema.Struct({ cost: NullNum, tokens: NullNum }),
+    candidates: Schema.Array(CandidateVerdict)
+  }),
+  Schema.Struct({
+    _tag: Schema.Literal("Stop"),
+    outcome: Schema.Literal("DeadlineExceeded", "BudgetExhausted", "PlanExhausted", "FailedSafe", "Refused"),
+    phase: Schema.NullOr(Schema.Literal("admission", "backoff")),
+    resource: Schema.NullOr(Schema.Literal("cost", "tokens", "calls")),
+    reason: Schema.String,
+    candidates: Schema.Array(CandidateVerdict)
+  })
+)
+
+/**
+ * How the request ended, without the answer's text.
+ *
+ * @since 0.1.0
+ */
+export const RecordedOutcome = Schema.Union(
+  Schema.Struct({
+    _tag: Schema.Literal("Completion"),
+    endpoint: Schema.String,
+    usage: Usage,
+    cost: Schema.Union(Schema.Number, Schema.Literal("unknown")),
+    simulated: Schema.Boolean
+  }),
+  Schema.Struct({
+    _tag: Schema.Literal("DeadlineExceeded", "BudgetExhausted", "PlanExhausted", "FailedSafe", "Refused", "Halted"),
+    reason: Schema.String,
+    detail: Schema.NullOr(Schema.String),
+    cause: Schema.NullOr(Outcome.Cause)
+  }),
+  Schema.Struct({ _tag: Schema.Literal("Interrupted") })
+)
+
+/**
+ * One request's journal record.
+ *
+ * @example
+ * ```ts
+ * import { Journal } from "@rein/core"
+ *
+ * declare const line: string
+ * const record = Journal.decodeLine(line) // Either<Journal.JournalRecord, Journal.JournalError>
+ * ```
+ * @since 0.1.0
+ */
+export const JournalRecord = Schema.Struct({
+  version: Schema.Literal(VERSION),
+  requestId: Schema.String,
+  contract: Schema.encodedSchema(Contract),
+  endpoints: Schema.Array(Schema.encodedSchema(Endpoint)),
+  spec: SpecSchema,
+  decisions: Schema.Array(Schema.Struct({ snapshot: SnapshotSchema, decision: DecisionSchema })),
+  attempts: Schema.Array(Outcome.AttemptRecord),
+  outcome: RecordedOutcome
+})
+
+/**
+ * @since 0.1.0
+ */
+export type JournalRecord = typeof JournalRecord.Type
+
+/**
+ * A journal that cannot be read: bad JSON, a schema violation (with the path), or a future version.
+ *
+ * @since 0.1.0
+ */
+export class JournalError extends Schema.TaggedError<JournalError>()("JournalError", {
+  reason: Schema.Literal("json", "schema", "version", "io"),
+  message: Schema.String,
+  line: Schema.optional(Schema.Number)
+}) {}
 
 /**
  * What a journal learns when a request starts.
@@ -21,26 +223,440 @@ export interface Header {
   readonly contract: Contract
   /** The catalog entries consulted, with their prices pinned as used. */
   readonly endpoints: ReadonlyArray<Endpoint>
-  readonly spec: Spec
+  readonly spec: Planner.Spec
 }
 
 /**
  * Receives one request's decisions as they are made. `decision` and `attempt` are synchronous appends;
- * encoding happens once, at `end`.
+ * a record is assembled once, at `end`.
  *
  * @since 0.1.0
  */
 export interface Writer {
-  readonly decision: (snapshot: Snapshot, decision: Decision) => void
-  readonly attempt: (record: AttemptRecord) => void
-  readonly end: (outcome: Completion | Terminal | { readonly _tag: "Interrupted" }) => Effect.Effect<void>
+  readonly decision: (snapshot: Planner.Snapshot, decision: Planner.Decision) => void
+  readonly attempt: (record: Outcome.AttemptRecord) => void
+  readonly end: (
+    outcome: Outcome.Completion | Outcome.Terminal | { readonly _tag: "Interrupted" }
+  ) => Effect.Effect<void>
 }
 
 /**
- * The journal service.
+ * The journal service. Provide one (`Journal.layerMemory`, `Journal.layerJsonl`) and every execution
+ * records; without one, nothing is recorded and nothing is paid for.
  *
  * @since 0.1.0
  */
 export class Journal extends Context.Tag("@rein/core/Journal")<Journal, {
   readonly begin: (header: Header) => Effect.Effect<Writer>
 }>() {}
+
+const encodeContract = Schema.encodeSync(Contract)
+const encodeEndpoint = Schema.encodeSync(Endpoint)
+
+const recordedOutcome = (
+  outcome: Outcome.Completion | Outcome.Terminal | { readonly _tag: "Interrupted" }
+): typeof RecordedOutcome.Type => {
+  if (!("_tag" in outcome)) {
+    return {
+      _tag: "Completion",
+      endpoint: outcome.endpoint,
+      usage: outcome.usage,
+      cost: outcome.cost,
+      simulated: outcome.simulated
+    }
+  }
+  switch (outcome._tag) {
+    case "Interrupted":
+      return { _tag: "Interrupted" }
+    case "DeadlineExceeded":
+      return { _tag: outcome._tag, reason: outcome.reason, detail: outcome.phase, cause: outcome.cause }
+    case "BudgetExhausted":
+      return { _tag: outcome._tag, reason: outcome.reason, detail: outcome.resource, cause: outcome.cause }
+    case "PlanExhausted":
+    case "Halted":
+      return { _tag: outcome._tag, reason: outcome.reason, detail: null, cause: outcome.cause }
+    case "FailedSafe":
+      return { _tag: outcome._tag, reason: outcome.reason, detail: null, cause: outcome.cause }
+    case "Refused":
+      return { _tag: outcome._tag, reason: outcome.reason, detail: outcome.refusal, cause: null }
+  }
+}
+
+/**
+ * Makes a journal that hands each finished record to `sink`.
+ *
+ * @since 0.1.0
+ */
+export const make = (sink: (record: JournalRecord) => Effect.Effect<void>): Journal["Type"] => ({
+  begin: (header) =>
+    Effect.sync(() => {
+      const decisions: Array<{ snapshot: Planner.Snapshot; decision: Planner.Decision }> = []
+      const attempts: Array<Outcome.AttemptRecord> = []
+      let ended = false
+      return {
+        decision: (snapshot, decision) => {
+          decisions.push({ snapshot, decision })
+        },
+        attempt: (record) => {
+          attempts.push(record)
+        },
+        end: (outcome) =>
+          Effect.suspend(() => {
+            if (ended) return Effect.void
+            ended = true
+            return sink({
+              version: VERSION,
+              requestId: header.requestId,
+              contract: encodeContract(header.contract),
+              endpoints: header.endpoints.map((e) => encodeEndpoint(e)),
+              spec: header.spec as JournalRecord["spec"],
+              decisions,
+              attempts,
+              outcome: recordedOutcome(outcome)
+            })
+          })
+      }
+    })
+})
+
+/**
+ * The in-memory journal's contents.
+ *
+ * @since 0.1.0
+ */
+export class MemoryJournal extends Context.Tag("@rein/core/Journal/MemoryJournal")<MemoryJournal, {
+  readonly records: Effect.Effect<ReadonlyArray<JournalRecord>>
+}>() {}
+
+/**
+ * An in-memory journal (records kept for the life of the layer), with `MemoryJournal` to read them.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Journal } from "@rein/core"
+ *
+ * const records = Effect.flatMap(Journal.MemoryJournal, (j) => j.records).pipe(Effect.provide(Journal.layerMemory))
+ * ```
+ * @since 0.1.0
+ */
+export const layerMemory: Layer.Layer<Journal | MemoryJournal> = Layer.effectContext(
+  Effect.map(
+    Ref.make<ReadonlyArray<JournalRecord>>([]),
+    (ref) =>
+      Context.make(Journal, make((record) => Ref.update(ref, (rs) => [...rs, record]))).pipe(
+        Context.add(MemoryJournal, { records: Ref.get(ref) })
+      )
+  )
+)
+
+/**
+ * Encodes a record as one canonical JSON line (no trailing newline).
+ *
+ * @since 0.1.0
+ */
+export const encode = (record: JournalRecord): string => canonical(record)
+
+const decodeRecord = Schema.decodeUnknownEither(JournalRecord, { errors: "all", onExcessProperty: "error" })
+
+/**
+ * Decodes one JSONL line, refusing a future version with a clear error.
+ *
+ * @since 0.1.0
+ */
+export const decodeLine = (line: string, lineNumber?: number): Either.Either<JournalRecord, JournalError> => {
+  const at = lineNumber === undefined ? {} : { line: lineNumber }
+  let json: unknown
+  try {
+    json = JSON.parse(line)
+  } catch {
+    return Either.left(new JournalError({ reason: "json", message: "not valid JSON", ...at }))
+  }
+  const version = typeof json === "object" && json !== null ? (json as { version?: unknown }).version : undefined
+  if (typeof version === "number" && version > VERSION) {
+    return Either.left(
+      new JournalError({
+        reason: "version",
+        message: `journal version ${version} is newer than this build reads (${VERSION})`,
+        ...at
+      })
+    )
+  }
+  return Either.mapLeft(
+    decodeRecord(json),
+    (e) => new JournalError({ reason: "schema", message: formatParseError(e), ...at })
+  )
+}
+
+/**
+ * A journal appended to a JSONL file, one request per line, written when the request ends.
+ *
+ * @example
+ * ```ts
+ * import { NodeFileSystem } from "@effect/platform-node"
+ * import { Layer } from "effect"
+ * import { Journal } from "@rein/core"
+ *
+ * const JournalLive = Journal.layerJsonl("rec.jsonl").pipe(Layer.provide(NodeFileSystem.layer))
+ * ```
+ * @since 0.1.0
+ */
+export const layerJsonl = (path: string): Layer.Layer<Journal, PlatformError, FileSystem.FileSystem> =>
+  Layer.scoped(
+    Journal,
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const file = yield* fs.open(path, { flag: "a" })
+      const lock = yield* Effect.makeSemaphore(1)
+      const encoder = new TextEncoder()
+      return make((record) =>
+        lock.withPermits(1)(file.writeAll(encoder.encode(`${encode(record)}\n`))).pipe(
+          // A journal that cannot be written must not fail the request it records.
+          Effect.catchAll((e) => Effect.logWarning("rein: journal append failed", e.message))
+        )
+      )
+    })
+  )
+
+/**
+ * Reads every record of a JSONL journal. A final line without a newline (a write cut short) is ignored;
+ * any other bad line is an error naming its line number.
+ *
+ * @since 0.1.0
+ */
+export const readJsonl = (
+  path: string
+): Effect.Effect<ReadonlyArray<JournalRecord>, JournalError, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const text = yield* fs.readFileString(path).pipe(
+      Effect.mapError((e) => new JournalError({ reason: "io", message: `cannot read ${path}: ${e.message}` }))
+    )
+    const lines = text.split("\n")
+    // The last element is "" after a final newline, or an unterminated (torn) line: either way not a record.
+    lines.pop()
+    const records: Array<JournalRecord> = []
+    for (const [i, line] of lines.entries()) {
+      if (line.trim() === "") continue
+      records.push(yield* decodeLine(line, i + 1))
+    }
+    return records
+  })
+
+/**
+ * A replay that did not reproduce: the first decision that differs, and the first field in it.
+ *
+ * @since 0.1.0
+ */
+export class ReplayMismatch extends Schema.TaggedError<ReplayMismatch>()("ReplayMismatch", {
+  requestId: Schema.String,
+  decision: Schema.Number,
+  field: Schema.String,
+  recorded: Schema.String,
+  replayed: Schema.String
+}) {}
+
+/**
+ * Re-runs the planner over each recorded snapshot and compares the decision byte for byte. Succeeds with
+ * the number of decisions reproduced.
+ *
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import { Journal } from "@rein/core"
+ *
+ * declare const record: Journal.JournalRecord
+ * const result = Journal.replay(record) // Right(3) or Left(ReplayMismatch { decision: 2, field: "waitMillis", … })
+ * ```
+ * @since 0.1.0
+ */
+export const replay = (record: JournalRecord): Either.Either<number, ReplayMismatch> => {
+  for (const [i, entry] of record.decisions.entries()) {
+    const replayed = Planner.decide(record.spec, entry.snapshot)
+    const a = canonical(entry.decision)
+    const b = canonical(replayed)
+    if (a !== b) {
+      const field = firstDifference(entry.decision, replayed) ?? "(root)"
+      return Either.left(
+        new ReplayMismatch({
+          requestId: record.requestId,
+          decision: i + 1,
+          field,
+          recorded: canonical(pick(entry.decision, field)),
+          replayed: canonical(pick(replayed, field))
+        })
+      )
+    }
+  }
+  return Either.right(record.decisions.length)
+}
+
+const pick = (value: unknown, path: string): unknown => {
+  if (path === "(root)" || path === "") return value
+  let current: unknown = value
+  for (const part of path.split(/\.|\[|\]/).filter((p) => p !== "")) {
+    if (current === null || typeof current !== "object") return undefined
+    current = (current as Record<string, unknown>)[part]
+  }
+  return current
+}
+
+/**
+ * A readable account of one request, for tools.
+ *
+ * @since 0.1.0
+ */
+export interface Explanation {
+  readonly requestId: string
+  readonly steps: ReadonlyArray<{
+    readonly decision: number
+    readonly atMillis: number
+    readonly remainingMillis: number
+    readonly budgetLeft: { readonly cost: number | null; readonly tokens: number | null; readonly calls: number | null }
+    readonly chosen: string | null
+    readonly action: string
+    readonly why: string
+    readonly rejected: ReadonlyArray<
+      { readonly endpoint: string; readonly role: string; readonly failed: Readonly<Record<string, string>> }
+    >
+    readonly attempt: {
+      readonly endpoint: string
+      readonly status: string
+      readonly failure: string | null
+      readonly code: string | null
+      readonly retryAfterMillis: number | null
+      readonly startMillis: number
+      readonly endMillis: number
+      readonly charged: { readonly cost: number; readonly tokens: number }
+    } | null
+  }>
+  readonly outcome: string
+}
+
+const num = (n: number): string => (Number.isInteger(n) ? String(n) : String(Number(n.toPrecision(6))))
+
+const budgetText = (
+  b: { readonly cost: number | null; readonly tokens: number | null; readonly calls: number | null }
+) => {
+  const parts = [
+    b.cost === null ? null : `cost ${num(b.cost)}`,
+    b.tokens === null ? null : `tokens ${b.tokens}`,
+    b.calls === null ? null : `calls ${b.calls}`
+  ].filter((p) => p !== null)
+  return parts.length === 0 ? "unlimited" : `${parts.join(", ")} left`
+}
+
+/**
+ * Explains a record: each decision, why the chosen attempt was allowed, why each other candidate was not
+ * (the failing predicate, with its numbers), the waits and their reasons, each attempt's result, and the
+ * outcome. `json` for tools, `text` for people.
+ *
+ * @example
+ * ```ts
+ * import { Journal } from "@rein/core"
+ *
+ * declare const record: Journal.JournalRecord
+ * console.log(Journal.explain(record).text)
+ * ```
+ * @since 0.1.0
+ */
+export const explain = (record: JournalRecord): { readonly json: Explanation; readonly text: string } => {
+  const steps: Array<Explanation["steps"][number]> = []
+  let attemptIndex = 0
+  for (const [i, { decision, snapshot }] of record.decisions.entries()) {
+    const rejected = decision.candidates
+      .filter((c) => !c.legal || (decision._tag === "Attempt" && c.endpoint !== decision.endpoint))
+      .filter((c) => !(decision._tag === "Attempt" && c.endpoint === decision.endpoint))
+      .map((c) => ({
+        endpoint: c.endpoint,
+        role: c.role,
+        failed: Object.fromEntries(
+          Object.entries(c.verdicts).filter(([, v]) => v !== true).map(([k, v]) => [k, String(v)])
+        )
+      }))
+    let action: string
+    let why: string
+    let attempt: Explanation["steps"][number]["attempt"] = null
+    if (decision._tag === "Attempt") {
+      const wait = decision.waitMillis > 0
+        ? `after a ${num(decision.waitMillis)} ms wait (${
+          decision.waitReason === "retry_after"
+            ? `Retry-After ${num(snapshot.last?.retryAfterMillis ?? 0)} ms`
+            : "backoff"
+        }), `
+        : ""
+      action = `attempt ${decision.attempt} on ${decision.endpoint} (${decision.role})`
+      why = `${wait}all 11 predicates hold; timeout ${num(decision.timeoutMillis)} ms (${
+        decision.binding === "deadline" ? "the remaining deadline" : "the attempt timeout"
+      }); reserved ${decision.reservation.cost === null ? "no cost bound" : `cost ${num(decision.reservation.cost)}`}${
+        decision.reservation.tokens === null ? "" : `, ${decision.reservation.tokens} tokens`
+      }`
+      const a = record.attempts[attemptIndex++]
+      if (a !== undefined) {
+        attempt = {
+          endpoint: a.endpoint,
+          status: a.status,
+          failure: a.failure,
+          code: a.code,
+          retryAfterMillis: a.retryAfterMillis,
+          startMillis: a.startMillis,
+          endMillis: a.endMillis,
+          charged: a.charged
+        }
+      }
+    } else {
+      action = `stop: ${decision.outcome}${decision.phase === null ? "" : ` (${decision.phase})`}`
+      why = decision.reason
+    }
+    steps.push({
+      decision: i + 1,
+      atMillis: snapshot.elapsedMillis,
+      remainingMillis: snapshot.remainingMillis,
+      budgetLeft: snapshot.budget,
+      chosen: decision._tag === "Attempt" ? decision.endpoint : null,
+      action,
+      why,
+      rejected,
+      attempt
+    })
+  }
+  const o = record.outcome
+  const outcome = o._tag === "Completion"
+    ? `success on ${o.endpoint}; usage ${
+      o.usage === "unknown" ? "unknown" : `${o.usage.inputTokens} in / ${o.usage.outputTokens} out`
+    }; cost ${o.cost === "unknown" ? "unknown" : num(o.cost)}${o.simulated ? " (simulated)" : ""}`
+    : o._tag === "Interrupted"
+    ? "interrupted by the caller"
+    : `${o._tag}${o.detail === null ? "" : ` (${o.detail})`}: ${o.reason}${
+      o.cause === null ? "" : `; last failure ${o.cause.kind} (${o.cause.code}) on ${o.cause.endpoint}`
+    }`
+  const lines: Array<string> = [
+    `request ${record.requestId}: candidates ${record.spec.candidates.map((c) => c.id).join(" → ")}`
+  ]
+  for (const s of steps) {
+    lines.push(
+      `#${s.decision} at +${num(s.atMillis)} ms, ${num(s.remainingMillis)} ms remaining, budget ${
+        budgetText(s.budgetLeft)
+      }`
+    )
+    lines.push(`  → ${s.action}: ${s.why}`)
+    for (const r of s.rejected) {
+      const failed = Object.entries(r.failed)
+      if (failed.length > 0) {
+        lines.push(`  ✗ ${r.endpoint} (${r.role}): ${failed.map(([k, v]) => `${k}: ${v}`).join("; ")}`)
+      }
+    }
+    if (s.attempt !== null) {
+      const a = s.attempt
+      lines.push(
+        `  ${a.status === "success" ? "✓" : "✗"} ${a.endpoint} ${a.status}${
+          a.failure === null ? "" : ` ${a.failure} (${a.code})`
+        }${a.retryAfterMillis === null ? "" : `, Retry-After ${num(a.retryAfterMillis)} ms`}, +${num(a.startMillis)}…+${
+          num(a.endMillis)
+        } ms, charged cost ${num(a.charged.cost)} / ${a.charged.tokens} tokens`
+      )
+    }
+  }
+  lines.push(`outcome: ${outcome}`)
+  return { json: { requestId: record.requestId, steps, outcome }, text: lines.join("\n") }
+}

@@ -1,0 +1,209 @@
+import { NodeFileSystem } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Fake, Journal, Rein } from "@rein/core"
+import type { Failure, Planner } from "@rein/core"
+import { Effect, Either, FastCheck as fc, Fiber, Layer, Random, TestClock } from "effect"
+import { build } from "esbuild"
+import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { catalog, contract, endpoint } from "./fixtures.js"
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const request = { prompt: "a prompt that must never be journaled", inputTokens: 100, maxOutputTokens: 100 }
+
+const kinds: ReadonlyArray<Failure.FailureKind> = [
+  "timeout",
+  "transport",
+  "rate_limited",
+  "overloaded",
+  "server_error",
+  "malformed_response",
+  "context_length",
+  "authentication",
+  "unknown"
+]
+
+const step: fc.Arbitrary<Fake.Step> = fc.oneof(
+  fc.integer({ min: 0, max: 2_000 }).map((latency) => Fake.succeed({ latency })),
+  fc.record({
+    kind: fc.constantFrom(...kinds),
+    latency: fc.integer({ min: 0, max: 2_000 }),
+    retryAfter: fc.option(fc.integer({ min: 0, max: 5_000 }), { nil: undefined })
+  }).map(({ kind, latency, retryAfter }) =>
+    Fake.fail(kind, { latency, ...(retryAfter !== undefined ? { retryAfter } : {}) })
+  ),
+  fc.constant(Fake.hang)
+)
+
+const scenario = fc.record({
+  a: fc.array(step, { minLength: 1, maxLength: 4 }),
+  b: fc.array(step, { minLength: 1, maxLength: 4 }),
+  c: fc.array(step, { minLength: 1, maxLength: 4 }),
+  deadline: fc.integer({ min: 200, max: 15_000 }),
+  cost: fc.option(fc.double({ min: 0, max: 0.002, noNaN: true }), { nil: undefined }),
+  calls: fc.option(fc.integer({ min: 0, max: 6 }), { nil: undefined }),
+  consecutiveFailures: fc.integer({ min: 1, max: 3 }),
+  seed: fc.integer()
+})
+type Scenario = typeof scenario extends fc.Arbitrary<infer S> ? S : never
+
+const cat = catalog(
+  endpoint("a", { scope: "x" }),
+  endpoint("b", { scope: "y", inPrice: 5e-6 }),
+  endpoint("c", { scope: "z", contextWindow: 16_000 })
+)
+
+/** Runs a scenario (several requests, so breaker state carries over) and returns the journal records. */
+const record = (s: Scenario) =>
+  Effect.gen(function*() {
+    const fake = Fake.make({ a: s.a, b: s.b, c: s.c })
+    const c = contract({
+      deadline: s.deadline,
+      attemptTimeout: Math.max(50, Math.floor(s.deadline / 3)),
+      candidates: ["a", "b", "c"],
+      budget: {
+        ...(s.cost !== undefined ? { cost: s.cost } : {}),
+        ...(s.calls !== undefined ? { calls: s.calls } : {})
+      },
+      retry: { perEndpoint: 2, base: 100, factor: 2, max: 1_000, jitter: 0.5 }
+    })
+    const layer = Layer.mergeAll(
+      Rein.layer({
+        catalog: cat,
+        providers: { fake: fake.provider },
+        health: { consecutiveFailures: s.consecutiveFailures, cooldown: 500 }
+      }),
+      Journal.layerMemory
+    )
+    return yield* Effect.gen(function*() {
+      for (let i = 0; i < 3; i++) {
+        const fiber = yield* Effect.fork(Effect.either(Rein.execute({ ...request, id: `r${i}` }, c)))
+        yield* TestClock.adjust(s.deadline + 1_000)
+        yield* Fiber.join(fiber)
+      }
+      return yield* Effect.flatMap(Journal.MemoryJournal, (j) => j.records)
+    }).pipe(Effect.provide(layer), Effect.withRandom(Random.make(s.seed)))
+  })
+
+/** Changes one input of one snapshot. */
+const mutate = (snap: Planner.Snapshot, which: number): Planner.Snapshot => {
+  switch (which % 6) {
+    case 0:
+      return { ...snap, remainingMillis: snap.remainingMillis / 3 }
+    case 1:
+      return { ...snap, budget: { ...snap.budget, cost: 0 } }
+    case 2:
+      return { ...snap, budget: { ...snap.budget, calls: 0 } }
+    case 3:
+      return { ...snap, jitter: snap.jitter === null ? 0.9 : 1 - snap.jitter }
+    case 4:
+      return { ...snap, health: { ...snap.health, a: { state: "open", probesFree: 0, opensInMillis: 60_000 } } }
+    default:
+      return { ...snap, committed: !snap.committed }
+  }
+}
+
+describe("Journal", () => {
+  it.effect.prop("record → replay always reproduces every decision", [scenario], ([s]) =>
+    Effect.gen(function*() {
+      const records = yield* record(s)
+      expect(records.length).toBe(3)
+      for (const r of records) {
+        // Through canonical JSON and back, as a file would carry it.
+        const decoded = Journal.decodeLine(Journal.encode(r))
+        expect(Either.isRight(decoded)).toBe(true)
+        if (Either.isRight(decoded)) expect(Journal.replay(decoded.right)).toEqual(Either.right(r.decisions.length))
+        expect(Journal.encode(r)).not.toContain("never be journaled")
+      }
+    }), { fastCheck: { numRuns: 60 } })
+
+  it.effect.prop(
+    "changing one recorded input changes the replay at that decision, or proves it did not matter",
+    [scenario, fc.nat(), fc.nat()],
+    ([s, pickDecision, which]) =>
+      Effect.gen(function*() {
+        const records = yield* record(s)
+        const r = records[pickDecision % records.length]!
+        if (r.decisions.length === 0) return
+        const i = pickDecision % r.decisions.length
+        const changed = {
+          ...r,
+          decisions: r.decisions.map((d, j) => (j === i ? { ...d, snapshot: mutate(d.snapshot, which) } : d))
+        }
+        const result = Journal.replay(changed)
+        if (Either.isLeft(result)) expect(result.left.decision).toBe(i + 1)
+        else {
+          // The replay proves the input did not matter to that decision.
+          const entry = changed.decisions[i]!
+          expect(JSON.stringify(r.decisions[i]!.decision)).toBe(JSON.stringify(entry.decision))
+        }
+      }),
+    { fastCheck: { numRuns: 60 } }
+  )
+
+  it("a record of an unknown future version is refused with a clear error", () => {
+    const result = Journal.decodeLine(JSON.stringify({ version: 99, requestId: "x" }), 3)
+    expect(Either.isLeft(result) && result.left).toMatchObject({ reason: "version", line: 3 })
+    expect(Either.isLeft(result) && result.left.message).toContain("journal version 99 is newer")
+    const bad = Journal.decodeLine("{not json", 1)
+    expect(Either.isLeft(bad) && bad.left.reason).toBe("json")
+  })
+
+  it.effect("explain on a fallback after a 429 names the Retry-After, the budget left and the skipped candidate", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("rate_limited", { retryAfter: "30 seconds" })], b: [Fake.succeed()] })
+      const cat2 = catalog(endpoint("a"), endpoint("b"), endpoint("c", { inPrice: 1, outPrice: 1 }))
+      const c = contract({ deadline: "10 seconds", candidates: ["a", "c", "b"], budget: { cost: 0.01 } })
+      const records = yield* Rein.execute(request, c).pipe(
+        Effect.zipRight(Effect.flatMap(Journal.MemoryJournal, (j) => j.records)),
+        Effect.provide(
+          Layer.mergeAll(Rein.layer({ catalog: cat2, providers: { fake: fake.provider } }), Journal.layerMemory)
+        )
+      )
+      const { json, text } = Journal.explain(records[0]!)
+      expect(text).toContain("Retry-After 30000 ms")
+      expect(text).toContain("budget cost 0.01 left")
+      expect(text).toMatch(/✗ c \(fallback\): budget: worst-case cost 200 > 0\.0\d+ left/)
+      expect(text).toContain("attempt 2 on b (fallback)")
+      expect(text).toContain("outcome: success on b")
+      expect(json.steps[1]!.rejected.map((r) => r.endpoint)).toEqual(expect.arrayContaining(["a", "c"]))
+      expect(text).not.toContain("never be journaled")
+    }))
+
+  it.live("a journal written by one process is replayed in another", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rein-journal-"))
+      const file = path.join(dir, "rec.jsonl")
+      const script = yield* Effect.promise(async () => {
+        const outfile = path.join(here, "..", "build", "fixtures", "journal-child.mjs")
+        await build({
+          entryPoints: [path.join(here, "fixtures", "journal-child.ts")],
+          outfile,
+          bundle: true,
+          platform: "node",
+          format: "esm",
+          target: "node20",
+          packages: "external",
+          logLevel: "silent"
+        })
+        return outfile
+      })
+      const stdout = yield* Effect.async<string, Error>((resume) => {
+        execFile(process.execPath, [script, file], (error, out) =>
+          resume(error ? Effect.fail(error) : Effect.succeed(out)))
+      })
+      expect(stdout).toContain("DONE b")
+      const records = yield* Journal.readJsonl(file).pipe(Effect.provide(NodeFileSystem.layer))
+      expect(records).toHaveLength(1)
+      expect(records[0]!.requestId).toBe("child-1")
+      expect(Journal.replay(records[0]!)).toEqual(Either.right(2))
+      expect(fs.readFileSync(file, "utf8")).not.toContain("secret prompt")
+      // A torn final line (a crash mid-write) is ignored by readers.
+      fs.appendFileSync(file, "{\"version\":1,\"requ")
+      expect(yield* Journal.readJsonl(file).pipe(Effect.provide(NodeFileSystem.layer))).toHaveLength(1)
+      fs.rmSync(dir, { recursive: true, force: true })
+    }))
+})
