@@ -1,0 +1,87 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Fake, Rein } from "@rein/core"
+import type { Streaming } from "@rein/core"
+import { Chunk, Effect, Either, Fiber, Stream, TestClock } from "effect"
+import { contract, defaultCatalog, layer } from "./fixtures.js"
+
+const request = { prompt: "tell me", inputTokens: 50, maxOutputTokens: 100 }
+
+const collect = (fake: Fake.Fake, overrides: Parameters<typeof contract>[0] = {}) =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.fork(Effect.either(
+      Stream.runCollect(Rein.executeStream(request, contract(overrides))).pipe(Effect.provide(layer(fake)))
+    ))
+    yield* TestClock.adjust("1 minute")
+    return Either.map(yield* Fiber.join(fiber), Chunk.toReadonlyArray)
+  })
+
+const texts = (events: ReadonlyArray<Streaming.Event>) =>
+  events.flatMap((e) => (e._tag === "Delta" ? [`${e.endpoint}:${e.text}`] : []))
+
+describe("Streaming", () => {
+  it.effect("a complete stream emits its deltas, then the completion with usage", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({
+        a: [Fake.succeed({ deltas: ["Hel", "lo"], usage: { inputTokens: 50, outputTokens: 2 } })]
+      })
+      const events = Either.getOrThrow(yield* collect(fake))
+      expect(texts(events)).toEqual(["a:Hel", "a:lo"])
+      const last = events[events.length - 1]!
+      expect(last._tag).toBe("Completed")
+      if (last._tag === "Completed") {
+        expect(last.completion.text).toBe("Hello")
+        expect(last.completion.usage).toEqual({ inputTokens: 50, outputTokens: 2 })
+      }
+    }))
+
+  it.effect("a stream that fails before its first delta falls back", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({
+        a: [Fake.fail("overloaded")],
+        b: [Fake.succeed({ deltas: ["from ", "b"] })]
+      })
+      const events = Either.getOrThrow(yield* collect(fake, { retry: { perEndpoint: 0 } }))
+      expect(texts(events)).toEqual(["b:from ", "b:b"])
+    }))
+
+  it.effect("a failure after the first delta is terminal: never another model's text", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({
+        a: [Fake.fail("server_error", { afterDeltas: ["partial "] })],
+        b: [Fake.succeed({ deltas: ["other model"] })]
+      })
+      const seen: Array<string> = []
+      const fiber = yield* Effect.fork(Effect.either(
+        Rein.executeStream(request, contract()).pipe(
+          Stream.runForEach((e) => Effect.sync(() => e._tag === "Delta" && seen.push(`${e.endpoint}:${e.text}`))),
+          Effect.provide(layer(fake))
+        )
+      ))
+      yield* TestClock.adjust("1 minute")
+      const result = yield* Fiber.join(fiber)
+      expect(seen).toEqual(["a:partial "])
+      expect(Either.isLeft(result) && result.left._tag).toBe("FailedSafe")
+      expect((yield* fake.calls).map((c) => c.endpoint)).toEqual(["a"])
+    }))
+
+  it.effect("a stream that ends without its terminator is a failure, never a clean end", () =>
+    Effect.gen(function*() {
+      const truncated: Fake.Step = Fake.fail("transport", { afterDeltas: ["half an ans"], dispatched: true })
+      const fake = Fake.make({ a: [truncated] })
+      const provider = {
+        ...fake.provider,
+        // A stream that simply stops after a delta, without `done`.
+        stream: () => Stream.make({ delta: "half an ans" })
+      }
+      const result = yield* Effect.either(
+        Stream.runCollect(Rein.executeStream(request, contract({ candidates: ["a"] }))).pipe(
+          Effect.provide(Rein.layer({ catalog: defaultCatalog, providers: { fake: provider } }))
+        )
+      )
+      expect(Either.isLeft(result)).toBe(true)
+      if (Either.isLeft(result)) {
+        expect(result.left._tag).toBe("FailedSafe")
+        expect(result.left.attempts[0]).toMatchObject({ status: "failure", code: "stream_truncated" })
+      }
+    }))
+})
