@@ -484,6 +484,8 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
 export const createPrivateFile = (filename: string): Effect.Effect<void, LedgerStoreError> =>
   Effect.try({
     try: () => {
+      // SQLite's in-memory database has no file to protect (and must not become one named ":memory:").
+      if (filename === ":memory:" || filename === "") return
       closeSync(openSync(filename, "a", 0o600))
       chmodSync(filename, 0o600)
     },
