@@ -29,6 +29,12 @@ import { checkBaseUrl, ProviderConfigError } from "./Transport.js"
 /**
  * The marker a second request within one call fails with (before any traffic).
  *
+ * @example
+ * ```ts
+ * import { EffectAi } from "@rein/providers"
+ *
+ * const marker = new EffectAi.HiddenRetry()
+ * ```
  * @since 0.1.0
  */
 export class HiddenRetry extends Data.TaggedError("HiddenRetry")<{}> {}
@@ -201,6 +207,15 @@ const promptOf = (request: Provider.CompletionRequest) =>
  * Per-attempt settings around one `@effect/ai` call, as services to provide: typically the endpoint's
  * model and Rein's output bound (`OpenAiLanguageModel.Config`: `{ model, max_output_tokens }`).
  *
+ * @example
+ * ```ts
+ * import { OpenAiLanguageModel } from "@effect/ai-openai"
+ * import { Context } from "effect"
+ * import type { EffectAi } from "@rein/providers"
+ *
+ * const configure: EffectAi.Configure<OpenAiLanguageModel.Config> = (ctx) =>
+ *   Context.make(OpenAiLanguageModel.Config, { model: ctx.endpoint.model, max_output_tokens: ctx.maxOutputTokens })
+ * ```
  * @since 0.1.0
  */
 export type Configure<R> = (context: Provider.AttemptContext) => Context.Context<R>
@@ -301,6 +316,13 @@ export const fromLanguageModel = <R = never>(
 /**
  * Options of the OpenAI bridge (`@effect/ai-openai`, the Responses API).
  *
+ * @example
+ * ```ts
+ * import { Redacted } from "effect"
+ * import type { EffectAi } from "@rein/providers"
+ *
+ * const options: EffectAi.OpenAiOptions = { apiKey: Redacted.make("sk-…"), apiUrl: "https://api.openai.com/v1" }
+ * ```
  * @since 0.1.0
  */
 export interface OpenAiOptions {

@@ -25,6 +25,13 @@ import { checkBaseUrl, ProviderConfigError } from "./Transport.js"
 /**
  * Options of the adapter. The model sent is the endpoint's `model` from the catalog.
  *
+ * @example
+ * ```ts
+ * import { Redacted } from "effect"
+ * import type { OpenAiCompatible } from "@rein/providers"
+ *
+ * const options: OpenAiCompatible.Options = { baseUrl: "https://api.openai.com/v1", apiKey: Redacted.make("sk-…") }
+ * ```
  * @since 0.1.0
  */
 export interface Options {
@@ -53,6 +60,13 @@ const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 /**
  * Token usage in the chat-completions shape.
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { OpenAiCompatible } from "@rein/providers"
+ *
+ * Schema.decodeUnknownSync(OpenAiCompatible.ChatUsage)({ prompt_tokens: 12, completion_tokens: 3 })
+ * ```
  * @since 0.1.0
  */
 export const ChatUsage = Schema.Struct({
@@ -63,6 +77,13 @@ export const ChatUsage = Schema.Struct({
 /**
  * The part of a chat-completions response the adapter reads.
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { OpenAiCompatible } from "@rein/providers"
+ *
+ * Schema.decodeUnknownSync(OpenAiCompatible.ChatCompletion)({ choices: [{ message: { content: "hi" } }] })
+ * ```
  * @since 0.1.0
  */
 export const ChatCompletion = Schema.Struct({
@@ -76,6 +97,13 @@ export const ChatCompletion = Schema.Struct({
 /**
  * One streamed chunk (`data:` line) of a chat-completions stream.
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { OpenAiCompatible } from "@rein/providers"
+ *
+ * Schema.decodeUnknownSync(OpenAiCompatible.ChatChunk)({ choices: [{ delta: { content: "Hel" } }] })
+ * ```
  * @since 0.1.0
  */
 export const ChatChunk = Schema.Struct({

@@ -25,6 +25,15 @@ import { ProviderConfigError } from "./Transport.js"
 /**
  * What the program receives on stdin.
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Subprocess } from "@rein/providers"
+ *
+ * const line = Schema.encodeSync(Schema.parseJson(Subprocess.Input))({
+ *   prompt: "hi", model: "m", endpoint: "local/m", attempt: 1, maxOutputTokens: 100
+ * })
+ * ```
  * @since 0.1.0
  */
 export const Input = Schema.Struct({
@@ -46,6 +55,14 @@ const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 /**
  * What the program must print on stdout: an answer, or a structured error.
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Subprocess } from "@rein/providers"
+ *
+ * Schema.decodeUnknownSync(Subprocess.Output)({ text: "hello", usage: { inputTokens: 3, outputTokens: 1 } })
+ * Schema.decodeUnknownSync(Subprocess.Output)({ error: { code: "context_length_exceeded", status: 400 } })
+ * ```
  * @since 0.1.0
  */
 export const Output = Schema.Union(
@@ -71,6 +88,12 @@ const decodeOutput = Schema.decodeUnknownEither(Schema.parseJson(Output))
 /**
  * Options of the subprocess provider.
  *
+ * @example
+ * ```ts
+ * import type { Subprocess } from "@rein/providers"
+ *
+ * const options: Subprocess.Options = { executable: "/usr/local/bin/model", env: { MODEL_DIR: "/models" } }
+ * ```
  * @since 0.1.0
  */
 export interface Options {

@@ -21,6 +21,12 @@ import type * as Net from "node:net"
 /**
  * One scripted response.
  *
+ * @example
+ * ```ts
+ * import type { FaultServer } from "@rein/providers"
+ *
+ * const hang: FaultServer.Fault = { _tag: "HangBeforeHeaders" }
+ * ```
  * @since 0.1.0
  */
 export type Fault =
@@ -48,6 +54,14 @@ export type Fault =
 /**
  * What the server saw of one request.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { FaultServer } from "@rein/providers"
+ *
+ * declare const server: FaultServer.FaultServer
+ * const closed = Effect.map(server.requests, (rs) => rs.filter((r) => r.clientClosed).length)
+ * ```
  * @since 0.1.0
  */
 export interface SeenRequest {
@@ -69,6 +83,13 @@ export interface SeenRequest {
 /**
  * A running fault server.
  *
+ * @example
+ * ```ts
+ * import type { FaultServer } from "@rein/providers"
+ *
+ * declare const server: FaultServer.FaultServer
+ * const sawClose = server.waitUntil((rs) => rs[0]?.clientClosed === true, "2 seconds")
+ * ```
  * @since 0.1.0
  */
 export interface FaultServer {
@@ -97,6 +118,16 @@ export interface FaultServer {
 /**
  * `waitUntil` gave up.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { FaultServer } from "@rein/providers"
+ *
+ * declare const server: FaultServer.FaultServer
+ * const waited = server.waitUntil((rs) => rs.length > 0).pipe(
+ *   Effect.catchTag("FaultServerTimeout", (e) => Effect.succeed(e.waitedMillis))
+ * )
+ * ```
  * @since 0.1.0
  */
 export class FaultServerTimeout extends Data.TaggedError("FaultServerTimeout")<{ readonly waitedMillis: number }> {}
@@ -235,6 +266,12 @@ export const faults = {
 /**
  * A fault by name (the `x-rein-fault` header): a key of `faults`, `rateLimited`, or `ok`.
  *
+ * @example
+ * ```ts
+ * import { FaultServer } from "@rein/providers"
+ *
+ * FaultServer.byName("overloaded") // the 529 fault
+ * ```
  * @since 0.1.0
  */
 export const byName = (name: string): Fault | undefined =>
