@@ -3,7 +3,7 @@
  *
  * @internal
  */
-import { Cause, Chunk, Duration, Effect, Exit, Fiber, Option, Runtime, Scope, Stream } from "effect"
+import { Cause, Chunk, Duration, Effect, Exit, Fiber, FiberId, Option, Runtime, Scope, Stream } from "effect"
 import { ProviderFailure } from "../Failure.js"
 import type { ProviderResponse, StreamPart } from "../Provider.js"
 import type { Usage } from "../Usage.js"
@@ -39,29 +39,26 @@ const failureOf = <E>(cause: Cause.Cause<E>): ProviderFailure => {
  *
  * @internal
  */
-export const teardown = <A, E>(fiber: Fiber.Fiber<A, E>, graceMillis: number): Effect.Effect<boolean> =>
-  Effect.zipRight(
-    Fiber.interruptFork(fiber),
-    Effect.map(
-      Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), Duration.millis(clampMillis(graceMillis))),
-      Option.isSome
-    )
-  )
+export const teardown = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, graceMillis: number): Effect.Effect<boolean> =>
+  Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+    fiber.unsafeInterruptAsFork(FiberId.none)
+    return Effect.map(Effect.interruptible(awaitWithin(runtime, fiber, graceMillis)), Option.isSome)
+  })
 
 /**
  * Waits for `fiber` at most `millis`: `None` when the time ran out first. One timer fiber, started
  * immediately, and the provider fiber's observer — no race machinery.
  */
-const awaitWithin = <A>(
+const awaitWithin = <A, E>(
   runtime: Runtime.Runtime<never>,
-  fiber: Fiber.RuntimeFiber<A>,
+  fiber: Fiber.RuntimeFiber<A, E>,
   millis: number
-): Effect.Effect<Option.Option<Exit.Exit<A>>> =>
+): Effect.Effect<Option.Option<Exit.Exit<A, E>>> =>
   Effect.suspend(() => {
     const timer = Runtime.runFork(runtime)(Effect.sleep(Duration.millis(clampMillis(millis))))
-    return Effect.async<Option.Option<Exit.Exit<A>>>((resume) => {
+    return Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
       let done = false
-      const onExit = (exit: Exit.Exit<A>) => {
+      const onExit = (exit: Exit.Exit<A, E>) => {
         if (done) return
         done = true
         timer.removeObserver(onTimer)
