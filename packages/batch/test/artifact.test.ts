@@ -1,7 +1,7 @@
 import { SystemError } from "@effect/platform/Error"
 import { describe, expect, it } from "@effect/vitest"
 import type { Scope } from "effect"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Fiber } from "effect"
 import { appendFileSync, writeFileSync } from "node:fs"
 import { ArtifactStore, Fingerprint } from "../src/index.js"
 import {
@@ -94,6 +94,30 @@ describe("JsonlStore: writing", () => {
       const read = yield* withStore(Effect.flatMap(store, (s) => s.read), { path })
       expect(read.records.map((r) => r.itemId).sort()).toEqual([...ids].sort())
       for (const r of read.records) expect(r.result).toBe(r.itemId.repeat(200))
+    }))
+
+  it.scoped("interrupting appenders part-way never tears a line: the artifact stays readable and writable", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      const ids = Array.from({ length: 300 }, (_, i) => `item-${i}`)
+      yield* withStore(
+        Effect.gen(function*() {
+          const opened = yield* (yield* store).create(yield* manifest)
+          const fiber = yield* Effect.fork(
+            Effect.forEach(ids, (id) => opened.append(record(id, { result: id.repeat(100) })), {
+              concurrency: "unbounded",
+              discard: true
+            })
+          )
+          for (let i = 0; i < 5; i++) yield* Effect.yieldNow()
+          yield* Fiber.interrupt(fiber)
+          yield* opened.append(record("after"))
+        }),
+        { path }
+      )
+      const read = yield* withStore(Effect.flatMap(store, (s) => s.read), { path })
+      expect(read.records.at(-1)?.itemId).toBe("after")
+      for (const r of read.records.slice(0, -1)) expect(r.result).toBe(r.itemId.repeat(100))
     }))
 
   it.scoped("with fsync, an append returns only after an fsync, and concurrent appends share them", () =>
@@ -362,5 +386,46 @@ describe("JsonlStore: after a failed append", () => {
       const opened = yield* withStore(Effect.flatMap(Effect.zip(store, manifest), ([s, m]) => s.create(m)), { path })
       const error = failure(yield* Effect.exit(opened.append(record("late"))))
       expect(error.reason).toBe("closed")
+    }))
+})
+
+describe("JsonlStore: what a line holds", () => {
+  it.scoped("exactly the record's fields, in schema order: excess fields are not written", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      const extra = {
+        ...record("a"),
+        prompt: "a prompt must never be written",
+        usage: { inputTokens: 1, outputTokens: 2, raw: "x" }
+      }
+      yield* seed(path, [extra])
+      const line = lines(path)[1]!
+      expect(line).not.toContain("prompt must never")
+      expect(line).not.toContain("raw")
+      expect(Object.keys(JSON.parse(line))).toEqual([
+        "kind",
+        "itemId",
+        "index",
+        "promptFingerprint",
+        "inputFingerprint",
+        "identityFingerprint",
+        "outcome",
+        "category",
+        "reusable",
+        "usage",
+        "cost",
+        "attempts",
+        "durationMillis",
+        "result"
+      ])
+    }))
+
+  it.scoped("an invalid record (a NaN cost) is refused at write, so the file never holds a line it cannot read", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      const error = failure(yield* Effect.exit(seed(path, [record("a", { cost: Number.NaN })])))
+      expect(error.reason).toBe("encode")
+      expect(error.message).toContain("cost")
+      expect(lines(path)).toHaveLength(2)
     }))
 })
