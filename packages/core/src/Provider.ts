@@ -47,6 +47,9 @@ export interface ProviderResponse {
 
 /**
  * One piece of a streamed answer. `delta` is caller-visible text; `usage` may arrive with the last piece.
+ * A complete stream ends with a part carrying `done: true` (adapters emit `{ delta: "", usage, done: true }`
+ * when they see the protocol's terminator, e.g. SSE `[DONE]`); a stream that ends without it was
+ * truncated and is reported as a failure. Empty deltas never commit a stream.
  *
  * @since 0.1.0
  */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Fake, Rein } from "@rein/core"
 import type { Outcome } from "@rein/core"
-import { Duration, Effect, Either, Exit, Fiber, Logger, Ref, TestClock } from "effect"
+import { Duration, Effect, Either, Exit, Fiber, Logger, LogLevel, Ref, TestClock } from "effect"
 import { catalog, contract, defaultCatalog, endpoint, layer } from "./fixtures.js"
 
 const request = { prompt: "hello", inputTokens: 100, maxOutputTokens: 100 }
@@ -300,13 +300,16 @@ describe("Execute", () => {
       const outcome = yield* runFor(Effect.either(
         Rein.execute({ ...request, prompt: `prompt ${canary}` }, contract()).pipe(
           Effect.provide(layer(fake)),
-          Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+          Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
+          Logger.withMinimumLogLevel(LogLevel.All)
         )
       ))
       const error = failureOf(outcome)
       expect(error._tag).toBe("FailedSafe")
       expect(JSON.stringify(error)).not.toContain(canary)
       expect(JSON.stringify(error.attempts)).not.toContain(canary)
-      expect((yield* Ref.get(logs)).join("\n")).not.toContain(canary)
+      const logged = (yield* Ref.get(logs)).join("\n")
+      expect(logged).toContain("overloaded")
+      expect(logged).not.toContain(canary)
     }))
 })

@@ -485,6 +485,18 @@ export const loop = <S>(
           }
           progress.records.push(record)
           env.writer?.attempt(record)
+          if (kind !== null) {
+            // Failures are logged with machine data only (kind, code, endpoint): never provider text.
+            yield* Effect.logDebug("rein: attempt failed").pipe(
+              Effect.annotateLogs({
+                endpoint: record.endpoint,
+                attempt: record.attempt,
+                kind,
+                code: record.code ?? "",
+                status: record.status
+              })
+            )
+          }
           if (progress.current === decision.endpoint) progress.tries++
           else {
             progress.current = decision.endpoint
