@@ -1,0 +1,112 @@
+/**
+ * The `rein` command: its subcommands, and the translation of every way it can end into an exit code.
+ * Bad input is a message on stderr and exit 2 (never a stack trace); `@effect/cli` prints usage errors
+ * (unknown flag, missing option) itself; a defect is one line and exit 4.
+ *
+ * @since 0.1.0
+ */
+import { Command, HelpDoc, ValidationError } from "@effect/cli"
+import type { CliApp } from "@effect/cli"
+import { Cause, Console, Effect, Option, Ref } from "effect"
+import * as BatchCommand from "./BatchCommand.js"
+import * as ExitCode from "./ExitCode.js"
+import * as Explain from "./Explain.js"
+import { ExitStatus, exitWith } from "./internal/status.js"
+import * as Plan from "./Plan.js"
+import * as Replay from "./Replay.js"
+import * as Run from "./Run.js"
+import * as Simulate from "./Simulate.js"
+
+/**
+ * The version `rein --version` prints.
+ *
+ * @example
+ * ```ts
+ * import { Cli } from "@rein/cli"
+ *
+ * Cli.version // "0.1.0"
+ * ```
+ * @since 0.1.0
+ */
+export const version = "0.1.0"
+
+const root = Command.make("rein", {}, () =>
+  Effect.zipRight(
+    Console.error("rein: choose a command: plan, run, replay, explain, simulate, batch (see rein --help)"),
+    exitWith(ExitCode.usage)
+  )).pipe(
+    Command.withDescription(
+      "Keep every LLM call inside one deadline, one budget and one attempt policy — plan, run, replay, explain, " +
+        "simulate, batch"
+    )
+  )
+
+/**
+ * The root command with its subcommands.
+ *
+ * @example
+ * ```ts
+ * import { Cli } from "@rein/cli"
+ *
+ * Cli.command // rein plan | run | replay | explain | simulate | batch
+ * ```
+ * @since 0.1.0
+ */
+export const command = root.pipe(
+  Command.withSubcommands([
+    Plan.command,
+    Run.command,
+    Replay.command,
+    Explain.command,
+    Simulate.command,
+    BatchCommand.command
+  ])
+)
+
+const cli = Command.run(command, {
+  name: "rein",
+  version,
+  footer: HelpDoc.p(ExitCode.help)
+})
+
+const firstLine = (u: unknown): string => {
+  const text = u instanceof Error ? u.message : typeof u === "string" ? u : "unexpected failure"
+  return text.split("\n")[0] ?? "unexpected failure"
+}
+
+/**
+ * Runs the command line (`process.argv`: runtime, script, arguments) and gives the exit code. Never
+ * fails: every failure has been printed by the time the code is returned.
+ *
+ * @example
+ * ```ts
+ * import { NodeContext } from "@effect/platform-node"
+ * import { Effect } from "effect"
+ * import { Cli } from "@rein/cli"
+ *
+ * const code = Cli.main(["node", "rein", "plan", "--catalog", "c.json", "--contract", "k.json"]).pipe(
+ *   Effect.provide(NodeContext.layer)
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode.ExitCode, never, CliApp.CliApp.Environment> =>
+  Effect.gen(function*() {
+    const status = yield* Ref.make<ExitCode.ExitCode>(ExitCode.ok)
+    return yield* cli(argv).pipe(
+      Effect.provideService(ExitStatus, status),
+      Effect.zipRight(Ref.get(status)),
+      Effect.catchAllCause((cause) => {
+        if (Cause.isInterruptedOnly(cause)) return Effect.succeed(ExitCode.interrupted)
+        const failure = Cause.failureOption(cause)
+        if (Option.isSome(failure)) {
+          const e = failure.value
+          // @effect/cli has already printed what was wrong with the command line.
+          if (ValidationError.isValidationError(e)) return Effect.succeed(ExitCode.usage)
+          return Effect.as(Console.error(`rein: ${e.message}`), ExitCode.usage)
+        }
+        const defect = Cause.squash(cause)
+        return Effect.as(Console.error(`rein: internal error: ${firstLine(defect)}`), ExitCode.internal)
+      })
+    )
+  })

@@ -1,0 +1,122 @@
+/**
+ * `rein replay rec.jsonl`: re-runs the pure planner over every recorded snapshot and compares each
+ * decision with the recorded one, byte for byte (canonical JSON). Exit 0 when all reproduce; otherwise the
+ * first difference — request, decision number, field, recorded and replayed values — and exit 3.
+ *
+ * @since 0.1.0
+ */
+import { Args, Command } from "@effect/cli"
+import type { FileSystem } from "@effect/platform"
+import { Journal } from "@rein/core"
+import { Console, Effect, Either } from "effect"
+import * as ExitCode from "./ExitCode.js"
+import type { InputError } from "./InputError.js"
+import { json } from "./internal/format.js"
+import * as Shared from "./internal/options.js"
+import { readRecords } from "./internal/records.js"
+import type { ExitStatus } from "./internal/status.js"
+import { exitWith } from "./internal/status.js"
+
+/**
+ * What `rein replay` reports.
+ *
+ * @since 0.1.0
+ */
+export type ReplayReport =
+  | { readonly ok: true; readonly requests: number; readonly decisions: number }
+  | {
+    readonly ok: false
+    readonly requests: number
+    /** 1-based index of the record (line order) holding the first difference. */
+    readonly record: number
+    readonly requestId: string
+    readonly decision: number
+    readonly field: string
+    readonly recorded: string
+    readonly replayed: string
+  }
+
+/**
+ * Replays records; stops at the first difference.
+ *
+ * @example
+ * ```ts
+ * import type { Journal } from "@rein/core"
+ * import { Replay } from "@rein/cli"
+ *
+ * declare const records: ReadonlyArray<Journal.JournalRecord>
+ * const report = Replay.replay(records) // { ok: true, requests: 1, decisions: 3 }
+ * ```
+ * @since 0.1.0
+ */
+export const replay = (records: ReadonlyArray<Journal.JournalRecord>): ReplayReport => {
+  let decisions = 0
+  for (const [i, record] of records.entries()) {
+    const result = Journal.replay(record)
+    if (Either.isLeft(result)) {
+      const m = result.left
+      return {
+        ok: false,
+        requests: records.length,
+        record: i + 1,
+        requestId: m.requestId,
+        decision: m.decision,
+        field: m.field,
+        recorded: m.recorded,
+        replayed: m.replayed
+      }
+    }
+    decisions += result.right
+  }
+  return { ok: true, requests: records.length, decisions }
+}
+
+/**
+ * Renders a replay for people.
+ *
+ * @example
+ * ```ts
+ * import { Replay } from "@rein/cli"
+ *
+ * Replay.render({ ok: true, requests: 1, decisions: 3 })
+ * // "replayed 3 decisions of 1 request: every decision reproduces byte for byte"
+ * ```
+ * @since 0.1.0
+ */
+export const render = (r: ReplayReport): string =>
+  r.ok
+    ? `replayed ${r.decisions} decision${r.decisions === 1 ? "" : "s"} of ${r.requests} request${
+      r.requests === 1 ? "" : "s"
+    }: every decision reproduces byte for byte`
+    : [
+      `replay mismatch in record ${r.record} (request ${r.requestId}), decision ${r.decision}, field ${r.field}:`,
+      `  recorded: ${r.recorded}`,
+      `  replayed: ${r.replayed}`
+    ].join("\n")
+
+/**
+ * The `rein replay` command.
+ *
+ * @example
+ * ```ts
+ * import { Replay } from "@rein/cli"
+ *
+ * Replay.command // rein replay rec.jsonl [--json]
+ * ```
+ * @since 0.1.0
+ */
+export const command = Command.make(
+  "replay",
+  {
+    record: Args.file({ name: "record" }).pipe(Args.withDescription("A journal (JSONL) written by rein run --record")),
+    json: Shared.json
+  },
+  (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
+    Effect.gen(function*() {
+      const r = replay(yield* readRecords(o.record))
+      if (r.ok) yield* Console.log(o.json ? json(r) : render(r))
+      else if (o.json) yield* Console.log(json(r))
+      else yield* Console.error(render(r))
+      yield* exitWith(r.ok ? ExitCode.ok : ExitCode.mismatch)
+    })
+).pipe(Command.withDescription("Re-run the planner over a recorded journal; exit 3 at the first decision that differs"))

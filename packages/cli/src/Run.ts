@@ -1,0 +1,252 @@
+/**
+ * `rein run`: one request under the contract, through `Rein.execute` — the built-in fake provider unless
+ * the catalog names the real adapter — printing the outcome and every attempt, and recording the journal
+ * when asked (`--record rec.jsonl`, appended: one line per request) for `rein replay` and `rein explain`.
+ *
+ * @since 0.1.0
+ */
+import { Command, Options } from "@effect/cli"
+import { FileSystem } from "@effect/platform"
+import type { Outcome } from "@rein/core"
+import { Journal, Rein } from "@rein/core"
+import type { Scope } from "effect"
+import { Clock, Console, Context, Effect, Either, Layer, Option } from "effect"
+import * as ExitCode from "./ExitCode.js"
+import { InputError } from "./InputError.js"
+import { attemptsTable } from "./internal/attempts.js"
+import { loadCatalog, loadContract, readDecoded } from "./internal/files.js"
+import { json, num } from "./internal/format.js"
+import * as Shared from "./internal/options.js"
+import { forCalls, tokenizer } from "./internal/providers.js"
+import type { ExitStatus } from "./internal/status.js"
+import { exitWith } from "./internal/status.js"
+import * as Scenario from "./Scenario.js"
+
+/**
+ * What `rein run` reports (`--json`). Never the prompt; the answer's text only on success.
+ *
+ * @since 0.1.0
+ */
+export interface RunReport {
+  readonly outcome: string
+  readonly ok: boolean
+  readonly endpoint: string | null
+  readonly text: string | null
+  readonly usage: Outcome.Completion["usage"] | null
+  readonly cost: number | "unknown" | null
+  readonly simulated: boolean | null
+  readonly reason: string | null
+  readonly attempts: ReadonlyArray<Outcome.AttemptRecord>
+  readonly record: string | null
+}
+
+/**
+ * A run's report from the executor's result.
+ *
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import type { Outcome } from "@rein/core"
+ * import { Run } from "@rein/cli"
+ *
+ * declare const result: Either.Either<Outcome.Completion, Outcome.Terminal>
+ * const report = Run.report(result, null)
+ * ```
+ * @since 0.1.0
+ */
+export const report = (
+  result: Either.Either<Outcome.Completion, Outcome.Terminal>,
+  record: string | null
+): RunReport =>
+  Either.match(result, {
+    onRight: (c) => ({
+      outcome: "Completion",
+      ok: true,
+      endpoint: c.endpoint,
+      text: c.text,
+      usage: c.usage,
+      cost: c.cost,
+      simulated: c.simulated,
+      reason: null,
+      attempts: c.attempts,
+      record
+    }),
+    onLeft: (e) => ({
+      outcome: e._tag,
+      ok: false,
+      endpoint: null,
+      text: null,
+      usage: null,
+      cost: null,
+      simulated: null,
+      reason: e._tag === "DeadlineExceeded"
+        ? `${e.phase}: ${e.reason}`
+        : e._tag === "BudgetExhausted"
+        ? `${e.resource}: ${e.reason}`
+        : e._tag === "Refused"
+        ? `${e.refusal}: ${e.reason}`
+        : e.reason,
+      attempts: e.attempts,
+      record
+    })
+  })
+
+/**
+ * Renders a run for people.
+ *
+ * @example
+ * ```ts
+ * import { Run } from "@rein/cli"
+ *
+ * declare const report: Run.RunReport
+ * console.log(Run.render(report))
+ * ```
+ * @since 0.1.0
+ */
+export const render = (r: RunReport): string => {
+  const lines: Array<string> = []
+  if (r.ok) {
+    const usage = r.usage === null || r.usage === "unknown"
+      ? "usage unknown"
+      : `${r.usage.inputTokens} in / ${r.usage.outputTokens} out`
+    lines.push(
+      `outcome: success on ${r.endpoint}${r.simulated === true ? " (simulated)" : ""}; ${usage}; cost ${
+        r.cost === null || r.cost === "unknown" ? "unknown" : num(r.cost)
+      }`
+    )
+    lines.push(`answer: ${r.text ?? ""}`)
+  } else {
+    lines.push(`outcome: ${r.outcome}: ${r.reason ?? ""}`)
+  }
+  lines.push(`attempts: ${r.attempts.length}`)
+  if (r.attempts.length > 0) lines.push(attemptsTable(r.attempts))
+  if (r.record !== null) lines.push(`recorded to ${r.record} (rein replay / rein explain)`)
+  return lines.join("\n")
+}
+
+/**
+ * What to run.
+ *
+ * @since 0.1.0
+ */
+export interface RunOptions {
+  readonly catalog: string
+  readonly contract: string
+  readonly prompt: string
+  readonly system?: string | undefined
+  readonly inputTokens?: number | undefined
+  readonly maxOutputTokens?: number | undefined
+  readonly record?: string | undefined
+  readonly scenario?: string | undefined
+  readonly baseUrl?: string | undefined
+}
+
+const positive = (flag: string, n: number | undefined): Effect.Effect<void, InputError> =>
+  n === undefined || (Number.isInteger(n) && n > 0)
+    ? Effect.void
+    : Effect.fail(new InputError({ message: `${flag}: Expected a positive integer, actual ${n}` }))
+
+/** Opens the journal file for appending, in the command's scope. */
+const journal = (
+  path: string
+): Effect.Effect<Context.Context<Journal.Journal>, InputError, FileSystem.FileSystem | Scope.Scope> =>
+  Effect.flatMap(
+    FileSystem.FileSystem,
+    (fs) =>
+      Layer.build(Journal.layerJsonl(path).pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, fs)))).pipe(
+        Effect.mapError((e) => new InputError({ message: `cannot open the record file ${path}: ${e.message}` }))
+      )
+  )
+
+/**
+ * Executes one request as `rein run` does.
+ *
+ * @example
+ * ```ts
+ * import { Run } from "@rein/cli"
+ *
+ * const report = Run.execute({ catalog: "examples/catalog.json", contract: "examples/contract.json", prompt: "Hello" })
+ * ```
+ * @since 0.1.0
+ */
+export const execute = (options: RunOptions): Effect.Effect<RunReport, InputError, FileSystem.FileSystem> =>
+  Effect.scoped(Effect.gen(function*() {
+    yield* positive("--input-tokens", options.inputTokens)
+    yield* positive("--max-output-tokens", options.maxOutputTokens)
+    const catalog = yield* loadCatalog(options.catalog)
+    const contract = yield* loadContract(options.contract)
+    const scenario = options.scenario === undefined
+      ? undefined
+      : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
+    const originMillis = yield* Clock.currentTimeMillis
+    const providers = yield* forCalls(catalog, {
+      scenario,
+      originMillis,
+      baseUrl: Option.fromNullable(options.baseUrl)
+    })
+    const rein = Rein.layer({ catalog, providers, tokenizer })
+    const journalContext = options.record === undefined ? Context.empty() : yield* journal(options.record)
+    const result = yield* Rein.execute({
+      prompt: options.prompt,
+      system: options.system,
+      inputTokens: options.inputTokens,
+      maxOutputTokens: options.maxOutputTokens
+    }, contract).pipe(
+      Effect.either,
+      Effect.provide(rein),
+      Effect.provide(journalContext)
+    )
+    return report(result, options.record ?? null)
+  }))
+
+/**
+ * The `rein run` command.
+ *
+ * @example
+ * ```ts
+ * import { Run } from "@rein/cli"
+ *
+ * Run.command // rein run --catalog C --contract K --prompt "…" [--record rec.jsonl] [--json]
+ * ```
+ * @since 0.1.0
+ */
+export const command = Command.make(
+  "run",
+  {
+    catalog: Shared.catalog,
+    contract: Shared.contract,
+    prompt: Options.text("prompt").pipe(Options.withDescription("The prompt (never recorded)")),
+    system: Options.text("system").pipe(Options.withDescription("A system prompt"), Options.optional),
+    inputTokens: Options.integer("input-tokens").pipe(
+      Options.withDescription("An upper bound of the prompt's tokens (default: its UTF-8 bytes + 16)"),
+      Options.optional
+    ),
+    maxOutputTokens: Options.integer("max-output-tokens").pipe(
+      Options.withDescription("The output bound (default: the endpoint's maximum)"),
+      Options.optional
+    ),
+    record: Options.file("record").pipe(
+      Options.withDescription("Append the journal record to this JSONL file"),
+      Options.optional
+    ),
+    scenario: Shared.scenario,
+    baseUrl: Shared.baseUrl,
+    json: Shared.json
+  },
+  (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
+    Effect.gen(function*() {
+      const r = yield* execute({
+        catalog: o.catalog,
+        contract: o.contract,
+        prompt: o.prompt,
+        system: Option.getOrUndefined(o.system),
+        inputTokens: Option.getOrUndefined(o.inputTokens),
+        maxOutputTokens: Option.getOrUndefined(o.maxOutputTokens),
+        record: Option.getOrUndefined(o.record),
+        scenario: Option.getOrUndefined(o.scenario),
+        baseUrl: Option.getOrUndefined(o.baseUrl)
+      })
+      yield* Console.log(o.json ? json(r) : render(r))
+      yield* exitWith(r.ok ? ExitCode.ok : ExitCode.failed)
+    })
+).pipe(Command.withDescription("Execute one request under the contract; print the outcome and every attempt"))

@@ -1,0 +1,26 @@
+#!/usr/bin/env node
+/**
+ * The `rein` binary: runs `Cli.main` on Node and ends the process with its exit code.
+ *
+ * @since 0.1.0
+ */
+import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import type { Teardown } from "@effect/platform/Runtime"
+import { Cause, Effect, Exit } from "effect"
+import * as Cli from "./Cli.js"
+import * as ExitCode from "./ExitCode.js"
+
+// A success carries the exit code; the process then ends on its own, so stdout and stderr drain fully.
+const teardown: Teardown = (exit, onExit) => {
+  if (Exit.isSuccess(exit)) {
+    process.exitCode = typeof exit.value === "number" ? exit.value : ExitCode.ok
+    onExit(0)
+  } else {
+    onExit(Cause.isInterruptedOnly(exit.cause) ? ExitCode.interrupted : ExitCode.internal)
+  }
+}
+
+NodeRuntime.runMain(Cli.main(process.argv).pipe(Effect.provide(NodeContext.layer)), {
+  disableErrorReporting: true,
+  teardown
+})

@@ -1,0 +1,97 @@
+/**
+ * Reading the command's input files: each failure becomes an `InputError` that names the file, and for a
+ * schema violation the path of the field (`examples/contract.json: deadline: Expected …`).
+ *
+ * @internal
+ */
+import { FileSystem } from "@effect/platform"
+import type { PlatformError } from "@effect/platform/Error"
+import { Catalog, Contract } from "@rein/core"
+import { Effect, Either } from "effect"
+import { InputError } from "../InputError.js"
+
+const describe = (e: PlatformError): string => {
+  if (e._tag === "SystemError") {
+    switch (e.reason) {
+      case "NotFound":
+        return "no such file"
+      case "PermissionDenied":
+        return "permission denied"
+      case "BadResource":
+        return "not a readable file"
+      default:
+        return e.reason
+    }
+  }
+  return e.message
+}
+
+/** Prefixes every line of a (possibly multi-line) message with the file it is about. @internal */
+export const inFile = (path: string, message: string): string =>
+  message.split("\n").map((line) => `${path}: ${line}`).join("\n")
+
+/** The text of a file, or an `InputError` saying what it is and why it cannot be read. @internal */
+export const readText = (
+  path: string,
+  what: string
+): Effect.Effect<string, InputError, FileSystem.FileSystem> =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) =>
+    fs.readFileString(path).pipe(
+      Effect.mapError((e) => new InputError({ message: `cannot read the ${what} ${path}: ${describe(e)}` }))
+    ))
+
+/** Parses JSON text; `where` names the file (and line). @internal */
+export const parseJson = (text: string, where: string): Either.Either<unknown, InputError> =>
+  Either.try({
+    try: () => JSON.parse(text) as unknown,
+    catch: (e) =>
+      new InputError({ message: `${where}: invalid JSON (${e instanceof Error ? e.message : "unparseable"})` })
+  })
+
+/** Reads and parses a JSON file. @internal */
+export const readJson = (path: string, what: string): Effect.Effect<unknown, InputError, FileSystem.FileSystem> =>
+  Effect.flatMap(readText(path, what), (text) => parseJson(text, path))
+
+// Schema reports an optional field's failure a second time as "Expected undefined": noise for a person.
+const withoutNoise = (message: string): string => {
+  const lines = message.split("\n")
+  const kept = lines.filter((l) => !/: Expected undefined, actual /.test(l))
+  return kept.length === 0 ? message : kept.join("\n")
+}
+
+/** Reads, parses and decodes a JSON file, naming the file and field of every problem. @internal */
+export const readDecoded = <A>(
+  path: string,
+  what: string,
+  decode: (input: unknown) => Either.Either<A, string>
+): Effect.Effect<A, InputError, FileSystem.FileSystem> =>
+  Effect.flatMap(
+    readJson(path, what),
+    (json) =>
+      Either.mapLeft(decode(json), (message) => new InputError({ message: inFile(path, withoutNoise(message)) }))
+  )
+
+/** Loads a catalog file. @internal */
+export const loadCatalog = (path: string): Effect.Effect<Catalog.Catalog, InputError, FileSystem.FileSystem> =>
+  readDecoded(path, "catalog", (json) => Either.mapLeft(Catalog.decode(json), (e) => e.message))
+
+/** Loads a contract file. @internal */
+export const loadContract = (path: string): Effect.Effect<Contract.Contract, InputError, FileSystem.FileSystem> =>
+  readDecoded(path, "contract", (json) => Either.mapLeft(Contract.decode(json), (e) => e.message))
+
+/** Fails when a contract names a candidate the catalog does not know (a likely typo, caught before any call). */
+export const checkCandidates = (
+  contract: Contract.Contract,
+  catalog: Catalog.Catalog,
+  contractPath: string
+): Effect.Effect<void, InputError> => {
+  const unknown = contract.candidates.filter((id) => !catalog.byId.has(id))
+  return unknown.length === 0 ? Effect.void : Effect.fail(
+    new InputError({
+      message: inFile(
+        contractPath,
+        unknown.map((id) => `candidates: ${JSON.stringify(id)} is not in the catalog`).join("\n")
+      )
+    })
+  )
+}
