@@ -74,6 +74,18 @@ type RequestOption<I> = [I] extends [string | Provider.CompletionRequest] ? {
  * How to run: the contract every item executes under, the guardrails around the run, how an item becomes
  * a request and an id, the cost function, observers and artifacts.
  *
+ * @example
+ * ```ts
+ * import { Contract } from "@rein/core"
+ * import type { Batch } from "@rein/batch"
+ *
+ * declare const contract: Contract.Contract
+ * const options: Batch.Options<{ readonly id: string; readonly text: string }> = {
+ *   contract,
+ *   request: (doc) => ({ prompt: `Summarise: ${doc.text}`, inputTokens: 2_000 }),
+ *   itemId: (doc) => doc.id
+ * }
+ * ```
  * @since 0.1.0
  */
 export type Options<I> = RequestOption<I> & {
@@ -92,6 +104,12 @@ export type Options<I> = RequestOption<I> & {
 /**
  * A finished run: every accepted item's result, how the run ended and what it did.
  *
+ * @example
+ * ```ts
+ * import type { Batch } from "@rein/batch"
+ *
+ * const failures = (s: Batch.Summary<string>) => s.results.filter((r) => r._tag === "Failed").length
+ * ```
  * @since 0.1.0
  */
 export interface Summary<I> {

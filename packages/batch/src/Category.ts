@@ -14,6 +14,12 @@ import { Schema } from "effect"
 /**
  * Categories of an item that ended because the run stopped (collateral), or whose record could not be kept.
  *
+ * @example
+ * ```ts
+ * import { Category } from "@rein/batch"
+ *
+ * Category.RunCategory.literals // ["batch_deadline_exceeded", "batch_aborted", "batch_budget_exceeded", "artifact_error"]
+ * ```
  * @since 0.1.0
  */
 export const RunCategory = Schema.Literal(
@@ -31,6 +37,12 @@ export type RunCategory = typeof RunCategory.Type
 /**
  * Categories of the executor's terminal outcomes that carry no provider failure kind.
  *
+ * @example
+ * ```ts
+ * import { Category } from "@rein/batch"
+ *
+ * Category.OutcomeCategory.literals.includes("deadline_exceeded") // true
+ * ```
  * @since 0.1.0
  */
 export const OutcomeCategory = Schema.Literal(

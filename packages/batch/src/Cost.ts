@@ -13,6 +13,12 @@ import type { Outcome, Usage } from "@rein/core"
 /**
  * What a cost function is given: one finished attempt with reported usage.
  *
+ * @example
+ * ```ts
+ * import type { Cost } from "@rein/batch"
+ *
+ * const tokens = (u: Cost.AttemptUsage) => u.usage.inputTokens + u.usage.outputTokens
+ * ```
  * @since 0.1.0
  */
 export interface AttemptUsage {

@@ -17,6 +17,13 @@ const at = Schema.Number
 /**
  * The run started (its batch deadline, if any, starts now).
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Events } from "@rein/batch"
+ *
+ * Schema.decodeUnknownSync(Events.RunStarted)({ _tag: "RunStarted", at: 0 })
+ * ```
  * @since 0.1.0
  */
 export const RunStarted = Schema.TaggedStruct("RunStarted", { at })
@@ -24,6 +31,12 @@ export const RunStarted = Schema.TaggedStruct("RunStarted", { at })
 /**
  * An accepted item starts executing.
  *
+ * @example
+ * ```ts
+ * import { Events } from "@rein/batch"
+ *
+ * const started = Events.ItemStarted.make({ at: 12, index: 3, itemId: "doc-3" })
+ * ```
  * @since 0.1.0
  */
 export const ItemStarted = Schema.TaggedStruct("ItemStarted", { at, index: Schema.Number, itemId: Schema.String })
@@ -31,6 +44,12 @@ export const ItemStarted = Schema.TaggedStruct("ItemStarted", { at, index: Schem
 /**
  * An attempt of an item was admitted (after `waitedMillis` at the run's limits).
  *
+ * @example
+ * ```ts
+ * import { Events } from "@rein/batch"
+ *
+ * const admitted = Events.ItemAdmitted.make({ at: 40, index: 3, itemId: "doc-3", endpoint: "openai/mini", attempt: 1, waitedMillis: 28 })
+ * ```
  * @since 0.1.0
  */
 export const ItemAdmitted = Schema.TaggedStruct("ItemAdmitted", {
@@ -45,6 +64,12 @@ export const ItemAdmitted = Schema.TaggedStruct("ItemAdmitted", {
 /**
  * An item succeeded.
  *
+ * @example
+ * ```ts
+ * import { Events } from "@rein/batch"
+ *
+ * const completed = Events.ItemCompleted.make({ at: 900, index: 3, itemId: "doc-3" })
+ * ```
  * @since 0.1.0
  */
 export const ItemCompleted = Schema.TaggedStruct("ItemCompleted", { at, index: Schema.Number, itemId: Schema.String })
@@ -52,6 +77,12 @@ export const ItemCompleted = Schema.TaggedStruct("ItemCompleted", { at, index: S
 /**
  * An item failed (terminally, or as collateral of a stop).
  *
+ * @example
+ * ```ts
+ * import { Events } from "@rein/batch"
+ *
+ * const failed = Events.ItemFailed.make({ at: 900, index: 3, itemId: "doc-3", category: "authentication" })
+ * ```
  * @since 0.1.0
  */
 export const ItemFailed = Schema.TaggedStruct("ItemFailed", {
@@ -64,6 +95,12 @@ export const ItemFailed = Schema.TaggedStruct("ItemFailed", {
 /**
  * An item's earlier record was reused (no call made).
  *
+ * @example
+ * ```ts
+ * import { Events } from "@rein/batch"
+ *
+ * const reused = Events.ItemReused.make({ at: 0, index: 3, itemId: "doc-3" })
+ * ```
  * @since 0.1.0
  */
 export const ItemReused = Schema.TaggedStruct("ItemReused", { at, index: Schema.Number, itemId: Schema.String })
@@ -71,6 +108,12 @@ export const ItemReused = Schema.TaggedStruct("ItemReused", { at, index: Schema.
 /**
  * A 429 started a shared cooldown of an endpoint, until `untilMillis`.
  *
+ * @example
+ * ```ts
+ * import { Events } from "@rein/batch"
+ *
+ * const cooling = Events.CooldownStarted.make({ at: 100, endpoint: "openai/mini", untilMillis: 2_100 })
+ * ```
  * @since 0.1.0
  */
 export const CooldownStarted = Schema.TaggedStruct("CooldownStarted", {
@@ -82,6 +125,12 @@ export const CooldownStarted = Schema.TaggedStruct("CooldownStarted", {
 /**
  * An endpoint's cooldown ended.
  *
+ * @example
+ * ```ts
+ * import { Events } from "@rein/batch"
+ *
+ * const ended = Events.CooldownEnded.make({ at: 2_100, endpoint: "openai/mini" })
+ * ```
  * @since 0.1.0
  */
 export const CooldownEnded = Schema.TaggedStruct("CooldownEnded", { at, endpoint: Schema.String })
@@ -89,6 +138,12 @@ export const CooldownEnded = Schema.TaggedStruct("CooldownEnded", { at, endpoint
 /**
  * The run stopped early (exactly once): the termination that stopped it.
  *
+ * @example
+ * ```ts
+ * import type { Events } from "@rein/batch"
+ *
+ * const why = (e: typeof Events.RunAborted.Type) => `${e.termination.kind}: ${e.termination.reason}`
+ * ```
  * @since 0.1.0
  */
 export const RunAborted = Schema.TaggedStruct("RunAborted", { at, termination: Termination })
@@ -96,6 +151,12 @@ export const RunAborted = Schema.TaggedStruct("RunAborted", { at, termination: T
 /**
  * The run ended: every accepted item has its result.
  *
+ * @example
+ * ```ts
+ * import type { Events } from "@rein/batch"
+ *
+ * const line = (e: typeof Events.RunCompleted.Type) => `${e.termination.kind} after ${e.stats.accepted} items`
+ * ```
  * @since 0.1.0
  */
 export const RunCompleted = Schema.TaggedStruct("RunCompleted", { at, termination: Termination, stats: Stats })
@@ -162,6 +223,13 @@ export type Progress = typeof Progress.Type
 /**
  * Progress before the run starts.
  *
+ * @example
+ * ```ts
+ * import { SubscriptionRef } from "effect"
+ * import { Events } from "@rein/batch"
+ *
+ * const progress = SubscriptionRef.make(Events.initialProgress)
+ * ```
  * @since 0.1.0
  */
 export const initialProgress: Progress = {

@@ -17,6 +17,12 @@ import { decodeWith, NonNegativeInt, PositiveDuration, PositiveInt, PositiveNumb
  * - `drain-active`: calls in flight finish (their results are kept); nothing new starts;
  * - `cancel-active`: calls in flight are interrupted and their items get the stop's collateral result.
  *
+ * @example
+ * ```ts
+ * import { Guardrails } from "@rein/batch"
+ *
+ * Guardrails.make({ batchDeadline: "1 hour", abortMode: "cancel-active" })
+ * ```
  * @since 0.1.0
  */
 export const AbortMode = Schema.Literal("drain-active", "cancel-active").annotations({
@@ -34,6 +40,12 @@ export type AbortMode = typeof AbortMode.Type
 /**
  * The order results are published in.
  *
+ * @example
+ * ```ts
+ * import { Guardrails } from "@rein/batch"
+ *
+ * Guardrails.make({ order: "submission" })
+ * ```
  * @since 0.1.0
  */
 export const Order = Schema.Literal("completion", "submission").annotations({
@@ -110,6 +122,13 @@ export type GuardrailsInput = typeof Guardrails.Encoded
 /**
  * A guardrails decode failure, naming each bad field.
  *
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import { Guardrails } from "@rein/batch"
+ *
+ * const message = Either.match(Guardrails.decode({ concurrency: 0 }), { onLeft: (e) => e.message, onRight: () => "ok" })
+ * ```
  * @since 0.1.0
  */
 export class GuardrailsError extends Schema.TaggedError<GuardrailsError>()("GuardrailsError", {

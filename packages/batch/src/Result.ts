@@ -22,6 +22,12 @@ const collateral = {
 /**
  * The batch deadline expired before the item finished (queued, waiting, or cancelled in flight).
  *
+ * @example
+ * ```ts
+ * import { Result } from "@rein/batch"
+ *
+ * const error = new Result.BatchDeadlineExceeded({ reason: "the batch deadline of 3600000 ms expired", cause: null, attempts: [] })
+ * ```
  * @since 0.1.0
  */
 export class BatchDeadlineExceeded extends Schema.TaggedError<BatchDeadlineExceeded>()(
@@ -32,6 +38,12 @@ export class BatchDeadlineExceeded extends Schema.TaggedError<BatchDeadlineExcee
 /**
  * Fail-fast stopped the run before the item finished.
  *
+ * @example
+ * ```ts
+ * import { Result } from "@rein/batch"
+ *
+ * const error = new Result.BatchAborted({ reason: "fail-fast: item \"7\" failed with authentication", cause: null, attempts: [] })
+ * ```
  * @since 0.1.0
  */
 export class BatchAborted extends Schema.TaggedError<BatchAborted>()("BatchAborted", collateral) {}
@@ -40,6 +52,16 @@ export class BatchAborted extends Schema.TaggedError<BatchAborted>()("BatchAbort
  * A soft cap stopped the run before the item finished, or the item's failure came after the cap was
  * reached (its provider failure is the `cause`).
  *
+ * @example
+ * ```ts
+ * import { Result } from "@rein/batch"
+ *
+ * const error = new Result.BatchBudgetExceeded({
+ *   reason: "token cap reached: 100 of 10 tokens",
+ *   cause: { kind: "server_error", code: "500", endpoint: "openai/mini" },
+ *   attempts: []
+ * })
+ * ```
  * @since 0.1.0
  */
 export class BatchBudgetExceeded extends Schema.TaggedError<BatchBudgetExceeded>()(
@@ -51,6 +73,12 @@ export class BatchBudgetExceeded extends Schema.TaggedError<BatchBudgetExceeded>
  * The item's record could not be appended to the artifact, so its outcome (`original`) is not published as
  * such; the run stops with `artifact_error`.
  *
+ * @example
+ * ```ts
+ * import type { Result } from "@rein/batch"
+ *
+ * const lost = (e: Result.ArtifactFailed) => `${e.original} not persisted: ${e.reason}`
+ * ```
  * @since 0.1.0
  */
 export class ArtifactFailed extends Schema.TaggedError<ArtifactFailed>()("ArtifactFailed", {
@@ -61,6 +89,12 @@ export class ArtifactFailed extends Schema.TaggedError<ArtifactFailed>()("Artifa
 /**
  * Why an item failed.
  *
+ * @example
+ * ```ts
+ * import type { Result } from "@rein/batch"
+ *
+ * const isCollateral = (e: Result.ItemError) => e._tag.startsWith("Batch")
+ * ```
  * @since 0.1.0
  */
 export type ItemError = Outcome.Terminal | BatchDeadlineExceeded | BatchAborted | BatchBudgetExceeded | ArtifactFailed
@@ -68,6 +102,12 @@ export type ItemError = Outcome.Terminal | BatchDeadlineExceeded | BatchAborted 
 /**
  * A successful item.
  *
+ * @example
+ * ```ts
+ * import type { Result } from "@rein/batch"
+ *
+ * const text = (r: Result.Succeeded<string>) => r.completion.text
+ * ```
  * @since 0.1.0
  */
 export interface Succeeded<I> {
@@ -83,6 +123,12 @@ export interface Succeeded<I> {
 /**
  * A failed item.
  *
+ * @example
+ * ```ts
+ * import type { Result } from "@rein/batch"
+ *
+ * const why = (r: Result.Failed<string>) => `${r.itemId}: ${r.category} (${r.error._tag})`
+ * ```
  * @since 0.1.0
  */
 export interface Failed<I> {
@@ -98,6 +144,12 @@ export interface Failed<I> {
 /**
  * An item whose earlier record was reused: no call, no cost, not counted against the caps.
  *
+ * @example
+ * ```ts
+ * import type { Result } from "@rein/batch"
+ *
+ * const kept = (r: Result.Reused<string>) => r.record.result
+ * ```
  * @since 0.1.0
  */
 export interface Reused<I> {
@@ -111,6 +163,12 @@ export interface Reused<I> {
 /**
  * An item walked by a dry run: the request that would have run.
  *
+ * @example
+ * ```ts
+ * import type { Result } from "@rein/batch"
+ *
+ * const prompt = (r: Result.Planned<string>) => r.request.prompt
+ * ```
  * @since 0.1.0
  */
 export interface Planned<I> {

@@ -30,6 +30,14 @@ export type Source<I, E = never, R = never> = Iterable<I> | AsyncIterable<I> | S
  * An iterable or async iterable threw or rejected while the run pulled from it. The run stops pulling,
  * lets the accepted items finish, then fails with this error.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { Batch, Source } from "@rein/batch"
+ *
+ * declare const run: Effect.Effect<Batch.Summary<string>, Source.SourceError>
+ * const safe = run.pipe(Effect.catchTag("SourceError", (e) => Effect.die(e.cause)))
+ * ```
  * @since 0.1.0
  */
 export class SourceError extends Schema.TaggedError<SourceError>()("SourceError", {

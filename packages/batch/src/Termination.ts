@@ -13,6 +13,12 @@ import { Category } from "./Category.js"
 /**
  * The source ran dry and every accepted item got its result.
  *
+ * @example
+ * ```ts
+ * import { Termination } from "@rein/batch"
+ *
+ * const done = Termination.Completed.make({ kind: "completed", reason: "all 10 accepted items finished" })
+ * ```
  * @since 0.1.0
  */
 export const Completed = Schema.TaggedStruct("Completed", {
@@ -23,6 +29,12 @@ export const Completed = Schema.TaggedStruct("Completed", {
 /**
  * The batch deadline expired.
  *
+ * @example
+ * ```ts
+ * import { Termination } from "@rein/batch"
+ *
+ * const late = Termination.BatchTimeout.make({ kind: "batch_timeout", reason: "the batch deadline of 3600000 ms expired" })
+ * ```
  * @since 0.1.0
  */
 export const BatchTimeout = Schema.TaggedStruct("BatchTimeout", {
@@ -33,6 +45,12 @@ export const BatchTimeout = Schema.TaggedStruct("BatchTimeout", {
 /**
  * An item failed terminally with a configured category.
  *
+ * @example
+ * ```ts
+ * import { Termination } from "@rein/batch"
+ *
+ * const stopped = Termination.FailFast.make({ kind: "fail_fast", reason: "fail-fast", itemId: "7", category: "authentication" })
+ * ```
  * @since 0.1.0
  */
 export const FailFast = Schema.TaggedStruct("FailFast", {
@@ -46,6 +64,12 @@ export const FailFast = Schema.TaggedStruct("FailFast", {
  * A soft cap was reached (`tokens`, `cost`), or the cost function returned something other than a finite
  * non-negative number (`cost_function`).
  *
+ * @example
+ * ```ts
+ * import { Termination } from "@rein/batch"
+ *
+ * const capped = Termination.BudgetExceeded.make({ kind: "budget_exceeded", reason: "cost cap reached: 25 of 25", resource: "cost" })
+ * ```
  * @since 0.1.0
  */
 export const BudgetExceeded = Schema.TaggedStruct("BudgetExceeded", {
@@ -57,6 +81,12 @@ export const BudgetExceeded = Schema.TaggedStruct("BudgetExceeded", {
 /**
  * An item's record could not be appended to the artifact.
  *
+ * @example
+ * ```ts
+ * import { Termination } from "@rein/batch"
+ *
+ * const lost = Termination.ArtifactFailure.make({ kind: "artifact_error", reason: "disk full", itemId: "7" })
+ * ```
  * @since 0.1.0
  */
 export const ArtifactFailure = Schema.TaggedStruct("ArtifactFailure", {

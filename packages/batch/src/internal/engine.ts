@@ -507,6 +507,7 @@ export const run = <I, E, R>(
         const it: ItemState = { index, itemId, tickets: [], fiber: undefined }
         inFlight++
         yield* event((at) => ({ _tag: "ItemStarted", at, index, itemId }))
+        yield* progress
         const startNanos = yield* Clock.currentTimeNanos
         const executed = Effect.provideService(Rein.execute(request, contract), Gate.Gate, gateFor(it))
         const bounded = itemDeadline === undefined ? executed : Deadline.within(executed, itemDeadline)
