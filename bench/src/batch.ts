@@ -3,11 +3,14 @@
  * 200: measured time against the ideal (items × latency / concurrency) and against `p-limit` and `p-queue`
  * loops doing the same calls (plus `Effect.forEach` with the same concurrency, the Effect-native floor).
  *
- * Rein's row needs `@rein/batch`: until it is built (and listed in bench/package.json), the row says so.
+ * Rein's rows need `@rein/batch` built (`pnpm build`); until then the table says so.
  */
+import { Contract, Rein } from "@rein/core"
+import type { Provider } from "@rein/core"
 import { Effect } from "effect"
 import pLimit from "p-limit"
 import PQueue from "p-queue"
+import { catalog, request, response } from "./fixtures.js"
 import type { Benchmark, Goal, RunOptions, Section } from "./harness.js"
 import { canImport, collect, fmtMs, median, nowMillis, table } from "./harness.js"
 
@@ -62,12 +65,49 @@ const baselines: ReadonlyArray<BatchContender> = [
   }
 ]
 
+type BatchModule = typeof import("@rein/batch")
+
 /**
- * Rein's rows, built from the `@rein/batch` module once it exists: e.g. a run of ITEMS items over a
- * provider whose call is `Effect.promise(call)` (the same 5 ms timer), concurrency CONCURRENCY, with a
- * generous run budget; one entry per `reinVariants` configuration.
+ * Rein's rows: a run of ITEMS items over a provider whose call is `Effect.promise(call)` (the same 5 ms
+ * timer), concurrency CONCURRENCY, one row per guardrail configuration: only the concurrency, and every
+ * guardrail on (item and batch deadline, fail-fast, generous token and cost caps, generous rate limits).
  */
-const reinRows = (_batch: unknown): ReadonlyArray<BatchContender> => []
+const reinRows = (batch: BatchModule): ReadonlyArray<BatchContender> => {
+  const { Batch, Guardrails } = batch
+  const provider: Provider.Provider = {
+    internalMaxAttempts: 1,
+    call: () => Effect.as(Effect.promise(call), response)
+  }
+  const layer = Rein.layer({ catalog, providers: { mem: provider } })
+  const contract = Contract.make({ deadline: "1 minute", candidates: ["mem/a"] })
+  const requestOf = () => request
+  const row = (name: string, guardrails: InstanceType<BatchModule["Guardrails"]["Guardrails"]>): BatchContender => ({
+    name,
+    run: () =>
+      Effect.runPromise(
+        Batch.run(items, { contract, request: requestOf, guardrails }).pipe(
+          Effect.map((summary) => summary.stats.succeeded),
+          Effect.provide(layer)
+        )
+      )
+  })
+  return [
+    row("Rein Batch.run (concurrency 200)", Guardrails.make({ concurrency: CONCURRENCY })),
+    row(
+      "Rein Batch.run (every guardrail on)",
+      Guardrails.make({
+        concurrency: CONCURRENCY,
+        itemDeadline: "30 seconds",
+        batchDeadline: "10 minutes",
+        abortOn: ["authentication", "insufficient_balance"],
+        maxTotalTokens: 1e12,
+        maxTotalCost: 1e9,
+        requestsPerMinute: 1e9,
+        tokensPerMinute: 1e12
+      })
+    )
+  ]
+}
 
 /** The time a single 5 ms timer really takes here, sequentially (median of 100). */
 const timerAlone = async (): Promise<number> => {
@@ -83,7 +123,7 @@ const timerAlone = async (): Promise<number> => {
 const run = async (options: RunOptions): Promise<Section> => {
   const rounds = options.quick ? 1 : 5
   const batchBuilt = await canImport("@rein/batch")
-  const rein = batchBuilt ? reinRows(await import("@rein/batch" as string)) : []
+  const rein = batchBuilt ? reinRows(await import("@rein/batch") as BatchModule) : []
   const contenders = [...rein, ...baselines]
   const samples = contenders.map((): Array<number> => [])
   for (const c of contenders) await c.run() // warm-up
