@@ -10,6 +10,7 @@ import { writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { artifacts } from "./artifacts.js"
 import { batch } from "./batch.js"
 import { deadline } from "./deadline.js"
 import type { Benchmark, Goal } from "./harness.js"
@@ -17,7 +18,7 @@ import { canImport, machine, nowMillis, table } from "./harness.js"
 import { overhead } from "./overhead.js"
 import { abort, memory, simulation } from "./pending.js"
 
-const benchmarks: ReadonlyArray<Benchmark> = [overhead, batch, memory, deadline, abort, simulation]
+const benchmarks: ReadonlyArray<Benchmark> = [overhead, batch, memory, deadline, abort, simulation, artifacts]
 
 const args = process.argv.slice(2)
 const flag = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
