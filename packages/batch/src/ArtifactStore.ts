@@ -179,6 +179,12 @@ export type ItemRecord = typeof ItemRecord.Type
  * - `io`: the file system failed;
  * - `closed`: an earlier append failed (or the artifact was closed), so no further append is accepted.
  *
+ * @example
+ * ```ts
+ * import { ArtifactStore } from "@rein/batch"
+ *
+ * const repairable = (reason: ArtifactStore.ArtifactErrorReason) => reason === "io" || reason === "closed"
+ * ```
  * @since 0.1.0
  */
 export const ArtifactErrorReason = Schema.Literal("format", "version", "missing", "exists", "encode", "io", "closed")
@@ -242,6 +248,15 @@ export interface Opened {
 /**
  * What `read` gives back: the manifest and every complete record, oldest first.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ArtifactStore } from "@rein/batch"
+ *
+ * const successes = Effect.flatMap(ArtifactStore.ArtifactStore, (store) => store.read).pipe(
+ *   Effect.map((contents) => contents.records.filter((r) => r.outcome === "success").length)
+ * )
+ * ```
  * @since 0.1.0
  */
 export interface Contents {

@@ -31,6 +31,18 @@ import type { Source, SourceError } from "./Source.js"
 /**
  * How a run is checkpointed.
  *
+ * @example
+ * ```ts
+ * import type { Checkpoint, Identity } from "@rein/batch"
+ *
+ * declare const identity: Identity.Identity
+ * const checkpoint: Checkpoint.Options<{ readonly id: string; readonly text: string }> = {
+ *   identity,
+ *   resume: "reuse-successes",
+ *   input: (item) => item.text,
+ *   result: (completion) => JSON.parse(completion.text)
+ * }
+ * ```
  * @since 0.1.0
  */
 export interface Options<I> {
@@ -190,6 +202,15 @@ export const open = <I>(
 /**
  * `Batch.Options` plus how the run is checkpointed.
  *
+ * @example
+ * ```ts
+ * import type { Contract } from "@rein/core"
+ * import type { Checkpoint, Identity } from "@rein/batch"
+ *
+ * declare const contract: Contract.Contract
+ * declare const identity: Identity.Identity
+ * const options: Checkpoint.RunOptions<string> = { contract, checkpoint: { identity, resume: "reuse-all" } }
+ * ```
  * @since 0.1.0
  */
 export type RunOptions<I> = Batch.Options<I> & { readonly artifacts?: never; readonly checkpoint: Options<I> }

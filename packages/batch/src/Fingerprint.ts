@@ -18,6 +18,14 @@ import { canonicalJson } from "./internal/canonical.js"
 /**
  * A value with no faithful JSON form. `path` says where (`$.items[3].price`).
  *
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import { Fingerprint } from "@rein/batch"
+ *
+ * const result = Fingerprint.input({ price: Number.NaN })
+ * if (Either.isLeft(result)) console.error(`${result.left.path}: ${result.left.message}`) // "$.price: Expected a finite number, actual NaN"
+ * ```
  * @since 0.1.0
  */
 export class FingerprintError extends Schema.TaggedError<FingerprintError>()("FingerprintError", {

@@ -59,6 +59,14 @@ export type IdentityInput = typeof Identity.Encoded
  * An identity that cannot be built: a field that does not decode, or a contract candidate missing from
  * the catalog.
  *
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import { Identity } from "@rein/batch"
+ *
+ * const result = Identity.decode({ provider: "openai" })
+ * if (Either.isLeft(result)) console.error(result.left.message) // "model: is missing" …
+ * ```
  * @since 0.1.0
  */
 export class IdentityError extends Schema.TaggedError<IdentityError>()("IdentityError", {
@@ -101,6 +109,15 @@ export const make = (input: IdentityInput): Identity => Either.getOrThrow(decode
 /**
  * The versions a contract cannot know: the caller's prompt, parser and application versions, and extras.
  *
+ * @example
+ * ```ts
+ * import type { Identity } from "@rein/batch"
+ *
+ * const versions: Identity.Versions = {
+ *   promptVersion: "invoice-v4", parserVersion: "invoice-schema-v2", applicationVersion: "billing-v7",
+ *   extra: { temperature: "0" }
+ * }
+ * ```
  * @since 0.1.0
  */
 export interface Versions {
@@ -113,6 +130,13 @@ export interface Versions {
 /**
  * The key under which `fromContract` records the whole ordered candidate list in `extra`.
  *
+ * @example
+ * ```ts
+ * import { Identity } from "@rein/batch"
+ *
+ * declare const identity: Identity.Identity
+ * const candidates = identity.extra[Identity.CANDIDATES_KEY] // "openai/mini=openai/gpt-4.1-mini,…"
+ * ```
  * @since 0.1.0
  */
 export const CANDIDATES_KEY = "rein.candidates"

@@ -26,6 +26,12 @@ import { makeWriter } from "./internal/writer.js"
 /**
  * Where the artifact lives and how hard it is kept.
  *
+ * @example
+ * ```ts
+ * import type { JsonlStore } from "@rein/batch"
+ *
+ * const options: JsonlStore.Options = { path: "run.jsonl", fsync: true }
+ * ```
  * @since 0.1.0
  */
 export interface Options {

@@ -88,6 +88,13 @@ export const isReusable = (outcome: ItemRecord["outcome"], category: string): bo
 /**
  * What a record is made of; `kind` and `reusable` are filled in.
  *
+ * @example
+ * ```ts
+ * import type { Resume } from "@rein/batch"
+ *
+ * declare const fields: Resume.RecordFields
+ * const auditOnly: Resume.RecordFields = { ...fields, result: undefined, reusable: false }
+ * ```
  * @since 0.1.0
  */
 export type RecordFields = Omit<ItemRecord, "kind" | "reusable"> & {
@@ -119,6 +126,14 @@ export const makeRecord = (fields: RecordFields): ItemRecord => {
 /**
  * Looks up the record to reuse for an item, under one policy and one identity.
  *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import { Resume } from "@rein/batch"
+ *
+ * declare const index: Resume.Index
+ * const reused = Option.map(index.lookup("inv-1", "sha256:…"), (record) => record.result)
+ * ```
  * @since 0.1.0
  */
 export interface Index {
@@ -173,6 +188,17 @@ export const index = (
  * An artifact opened for a run: the open file, this run's identity fingerprint, and the lookup of records
  * to reuse.
  *
+ * @example
+ * ```ts
+ * import { Effect, Option } from "effect"
+ * import type { ArtifactStore, Resume } from "@rein/batch"
+ *
+ * declare const session: Resume.Session
+ * declare const record: ArtifactStore.ItemRecord
+ * const checkpoint = Option.isSome(session.lookup(record.itemId, record.inputFingerprint))
+ *   ? Effect.void
+ *   : session.append(record)
+ * ```
  * @since 0.1.0
  */
 export interface Session {
