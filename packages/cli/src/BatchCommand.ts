@@ -1,11 +1,390 @@
 /**
- * stub
+ * `rein batch`: runs every prompt of a JSONL file under the contract and the run's guardrails, through
+ * `@rein/batch`'s checkpointed run: each item's terminal record is appended to the `--out` artifact (and
+ * flushed) before its result counts, so a run cut short resumes with `--resume`, reusing what finished.
+ * A live progress bar on a terminal (plain lines otherwise) on stderr; a summary table at the end.
  *
  * @since 0.1.0
  */
-import { Command } from "@effect/cli"
+import { Command, Options } from "@effect/cli"
+import { FileSystem } from "@effect/platform"
+import { Checkpoint, Guardrails, Identity, JsonlStore } from "@rein/batch"
+import type { Batch, Events, Resume, Stats, Termination } from "@rein/batch"
+import { Rein } from "@rein/core"
+import { Clock, Console, Effect, Either, Layer, Option } from "effect"
+import * as ExitCode from "./ExitCode.js"
+import { InputError } from "./InputError.js"
+import { inFile, loadCatalog, loadContract, readDecoded, readJson } from "./internal/files.js"
+import { json, millis, num, table } from "./internal/format.js"
+import * as Shared from "./internal/options.js"
+import * as Progress from "./internal/progress.js"
+import type { PromptItem } from "./internal/prompts.js"
+import { readPrompts } from "./internal/prompts.js"
+import { forCalls, tokenizer } from "./internal/providers.js"
+import type { ExitStatus } from "./internal/status.js"
+import { exitWith } from "./internal/status.js"
+import * as Scenario from "./Scenario.js"
 
 /**
+ * What `rein batch` reports at the end (`--json`).
+ *
  * @since 0.1.0
  */
-export const command = Command.make("batch")
+export interface BatchReport {
+  readonly ok: boolean
+  readonly out: string
+  readonly items: number
+  readonly termination: Termination.Termination
+  readonly stats: Stats.Stats
+  /** Successes by the endpoint that answered. */
+  readonly byEndpoint: Readonly<Record<string, number>>
+  /** Item durations (inside the item deadline), in milliseconds. */
+  readonly latency: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number }
+  readonly elapsedMillis: number
+}
+
+/**
+ * The `q`-quantile (nearest rank) of numbers; 0 for none.
+ *
+ * @example
+ * ```ts
+ * import { BatchCommand } from "@rein/cli"
+ *
+ * BatchCommand.quantile([1, 2, 3, 4], 0.5) // 2
+ * ```
+ * @since 0.1.0
+ */
+export const quantile = (values: ReadonlyArray<number>, q: number): number => {
+  if (values.length === 0) return 0
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!
+}
+
+/**
+ * Renders the summary table.
+ *
+ * @example
+ * ```ts
+ * import { BatchCommand } from "@rein/cli"
+ *
+ * declare const report: BatchCommand.BatchReport
+ * console.log(BatchCommand.render(report))
+ * ```
+ * @since 0.1.0
+ */
+export const render = (r: BatchReport): string => {
+  const s = r.stats
+  const categories = Object.entries(s.byCategory).map(([k, v]) => `${k} ${v}`).join(", ")
+  const endpoints = Object.entries(r.byEndpoint).map(([k, v]) => `${k} ${v}`).join(", ")
+  const rows: Array<Array<string>> = [
+    ["termination", `${r.termination.kind}: ${r.termination.reason}`],
+    ["items", `${r.items} in the input, ${s.accepted} accepted`],
+    [
+      "results",
+      `${s.succeeded} succeeded, ${s.failed} failed, ${s.reused} reused${s.planned > 0 ? `, ${s.planned} planned` : ""}`
+    ],
+    ["by category", categories === "" ? "-" : categories],
+    ["answered by", endpoints === "" ? "-" : endpoints],
+    ["attempts", `${s.attempts} (${s.retries} retries, ${s.fallbacks} fallbacks, ${s.rateLimited} rate-limited)`],
+    ["tokens used", String(s.tokensUsed)],
+    ["cost used", `${num(s.costUsed)}${s.costComplete ? "" : " (incomplete: the cost function failed)"}`],
+    ["unknown usage", `${s.unknownUsageAttempts} attempts`],
+    ["admission waits", `${s.admissionWaits} (${millis(s.admissionWaitMillis)})`],
+    [
+      "item latency",
+      `p50 ${millis(r.latency.p50)}, p90 ${millis(r.latency.p90)}, p99 ${millis(r.latency.p99)}, max ${
+        millis(r.latency.max)
+      }`
+    ],
+    ["elapsed", millis(r.elapsedMillis)],
+    ["artifact", `${r.out} (continue or reuse it with --resume)`]
+  ]
+  return [`batch ${r.ok ? "completed" : "did not complete cleanly"}`, table(rows, "  ")].join("\n")
+}
+
+/**
+ * What to run: files, resume, guardrails (in their JSON form, e.g. `{ concurrency: 4, itemDeadline: "30 seconds" }`).
+ *
+ * @since 0.1.0
+ */
+export interface BatchOptions {
+  readonly input: string
+  readonly catalog: string
+  readonly contract: string
+  readonly out: string
+  readonly resume: Resume.Policy | undefined
+  readonly overwrite: boolean
+  readonly guardrailsFile?: string | undefined
+  readonly guardrails: Readonly<Record<string, unknown>>
+  readonly scenario?: string | undefined
+  readonly baseUrl?: string | undefined
+  readonly progress: Progress.Mode
+}
+
+// Guardrail fields and the flags that set them, so that a bad value names the flag the user typed.
+const FLAGS: Readonly<Record<string, string>> = {
+  concurrency: "--concurrency",
+  itemDeadline: "--item-deadline",
+  batchDeadline: "--batch-deadline",
+  abortOn: "--abort-on",
+  abortMode: "--abort-mode",
+  maxTotalTokens: "--max-total-tokens",
+  maxTotalCost: "--max-total-cost",
+  requestsPerMinute: "--rpm",
+  tokensPerMinute: "--tpm",
+  rateLimitRetries: "--rate-limit-retries",
+  order: "--order",
+  dryRun: "--dry-run"
+}
+
+const decodeGuardrails = (
+  fromFile: Readonly<Record<string, unknown>>,
+  fromFlags: Readonly<Record<string, unknown>>,
+  file: string | undefined
+): Either.Either<Guardrails.Guardrails, InputError> =>
+  Either.mapLeft(Guardrails.decode({ ...fromFile, ...fromFlags }), (e) =>
+    new InputError({
+      message: e.message.split("\n").map((line) => {
+        const field = line.split(/[.:]/)[0] ?? ""
+        if (field in fromFlags) return `${FLAGS[field] ?? field}${line.slice(field.length)}`
+        return file === undefined ? `guardrails: ${line}` : inFile(file, line)
+      }).join("\n")
+    }))
+
+const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+const request = (item: PromptItem) => ({
+  id: item.id,
+  prompt: item.prompt,
+  system: item.system,
+  inputTokens: item.inputTokens,
+  maxOutputTokens: item.maxOutputTokens
+})
+
+/**
+ * Runs a batch as `rein batch` does, drawing progress on stderr.
+ *
+ * @example
+ * ```ts
+ * import { BatchCommand } from "@rein/cli"
+ *
+ * const report = BatchCommand.execute({
+ *   input: "examples/prompts.jsonl", catalog: "examples/catalog.json", contract: "examples/contract.json",
+ *   out: ".tmp/run.jsonl", resume: undefined, overwrite: true, guardrails: { concurrency: 4 }, progress: "plain"
+ * })
+ * ```
+ * @since 0.1.0
+ */
+export const execute = (options: BatchOptions): Effect.Effect<BatchReport, InputError, FileSystem.FileSystem> =>
+  Effect.scoped(Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const catalog = yield* loadCatalog(options.catalog)
+    const contract = yield* loadContract(options.contract)
+    const fileGuardrails = options.guardrailsFile === undefined ? {} : yield* Effect.flatMap(
+      readJson(options.guardrailsFile, "guardrails"),
+      (json) =>
+        isObject(json)
+          ? Effect.succeed(json)
+          : Effect.fail(new InputError({ message: `${options.guardrailsFile}: Expected a JSON object of guardrails` }))
+    )
+    const guardrails = yield* decodeGuardrails(fileGuardrails, options.guardrails, options.guardrailsFile)
+    const scenario = options.scenario === undefined
+      ? undefined
+      : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
+    const items = yield* readPrompts(options.input)
+    const identity = yield* Either.mapLeft(
+      Identity.fromContract(contract, catalog, {
+        promptVersion: "1",
+        parserVersion: "text",
+        applicationVersion: "rein-cli/0.1.0"
+      }),
+      (e) => new InputError({ message: inFile(options.contract, e.message) })
+    )
+
+    // A fresh run never appends to someone's file by accident: resume it, or overwrite it, explicitly.
+    const existing = yield* fs.stat(options.out).pipe(
+      Effect.map((info) => Number(info.size)),
+      Effect.orElseSucceed(() => 0)
+    )
+    if (existing > 0 && options.resume === undefined && !options.overwrite) {
+      return yield* new InputError({
+        message: `${options.out} already exists: pass --resume to continue it, or --overwrite to start again`
+      })
+    }
+    const parent = options.out.includes("/") ? options.out.slice(0, options.out.lastIndexOf("/")) : ""
+    if (parent !== "") {
+      yield* fs.makeDirectory(parent, { recursive: true }).pipe(
+        Effect.mapError((e) => new InputError({ message: `cannot create the directory ${parent}: ${e.message}` }))
+      )
+    }
+
+    const started = yield* Clock.currentTimeMillis
+    const providers = yield* forCalls(catalog, {
+      scenario,
+      originMillis: started,
+      baseUrl: Option.fromNullable(options.baseUrl)
+    })
+    const display = yield* Progress.make(items.length, options.progress)
+    const store = JsonlStore.layer({ path: options.out, overwrite: options.overwrite && options.resume === undefined })
+      .pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, fs)))
+
+    const summary: Batch.Summary<PromptItem> = yield* Checkpoint.run(items, {
+      contract,
+      guardrails,
+      request: (item: PromptItem) => request(item),
+      itemId: (item: PromptItem) => item.id,
+      progress: display.progress,
+      onEvent: (event: Events.Event) => display.onEvent(event),
+      checkpoint: { identity, resume: options.resume ?? "none" }
+    }).pipe(
+      Effect.provide(Layer.merge(Rein.layer({ catalog, providers, tokenizer }), store)),
+      Effect.mapError((e) =>
+        new InputError({
+          message: e._tag === "ArtifactError"
+            ? `${e.message}`
+            : `${options.input}: ${e.message}`
+        })
+      )
+    )
+    yield* display.finish
+    const ended = yield* Clock.currentTimeMillis
+
+    const byEndpoint: Record<string, number> = {}
+    const durations: Array<number> = []
+    for (const r of summary.results) {
+      if (r._tag === "Succeeded") {
+        byEndpoint[r.completion.endpoint] = (byEndpoint[r.completion.endpoint] ?? 0) + 1
+        durations.push(r.durationMillis)
+      } else if (r._tag === "Failed") durations.push(r.durationMillis)
+    }
+    return {
+      ok: summary.termination.kind === "completed" && summary.stats.failed === 0,
+      out: options.out,
+      items: items.length,
+      termination: summary.termination,
+      stats: summary.stats,
+      byEndpoint,
+      latency: {
+        p50: quantile(durations, 0.5),
+        p90: quantile(durations, 0.9),
+        p99: quantile(durations, 0.99),
+        max: quantile(durations, 1)
+      },
+      elapsedMillis: ended - started
+    }
+  }))
+
+/**
+ * The `rein batch` command.
+ *
+ * @example
+ * ```ts
+ * import { BatchCommand } from "@rein/cli"
+ *
+ * BatchCommand.command // rein batch --input prompts.jsonl --catalog C --contract K --out run.jsonl [--resume] …
+ * ```
+ * @since 0.1.0
+ */
+export const command = Command.make(
+  "batch",
+  {
+    input: Options.file("input").pipe(
+      Options.withDescription("Prompts, one per line: a JSON string, or { id, prompt, inputTokens?, maxOutputTokens? }")
+    ),
+    catalog: Shared.catalog,
+    contract: Shared.contract,
+    out: Options.file("out").pipe(Options.withDescription("The artifact (JSONL): one record per finished item")),
+    resume: Options.boolean("resume").pipe(
+      Options.withDescription("Continue an existing artifact, reusing its successes (see --resume-policy)")
+    ),
+    resumePolicy: Options.choice("resume-policy", ["reuse-successes", "reuse-all", "none"]).pipe(
+      Options.withDescription("What --resume reuses: successes (default), all terminal records, or nothing"),
+      Options.optional
+    ),
+    overwrite: Options.boolean("overwrite").pipe(
+      Options.withDescription("Start a fresh artifact even if --out exists")
+    ),
+    guardrails: Options.file("guardrails").pipe(
+      Options.withDescription("Guardrails as JSON (flags override its fields)"),
+      Options.optional
+    ),
+    concurrency: Options.integer("concurrency").pipe(
+      Options.withDescription("Items at once (default 8)"),
+      Options.optional
+    ),
+    itemDeadline: Options.text("item-deadline").pipe(
+      Options.withDescription("Deadline of each item, e.g. \"30 seconds\""),
+      Options.optional
+    ),
+    batchDeadline: Options.text("batch-deadline").pipe(
+      Options.withDescription("Deadline of the whole run, e.g. \"10 minutes\""),
+      Options.optional
+    ),
+    maxTotalTokens: Options.float("max-total-tokens").pipe(
+      Options.withDescription("Soft cap on tokens"),
+      Options.optional
+    ),
+    maxTotalCost: Options.float("max-total-cost").pipe(Options.withDescription("Soft cap on cost"), Options.optional),
+    rpm: Options.float("rpm").pipe(Options.withDescription("Attempts per minute"), Options.optional),
+    tpm: Options.float("tpm").pipe(Options.withDescription("Tokens per minute"), Options.optional),
+    abortOn: Options.text("abort-on").pipe(
+      Options.withDescription("A failure category that stops the run (repeatable), e.g. authentication"),
+      Options.repeated
+    ),
+    abortMode: Options.choice("abort-mode", ["drain-active", "cancel-active"]).pipe(
+      Options.withDescription("On a stop: let calls in flight finish, or cancel them"),
+      Options.optional
+    ),
+    rateLimitRetries: Options.integer("rate-limit-retries").pipe(
+      Options.withDescription("429 retries per endpoint, apart from the contract's retries"),
+      Options.optional
+    ),
+    order: Options.choice("order", ["completion", "submission"]).pipe(
+      Options.withDescription("Order of results"),
+      Options.optional
+    ),
+    dryRun: Options.boolean("dry-run").pipe(Options.withDescription("Walk the input without calling any provider")),
+    scenario: Shared.scenario,
+    baseUrl: Shared.baseUrl,
+    json: Shared.json
+  },
+  (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
+    Effect.gen(function*() {
+      const flags: Record<string, unknown> = {}
+      const set = (field: string, value: Option.Option<unknown>) => {
+        if (Option.isSome(value)) flags[field] = value.value
+      }
+      set("concurrency", o.concurrency)
+      set("itemDeadline", o.itemDeadline)
+      set("batchDeadline", o.batchDeadline)
+      set("maxTotalTokens", o.maxTotalTokens)
+      set("maxTotalCost", o.maxTotalCost)
+      set("requestsPerMinute", o.rpm)
+      set("tokensPerMinute", o.tpm)
+      set("abortMode", o.abortMode)
+      set("rateLimitRetries", o.rateLimitRetries)
+      set("order", o.order)
+      if (o.abortOn.length > 0) flags.abortOn = o.abortOn
+      if (o.dryRun) flags.dryRun = true
+      const report = yield* execute({
+        input: o.input,
+        catalog: o.catalog,
+        contract: o.contract,
+        out: o.out,
+        resume: o.resume ? Option.getOrElse(o.resumePolicy, () => "reuse-successes" as const) : undefined,
+        overwrite: o.overwrite,
+        guardrailsFile: Option.getOrUndefined(o.guardrails),
+        guardrails: flags,
+        scenario: Option.getOrUndefined(o.scenario),
+        baseUrl: Option.getOrUndefined(o.baseUrl),
+        progress: o.json ? "off" : process.stderr.isTTY === true ? "tty" : "plain"
+      })
+      yield* Console.log(o.json ? json(report) : render(report))
+      yield* exitWith(report.ok ? ExitCode.ok : ExitCode.failed)
+    })
+).pipe(
+  Command.withDescription(
+    "Run every prompt of a JSONL file under the contract and guardrails, checkpointed to --out (resumable)"
+  )
+)

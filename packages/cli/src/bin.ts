@@ -4,7 +4,8 @@
  *
  * @since 0.1.0
  */
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import type { Teardown } from "@effect/platform/Runtime"
 import { Cause, Effect, Exit } from "effect"
 import * as Cli from "./Cli.js"

@@ -9,13 +9,12 @@
  *
  * @internal
  */
-import { NodeHttpClient } from "@effect/platform-node"
 import type { Catalog, Provider } from "@rein/core"
 import { Fake } from "@rein/core"
-import { OpenAiCompatible } from "@rein/providers"
 import type { Scope } from "effect"
-import { Clock, Config, Effect, Layer, Option, Random } from "effect"
-import { InputError } from "../InputError.js"
+import type { Option } from "effect"
+import { Clock, Effect, Random } from "effect"
+import type { InputError } from "../InputError.js"
 import type { Scenario } from "../Scenario.js"
 import { behaviourAt } from "../Scenario.js"
 
@@ -125,27 +124,10 @@ export const forCalls = (
     const providers = new Map<string, Provider.Provider>()
     const fake = scripted(options.scenario, options.originMillis)
     for (const e of catalog.endpoints) if (e.provider !== REAL) providers.set(e.provider, fake)
-    if (needsReal(catalog)) providers.set(REAL, yield* real(options.baseUrl))
-    return providers
-  })
-
-// The HTTP client lives in the command's scope: it must outlive the provider's construction.
-const real = (flag: Option.Option<string>): Effect.Effect<Provider.Provider, InputError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const env = yield* Effect.orElseSucceed(Config.option(Config.string("REIN_BASE_URL")), () => Option.none())
-    const baseUrl = Option.orElse(flag, () => env)
-    if (Option.isNone(baseUrl)) {
-      return yield* new InputError({
-        message: `the catalog names provider "${REAL}": give its base URL with --base-url or REIN_BASE_URL`
-      })
+    if (needsReal(catalog)) {
+      // Loaded only when needed: the HTTP stack costs a second of start-up that fake runs should not pay.
+      const { real } = yield* Effect.promise(() => import("./real.js"))
+      providers.set(REAL, yield* real(options.baseUrl))
     }
-    const apiKey = yield* Effect.orElseSucceed(Config.option(Config.redacted("REIN_API_KEY")), () => Option.none())
-    const http = yield* Layer.build(NodeHttpClient.layerUndici)
-    return yield* OpenAiCompatible.make({
-      baseUrl: baseUrl.value,
-      ...(Option.isSome(apiKey) ? { apiKey: apiKey.value } : {})
-    }).pipe(
-      Effect.mapError((e) => new InputError({ message: `${REAL}: ${e.message}` })),
-      Effect.provide(http)
-    )
+    return providers
   })

@@ -1,0 +1,34 @@
+/**
+ * The real adapter of the convention in `providers.ts`: `openai-compatible` endpoints over HTTP, the base
+ * URL from `--base-url` or `REIN_BASE_URL`, the key only from `REIN_API_KEY` (as `Redacted`).
+ *
+ * @internal
+ */
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import type { Provider } from "@rein/core"
+import * as OpenAiCompatible from "@rein/providers/OpenAiCompatible"
+import type { Scope } from "effect"
+import { Config, Effect, Layer, Option } from "effect"
+import { InputError } from "../InputError.js"
+import { REAL } from "./providers.js"
+
+/** The HTTP client lives in the command's scope: it must outlive the provider's construction. @internal */
+export const real = (flag: Option.Option<string>): Effect.Effect<Provider.Provider, InputError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const env = yield* Effect.orElseSucceed(Config.option(Config.string("REIN_BASE_URL")), () => Option.none())
+    const baseUrl = Option.orElse(flag, () => env)
+    if (Option.isNone(baseUrl)) {
+      return yield* new InputError({
+        message: `the catalog names provider "${REAL}": give its base URL with --base-url or REIN_BASE_URL`
+      })
+    }
+    const apiKey = yield* Effect.orElseSucceed(Config.option(Config.redacted("REIN_API_KEY")), () => Option.none())
+    const http = yield* Layer.build(NodeHttpClient.layerUndici)
+    return yield* OpenAiCompatible.make({
+      baseUrl: baseUrl.value,
+      ...(Option.isSome(apiKey) ? { apiKey: apiKey.value } : {})
+    }).pipe(
+      Effect.mapError((e) => new InputError({ message: `${REAL}: ${e.message}` })),
+      Effect.provide(http)
+    )
+  })
