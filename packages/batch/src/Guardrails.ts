@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Either, Schema } from "effect"
+import { Either, Schema } from "effect"
 import { Category } from "./Category.js"
 import { decodeWith, NonNegativeInt, PositiveDuration, PositiveInt, PositiveNumber } from "./internal/schema.js"
 
@@ -101,8 +101,11 @@ export class Guardrails extends Schema.Class<Guardrails>("Guardrails")({
     exact: true,
     default: () => ({})
   }),
-  /** The shared cooldown of an endpoint after a 429 (a Retry-After may lengthen it, never shorten it). */
-  cooldown: Schema.optionalWith(PositiveDuration, { exact: true, default: () => Duration.seconds(1) }),
+  /**
+   * After a 429, every new attempt on that endpoint waits this long (a Retry-After may lengthen the shared
+   * cooldown, never shorten it). Absent: no shared cooldown (the item's own retry still honours Retry-After).
+   */
+  cooldown: Schema.optionalWith(PositiveDuration, { exact: true }),
   /** Attempts in flight grow linearly from 1 to `concurrency` over this time from the run's start. */
   startupRamp: Schema.optionalWith(PositiveDuration, { exact: true }),
   /** 429 retries per endpoint, counted apart from the contract's `retry.perEndpoint` (sets `retry.rateLimited`). */

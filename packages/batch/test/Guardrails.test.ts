@@ -152,6 +152,7 @@ describe("runs", () => {
             batchDeadline: "5 seconds",
             abortMode: "cancel-active",
             requestsPerMinute: 600,
+            cooldown: "1 second",
             startupRamp: "1 second"
           })
         }).pipe(Effect.provide(fake.layer), Effect.supervised(supervisor))

@@ -84,7 +84,7 @@ describe("rate limits and admission", () => {
       const { admitted, events, summary } = yield* observed((onEvent) =>
         Batch.run(prompts(3), {
           contract: contract(),
-          guardrails: Guardrails.make({ concurrency: 2 }),
+          guardrails: Guardrails.make({ concurrency: 2, cooldown: "1 second" }),
           onEvent
         }).pipe(Effect.provide(fake.layer))
       )
@@ -111,7 +111,7 @@ describe("rate limits and admission", () => {
       const { admitted, summary } = yield* observed((onEvent) =>
         Batch.run(prompts(2), {
           contract: contract({ retry: { perEndpoint: 0 } }),
-          guardrails: Guardrails.make({ concurrency: 1, rateLimitRetries: 0 }),
+          guardrails: Guardrails.make({ concurrency: 1, rateLimitRetries: 0, cooldown: "1 second" }),
           onEvent
         }).pipe(Effect.provide(fake.layer))
       )

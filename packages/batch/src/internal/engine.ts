@@ -106,7 +106,7 @@ export const run = <I, E, R>(
       tokensPerMinute: g.tokensPerMinute,
       capacity: g.capacity,
       rampMillis: g.startupRamp === undefined ? undefined : Duration.toMillis(g.startupRamp),
-      cooldownMillis: Duration.toMillis(g.cooldown)
+      cooldownMillis: g.cooldown === undefined ? 0 : Duration.toMillis(g.cooldown)
     }, 0)
     // Admission waiters wake when something is released (capacity, ramp) as well as on their timers.
     let changed = Deferred.unsafeMake<void>(FiberId.none)
@@ -297,7 +297,7 @@ export const run = <I, E, R>(
         let next: Effect.Effect<void> = progress
         if (record.failure === "rate_limited") {
           stats.rateLimited++
-          next = Effect.zipRight(cool(record.endpoint, record.retryAfterMillis), next)
+          if (g.cooldown !== undefined) next = Effect.zipRight(cool(record.endpoint, record.retryAfterMillis), next)
         }
         return trip === undefined ? next : Effect.zipRight(stop(trip, it), next)
       })
@@ -312,6 +312,29 @@ export const run = <I, E, R>(
         if (ticket.limited) {
           limiter.release(ticket, undefined)
           notify()
+        }
+      }
+    }
+
+    // Without anything that acts on single attempts (a stop, a cap, a limit, a cooldown, an observer), the
+    // gate is left out: the executor then admits attempts without a bounded wait of its own, and the stats
+    // are counted from the item's attempt records when it ends.
+    const gated = g.batchDeadline !== undefined || g.abortOn.length > 0 || g.maxTotalTokens !== undefined ||
+      g.maxTotalCost !== undefined || settings.costFunction !== undefined || g.requestsPerMinute !== undefined ||
+      g.tokensPerMinute !== undefined || Object.keys(g.capacity).length > 0 || g.startupRamp !== undefined ||
+      g.cooldown !== undefined || artifacts !== undefined || onEvent !== undefined || progressRef !== undefined
+
+    const countRecords = (records: ReadonlyArray<Outcome.AttemptRecord>): void => {
+      for (const record of records) {
+        stats.attempts++
+        if (record.role === "retry") stats.retries++
+        else if (record.role === "fallback") stats.fallbacks++
+        if (record.failure === "rate_limited") stats.rateLimited++
+        if (record.usage === "unknown") {
+          if (record.dispatched) stats.unknownUsageAttempts++
+        } else {
+          stats.tokensUsed += record.usage.inputTokens + record.usage.outputTokens
+          stats.costUsed += record.charged.cost
         }
       }
     }
@@ -509,7 +532,9 @@ export const run = <I, E, R>(
         yield* event((at) => ({ _tag: "ItemStarted", at, index, itemId }))
         yield* progress
         const startNanos = yield* Clock.currentTimeNanos
-        const executed = Effect.provideService(Rein.execute(request, contract), Gate.Gate, gateFor(it))
+        const executed = gated
+          ? Effect.provideService(Rein.execute(request, contract), Gate.Gate, gateFor(it))
+          : Rein.execute(request, contract)
         const bounded = itemDeadline === undefined ? executed : Deadline.within(executed, itemDeadline)
         let exit: Exit.Exit<Outcome.Completion, Outcome.Terminal>
         if (cancelActive) {
@@ -526,6 +551,14 @@ export const run = <I, E, R>(
         executing.delete(it)
         releaseOpen(it)
         inFlight--
+        if (!gated) {
+          const failure = Exit.isSuccess(exit) ? undefined : Cause.failureOption(exit.cause)
+          countRecords(
+            Exit.isSuccess(exit) ? exit.value.attempts : failure !== undefined && Option.isSome(failure)
+              ? failure.value.attempts
+              : []
+          )
+        }
         const durationMillis = sinceStart(yield* Clock.currentTimeNanos) - sinceStart(startNanos)
         const result = yield* toResult(exit, { index, itemId, item, durationMillis })
         yield* complete(result)
