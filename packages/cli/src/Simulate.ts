@@ -1,11 +1,471 @@
 /**
- * stub
+ * `rein simulate`: drives a scenario's traffic through scripted endpoints in virtual time — an hour of
+ * traffic in seconds — and reports what Rein did: outcomes, attempts per request, retries and fallbacks,
+ * breaker transitions, retry tokens, budget used and latency percentiles. The same seed gives the same
+ * report, byte for byte: arrivals, jitter and failure probabilities all draw from one seeded `Random`,
+ * and the virtual scheduler orders everything deterministically (see `internal/virtual.ts`).
+ *
+ * Every request runs the real executor (`Rein.execute`) with one process-wide `Health`, so breakers,
+ * probe slots and retry budgets behave as they would in a service. Breaker states are observed before and
+ * after every attempt.
  *
  * @since 0.1.0
  */
-import { Command } from "@effect/cli"
+import { Command, Options } from "@effect/cli"
+import type { FileSystem } from "@effect/platform"
+import type { Outcome, Provider } from "@rein/core"
+import { Catalog, Health, Rein } from "@rein/core"
+import type { Contract } from "@rein/core"
+import { Cause, Clock, Console, Effect, Either, Exit, Fiber, Random, STM } from "effect"
+import { quantile } from "./BatchCommand.js"
+import * as ExitCode from "./ExitCode.js"
+import { InputError } from "./InputError.js"
+import { loadCatalog, loadContract, readDecoded } from "./internal/files.js"
+import { json, millis, num, table } from "./internal/format.js"
+import * as Shared from "./internal/options.js"
+import { scripted } from "./internal/providers.js"
+import type { ExitStatus } from "./internal/status.js"
+import { exitWith } from "./internal/status.js"
+import * as Virtual from "./internal/virtual.js"
+import * as Scenario from "./Scenario.js"
 
 /**
+ * A breaker state change, as observed around attempts.
+ *
  * @since 0.1.0
  */
-export const command = Command.make("simulate")
+export interface Transition {
+  readonly atMillis: number
+  readonly endpoint: string
+  readonly from: Health.BreakerState
+  readonly to: Health.BreakerState
+}
+
+/**
+ * What `rein simulate` reports. Times are virtual milliseconds from the start.
+ *
+ * @since 0.1.0
+ */
+export interface SimulationReport {
+  readonly scenario: string
+  readonly seed: number
+  readonly trafficMillis: number
+  readonly virtualMillis: number
+  readonly requests: number
+  readonly outcomes: Readonly<Record<string, number>>
+  readonly stopReasons: ReadonlyArray<{ readonly outcome: string; readonly reason: string; readonly count: number }>
+  readonly attemptsPerRequest: {
+    readonly mean: number
+    readonly max: number
+    readonly histogram: Readonly<Record<string, number>>
+  }
+  readonly attempts: number
+  readonly retries: number
+  readonly fallbacks: number
+  readonly requestsWithFallback: number
+  readonly endpoints: Readonly<
+    Record<string, {
+      readonly attempts: number
+      readonly answered: number
+      readonly failures: Readonly<Record<string, number>>
+      readonly transitions: number
+    }>
+  >
+  readonly breakerTransitions: ReadonlyArray<Transition>
+  readonly retryTokens: { readonly drawn: number; readonly minGlobal: number | null; readonly endGlobal: number | null }
+  readonly budget: {
+    readonly cost: number
+    readonly tokens: number
+    readonly calls: number
+    readonly maxRequestCost: number
+    readonly unknownUsageAttempts: number
+  }
+  readonly latency: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number }
+}
+
+interface Finished {
+  readonly latency: number
+  readonly result: Either.Either<Outcome.Completion, Outcome.Terminal>
+}
+
+const repriced = (catalog: Catalog.Catalog, scenario: Scenario.Scenario, atMillis: number): Catalog.Catalog => {
+  const endpoints = catalog.endpoints.map((e) => {
+    let prices = e.prices
+    for (const change of scenario.prices) {
+      if (change.endpoint === e.id && change.at <= atMillis) {
+        prices = new Catalog.Prices({
+          inputTokens: change.inputTokens ?? prices.inputTokens,
+          outputTokens: change.outputTokens ?? prices.outputTokens,
+          request: change.request ?? prices.request
+        })
+      }
+    }
+    return prices === e.prices ? e : new Catalog.Endpoint({ ...e, prices })
+  })
+  return { endpoints, byId: new Map(endpoints.map((e) => [e.id, e])) }
+}
+
+const healthConfig = (scenario: Scenario.Scenario): Partial<Health.Config> => {
+  const h = scenario.health
+  if (h === undefined) return {}
+  return {
+    ...(h.consecutiveFailures === undefined ? {} : { consecutiveFailures: h.consecutiveFailures }),
+    ...(h.cooldown === undefined ? {} : { cooldown: h.cooldown }),
+    ...(h.maxCooldown === undefined ? {} : { maxCooldown: h.maxCooldown }),
+    ...(h.probes === undefined ? {} : { probes: h.probes }),
+    ...(h.capacity === undefined ? {} : { capacity: h.capacity }),
+    ...(h.depositRatio === undefined ? {} : { depositRatio: h.depositRatio })
+  }
+}
+
+const bump = (record: Record<string, number>, key: string, by = 1) => {
+  record[key] = (record[key] ?? 0) + by
+}
+
+/**
+ * Simulates a scenario in virtual time (the effect itself takes real time only to compute).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Simulate } from "@rein/cli"
+ * import type { Catalog, Contract } from "@rein/core"
+ * import type { Scenario } from "@rein/cli"
+ *
+ * declare const catalog: Catalog.Catalog
+ * declare const contract: Contract.Contract
+ * declare const scenario: Scenario.Scenario
+ * const report = Simulate.simulate(catalog, contract, scenario, 42) // same seed, same report
+ * ```
+ * @since 0.1.0
+ */
+export const simulate = (
+  catalog: Catalog.Catalog,
+  contract: Contract.Contract,
+  scenario: Scenario.Scenario,
+  seed: number
+): Effect.Effect<SimulationReport> =>
+  Effect.gen(function*() {
+    const ids = catalog.endpoints.map((e) => e.id)
+    const transitions: Array<Transition> = []
+    const states = new Map<string, Health.BreakerState>(ids.map((id) => [id, "closed"]))
+    let minGlobal: number | null = null
+    let endGlobal: number | null = null
+    const finished: Array<Finished> = []
+
+    const program = Effect.gen(function*() {
+      const health = yield* Health.make(healthConfig(scenario))
+      const observe = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.forEach(ids, (id) =>
+          Effect.map(health.breaker(now, id), (state) => {
+            const before = states.get(id) ?? "closed"
+            if (state !== before) {
+              transitions.push({ atMillis: now, endpoint: id, from: before, to: state })
+              states.set(id, state)
+            }
+          }), { discard: true }))
+      const tokens = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.map(STM.commit(health.view(now, ids)), (view) => {
+          const g = view.retryTokens.global
+          endGlobal = g
+          if (g !== null) {
+            minGlobal = minGlobal === null ? g : Math.min(minGlobal, g)
+          }
+        }))
+      const fake = scripted(scenario, 0)
+      const observed: Provider.Provider = {
+        ...fake,
+        call: (request, context) =>
+          Effect.zipRight(observe, fake.call(request, context))
+      }
+      // Every provider name runs on the scripted fake: a simulation never calls out.
+      const providers = new Map(catalog.endpoints.map((e) => [e.provider, observed]))
+      const epochs = Scenario.priceEpochs(scenario).map((at) => ({
+        at,
+        services: { catalog: repriced(catalog, scenario, at), providers }
+      }))
+      const servicesAt = (now: number) => {
+        let current = epochs[0]!.services
+        for (const epoch of epochs) {
+          if (epoch.at <= now) {
+            current = epoch.services
+          }
+        }
+        return current
+      }
+      const requestAt = (i: number, now: number) =>
+        Effect.gen(function*() {
+          const result = yield* Rein.execute(
+            {
+              id: `sim-${i + 1}`,
+              prompt: "simulated request",
+              inputTokens: scenario.request.inputTokens,
+              maxOutputTokens: scenario.request.maxOutputTokens
+            },
+            contract
+          ).pipe(
+            Effect.either,
+            Effect.provideService(Rein.Rein, servicesAt(now)),
+            Effect.provideService(Health.Health, health)
+          )
+          const end = yield* Clock.currentTimeMillis
+          yield* observe
+          yield* tokens
+          finished.push({ latency: end - now, result })
+        })
+
+      const fibers: Array<Fiber.RuntimeFiber<void>> = []
+      let now = 0
+      let i = 0
+      while (now < scenario.duration) {
+        fibers.push(yield* Effect.fork(requestAt(i++, now)))
+        const gap = scenario.arrivals === "steady"
+          ? 1_000 / scenario.rate
+          : (-Math.log(1 - (yield* Random.next)) * 1_000) / scenario.rate
+        yield* Effect.sleep(`${gap} millis`)
+        now = yield* Clock.currentTimeMillis
+      }
+      yield* Fiber.joinAll(fibers)
+      return now
+    }).pipe(Effect.withRandom(Random.make(seed)))
+
+    const { exit, virtualMillis } = yield* Virtual.run(program)
+    const trafficMillis = Exit.isSuccess(exit) ? exit.value : yield* Effect.dieMessage(
+      `simulation failed: ${Cause.pretty(exit.cause).split("\n")[0] ?? "unknown"}`
+    )
+    return summarise(scenario, seed, trafficMillis, virtualMillis, finished, transitions, {
+      minGlobal,
+      endGlobal
+    })
+  })
+
+const summarise = (
+  scenario: Scenario.Scenario,
+  seed: number,
+  trafficMillis: number,
+  virtualMillis: number,
+  finished: ReadonlyArray<Finished>,
+  transitions: ReadonlyArray<Transition>,
+  tokens: { readonly minGlobal: number | null; readonly endGlobal: number | null }
+): SimulationReport => {
+  const outcomes: Record<string, number> = {}
+  const reasons: Record<string, number> = {}
+  const histogram: Record<string, number> = {}
+  const endpoints: Record<
+    string,
+    { attempts: number; answered: number; failures: Record<string, number>; transitions: number }
+  > = {}
+  const endpoint = (id: string) => (endpoints[id] ??= { attempts: 0, answered: 0, failures: {}, transitions: 0 })
+  let attempts = 0
+  let retries = 0
+  let fallbacks = 0
+  let withFallback = 0
+  let maxAttempts = 0
+  let cost = 0
+  let spentTokens = 0
+  let maxRequestCost = 0
+  let unknownUsage = 0
+  for (const f of finished) {
+    const records = Either.isRight(f.result) ? f.result.right.attempts : f.result.left.attempts
+    if (Either.isRight(f.result)) {
+      bump(outcomes, "success")
+      endpoint(f.result.right.endpoint).answered++
+    } else {
+      const e = f.result.left
+      bump(outcomes, e._tag)
+      bump(reasons, `${e._tag}\u0000${e.reason.replace(/\d+(?:\.\d+)?/g, "N")}`)
+    }
+    bump(histogram, String(records.length))
+    maxAttempts = Math.max(maxAttempts, records.length)
+    attempts += records.length
+    let requestCost = 0
+    let fellBack = false
+    for (const a of records) {
+      endpoint(a.endpoint).attempts++
+      if (a.failure !== null) bump(endpoint(a.endpoint).failures, a.failure)
+      if (a.role === "retry") retries++
+      if (a.role === "fallback") {
+        fallbacks++
+        fellBack = true
+      }
+      if (a.usage === "unknown" && a.dispatched) unknownUsage++
+      requestCost += a.charged.cost
+      spentTokens += a.charged.tokens
+    }
+    if (fellBack) withFallback++
+    cost += requestCost
+    maxRequestCost = Math.max(maxRequestCost, requestCost)
+  }
+  for (const t of transitions) endpoint(t.endpoint).transitions++
+  const latencies = finished.map((f) => f.latency)
+  const round = (n: number) => Math.round(n * 1e9) / 1e9
+  return {
+    scenario: scenario.description ?? "",
+    seed,
+    trafficMillis: Math.round(trafficMillis),
+    virtualMillis: Math.round(virtualMillis),
+    requests: finished.length,
+    outcomes,
+    stopReasons: Object.entries(reasons)
+      .map(([key, count]) => {
+        const [outcome, reason] = key.split("\u0000") as [string, string]
+        return { outcome, reason, count }
+      })
+      .sort((a, b) => b.count - a.count || a.reason.localeCompare(b.reason))
+      .slice(0, 5),
+    attemptsPerRequest: {
+      mean: finished.length === 0 ? 0 : round(attempts / finished.length),
+      max: maxAttempts,
+      histogram
+    },
+    attempts,
+    retries,
+    fallbacks,
+    requestsWithFallback: withFallback,
+    endpoints,
+    breakerTransitions: transitions.map((t) => ({ ...t, atMillis: Math.round(t.atMillis) })),
+    retryTokens: {
+      drawn: retries + fallbacks,
+      minGlobal: tokens.minGlobal === null ? null : round(tokens.minGlobal),
+      endGlobal: tokens.endGlobal === null ? null : round(tokens.endGlobal)
+    },
+    budget: {
+      cost: round(cost),
+      tokens: spentTokens,
+      calls: attempts,
+      maxRequestCost: round(maxRequestCost),
+      unknownUsageAttempts: unknownUsage
+    },
+    latency: {
+      p50: round(quantile(latencies, 0.5)),
+      p90: round(quantile(latencies, 0.9)),
+      p99: round(quantile(latencies, 0.99)),
+      max: round(quantile(latencies, 1))
+    }
+  }
+}
+
+const SHOWN_TRANSITIONS = 12
+
+/**
+ * Renders a simulation report for people.
+ *
+ * @example
+ * ```ts
+ * import { Simulate } from "@rein/cli"
+ *
+ * declare const report: Simulate.SimulationReport
+ * console.log(Simulate.render(report))
+ * ```
+ * @since 0.1.0
+ */
+export const render = (r: SimulationReport): string => {
+  const pct = (n: number) => (r.requests === 0 ? "0%" : `${num(Math.round((n / r.requests) * 1000) / 10)}%`)
+  const outcomes = Object.entries(r.outcomes).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v} (${pct(v)})`)
+  const histogram = Object.entries(r.attemptsPerRequest.histogram)
+    .sort((a, b) => Number(a[0]) - Number(b[0]))
+    .map(([k, v]) => `${k}: ${v}`)
+  const lines: Array<string> = [
+    `simulated ${millis(r.trafficMillis)} of traffic (seed ${r.seed})${r.scenario === "" ? "" : `: ${r.scenario}`}`,
+    table([
+      ["requests", String(r.requests)],
+      ["outcomes", outcomes.join(", ")],
+      [
+        "attempts",
+        `${r.attempts} — per request mean ${num(r.attemptsPerRequest.mean)}, max ${r.attemptsPerRequest.max} (${
+          histogram.join(", ")
+        })`
+      ],
+      ["retries", String(r.retries)],
+      ["fallbacks", `${r.fallbacks} (${r.requestsWithFallback} requests fell back)`],
+      [
+        "retry tokens",
+        `${r.retryTokens.drawn} drawn; global bucket min ${r.retryTokens.minGlobal ?? "unlimited"}, at the end ${
+          r.retryTokens.endGlobal ?? "unlimited"
+        }`
+      ],
+      [
+        "budget used",
+        `cost ${num(r.budget.cost)} (max ${
+          num(r.budget.maxRequestCost)
+        } per request), ${r.budget.tokens} tokens, ${r.budget.calls} calls, ${r.budget.unknownUsageAttempts} with unknown usage (charged in full)`
+      ],
+      [
+        "latency",
+        `p50 ${millis(r.latency.p50)}, p90 ${millis(r.latency.p90)}, p99 ${millis(r.latency.p99)}, max ${
+          millis(r.latency.max)
+        }`
+      ]
+    ], "  "),
+    "endpoints:",
+    table([
+      ["endpoint", "attempts", "answered", "failures", "breaker transitions"],
+      ...Object.entries(r.endpoints).sort((a, b) => a[0].localeCompare(b[0])).map(([id, e]) => [
+        id,
+        String(e.attempts),
+        String(e.answered),
+        Object.entries(e.failures).map(([k, v]) => `${k} ${v}`).join(", ") || "-",
+        String(e.transitions)
+      ])
+    ], "  ")
+  ]
+  if (r.breakerTransitions.length > 0) {
+    lines.push("breaker transitions:")
+    for (const t of r.breakerTransitions.slice(0, SHOWN_TRANSITIONS)) {
+      lines.push(`  +${millis(t.atMillis)}  ${t.endpoint}  ${t.from} → ${t.to}`)
+    }
+    if (r.breakerTransitions.length > SHOWN_TRANSITIONS) {
+      lines.push(`  … ${r.breakerTransitions.length - SHOWN_TRANSITIONS} more (--json for all)`)
+    }
+  }
+  if (r.stopReasons.length > 0) {
+    lines.push("why requests failed (most frequent):")
+    for (const s of r.stopReasons) lines.push(`  ${s.count} × ${s.outcome}: ${s.reason}`)
+  }
+  return lines.join("\n")
+}
+
+/**
+ * The `rein simulate` command.
+ *
+ * @example
+ * ```ts
+ * import { Simulate } from "@rein/cli"
+ *
+ * Simulate.command // rein simulate --catalog C --contract K --scenario S [--seed N] [--json]
+ * ```
+ * @since 0.1.0
+ */
+export const command = Command.make(
+  "simulate",
+  {
+    catalog: Shared.catalog,
+    contract: Shared.contract,
+    scenario: Options.file("scenario").pipe(
+      Options.withDescription("The scenario (JSON): traffic, duration, endpoint phases, price changes")
+    ),
+    seed: Options.integer("seed").pipe(
+      Options.withDescription("Seed of arrivals, jitter and failure draws (the same seed gives the same report)"),
+      Options.withDefault(1)
+    ),
+    json: Shared.json
+  },
+  (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
+    Effect.gen(function*() {
+      const catalog = yield* loadCatalog(o.catalog)
+      const contract = yield* loadContract(o.contract)
+      const scenario = yield* readDecoded(o.scenario, "scenario", Scenario.decode)
+      for (const id of Object.keys(scenario.endpoints)) {
+        if (!catalog.byId.has(id)) {
+          return yield* new InputError({
+            message: `${o.scenario}: endpoints: ${JSON.stringify(id)} is not in the catalog`
+          })
+        }
+      }
+      const report = yield* simulate(catalog, contract, scenario, o.seed)
+      yield* Console.log(o.json ? json(report) : render(report))
+      yield* exitWith(ExitCode.ok)
+    })
+).pipe(
+  Command.withDescription("Drive a scenario's traffic through scripted endpoints in virtual time; report what Rein did")
+)

@@ -1,0 +1,146 @@
+/**
+ * Virtual time for `rein simulate`: an hour of traffic in seconds, the same seed giving the same report.
+ *
+ * Why not `TestClock`: it is a legitimate virtual clock, but each wake-up waits for every fiber to
+ * suspend by yielding to a real timer (`setTimeout(0)`, ≥ 1 ms), and a simulated hour has tens of
+ * thousands of wake-ups (latencies, attempt timers, backoffs, arrivals) — tens of seconds of real time.
+ * It also warns after 5 real seconds. Here instead every fiber of the simulation runs on a scheduler
+ * whose queue we drain ourselves, and on a `Clock` whose sleepers wait in a priority queue: when no task
+ * is runnable, every fiber is suspended by construction, so time jumps to the earliest sleeper. No real
+ * timer is involved, ordering is total (wake time, then registration order), and the run is deterministic.
+ *
+ * @internal
+ */
+import type { Duration } from "effect"
+import { Clock, Effect, Exit, Scheduler } from "effect"
+import { Duration as D } from "effect"
+
+interface Sleeper {
+  readonly at: number
+  readonly seq: number
+  readonly wake: () => void
+  cancelled: boolean
+}
+
+const before = (a: Sleeper, b: Sleeper): boolean => a.at < b.at || (a.at === b.at && a.seq < b.seq)
+
+/** A min-heap of sleepers by (wake time, registration order). */
+class Sleepers {
+  private readonly heap: Array<Sleeper> = []
+  push(s: Sleeper): void {
+    const h = this.heap
+    h.push(s)
+    let i = h.length - 1
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (!before(h[i]!, h[parent]!)) break
+      ;[h[i], h[parent]] = [h[parent]!, h[i]!]
+      i = parent
+    }
+  }
+  pop(): Sleeper | undefined {
+    const h = this.heap
+    for (;;) {
+      const top = h[0]
+      if (top === undefined) return undefined
+      const last = h.pop()!
+      if (h.length > 0) {
+        h[0] = last
+        let i = 0
+        for (;;) {
+          const l = 2 * i + 1
+          const r = l + 1
+          let m = i
+          if (l < h.length && before(h[l]!, h[m]!)) m = l
+          if (r < h.length && before(h[r]!, h[m]!)) m = r
+          if (m === i) break
+          ;[h[i], h[m]] = [h[m]!, h[i]!]
+          i = m
+        }
+      }
+      if (!top.cancelled) return top
+    }
+  }
+}
+
+/** A `Clock` reading virtual milliseconds since the start of the simulation. @internal */
+export class VirtualClock implements Clock.Clock {
+  readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
+  now = 0
+  private seq = 0
+  readonly sleepers = new Sleepers()
+
+  unsafeCurrentTimeMillis(): number {
+    return this.now
+  }
+  readonly currentTimeMillis = Effect.sync(() => this.now)
+  unsafeCurrentTimeNanos(): bigint {
+    return BigInt(Math.round(this.now * 1_000_000))
+  }
+  readonly currentTimeNanos = Effect.sync(() => this.unsafeCurrentTimeNanos())
+  sleep(duration: Duration.Duration): Effect.Effect<void> {
+    const millis = D.toMillis(duration)
+    if (!(millis > 0)) return Effect.yieldNow()
+    if (!Number.isFinite(millis)) return Effect.never
+    return Effect.async<void>((resume) => {
+      const sleeper: Sleeper = {
+        at: this.now + millis,
+        seq: this.seq++,
+        wake: () => resume(Effect.void),
+        cancelled: false
+      }
+      this.sleepers.push(sleeper)
+      return Effect.sync(() => {
+        sleeper.cancelled = true
+      })
+    })
+  }
+}
+
+/**
+ * Runs `effect` in virtual time and returns its exit with the virtual time it took. A simulation that
+ * waits on something that is neither a task nor a sleeper (nothing can ever wake it) is reported as a
+ * defect rather than hanging.
+ *
+ * @internal
+ */
+export const run = <A, E>(
+  effect: Effect.Effect<A, E>
+): Effect.Effect<{ readonly exit: Exit.Exit<A, E>; readonly virtualMillis: number }> =>
+  Effect.suspend(() => {
+    const clock = new VirtualClock()
+    const tasks: Array<Scheduler.Task> = []
+    const scheduler = Scheduler.make((task) => {
+      tasks.push(task)
+    })
+    return Effect.forkDaemon(Effect.withClock(effect, clock)).pipe(
+      Effect.withScheduler(scheduler),
+      Effect.map((fiber) => {
+        let next = 0
+        for (;;) {
+          while (next < tasks.length) {
+            const task = tasks[next++]!
+            task()
+            // Keep the queue from growing without bound over a long simulation.
+            if (next > 4096) {
+              tasks.splice(0, next)
+              next = 0
+            }
+          }
+          tasks.length = 0
+          next = 0
+          const exit = fiber.unsafePoll()
+          if (exit !== null) return { exit, virtualMillis: clock.now }
+          const sleeper = clock.sleepers.pop()
+          if (sleeper === undefined) {
+            return {
+              exit: Exit.die(new Error("the simulation stalled: a fiber waits on something virtual time cannot wake")),
+              virtualMillis: clock.now
+            }
+          }
+          clock.now = Math.max(clock.now, sleeper.at)
+          sleeper.wake()
+        }
+      })
+    )
+  })
