@@ -103,7 +103,8 @@ const reinRows = (batch: BatchModule): ReadonlyArray<BatchContender> => {
         maxTotalTokens: 1e12,
         maxTotalCost: 1e9,
         requestsPerMinute: 1e9,
-        tokensPerMinute: 1e12
+        tokensPerMinute: 1e12,
+        cooldown: "1 second"
       })
     )
   ]

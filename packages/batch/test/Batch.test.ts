@@ -280,6 +280,22 @@ describe("Batch.stream", () => {
       expect(state.closed).toBe(true)
     }))
 
+  it.effect("ending the stream early interrupts the run and closes the source", () =>
+    Effect.gen(function*() {
+      const fake = scripted(() => ok(100))
+      const src = counted()
+      const results = yield* runFor(
+        Stream.runCollect(
+          Batch.stream(src.source, { contract: contract(), guardrails: Guardrails.make({ concurrency: 3 }) }).pipe(
+            Stream.take(4)
+          )
+        ).pipe(Effect.provide(fake.layer))
+      )
+      expect(Chunk.size(results)).toBe(4)
+      expect(src.state.closed).toBe(true)
+      expect(fake.log.filter((c) => c.endMillis === null).every((c) => c.tornDown)).toBe(true)
+    }))
+
   it.effect("an Effect Stream works as a source", () =>
     Effect.gen(function*() {
       const fake = scripted(() => ok(10))
