@@ -15,8 +15,9 @@ import { batch } from "./batch.js"
 import { deadline } from "./deadline.js"
 import type { Benchmark, Goal } from "./harness.js"
 import { canImport, machine, nowMillis, table } from "./harness.js"
+import { memory } from "./memory.js"
 import { overhead } from "./overhead.js"
-import { abort, memory, simulation } from "./pending.js"
+import { abort, simulation } from "./pending.js"
 
 const benchmarks: ReadonlyArray<Benchmark> = [overhead, batch, memory, deadline, abort, simulation, artifacts]
 

@@ -1,5 +1,5 @@
 /**
- * Benchmarks 3, 5 and 6 need packages that do not exist yet (`@rein/batch`, the CLI's `simulate`). Each
+ * Benchmarks 5 and 6 need packages that do not exist yet (`@rein/batch`, the CLI's `simulate`). Each
  * is its own entry here so that writing one means replacing its `run` in a module of its own; until the
  * package it needs can be imported, the runner skips it and says why in RESULTS.md.
  */
@@ -9,14 +9,6 @@ const notWritten = (goal: string, benchmark: string) => async (): Promise<Sectio
   markdown: "not written yet: the package it needs now exists, so this benchmark is next.",
   goals: [{ benchmark, goal, measured: "not measured", status: "pending" }]
 })
-
-export const memory: Benchmark = {
-  id: 3,
-  title: "Stream memory",
-  requires: { module: "@rein/batch", skipped: "skipped: @rein/batch not built yet" },
-  goals: ["peak RSS ratio (1,000,000 items ÷ 100,000 items streamed) ≤ 1.2"],
-  run: notWritten("peak RSS ratio (1,000,000 items ÷ 100,000 items streamed) ≤ 1.2", "3. memory")
-}
 
 export const abort: Benchmark = {
   id: 5,
