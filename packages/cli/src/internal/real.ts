@@ -16,7 +16,8 @@ import { REAL } from "./providers.js"
 export const real = (flag: Option.Option<string>): Effect.Effect<Provider.Provider, InputError, Scope.Scope> =>
   Effect.gen(function*() {
     const env = yield* Effect.orElseSucceed(Config.option(Config.string("REIN_BASE_URL")), () => Option.none())
-    const baseUrl = Option.orElse(flag, () => env)
+    // An empty value (REIN_BASE_URL= in a shell) counts as unset.
+    const baseUrl = Option.filter(Option.orElse(flag, () => env), (url) => url.trim() !== "")
     if (Option.isNone(baseUrl)) {
       return yield* new InputError({
         message: `the catalog names provider "${REAL}": give its base URL with --base-url or REIN_BASE_URL`

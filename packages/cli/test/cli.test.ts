@@ -1,0 +1,421 @@
+/**
+ * The `rein` binary as a user runs it: each test spawns `node packages/cli/dist/bin.js …` (built fresh
+ * before the suite) and checks its output and exit code. Outputs go to a temporary directory.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { execFile, execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll } from "vitest"
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..")
+const bin = path.join(root, "packages/cli/dist/bin.js")
+const catalog = "examples/catalog.json"
+const contract = "examples/contract.json"
+const scenarios = "examples/scenarios"
+let tmp = ""
+
+interface Result {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+// Asynchronous, so that the test worker stays responsive while the binary runs.
+const rein = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}): Promise<Result> =>
+  new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      { cwd: root, encoding: "utf8", env: { ...process.env, ...env }, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+        resolve({ code, stdout, stderr })
+      }
+    )
+  })
+
+const file = (name: string, content: string): string => {
+  const p = path.join(tmp, name)
+  fs.writeFileSync(p, content)
+  return p
+}
+
+/** Bad input: a message, a usage exit code, and no stack trace. */
+const expectBadInput = (r: Result, mentions: RegExp) => {
+  expect(r.code).toBe(2)
+  expect(r.stderr).toMatch(mentions)
+  expect(r.stderr).not.toMatch(/\n\s+at /)
+  expect(r.stderr.split("\n").length).toBeLessThan(12)
+}
+
+// A contract and scenario that make fake/a fail every time, so a request retries and falls back.
+const failingA = () =>
+  file(
+    "a-down.json",
+    JSON.stringify({
+      endpoints: { "fake/a": [{ behaviour: { kind: "fail", failure: "server_error", latency: "10 millis" } }] }
+    })
+  )
+
+beforeAll(() => {
+  // The tests run the built binary; build it (and what it references) so they never see a stale dist.
+  execFileSync(process.execPath, [
+    path.join(root, "node_modules/typescript/bin/tsc"),
+    "-b",
+    "packages/cli/tsconfig.src.json"
+  ], {
+    cwd: root,
+    stdio: "inherit"
+  })
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), "rein-cli-"))
+}, 600_000)
+
+afterAll(() => {
+  if (tmp !== "") fs.rmSync(tmp, { recursive: true, force: true })
+})
+
+describe("rein", () => {
+  it("prints help with the exit codes, and its version", async () => {
+    const help = await rein(["--help"])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toMatch(/plan/)
+    expect(help.stdout).toMatch(/simulate/)
+    expect(help.stdout).toMatch(/Exit codes: 0 ok; 1 request or run failed; 2 usage or bad input; 3 replay mismatch/)
+    const version = await rein(["--version"])
+    expect(version.code).toBe(0)
+    expect(version.stdout).toMatch(/0\.1\.0/)
+  }, 120_000)
+
+  it("without a command says what to do and exits 2", async () => {
+    const r = await rein([])
+    expect(r.code).toBe(2)
+    expect(r.stderr).toMatch(/choose a command/)
+  }, 60_000)
+})
+
+describe("rein plan", () => {
+  it("shows every predicate of every candidate with its numbers, and the order of trial", async () => {
+    const request = file("request.json", JSON.stringify({ inputTokens: 900, maxOutputTokens: 400 }))
+    const r = await rein(["plan", "--catalog", catalog, "--contract", contract, "--request", request])
+    expect(r.code).toBe(0)
+    for (
+      const p of ["listed", "capable", "mode", "simulation", "deadline", "budget", "calls", "retryBudget", "health"]
+    ) {
+      expect(r.stdout.split("\n").filter((l) => new RegExp(`^  [✓✗]  ${p} `).test(l)).length).toBe(3)
+    }
+    expect(r.stdout).toMatch(/window 32000 ≥ 900 input \+ 400 output/)
+    expect(r.stdout).toMatch(/worst-case cost 0\.001 ≤ 0\.1 left/)
+    expect(r.stdout).toMatch(/✗ +capable +no structured output/)
+    expect(r.stdout).toMatch(/order of trial: fake\/a → fake\/b/)
+    expect(r.stdout).toMatch(/first decision: attempt fake\/a with a 4000 ms timeout/)
+  }, 60_000)
+
+  it("--json gives each candidate's eleven verdicts", async () => {
+    const r = await rein(["plan", "--catalog", catalog, "--contract", contract, "--json"])
+    expect(r.code).toBe(0)
+    const report = JSON.parse(r.stdout)
+    expect(report.order).toEqual(["fake/a", "fake/b"])
+    expect(report.candidates).toHaveLength(3)
+    for (const c of report.candidates) expect(c.predicates).toHaveLength(11)
+    const tiny = report.candidates.find((c: { endpoint: string }) => c.endpoint === "fake/tiny")
+    expect(tiny.legal).toBe(false)
+    expect(tiny.order).toBeNull()
+  }, 60_000)
+})
+
+describe("rein run, replay, explain", () => {
+  it("runs one request on the fake provider, records it, and the record replays and explains", async () => {
+    const record = path.join(tmp, "rec.jsonl")
+    const r = await rein(["run", "--catalog", catalog, "--contract", contract, "--prompt", "Hello", "--record", record])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/outcome: success on fake\/a \(simulated\)/)
+    expect(r.stdout).toMatch(/1 +fake\/a +first +success/)
+    const replay = await rein(["replay", record])
+    expect(replay.code).toBe(0)
+    expect(replay.stdout).toMatch(/every decision reproduces byte for byte/)
+    const explain = await rein(["explain", record])
+    expect(explain.code).toBe(0)
+    expect(explain.stdout).toMatch(/attempt 1 on fake\/a \(first\): all 11 predicates hold/)
+    expect(explain.stdout).toMatch(/outcome: success on fake\/a/)
+    const json = await rein(["explain", record, "--json"])
+    expect(json.code).toBe(0)
+    expect(JSON.parse(json.stdout)[0].steps[0].chosen).toBe("fake/a")
+    // The prompt is never recorded.
+    expect(fs.readFileSync(record, "utf8")).not.toMatch(/Hello/)
+  }, 120_000)
+
+  it("retries and falls back when the scenario takes fake/a down; --json lists the attempts", async () => {
+    const r = await rein([
+      "run",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--prompt",
+      "Hello",
+      "--scenario",
+      failingA(),
+      "--json"
+    ])
+    expect(r.code).toBe(0)
+    const report = JSON.parse(r.stdout)
+    expect(report.endpoint).toBe("fake/b")
+    expect(report.attempts.map((a: { role: string }) => a.role)).toEqual(["first", "retry", "fallback"])
+  }, 60_000)
+
+  it("exits 1 when the request fails", async () => {
+    const only = file(
+      "only-a.json",
+      JSON.stringify({ deadline: "5 seconds", candidates: ["fake/a"], allowSimulated: true })
+    )
+    const r = await rein(["run", "--catalog", catalog, "--contract", only, "--prompt", "Hi", "--scenario", failingA()])
+    expect(r.code).toBe(1)
+    expect(r.stdout).toMatch(/outcome: (PlanExhausted|FailedSafe|DeadlineExceeded)/)
+  }, 60_000)
+
+  it("a tampered record makes replay exit 3 naming the first differing decision", async () => {
+    const record = path.join(tmp, "fallback.jsonl")
+    const r = await rein([
+      "run",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--prompt",
+      "Hello",
+      "--scenario",
+      failingA(),
+      "--record",
+      record
+    ])
+    expect(r.code).toBe(0)
+    expect((await rein(["replay", record])).code).toBe(0)
+    const line = JSON.parse(fs.readFileSync(record, "utf8").trim())
+    expect(line.decisions.length).toBeGreaterThanOrEqual(3)
+    line.decisions[1].decision.waitMillis += 1
+    const tampered = file("tampered.jsonl", `${JSON.stringify(line)}\n`)
+    const replay = await rein(["replay", tampered])
+    expect(replay.code).toBe(3)
+    expect(replay.stderr).toMatch(/decision 2, field waitMillis/)
+    expect(replay.stderr).toMatch(/recorded: \d+/)
+    const json = await rein(["replay", tampered, "--json"])
+    expect(json.code).toBe(3)
+    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, decision: 2, field: "waitMillis" })
+  }, 120_000)
+
+  it("never prints or records the API key of the real adapter", async () => {
+    const realCatalog = file(
+      "real-catalog.json",
+      JSON.stringify({
+        endpoints: [{
+          id: "local/llm",
+          provider: "openai-compatible",
+          model: "m",
+          capabilities: { contextWindow: 4096, maxOutputTokens: 256 },
+          prices: { inputTokens: 0, outputTokens: 0 }
+        }]
+      })
+    )
+    const realContract = file(
+      "real-contract.json",
+      JSON.stringify({ deadline: "2 seconds", candidates: ["local/llm"] })
+    )
+    const record = path.join(tmp, "real.jsonl")
+    const canary = "sk-canary-5f1d2e"
+    const r = await rein(
+      [
+        "run",
+        "--catalog",
+        realCatalog,
+        "--contract",
+        realContract,
+        "--prompt",
+        "Hi",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--record",
+        record
+      ],
+      { REIN_API_KEY: canary }
+    )
+    expect(r.code).toBe(1)
+    expect(r.stdout).toMatch(/transport/)
+    expect(r.stdout + r.stderr).not.toContain(canary)
+    expect(fs.readFileSync(record, "utf8")).not.toContain(canary)
+    const missing = await rein(["run", "--catalog", realCatalog, "--contract", realContract, "--prompt", "Hi"], {
+      REIN_BASE_URL: ""
+    })
+    expectBadInput(missing, /--base-url or REIN_BASE_URL/)
+  }, 120_000)
+})
+
+describe("rein simulate", () => {
+  it("the same seed gives the same report; virtual time makes ten minutes take seconds", async () => {
+    const args = ["simulate", "--catalog", catalog, "--contract", contract, "--scenario", `${scenarios}/outage.json`]
+    const started = performance.now()
+    const a = await rein([...args, "--seed", "7"])
+    const elapsed = performance.now() - started
+    const b = await rein([...args, "--seed", "7"])
+    expect(a.code).toBe(0)
+    expect(b.code).toBe(0)
+    expect(a.stdout).toBe(b.stdout)
+    expect(a.stdout).toMatch(/simulated 10 min/)
+    expect(a.stdout).toMatch(/fake\/a +closed → open/)
+    expect(elapsed).toBeLessThan(60_000)
+    const c = await rein([...args, "--seed", "8"])
+    expect(c.stdout).not.toBe(a.stdout)
+  }, 240_000)
+
+  it(
+    "--json reports outcomes, attempts, fallbacks, breaker transitions, retry tokens, budget and latency",
+    async () => {
+      const r = await rein([
+        "simulate",
+        "--catalog",
+        catalog,
+        "--contract",
+        contract,
+        "--scenario",
+        `${scenarios}/stalling-endpoint.json`,
+        "--seed",
+        "3",
+        "--json"
+      ])
+      expect(r.code).toBe(0)
+      const report = JSON.parse(r.stdout)
+      expect(report.trafficMillis).toBeGreaterThanOrEqual(20 * 60_000)
+      expect(report.requests).toBeGreaterThan(1000)
+      expect(report.endpoints["fake/a"].failures.timeout).toBeGreaterThan(0)
+      // Timeouts are not the endpoint's fault: its breaker never opens.
+      expect(report.breakerTransitions).toEqual([])
+      expect(report.retryTokens.drawn).toBe(report.retries + report.fallbacks)
+      for (const key of ["p50", "p90", "p99", "max"]) expect(typeof report.latency[key]).toBe("number")
+      expect(report.budget.calls).toBe(report.attempts)
+    },
+    120_000
+  )
+})
+
+describe("rein batch", () => {
+  it("runs the prompts through the outage with plain progress, a summary and a resumable artifact", async () => {
+    const out = path.join(tmp, "run", "batch.jsonl")
+    const args = [
+      "batch",
+      "--input",
+      "examples/prompts.jsonl",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--scenario",
+      `${scenarios}/outage.json`,
+      "--concurrency",
+      "4",
+      "--out",
+      out
+    ]
+    const r = await rein(args)
+    expect(r.code).toBe(0)
+    expect(r.stderr).toMatch(/\[48\/48\] q\d\d ok/)
+    expect(r.stdout).toMatch(/batch completed/)
+    expect(r.stdout).toMatch(/results +48 succeeded, 0 failed, 0 reused/)
+    const lines = fs.readFileSync(out, "utf8").trim().split("\n")
+    expect(lines).toHaveLength(49)
+    expect(lines.slice(1).every((l) => JSON.parse(l).kind === "item")).toBe(true)
+
+    const again = await rein(args)
+    expectBadInput(again, /already exists: pass --resume/)
+
+    const resumed = await rein([...args, "--resume", "--json"])
+    expect(resumed.code).toBe(0)
+    const report = JSON.parse(resumed.stdout)
+    expect(report.stats.reused).toBe(48)
+    expect(report.stats.attempts).toBe(0)
+  }, 180_000)
+
+  it("names the flag of a bad guardrail", async () => {
+    const r = await rein([
+      "batch",
+      "--input",
+      "examples/prompts.jsonl",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--out",
+      path.join(tmp, "never.jsonl"),
+      "--concurrency",
+      "0"
+    ])
+    expectBadInput(r, /--concurrency: Expected a positive integer, actual 0/)
+  }, 60_000)
+
+  it("names the line of a bad prompt", async () => {
+    const input = file("prompts.jsonl", "{\"id\":\"a\",\"prompt\":\"x\"}\n{\"id\":\"b\"}\n")
+    const r = await rein([
+      "batch",
+      "--input",
+      input,
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--out",
+      path.join(tmp, "n.jsonl")
+    ])
+    expectBadInput(r, /prompts\.jsonl:2: prompt: is missing/)
+  }, 60_000)
+})
+
+describe("bad input", () => {
+  it("a missing file", async () => {
+    expectBadInput(
+      await rein(["plan", "--catalog", "nope/catalog.json", "--contract", contract]),
+      /catalog nope\/catalog\.json: no such file/
+    )
+  }, 60_000)
+
+  it("invalid JSON", async () => {
+    const bad = file("bad.json", "{ \"endpoints\": [")
+    expectBadInput(await rein(["plan", "--catalog", bad, "--contract", contract]), /bad\.json: invalid JSON/)
+  }, 60_000)
+
+  it("a schema violation names the file and the field", async () => {
+    const k = file("contract-bad.json", JSON.stringify({ deadline: -1, candidates: ["fake/a"] }))
+    expectBadInput(
+      await rein(["plan", "--catalog", catalog, "--contract", k]),
+      /contract-bad\.json: deadline: Expected a positive finite duration/
+    )
+    const s = file(
+      "scenario-bad.json",
+      JSON.stringify({ rate: 0, endpoints: { "fake/a": [{ behaviour: { kind: "fail" } }] } })
+    )
+    expectBadInput(
+      await rein(["simulate", "--catalog", catalog, "--contract", contract, "--scenario", s]),
+      /scenario-bad\.json: rate: Expected a rate > 0, actual 0/
+    )
+  }, 60_000)
+
+  it("an unknown flag", async () => {
+    const r = await rein(["plan", "--catalog", catalog, "--contract", contract, "--bogus"])
+    expect(r.code).toBe(2)
+    expect(r.stderr).toMatch(/--bogus/)
+    expect(r.stderr).not.toMatch(/\n\s+at /)
+  }, 60_000)
+
+  it("an unreadable record: garbage, a future version, an empty file", async () => {
+    expectBadInput(
+      await rein(["replay", file("garbage.jsonl", "not json\n")]),
+      /garbage\.jsonl:1: not a readable record \(json\)/
+    )
+    expectBadInput(
+      await rein(["explain", file("future.jsonl", "{\"version\":99}\n")]),
+      /future\.jsonl:1: not a readable record \(version\)/
+    )
+    expectBadInput(await rein(["replay", file("empty.jsonl", "")]), /empty\.jsonl: no records/)
+    expectBadInput(await rein(["replay", path.join(tmp, "absent.jsonl")]), /absent\.jsonl: no such file/)
+  }, 120_000)
+})
