@@ -238,7 +238,15 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       onEvent: (event: Events.Event) => display.onEvent(event),
       checkpoint: { identity, resume: options.resume ?? "none" }
     }).pipe(
-      Effect.provide(Layer.merge(Rein.layer({ catalog, providers, tokenizer }), store)),
+      Effect.provide(Layer.merge(
+        Rein.layer({
+          catalog,
+          providers,
+          tokenizer,
+          health: scenario === undefined ? {} : Scenario.healthConfig(scenario)
+        }),
+        store
+      )),
       Effect.mapError((e) =>
         new InputError({
           message: e._tag === "ArtifactError"

@@ -184,7 +184,12 @@ export const execute = (options: RunOptions): Effect.Effect<RunReport, InputErro
       originMillis,
       baseUrl: Option.fromNullable(options.baseUrl)
     })
-    const rein = Rein.layer({ catalog, providers, tokenizer })
+    const rein = Rein.layer({
+      catalog,
+      providers,
+      tokenizer,
+      health: scenario === undefined ? {} : Scenario.healthConfig(scenario)
+    })
     const journalContext = options.record === undefined ? Context.empty() : yield* journal(options.record)
     const result = yield* Rein.execute({
       prompt: options.prompt,

@@ -11,6 +11,7 @@
  *
  * @since 0.1.0
  */
+import type { Health } from "@rein/core"
 import { Failure } from "@rein/core"
 import type { Either } from "effect"
 import { Schema } from "effect"
@@ -232,3 +233,28 @@ export const behaviourAt = (scenario: Scenario, endpoint: string, offsetMillis: 
  */
 export const priceEpochs = (scenario: Scenario): ReadonlyArray<number> =>
   [...new Set([0, ...scenario.prices.map((p) => p.at)])].sort((a, b) => a - b)
+
+/**
+ * The scenario's breaker and retry-budget settings as `Health` options (empty: the defaults).
+ *
+ * @example
+ * ```ts
+ * import { Scenario } from "@rein/cli"
+ *
+ * declare const scenario: Scenario.Scenario
+ * Scenario.healthConfig(scenario) // e.g. { consecutiveFailures: 3 }
+ * ```
+ * @since 0.1.0
+ */
+export const healthConfig = (scenario: Scenario): Partial<Health.Config> => {
+  const h = scenario.health
+  if (h === undefined) return {}
+  return {
+    ...(h.consecutiveFailures === undefined ? {} : { consecutiveFailures: h.consecutiveFailures }),
+    ...(h.cooldown === undefined ? {} : { cooldown: h.cooldown }),
+    ...(h.maxCooldown === undefined ? {} : { maxCooldown: h.maxCooldown }),
+    ...(h.probes === undefined ? {} : { probes: h.probes }),
+    ...(h.capacity === undefined ? {} : { capacity: h.capacity }),
+    ...(h.depositRatio === undefined ? {} : { depositRatio: h.depositRatio })
+  }
+}

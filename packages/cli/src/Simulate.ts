@@ -105,19 +105,6 @@ const repriced = (catalog: Catalog.Catalog, scenario: Scenario.Scenario, atMilli
   return { endpoints, byId: new Map(endpoints.map((e) => [e.id, e])) }
 }
 
-const healthConfig = (scenario: Scenario.Scenario): Partial<Health.Config> => {
-  const h = scenario.health
-  if (h === undefined) return {}
-  return {
-    ...(h.consecutiveFailures === undefined ? {} : { consecutiveFailures: h.consecutiveFailures }),
-    ...(h.cooldown === undefined ? {} : { cooldown: h.cooldown }),
-    ...(h.maxCooldown === undefined ? {} : { maxCooldown: h.maxCooldown }),
-    ...(h.probes === undefined ? {} : { probes: h.probes }),
-    ...(h.capacity === undefined ? {} : { capacity: h.capacity }),
-    ...(h.depositRatio === undefined ? {} : { depositRatio: h.depositRatio })
-  }
-}
-
 const bump = (record: Record<string, number>, key: string, by = 1) => {
   record[key] = (record[key] ?? 0) + by
 }
@@ -154,7 +141,7 @@ export const simulate = (
     const finished: Array<Finished> = []
 
     const program = Effect.gen(function*() {
-      const health = yield* Health.make(healthConfig(scenario))
+      const health = yield* Health.make(Scenario.healthConfig(scenario))
       const observe = Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.forEach(ids, (id) =>
           Effect.map(health.breaker(now, id), (state) => {
