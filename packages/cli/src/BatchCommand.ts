@@ -28,6 +28,12 @@ import * as Scenario from "./Scenario.js"
 /**
  * What `rein batch` reports at the end (`--json`).
  *
+ * @example
+ * ```ts
+ * import { BatchCommand } from "@rein/cli"
+ *
+ * const reused = (r: BatchCommand.BatchReport) => r.stats.reused
+ * ```
  * @since 0.1.0
  */
 export interface BatchReport {
@@ -105,6 +111,15 @@ export const render = (r: BatchReport): string => {
 /**
  * What to run: files, resume, guardrails (in their JSON form, e.g. `{ concurrency: 4, itemDeadline: "30 seconds" }`).
  *
+ * @example
+ * ```ts
+ * import { BatchCommand } from "@rein/cli"
+ *
+ * const options: BatchCommand.BatchOptions = {
+ *   input: "prompts.jsonl", catalog: "catalog.json", contract: "contract.json", out: "run.jsonl",
+ *   resume: "reuse-successes", overwrite: false, guardrails: { concurrency: 4 }, progress: "plain"
+ * }
+ * ```
  * @since 0.1.0
  */
 export interface BatchOptions {

@@ -28,6 +28,12 @@ import { exitWith } from "./internal/status.js"
 /**
  * One predicate's verdict, with the numbers behind it whether it holds or not.
  *
+ * @example
+ * ```ts
+ * import { Plan } from "@rein/cli"
+ *
+ * const v: Plan.PredicateVerdict = { predicate: "budget", holds: true, detail: "worst-case cost 0.001 ≤ 0.1 left" }
+ * ```
  * @since 0.1.0
  */
 export interface PredicateVerdict {
@@ -39,6 +45,12 @@ export interface PredicateVerdict {
 /**
  * One candidate's plan.
  *
+ * @example
+ * ```ts
+ * import { Plan } from "@rein/cli"
+ *
+ * const failing = (c: Plan.CandidatePlan) => c.predicates.filter((p) => !p.holds)
+ * ```
  * @since 0.1.0
  */
 export interface CandidatePlan {
@@ -54,6 +66,12 @@ export interface CandidatePlan {
 /**
  * What `rein plan` reports.
  *
+ * @example
+ * ```ts
+ * import { Plan } from "@rein/cli"
+ *
+ * const firstTried = (r: Plan.PlanReport) => r.order[0]
+ * ```
  * @since 0.1.0
  */
 export interface PlanReport {

@@ -20,6 +20,12 @@ import { exitWith } from "./internal/status.js"
 /**
  * What `rein replay` reports.
  *
+ * @example
+ * ```ts
+ * import { Replay } from "@rein/cli"
+ *
+ * const ok: Replay.ReplayReport = { ok: true, requests: 1, decisions: 3 }
+ * ```
  * @since 0.1.0
  */
 export type ReplayReport =

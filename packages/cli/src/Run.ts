@@ -25,6 +25,12 @@ import * as Scenario from "./Scenario.js"
 /**
  * What `rein run` reports (`--json`). Never the prompt; the answer's text only on success.
  *
+ * @example
+ * ```ts
+ * import { Run } from "@rein/cli"
+ *
+ * const attempts = (r: Run.RunReport) => r.attempts.length
+ * ```
  * @since 0.1.0
  */
 export interface RunReport {
@@ -127,6 +133,12 @@ export const render = (r: RunReport): string => {
 /**
  * What to run.
  *
+ * @example
+ * ```ts
+ * import { Run } from "@rein/cli"
+ *
+ * const options: Run.RunOptions = { catalog: "catalog.json", contract: "contract.json", prompt: "Hello", record: "rec.jsonl" }
+ * ```
  * @since 0.1.0
  */
 export interface RunOptions {

@@ -63,6 +63,12 @@ const Flap = Schema.Struct({
 export const Behaviour = Schema.Union(Ok, Fail, Stall, Drip, Flap)
 
 /**
+ * @example
+ * ```ts
+ * import { Scenario } from "@rein/cli"
+ *
+ * const stall: Scenario.Behaviour = { kind: "stall" }
+ * ```
  * @since 0.1.0
  */
 export type Behaviour = typeof Behaviour.Type
@@ -86,6 +92,12 @@ export const Phase = Schema.Struct({
 })
 
 /**
+ * @example
+ * ```ts
+ * import { Scenario } from "@rein/cli"
+ *
+ * const phase: Scenario.Phase = { from: 0, until: 60_000, behaviour: { kind: "stall" } }
+ * ```
  * @since 0.1.0
  */
 export type Phase = typeof Phase.Type
@@ -111,6 +123,12 @@ export const PriceChange = Schema.Struct({
 })
 
 /**
+ * @example
+ * ```ts
+ * import { Scenario } from "@rein/cli"
+ *
+ * const change: Scenario.PriceChange = { at: 1_800_000, endpoint: "fake/a", outputTokens: 0.0003 }
+ * ```
  * @since 0.1.0
  */
 export type PriceChange = typeof PriceChange.Type
@@ -118,6 +136,13 @@ export type PriceChange = typeof PriceChange.Type
 /**
  * Breaker and retry-budget settings for the simulation (defaults: `Health.defaults` of `@rein/core`).
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Scenario } from "@rein/cli"
+ *
+ * Schema.decodeUnknownSync(Scenario.HealthSettings)({ consecutiveFailures: 3, cooldown: "5 seconds" })
+ * ```
  * @since 0.1.0
  */
 export const HealthSettings = Schema.Struct({
@@ -176,6 +201,12 @@ export const ScenarioSchema = Schema.Struct({
 /**
  * A decoded scenario (durations in milliseconds).
  *
+ * @example
+ * ```ts
+ * import { Scenario } from "@rein/cli"
+ *
+ * const minutes = (s: Scenario.Scenario) => s.duration / 60_000
+ * ```
  * @since 0.1.0
  */
 export type Scenario = typeof ScenarioSchema.Type

@@ -32,6 +32,12 @@ import * as Scenario from "./Scenario.js"
 /**
  * A breaker state change, as observed around attempts.
  *
+ * @example
+ * ```ts
+ * import { Simulate } from "@rein/cli"
+ *
+ * const t: Simulate.Transition = { atMillis: 2_300, endpoint: "fake/a", from: "closed", to: "open" }
+ * ```
  * @since 0.1.0
  */
 export interface Transition {
@@ -44,6 +50,12 @@ export interface Transition {
 /**
  * What `rein simulate` reports. Times are virtual milliseconds from the start.
  *
+ * @example
+ * ```ts
+ * import { Simulate } from "@rein/cli"
+ *
+ * const failedShare = (r: Simulate.SimulationReport) => 1 - (r.outcomes["success"] ?? 0) / r.requests
+ * ```
  * @since 0.1.0
  */
 export interface SimulationReport {
