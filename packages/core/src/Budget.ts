@@ -140,6 +140,18 @@ const fromRef = (ref: TRef.TRef<State>, input: Partial<Pick<BudgetLimits, "cost"
 }
 
 /**
+ * A budget with no limits: reserves and settles nothing.
+ *
+ * @since 0.1.0
+ */
+export const unlimited: Budget = {
+  limits: { cost: null, tokens: null, calls: null },
+  left: STM.succeed({ cost: null, tokens: null, calls: null }),
+  reserve: () => STM.void,
+  settle: () => STM.void
+}
+
+/**
  * Takes the tighter of two budgets' remainders.
  *
  * @since 0.1.0

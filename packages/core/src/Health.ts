@@ -188,6 +188,7 @@ const refusals = Metric.counter("rein_admissions_refused_total", {
   incremental: true
 })
 
+const GLOBAL = "\u0000global"
 const globalTokensGauge = Metric.taggedWithLabels(tokensGauge, [MetricLabel.make("endpoint", "*")])
 const metricCache = new Map<string, { readonly breaker: typeof breakerGauge; readonly tokens: typeof tokensGauge }>()
 /** Tagged metrics per endpoint, made once (tagging allocates a new metric key). */
@@ -224,6 +225,7 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
     (ref) => {
       const config: Config = { ...defaults, ...options }
       const windowSize = Math.max(1, Math.min(30, Math.floor(config.windowSize)))
+      const reported = new Map<string, number>()
       const baseCooldown = toMillis(config.cooldown)
       const maxCooldown = toMillis(config.maxCooldown)
       const fresh: EndpointState = {
@@ -349,15 +351,26 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
             ]
           })),
           ([from, to, global, tokens]) => {
+            // Gauges are set only when their value changed: a healthy endpoint with a full bucket costs nothing.
+            const updates: Array<Effect.Effect<void>> = []
             const m = metricsFor(permit.endpoint)
-            return Effect.all([
-              from === to ? Effect.void : Metric.set(m.breaker, stateNumber(to)),
-              Metric.set(m.tokens, tokens),
-              Metric.set(globalTokensGauge, global),
-              from === to ? Effect.void : Metric.increment(
-                Metric.taggedWithLabels(transitions, [label("endpoint", permit.endpoint), label("to", to)])
+            if (from !== to) {
+              updates.push(
+                Metric.set(m.breaker, stateNumber(to)),
+                Metric.increment(
+                  Metric.taggedWithLabels(transitions, [label("endpoint", permit.endpoint), label("to", to)])
+                )
               )
-            ], { discard: true })
+            }
+            if (reported.get(permit.endpoint) !== tokens) {
+              reported.set(permit.endpoint, tokens)
+              updates.push(Metric.set(m.tokens, tokens))
+            }
+            if (reported.get(GLOBAL) !== global) {
+              reported.set(GLOBAL, global)
+              updates.push(Metric.set(globalTokensGauge, global))
+            }
+            return updates.length === 0 ? Effect.void : Effect.all(updates, { discard: true })
           }
         )
 

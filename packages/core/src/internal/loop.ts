@@ -246,7 +246,9 @@ export const prepare = (
     const spec = cachedSpec(rein, contract, inputTokens, request.maxOutputTokens ?? null, streaming)
     return Effect.gen(function*() {
       const deadline = yield* Deadline.make(contract.deadline)
-      const budget = yield* Budget.make(contract.budget)
+      const limits = contract.budget
+      const ownLimits = limits.cost !== undefined || limits.tokens !== undefined || limits.calls !== undefined
+      const budget = ownLimits ? yield* Budget.make(limits) : Budget.unlimited
       const shared = yield* Effect.serviceOption(Budget.SharedBudget)
       const health = yield* Effect.serviceOption(Health)
       const gate = yield* Effect.serviceOption(Gate)
@@ -274,8 +276,7 @@ export const prepare = (
         health: Option.getOrUndefined(health),
         gate: Option.getOrUndefined(gate),
         writer,
-        limited: s !== undefined || contract.budget.cost !== undefined || contract.budget.tokens !== undefined ||
-          contract.budget.calls !== undefined,
+        limited: s !== undefined || ownLimits,
         graceMillis: Duration.toMillis(contract.teardownGrace)
       } satisfies Env
     })
