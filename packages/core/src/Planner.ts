@@ -440,7 +440,16 @@ export const decide = (spec: Spec, snap: Snapshot): Decision => {
       : stop("PlanExhausted", "no candidate left that the failures allow", verdicts)
   }
   const blocking = DYNAMIC.find((p) => allowed.verdict.verdicts[p] !== true)!
-  const why = `${allowed.candidate.id}: ${allowed.verdict.verdicts[blocking] as string}`
+  const others = evaluated
+    .filter((e) => e !== allowed && POLICY.every((p) => e.verdict.verdicts[p] === true))
+    .map((e) => {
+      const p = DYNAMIC.find((d) => e.verdict.verdicts[d] !== true)
+      return p === undefined ? undefined : `${e.candidate.id}: ${e.verdict.verdicts[p] as string}`
+    })
+    .filter((r) => r !== undefined)
+  const why = `${allowed.candidate.id}: ${allowed.verdict.verdicts[blocking] as string}${
+    others.length === 0 ? "" : ` (also ${others.join("; ")})`
+  }`
   switch (blocking) {
     case "deadline":
       return stop("DeadlineExceeded", why, verdicts, allowed.waitMillis > 0 ? "backoff" : "admission")

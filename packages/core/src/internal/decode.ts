@@ -12,6 +12,8 @@ import { Either, ParseResult, Schema } from "effect"
  */
 export const formatParseError = (error: ParseResult.ParseError): string =>
   ParseResult.ArrayFormatter.formatErrorSync(error)
+    // An optional field's union with `undefined` adds a second, useless line ("Expected undefined").
+    .filter((issue) => !issue.message.startsWith("Expected undefined, actual"))
     .map((issue) =>
       issue.path.length === 0 ? issue.message : `${issue.path.map((p) => String(p)).join(".")}: ${issue.message}`
     )
