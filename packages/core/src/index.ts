@@ -12,6 +12,13 @@
 export * as Contract from "./Contract.js"
 
 /**
+ * Decoding at the edge: durations people write, timer clamping, errors naming each field.
+ *
+ * @since 0.1.0
+ */
+export * as Input from "./Input.js"
+
+/**
  * Endpoints: id, provider, model, capabilities, prices, credential scope.
  *
  * @since 0.1.0

@@ -4,35 +4,10 @@
  *
  * @internal
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Input } from "@rein/core"
+import { ParseResult, Schema } from "effect"
 
-const UNITS: Readonly<Record<string, number>> = {
-  ms: 1,
-  milli: 1,
-  millis: 1,
-  millisecond: 1,
-  milliseconds: 1,
-  s: 1_000,
-  sec: 1_000,
-  second: 1_000,
-  seconds: 1_000,
-  m: 60_000,
-  min: 60_000,
-  minute: 60_000,
-  minutes: 60_000,
-  h: 3_600_000,
-  hour: 3_600_000,
-  hours: 3_600_000
-}
-
-const PATTERN = /^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]+)\s*$/i
-
-const parseMillis = (input: string): number | undefined => {
-  const match = PATTERN.exec(input)
-  if (match === null) return undefined
-  const unit = UNITS[match[2]!.toLowerCase()]
-  return unit === undefined ? undefined : Number(match[1]) * unit
-}
+const parseMillis = Input.parseMillis
 
 const EXPECTED = "Expected a duration (milliseconds, or a string such as \"30 seconds\")"
 
@@ -82,15 +57,7 @@ export const Fraction = Schema.Number.pipe(
 )
 
 /** `path: message` lines, as the core's decoders print them. @internal */
-export const formatParseError = (error: ParseResult.ParseError): string =>
-  ParseResult.ArrayFormatter.formatErrorSync(error)
-    .map((issue) =>
-      issue.path.length === 0 ? issue.message : `${issue.path.map((p) => String(p)).join(".")}: ${issue.message}`
-    )
-    .join("\n")
+export const formatParseError = Input.formatParseError
 
 /** Decodes unknown input, refusing unknown fields, with every problem named. @internal */
-export const decodeWith = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })
-  return (input: unknown): Either.Either<A, string> => Either.mapLeft(decode(input), formatParseError)
-}
+export const decodeWith = Input.decodeWith
