@@ -284,7 +284,6 @@ export const prepare = (
 
 const requestId = Effect.map(Random.nextIntBetween(0, 0x7fffffff), (n) => `req-${n.toString(36)}`)
 
-/** The snapshot the planner will consume, read in one transaction. */
 const UNLIMITED: Budget.Left = { cost: null, tokens: null, calls: null }
 const NOTHING_TO_READ: readonly [Budget.Left, View | undefined] = [UNLIMITED, undefined]
 const NOTHING_ACQUIRED = Either.right(undefined)
@@ -293,7 +292,7 @@ const NOTHING_ACQUIRED = Either.right(undefined)
 const settle = (env: Env, r: Planner.Reservation, charged: { readonly cost: number; readonly tokens: number }) =>
   env.limited ? STM.commit(env.settle(r, charged)) : Effect.void
 
-/** @internal */
+/** The snapshot the planner will consume, read in one transaction. @internal */
 export const snapshot = (env: Env, progress: Progress) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeNanos
@@ -334,8 +333,16 @@ const decide = (env: Env, snap: Planner.Snapshot): Planner.Decision => {
 /**
  * The decision loop: snapshot → decide → acquire → wait → gate → attempt → settle, until an attempt
  * succeeds (returned as `Committed`) or the planner stops (a terminal failure).
+ *
+ * DESIGN sketches retries as a `Schedule` and fallback as an `Effect.firstSuccessOf` fold. Both would be a
+ * second decision site beside the planner (the schedule deciding "retry or not", the fold "which next"),
+ * with inputs the journal could not record. Here the planner decides every step from one recorded
+ * snapshot and this loop only interprets: the ordered-fold semantics (current endpoint, then the next
+ * legal candidate, never back) and the exponential, jittered, Retry-After-aware, deadline-clamped backoff
+ * live in `Planner.decide`, where replay can check them.
+ *
+ * @internal
  */
-/** @internal */
 export const loop = <S>(
   env: Env,
   attempt: (provider: Provider, context: AttemptContext, timeoutMillis: number) => Effect.Effect<Attempt.AttemptEnd<S>>
