@@ -250,8 +250,22 @@ export class Journal extends Context.Tag("@rein/core/Journal")<Journal, {
   readonly begin: (header: Header) => Effect.Effect<Writer>
 }>() {}
 
-const encodeContract = Schema.encodeSync(Contract)
-const encodeEndpoint = Schema.encodeSync(Endpoint)
+const encodeContractSync = Schema.encodeSync(Contract)
+const encodeEndpointSync = Schema.encodeSync(Endpoint)
+const encodedContracts = new WeakMap<Contract, typeof Contract.Encoded>()
+const encodedEndpoints = new WeakMap<Endpoint, typeof Endpoint.Encoded>()
+
+// Contracts and catalog entries are immutable and shared by many requests: each is encoded once.
+const encodeContract = (contract: Contract): typeof Contract.Encoded => {
+  let encoded = encodedContracts.get(contract)
+  if (encoded === undefined) encodedContracts.set(contract, encoded = encodeContractSync(contract))
+  return encoded
+}
+const encodeEndpoint = (endpoint: Endpoint): typeof Endpoint.Encoded => {
+  let encoded = encodedEndpoints.get(endpoint)
+  if (encoded === undefined) encodedEndpoints.set(endpoint, encoded = encodeEndpointSync(endpoint))
+  return encoded
+}
 
 const recordedOutcome = (
   outcome: Outcome.Completion | Outcome.Terminal | { readonly _tag: "Interrupted" }
