@@ -10,6 +10,7 @@ import { writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { abort } from "./abort.js"
 import { artifacts } from "./artifacts.js"
 import { batch } from "./batch.js"
 import { deadline } from "./deadline.js"
@@ -17,7 +18,7 @@ import type { Benchmark, Goal } from "./harness.js"
 import { canImport, machine, nowMillis, table } from "./harness.js"
 import { memory } from "./memory.js"
 import { overhead } from "./overhead.js"
-import { abort, simulation } from "./pending.js"
+import { simulation } from "./simulation.js"
 
 const benchmarks: ReadonlyArray<Benchmark> = [overhead, batch, memory, deadline, abort, simulation, artifacts]
 

@@ -1,0 +1,166 @@
+/**
+ * Benchmark 6: simulation speed. A one-hour virtual outage scenario (bench/scenarios/hour-outage.json:
+ * 10,000 requests, one every 360 virtual ms; fake/a fails with 503s for 20 of the 60 minutes) through the
+ * CLI's simulate, with examples/catalog.json and examples/contract.json, seed 1 — real seconds taken, two
+ * ways:
+ *
+ * - in-process: `Simulate.simulate(catalog, contract, scenario, 1)` run with `Effect.runPromise`, the
+ *   inputs decoded beforehand (the figure is the simulation alone);
+ * - the built binary: `node packages/cli/dist/bin.js simulate … --json` as a child process, timed from
+ *   spawn to exit (process start-up, module loading, file reading and JSON output included).
+ *
+ * Every run is checked to report 10,000 requests over one virtual hour; the in-process and binary reports
+ * must be identical (same seed, same report).
+ */
+import { Catalog, Contract } from "@rein/core"
+import { Effect, Either } from "effect"
+import { execFile } from "node:child_process"
+import { existsSync, readFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import type { Benchmark, Goal, RunOptions, Section } from "./harness.js"
+import { collect, fmtMs, median, nowMillis, table } from "./harness.js"
+
+const REQUESTS = 10_000
+const HOUR_MILLIS = 3_600_000
+const GOAL_SECONDS = 5
+const SEED = 1
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
+const files = {
+  catalog: "examples/catalog.json",
+  contract: "examples/contract.json",
+  scenario: "bench/scenarios/hour-outage.json"
+}
+const bin = join(root, "packages", "cli", "dist", "bin.js")
+
+type CliModule = typeof import("@rein/cli")
+
+const readJson = (path: string): unknown => JSON.parse(readFileSync(join(root, path), "utf8"))
+
+interface Report {
+  readonly requests: number
+  readonly trafficMillis: number
+  readonly outcomes: Readonly<Record<string, number>>
+  readonly fallbacks: number
+  readonly breakerTransitions: ReadonlyArray<unknown>
+}
+
+const checkReport = (where: string, r: Report) => {
+  if (r.requests !== REQUESTS || r.trafficMillis !== HOUR_MILLIS) {
+    throw new Error(`${where}: ${r.requests} requests over ${r.trafficMillis} ms, expected ${REQUESTS} over an hour`)
+  }
+}
+
+/** Runs the binary once; resolves with its wall time (ms) and its JSON report. */
+const runBinary = (): Promise<{ readonly millis: number; readonly json: string }> =>
+  new Promise((resolve, reject) => {
+    const t0 = nowMillis()
+    execFile(
+      process.execPath,
+      [
+        bin,
+        "simulate",
+        "--catalog",
+        files.catalog,
+        "--contract",
+        files.contract,
+        "--scenario",
+        files.scenario,
+        "--seed",
+        String(SEED),
+        "--json"
+      ],
+      { cwd: root, maxBuffer: 64 * 2 ** 20 },
+      (error, stdout, stderr) => {
+        const millis = nowMillis() - t0
+        if (error !== null) reject(new Error(`rein simulate failed: ${error.message}\n${stderr}`))
+        else resolve({ millis, json: stdout })
+      }
+    )
+  })
+
+const run = async (options: RunOptions): Promise<Section> => {
+  const rounds = options.quick ? 1 : 3
+  const cli = await import("@rein/cli") as CliModule
+  const catalog = Either.getOrThrow(Catalog.decode(readJson(files.catalog)))
+  const contract = Either.getOrThrow(Contract.decode(readJson(files.contract)))
+  const scenario = Either.getOrThrowWith(
+    cli.Scenario.decode(readJson(files.scenario)),
+    (message) => new Error(`${files.scenario}: ${message}`)
+  )
+  const binaryBuilt = existsSync(bin)
+  const inProcess: Array<number> = []
+  const binary: Array<number> = []
+  let reference: string | undefined
+  let summary: Report | undefined
+  for (let r = 0; r < rounds; r++) {
+    collect()
+    const t0 = nowMillis()
+    const report = await Effect.runPromise(cli.Simulate.simulate(catalog, contract, scenario, SEED))
+    inProcess.push(nowMillis() - t0)
+    checkReport("in-process", report)
+    const json = JSON.stringify(report)
+    if (reference !== undefined && json !== reference) throw new Error("in-process: the same seed gave another report")
+    reference = json
+    summary = report
+    if (binaryBuilt) {
+      const b = await runBinary()
+      binary.push(b.millis)
+      const parsed = JSON.parse(b.json) as Report
+      checkReport("binary", parsed)
+      if (JSON.stringify(parsed) !== reference) throw new Error("binary: its report differs from the in-process one")
+    }
+    options.log(
+      `  round ${r + 1}/${rounds}: in-process ${fmtMs(inProcess[r]! / 1000)} s${
+        binaryBuilt ? `, binary ${fmtMs(binary[r]! / 1000)} s` : ""
+      }`
+    )
+  }
+  const seconds = (xs: ReadonlyArray<number>) => ({
+    median: median(xs) / 1000,
+    min: Math.min(...xs) / 1000,
+    max: Math.max(...xs) / 1000
+  })
+  const rows: Array<Array<string>> = []
+  const goals: Array<Goal> = []
+  const add = (name: string, xs: ReadonlyArray<number>) => {
+    const s = seconds(xs)
+    rows.push([name, String(xs.length), fmtMs(s.median), fmtMs(s.min), fmtMs(s.max), fmtMs(REQUESTS / s.median, 0)])
+    goals.push({
+      benchmark: "6. simulation speed",
+      goal: `${name}: a one-hour virtual outage, ${
+        REQUESTS.toLocaleString("en-US")
+      } requests, < ${GOAL_SECONDS} s real time`,
+      measured: `${fmtMs(s.median)} s median (max ${fmtMs(s.max)} s)`,
+      status: s.median < GOAL_SECONDS ? "PASS" : "FAIL"
+    })
+  }
+  add("in-process `Simulate.simulate`", inProcess)
+  if (binaryBuilt) add("`node packages/cli/dist/bin.js simulate --json` (child process)", binary)
+  else rows.push(["the built binary", "skipped: packages/cli/dist/bin.js not built", "", "", "", ""])
+  const s = summary!
+  const notes = [
+    `${files.scenario}: ${scenario.description ?? ""}.`,
+    `Catalog ${files.catalog}, contract ${files.contract}, seed ${SEED}. ${rounds} rounds, alternating in-process and`,
+    "binary; the in-process figure times `Simulate.simulate` alone (inputs decoded beforehand), the binary's runs",
+    "from spawn to exit (node start-up, module loading and the JSON report included). Every report is checked:",
+    `${
+      REQUESTS.toLocaleString("en-US")
+    } requests over one virtual hour, and the binary's report equal to the in-process one.`,
+    `What the hour did: outcomes ${
+      JSON.stringify(s.outcomes)
+    }, ${s.fallbacks} fallbacks, ${s.breakerTransitions.length}`,
+    "breaker transitions. The goal is judged on the median."
+  ].join("\n")
+  const header = ["run", "rounds", "real s (median)", "min s", "max s", "virtual requests per real s"]
+  return { markdown: `${notes}\n\n${table(header, rows)}`, goals }
+}
+
+export const simulation: Benchmark = {
+  id: 6,
+  title: "Simulation speed",
+  requires: { module: "@rein/cli", skipped: "skipped: the CLI's simulate (@rein/cli) not built yet" },
+  goals: [`a one-hour virtual outage, ${REQUESTS.toLocaleString("en-US")} requests: < ${GOAL_SECONDS} s real time`],
+  run
+}
