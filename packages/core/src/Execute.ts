@@ -30,25 +30,27 @@ export const effectiveTable = Loop.effectiveTable
 export const makeSpec = Loop.makeSpec
 
 /**
- * Closes the request's journal entry with its outcome (no-op without a journal).
+ * Closes the request's journal entry with its outcome (no-op without a journal). Without `toOutcome` a
+ * success leaves the entry open: a committed stream closes it when the stream ends.
  *
  * @internal
  */
 export const journaled = <A>(
   env: Loop.Env,
   effect: Effect.Effect<A, Outcome.Terminal>,
-  toOutcome: (a: A) => Outcome.Completion
+  toOutcome?: (a: A) => Outcome.Completion
 ): Effect.Effect<A, Outcome.Terminal> => {
   const writer = env.writer
   if (writer === undefined) return effect
   return Effect.onExit(effect, (exit) => {
-    if (Exit.isSuccess(exit)) return writer.end(toOutcome(exit.value))
+    if (Exit.isSuccess(exit)) return toOutcome === undefined ? Effect.void : writer.end(toOutcome(exit.value))
     const failure = Cause.failureOption(exit.cause)
     return writer.end(Option.isSome(failure) ? failure.value : INTERRUPTED)
   })
 }
 
-const INTERRUPTED = { _tag: "Interrupted" } as const
+/** @internal */
+export const INTERRUPTED = { _tag: "Interrupted" } as const
 
 /**
  * Executes one request under a contract (see `Rein.execute`).

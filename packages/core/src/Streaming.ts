@@ -9,7 +9,7 @@
  */
 import { Clock, Duration, Effect, Exit, Fiber, Option, Scope, Stream } from "effect"
 import type { Contract } from "./Contract.js"
-import { journaled } from "./Execute.js"
+import { INTERRUPTED, journaled } from "./Execute.js"
 import type { ProviderFailure } from "./Failure.js"
 import * as Attempt from "./internal/attempt.js"
 import type { Rein } from "./internal/context.js"
@@ -65,14 +65,11 @@ export const executeStream = (
 ): Stream.Stream<Event, Outcome.Terminal, Rein> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const env = yield* Loop.prepare(request, contract, true)
-    let completed: Outcome.Completion | undefined
     const committed = yield* journaled(
       env,
       Loop.loop(env, (provider, context, timeoutMillis) =>
-        Attempt.open(provider.stream!(request, context), timeoutMillis, env.graceMillis)),
-      () =>
-        completed!
-    ).pipe(Effect.uninterruptible, Effect.interruptible)
+        Attempt.open(provider.stream!(request, context), timeoutMillis, env.graceMillis))
+    )
     const opened = committed.payload
     const endpoint = committed.endpoint.id
     let usage: Usage = "unknown"
@@ -89,7 +86,10 @@ export const executeStream = (
             ? { _tag: "Failure", failure: Attempt.TRUNCATED }
             : { _tag: "Success", payload: undefined, usage }
         )),
-        close(opened.scope, env.graceMillis)
+        Effect.zipRight(
+          close(opened.scope, env.graceMillis),
+          env.writer === undefined ? Effect.void : env.writer.end(INTERRUPTED)
+        )
       )
     )
 
@@ -119,7 +119,9 @@ export const executeStream = (
               ({ _tag: "Part", part }) as const)
           }
           const failure = Exit.causeOption(exit).pipe(
-            Option.flatMap((c) => Option.flatten(Option.fromNullable(c._tag === "Fail" ? c.error : undefined)))
+            Option.flatMap((c) =>
+              Option.flatten(Option.fromNullable(c._tag === "Fail" ? c.error : undefined))
+            )
           )
           if (Option.isSome(failure)) return [{ _tag: "Failed", failure: failure.value }]
           const isEnd = exit.cause._tag === "Fail" && Option.isNone(exit.cause.error)
@@ -134,7 +136,7 @@ export const executeStream = (
         yield* close(opened.scope, env.graceMillis)
         yield* committed.finish(end)
         if (end._tag === "Success") {
-          completed = {
+          const completed: Outcome.Completion = {
             text: text.join(""),
             endpoint,
             provider: committed.endpoint.provider,

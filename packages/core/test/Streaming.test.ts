@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Fake, Rein } from "@rein/core"
+import { Fake, Journal, Rein } from "@rein/core"
 import type { Streaming } from "@rein/core"
-import { Chunk, Effect, Either, Fiber, Stream, TestClock } from "effect"
+import { Chunk, Effect, Either, Fiber, Layer, Stream, TestClock } from "effect"
 import { contract, defaultCatalog, layer } from "./fixtures.js"
 
 const request = { prompt: "tell me", inputTokens: 50, maxOutputTokens: 100 }
@@ -83,5 +83,35 @@ describe("Streaming", () => {
         expect(result.left._tag).toBe("FailedSafe")
         expect(result.left.attempts[0]).toMatchObject({ status: "failure", code: "stream_truncated" })
       }
+    }))
+
+  it.effect("a streamed request is journaled when the stream ends, and replays", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("overloaded")], b: [Fake.succeed({ deltas: ["x", "y"] })] })
+      const records = yield* Effect.gen(function*() {
+        const fiber = yield* Effect.fork(
+          Stream.runDrain(Rein.executeStream(request, contract({ retry: { perEndpoint: 0 } })))
+        )
+        yield* TestClock.adjust("1 minute")
+        yield* Fiber.join(fiber)
+        return yield* Effect.flatMap(Journal.MemoryJournal, (j) => j.records)
+      }).pipe(Effect.provide(Layer.merge(layer(fake), Journal.layerMemory)))
+      expect(records).toHaveLength(1)
+      expect(records[0]!.outcome).toMatchObject({ _tag: "Completion", endpoint: "b" })
+      expect(records[0]!.attempts.map((a) => a.endpoint)).toEqual(["a", "b"])
+      expect(Journal.replay(records[0]!)).toEqual(Either.right(2))
+    }))
+
+  it.effect("a consumer that stops early still closes the journal entry", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed({ deltas: ["one", "two", "three"], latency: 10 })] })
+      const records = yield* Effect.gen(function*() {
+        const fiber = yield* Effect.fork(Stream.runCollect(Stream.take(Rein.executeStream(request, contract()), 1)))
+        yield* TestClock.adjust("1 minute")
+        yield* Fiber.join(fiber)
+        return yield* Effect.flatMap(Journal.MemoryJournal, (j) => j.records)
+      }).pipe(Effect.provide(Layer.merge(layer(fake), Journal.layerMemory)))
+      expect(records).toHaveLength(1)
+      expect(records[0]!.outcome._tag).toBe("Interrupted")
     }))
 })
