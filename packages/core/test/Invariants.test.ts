@@ -1,25 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Fake, Rein } from "@rein/core"
-import type { Failure, Outcome } from "@rein/core"
+import { Failure } from "@rein/core"
+import type { Outcome } from "@rein/core"
 import { Effect, Either, FastCheck as fc, Fiber, Random, TestClock } from "effect"
-import { catalog, contract, endpoint } from "./fixtures.js"
+import { catalog, contract, endpoint, failureStep } from "./fixtures.js"
 
-const kinds: ReadonlyArray<Failure.FailureKind> = [
-  "timeout",
-  "transport",
-  "rate_limited",
-  "overloaded",
-  "server_error",
-  "malformed_response",
-  "context_length",
-  "content_filtered",
-  "authentication",
-  "permission_denied",
-  "insufficient_balance",
-  "quota_exhausted",
-  "invalid_request",
-  "unknown"
-]
+const kinds = Failure.FailureKind.literals
 
 const step: fc.Arbitrary<Fake.Step> = fc.oneof(
   fc.record({
@@ -30,13 +16,7 @@ const step: fc.Arbitrary<Fake.Step> = fc.oneof(
   }).map(({ input, known, latency, output }) =>
     Fake.succeed({ latency, usage: known ? { inputTokens: input, outputTokens: output } : "unknown" })
   ),
-  fc.record({
-    kind: fc.constantFrom(...kinds),
-    latency: fc.integer({ min: 0, max: 3_000 }),
-    retryAfter: fc.option(fc.integer({ min: 0, max: 5_000 }), { nil: undefined })
-  }).map(({ kind, latency, retryAfter }) =>
-    Fake.fail(kind, { latency, ...(retryAfter !== undefined ? { retryAfter } : {}) })
-  ),
+  failureStep(kinds, 3_000),
   fc.constant(Fake.hang)
 )
 

@@ -9,7 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { catalog, contract, endpoint } from "./fixtures.js"
+import { catalog, contract, endpoint, failureStep } from "./fixtures.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const request = { prompt: "a prompt that must never be journaled", inputTokens: 100, maxOutputTokens: 100 }
@@ -28,13 +28,7 @@ const kinds: ReadonlyArray<Failure.FailureKind> = [
 
 const step: fc.Arbitrary<Fake.Step> = fc.oneof(
   fc.integer({ min: 0, max: 2_000 }).map((latency) => Fake.succeed({ latency })),
-  fc.record({
-    kind: fc.constantFrom(...kinds),
-    latency: fc.integer({ min: 0, max: 2_000 }),
-    retryAfter: fc.option(fc.integer({ min: 0, max: 5_000 }), { nil: undefined })
-  }).map(({ kind, latency, retryAfter }) =>
-    Fake.fail(kind, { latency, ...(retryAfter !== undefined ? { retryAfter } : {}) })
-  ),
+  failureStep(kinds, 2_000),
   fc.constant(Fake.hang)
 )
 

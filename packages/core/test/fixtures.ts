@@ -1,5 +1,6 @@
-import { Catalog, Contract, Rein } from "@rein/core"
-import type { Fake } from "@rein/core"
+import { Catalog, Contract, Fake, Rein } from "@rein/core"
+import type { Failure } from "@rein/core"
+import { FastCheck as fc } from "effect"
 
 export const endpoint = (
   id: string,
@@ -52,3 +53,13 @@ export const contract = (overrides: Partial<Contract.ContractInput> = {}) =>
 
 export const layer = (fake: Fake.Fake, cat: Catalog.Catalog = defaultCatalog) =>
   Rein.layer({ catalog: cat, providers: { fake: fake.provider } })
+
+/** A scripted failure of one of `kinds`, after up to `maxLatency` ms, with an optional Retry-After. */
+export const failureStep = (kinds: ReadonlyArray<Failure.FailureKind>, maxLatency: number): fc.Arbitrary<Fake.Step> =>
+  fc.record({
+    kind: fc.constantFrom(...kinds),
+    latency: fc.integer({ min: 0, max: maxLatency }),
+    retryAfter: fc.option(fc.integer({ min: 0, max: 5_000 }), { nil: undefined })
+  }).map(({ kind, latency, retryAfter }) =>
+    Fake.fail(kind, { latency, ...(retryAfter !== undefined ? { retryAfter } : {}) })
+  )
