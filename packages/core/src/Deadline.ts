@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { Clock, Context, Duration, Effect, Option } from "effect"
+import { dual } from "effect/Function"
 import { clampMillis } from "./internal/duration.js"
 
 /**
@@ -63,16 +64,14 @@ export const within: {
     duration: Duration.DurationInput
   ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, Exclude<R, Deadline>>
   <A, E, R>(self: Effect.Effect<A, E, R>, duration: Duration.DurationInput): Effect.Effect<A, E, Exclude<R, Deadline>>
-} = ((...args: Array<unknown>) => {
-  if (args.length === 1) {
-    const duration = args[0] as Duration.DurationInput
-    return <A, E, R>(self: Effect.Effect<A, E, R>) => withinImpl(self, duration)
-  }
-  return withinImpl(args[0] as Effect.Effect<unknown, unknown, unknown>, args[1] as Duration.DurationInput)
-}) as never
-
-const withinImpl = <A, E, R>(self: Effect.Effect<A, E, R>, duration: Duration.DurationInput) =>
-  Effect.flatMap(make(duration), (d) => Effect.provideService(self, Deadline, d))
+} = dual(
+  2,
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    duration: Duration.DurationInput
+  ): Effect.Effect<A, E, Exclude<R, Deadline>> =>
+    Effect.flatMap(make(duration), (d) => Effect.provideService(self, Deadline, d))
+)
 
 /**
  * Milliseconds left before the deadline in force (never negative); `Infinity` when there is none.

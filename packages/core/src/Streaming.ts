@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Exit, Fiber, Option, Scope, Stream } from "effect"
+import { Clock, Duration, Effect, Exit, Option, Scope, Stream } from "effect"
 import type { Contract } from "./Contract.js"
 import { INTERRUPTED, journaled } from "./Execute.js"
 import type { ProviderFailure } from "./Failure.js"
@@ -200,8 +200,5 @@ export const executeStream = (
 const close = (scope: Scope.CloseableScope, graceMillis: number): Effect.Effect<void> =>
   Effect.flatMap(
     Effect.forkDaemon(Scope.close(scope, Exit.void)),
-    (fiber) =>
-      Effect.asVoid(
-        Effect.timeoutOption(Effect.interruptible(Fiber.await(fiber)), Duration.millis(clampMillis(graceMillis)))
-      )
+    (fiber) => Effect.asVoid(Attempt.endsWithin(fiber, graceMillis))
   )

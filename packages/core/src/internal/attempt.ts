@@ -40,9 +40,9 @@ const failureOf = <E>(cause: Cause.Cause<E>): ProviderFailure => {
  * @internal
  */
 export const teardown = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, graceMillis: number): Effect.Effect<boolean> =>
-  Effect.flatMap(Effect.runtime<never>(), (runtime) => {
+  Effect.suspend(() => {
     fiber.unsafeInterruptAsFork(FiberId.none)
-    return Effect.map(Effect.interruptible(awaitWithin(runtime, fiber, graceMillis)), Option.isSome)
+    return endsWithin(fiber, graceMillis)
   })
 
 /**
@@ -81,6 +81,17 @@ const awaitWithin = <A, E>(
       })
     })
   })
+
+/**
+ * Waits for `fiber` at most `millis` (interruptibly, so it may run inside a finalizer); `true` when it ended.
+ *
+ * @internal
+ */
+export const endsWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, millis: number): Effect.Effect<boolean> =>
+  Effect.flatMap(
+    Effect.runtime<never>(),
+    (runtime) => Effect.map(Effect.interruptible(awaitWithin(runtime, fiber, millis)), Option.isSome)
+  )
 
 /**
  * Runs `work` in its own fiber bounded by `timeoutMillis`, so that a provider ignoring interruption cannot
