@@ -16,7 +16,7 @@ import type { FileSystem } from "@effect/platform"
 import type { Outcome, Provider } from "@rein/core"
 import { Catalog, Health, Rein } from "@rein/core"
 import type { Contract } from "@rein/core"
-import { Cause, Clock, Console, Effect, Either, Exit, Fiber, Random, STM } from "effect"
+import { Cause, Clock, Console, Effect, Either, Exit, Fiber, Random } from "effect"
 import { quantile } from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
@@ -164,7 +164,7 @@ export const simulate = (
             }
           }), { discard: true }))
       const tokens = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.map(STM.commit(health.view(now, ids)), (view) => {
+        Effect.map(health.view(now, ids), (view) => {
           const g = view.retryTokens.global
           endGlobal = g
           if (g !== null) {

@@ -18,12 +18,15 @@
  * attempt timeouts, transport failures and `unknown` never do: a stalling or refusing endpoint does not
  * trip its breaker; its fallbacks draw on the retry budget instead.
  *
- * All admission is STM, so it composes with budget reservation into one atomic step.
+ * The state is process-local and every check-and-update is one synchronous step: JavaScript runs one
+ * fiber at a time, so an acquisition (probe slot and retry token together) is atomic without a
+ * transaction, and costs no STM commit on the hot path. The `unsafe*` members are those steps, for callers
+ * already inside an effect; the others wrap them.
  *
  * @since 0.1.0
  */
 import type { Duration } from "effect"
-import { Context, Effect, Layer, Metric, MetricLabel, STM, TRef } from "effect"
+import { Context, Effect, Either, Layer, Metric, MetricLabel } from "effect"
 import type { FailureKind, Rule } from "./Failure.js"
 import { toMillis } from "./internal/duration.js"
 import type { HealthView, Role } from "./Planner.js"
@@ -146,11 +149,17 @@ export type Refusal = "breaker_open" | "no_probe_slot" | "no_retry_token" | "deg
 export class Health extends Context.Tag("@rein/core/Health")<Health, {
   readonly config: Config
   /** The planner's view: breaker states and retry tokens, as of `nowMillis` (monotonic). */
-  readonly view: (nowMillis: number, endpoints: ReadonlyArray<string>) => STM.STM<View>
+  readonly view: (nowMillis: number, endpoints: ReadonlyArray<string>) => Effect.Effect<View>
   /** Takes a probe slot and a retry token as `role` needs, or refuses. */
-  readonly acquire: (nowMillis: number, endpoint: string, role: Role) => STM.STM<Permit, Refusal>
+  readonly acquire: (nowMillis: number, endpoint: string, role: Role) => Effect.Effect<Permit, Refusal>
   /** Records how an admitted attempt ended. */
   readonly complete: (nowMillis: number, permit: Permit, result: Result) => Effect.Effect<void>
+  /** `view` as one synchronous read. */
+  readonly unsafeView: (nowMillis: number, endpoints: ReadonlyArray<string>) => View
+  /** `acquire` as one synchronous check-and-update. */
+  readonly unsafeAcquire: (nowMillis: number, endpoint: string, role: Role) => Either.Either<Permit, Refusal>
+  /** `complete` as one synchronous update; the returned effect publishes the metrics that changed. */
+  readonly unsafeComplete: (nowMillis: number, permit: Permit, result: Result) => Effect.Effect<void>
   /** Marks an endpoint degraded while an abandoned attempt is still tearing down; the effect undoes it. */
   readonly degrade: (endpoint: string) => Effect.Effect<Effect.Effect<void>>
   /** The breaker state of an endpoint (for observability and tests). */
@@ -220,182 +229,179 @@ const stateNumber = (s: BreakerState): number => (s === "closed" ? 0 : s === "ha
  * @since 0.1.0
  */
 export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"]> =>
-  Effect.map(
-    STM.commit(TRef.make<State>({ endpoints: {}, globalTokens: options.capacity ?? defaults.capacity })),
-    (ref) => {
-      const config: Config = { ...defaults, ...options }
-      const windowSize = Math.max(1, Math.min(30, Math.floor(config.windowSize)))
-      const reported = new Map<string, number>()
-      const baseCooldown = toMillis(config.cooldown)
-      const maxCooldown = toMillis(config.maxCooldown)
-      const fresh: EndpointState = {
-        state: "closed",
+  Effect.sync(() => {
+    let state: State = { endpoints: {}, globalTokens: options.capacity ?? defaults.capacity }
+    const config: Config = { ...defaults, ...options }
+    const windowSize = Math.max(1, Math.min(30, Math.floor(config.windowSize)))
+    const reported = new Map<string, number>()
+    const baseCooldown = toMillis(config.cooldown)
+    const maxCooldown = toMillis(config.maxCooldown)
+    const fresh: EndpointState = {
+      state: "closed",
+      consecutive: 0,
+      window: 0,
+      windowLength: 0,
+      openUntil: 0,
+      cooldownMillis: baseCooldown,
+      probesInFlight: 0,
+      tokens: config.capacity,
+      degraded: 0
+    }
+    const get = (s: State, id: string): EndpointState => s.endpoints[id] ?? fresh
+    /** An open breaker whose cooldown has passed is half-open. */
+    const current = (e: EndpointState, now: number): BreakerState =>
+      e.state === "open" && now >= e.openUntil ? "half_open" : e.state
+    const put = (s: State, id: string, e: EndpointState): State => ({ ...s, endpoints: { ...s.endpoints, [id]: e } })
+
+    const unsafeView = (now: number, endpoints: ReadonlyArray<string>): View => {
+      const s = state
+      const health: Record<string, HealthView> = {}
+      const tokens: Record<string, number> = {}
+      for (const id of endpoints) {
+        const e = s.endpoints[id]
+        if (e === undefined) continue
+        const state = current(e, now)
+        health[id] = e.degraded > 0
+          ? { state: "open", probesFree: 0, opensInMillis: Number.MAX_SAFE_INTEGER }
+          : {
+            state,
+            probesFree: Math.max(0, config.probes - e.probesInFlight),
+            opensInMillis: state === "open" ? Math.max(0, e.openUntil - now) : 0
+          }
+        tokens[id] = e.tokens
+      }
+      return { health, retryTokens: { global: s.globalTokens, endpoints: tokens } }
+    }
+
+    const unsafeAcquire = (now: number, endpoint: string, role: Role): Either.Either<Permit, Refusal> => {
+      const s = state
+      const e = get(s, endpoint)
+      if (e.degraded > 0) return Either.left("degraded")
+      const breaker = current(e, now)
+      if (breaker === "open") return Either.left("breaker_open")
+      if (breaker === "half_open" && e.probesInFlight >= config.probes) return Either.left("no_probe_slot")
+      const extra = role !== "first"
+      if (extra && (s.globalTokens < 1 || e.tokens < 1)) return Either.left("no_retry_token")
+      const probe = breaker === "half_open"
+      const next: EndpointState = {
+        ...e,
+        state: breaker,
+        probesInFlight: e.probesInFlight + (probe ? 1 : 0),
+        tokens: extra ? e.tokens - 1 : Math.min(config.capacity, e.tokens + config.depositRatio)
+      }
+      const globalTokens = extra
+        ? s.globalTokens - 1
+        : Math.min(config.capacity, s.globalTokens + config.depositRatio)
+      state = { ...put(s, endpoint, next), globalTokens }
+      return Either.right({ endpoint, probe })
+    }
+
+    const open = (e: EndpointState, now: number, cooldown: number, hint: number | null): EndpointState => {
+      const until = Math.max(now + cooldown, hint === null ? 0 : now + hint)
+      return {
+        ...e,
+        state: "open",
         consecutive: 0,
         window: 0,
         windowLength: 0,
-        openUntil: 0,
-        cooldownMillis: baseCooldown,
-        probesInFlight: 0,
-        tokens: config.capacity,
-        degraded: 0
+        // Retry-After may lengthen a cooldown, never shorten it.
+        openUntil: Math.max(e.state === "open" ? e.openUntil : 0, until),
+        cooldownMillis: cooldown
       }
-      const get = (s: State, id: string): EndpointState => s.endpoints[id] ?? fresh
-      /** An open breaker whose cooldown has passed is half-open. */
-      const current = (e: EndpointState, now: number): BreakerState =>
-        e.state === "open" && now >= e.openUntil ? "half_open" : e.state
-      const put = (s: State, id: string, e: EndpointState): State => ({ ...s, endpoints: { ...s.endpoints, [id]: e } })
-
-      const view = (now: number, endpoints: ReadonlyArray<string>) =>
-        STM.map(TRef.get(ref), (s): View => {
-          const health: Record<string, HealthView> = {}
-          const tokens: Record<string, number> = {}
-          for (const id of endpoints) {
-            const e = s.endpoints[id]
-            if (e === undefined) continue
-            const state = current(e, now)
-            health[id] = e.degraded > 0
-              ? { state: "open", probesFree: 0, opensInMillis: Number.MAX_SAFE_INTEGER }
-              : {
-                state,
-                probesFree: Math.max(0, config.probes - e.probesInFlight),
-                opensInMillis: state === "open" ? Math.max(0, e.openUntil - now) : 0
-              }
-            tokens[id] = e.tokens
-          }
-          return { health, retryTokens: { global: s.globalTokens, endpoints: tokens } }
-        })
-
-      const acquire = (now: number, endpoint: string, role: Role) =>
-        STM.flatMap(TRef.get(ref), (s): STM.STM<Permit, Refusal> => {
-          const e = get(s, endpoint)
-          if (e.degraded > 0) return STM.fail("degraded")
-          const state = current(e, now)
-          if (state === "open") return STM.fail("breaker_open")
-          if (state === "half_open" && e.probesInFlight >= config.probes) return STM.fail("no_probe_slot")
-          const extra = role !== "first"
-          if (extra && (s.globalTokens < 1 || e.tokens < 1)) return STM.fail("no_retry_token")
-          const probe = state === "half_open"
-          const next: EndpointState = {
-            ...e,
-            state,
-            probesInFlight: e.probesInFlight + (probe ? 1 : 0),
-            tokens: extra ? e.tokens - 1 : Math.min(config.capacity, e.tokens + config.depositRatio)
-          }
-          const globalTokens = extra
-            ? s.globalTokens - 1
-            : Math.min(config.capacity, s.globalTokens + config.depositRatio)
-          return STM.as(TRef.set(ref, { ...put(s, endpoint, next), globalTokens }), { endpoint, probe })
-        })
-
-      const open = (e: EndpointState, now: number, cooldown: number, hint: number | null): EndpointState => {
-        const until = Math.max(now + cooldown, hint === null ? 0 : now + hint)
-        return {
-          ...e,
-          state: "open",
-          consecutive: 0,
-          window: 0,
-          windowLength: 0,
-          // Retry-After may lengthen a cooldown, never shorten it.
-          openUntil: Math.max(e.state === "open" ? e.openUntil : 0, until),
-          cooldownMillis: cooldown
-        }
-      }
-
-      const settle = (e: EndpointState, now: number, permit: Permit, result: Result): EndpointState => {
-        const released = permit.probe ? { ...e, probesInFlight: Math.max(0, e.probesInFlight - 1) } : e
-        switch (result._tag) {
-          case "neutral":
-            // Not the provider's fault: no count, no transition; a probe slot is simply given back.
-            return released
-          case "success":
-            return permit.probe || current(released, now) !== "open"
-              ? {
-                ...released,
-                state: "closed",
-                consecutive: 0,
-                ...pushWindow(released, false, windowSize),
-                cooldownMillis: permit.probe ? baseCooldown : released.cooldownMillis
-              }
-              : released
-          case "failure": {
-            const hint = result.kind === "rate_limited" ? result.retryAfterMillis : null
-            if (permit.probe) {
-              return open(released, now, Math.min(maxCooldown, released.cooldownMillis * config.cooldownGrowth), hint)
-            }
-            if (released.state === "open") {
-              // Already open (another request's failure landed first): a longer Retry-After still extends it.
-              return hint === null ? released : { ...released, openUntil: Math.max(released.openUntil, now + hint) }
-            }
-            const window = pushWindow(released, true, windowSize)
-            const consecutive = released.consecutive + 1
-            const failures = popcount(window.window)
-            const trips = consecutive >= config.consecutiveFailures ||
-              (window.windowLength >= config.minimumVolume && failures / window.windowLength >= config.failureRatio)
-            if (trips) return open(released, now, released.cooldownMillis, hint)
-            // A server that says when to come back opens the breaker for exactly that long.
-            return hint !== null && hint > 0
-              ? { ...released, ...window, state: "open", consecutive, openUntil: now + hint }
-              : { ...released, ...window, consecutive }
-          }
-        }
-      }
-
-      const complete = (now: number, permit: Permit, result: Result) =>
-        Effect.flatMap(
-          STM.commit(TRef.modify(ref, (s) => {
-            const before = get(s, permit.endpoint)
-            const after = settle(before, now, permit, result)
-            return [
-              [current(before, now), current(after, now), s.globalTokens, after.tokens] as const,
-              put(s, permit.endpoint, after)
-            ]
-          })),
-          ([from, to, global, tokens]) => {
-            // Gauges are set only when their value changed: a healthy endpoint with a full bucket costs nothing.
-            const updates: Array<Effect.Effect<void>> = []
-            const m = metricsFor(permit.endpoint)
-            if (from !== to) {
-              updates.push(
-                Metric.set(m.breaker, stateNumber(to)),
-                Metric.increment(
-                  Metric.taggedWithLabels(transitions, [label("endpoint", permit.endpoint), label("to", to)])
-                )
-              )
-            }
-            if (reported.get(permit.endpoint) !== tokens) {
-              reported.set(permit.endpoint, tokens)
-              updates.push(Metric.set(m.tokens, tokens))
-            }
-            if (reported.get(GLOBAL) !== global) {
-              reported.set(GLOBAL, global)
-              updates.push(Metric.set(globalTokensGauge, global))
-            }
-            return updates.length === 0 ? Effect.void : Effect.all(updates, { discard: true })
-          }
-        )
-
-      const degrade = (endpoint: string) =>
-        Effect.as(
-          STM.commit(TRef.update(ref, (s) => {
-            const e = get(s, endpoint)
-            return put(s, endpoint, { ...e, degraded: e.degraded + 1 })
-          })),
-          STM.commit(TRef.update(ref, (s) => {
-            const e = get(s, endpoint)
-            return put(s, endpoint, { ...e, degraded: Math.max(0, e.degraded - 1) })
-          }))
-        )
-
-      return Health.of({
-        config,
-        view,
-        acquire,
-        complete,
-        degrade,
-        breaker: (now, endpoint) => Effect.map(STM.commit(TRef.get(ref)), (s) => current(get(s, endpoint), now))
-      })
     }
-  )
+
+    const settle = (e: EndpointState, now: number, permit: Permit, result: Result): EndpointState => {
+      const released = permit.probe ? { ...e, probesInFlight: Math.max(0, e.probesInFlight - 1) } : e
+      switch (result._tag) {
+        case "neutral":
+          // Not the provider's fault: no count, no transition; a probe slot is simply given back.
+          return released
+        case "success":
+          return permit.probe || current(released, now) !== "open"
+            ? {
+              ...released,
+              state: "closed",
+              consecutive: 0,
+              ...pushWindow(released, false, windowSize),
+              cooldownMillis: permit.probe ? baseCooldown : released.cooldownMillis
+            }
+            : released
+        case "failure": {
+          const hint = result.kind === "rate_limited" ? result.retryAfterMillis : null
+          if (permit.probe) {
+            return open(released, now, Math.min(maxCooldown, released.cooldownMillis * config.cooldownGrowth), hint)
+          }
+          if (released.state === "open") {
+            // Already open (another request's failure landed first): a longer Retry-After still extends it.
+            return hint === null ? released : { ...released, openUntil: Math.max(released.openUntil, now + hint) }
+          }
+          const window = pushWindow(released, true, windowSize)
+          const consecutive = released.consecutive + 1
+          const failures = popcount(window.window)
+          const trips = consecutive >= config.consecutiveFailures ||
+            (window.windowLength >= config.minimumVolume && failures / window.windowLength >= config.failureRatio)
+          if (trips) return open(released, now, released.cooldownMillis, hint)
+          // A server that says when to come back opens the breaker for exactly that long.
+          return hint !== null && hint > 0
+            ? { ...released, ...window, state: "open", consecutive, openUntil: now + hint }
+            : { ...released, ...window, consecutive }
+        }
+      }
+    }
+
+    const unsafeComplete = (now: number, permit: Permit, result: Result): Effect.Effect<void> => {
+      const s = state
+      const before = get(s, permit.endpoint)
+      const after = settle(before, now, permit, result)
+      state = put(s, permit.endpoint, after)
+      const from = current(before, now)
+      const to = current(after, now)
+      const global = s.globalTokens
+      const tokens = after.tokens
+      // Gauges are set only when their value changed: a healthy endpoint with a full bucket costs nothing.
+      const updates: Array<Effect.Effect<void>> = []
+      const m = metricsFor(permit.endpoint)
+      if (from !== to) {
+        updates.push(
+          Metric.set(m.breaker, stateNumber(to)),
+          Metric.increment(
+            Metric.taggedWithLabels(transitions, [label("endpoint", permit.endpoint), label("to", to)])
+          )
+        )
+      }
+      if (reported.get(permit.endpoint) !== tokens) {
+        reported.set(permit.endpoint, tokens)
+        updates.push(Metric.set(m.tokens, tokens))
+      }
+      if (reported.get(GLOBAL) !== global) {
+        reported.set(GLOBAL, global)
+        updates.push(Metric.set(globalTokensGauge, global))
+      }
+      return updates.length === 0 ? Effect.void : Effect.all(updates, { discard: true })
+    }
+
+    const degrade = (endpoint: string) =>
+      Effect.sync(() => {
+        const e = get(state, endpoint)
+        state = put(state, endpoint, { ...e, degraded: e.degraded + 1 })
+        return Effect.sync(() => {
+          const e = get(state, endpoint)
+          state = put(state, endpoint, { ...e, degraded: Math.max(0, e.degraded - 1) })
+        })
+      })
+
+    return Health.of({
+      config,
+      view: (now, endpoints) => Effect.sync(() => unsafeView(now, endpoints)),
+      acquire: (now, endpoint, role) => Effect.suspend(() => unsafeAcquire(now, endpoint, role)),
+      complete: (now, permit, result) => Effect.suspend(() => unsafeComplete(now, permit, result)),
+      unsafeView,
+      unsafeAcquire,
+      unsafeComplete,
+      degrade,
+      breaker: (now, endpoint) => Effect.sync(() => current(get(state, endpoint), now))
+    })
+  })
 
 const label = (key: string, value: string) => MetricLabel.make(key, value)
 

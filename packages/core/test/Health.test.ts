@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Fake, Health, Rein } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
-import { Clock, Effect, Either, FastCheck as fc, Fiber, Layer, Ref, STM, TestClock } from "effect"
+import { Clock, Effect, Either, FastCheck as fc, Fiber, Layer, Ref, TestClock } from "effect"
 import { catalog, contract, endpoint } from "./fixtures.js"
 
 const cat = catalog(endpoint("a"), endpoint("b"))
@@ -22,7 +22,7 @@ describe("Health: breakers", () => {
       Effect.gen(function*() {
         const health = yield* Health.make({ consecutiveFailures: 1, probes: k, cooldown: 1_000 })
         // Open the breaker, then let its cooldown pass: half-open.
-        const opener = yield* STM.commit(health.acquire(0, "a", "first"))
+        const opener = yield* health.acquire(0, "a", "first")
         yield* health.complete(0, opener, { _tag: "failure", kind: "overloaded", retryAfterMillis: null })
         yield* TestClock.adjust(1_000)
         const inFlight = yield* Ref.make(0)
@@ -31,7 +31,7 @@ describe("Health: breakers", () => {
           Effect.gen(function*() {
             yield* Effect.sleep(delay)
             const now = yield* Clock.currentTimeMillis
-            const permit = yield* Effect.either(STM.commit(health.acquire(now, "a", "first")))
+            const permit = yield* Effect.either(health.acquire(now, "a", "first"))
             if (Either.isLeft(permit)) return
             const n = yield* Ref.updateAndGet(inFlight, (x) => x + 1)
             yield* Ref.update(peak, (p) => Math.max(p, n))
@@ -51,15 +51,15 @@ describe("Health: breakers", () => {
   it.effect("a 429 with Retry-After 30 s opens the breaker for 30 s; a later 1 s Retry-After does not shorten it", () =>
     Effect.gen(function*() {
       const health = yield* Health.make()
-      const first = yield* STM.commit(health.acquire(0, "a", "first"))
-      const second = yield* STM.commit(health.acquire(0, "a", "first"))
+      const first = yield* health.acquire(0, "a", "first")
+      const second = yield* health.acquire(0, "a", "first")
       yield* health.complete(0, first, { _tag: "failure", kind: "rate_limited", retryAfterMillis: 30_000 })
       expect(yield* health.breaker(0, "a")).toBe("open")
       yield* health.complete(1_000, second, { _tag: "failure", kind: "rate_limited", retryAfterMillis: 1_000 })
       expect(yield* health.breaker(2_001, "a")).toBe("open")
       expect(yield* health.breaker(29_999, "a")).toBe("open")
       expect(yield* health.breaker(30_000, "a")).toBe("half_open")
-      const view = yield* STM.commit(health.view(10_000, ["a"]))
+      const view = yield* health.view(10_000, ["a"])
       expect(view.health.a).toMatchObject({ state: "open", opensInMillis: 20_000 })
     }))
 
@@ -72,16 +72,16 @@ describe("Health: breakers", () => {
         maxCooldown: 3_000
       })
       const fail = { _tag: "failure", kind: "server_error", retryAfterMillis: null } as const
-      yield* health.complete(0, yield* STM.commit(health.acquire(0, "a", "first")), fail)
-      const probe1 = yield* STM.commit(health.acquire(1_000, "a", "first"))
+      yield* health.complete(0, yield* health.acquire(0, "a", "first"), fail)
+      const probe1 = yield* health.acquire(1_000, "a", "first")
       expect(probe1.probe).toBe(true)
       yield* health.complete(1_000, probe1, fail)
       expect(yield* health.breaker(2_999, "a")).toBe("open")
-      const probe2 = yield* STM.commit(health.acquire(3_000, "a", "first"))
+      const probe2 = yield* health.acquire(3_000, "a", "first")
       yield* health.complete(3_000, probe2, fail)
       // Grown to 4 s but bounded by the 3 s maximum.
       expect(yield* health.breaker(5_999, "a")).toBe("open")
-      const probe3 = yield* STM.commit(health.acquire(6_000, "a", "first"))
+      const probe3 = yield* health.acquire(6_000, "a", "first")
       yield* health.complete(6_000, probe3, { _tag: "success" })
       expect(yield* health.breaker(6_000, "a")).toBe("closed")
     }))
@@ -96,7 +96,7 @@ describe("Health: breakers", () => {
       })
       const outcome = (ok: boolean) =>
         Effect.flatMap(
-          STM.commit(health.acquire(0, "a", "first")),
+          health.acquire(0, "a", "first"),
           (p) =>
             health.complete(
               0,
@@ -123,7 +123,7 @@ describe("Health: retry budgets", () => {
           Effect.fork(Effect.gen(function*() {
             yield* Effect.sleep(d)
             const role = i % 2 === 0 ? "retry" : "fallback"
-            const permit = yield* Effect.either(STM.commit(health.acquire(0, i % 3 === 0 ? "a" : "b", role)))
+            const permit = yield* Effect.either(health.acquire(0, i % 3 === 0 ? "a" : "b", role))
             if (Either.isRight(permit)) yield* Ref.update(admitted, (n) => n + 1)
           })))
         yield* TestClock.adjust(100)
