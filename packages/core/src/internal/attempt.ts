@@ -3,11 +3,13 @@
  *
  * @internal
  */
-import { Cause, Chunk, Duration, Effect, Exit, Fiber, FiberId, Option, Runtime, Scope, Stream } from "effect"
+import type { Clock } from "effect"
+import { Cause, Chunk, Effect, Exit, Fiber, FiberId, Option, Runtime, Scope, Stream } from "effect"
 import { ProviderFailure } from "../Failure.js"
 import type { ProviderResponse, StreamPart } from "../Provider.js"
 import type { Usage } from "../Usage.js"
 import { clampMillis } from "./duration.js"
+import * as Timers from "./timers.js"
 
 /** How one attempt ended, before it becomes a record. @internal */
 export type AttemptEnd<S> =
@@ -46,41 +48,41 @@ export const teardown = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, graceMillis: num
   })
 
 /**
- * Waits for `fiber` at most `millis`: `None` when the time ran out first. One timer fiber, started
- * immediately, and the provider fiber's observer — no race machinery.
+ * Waits for `fiber` at most `millis`: `None` when the time ran out first. The bound is an entry in the
+ * clock's one timer (see `timers.ts`), not a fiber of its own.
  */
 const awaitWithin = <A, E>(
+  clock: Clock.Clock,
   runtime: Runtime.Runtime<never>,
   fiber: Fiber.RuntimeFiber<A, E>,
   millis: number
 ): Effect.Effect<Option.Option<Exit.Exit<A, E>>> =>
-  Effect.suspend(() => {
-    const timer = Runtime.runFork(runtime)(Effect.sleep(Duration.millis(clampMillis(millis))))
-    return Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
-      let done = false
-      const onExit = (exit: Exit.Exit<A, E>) => {
-        if (done) return
-        done = true
-        timer.removeObserver(onTimer)
-        timer.unsafeInterruptAsFork(fiber.id())
-        resume(Effect.succeed(Option.some(exit)))
-      }
-      const onTimer = () => {
-        if (done) return
-        done = true
-        fiber.removeObserver(onExit)
-        resume(Effect.succeed(Option.none()))
-      }
-      fiber.addObserver(onExit)
-      timer.addObserver(onTimer)
-      return Effect.sync(() => {
-        done = true
-        fiber.removeObserver(onExit)
-        timer.removeObserver(onTimer)
-        timer.unsafeInterruptAsFork(fiber.id())
-      })
+  Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
+    let done = false
+    const at = clock.unsafeCurrentTimeNanos() + BigInt(Math.ceil(clampMillis(millis) * 1e6))
+    const entry = Timers.schedule(clock, runtime, at, () => {
+      if (done) return
+      done = true
+      fiber.removeObserver(onExit)
+      resume(NONE)
+    })
+    const onExit = (exit: Exit.Exit<A, E>) => {
+      if (done) return
+      done = true
+      Timers.cancel(clock, entry)
+      resume(Effect.succeed(Option.some(exit)))
+    }
+    // A fiber that already ended calls `onExit` at once.
+    fiber.addObserver(onExit)
+    return Effect.sync(() => {
+      if (done) return
+      done = true
+      fiber.removeObserver(onExit)
+      Timers.cancel(clock, entry)
     })
   })
+
+const NONE = Effect.succeed(Option.none<never>())
 
 /**
  * Waits for `fiber` at most `millis` (interruptibly, so it may run inside a finalizer); `true` when it ended.
@@ -88,9 +90,11 @@ const awaitWithin = <A, E>(
  * @internal
  */
 export const endsWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, millis: number): Effect.Effect<boolean> =>
-  Effect.flatMap(
-    Effect.runtime<never>(),
-    (runtime) => Effect.map(Effect.interruptible(awaitWithin(runtime, fiber, millis)), Option.isSome)
+  Effect.clockWith((clock) =>
+    Effect.flatMap(
+      Effect.runtime<never>(),
+      (runtime) => Effect.map(Effect.interruptible(awaitWithin(clock, runtime, fiber, millis)), Option.isSome)
+    )
   )
 
 /**
@@ -99,7 +103,8 @@ export const endsWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, millis: number
  * before it propagates.
  *
  * The attempt's fiber is started at once and runs synchronously until its first asynchronous step: a
- * provider that answers without suspending costs no timer and no scheduler hop.
+ * provider that answers without suspending costs no timer and no scheduler hop. One that suspends costs an
+ * entry in the clock's one timer.
  *
  * @internal
  */
@@ -108,26 +113,30 @@ export const bounded = <S>(
   timeoutMillis: number,
   graceMillis: number
 ): Effect.Effect<AttemptEnd<S>> =>
-  Effect.flatMap(Effect.runtime<never>(), (runtime) =>
-    Effect.uninterruptibleMask((restore) => {
-      const fiber = Runtime.runFork(runtime)(Effect.interruptible(work))
-      const polled = fiber.unsafePoll()
-      if (polled !== null) {
-        return Exit.isSuccess(polled) ? Effect.succeed(polled.value) : Effect.failCause(polled.cause)
-      }
-      return restore(awaitWithin(runtime, fiber, timeoutMillis)).pipe(
-        Effect.onInterrupt(() => teardown(fiber, graceMillis)),
-        Effect.flatMap((result) =>
-          Option.isSome(result)
-            ? Exit.isSuccess(result.value) ? Effect.succeed(result.value.value) : Effect.failCause(result.value.cause)
-            : Effect.map(teardown(fiber, graceMillis), (confirmed): AttemptEnd<S> => ({
-              _tag: "Timeout",
-              confirmed,
-              settled: Effect.asVoid(Fiber.await(fiber))
-            }))
+  Effect.clockWith((clock) =>
+    Effect.flatMap(Effect.runtime<never>(), (runtime) =>
+      Effect.uninterruptibleMask((restore) => {
+        const fiber = Runtime.runFork(runtime)(Effect.interruptible(work))
+        const polled = fiber.unsafePoll()
+        if (polled !== null) {
+          return Exit.isSuccess(polled) ? Effect.succeed(polled.value) : Effect.failCause(polled.cause)
+        }
+        return restore(awaitWithin(clock, runtime, fiber, timeoutMillis)).pipe(
+          Effect.onInterrupt(() => teardown(fiber, graceMillis)),
+          Effect.flatMap((result) =>
+            Option.isSome(result)
+              ? Exit.isSuccess(result.value)
+                ? Effect.succeed(result.value.value)
+                : Effect.failCause(result.value.cause)
+              : Effect.map(teardown(fiber, graceMillis), (confirmed): AttemptEnd<S> => ({
+                _tag: "Timeout",
+                confirmed,
+                settled: Effect.asVoid(Fiber.await(fiber))
+              }))
+          )
         )
-      )
-    }))
+      }))
+  )
 
 /** One call as an attempt. @internal */
 export const call = (

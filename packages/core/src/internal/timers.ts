@@ -1,0 +1,171 @@
+/**
+ * One timer per clock for every bound the executor sets (attempt timeouts, teardown graces): a heap of
+ * deadlines served by a single sleeping fiber, instead of a timer fiber per attempt.
+ *
+ * The fiber sleeps on the clock it was made for (so `TestClock` drives it in tests, and a virtual clock in
+ * simulations) until the earliest deadline, fires every entry that is due, and sleeps again. It is
+ * re-armed only when a new entry is due earlier than it would wake, and it ends as soon as no entry is
+ * left: after a run, no fiber and no timer of Rein's stays behind. Entries due at the same instant fire in
+ * the order they were scheduled.
+ *
+ * JavaScript runs one fiber at a time: every operation here is a synchronous step.
+ *
+ * @internal
+ */
+import type { Clock, Fiber } from "effect"
+import { Duration, Effect, FiberId, Runtime } from "effect"
+
+/** A scheduled callback; `cancel` it when the thing it bounds ended first. @internal */
+export interface Entry {
+  readonly at: bigint
+  readonly seq: number
+  readonly fire: () => void
+  /** Position in the heap, -1 once fired or cancelled. */
+  index: number
+}
+
+class Timers {
+  private readonly heap: Array<Entry> = []
+  private seq = 0
+  private sleeper: Fiber.RuntimeFiber<void> | undefined = undefined
+  /** Which sleeper is current: one that wakes after it was replaced or disarmed does nothing. */
+  private generation = 0
+  /** When the current sleeper wakes (nanos); meaningful only while `sleeper` is set. */
+  private wakesAt = 0n
+
+  constructor(private readonly clock: Clock.Clock) {}
+
+  schedule(runtime: Runtime.Runtime<never>, at: bigint, fire: () => void): Entry {
+    const entry: Entry = { at, seq: this.seq++, fire, index: this.heap.length }
+    this.heap.push(entry)
+    this.up(entry.index)
+    if (this.sleeper === undefined || at < this.wakesAt) this.arm(runtime)
+    return entry
+  }
+
+  cancel(entry: Entry): void {
+    if (entry.index < 0) return
+    this.remove(entry.index)
+    if (this.heap.length === 0) this.disarm()
+  }
+
+  private arm(runtime: Runtime.Runtime<never>): void {
+    this.disarm()
+    const top = this.heap[0]!
+    this.wakesAt = top.at
+    this.sleeper = Runtime.runFork(runtime)(this.sleepUntil(++this.generation, top.at))
+  }
+
+  private disarm(): void {
+    const sleeper = this.sleeper
+    if (sleeper === undefined) return
+    this.sleeper = undefined
+    this.generation++
+    sleeper.unsafeInterruptAsFork(FiberId.none)
+  }
+
+  /** Sleeps until `at`, then fires what is due and sleeps until the next entry, until none is left. */
+  private sleepUntil(generation: number, at: bigint): Effect.Effect<void> {
+    const now = this.clock.unsafeCurrentTimeNanos()
+    // Timers round to whole milliseconds: wake never before the entry is due.
+    const millis = Math.max(0, Math.ceil(Number(at - now) / 1e6))
+    return Effect.flatMap(this.clock.sleep(Duration.millis(millis)), () =>
+      Effect.suspend(() => {
+        // Replaced by an earlier sleeper, or disarmed: this fiber is done.
+        if (generation !== this.generation) return Effect.void
+        this.fireDue(this.clock.unsafeCurrentTimeNanos())
+        // A fired callback may have emptied the heap (disarming this fiber) or scheduled more.
+        if (generation !== this.generation) return Effect.void
+        const top = this.heap[0]
+        if (top === undefined) {
+          this.sleeper = undefined
+          this.generation++
+          return Effect.void
+        }
+        this.wakesAt = top.at
+        return this.sleepUntil(generation, top.at)
+      }))
+  }
+
+  private fireDue(now: bigint): void {
+    while (this.heap.length > 0 && this.heap[0]!.at <= now) {
+      const entry = this.heap[0]!
+      this.remove(0)
+      entry.fire()
+    }
+  }
+
+  private before(a: Entry, b: Entry): boolean {
+    return a.at < b.at || (a.at === b.at && a.seq < b.seq)
+  }
+
+  private remove(i: number): void {
+    const heap = this.heap
+    const entry = heap[i]!
+    entry.index = -1
+    const last = heap.pop()!
+    if (i === heap.length) return
+    heap[i] = last
+    last.index = i
+    this.up(i)
+    this.down(last.index)
+  }
+
+  private up(i: number): void {
+    const heap = this.heap
+    const entry = heap[i]!
+    while (i > 0) {
+      const p = (i - 1) >> 1
+      const parent = heap[p]!
+      if (!this.before(entry, parent)) break
+      heap[i] = parent
+      parent.index = i
+      i = p
+    }
+    heap[i] = entry
+    entry.index = i
+  }
+
+  private down(i: number): void {
+    const heap = this.heap
+    const n = heap.length
+    const entry = heap[i]!
+    while (true) {
+      const l = 2 * i + 1
+      if (l >= n) break
+      const r = l + 1
+      const c = r < n && this.before(heap[r]!, heap[l]!) ? r : l
+      const child = heap[c]!
+      if (!this.before(child, entry)) break
+      heap[i] = child
+      child.index = i
+      i = c
+    }
+    heap[i] = entry
+    entry.index = i
+  }
+}
+
+const byClock = new WeakMap<Clock.Clock, Timers>()
+
+const timersOf = (clock: Clock.Clock): Timers => {
+  let timers = byClock.get(clock)
+  if (timers === undefined) byClock.set(clock, timers = new Timers(clock))
+  return timers
+}
+
+/**
+ * Calls `fire` once `clock` reaches `atNanos`, unless cancelled first. A sleeper fiber, when one has to be
+ * started, runs on `runtime` (the caller's scheduler and services).
+ *
+ * @internal
+ */
+export const schedule = (
+  clock: Clock.Clock,
+  runtime: Runtime.Runtime<never>,
+  atNanos: bigint,
+  fire: () => void
+): Entry => timersOf(clock).schedule(runtime, atNanos, fire)
+
+/** Cancels an entry (nothing happens if it already fired). @internal */
+export const cancel = (clock: Clock.Clock, entry: Entry): void => timersOf(clock).cancel(entry)
