@@ -125,7 +125,9 @@ describe("Batch.run", () => {
 
   it.effect("fail-fast on authentication: one call, the rest batch_aborted, the trigger recorded", () =>
     Effect.gen(function*() {
-      const fake = scripted(() => fail("authentication"))
+      // The failure takes 10 ms, so that items 1 and 2 are pulled (and wait for capacity) while item 0 is in
+      // flight: a provider that fails synchronously would stop the run before they were ever pulled.
+      const fake = scripted(() => fail("authentication", { latency: 10 }))
       const events: Array<Events.Event> = []
       const summary = yield* runFor(
         Batch.run(prompts(10), {
@@ -206,7 +208,8 @@ describe("Batch.run", () => {
           guardrails: Guardrails.make({ concurrency: 2, itemDeadline: "2 seconds", requestsPerMinute: 1 })
         }).pipe(Effect.provide(fake.layer))
       )
-      expect(summary.results.map(brief)).toEqual(["0:deadline_exceeded", "1:deadline_exceeded"])
+      // Both end at the same instant (2 s): completion order between them is a tie.
+      expect(summary.results.map(brief).sort()).toEqual(["0:deadline_exceeded", "1:deadline_exceeded"])
       const phases = summary.results.map((r) =>
         r._tag === "Failed" && r.error._tag === "DeadlineExceeded" ? r.error.phase : ""
       )

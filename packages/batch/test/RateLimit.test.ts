@@ -78,8 +78,10 @@ describe("rate limits and admission", () => {
 
   it.effect("a 429 starts a shared cooldown: new attempts on that endpoint wait for it; Retry-After lengthens it", () =>
     Effect.gen(function*() {
+      // The 429 takes 10 ms to arrive, so that p1 is admitted before it (a synchronous 429 would start the
+      // cooldown before the second worker pulled p1).
       const fake = scripted((prompt, attempt) =>
-        prompt === "p0" && attempt === 1 ? fail("rate_limited", { retryAfter: 2_000 }) : ok(500)
+        prompt === "p0" && attempt === 1 ? fail("rate_limited", { retryAfter: 2_000, latency: 10 }) : ok(500)
       )
       const { admitted, events, summary } = yield* observed((onEvent) =>
         Batch.run(prompts(3), {
@@ -90,8 +92,8 @@ describe("rate limits and admission", () => {
       )
       const cooldowns = events.filter((e) => e._tag === "CooldownStarted" || e._tag === "CooldownEnded")
       expect(cooldowns).toEqual([
-        { _tag: "CooldownStarted", at: 0, endpoint: "a", untilMillis: 2_000 },
-        { _tag: "CooldownEnded", at: 2_000, endpoint: "a" }
+        { _tag: "CooldownStarted", at: 10, endpoint: "a", untilMillis: 2_010 },
+        { _tag: "CooldownEnded", at: 2_010, endpoint: "a" }
       ])
       // p1 started before the 429; p2 (pulled at 500 ms) and p0's retry wait for the cooldown.
       const byTime = admitted.map((e) => [e.itemId, e.at, e.waitedMillis] as const)
@@ -99,8 +101,8 @@ describe("rate limits and admission", () => {
       expect(byTime).toEqual([
         ["0", 0, 0],
         ["1", 0, 0],
-        ["0", 2_000, 0],
-        ["2", 2_000, 1_500]
+        ["0", 2_010, 0],
+        ["2", 2_010, 1_510]
       ])
       expect(summary.stats).toMatchObject({ rateLimited: 1, retries: 1, succeeded: 3 })
     }))

@@ -34,18 +34,47 @@ export class Deadline extends Context.Tag("@rein/core/Deadline")<Deadline, {
 export const millisBetween = (from: bigint, to: bigint): number => Number(to - from) / 1e6
 
 /**
+ * The deadline that starts at `nowNanos` and ends after `duration`, or at `outer` if that comes first: what
+ * `make` computes, as a pure function of the clock reading.
+ *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import { Deadline } from "@rein/core"
+ *
+ * const d = Deadline.starting(0n, "2 seconds", Option.some({ originNanos: 0n, expiresNanos: 1_000_000_000n }))
+ * // d.expiresNanos === 1_000_000_000n: the enclosing deadline comes first
+ * ```
+ * @since 0.1.0
+ */
+export const starting = (
+  nowNanos: bigint,
+  duration: Duration.DurationInput,
+  outer: Option.Option<Deadline["Type"]>
+): Deadline["Type"] => {
+  const own = nowNanos + BigInt(Math.ceil(Duration.toMillis(duration) * 1e6))
+  const expiresNanos = Option.isSome(outer) && outer.value.expiresNanos < own ? outer.value.expiresNanos : own
+  return { originNanos: nowNanos, expiresNanos }
+}
+
+/**
  * Makes a deadline starting now and ending after `duration`, or at the enclosing deadline if that comes
  * first.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Deadline } from "@rein/core"
+ *
+ * const program = Effect.map(Deadline.make("5 seconds"), (d) => d.expiresNanos - d.originNanos)
+ * ```
  * @since 0.1.0
  */
 export const make = (duration: Duration.DurationInput): Effect.Effect<Deadline["Type"]> =>
-  Effect.flatMap(Effect.serviceOption(Deadline), (outer) =>
-    Effect.map(Clock.currentTimeNanos, (now) => {
-      const own = now + BigInt(Math.ceil(Duration.toMillis(duration) * 1e6))
-      const expiresNanos = Option.isSome(outer) && outer.value.expiresNanos < own ? outer.value.expiresNanos : own
-      return { originNanos: now, expiresNanos }
-    }))
+  Effect.flatMap(
+    Effect.serviceOption(Deadline),
+    (outer) => Effect.map(Clock.currentTimeNanos, (now) => starting(now, duration, outer))
+  )
 
 /**
  * Runs an effect inside a deadline of `duration` (nested: the minimum with the enclosing one).

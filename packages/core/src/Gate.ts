@@ -2,8 +2,10 @@
  * An admission gate: something outside the request that decides when an attempt may start — a batch
  * run's rate limits, provider capacity, a shared cooldown after a 429, or the run itself stopping. The
  * executor asks the gate before every attempt (after its backoff) and tells it how the attempt ended.
- * Time spent waiting at the gate counts toward the request's deadline; a gate wait that cannot finish
- * before the deadline ends the request with `DeadlineExceeded` (phase `admission`).
+ * Time spent waiting at the gate counts toward the request's deadline. A gate bounds its own waits: it
+ * answers within `Ask.remainingMillis`, failing with `Expired` when it cannot admit the attempt by then, and
+ * the request ends with `DeadlineExceeded` (phase `admission`). (The executor puts no timer of its own
+ * around `admit`: that would cost a fiber per attempt for a bound the gate keeps for free.)
  *
  * When the gate closes, waits stop at once and the request ends with `Halted`.
  *
@@ -25,6 +27,7 @@ export interface Ask {
   readonly role: Role
   readonly attempt: number
   readonly reservation: Reservation
+  /** Time left before the request's deadline: the gate never waits longer. */
   readonly remainingMillis: number
 }
 
@@ -36,6 +39,21 @@ export interface Ask {
 export interface Closed {
   readonly _tag: "GateClosed"
   readonly reason: string
+}
+
+/**
+ * The gate could not admit the attempt within `Ask.remainingMillis`.
+ *
+ * @example
+ * ```ts
+ * import type { Gate } from "@rein/core"
+ *
+ * const expired: Gate.Expired = { _tag: "GateExpired" }
+ * ```
+ * @since 0.1.0
+ */
+export interface Expired {
+  readonly _tag: "GateExpired"
 }
 
 /**
@@ -56,8 +74,9 @@ export interface Closed {
  * @since 0.1.0
  */
 export class Gate extends Context.Tag("@rein/core/Gate")<Gate, {
-  /** Waits until the attempt may start; fails when the gate is closed. */
-  readonly admit: (ask: Ask) => Effect.Effect<unknown, Closed>
+  /** Waits until the attempt may start, at most `ask.remainingMillis`; fails when the gate is closed or the
+   * time ran out. */
+  readonly admit: (ask: Ask) => Effect.Effect<unknown, Closed | Expired>
   /** Reports how an admitted attempt ended (usage, failure kind, Retry-After), with the gate's ticket. */
   readonly settle: (ticket: unknown, record: AttemptRecord) => Effect.Effect<void>
   /** Completes when the gate closes, so that backoff waits stop at once. */

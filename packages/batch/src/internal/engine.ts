@@ -181,21 +181,29 @@ export const run = <I, E, R>(
       )
     }
 
-    const admitLimited = (ask: Gate.Ask, it: ItemState): Effect.Effect<Ticket, Gate.Closed> =>
+    // The gate bounds its own wait by the request's remaining time (the executor sets no timer around it).
+    const admitLimited = (ask: Gate.Ask, it: ItemState): Effect.Effect<Ticket, Gate.Closed | Gate.Expired> =>
       Effect.gen(function*() {
         const start = yield* nowMillis
         while (true) {
           if (stopped !== undefined) return yield* Effect.fail(closedOf())
           const now = yield* nowMillis
-          const taken = limiter.take(now, ask.endpoint.id, ask.reservation.tokens ?? 0, now - start)
+          const waited = now - start
+          if (waited > 0 && waited >= ask.remainingMillis) return yield* Effect.fail(EXPIRED)
+          const taken = limiter.take(now, ask.endpoint.id, ask.reservation.tokens ?? 0, waited)
           if (typeof taken !== "number") return yield* admitted(it, { ...taken, limited: true }, ask)
-          const wake: Array<Effect.Effect<unknown>> = [closedAwait, Deferred.await(changed)]
-          if (Number.isFinite(taken)) wake.push(Effect.sleep(Duration.millis(clampMillis(taken))))
-          yield* Effect.raceAll(wake)
+          const left = ask.remainingMillis - waited
+          if (left <= 0) return yield* Effect.fail(EXPIRED)
+          const sleep = Math.min(taken, left)
+          yield* Effect.raceAll([
+            closedAwait,
+            Deferred.await(changed),
+            Effect.sleep(Duration.millis(clampMillis(sleep)))
+          ])
         }
       })
 
-    const admit = (ask: Gate.Ask, it: ItemState): Effect.Effect<Ticket, Gate.Closed> =>
+    const admit = (ask: Gate.Ask, it: ItemState): Effect.Effect<Ticket, Gate.Closed | Gate.Expired> =>
       Effect.suspend(() => {
         if (stopped !== undefined) return Effect.fail(closedOf())
         if (limiter.active()) return admitLimited(ask, it)
@@ -648,6 +656,8 @@ export const run = <I, E, R>(
     yield* event((at) => ({ _tag: "RunCompleted", at, termination, stats: final }))
     return { termination, stats: final }
   })
+
+const EXPIRED: Gate.Expired = { _tag: "GateExpired" }
 
 const HALTED: Stop = {
   _tag: "FailFast",

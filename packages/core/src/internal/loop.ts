@@ -4,7 +4,8 @@
  *
  * @internal
  */
-import { Clock, Duration, Effect, Either, Option, Random, STM } from "effect"
+import type { Clock } from "effect"
+import { Context, Duration, Effect, Option, Random, STM } from "effect"
 import * as Budget from "../Budget.js"
 import type { Endpoint } from "../Catalog.js"
 import { scopeOf } from "../Catalog.js"
@@ -13,8 +14,9 @@ import * as Deadline from "../Deadline.js"
 import type { FailureKind, Rule } from "../Failure.js"
 import { defaultTable } from "../Failure.js"
 import { Gate } from "../Gate.js"
-import type { View } from "../Health.js"
-import { Health } from "../Health.js"
+import type * as Health from "../Health.js"
+import { Health as HealthTag } from "../Health.js"
+type Permit = Health.Permit
 import type { Writer } from "../Journal.js"
 import { Journal } from "../Journal.js"
 import * as Outcome from "../Outcome.js"
@@ -160,6 +162,8 @@ const validCount = (n: number | undefined, min: number): boolean =>
 /** @internal */
 export interface Env {
   readonly rein: Rein["Type"]
+  /** The request's clock, read synchronously on the hot path. */
+  readonly clock: Clock.Clock
   readonly request: CompletionRequest
   readonly contract: Contract
   readonly spec: Planner.Spec
@@ -173,7 +177,7 @@ export interface Env {
   ) => STM.STM<void>
   /** Whether any hard budget applies (else budget bookkeeping is skipped). */
   readonly limited: boolean
-  readonly health: Health["Type"] | undefined
+  readonly health: HealthTag["Type"] | undefined
   readonly gate: Gate["Type"] | undefined
   readonly writer: Writer | undefined
   readonly graceMillis: number
@@ -210,6 +214,8 @@ export const causeOf = (p: Progress): Outcome.Cause | null =>
   p.last === null || p.current === null ? null : { kind: p.last.kind, code: p.last.code, endpoint: p.current }
 
 const NO_HEALTH: Planner.Snapshot["health"] = {}
+const SUCCESS: Health.Result = { _tag: "success" }
+const NEUTRAL: Health.Result = { _tag: "neutral" }
 const NO_TOKENS: Planner.Snapshot["retryTokens"] = { global: null, endpoints: {} }
 const UNKNOWN_AFTER_DISPATCH = { dispatched: true, usage: "unknown", actualCost: null } as const
 const nowMillis = (nanos: bigint): number => Number(nanos) / 1e6
@@ -221,107 +227,121 @@ export const prepare = (
   contract: Contract,
   streaming: boolean
 ): Effect.Effect<Env, Outcome.Refused, Rein> =>
-  Effect.flatMap(Rein, (rein) => {
-    // Refusals happen before the clock starts and before any call.
-    if (contract.mode === "effectful") {
-      return refuse("effectful_mode", "effectful operations are not retried here; use a durable ledger")
-    }
-    if (!validCount(request.inputTokens, 0) || !validCount(request.maxOutputTokens, 1)) {
-      return refuse("invalid_request", "inputTokens must be a non-negative integer, maxOutputTokens a positive one")
-    }
-    const inputTokens = request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
-    if ((contract.budget.cost !== undefined || contract.budget.tokens !== undefined) && inputTokens === null) {
-      return refuse("no_input_bound", "a hard cost or token budget needs an input-token bound (fail closed)")
-    }
-    for (const id of contract.candidates) {
-      const e = rein.catalog.byId.get(id)
-      const p = e === undefined ? undefined : rein.providers.get(e.provider)
-      if (e !== undefined && p !== undefined && p.internalMaxAttempts !== 1) {
-        return refuse(
-          "nested_retries",
-          `provider ${JSON.stringify(e.provider)} retries internally (${p.internalMaxAttempts} attempts)`
-        )
+  Effect.contextWithEffect((context: Context.Context<Rein>) =>
+    Effect.clockWith((clock) => {
+      const rein = Context.get(context, Rein)
+      // Refusals happen before the clock starts and before any call.
+      if (contract.mode === "effectful") {
+        return refuse("effectful_mode", "effectful operations are not retried here; use a durable ledger")
       }
-    }
-    const spec = cachedSpec(rein, contract, inputTokens, request.maxOutputTokens ?? null, streaming)
-    return Effect.gen(function*() {
-      const deadline = yield* Deadline.make(contract.deadline)
+      if (!validCount(request.inputTokens, 0) || !validCount(request.maxOutputTokens, 1)) {
+        return refuse("invalid_request", "inputTokens must be a non-negative integer, maxOutputTokens a positive one")
+      }
+      const inputTokens = request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
+      if ((contract.budget.cost !== undefined || contract.budget.tokens !== undefined) && inputTokens === null) {
+        return refuse("no_input_bound", "a hard cost or token budget needs an input-token bound (fail closed)")
+      }
+      for (const id of contract.candidates) {
+        const e = rein.catalog.byId.get(id)
+        const p = e === undefined ? undefined : rein.providers.get(e.provider)
+        if (e !== undefined && p !== undefined && p.internalMaxAttempts !== 1) {
+          return refuse(
+            "nested_retries",
+            `provider ${JSON.stringify(e.provider)} retries internally (${p.internalMaxAttempts} attempts)`
+          )
+        }
+      }
+      const spec = cachedSpec(rein, contract, inputTokens, request.maxOutputTokens ?? null, streaming)
+      const deadline = Deadline.starting(
+        clock.unsafeCurrentTimeNanos(),
+        contract.deadline,
+        Context.getOption(context, Deadline.Deadline)
+      )
       const limits = contract.budget
       const ownLimits = limits.cost !== undefined || limits.tokens !== undefined || limits.calls !== undefined
-      const budget = ownLimits ? yield* Budget.make(limits) : Budget.unlimited
-      const shared = yield* Effect.serviceOption(Budget.SharedBudget)
-      const health = yield* Effect.serviceOption(Health)
-      const gate = yield* Effect.serviceOption(Gate)
-      const journal = yield* Effect.serviceOption(Journal)
-      const writer = Option.isNone(journal) ? undefined : yield* journal.value.begin({
-        requestId: request.id ?? (yield* requestId),
-        contract,
-        endpoints: spec.candidates.flatMap((c) => {
-          const e = rein.catalog.byId.get(c.id)
-          return e === undefined ? [] : [e]
-        }),
-        spec
-      })
-      const s = Option.getOrUndefined(shared)
-      return {
+      const shared = Option.getOrUndefined(Context.getOption(context, Budget.SharedBudget))
+      const journal = Context.getOption(context, Journal)
+      const env = (budget: Budget.Budget, writer: Writer | undefined): Env => ({
         rein,
+        clock,
         request,
         contract,
         spec,
         ids: spec.candidates.map((c) => c.id),
         deadline,
-        left: s === undefined ? budget.left : STM.zipWith(budget.left, s.left, Budget.minLeft),
-        reserve: s === undefined ? budget.reserve : (r) => STM.zipRight(budget.reserve(r), s.reserve(r)),
-        settle: s === undefined ? budget.settle : (r, c) => STM.zipRight(budget.settle(r, c), s.settle(r, c)),
-        health: Option.getOrUndefined(health),
-        gate: Option.getOrUndefined(gate),
+        left: shared === undefined ? budget.left : STM.zipWith(budget.left, shared.left, Budget.minLeft),
+        reserve: shared === undefined ? budget.reserve : (r) => STM.zipRight(budget.reserve(r), shared.reserve(r)),
+        settle: shared === undefined
+          ? budget.settle
+          : (r, c) => STM.zipRight(budget.settle(r, c), shared.settle(r, c)),
+        health: Option.getOrUndefined(Context.getOption(context, HealthTag)),
+        gate: Option.getOrUndefined(Context.getOption(context, Gate)),
         writer,
-        limited: s !== undefined || ownLimits,
+        limited: shared !== undefined || ownLimits,
         graceMillis: Duration.toMillis(contract.teardownGrace)
-      } satisfies Env
+      })
+      if (!ownLimits && Option.isNone(journal)) return Effect.succeed(env(Budget.unlimited, undefined))
+      return Effect.gen(function*() {
+        const budget = ownLimits ? yield* Budget.make(limits) : Budget.unlimited
+        const writer = Option.isNone(journal) ? undefined : yield* journal.value.begin({
+          requestId: request.id ?? (yield* requestId),
+          contract,
+          endpoints: spec.candidates.flatMap((c) => {
+            const e = rein.catalog.byId.get(c.id)
+            return e === undefined ? [] : [e]
+          }),
+          spec
+        })
+        return env(budget, writer)
+      })
     })
-  })
+  )
 
 const requestId = Effect.map(Random.nextIntBetween(0, 0x7fffffff), (n) => `req-${n.toString(36)}`)
 
 const UNLIMITED: Budget.Left = { cost: null, tokens: null, calls: null }
-const NOTHING_TO_READ: readonly [Budget.Left, View | undefined] = [UNLIMITED, undefined]
-const NOTHING_ACQUIRED = Either.right(undefined)
+const ZERO = { cost: 0, tokens: 0 } as const
 
 /** Settles a reservation; nothing to do when no budget is limited. */
 const settle = (env: Env, r: Planner.Reservation, charged: { readonly cost: number; readonly tokens: number }) =>
   env.limited ? STM.commit(env.settle(r, charged)) : Effect.void
 
-/** The snapshot the planner will consume, read in one transaction. @internal */
-export const snapshot = (env: Env, progress: Progress) =>
-  Effect.gen(function*() {
-    const now = yield* Clock.currentTimeNanos
-    const remainingMillis = Math.max(0, Deadline.millisBetween(now, env.deadline.expiresNanos))
-    const [budget, view] = env.health === undefined && !env.limited
-      ? NOTHING_TO_READ
-      : yield* STM.commit(
-        env.health === undefined
-          ? STM.map(env.left, (b): readonly [Budget.Left, View | undefined] => [b, undefined])
-          : STM.zip(env.left, env.health.view(nowMillis(now), env.ids))
-      )
-    const jitter = progress.last === null ? null : yield* Random.next
-    const snap: Planner.Snapshot = {
-      elapsedMillis: Deadline.millisBetween(env.deadline.originNanos, now),
-      remainingMillis,
-      budget,
-      attempts: progress.records.length,
-      current: progress.current,
-      triesOnCurrent: progress.tries,
-      rateLimitedOnCurrent: progress.rateLimited,
-      last: progress.last === null
-        ? null
-        : { kind: progress.last.kind, retryAfterMillis: progress.last.retryAfterMillis },
-      health: view === undefined ? NO_HEALTH : view.health,
-      retryTokens: view === undefined ? NO_TOKENS : view.retryTokens,
-      committed: false,
-      jitter
-    }
-    return snap
+/** The snapshot as of now, from the budget left and the jitter draw (health is read here, synchronously). */
+const snapshotOf = (
+  env: Env,
+  progress: Progress,
+  budget: Budget.Left,
+  jitter: number | null
+): Planner.Snapshot => {
+  const now = env.clock.unsafeCurrentTimeNanos()
+  const view = env.health === undefined ? undefined : env.health.unsafeView(nowMillis(now), env.ids)
+  return {
+    elapsedMillis: Deadline.millisBetween(env.deadline.originNanos, now),
+    remainingMillis: Math.max(0, Deadline.millisBetween(now, env.deadline.expiresNanos)),
+    budget,
+    attempts: progress.records.length,
+    current: progress.current,
+    triesOnCurrent: progress.tries,
+    rateLimitedOnCurrent: progress.rateLimited,
+    last: progress.last === null
+      ? null
+      : { kind: progress.last.kind, retryAfterMillis: progress.last.retryAfterMillis },
+    health: view === undefined ? NO_HEALTH : view.health,
+    retryTokens: view === undefined ? NO_TOKENS : view.retryTokens,
+    committed: false,
+    jitter
+  }
+}
+
+/** The snapshot the planner will consume. @internal */
+export const snapshot = (env: Env, progress: Progress): Effect.Effect<Planner.Snapshot> =>
+  Effect.suspend(() => {
+    if (!env.limited && progress.last === null) return Effect.succeed(snapshotOf(env, progress, UNLIMITED, null))
+    return Effect.zipWith(
+      env.limited ? STM.commit(env.left) : Effect.succeed(UNLIMITED),
+      progress.last === null ? Effect.succeed(null) : Random.next,
+      (budget, jitter) => snapshotOf(env, progress, budget, jitter)
+    )
   })
 
 const decide = (env: Env, snap: Planner.Snapshot): Planner.Decision => {
@@ -349,34 +369,42 @@ export const loop = <S>(
 ): Effect.Effect<Committed<S>, Outcome.Terminal> =>
   Effect.gen(function*() {
     const progress: Progress = { records: [], current: null, tries: 0, rateLimited: 0, last: null }
+    const clock = env.clock
+    const health = env.health
     while (true) {
       const snap = yield* snapshot(env, progress)
       const decision = decide(env, snap)
       if (decision._tag === "Stop") return yield* Effect.fail(terminal(decision, progress))
 
-      const acquireNanos = yield* Clock.currentTimeNanos
-      const acquired = env.health === undefined && !env.limited ? NOTHING_ACQUIRED : yield* Effect.either(STM.commit(
-        env.health === undefined
-          ? STM.as(env.reserve(decision.reservation), undefined)
-          : STM.zipRight(
-            env.reserve(decision.reservation),
-            // The slot is for when the attempt starts: after its wait.
-            env.health.acquire(nowMillis(acquireNanos) + decision.waitMillis, decision.endpoint, decision.role)
+      // Acquire: the budget reservation (a transaction over the request's and the shared budget), then the
+      // probe slot and retry token (a synchronous step, so nothing runs in between). Another request took
+      // the shared budget, the probe slot or the last retry token since the snapshot: decide again on the
+      // fresh state, with the reservation given back.
+      if (env.limited) {
+        const reserved = yield* Effect.either(STM.commit(env.reserve(decision.reservation)))
+        if (reserved._tag === "Left") continue
+      }
+      let permit: Permit | undefined = undefined
+      if (health !== undefined) {
+        // The slot is for when the attempt starts: after its wait.
+        const at = nowMillis(clock.unsafeCurrentTimeNanos()) + decision.waitMillis
+        const acquired = health.unsafeAcquire(at, decision.endpoint, decision.role)
+        if (acquired._tag === "Left") {
+          yield* settle(env, decision.reservation, ZERO)
+          continue
+        }
+        permit = acquired.right
+      }
+      const held = permit
+      const release = (): Effect.Effect<void> =>
+        Effect.zipRight(
+          settle(env, decision.reservation, ZERO),
+          Effect.suspend(() =>
+            held === undefined || health === undefined
+              ? Effect.void
+              : health.unsafeComplete(nowMillis(clock.unsafeCurrentTimeNanos()), held, NEUTRAL)
           )
-      ))
-      // Another request took the shared budget, the probe slot or the last retry token between the snapshot
-      // and the acquisition: decide again on the fresh state.
-      if (acquired._tag === "Left") continue
-      const permit = acquired.right
-      const release = Effect.zipRight(
-        settle(env, decision.reservation, { cost: 0, tokens: 0 }),
-        permit === undefined || env.health === undefined
-          ? Effect.void
-          : Effect.flatMap(
-            Clock.currentTimeNanos,
-            (n) => env.health!.complete(nowMillis(n), permit, { _tag: "neutral" })
-          )
-      )
+        )
 
       if (decision.waitMillis > 0) {
         const i = progress.records.length - 1
@@ -384,9 +412,9 @@ export const loop = <S>(
         const wait = Effect.sleep(Duration.millis(clampMillis(decision.waitMillis)))
         const waited = yield* (env.gate === undefined
           ? Effect.as(wait, undefined)
-          : Effect.raceFirst(Effect.as(wait, undefined), env.gate.closed)).pipe(Effect.onInterrupt(() => release))
+          : Effect.raceFirst(Effect.as(wait, undefined), env.gate.closed)).pipe(Effect.onInterrupt(release))
         if (waited !== undefined) {
-          yield* release
+          yield* release()
           return yield* Effect.fail(halted(waited.reason, progress))
         }
       }
@@ -395,40 +423,36 @@ export const loop = <S>(
       const provider = env.rein.providers.get(endpoint.provider)!
       let ticket: unknown = undefined
       if (env.gate !== undefined) {
-        const now = yield* Clock.currentTimeNanos
-        const remainingMillis = Math.max(0, Deadline.millisBetween(now, env.deadline.expiresNanos))
-        const admitted = yield* Effect.either(
-          Effect.timeoutOption(
-            env.gate.admit({
-              endpoint,
-              role: decision.role,
-              attempt: decision.attempt,
-              reservation: decision.reservation,
-              remainingMillis
-            }),
-            Duration.millis(clampMillis(remainingMillis))
-          )
-        ).pipe(Effect.onInterrupt(() => release))
+        const remainingMillis = Math.max(
+          0,
+          Deadline.millisBetween(clock.unsafeCurrentTimeNanos(), env.deadline.expiresNanos)
+        )
+        // The gate bounds its own wait by `remainingMillis` (see `Gate`): no timer here.
+        const admitted = yield* Effect.either(env.gate.admit({
+          endpoint,
+          role: decision.role,
+          attempt: decision.attempt,
+          reservation: decision.reservation,
+          remainingMillis
+        })).pipe(Effect.onInterrupt(release))
         if (admitted._tag === "Left") {
-          yield* release
-          return yield* Effect.fail(halted(admitted.left.reason, progress))
-        }
-        if (Option.isNone(admitted.right)) {
-          yield* release
+          yield* release()
           return yield* Effect.fail(
-            new Outcome.DeadlineExceeded({
-              phase: "admission",
-              reason: `the deadline expired waiting for admission to ${endpoint.id}`,
-              cause: causeOf(progress),
-              teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
-              attempts: progress.records
-            }, true)
+            admitted.left._tag === "GateClosed"
+              ? halted(admitted.left.reason, progress)
+              : new Outcome.DeadlineExceeded({
+                phase: "admission",
+                reason: `the deadline expired waiting for admission to ${endpoint.id}`,
+                cause: causeOf(progress),
+                teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
+                attempts: progress.records
+              }, true)
           )
         }
-        ticket = admitted.right.value
+        ticket = admitted.right
       }
 
-      const startNanos = yield* Clock.currentTimeNanos
+      const startNanos = clock.unsafeCurrentTimeNanos()
       const remainingAtStart = Math.max(0, Deadline.millisBetween(startNanos, env.deadline.expiresNanos))
       // The gate may have waited: the attempt never runs past the deadline.
       const timeoutMillis = Math.min(decision.timeoutMillis, remainingAtStart)
@@ -445,9 +469,10 @@ export const loop = <S>(
         maxOutputTokens: env.request.maxOutputTokens ?? endpoint.capabilities.maxOutputTokens
       }
 
+      /** Records the attempt, then settles budget, health and gate (effects only where there is work). */
       const finish = (end: Attempt.AttemptEnd<unknown>): Effect.Effect<Outcome.AttemptRecord> =>
-        Effect.gen(function*() {
-          const endNanos = yield* Clock.currentTimeNanos
+        Effect.suspend(() => {
+          const endNanos = clock.unsafeCurrentTimeNanos()
           const usage: Usage.Usage = end._tag === "Success"
             ? end.usage
             : end._tag === "Failure" && end.failure.usage !== undefined
@@ -456,7 +481,6 @@ export const loop = <S>(
           const dispatched = end._tag === "Failure" ? end.failure.dispatched : true
           const actualCost = usage === "unknown" ? null : Usage.cost(usage, endpoint.prices)
           const charged = Budget.charge(decision.reservation, { dispatched, usage, actualCost })
-          yield* settle(env, decision.reservation, charged)
           const failure = end._tag === "Failure" ? end.failure : undefined
           const status: Outcome.AttemptStatus = end._tag === "Success"
             ? "success"
@@ -493,18 +517,6 @@ export const loop = <S>(
           }
           progress.records.push(record)
           env.writer?.attempt(record)
-          if (kind !== null) {
-            // Failures are logged with machine data only (kind, code, endpoint): never provider text.
-            yield* Effect.logDebug("rein: attempt failed").pipe(
-              Effect.annotateLogs({
-                endpoint: record.endpoint,
-                attempt: record.attempt,
-                kind,
-                code: record.code ?? "",
-                status: record.status
-              })
-            )
-          }
           if (progress.current === decision.endpoint) progress.tries++
           else {
             progress.current = decision.endpoint
@@ -513,21 +525,46 @@ export const loop = <S>(
           }
           if (kind === "rate_limited") progress.rateLimited++
           if (kind !== null) progress.last = { kind, retryAfterMillis: record.retryAfterMillis, code: record.code! }
-          if (permit !== undefined && env.health !== undefined) {
-            const result = kind === null
-              ? { _tag: "success" as const }
+          const effects: Array<Effect.Effect<void>> = []
+          if (env.limited) effects.push(settle(env, decision.reservation, charged))
+          if (kind !== null) {
+            // Failures are logged with machine data only (kind, code, endpoint): never provider text.
+            effects.push(
+              Effect.logDebug("rein: attempt failed").pipe(
+                Effect.annotateLogs({
+                  endpoint: record.endpoint,
+                  attempt: record.attempt,
+                  kind,
+                  code: record.code ?? "",
+                  status: record.status
+                })
+              )
+            )
+          }
+          if (held !== undefined && health !== undefined) {
+            const result: Health.Result = kind === null
+              ? SUCCESS
               : env.spec.table[kind].health
-              ? { _tag: "failure" as const, kind, retryAfterMillis: record.retryAfterMillis }
-              : { _tag: "neutral" as const }
-            yield* env.health.complete(nowMillis(endNanos), permit, result)
+              ? { _tag: "failure", kind, retryAfterMillis: record.retryAfterMillis }
+              : NEUTRAL
+            const metrics = health.unsafeComplete(nowMillis(endNanos), held, result)
+            if (metrics !== Effect.void) effects.push(metrics)
             if (end._tag === "Timeout" && !end.confirmed) {
               // Degraded until the abandoned attempt finally ends.
-              const undo = yield* env.health.degrade(endpoint.id)
-              yield* Effect.forkDaemon(Effect.zipRight(end.settled, undo))
+              effects.push(
+                Effect.flatMap(
+                  health.degrade(endpoint.id),
+                  (undo) => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(end.settled, undo)))
+                )
+              )
             }
           }
-          if (env.gate !== undefined) yield* env.gate.settle(ticket, record)
-          return record
+          if (env.gate !== undefined) effects.push(env.gate.settle(ticket, record))
+          return effects.length === 0
+            ? Effect.succeed(record)
+            : effects.length === 1
+            ? Effect.as(effects[0]!, record)
+            : Effect.as(Effect.all(effects, { discard: true }), record)
         })
 
       const end = yield* attempt(provider, context, timeoutMillis).pipe(
@@ -535,12 +572,11 @@ export const loop = <S>(
         Effect.onInterrupt(() =>
           Effect.zipRight(
             settle(env, decision.reservation, Budget.charge(decision.reservation, UNKNOWN_AFTER_DISPATCH)),
-            permit === undefined || env.health === undefined
-              ? Effect.void
-              : Effect.flatMap(
-                Clock.currentTimeNanos,
-                (n) => env.health!.complete(nowMillis(n), permit, { _tag: "neutral" })
-              )
+            Effect.suspend(() =>
+              held === undefined || health === undefined
+                ? Effect.void
+                : health.unsafeComplete(nowMillis(clock.unsafeCurrentTimeNanos()), held, NEUTRAL)
+            )
           )
         )
       )
@@ -569,7 +605,7 @@ export const loop = <S>(
       }
       const record = yield* finish(end)
       if (end._tag === "Timeout") {
-        const after = yield* Clock.currentTimeNanos
+        const after = clock.unsafeCurrentTimeNanos()
         if (binding === "deadline" || after >= env.deadline.expiresNanos) {
           return yield* Effect.fail(
             new Outcome.DeadlineExceeded({
