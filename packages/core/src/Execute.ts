@@ -74,8 +74,8 @@ export const execute = (
     journaled(
       env,
       Effect.flatMap(
-        Loop.loop(env, (provider, context, timeoutMillis) =>
-          Attempt.call(provider.call(request, context), timeoutMillis, env.graceMillis)),
+        Loop.loop(env, (provider, context, timeoutMillis, onInterrupted) =>
+          Attempt.call(provider.call(request, context), timeoutMillis, env.graceMillis, onInterrupted)),
         (committed) =>
           Effect.map(
             committed.finish({ _tag: "Success", payload: undefined, usage: committed.usage }),

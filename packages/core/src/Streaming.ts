@@ -67,8 +67,8 @@ export const executeStream = (
     const env = yield* Loop.prepare(request, contract, true)
     const committed = yield* journaled(
       env,
-      Loop.loop(env, (provider, context, timeoutMillis) =>
-        Attempt.open(provider.stream!(request, context), timeoutMillis, env.graceMillis))
+      Loop.loop(env, (provider, context, timeoutMillis, onInterrupted) =>
+        Attempt.open(provider.stream!(request, context), timeoutMillis, env.graceMillis, onInterrupted))
     )
     const opened = committed.payload
     const endpoint = committed.endpoint.id

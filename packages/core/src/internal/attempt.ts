@@ -3,8 +3,21 @@
  *
  * @internal
  */
-import type { Clock } from "effect"
-import { Cause, Chunk, Effect, Exit, Fiber, FiberId, Option, Runtime, Scope, Stream } from "effect"
+import {
+  Cause,
+  Chunk,
+  Clock,
+  Context,
+  Effect,
+  Exit,
+  Fiber,
+  FiberId,
+  Option,
+  Runtime,
+  RuntimeFlags,
+  Scope,
+  Stream
+} from "effect"
 import { ProviderFailure } from "../Failure.js"
 import type { ProviderResponse, StreamPart } from "../Provider.js"
 import type { Usage } from "../Usage.js"
@@ -35,21 +48,9 @@ const failureOf = <E>(cause: Cause.Cause<E>): ProviderFailure => {
 }
 
 /**
- * Interrupts the attempt and waits at most `grace` for its finalizers; `true` when teardown completed.
- * Teardown runs in uninterruptible regions (finalizers, `onInterrupt`): the wait itself must stay
- * interruptible, or the grace timer could never cut it short.
- *
- * @internal
- */
-export const teardown = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, graceMillis: number): Effect.Effect<boolean> =>
-  Effect.suspend(() => {
-    fiber.unsafeInterruptAsFork(FiberId.none)
-    return endsWithin(fiber, graceMillis)
-  })
-
-/**
  * Waits for `fiber` at most `millis`: `None` when the time ran out first. The bound is an entry in the
- * clock's one timer (see `timers.ts`), not a fiber of its own.
+ * clock's one timer (see `timers.ts`), not a fiber of its own. The timer resumes the wait whatever the
+ * caller's interruptibility, so it also bounds waits inside finalizers and interruption handlers.
  */
 const awaitWithin = <A, E>(
   clock: Clock.Clock,
@@ -59,8 +60,7 @@ const awaitWithin = <A, E>(
 ): Effect.Effect<Option.Option<Exit.Exit<A, E>>> =>
   Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
     let done = false
-    const at = clock.unsafeCurrentTimeNanos() + BigInt(Math.ceil(clampMillis(millis) * 1e6))
-    const entry = Timers.schedule(clock, runtime, at, () => {
+    const entry = Timers.schedule(clock, runtime, atNanos(clock, millis), () => {
       if (done) return
       done = true
       fiber.removeObserver(onExit)
@@ -84,77 +84,126 @@ const awaitWithin = <A, E>(
 
 const NONE = Effect.succeed(Option.none<never>())
 
+const atNanos = (clock: Clock.Clock, millis: number): bigint =>
+  clock.unsafeCurrentTimeNanos() + BigInt(Math.ceil(clampMillis(millis) * 1e6))
+
+const runtimeOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>, flags: RuntimeFlags.RuntimeFlags) =>
+  Runtime.make({ context: fiber.currentContext, fiberRefs: fiber.getFiberRefs(), runtimeFlags: flags })
+
 /**
- * Waits for `fiber` at most `millis` (interruptibly, so it may run inside a finalizer); `true` when it ended.
+ * Interrupts `fiber` and waits at most `graceMillis` for its finalizers; `true` when teardown completed.
+ *
+ * @internal
+ */
+const teardown = <A, E>(
+  clock: Clock.Clock,
+  runtime: Runtime.Runtime<never>,
+  fiber: Fiber.RuntimeFiber<A, E>,
+  graceMillis: number
+): Effect.Effect<boolean> =>
+  Effect.suspend(() => {
+    fiber.unsafeInterruptAsFork(FiberId.none)
+    return Effect.map(awaitWithin(clock, runtime, fiber, graceMillis), Option.isSome)
+  })
+
+/**
+ * Waits for `fiber` at most `millis` (also inside a finalizer); `true` when it ended.
  *
  * @internal
  */
 export const endsWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, millis: number): Effect.Effect<boolean> =>
-  Effect.clockWith((clock) =>
-    Effect.flatMap(
-      Effect.runtime<never>(),
-      (runtime) => Effect.map(Effect.interruptible(awaitWithin(clock, runtime, fiber, millis)), Option.isSome)
+  Effect.withFiberRuntime((self, status) =>
+    Effect.map(
+      awaitWithin(
+        Context.get(self.currentDefaultServices, Clock.Clock),
+        runtimeOf(self, status.runtimeFlags),
+        fiber,
+        millis
+      ),
+      Option.isSome
     )
   )
 
 /**
  * Runs `work` in its own fiber bounded by `timeoutMillis`, so that a provider ignoring interruption cannot
- * hold the caller past the teardown grace. Caller interruption tears the attempt down (within the grace)
- * before it propagates.
+ * hold the caller past the teardown grace; `end` turns the fiber's exit into the attempt's end. Caller
+ * interruption tears the attempt down (waiting at most the grace), runs `onInterrupted`, and propagates.
  *
  * The attempt's fiber is started at once and runs synchronously until its first asynchronous step: a
  * provider that answers without suspending costs no timer and no scheduler hop. One that suspends costs an
- * entry in the clock's one timer.
+ * entry in the clock's one timer and one wait. The fork happens inside the uninterruptible region, so no
+ * interruption can slip between starting the fiber and watching it.
  *
  * @internal
  */
-export const bounded = <S>(
-  work: Effect.Effect<AttemptEnd<S>>,
+export const bounded = <A, E, S>(
+  work: Effect.Effect<A, E>,
+  end: (exit: Exit.Exit<A, E>) => AttemptEnd<S>,
   timeoutMillis: number,
-  graceMillis: number
+  graceMillis: number,
+  onInterrupted: Effect.Effect<void>
 ): Effect.Effect<AttemptEnd<S>> =>
-  Effect.clockWith((clock) =>
-    Effect.flatMap(Effect.runtime<never>(), (runtime) =>
-      Effect.uninterruptibleMask((restore) => {
-        const fiber = Runtime.runFork(runtime)(Effect.interruptible(work))
-        const polled = fiber.unsafePoll()
-        if (polled !== null) {
-          return Exit.isSuccess(polled) ? Effect.succeed(polled.value) : Effect.failCause(polled.cause)
+  Effect.uninterruptibleMask((restore) =>
+    Effect.withFiberRuntime<AttemptEnd<S>>((parent, status) => {
+      const clock = Context.get(parent.currentDefaultServices, Clock.Clock)
+      const runtime = runtimeOf(parent, RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption))
+      // The provider's fiber never fails: its exit is data (a failing fiber would also be logged).
+      const fiber = Runtime.runFork(runtime)(Effect.exit(work))
+      const polled = fiber.unsafePoll()
+      if (polled !== null) return Effect.succeed(end(Exit.flatten(polled)))
+      let entry: Timers.Entry | undefined = undefined
+      let onExit: ((exit: Exit.Exit<Exit.Exit<A, E>>) => void) | undefined = undefined
+      /** The fiber's exit, or `undefined` when the timeout came first. */
+      const waited = Effect.async<Exit.Exit<A, E> | undefined>((resume) => {
+        const timer = Timers.schedule(clock, runtime, atNanos(clock, timeoutMillis), () => {
+          entry = undefined
+          fiber.removeObserver(onExit!)
+          resume(TIMED_OUT)
+        })
+        entry = timer
+        onExit = (exit) => {
+          Timers.cancel(clock, timer)
+          entry = undefined
+          resume(Effect.succeed(Exit.flatten(exit)))
         }
-        return restore(awaitWithin(clock, runtime, fiber, timeoutMillis)).pipe(
-          Effect.onInterrupt(() => teardown(fiber, graceMillis)),
-          Effect.flatMap((result) =>
-            Option.isSome(result)
-              ? Exit.isSuccess(result.value)
-                ? Effect.succeed(result.value.value)
-                : Effect.failCause(result.value.cause)
-              : Effect.map(teardown(fiber, graceMillis), (confirmed): AttemptEnd<S> => ({
-                _tag: "Timeout",
-                confirmed,
-                settled: Effect.asVoid(Fiber.await(fiber))
-              }))
+        fiber.addObserver(onExit)
+      })
+      return Effect.matchCauseEffect(restore(waited), {
+        // Only interruption reaches here: the wait itself never fails.
+        onFailure: (cause) => {
+          if (entry !== undefined) Timers.cancel(clock, entry)
+          if (onExit !== undefined) fiber.removeObserver(onExit)
+          return Effect.zipRight(
+            Effect.zipRight(teardown(clock, runtime, fiber, graceMillis), onInterrupted),
+            Effect.failCause(cause)
           )
-        )
-      }))
+        },
+        onSuccess: (exit) =>
+          exit !== undefined
+            ? Effect.succeed(end(exit))
+            : Effect.map(teardown(clock, runtime, fiber, graceMillis), (confirmed): AttemptEnd<S> => ({
+              _tag: "Timeout",
+              confirmed,
+              settled: Effect.asVoid(Fiber.await(fiber))
+            }))
+      })
+    })
   )
+
+const TIMED_OUT = Effect.succeed(undefined)
+
+const callEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd<string> =>
+  Exit.isSuccess(exit)
+    ? { _tag: "Success", payload: exit.value.text, usage: exit.value.usage }
+    : { _tag: "Failure", failure: failureOf(exit.cause) }
 
 /** One call as an attempt. @internal */
 export const call = (
   effect: Effect.Effect<ProviderResponse, ProviderFailure>,
   timeoutMillis: number,
-  graceMillis: number
-): Effect.Effect<AttemptEnd<string>> =>
-  bounded(
-    Effect.map(
-      Effect.exit(effect),
-      (exit): AttemptEnd<string> =>
-        Exit.isSuccess(exit)
-          ? { _tag: "Success", payload: exit.value.text, usage: exit.value.usage }
-          : { _tag: "Failure", failure: failureOf(exit.cause) }
-    ),
-    timeoutMillis,
-    graceMillis
-  )
+  graceMillis: number,
+  onInterrupted: Effect.Effect<void>
+): Effect.Effect<AttemptEnd<string>> => bounded(effect, callEnd, timeoutMillis, graceMillis, onInterrupted)
 
 /** A stream that delivered its first visible delta: the rest is pulled from `pull` until `scope` closes. @internal */
 export interface Opened {
@@ -172,7 +221,8 @@ export interface Opened {
 export const open = (
   stream: Stream.Stream<StreamPart, ProviderFailure>,
   timeoutMillis: number,
-  graceMillis: number
+  graceMillis: number,
+  onInterrupted: Effect.Effect<void>
 ): Effect.Effect<AttemptEnd<Opened>> =>
   Effect.flatMap(Scope.make(), (scope) => {
     const work = Effect.gen(function*() {
@@ -204,9 +254,14 @@ export const open = (
     })
     return bounded(
       work.pipe(Effect.onInterrupt(() => Scope.close(scope, Exit.void))),
+      openEnd,
       timeoutMillis,
-      graceMillis
+      graceMillis,
+      onInterrupted
     )
   })
+
+const openEnd = (exit: Exit.Exit<AttemptEnd<Opened>>): AttemptEnd<Opened> =>
+  Exit.isSuccess(exit) ? exit.value : { _tag: "Failure", failure: failureOf(exit.cause) }
 
 const EMPTY_PULL: Effect.Effect<Chunk.Chunk<StreamPart>, Option.Option<ProviderFailure>> = Effect.fail(Option.none())

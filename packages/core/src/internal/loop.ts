@@ -350,6 +350,14 @@ const decide = (env: Env, snap: Planner.Snapshot): Planner.Decision => {
   return decision
 }
 
+/** Runs one attempt: `onInterrupted` runs (after teardown) if the caller interrupts it. @internal */
+export type RunAttempt<S> = (
+  provider: Provider,
+  context: AttemptContext,
+  timeoutMillis: number,
+  onInterrupted: Effect.Effect<void>
+) => Effect.Effect<Attempt.AttemptEnd<S>>
+
 /**
  * The decision loop: snapshot → decide → acquire → wait → gate → attempt → settle, until an attempt
  * succeeds (returned as `Committed`) or the planner stops (a terminal failure).
@@ -361,237 +369,287 @@ const decide = (env: Env, snap: Planner.Snapshot): Planner.Decision => {
  * legal candidate, never back) and the exponential, jittered, Retry-After-aware, deadline-clamped backoff
  * live in `Planner.decide`, where replay can check them.
  *
+ * The steps are plain functions that do their synchronous work directly and return an effect only where
+ * something may suspend (a budget transaction, a wait, the gate, the attempt): every effect operation costs
+ * on the hot path, and a request that needs none of these costs only its attempt.
+ *
  * @internal
  */
-export const loop = <S>(
+export const loop = <S>(env: Env, attempt: RunAttempt<S>): Effect.Effect<Committed<S>, Outcome.Terminal> =>
+  Effect.suspend(() => next(env, { records: [], current: null, tries: 0, rateLimited: 0, last: null }, attempt))
+
+/** Snapshot and decide (reading the budget and drawing jitter only when they matter). */
+const next = <S>(
   env: Env,
-  attempt: (provider: Provider, context: AttemptContext, timeoutMillis: number) => Effect.Effect<Attempt.AttemptEnd<S>>
+  progress: Progress,
+  attempt: RunAttempt<S>
 ): Effect.Effect<Committed<S>, Outcome.Terminal> =>
-  Effect.gen(function*() {
-    const progress: Progress = { records: [], current: null, tries: 0, rateLimited: 0, last: null }
-    const clock = env.clock
-    const health = env.health
-    while (true) {
-      const snap = yield* snapshot(env, progress)
-      const decision = decide(env, snap)
-      if (decision._tag === "Stop") return yield* Effect.fail(terminal(decision, progress))
+  !env.limited && progress.last === null
+    ? plan(env, progress, snapshotOf(env, progress, UNLIMITED, null), attempt)
+    : Effect.flatMap(snapshot(env, progress), (snap) => plan(env, progress, snap, attempt))
 
-      // Acquire: the budget reservation (a transaction over the request's and the shared budget), then the
-      // probe slot and retry token (a synchronous step, so nothing runs in between). Another request took
-      // the shared budget, the probe slot or the last retry token since the snapshot: decide again on the
-      // fresh state, with the reservation given back.
-      if (env.limited) {
-        const reserved = yield* Effect.either(STM.commit(env.reserve(decision.reservation)))
-        if (reserved._tag === "Left") continue
-      }
-      let permit: Permit | undefined = undefined
-      if (health !== undefined) {
-        // The slot is for when the attempt starts: after its wait.
-        const at = nowMillis(clock.unsafeCurrentTimeNanos()) + decision.waitMillis
-        const acquired = health.unsafeAcquire(at, decision.endpoint, decision.role)
-        if (acquired._tag === "Left") {
-          yield* settle(env, decision.reservation, ZERO)
-          continue
-        }
-        permit = acquired.right
-      }
-      const held = permit
-      const release = (): Effect.Effect<void> =>
-        Effect.zipRight(
-          settle(env, decision.reservation, ZERO),
-          Effect.suspend(() =>
-            held === undefined || health === undefined
-              ? Effect.void
-              : health.unsafeComplete(nowMillis(clock.unsafeCurrentTimeNanos()), held, NEUTRAL)
-          )
-        )
+/** Decides, then acquires: the budget reservation (a transaction over the request's and the shared budget). */
+const plan = <S>(
+  env: Env,
+  progress: Progress,
+  snap: Planner.Snapshot,
+  attempt: RunAttempt<S>
+): Effect.Effect<Committed<S>, Outcome.Terminal> => {
+  const decision = decide(env, snap)
+  if (decision._tag === "Stop") return Effect.fail(terminal(decision, progress))
+  if (!env.limited) return acquire(env, progress, decision, attempt)
+  return Effect.flatMap(
+    Effect.either(STM.commit(env.reserve(decision.reservation))),
+    // Another request took the shared budget since the snapshot: decide again on the fresh state.
+    (reserved) => reserved._tag === "Left" ? next(env, progress, attempt) : acquire(env, progress, decision, attempt)
+  )
+}
 
-      if (decision.waitMillis > 0) {
-        const i = progress.records.length - 1
-        progress.records[i] = { ...progress.records[i]!, backoffMillis: decision.waitMillis }
-        const wait = Effect.sleep(Duration.millis(clampMillis(decision.waitMillis)))
-        const waited = yield* (env.gate === undefined
-          ? Effect.as(wait, undefined)
-          : Effect.raceFirst(Effect.as(wait, undefined), env.gate.closed)).pipe(Effect.onInterrupt(release))
-        if (waited !== undefined) {
-          yield* release()
-          return yield* Effect.fail(halted(waited.reason, progress))
-        }
-      }
-
-      const endpoint = env.rein.catalog.byId.get(decision.endpoint)!
-      const provider = env.rein.providers.get(endpoint.provider)!
-      let ticket: unknown = undefined
-      if (env.gate !== undefined) {
-        const remainingMillis = Math.max(
-          0,
-          Deadline.millisBetween(clock.unsafeCurrentTimeNanos(), env.deadline.expiresNanos)
-        )
-        // The gate bounds its own wait by `remainingMillis` (see `Gate`): no timer here.
-        const admitted = yield* Effect.either(env.gate.admit({
-          endpoint,
-          role: decision.role,
-          attempt: decision.attempt,
-          reservation: decision.reservation,
-          remainingMillis
-        })).pipe(Effect.onInterrupt(release))
-        if (admitted._tag === "Left") {
-          yield* release()
-          return yield* Effect.fail(
-            admitted.left._tag === "GateClosed"
-              ? halted(admitted.left.reason, progress)
-              : new Outcome.DeadlineExceeded({
-                phase: "admission",
-                reason: `the deadline expired waiting for admission to ${endpoint.id}`,
-                cause: causeOf(progress),
-                teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
-                attempts: progress.records
-              }, true)
-          )
-        }
-        ticket = admitted.right
-      }
-
-      const startNanos = clock.unsafeCurrentTimeNanos()
-      const remainingAtStart = Math.max(0, Deadline.millisBetween(startNanos, env.deadline.expiresNanos))
-      // The gate may have waited: the attempt never runs past the deadline.
-      const timeoutMillis = Math.min(decision.timeoutMillis, remainingAtStart)
-      const binding: "attempt" | "deadline" =
-        decision.binding === "deadline" || remainingAtStart <= decision.timeoutMillis
-          ? "deadline"
-          : "attempt"
-      const context: AttemptContext = {
-        attempt: decision.attempt,
-        endpoint,
-        timeoutMillis,
-        remainingMillis: remainingAtStart,
-        reservation: decision.reservation,
-        maxOutputTokens: env.request.maxOutputTokens ?? endpoint.capabilities.maxOutputTokens
-      }
-
-      /** Records the attempt, then settles budget, health and gate (effects only where there is work). */
-      const finish = (end: Attempt.AttemptEnd<unknown>): Effect.Effect<Outcome.AttemptRecord> =>
-        Effect.suspend(() => {
-          const endNanos = clock.unsafeCurrentTimeNanos()
-          const usage: Usage.Usage = end._tag === "Success"
-            ? end.usage
-            : end._tag === "Failure" && end.failure.usage !== undefined
-            ? end.failure.usage
-            : "unknown"
-          const dispatched = end._tag === "Failure" ? end.failure.dispatched : true
-          const actualCost = usage === "unknown" ? null : Usage.cost(usage, endpoint.prices)
-          const charged = Budget.charge(decision.reservation, { dispatched, usage, actualCost })
-          const failure = end._tag === "Failure" ? end.failure : undefined
-          const status: Outcome.AttemptStatus = end._tag === "Success"
-            ? "success"
-            : failure !== undefined
-            ? "failure"
-            : binding === "deadline"
-            ? "deadline"
-            : "timeout"
-          const kind: FailureKind | null = failure !== undefined
-            ? failure.kind
-            : end._tag === "Timeout"
-            ? "timeout"
-            : null
-          const record: Outcome.AttemptRecord = {
-            attempt: decision.attempt,
-            endpoint: decision.endpoint,
-            role: decision.role,
-            startMillis: Deadline.millisBetween(env.deadline.originNanos, startNanos),
-            endMillis: Deadline.millisBetween(env.deadline.originNanos, endNanos),
-            timeoutMillis,
-            binding,
-            dispatched,
-            status,
-            failure: kind,
-            code: failure !== undefined ? failure.code : end._tag === "Timeout" ? `${status}_expired` : null,
-            retryAfterMillis: failure?.retryAfterMillis ?? null,
-            backoffMillis: 0,
-            reservation: decision.reservation,
-            usage,
-            charged: { cost: charged.cost, tokens: charged.tokens },
-            billingBoundViolation: charged.violation,
-            teardownUnconfirmed: end._tag === "Timeout" && !end.confirmed,
-            simulated: isSimulated(endpoint, provider)
-          }
-          progress.records.push(record)
-          env.writer?.attempt(record)
-          if (progress.current === decision.endpoint) progress.tries++
-          else {
-            progress.current = decision.endpoint
-            progress.tries = 1
-            progress.rateLimited = 0
-          }
-          if (kind === "rate_limited") progress.rateLimited++
-          if (kind !== null) progress.last = { kind, retryAfterMillis: record.retryAfterMillis, code: record.code! }
-          const effects: Array<Effect.Effect<void>> = []
-          if (env.limited) effects.push(settle(env, decision.reservation, charged))
-          if (kind !== null) {
-            // Failures are logged with machine data only (kind, code, endpoint): never provider text.
-            effects.push(
-              Effect.logDebug("rein: attempt failed").pipe(
-                Effect.annotateLogs({
-                  endpoint: record.endpoint,
-                  attempt: record.attempt,
-                  kind,
-                  code: record.code ?? "",
-                  status: record.status
-                })
-              )
-            )
-          }
-          if (held !== undefined && health !== undefined) {
-            const result: Health.Result = kind === null
-              ? SUCCESS
-              : env.spec.table[kind].health
-              ? { _tag: "failure", kind, retryAfterMillis: record.retryAfterMillis }
-              : NEUTRAL
-            const metrics = health.unsafeComplete(nowMillis(endNanos), held, result)
-            if (metrics !== Effect.void) effects.push(metrics)
-            if (end._tag === "Timeout" && !end.confirmed) {
-              // Degraded until the abandoned attempt finally ends.
-              effects.push(
-                Effect.flatMap(
-                  health.degrade(endpoint.id),
-                  (undo) => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(end.settled, undo)))
-                )
-              )
-            }
-          }
-          if (env.gate !== undefined) effects.push(env.gate.settle(ticket, record))
-          return effects.length === 0
-            ? Effect.succeed(record)
-            : effects.length === 1
-            ? Effect.as(effects[0]!, record)
-            : Effect.as(Effect.all(effects, { discard: true }), record)
-        })
-
-      const end = yield* attempt(provider, context, timeoutMillis).pipe(
-        // Interrupted by the caller: the attempt may have been sent, so its reservation stays charged.
-        Effect.onInterrupt(() =>
-          Effect.zipRight(
-            settle(env, decision.reservation, Budget.charge(decision.reservation, UNKNOWN_AFTER_DISPATCH)),
-            Effect.suspend(() =>
-              held === undefined || health === undefined
-                ? Effect.void
-                : health.unsafeComplete(nowMillis(clock.unsafeCurrentTimeNanos()), held, NEUTRAL)
-            )
-          )
-        )
+/**
+ * Takes the probe slot and retry token, in one synchronous step right after the reservation (nothing runs
+ * in between). Refused (another request took the slot or the last token since the snapshot): the
+ * reservation is given back and the planner decides again.
+ */
+const acquire = <S>(
+  env: Env,
+  progress: Progress,
+  decision: Planner.Attempt,
+  attempt: RunAttempt<S>
+): Effect.Effect<Committed<S>, Outcome.Terminal> => {
+  const health = env.health
+  let permit: Permit | undefined = undefined
+  if (health !== undefined) {
+    // The slot is for when the attempt starts: after its wait.
+    const at = nowMillis(env.clock.unsafeCurrentTimeNanos()) + decision.waitMillis
+    const acquired = health.unsafeAcquire(at, decision.endpoint, decision.role)
+    if (acquired._tag === "Left") {
+      return Effect.zipRight(
+        settle(env, decision.reservation, ZERO),
+        Effect.suspend(() => next(env, progress, attempt))
       )
-      if (end._tag === "Success") {
-        const stopCommitted = Effect.map(snapshot(env, progress), (snap) => {
-          const decision = decide(env, { ...snap, committed: true })
-          return decision._tag === "Stop"
-            ? terminal(decision, progress)
-            : new Outcome.FailedSafe({
-              reason: "the stream has committed: no retry, no fallback",
-              cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
+    }
+    permit = acquired.right
+  }
+  const step: Step = { env, progress, decision, permit }
+  if (decision.waitMillis <= 0) return admit(step, attempt)
+  const i = progress.records.length - 1
+  progress.records[i] = { ...progress.records[i]!, backoffMillis: decision.waitMillis }
+  const wait = Effect.sleep(Duration.millis(clampMillis(decision.waitMillis)))
+  return Effect.flatMap(
+    (env.gate === undefined
+      ? Effect.as(wait, undefined)
+      : Effect.raceFirst(Effect.as(wait, undefined), env.gate.closed))
+      .pipe(Effect.onInterrupt(() => release(step))),
+    (closed) =>
+      closed === undefined
+        ? admit(step, attempt)
+        : Effect.zipRight(release(step), Effect.fail(halted(closed.reason, progress)))
+  )
+}
+
+/** One decided and acquired attempt, on its way to the provider. */
+interface Step {
+  readonly env: Env
+  readonly progress: Progress
+  readonly decision: Planner.Attempt
+  readonly permit: Permit | undefined
+}
+
+/** Gives back what an attempt that never started holds: its reservation and its probe slot. */
+const release = (step: Step): Effect.Effect<void> =>
+  Effect.zipRight(
+    settle(step.env, step.decision.reservation, ZERO),
+    Effect.suspend(() =>
+      step.permit === undefined || step.env.health === undefined
+        ? Effect.void
+        : step.env.health.unsafeComplete(nowMillis(step.env.clock.unsafeCurrentTimeNanos()), step.permit, NEUTRAL)
+    )
+  )
+
+/** Asks the gate (which bounds its own wait by the time left: see `Gate`), then starts the attempt. */
+const admit = <S>(step: Step, attempt: RunAttempt<S>): Effect.Effect<Committed<S>, Outcome.Terminal> => {
+  const { decision, env, progress } = step
+  const endpoint = env.rein.catalog.byId.get(decision.endpoint)!
+  if (env.gate === undefined) return start(step, endpoint, undefined, attempt)
+  const remainingMillis = Math.max(
+    0,
+    Deadline.millisBetween(env.clock.unsafeCurrentTimeNanos(), env.deadline.expiresNanos)
+  )
+  return Effect.flatMap(
+    Effect.either(env.gate.admit({
+      endpoint,
+      role: decision.role,
+      attempt: decision.attempt,
+      reservation: decision.reservation,
+      remainingMillis
+    })).pipe(Effect.onInterrupt(() => release(step))),
+    (admitted) => {
+      if (admitted._tag === "Right") return start(step, endpoint, admitted.right, attempt)
+      return Effect.zipRight(
+        release(step),
+        Effect.fail(
+          admitted.left._tag === "GateClosed"
+            ? halted(admitted.left.reason, progress)
+            : new Outcome.DeadlineExceeded({
+              phase: "admission",
+              reason: `the deadline expired waiting for admission to ${endpoint.id}`,
+              cause: causeOf(progress),
+              teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
               attempts: progress.records
             }, true)
-        })
-        return {
+        )
+      )
+    }
+  )
+}
+
+/** Runs the attempt; a success is handed back (committed), a failure recorded and planned past. */
+const start = <S>(
+  step: Step,
+  endpoint: Endpoint,
+  ticket: unknown,
+  attempt: RunAttempt<S>
+): Effect.Effect<Committed<S>, Outcome.Terminal> => {
+  const { decision, env, permit, progress } = step
+  const clock = env.clock
+  const health = env.health
+  const provider = env.rein.providers.get(endpoint.provider)!
+  const startNanos = clock.unsafeCurrentTimeNanos()
+  const remainingAtStart = Math.max(0, Deadline.millisBetween(startNanos, env.deadline.expiresNanos))
+  // The gate may have waited: the attempt never runs past the deadline.
+  const timeoutMillis = Math.min(decision.timeoutMillis, remainingAtStart)
+  const binding: "attempt" | "deadline" = decision.binding === "deadline" || remainingAtStart <= decision.timeoutMillis
+    ? "deadline"
+    : "attempt"
+  const context: AttemptContext = {
+    attempt: decision.attempt,
+    endpoint,
+    timeoutMillis,
+    remainingMillis: remainingAtStart,
+    reservation: decision.reservation,
+    maxOutputTokens: env.request.maxOutputTokens ?? endpoint.capabilities.maxOutputTokens
+  }
+
+  /** Records the attempt, then settles budget, health and gate (effects only where there is work). */
+  const finish = (end: Attempt.AttemptEnd<unknown>): Effect.Effect<Outcome.AttemptRecord> =>
+    Effect.suspend(() => {
+      const endNanos = clock.unsafeCurrentTimeNanos()
+      const usage: Usage.Usage = end._tag === "Success"
+        ? end.usage
+        : end._tag === "Failure" && end.failure.usage !== undefined
+        ? end.failure.usage
+        : "unknown"
+      const dispatched = end._tag === "Failure" ? end.failure.dispatched : true
+      const actualCost = usage === "unknown" ? null : Usage.cost(usage, endpoint.prices)
+      const charged = Budget.charge(decision.reservation, { dispatched, usage, actualCost })
+      const failure = end._tag === "Failure" ? end.failure : undefined
+      const status: Outcome.AttemptStatus = end._tag === "Success"
+        ? "success"
+        : failure !== undefined
+        ? "failure"
+        : binding === "deadline"
+        ? "deadline"
+        : "timeout"
+      const kind: FailureKind | null = failure !== undefined
+        ? failure.kind
+        : end._tag === "Timeout"
+        ? "timeout"
+        : null
+      const record: Outcome.AttemptRecord = {
+        attempt: decision.attempt,
+        endpoint: decision.endpoint,
+        role: decision.role,
+        startMillis: Deadline.millisBetween(env.deadline.originNanos, startNanos),
+        endMillis: Deadline.millisBetween(env.deadline.originNanos, endNanos),
+        timeoutMillis,
+        binding,
+        dispatched,
+        status,
+        failure: kind,
+        code: failure !== undefined ? failure.code : end._tag === "Timeout" ? `${status}_expired` : null,
+        retryAfterMillis: failure?.retryAfterMillis ?? null,
+        backoffMillis: 0,
+        reservation: decision.reservation,
+        usage,
+        charged: { cost: charged.cost, tokens: charged.tokens },
+        billingBoundViolation: charged.violation,
+        teardownUnconfirmed: end._tag === "Timeout" && !end.confirmed,
+        simulated: isSimulated(endpoint, provider)
+      }
+      progress.records.push(record)
+      env.writer?.attempt(record)
+      if (progress.current === decision.endpoint) progress.tries++
+      else {
+        progress.current = decision.endpoint
+        progress.tries = 1
+        progress.rateLimited = 0
+      }
+      if (kind === "rate_limited") progress.rateLimited++
+      if (kind !== null) progress.last = { kind, retryAfterMillis: record.retryAfterMillis, code: record.code! }
+      const effects: Array<Effect.Effect<void>> = []
+      if (env.limited) effects.push(settle(env, decision.reservation, charged))
+      if (kind !== null) {
+        // Failures are logged with machine data only (kind, code, endpoint): never provider text.
+        effects.push(
+          Effect.logDebug("rein: attempt failed").pipe(
+            Effect.annotateLogs({
+              endpoint: record.endpoint,
+              attempt: record.attempt,
+              kind,
+              code: record.code ?? "",
+              status: record.status
+            })
+          )
+        )
+      }
+      if (permit !== undefined && health !== undefined) {
+        const result: Health.Result = kind === null
+          ? SUCCESS
+          : env.spec.table[kind].health
+          ? { _tag: "failure", kind, retryAfterMillis: record.retryAfterMillis }
+          : NEUTRAL
+        const metrics = health.unsafeComplete(nowMillis(endNanos), permit, result)
+        if (metrics !== Effect.void) effects.push(metrics)
+        if (end._tag === "Timeout" && !end.confirmed) {
+          // Degraded until the abandoned attempt finally ends.
+          effects.push(Effect.flatMap(
+            health.degrade(endpoint.id),
+            (undo) => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(end.settled, undo)))
+          ))
+        }
+      }
+      if (env.gate !== undefined) effects.push(env.gate.settle(ticket, record))
+      return effects.length === 0
+        ? Effect.succeed(record)
+        : effects.length === 1
+        ? Effect.as(effects[0]!, record)
+        : Effect.as(Effect.all(effects, { discard: true }), record)
+    })
+
+  // Interrupted by the caller: the attempt may have been sent, so its reservation stays charged.
+  const onInterrupted = Effect.zipRight(
+    settle(env, decision.reservation, Budget.charge(decision.reservation, UNKNOWN_AFTER_DISPATCH)),
+    Effect.suspend(() =>
+      permit === undefined || health === undefined
+        ? Effect.void
+        : health.unsafeComplete(nowMillis(clock.unsafeCurrentTimeNanos()), permit, NEUTRAL)
+    )
+  )
+
+  return Effect.flatMap(attempt(provider, context, timeoutMillis, onInterrupted), (end) => {
+    if (end._tag === "Success") {
+      const stopCommitted = Effect.map(snapshot(env, progress), (snap) => {
+        const decision = decide(env, { ...snap, committed: true })
+        return decision._tag === "Stop"
+          ? terminal(decision, progress)
+          : new Outcome.FailedSafe({
+            reason: "the stream has committed: no retry, no fallback",
+            cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
+            attempts: progress.records
+          }, true)
+      })
+      return Effect.succeed(
+        {
           payload: end.payload,
           usage: end.usage,
           endpoint,
@@ -602,26 +660,29 @@ export const loop = <S>(
           finish,
           stopCommitted
         } satisfies Committed<S>
-      }
-      const record = yield* finish(end)
-      if (end._tag === "Timeout") {
-        const after = clock.unsafeCurrentTimeNanos()
-        if (binding === "deadline" || after >= env.deadline.expiresNanos) {
-          return yield* Effect.fail(
-            new Outcome.DeadlineExceeded({
-              phase: binding === "deadline" ? "attempt" : "teardown",
-              reason: binding === "deadline"
-                ? `the deadline expired during attempt ${decision.attempt} on ${decision.endpoint}`
-                : `the deadline expired while attempt ${decision.attempt} tore down`,
-              cause: causeOf(progress),
-              teardownUnconfirmed: record.teardownUnconfirmed,
-              attempts: progress.records
-            }, true)
-          )
-        }
-      }
+      )
     }
+    return Effect.flatMap(finish(end), (record) => {
+      if (
+        end._tag === "Timeout" &&
+        (binding === "deadline" || clock.unsafeCurrentTimeNanos() >= env.deadline.expiresNanos)
+      ) {
+        return Effect.fail(
+          new Outcome.DeadlineExceeded({
+            phase: binding === "deadline" ? "attempt" : "teardown",
+            reason: binding === "deadline"
+              ? `the deadline expired during attempt ${decision.attempt} on ${decision.endpoint}`
+              : `the deadline expired while attempt ${decision.attempt} tore down`,
+            cause: causeOf(progress),
+            teardownUnconfirmed: record.teardownUnconfirmed,
+            attempts: progress.records
+          }, true)
+        )
+      }
+      return next(env, progress, attempt)
+    })
   })
+}
 
 /** @internal */
 export const halted = (reason: string, progress: Progress) =>
