@@ -10,10 +10,10 @@
  *
  * @internal
  */
-import type { Contract, Outcome, Provider } from "@rein/core"
-import { Deadline, Gate, Rein } from "@rein/core"
+import type { Outcome, Provider } from "@rein/core"
+import { Contract, Gate, Rein } from "@rein/core"
 import type { Scope } from "effect"
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberId, Option, SubscriptionRef } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Either, Exit, Fiber, FiberId, Option, SubscriptionRef } from "effect"
 import type { Artifacts } from "../Batch.js"
 import type { Category } from "../Category.js"
 import * as Categories from "../Category.js"
@@ -347,12 +347,6 @@ export const run = <I, E, R>(
       }
     }
 
-    const gateFor = (it: ItemState): Gate.Gate["Type"] => ({
-      admit: (ask) => admit(ask, it),
-      settle: (ticket, record) => settle(ticket as Ticket, record, it),
-      closed: closedAwait
-    })
-
     // ---- results --------------------------------------------------------------------------------------
 
     const collateral = (
@@ -480,7 +474,9 @@ export const run = <I, E, R>(
     const complete = (result: ItemResult<I>): Effect.Effect<void> => {
       const finish = (r: ItemResult<I>) => {
         count(r)
-        return Effect.zipRight(announce(r), Effect.zipRight(progress, deliver(r)))
+        return onEvent === undefined && progressRef === undefined
+          ? deliver(r)
+          : Effect.zipRight(announce(r), Effect.zipRight(progress, deliver(r)))
       }
       if (artifacts === undefined || (result._tag !== "Succeeded" && result._tag !== "Failed")) return finish(result)
       const record = Effect.flatMap(artifacts.toRecord(result), (line) => artifacts.opened.append(line))
@@ -521,56 +517,87 @@ export const run = <I, E, R>(
 
     // ---- one item -------------------------------------------------------------------------------------
 
-    const processItem = (item: I, index: number): Effect.Effect<void, never, Rein.Rein> =>
-      Effect.gen(function*() {
-        const request = settings.request(item, index)
-        const itemId = settings.itemId?.(item, index) ?? request.id ?? String(index)
-        if (artifacts?.lookup !== undefined) {
-          const found = artifacts.lookup(item, index, itemId)
-          if (Option.isSome(found)) return yield* complete({ _tag: "Reused", index, itemId, item, record: found.value })
-        }
-        if (stopped !== undefined) {
-          // Accepted but never started: the stop's collateral result, no call.
-          return yield* complete(collateral({ index, itemId, item, durationMillis: 0 }, stopped, null, []))
-        }
-        if (g.dryRun) return yield* complete({ _tag: "Planned", index, itemId, item, request })
+    // The item deadline starts with the item's execution, like the contract's own deadline: the contract run
+    // for each item carries the earlier of the two (made once per run, not a `Deadline.within` per item).
+    const itemContract = itemDeadline === undefined || Duration.lessThanOrEqualTo(contract.deadline, itemDeadline)
+      ? contract
+      : new Contract.Contract({ ...contract, deadline: Duration.decode(itemDeadline) })
+    const clock = yield* Effect.clock
+    const pre = onEvent === undefined && progressRef === undefined
 
-        const it: ItemState = { index, itemId, tickets: [], fiber: undefined }
-        inFlight++
-        yield* event((at) => ({ _tag: "ItemStarted", at, index, itemId }))
-        yield* progress
-        const startNanos = yield* Clock.currentTimeNanos
-        const executed = gated
-          ? Effect.provideService(Rein.execute(request, contract), Gate.Gate, gateFor(it))
-          : Rein.execute(request, contract)
-        const bounded = itemDeadline === undefined ? executed : Deadline.within(executed, itemDeadline)
-        let exit: Exit.Exit<Outcome.Completion, Outcome.Terminal>
-        if (cancelActive) {
-          // Its own fiber, so that a stop can interrupt the call while this worker publishes the result.
-          const fiber = yield* Effect.fork(bounded)
+    /** The worker's gate: its admissions and settlements belong to the item the worker is executing. */
+    const gateOf = (worker: { current: ItemState | undefined }): Gate.Gate["Type"] => ({
+      admit: (ask) => admit(ask, worker.current!),
+      settle: (ticket, record) => settle(ticket as Ticket, record, worker.current!),
+      closed: closedAwait
+    })
+
+    const finishItem = (
+      it: ItemState,
+      item: I,
+      startNanos: bigint,
+      exit: Exit.Exit<Outcome.Completion, Outcome.Terminal>
+    ): Effect.Effect<void> => {
+      executing.delete(it)
+      releaseOpen(it)
+      inFlight--
+      if (!gated) {
+        const failure = Exit.isSuccess(exit) ? undefined : Cause.failureOption(exit.cause)
+        countRecords(
+          Exit.isSuccess(exit) ? exit.value.attempts : failure !== undefined && Option.isSome(failure)
+            ? failure.value.attempts
+            : []
+        )
+      }
+      const durationMillis = Number(clock.unsafeCurrentTimeNanos() - startNanos) / 1e6
+      const base = { index: it.index, itemId: it.itemId, item, durationMillis }
+      if (Exit.isSuccess(exit)) return complete({ _tag: "Succeeded", ...base, completion: exit.value })
+      return Effect.flatMap(toResult(exit, base), complete)
+    }
+
+    /** Called when the worker has pulled the item (a synchronous step); the effect executes it. */
+    const processItem = (
+      worker: { current: ItemState | undefined },
+      item: I,
+      index: number
+    ): Effect.Effect<void, never, Rein.Rein> => {
+      const request = settings.request(item, index)
+      const itemId = settings.itemId?.(item, index) ?? request.id ?? String(index)
+      if (artifacts?.lookup !== undefined) {
+        const found = artifacts.lookup(item, index, itemId)
+        if (Option.isSome(found)) return complete({ _tag: "Reused", index, itemId, item, record: found.value })
+      }
+      if (stopped !== undefined) {
+        // Accepted but never started: the stop's collateral result, no call.
+        return complete(collateral({ index, itemId, item, durationMillis: 0 }, stopped, null, []))
+      }
+      if (g.dryRun) return complete({ _tag: "Planned", index, itemId, item, request })
+
+      const it: ItemState = { index, itemId, tickets: [], fiber: undefined }
+      worker.current = it
+      inFlight++
+      const execute = (): Effect.Effect<void, never, Rein.Rein> => {
+        const startNanos = clock.unsafeCurrentTimeNanos()
+        const executed = Rein.execute(request, itemContract)
+        if (!cancelActive) {
+          executing.add(it)
+          return Effect.flatMap(Effect.exit(executed), (exit) => finishItem(it, item, startNanos, exit))
+        }
+        // Its own fiber, so that a stop can interrupt the call while this worker publishes the result.
+        return Effect.flatMap(Effect.fork(executed), (fiber) => {
           it.fiber = fiber
           executing.add(it)
-          if (stopped !== undefined) yield* Fiber.interruptFork(fiber)
-          exit = yield* Fiber.await(fiber)
-        } else {
-          executing.add(it)
-          exit = yield* Effect.exit(bounded)
-        }
-        executing.delete(it)
-        releaseOpen(it)
-        inFlight--
-        if (!gated) {
-          const failure = Exit.isSuccess(exit) ? undefined : Cause.failureOption(exit.cause)
-          countRecords(
-            Exit.isSuccess(exit) ? exit.value.attempts : failure !== undefined && Option.isSome(failure)
-              ? failure.value.attempts
-              : []
-          )
-        }
-        const durationMillis = sinceStart(yield* Clock.currentTimeNanos) - sinceStart(startNanos)
-        const result = yield* toResult(exit, { index, itemId, item, durationMillis })
-        yield* complete(result)
-      })
+          if (stopped !== undefined) fiber.unsafeInterruptAsFork(FiberId.none)
+          return Effect.flatMap(Fiber.await(fiber), (exit) => finishItem(it, item, startNanos, exit))
+        })
+      }
+      return pre
+        ? execute()
+        : Effect.zipRight(
+          Effect.zipRight(event((at) => ({ _tag: "ItemStarted", at, index, itemId })), progress),
+          Effect.suspend(execute)
+        )
+    }
 
     // ---- pulling --------------------------------------------------------------------------------------
 
@@ -613,16 +640,30 @@ export const run = <I, E, R>(
           )
       ))
 
-    const worker: Effect.Effect<void, never, Rein.Rein | R> = Effect.gen(function*() {
-      while (true) {
-        if (windowLock !== undefined) yield* windowLock.take(1)
-        const next = yield* pullOne
-        if (Option.isNone(next)) {
-          if (windowLock !== undefined) yield* windowLock.release(1)
-          return
-        }
-        yield* processItem(next.value[0], next.value[1])
+    const unsafePull = puller.unsafePull
+    /** One pull as a synchronous step (a source that never suspends, outside submission order). */
+    const pullNow = unsafePull === undefined || windowLock !== undefined
+      ? undefined
+      : (): Option.Option<readonly [I, number]> => {
+        if (stopped !== undefined || exhausted) return Option.none()
+        const pulled = unsafePull()
+        if (Either.isRight(pulled)) return accept(pulled.right)
+        exhausted = true
+        if (Option.isNone(sourceFailure)) sourceFailure = Option.some(pulled.left)
+        return Option.none()
       }
+
+    const worker: Effect.Effect<void, never, Rein.Rein | R> = Effect.suspend(() => {
+      const self: { current: ItemState | undefined } = { current: undefined }
+      const process = (next: Option.Option<readonly [I, number]>): Effect.Effect<void, never, Rein.Rein | R> => {
+        if (Option.isNone(next)) return windowLock === undefined ? Effect.void : windowLock.release(1)
+        return Effect.zipRight(processItem(self, next.value[0], next.value[1]), loop)
+      }
+      const loop: Effect.Effect<void, never, Rein.Rein | R> = pullNow !== undefined
+        ? Effect.suspend(() => process(pullNow()))
+        : Effect.flatMap(windowLock === undefined ? pullOne : Effect.zipRight(windowLock.take(1), pullOne), process)
+      // Without anything that acts on single attempts, the executor runs without a gate (see `gated`).
+      return gated ? Effect.provideService(loop, Gate.Gate, gateOf(self)) : loop
     })
 
     // ---- the run --------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
  *
  * @internal
  */
-import { Chunk, Effect, Option, Predicate, Stream } from "effect"
+import { Chunk, Effect, Either, Option, Predicate, Stream } from "effect"
 import type { Scope } from "effect"
 import type { Source } from "../Source.js"
 import { SourceError } from "../Source.js"
@@ -14,6 +14,8 @@ export interface Puller<I, E, R> {
   readonly pull: Effect.Effect<Option.Option<I>, E, R>
   /** Pulls may suspend (an async iterable, a stream): they are serialised and raced with the stop. */
   readonly async: boolean
+  /** `pull` as one synchronous step, for sources that never suspend (arrays, iterables). */
+  readonly unsafePull?: () => Either.Either<Option.Option<I>, E>
 }
 
 const sourceError = (cause: unknown) => new SourceError({ message: "the source failed while being pulled", cause })
@@ -35,10 +37,8 @@ export const open = <I, E, R>(
   if (Array.isArray(source)) {
     const items = source as ReadonlyArray<I>
     let i = 0
-    return Effect.succeed({
-      pull: Effect.sync(() => (i < items.length ? Option.some(items[i++]!) : Option.none())),
-      async: false
-    })
+    const next = (): Option.Option<I> => (i < items.length ? Option.some(items[i++]!) : Option.none())
+    return Effect.succeed({ pull: Effect.sync(next), async: false, unsafePull: () => Either.right(next()) })
   }
   if (isStream(source)) {
     return Effect.map(Stream.toPull(source as Stream.Stream<I, E, R>), (pullChunk) => {
@@ -105,20 +105,21 @@ export const open = <I, E, R>(
   return Effect.suspend(() => {
     const iterator = (source as Iterable<I>)[Symbol.iterator]()
     let done = false
-    const pull: Effect.Effect<Option.Option<I>, SourceError> = Effect.suspend(() => {
-      if (done) return Effect.succeed(Option.none())
+    const unsafePull = (): Either.Either<Option.Option<I>, SourceError> => {
+      if (done) return Either.right(Option.none())
       try {
         const r = iterator.next()
         if (r.done === true) {
           done = true
-          return Effect.succeed(Option.none())
+          return Either.right(Option.none())
         }
-        return Effect.succeed(Option.some(r.value))
+        return Either.right(Option.some(r.value))
       } catch (cause) {
         done = true
-        return Effect.fail(sourceError(cause))
+        return Either.left(sourceError(cause))
       }
-    })
+    }
+    const pull: Effect.Effect<Option.Option<I>, SourceError> = Effect.suspend(unsafePull)
     const close = Effect.sync(() => {
       if (done) return
       done = true
@@ -128,6 +129,6 @@ export const open = <I, E, R>(
         // A source that throws while closing has nothing more to give; the run's outcome stands.
       }
     })
-    return Effect.as(Effect.addFinalizer(() => close), { pull, async: false })
+    return Effect.as(Effect.addFinalizer(() => close), { pull, async: false, unsafePull })
   })
 }
