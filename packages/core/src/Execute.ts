@@ -70,27 +70,31 @@ export const execute = (
   request: CompletionRequest,
   contract: Contract
 ): Effect.Effect<Outcome.Completion, Outcome.Terminal, Rein> =>
-  Effect.flatMap(Loop.prepare(request, contract, false), (env) =>
-    journaled(
-      env,
-      Effect.flatMap(
-        Loop.loop(env, (provider, context, timeoutMillis, onInterrupted) =>
-          Attempt.call(provider.call(request, context), timeoutMillis, env.graceMillis, onInterrupted)),
-        (committed) =>
-          Effect.map(
-            committed.finish({ _tag: "Success", payload: undefined, usage: committed.usage }),
-            (record): Outcome.Completion => ({
-              text: committed.payload,
-              endpoint: committed.endpoint.id,
-              provider: committed.endpoint.provider,
-              model: committed.endpoint.model,
-              usage: record.usage,
-              cost: Loop.totalCost(committed.progress.records),
-              simulated: record.simulated,
-              attempts: committed.progress.records
-            })
-          )
-      ),
-      (completion) =>
-        completion
-    ))
+  Effect.withFiberRuntime((fiber) => {
+    const prepared = Loop.prepareIn(fiber, request, contract, false)
+    return Effect.isEffect(prepared) ? Effect.flatMap(prepared, (env) => run(request, env)) : run(request, prepared)
+  })
+
+const run = (request: CompletionRequest, env: Loop.Env): Effect.Effect<Outcome.Completion, Outcome.Terminal> =>
+  journaled(
+    env,
+    Loop.run<string, Outcome.Completion>(env, {
+      attempt: (provider, context, timeoutMillis, onInterrupted) =>
+        Attempt.call(provider.call(request, context), timeoutMillis, env.graceMillis, onInterrupted),
+      commit: (committed) => {
+        const [record, settling] = committed.finishNow({ _tag: "Success", payload: undefined, usage: committed.usage })
+        const completion: Outcome.Completion = {
+          text: committed.payload,
+          endpoint: committed.endpoint.id,
+          provider: committed.endpoint.provider,
+          model: committed.endpoint.model,
+          usage: record.usage,
+          cost: Loop.totalCost(committed.progress.records),
+          simulated: record.simulated,
+          attempts: committed.progress.records
+        }
+        return settling === undefined ? Effect.succeed(completion) : Effect.as(settling, completion)
+      }
+    }),
+    (completion) => completion
+  )

@@ -67,8 +67,11 @@ export const executeStream = (
     const env = yield* Loop.prepare(request, contract, true)
     const committed = yield* journaled(
       env,
-      Loop.loop(env, (provider, context, timeoutMillis, onInterrupted) =>
-        Attempt.open(provider.stream!(request, context), timeoutMillis, env.graceMillis, onInterrupted))
+      Loop.loop(env, {
+        attempt: (provider, context, timeoutMillis, onInterrupted) =>
+          Attempt.open(provider.stream!(request, context), timeoutMillis, env.graceMillis, onInterrupted),
+        commit: Effect.succeed
+      })
     )
     const opened = committed.payload
     const endpoint = committed.endpoint.id
@@ -115,13 +118,10 @@ export const executeStream = (
           }
           const exit = result.value
           if (Exit.isSuccess(exit)) {
-            return Array.from(exit.value, (part) =>
-              ({ _tag: "Part", part }) as const)
+            return Array.from(exit.value, (part) => ({ _tag: "Part", part }) as const)
           }
           const failure = Exit.causeOption(exit).pipe(
-            Option.flatMap((c) =>
-              Option.flatten(Option.fromNullable(c._tag === "Fail" ? c.error : undefined))
-            )
+            Option.flatMap((c) => Option.flatten(Option.fromNullable(c._tag === "Fail" ? c.error : undefined)))
           )
           if (Option.isSome(failure)) return [{ _tag: "Failed", failure: failure.value }]
           const isEnd = exit.cause._tag === "Fail" && Option.isNone(exit.cause.error)

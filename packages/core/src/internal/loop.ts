@@ -4,8 +4,8 @@
  *
  * @internal
  */
-import type { Clock } from "effect"
-import { Context, Duration, Effect, Option, Random, STM } from "effect"
+import type { Fiber } from "effect"
+import { Clock, Context, Duration, Effect, Option, Random, STM } from "effect"
 import * as Budget from "../Budget.js"
 import type { Endpoint } from "../Catalog.js"
 import { scopeOf } from "../Catalog.js"
@@ -205,6 +205,10 @@ export interface Committed<S> {
   readonly binding: "attempt" | "deadline"
   /** Records the attempt (with its final usage or failure) and settles budget, health and gate. */
   readonly finish: (end: Attempt.AttemptEnd<unknown>) => Effect.Effect<Outcome.AttemptRecord>
+  /** `finish` as a synchronous step: the record, and the effect that settles it (`undefined`: nothing to do). */
+  readonly finishNow: (
+    end: Attempt.AttemptEnd<unknown>
+  ) => readonly [Outcome.AttemptRecord, Effect.Effect<void> | undefined]
   /** After a committed stream failed: the planner's (recorded) verdict, always terminal. */
   readonly stopCommitted: Effect.Effect<Outcome.Terminal>
 }
@@ -227,75 +231,91 @@ export const prepare = (
   contract: Contract,
   streaming: boolean
 ): Effect.Effect<Env, Outcome.Refused, Rein> =>
-  Effect.contextWithEffect((context: Context.Context<Rein>) =>
-    Effect.clockWith((clock) => {
-      const rein = Context.get(context, Rein)
-      // Refusals happen before the clock starts and before any call.
-      if (contract.mode === "effectful") {
-        return refuse("effectful_mode", "effectful operations are not retried here; use a durable ledger")
-      }
-      if (!validCount(request.inputTokens, 0) || !validCount(request.maxOutputTokens, 1)) {
-        return refuse("invalid_request", "inputTokens must be a non-negative integer, maxOutputTokens a positive one")
-      }
-      const inputTokens = request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
-      if ((contract.budget.cost !== undefined || contract.budget.tokens !== undefined) && inputTokens === null) {
-        return refuse("no_input_bound", "a hard cost or token budget needs an input-token bound (fail closed)")
-      }
-      for (const id of contract.candidates) {
-        const e = rein.catalog.byId.get(id)
-        const p = e === undefined ? undefined : rein.providers.get(e.provider)
-        if (e !== undefined && p !== undefined && p.internalMaxAttempts !== 1) {
-          return refuse(
-            "nested_retries",
-            `provider ${JSON.stringify(e.provider)} retries internally (${p.internalMaxAttempts} attempts)`
-          )
-        }
-      }
-      const spec = cachedSpec(rein, contract, inputTokens, request.maxOutputTokens ?? null, streaming)
-      const deadline = Deadline.starting(
-        clock.unsafeCurrentTimeNanos(),
-        contract.deadline,
-        Context.getOption(context, Deadline.Deadline)
+  Effect.withFiberRuntime((fiber) => {
+    const prepared = prepareIn(fiber, request, contract, streaming)
+    return Effect.isEffect(prepared) ? prepared : Effect.succeed(prepared)
+  })
+
+/**
+ * `prepare` inside the running fiber: the environment at once when resolving it needs no effect (no own
+ * budget, no journal), else the effect that resolves it (or the refusal).
+ *
+ * @internal
+ */
+export const prepareIn = (
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  request: CompletionRequest,
+  contract: Contract,
+  streaming: boolean
+): Env | Effect.Effect<Env, Outcome.Refused> => {
+  const context = fiber.currentContext as Context.Context<Rein>
+  const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+  const rein = Context.get(context, Rein)
+  // Refusals happen before the clock starts and before any call.
+  if (contract.mode === "effectful") {
+    return refuse("effectful_mode", "effectful operations are not retried here; use a durable ledger")
+  }
+  if (!validCount(request.inputTokens, 0) || !validCount(request.maxOutputTokens, 1)) {
+    return refuse("invalid_request", "inputTokens must be a non-negative integer, maxOutputTokens a positive one")
+  }
+  const inputTokens = request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
+  if ((contract.budget.cost !== undefined || contract.budget.tokens !== undefined) && inputTokens === null) {
+    return refuse("no_input_bound", "a hard cost or token budget needs an input-token bound (fail closed)")
+  }
+  for (const id of contract.candidates) {
+    const e = rein.catalog.byId.get(id)
+    const p = e === undefined ? undefined : rein.providers.get(e.provider)
+    if (e !== undefined && p !== undefined && p.internalMaxAttempts !== 1) {
+      return refuse(
+        "nested_retries",
+        `provider ${JSON.stringify(e.provider)} retries internally (${p.internalMaxAttempts} attempts)`
       )
-      const limits = contract.budget
-      const ownLimits = limits.cost !== undefined || limits.tokens !== undefined || limits.calls !== undefined
-      const shared = Option.getOrUndefined(Context.getOption(context, Budget.SharedBudget))
-      const journal = Context.getOption(context, Journal)
-      const env = (budget: Budget.Budget, writer: Writer | undefined): Env => ({
-        rein,
-        clock,
-        request,
-        contract,
-        spec,
-        ids: spec.candidates.map((c) => c.id),
-        deadline,
-        left: shared === undefined ? budget.left : STM.zipWith(budget.left, shared.left, Budget.minLeft),
-        reserve: shared === undefined ? budget.reserve : (r) => STM.zipRight(budget.reserve(r), shared.reserve(r)),
-        settle: shared === undefined
-          ? budget.settle
-          : (r, c) => STM.zipRight(budget.settle(r, c), shared.settle(r, c)),
-        health: Option.getOrUndefined(Context.getOption(context, HealthTag)),
-        gate: Option.getOrUndefined(Context.getOption(context, Gate)),
-        writer,
-        limited: shared !== undefined || ownLimits,
-        graceMillis: Duration.toMillis(contract.teardownGrace)
-      })
-      if (!ownLimits && Option.isNone(journal)) return Effect.succeed(env(Budget.unlimited, undefined))
-      return Effect.gen(function*() {
-        const budget = ownLimits ? yield* Budget.make(limits) : Budget.unlimited
-        const writer = Option.isNone(journal) ? undefined : yield* journal.value.begin({
-          requestId: request.id ?? (yield* requestId),
-          contract,
-          endpoints: spec.candidates.flatMap((c) => {
-            const e = rein.catalog.byId.get(c.id)
-            return e === undefined ? [] : [e]
-          }),
-          spec
-        })
-        return env(budget, writer)
-      })
-    })
+    }
+  }
+  const spec = cachedSpec(rein, contract, inputTokens, request.maxOutputTokens ?? null, streaming)
+  const deadline = Deadline.starting(
+    clock.unsafeCurrentTimeNanos(),
+    contract.deadline,
+    Context.getOption(context, Deadline.Deadline)
   )
+  const limits = contract.budget
+  const ownLimits = limits.cost !== undefined || limits.tokens !== undefined || limits.calls !== undefined
+  const shared = Option.getOrUndefined(Context.getOption(context, Budget.SharedBudget))
+  const journal = Context.getOption(context, Journal)
+  const env = (budget: Budget.Budget, writer: Writer | undefined): Env => ({
+    rein,
+    clock,
+    request,
+    contract,
+    spec,
+    ids: spec.candidates.map((c) => c.id),
+    deadline,
+    left: shared === undefined ? budget.left : STM.zipWith(budget.left, shared.left, Budget.minLeft),
+    reserve: shared === undefined ? budget.reserve : (r) => STM.zipRight(budget.reserve(r), shared.reserve(r)),
+    settle: shared === undefined
+      ? budget.settle
+      : (r, c) => STM.zipRight(budget.settle(r, c), shared.settle(r, c)),
+    health: Option.getOrUndefined(Context.getOption(context, HealthTag)),
+    gate: Option.getOrUndefined(Context.getOption(context, Gate)),
+    writer,
+    limited: shared !== undefined || ownLimits,
+    graceMillis: Duration.toMillis(contract.teardownGrace)
+  })
+  if (!ownLimits && Option.isNone(journal)) return env(Budget.unlimited, undefined)
+  return Effect.gen(function*() {
+    const budget = ownLimits ? yield* Budget.make(limits) : Budget.unlimited
+    const writer = Option.isNone(journal) ? undefined : yield* journal.value.begin({
+      requestId: request.id ?? (yield* requestId),
+      contract,
+      endpoints: spec.candidates.flatMap((c) => {
+        const e = rein.catalog.byId.get(c.id)
+        return e === undefined ? [] : [e]
+      }),
+      spec
+    })
+    return env(budget, writer)
+  })
+}
 
 const requestId = Effect.map(Random.nextIntBetween(0, 0x7fffffff), (n) => `req-${n.toString(36)}`)
 
@@ -358,6 +378,12 @@ export type RunAttempt<S> = (
   onInterrupted: Effect.Effect<void>
 ) => Effect.Effect<Attempt.AttemptEnd<S>>
 
+/** How a request runs its attempts, and what it does with the committed one. @internal */
+export interface Driver<S, B> {
+  readonly attempt: RunAttempt<S>
+  readonly commit: (committed: Committed<S>) => Effect.Effect<B, Outcome.Terminal>
+}
+
 /**
  * The decision loop: snapshot → decide → acquire → wait → gate → attempt → settle, until an attempt
  * succeeds (returned as `Committed`) or the planner stops (a terminal failure).
@@ -375,33 +401,37 @@ export type RunAttempt<S> = (
  *
  * @internal
  */
-export const loop = <S>(env: Env, attempt: RunAttempt<S>): Effect.Effect<Committed<S>, Outcome.Terminal> =>
-  Effect.suspend(() => next(env, { records: [], current: null, tries: 0, rateLimited: 0, last: null }, attempt))
+export const loop = <S, B>(env: Env, driver: Driver<S, B>): Effect.Effect<B, Outcome.Terminal> =>
+  Effect.suspend(() => run(env, driver))
+
+/** `loop`, started now: call it only while the request runs (it allocates the request's progress). @internal */
+export const run = <S, B>(env: Env, driver: Driver<S, B>): Effect.Effect<B, Outcome.Terminal> =>
+  next(env, { records: [], current: null, tries: 0, rateLimited: 0, last: null }, driver)
 
 /** Snapshot and decide (reading the budget and drawing jitter only when they matter). */
-const next = <S>(
+const next = <S, B>(
   env: Env,
   progress: Progress,
-  attempt: RunAttempt<S>
-): Effect.Effect<Committed<S>, Outcome.Terminal> =>
+  driver: Driver<S, B>
+): Effect.Effect<B, Outcome.Terminal> =>
   !env.limited && progress.last === null
-    ? plan(env, progress, snapshotOf(env, progress, UNLIMITED, null), attempt)
-    : Effect.flatMap(snapshot(env, progress), (snap) => plan(env, progress, snap, attempt))
+    ? plan(env, progress, snapshotOf(env, progress, UNLIMITED, null), driver)
+    : Effect.flatMap(snapshot(env, progress), (snap) => plan(env, progress, snap, driver))
 
 /** Decides, then acquires: the budget reservation (a transaction over the request's and the shared budget). */
-const plan = <S>(
+const plan = <S, B>(
   env: Env,
   progress: Progress,
   snap: Planner.Snapshot,
-  attempt: RunAttempt<S>
-): Effect.Effect<Committed<S>, Outcome.Terminal> => {
+  driver: Driver<S, B>
+): Effect.Effect<B, Outcome.Terminal> => {
   const decision = decide(env, snap)
   if (decision._tag === "Stop") return Effect.fail(terminal(decision, progress))
-  if (!env.limited) return acquire(env, progress, decision, attempt)
+  if (!env.limited) return acquire(env, progress, decision, driver)
   return Effect.flatMap(
     Effect.either(STM.commit(env.reserve(decision.reservation))),
     // Another request took the shared budget since the snapshot: decide again on the fresh state.
-    (reserved) => reserved._tag === "Left" ? next(env, progress, attempt) : acquire(env, progress, decision, attempt)
+    (reserved) => reserved._tag === "Left" ? next(env, progress, driver) : acquire(env, progress, decision, driver)
   )
 }
 
@@ -410,12 +440,12 @@ const plan = <S>(
  * in between). Refused (another request took the slot or the last token since the snapshot): the
  * reservation is given back and the planner decides again.
  */
-const acquire = <S>(
+const acquire = <S, B>(
   env: Env,
   progress: Progress,
   decision: Planner.Attempt,
-  attempt: RunAttempt<S>
-): Effect.Effect<Committed<S>, Outcome.Terminal> => {
+  driver: Driver<S, B>
+): Effect.Effect<B, Outcome.Terminal> => {
   const health = env.health
   let permit: Permit | undefined = undefined
   if (health !== undefined) {
@@ -425,13 +455,13 @@ const acquire = <S>(
     if (acquired._tag === "Left") {
       return Effect.zipRight(
         settle(env, decision.reservation, ZERO),
-        Effect.suspend(() => next(env, progress, attempt))
+        Effect.suspend(() => next(env, progress, driver))
       )
     }
     permit = acquired.right
   }
   const step: Step = { env, progress, decision, permit }
-  if (decision.waitMillis <= 0) return admit(step, attempt)
+  if (decision.waitMillis <= 0) return admit(step, driver)
   const i = progress.records.length - 1
   progress.records[i] = { ...progress.records[i]!, backoffMillis: decision.waitMillis }
   const wait = Effect.sleep(Duration.millis(clampMillis(decision.waitMillis)))
@@ -442,7 +472,7 @@ const acquire = <S>(
       .pipe(Effect.onInterrupt(() => release(step))),
     (closed) =>
       closed === undefined
-        ? admit(step, attempt)
+        ? admit(step, driver)
         : Effect.zipRight(release(step), Effect.fail(halted(closed.reason, progress)))
   )
 }
@@ -467,10 +497,10 @@ const release = (step: Step): Effect.Effect<void> =>
   )
 
 /** Asks the gate (which bounds its own wait by the time left: see `Gate`), then starts the attempt. */
-const admit = <S>(step: Step, attempt: RunAttempt<S>): Effect.Effect<Committed<S>, Outcome.Terminal> => {
+const admit = <S, B>(step: Step, driver: Driver<S, B>): Effect.Effect<B, Outcome.Terminal> => {
   const { decision, env, progress } = step
   const endpoint = env.rein.catalog.byId.get(decision.endpoint)!
-  if (env.gate === undefined) return start(step, endpoint, undefined, attempt)
+  if (env.gate === undefined) return start(step, endpoint, undefined, driver)
   const remainingMillis = Math.max(
     0,
     Deadline.millisBetween(env.clock.unsafeCurrentTimeNanos(), env.deadline.expiresNanos)
@@ -484,7 +514,7 @@ const admit = <S>(step: Step, attempt: RunAttempt<S>): Effect.Effect<Committed<S
       remainingMillis
     })).pipe(Effect.onInterrupt(() => release(step))),
     (admitted) => {
-      if (admitted._tag === "Right") return start(step, endpoint, admitted.right, attempt)
+      if (admitted._tag === "Right") return start(step, endpoint, admitted.right, driver)
       return Effect.zipRight(
         release(step),
         Effect.fail(
@@ -504,12 +534,12 @@ const admit = <S>(step: Step, attempt: RunAttempt<S>): Effect.Effect<Committed<S
 }
 
 /** Runs the attempt; a success is handed back (committed), a failure recorded and planned past. */
-const start = <S>(
+const start = <S, B>(
   step: Step,
   endpoint: Endpoint,
   ticket: unknown,
-  attempt: RunAttempt<S>
-): Effect.Effect<Committed<S>, Outcome.Terminal> => {
+  driver: Driver<S, B>
+): Effect.Effect<B, Outcome.Terminal> => {
   const { decision, env, permit, progress } = step
   const clock = env.clock
   const health = env.health
@@ -530,100 +560,106 @@ const start = <S>(
     maxOutputTokens: env.request.maxOutputTokens ?? endpoint.capabilities.maxOutputTokens
   }
 
-  /** Records the attempt, then settles budget, health and gate (effects only where there is work). */
+  /** Records the attempt; the effect settles budget, health and gate (only where there is work). */
+  const finishNow = (
+    end: Attempt.AttemptEnd<unknown>
+  ): readonly [Outcome.AttemptRecord, Effect.Effect<void> | undefined] => {
+    const endNanos = clock.unsafeCurrentTimeNanos()
+    const usage: Usage.Usage = end._tag === "Success"
+      ? end.usage
+      : end._tag === "Failure" && end.failure.usage !== undefined
+      ? end.failure.usage
+      : "unknown"
+    const dispatched = end._tag === "Failure" ? end.failure.dispatched : true
+    const actualCost = usage === "unknown" ? null : Usage.cost(usage, endpoint.prices)
+    const charged = Budget.charge(decision.reservation, { dispatched, usage, actualCost })
+    const failure = end._tag === "Failure" ? end.failure : undefined
+    const status: Outcome.AttemptStatus = end._tag === "Success"
+      ? "success"
+      : failure !== undefined
+      ? "failure"
+      : binding === "deadline"
+      ? "deadline"
+      : "timeout"
+    const kind: FailureKind | null = failure !== undefined
+      ? failure.kind
+      : end._tag === "Timeout"
+      ? "timeout"
+      : null
+    const record: Outcome.AttemptRecord = {
+      attempt: decision.attempt,
+      endpoint: decision.endpoint,
+      role: decision.role,
+      startMillis: Deadline.millisBetween(env.deadline.originNanos, startNanos),
+      endMillis: Deadline.millisBetween(env.deadline.originNanos, endNanos),
+      timeoutMillis,
+      binding,
+      dispatched,
+      status,
+      failure: kind,
+      code: failure !== undefined ? failure.code : end._tag === "Timeout" ? `${status}_expired` : null,
+      retryAfterMillis: failure?.retryAfterMillis ?? null,
+      backoffMillis: 0,
+      reservation: decision.reservation,
+      usage,
+      charged: { cost: charged.cost, tokens: charged.tokens },
+      billingBoundViolation: charged.violation,
+      teardownUnconfirmed: end._tag === "Timeout" && !end.confirmed,
+      simulated: isSimulated(endpoint, provider)
+    }
+    progress.records.push(record)
+    env.writer?.attempt(record)
+    if (progress.current === decision.endpoint) progress.tries++
+    else {
+      progress.current = decision.endpoint
+      progress.tries = 1
+      progress.rateLimited = 0
+    }
+    if (kind === "rate_limited") progress.rateLimited++
+    if (kind !== null) progress.last = { kind, retryAfterMillis: record.retryAfterMillis, code: record.code! }
+    const effects: Array<Effect.Effect<void>> = []
+    if (env.limited) effects.push(settle(env, decision.reservation, charged))
+    if (kind !== null) {
+      // Failures are logged with machine data only (kind, code, endpoint): never provider text.
+      effects.push(
+        Effect.logDebug("rein: attempt failed").pipe(
+          Effect.annotateLogs({
+            endpoint: record.endpoint,
+            attempt: record.attempt,
+            kind,
+            code: record.code ?? "",
+            status: record.status
+          })
+        )
+      )
+    }
+    if (permit !== undefined && health !== undefined) {
+      const result: Health.Result = kind === null
+        ? SUCCESS
+        : env.spec.table[kind].health
+        ? { _tag: "failure", kind, retryAfterMillis: record.retryAfterMillis }
+        : NEUTRAL
+      const metrics = health.unsafeComplete(nowMillis(endNanos), permit, result)
+      if (metrics !== Effect.void) effects.push(metrics)
+      if (end._tag === "Timeout" && !end.confirmed) {
+        // Degraded until the abandoned attempt finally ends.
+        effects.push(Effect.flatMap(
+          health.degrade(endpoint.id),
+          (undo) => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(end.settled, undo)))
+        ))
+      }
+    }
+    if (env.gate !== undefined) effects.push(env.gate.settle(ticket, record))
+    return [
+      record,
+      effects.length === 0 ? undefined : effects.length === 1 ? effects[0] : Effect.all(effects, { discard: true })
+    ]
+  }
+
   const finish = (end: Attempt.AttemptEnd<unknown>): Effect.Effect<Outcome.AttemptRecord> =>
     Effect.suspend(() => {
-      const endNanos = clock.unsafeCurrentTimeNanos()
-      const usage: Usage.Usage = end._tag === "Success"
-        ? end.usage
-        : end._tag === "Failure" && end.failure.usage !== undefined
-        ? end.failure.usage
-        : "unknown"
-      const dispatched = end._tag === "Failure" ? end.failure.dispatched : true
-      const actualCost = usage === "unknown" ? null : Usage.cost(usage, endpoint.prices)
-      const charged = Budget.charge(decision.reservation, { dispatched, usage, actualCost })
-      const failure = end._tag === "Failure" ? end.failure : undefined
-      const status: Outcome.AttemptStatus = end._tag === "Success"
-        ? "success"
-        : failure !== undefined
-        ? "failure"
-        : binding === "deadline"
-        ? "deadline"
-        : "timeout"
-      const kind: FailureKind | null = failure !== undefined
-        ? failure.kind
-        : end._tag === "Timeout"
-        ? "timeout"
-        : null
-      const record: Outcome.AttemptRecord = {
-        attempt: decision.attempt,
-        endpoint: decision.endpoint,
-        role: decision.role,
-        startMillis: Deadline.millisBetween(env.deadline.originNanos, startNanos),
-        endMillis: Deadline.millisBetween(env.deadline.originNanos, endNanos),
-        timeoutMillis,
-        binding,
-        dispatched,
-        status,
-        failure: kind,
-        code: failure !== undefined ? failure.code : end._tag === "Timeout" ? `${status}_expired` : null,
-        retryAfterMillis: failure?.retryAfterMillis ?? null,
-        backoffMillis: 0,
-        reservation: decision.reservation,
-        usage,
-        charged: { cost: charged.cost, tokens: charged.tokens },
-        billingBoundViolation: charged.violation,
-        teardownUnconfirmed: end._tag === "Timeout" && !end.confirmed,
-        simulated: isSimulated(endpoint, provider)
-      }
-      progress.records.push(record)
-      env.writer?.attempt(record)
-      if (progress.current === decision.endpoint) progress.tries++
-      else {
-        progress.current = decision.endpoint
-        progress.tries = 1
-        progress.rateLimited = 0
-      }
-      if (kind === "rate_limited") progress.rateLimited++
-      if (kind !== null) progress.last = { kind, retryAfterMillis: record.retryAfterMillis, code: record.code! }
-      const effects: Array<Effect.Effect<void>> = []
-      if (env.limited) effects.push(settle(env, decision.reservation, charged))
-      if (kind !== null) {
-        // Failures are logged with machine data only (kind, code, endpoint): never provider text.
-        effects.push(
-          Effect.logDebug("rein: attempt failed").pipe(
-            Effect.annotateLogs({
-              endpoint: record.endpoint,
-              attempt: record.attempt,
-              kind,
-              code: record.code ?? "",
-              status: record.status
-            })
-          )
-        )
-      }
-      if (permit !== undefined && health !== undefined) {
-        const result: Health.Result = kind === null
-          ? SUCCESS
-          : env.spec.table[kind].health
-          ? { _tag: "failure", kind, retryAfterMillis: record.retryAfterMillis }
-          : NEUTRAL
-        const metrics = health.unsafeComplete(nowMillis(endNanos), permit, result)
-        if (metrics !== Effect.void) effects.push(metrics)
-        if (end._tag === "Timeout" && !end.confirmed) {
-          // Degraded until the abandoned attempt finally ends.
-          effects.push(Effect.flatMap(
-            health.degrade(endpoint.id),
-            (undo) => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(end.settled, undo)))
-          ))
-        }
-      }
-      if (env.gate !== undefined) effects.push(env.gate.settle(ticket, record))
-      return effects.length === 0
-        ? Effect.succeed(record)
-        : effects.length === 1
-        ? Effect.as(effects[0]!, record)
-        : Effect.as(Effect.all(effects, { discard: true }), record)
+      const [record, settling] = finishNow(end)
+      return settling === undefined ? Effect.succeed(record) : Effect.as(settling, record)
     })
 
   // Interrupted by the caller: the attempt may have been sent, so its reservation stays charged.
@@ -636,7 +672,7 @@ const start = <S>(
     )
   )
 
-  return Effect.flatMap(attempt(provider, context, timeoutMillis, onInterrupted), (end) => {
+  return Effect.flatMap(driver.attempt(provider, context, timeoutMillis, onInterrupted), (end) => {
     if (end._tag === "Success") {
       const stopCommitted = Effect.map(snapshot(env, progress), (snap) => {
         const decision = decide(env, { ...snap, committed: true })
@@ -648,7 +684,7 @@ const start = <S>(
             attempts: progress.records
           }, true)
       })
-      return Effect.succeed(
+      return driver.commit(
         {
           payload: end.payload,
           usage: end.usage,
@@ -658,6 +694,7 @@ const start = <S>(
           endsNanos: startNanos + BigInt(Math.round(timeoutMillis * 1e6)),
           binding,
           finish,
+          finishNow,
           stopCommitted
         } satisfies Committed<S>
       )
@@ -679,7 +716,7 @@ const start = <S>(
           }, true)
         )
       }
-      return next(env, progress, attempt)
+      return next(env, progress, driver)
     })
   })
 }
