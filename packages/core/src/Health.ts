@@ -211,6 +211,11 @@ const metricsFor = (endpoint: string) => {
   return m
 }
 
+const same = (a: EndpointState, b: EndpointState): boolean =>
+  a === b || (a.state === b.state && a.consecutive === b.consecutive && a.window === b.window &&
+    a.windowLength === b.windowLength && a.openUntil === b.openUntil && a.cooldownMillis === b.cooldownMillis &&
+    a.probesInFlight === b.probesInFlight && a.tokens === b.tokens && a.degraded === b.degraded)
+
 const stateNumber = (s: BreakerState): number => (s === "closed" ? 0 : s === "half_open" ? 1 : 2)
 
 /**
@@ -253,14 +258,20 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
       e.state === "open" && now >= e.openUntil ? "half_open" : e.state
     const put = (s: State, id: string, e: EndpointState): State => ({ ...s, endpoints: { ...s.endpoints, [id]: e } })
 
+    // The last view, reused while the state and the endpoints asked for are the same and no breaker in it is
+    // open (an open breaker's view changes with the clock).
+    let viewed: { state: State; endpoints: ReadonlyArray<string>; view: View } | undefined = undefined
     const unsafeView = (now: number, endpoints: ReadonlyArray<string>): View => {
       const s = state
+      if (viewed !== undefined && viewed.state === s && viewed.endpoints === endpoints) return viewed.view
       const health: Record<string, HealthView> = {}
       const tokens: Record<string, number> = {}
+      let timeless = true
       for (const id of endpoints) {
         const e = s.endpoints[id]
         if (e === undefined) continue
         const state = current(e, now)
+        if (e.state === "open") timeless = false
         health[id] = e.degraded > 0
           ? { state: "open", probesFree: 0, opensInMillis: Number.MAX_SAFE_INTEGER }
           : {
@@ -270,7 +281,17 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
           }
         tokens[id] = e.tokens
       }
-      return { health, retryTokens: { global: s.globalTokens, endpoints: tokens } }
+      const view: View = { health, retryTokens: { global: s.globalTokens, endpoints: tokens } }
+      viewed = timeless ? { state: s, endpoints, view } : undefined
+      return view
+    }
+
+    const permits = new Map<string, Permit>()
+    /** Non-probe permits carry nothing but the endpoint: one per endpoint, reused. */
+    const permitOf = (endpoint: string): Permit => {
+      let p = permits.get(endpoint)
+      if (p === undefined) permits.set(endpoint, p = { endpoint, probe: false })
+      return p
     }
 
     const unsafeAcquire = (now: number, endpoint: string, role: Role): Either.Either<Permit, Refusal> => {
@@ -292,8 +313,11 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
       const globalTokens = extra
         ? s.globalTokens - 1
         : Math.min(config.capacity, s.globalTokens + config.depositRatio)
-      state = { ...put(s, endpoint, next), globalTokens }
-      return Either.right({ endpoint, probe })
+      // A first attempt on a closed endpoint with full buckets changes nothing: keep the state (and its view).
+      if (globalTokens !== s.globalTokens || s.endpoints[endpoint] !== e || !same(e, next)) {
+        state = { ...put(s, endpoint, next), globalTokens }
+      }
+      return Either.right(probe ? { endpoint, probe } : permitOf(endpoint))
     }
 
     const open = (e: EndpointState, now: number, cooldown: number, hint: number | null): EndpointState => {
@@ -353,7 +377,7 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
       const s = state
       const before = get(s, permit.endpoint)
       const after = settle(before, now, permit, result)
-      state = put(s, permit.endpoint, after)
+      if (s.endpoints[permit.endpoint] !== before || !same(before, after)) state = put(s, permit.endpoint, after)
       const from = current(before, now)
       const to = current(after, now)
       const global = s.globalTokens

@@ -226,10 +226,20 @@ export const backoffMillis = (retry: Spec["retry"], tries: number, u: number): n
   return Math.round(Math.min(retry.maxMillis, Math.max(0, jittered)))
 }
 
-const staticVerdicts = (
-  spec: Spec,
-  c: CandidateSpec
-): Pick<Verdicts, "listed" | "capable" | "mode" | "simulation"> => {
+type StaticVerdicts = Pick<Verdicts, "listed" | "capable" | "mode" | "simulation">
+
+const staticCache = new WeakMap<Spec, WeakMap<CandidateSpec, StaticVerdicts>>()
+
+/** The verdicts that depend on the spec alone, computed once per spec and candidate. */
+const staticVerdicts = (spec: Spec, c: CandidateSpec): StaticVerdicts => {
+  let bySpec = staticCache.get(spec)
+  if (bySpec === undefined) staticCache.set(spec, bySpec = new WeakMap())
+  let found = bySpec.get(c)
+  if (found === undefined) bySpec.set(c, found = computeStaticVerdicts(spec, c))
+  return found
+}
+
+const computeStaticVerdicts = (spec: Spec, c: CandidateSpec): StaticVerdicts => {
   const listed: true | string = !c.listed
     ? "not in the contract's candidates"
     : !c.known

@@ -152,6 +152,14 @@ const cachedSpec = (
   return spec
 }
 
+const ids = new WeakMap<Planner.Spec, ReadonlyArray<string>>()
+/** The candidate ids of a (cached) spec, computed once. */
+const idsOf = (spec: Planner.Spec): ReadonlyArray<string> => {
+  let found = ids.get(spec)
+  if (found === undefined) ids.set(spec, found = spec.candidates.map((c) => c.id))
+  return found
+}
+
 const refuse = (refusal: Outcome.Refused["refusal"], reason: string) =>
   Effect.fail(new Outcome.Refused({ refusal, reason, attempts: [] }, true))
 
@@ -288,7 +296,7 @@ export const prepareIn = (
     request,
     contract,
     spec,
-    ids: spec.candidates.map((c) => c.id),
+    ids: idsOf(spec),
     deadline,
     left: shared === undefined ? budget.left : STM.zipWith(budget.left, shared.left, Budget.minLeft),
     reserve: shared === undefined ? budget.reserve : (r) => STM.zipRight(budget.reserve(r), shared.reserve(r)),
@@ -674,16 +682,18 @@ const start = <S, B>(
 
   return Effect.flatMap(driver.attempt(provider, context, timeoutMillis, onInterrupted), (end) => {
     if (end._tag === "Success") {
-      const stopCommitted = Effect.map(snapshot(env, progress), (snap) => {
-        const decision = decide(env, { ...snap, committed: true })
-        return decision._tag === "Stop"
-          ? terminal(decision, progress)
-          : new Outcome.FailedSafe({
-            reason: "the stream has committed: no retry, no fallback",
-            cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
-            attempts: progress.records
-          }, true)
-      })
+      const stopCommitted = Effect.suspend(() =>
+        Effect.map(snapshot(env, progress), (snap) => {
+          const decision = decide(env, { ...snap, committed: true })
+          return decision._tag === "Stop"
+            ? terminal(decision, progress)
+            : new Outcome.FailedSafe({
+              reason: "the stream has committed: no retry, no fallback",
+              cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
+              attempts: progress.records
+            }, true)
+        })
+      )
       return driver.commit(
         {
           payload: end.payload,
