@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import type { Effect } from "effect"
+import type { Effect, Option } from "effect"
 import { Context } from "effect"
 import type { Endpoint } from "./Catalog.js"
 import type { AttemptRecord } from "./Outcome.js"
@@ -81,4 +81,15 @@ export class Gate extends Context.Tag("@rein/core/Gate")<Gate, {
   readonly settle: (ticket: unknown, record: AttemptRecord) => Effect.Effect<void>
   /** Completes when the gate closes, so that backoff waits stop at once. */
   readonly closed: Effect.Effect<Closed>
+  /**
+   * Optional: `admit` as one synchronous step when the attempt can start at once (the ticket), `None` when
+   * it would wait or the gate is closed (the executor then calls `admit`). Lets the executor skip the
+   * effects of an admission that never waits.
+   */
+  readonly unsafeTryAdmit?: (ask: Ask) => Option.Option<unknown>
+  /**
+   * Optional: `settle` as a synchronous step that returns only the effect still to run (`undefined`:
+   * nothing), for the executor's hot path.
+   */
+  readonly unsafeSettle?: (ticket: unknown, record: AttemptRecord) => Effect.Effect<void> | undefined
 }>() {}

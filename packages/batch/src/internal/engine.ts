@@ -12,6 +12,7 @@
  */
 import type { Outcome, Provider } from "@rein/core"
 import { Contract, Gate, Rein } from "@rein/core"
+import { stackless } from "@rein/core/internal/stackless"
 import type { Scope } from "effect"
 import { Cause, Clock, Deferred, Duration, Effect, Either, Exit, Fiber, FiberId, Option, SubscriptionRef } from "effect"
 import type { Artifacts } from "../Batch.js"
@@ -243,72 +244,75 @@ export const run = <I, E, R>(
         )
       })
 
+    /** Settles an attempt's ticket now; the effect is what remains (progress, a cooldown, a stop). */
+    const settleNow = (ticket: Ticket, record: Outcome.AttemptRecord, it: ItemState): Effect.Effect<void> => {
+      if (ticket.settled) return Effect.void
+      ticket.settled = true
+      const usage = record.usage
+      const tokens = usage === "unknown" ? undefined : usage.inputTokens + usage.outputTokens
+      if (ticket.limited) {
+        limiter.release(ticket, tokens)
+        notify()
+      }
+      if (record.role === "retry") stats.retries++
+      else if (record.role === "fallback") stats.fallbacks++
+      let trip: Stop | undefined
+      if (usage === "unknown" || tokens === undefined) {
+        if (record.dispatched) stats.unknownUsageAttempts++
+      } else {
+        stats.tokensUsed += tokens
+        let cost = record.charged.cost
+        if (settings.costFunction !== undefined) {
+          const priced = price(settings.costFunction, {
+            itemId: it.itemId,
+            index: it.index,
+            attempt: record.attempt,
+            role: record.role,
+            endpoint: record.endpoint,
+            usage,
+            succeeded: record.status === "success",
+            catalogCost: record.charged.cost
+          })
+          if (priced._tag === "Cost") cost = priced.cost
+          else {
+            cost = 0
+            stats.costComplete = false
+            trip = {
+              _tag: "BudgetExceeded",
+              kind: "budget_exceeded",
+              resource: "cost_function",
+              reason: priced.reason
+            }
+          }
+        }
+        stats.costUsed += cost
+        if (trip === undefined && g.maxTotalTokens !== undefined && stats.tokensUsed >= g.maxTotalTokens) {
+          trip = {
+            _tag: "BudgetExceeded",
+            kind: "budget_exceeded",
+            resource: "tokens",
+            reason: `token cap reached: ${fmt(stats.tokensUsed)} of ${fmt(g.maxTotalTokens)} tokens`
+          }
+        }
+        if (trip === undefined && g.maxTotalCost !== undefined && stats.costUsed >= g.maxTotalCost) {
+          trip = {
+            _tag: "BudgetExceeded",
+            kind: "budget_exceeded",
+            resource: "cost",
+            reason: `cost cap reached: ${fmt(stats.costUsed)} of ${fmt(g.maxTotalCost)}`
+          }
+        }
+      }
+      let next: Effect.Effect<void> = progress
+      if (record.failure === "rate_limited") {
+        stats.rateLimited++
+        if (g.cooldown !== undefined) next = Effect.zipRight(cool(record.endpoint, record.retryAfterMillis), next)
+      }
+      return trip === undefined ? next : Effect.zipRight(stop(trip, it), next)
+    }
+
     const settle = (ticket: Ticket, record: Outcome.AttemptRecord, it: ItemState): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        if (ticket.settled) return Effect.void
-        ticket.settled = true
-        const usage = record.usage
-        const tokens = usage === "unknown" ? undefined : usage.inputTokens + usage.outputTokens
-        if (ticket.limited) {
-          limiter.release(ticket, tokens)
-          notify()
-        }
-        if (record.role === "retry") stats.retries++
-        else if (record.role === "fallback") stats.fallbacks++
-        let trip: Stop | undefined
-        if (usage === "unknown" || tokens === undefined) {
-          if (record.dispatched) stats.unknownUsageAttempts++
-        } else {
-          stats.tokensUsed += tokens
-          let cost = record.charged.cost
-          if (settings.costFunction !== undefined) {
-            const priced = price(settings.costFunction, {
-              itemId: it.itemId,
-              index: it.index,
-              attempt: record.attempt,
-              role: record.role,
-              endpoint: record.endpoint,
-              usage,
-              succeeded: record.status === "success",
-              catalogCost: record.charged.cost
-            })
-            if (priced._tag === "Cost") cost = priced.cost
-            else {
-              cost = 0
-              stats.costComplete = false
-              trip = {
-                _tag: "BudgetExceeded",
-                kind: "budget_exceeded",
-                resource: "cost_function",
-                reason: priced.reason
-              }
-            }
-          }
-          stats.costUsed += cost
-          if (trip === undefined && g.maxTotalTokens !== undefined && stats.tokensUsed >= g.maxTotalTokens) {
-            trip = {
-              _tag: "BudgetExceeded",
-              kind: "budget_exceeded",
-              resource: "tokens",
-              reason: `token cap reached: ${fmt(stats.tokensUsed)} of ${fmt(g.maxTotalTokens)} tokens`
-            }
-          }
-          if (trip === undefined && g.maxTotalCost !== undefined && stats.costUsed >= g.maxTotalCost) {
-            trip = {
-              _tag: "BudgetExceeded",
-              kind: "budget_exceeded",
-              resource: "cost",
-              reason: `cost cap reached: ${fmt(stats.costUsed)} of ${fmt(g.maxTotalCost)}`
-            }
-          }
-        }
-        let next: Effect.Effect<void> = progress
-        if (record.failure === "rate_limited") {
-          stats.rateLimited++
-          if (g.cooldown !== undefined) next = Effect.zipRight(cool(record.endpoint, record.retryAfterMillis), next)
-        }
-        return trip === undefined ? next : Effect.zipRight(stop(trip, it), next)
-      })
+      Effect.suspend(() => settleNow(ticket, record, it))
 
     /** Tickets of attempts the executor never settled (the item was interrupted or timed out at admission). */
     const releaseOpen = (it: ItemState): void => {
@@ -362,13 +366,23 @@ export const run = <I, E, R>(
             _tag: "Failed",
             ...base,
             category: "batch_deadline_exceeded",
-            error: new BatchDeadlineExceeded(fields)
+            error: stackless(() => new BatchDeadlineExceeded(fields))
           }
         case "budget_exceeded":
-          return { _tag: "Failed", ...base, category: "batch_budget_exceeded", error: new BatchBudgetExceeded(fields) }
+          return {
+            _tag: "Failed",
+            ...base,
+            category: "batch_budget_exceeded",
+            error: stackless(() => new BatchBudgetExceeded(fields))
+          }
         case "fail_fast":
         case "artifact_error":
-          return { _tag: "Failed", ...base, category: "batch_aborted", error: new BatchAborted(fields) }
+          return {
+            _tag: "Failed",
+            ...base,
+            category: "batch_aborted",
+            error: stackless(() => new BatchAborted(fields))
+          }
       }
     }
 
@@ -495,12 +509,14 @@ export const run = <I, E, R>(
             item: result.item,
             durationMillis: result.durationMillis,
             category: "artifact_error",
-            error: new ArtifactFailed({
-              reason: `the record of item ${JSON.stringify(result.itemId)} could not be appended: ${error.message}`,
-              cause: result._tag === "Failed" ? errorCause(result.error) : null,
-              attempts: result._tag === "Succeeded" ? result.completion.attempts : result.error.attempts,
-              original
-            })
+            error: stackless(() =>
+              new ArtifactFailed({
+                reason: `the record of item ${JSON.stringify(result.itemId)} could not be appended: ${error.message}`,
+                cause: result._tag === "Failed" ? errorCause(result.error) : null,
+                attempts: result._tag === "Succeeded" ? result.completion.attempts : result.error.attempts,
+                original
+              })
+            )
           }
           return Effect.zipRight(
             stop({
@@ -525,11 +541,34 @@ export const run = <I, E, R>(
     const clock = yield* Effect.clock
     const pre = onEvent === undefined && progressRef === undefined
 
+    /** Admits at once when nothing has to wait and nobody observes admissions (else `admit` does). */
+    const tryAdmit = (ask: Gate.Ask, it: ItemState): Option.Option<Ticket> => {
+      if (stopped !== undefined || onEvent !== undefined) return Option.none()
+      let ticket: Ticket
+      if (!limiter.active()) {
+        ticket = { endpoint: ask.endpoint.id, tokens: 0, waitedMillis: 0, settled: false, limited: false }
+      } else {
+        const taken = limiter.take(
+          sinceStart(clock.unsafeCurrentTimeNanos()),
+          ask.endpoint.id,
+          ask.reservation.tokens ?? 0,
+          0
+        )
+        if (typeof taken === "number") return Option.none()
+        ticket = { ...taken, limited: true }
+      }
+      it.tickets.push(ticket)
+      stats.attempts++
+      return Option.some(ticket)
+    }
+
     /** The worker's gate: its admissions and settlements belong to the item the worker is executing. */
     const gateOf = (worker: { current: ItemState | undefined }): Gate.Gate["Type"] => ({
       admit: (ask) => admit(ask, worker.current!),
       settle: (ticket, record) => settle(ticket as Ticket, record, worker.current!),
-      closed: closedAwait
+      closed: closedAwait,
+      unsafeTryAdmit: (ask) => tryAdmit(ask, worker.current!),
+      unsafeSettle: (ticket, record) => settleNow(ticket as Ticket, record, worker.current!)
     })
 
     const finishItem = (

@@ -13,6 +13,7 @@ import type { Contract } from "../Contract.js"
 import * as Deadline from "../Deadline.js"
 import type { FailureKind, Rule } from "../Failure.js"
 import { defaultTable } from "../Failure.js"
+import type { Ask } from "../Gate.js"
 import { Gate } from "../Gate.js"
 import type * as Health from "../Health.js"
 import { Health as HealthTag } from "../Health.js"
@@ -26,6 +27,7 @@ import * as Usage from "../Usage.js"
 import * as Attempt from "./attempt.js"
 import { Rein } from "./context.js"
 import { clampMillis } from "./duration.js"
+import { stackless } from "./stackless.js"
 
 /**
  * The failure table after a contract's narrowing and widening.
@@ -161,7 +163,7 @@ const idsOf = (spec: Planner.Spec): ReadonlyArray<string> => {
 }
 
 const refuse = (refusal: Outcome.Refused["refusal"], reason: string) =>
-  Effect.fail(new Outcome.Refused({ refusal, reason, attempts: [] }, true))
+  Effect.fail(stackless(() => new Outcome.Refused({ refusal, reason, attempts: [] }, true)))
 
 const validCount = (n: number | undefined, min: number): boolean =>
   n === undefined || (Number.isFinite(n) && Number.isInteger(n) && n >= min)
@@ -508,19 +510,25 @@ const release = (step: Step): Effect.Effect<void> =>
 const admit = <S, B>(step: Step, driver: Driver<S, B>): Effect.Effect<B, Outcome.Terminal> => {
   const { decision, env, progress } = step
   const endpoint = env.rein.catalog.byId.get(decision.endpoint)!
-  if (env.gate === undefined) return start(step, endpoint, undefined, driver)
+  const gate = env.gate
+  if (gate === undefined) return start(step, endpoint, undefined, driver)
   const remainingMillis = Math.max(
     0,
     Deadline.millisBetween(env.clock.unsafeCurrentTimeNanos(), env.deadline.expiresNanos)
   )
+  const ask: Ask = {
+    endpoint,
+    role: decision.role,
+    attempt: decision.attempt,
+    reservation: decision.reservation,
+    remainingMillis
+  }
+  if (gate.unsafeTryAdmit !== undefined) {
+    const ticket = gate.unsafeTryAdmit(ask)
+    if (Option.isSome(ticket)) return start(step, endpoint, ticket.value, driver)
+  }
   return Effect.flatMap(
-    Effect.either(env.gate.admit({
-      endpoint,
-      role: decision.role,
-      attempt: decision.attempt,
-      reservation: decision.reservation,
-      remainingMillis
-    })).pipe(Effect.onInterrupt(() => release(step))),
+    Effect.either(gate.admit(ask)).pipe(Effect.onInterrupt(() => release(step))),
     (admitted) => {
       if (admitted._tag === "Right") return start(step, endpoint, admitted.right, driver)
       return Effect.zipRight(
@@ -528,13 +536,15 @@ const admit = <S, B>(step: Step, driver: Driver<S, B>): Effect.Effect<B, Outcome
         Effect.fail(
           admitted.left._tag === "GateClosed"
             ? halted(admitted.left.reason, progress)
-            : new Outcome.DeadlineExceeded({
-              phase: "admission",
-              reason: `the deadline expired waiting for admission to ${endpoint.id}`,
-              cause: causeOf(progress),
-              teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
-              attempts: progress.records
-            }, true)
+            : stackless(() =>
+              new Outcome.DeadlineExceeded({
+                phase: "admission",
+                reason: `the deadline expired waiting for admission to ${endpoint.id}`,
+                cause: causeOf(progress),
+                teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
+                attempts: progress.records
+              }, true)
+            )
         )
       )
     }
@@ -687,11 +697,13 @@ const start = <S, B>(
           const decision = decide(env, { ...snap, committed: true })
           return decision._tag === "Stop"
             ? terminal(decision, progress)
-            : new Outcome.FailedSafe({
-              reason: "the stream has committed: no retry, no fallback",
-              cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
-              attempts: progress.records
-            }, true)
+            : stackless(() =>
+              new Outcome.FailedSafe({
+                reason: "the stream has committed: no retry, no fallback",
+                cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
+                attempts: progress.records
+              }, true)
+            )
         })
       )
       return driver.commit(
@@ -715,15 +727,17 @@ const start = <S, B>(
         (binding === "deadline" || clock.unsafeCurrentTimeNanos() >= env.deadline.expiresNanos)
       ) {
         return Effect.fail(
-          new Outcome.DeadlineExceeded({
-            phase: binding === "deadline" ? "attempt" : "teardown",
-            reason: binding === "deadline"
-              ? `the deadline expired during attempt ${decision.attempt} on ${decision.endpoint}`
-              : `the deadline expired while attempt ${decision.attempt} tore down`,
-            cause: causeOf(progress),
-            teardownUnconfirmed: record.teardownUnconfirmed,
-            attempts: progress.records
-          }, true)
+          stackless(() =>
+            new Outcome.DeadlineExceeded({
+              phase: binding === "deadline" ? "attempt" : "teardown",
+              reason: binding === "deadline"
+                ? `the deadline expired during attempt ${decision.attempt} on ${decision.endpoint}`
+                : `the deadline expired while attempt ${decision.attempt} tore down`,
+              cause: causeOf(progress),
+              teardownUnconfirmed: record.teardownUnconfirmed,
+              attempts: progress.records
+            }, true)
+          )
         )
       }
       return next(env, progress, driver)
@@ -733,7 +747,7 @@ const start = <S, B>(
 
 /** @internal */
 export const halted = (reason: string, progress: Progress) =>
-  new Outcome.Halted({ reason, cause: causeOf(progress), attempts: progress.records }, true)
+  stackless(() => new Outcome.Halted({ reason, cause: causeOf(progress), attempts: progress.records }, true))
 
 /** @internal */
 export const totalCost = (records: ReadonlyArray<Outcome.AttemptRecord>): number | "unknown" => {
@@ -751,29 +765,37 @@ export const terminal = (decision: Planner.Stop, progress: Progress): Outcome.Te
   const cause = causeOf(progress)
   switch (decision.outcome) {
     case "DeadlineExceeded":
-      return new Outcome.DeadlineExceeded({
-        phase: decision.phase ?? "admission",
-        reason: decision.reason,
-        cause,
-        teardownUnconfirmed: attempts.some((a) => a.teardownUnconfirmed),
-        attempts
-      }, true)
+      return stackless(() =>
+        new Outcome.DeadlineExceeded({
+          phase: decision.phase ?? "admission",
+          reason: decision.reason,
+          cause,
+          teardownUnconfirmed: attempts.some((a) => a.teardownUnconfirmed),
+          attempts
+        }, true)
+      )
     case "BudgetExhausted":
-      return new Outcome.BudgetExhausted({
-        resource: decision.resource ?? "cost",
-        reason: decision.reason,
-        cause,
-        attempts
-      }, true)
+      return stackless(() =>
+        new Outcome.BudgetExhausted({
+          resource: decision.resource ?? "cost",
+          reason: decision.reason,
+          cause,
+          attempts
+        }, true)
+      )
     case "PlanExhausted":
-      return new Outcome.PlanExhausted({ reason: decision.reason, cause, attempts }, true)
+      return stackless(() => new Outcome.PlanExhausted({ reason: decision.reason, cause, attempts }, true))
     case "FailedSafe":
-      return new Outcome.FailedSafe({
-        reason: decision.reason,
-        cause: cause ?? { kind: "unknown", code: "unknown", endpoint: "" },
-        attempts
-      }, true)
+      return stackless(() =>
+        new Outcome.FailedSafe({
+          reason: decision.reason,
+          cause: cause ?? { kind: "unknown", code: "unknown", endpoint: "" },
+          attempts
+        }, true)
+      )
     case "Refused":
-      return new Outcome.Refused({ refusal: "no_legal_candidate", reason: decision.reason, attempts }, true)
+      return stackless(() =>
+        new Outcome.Refused({ refusal: "no_legal_candidate", reason: decision.reason, attempts }, true)
+      )
   }
 }
