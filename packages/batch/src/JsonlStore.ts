@@ -12,8 +12,8 @@
  *
  * @since 0.1.0
  */
-import { FileSystem } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
+import * as FileSystem from "@effect/platform/FileSystem"
 import type { Scope } from "effect"
 import { Effect, Layer, Option } from "effect"
 import * as path from "node:path"

@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import { Command, Options } from "@effect/cli"
-import { FileSystem } from "@effect/platform"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { Checkpoint, Guardrails, Identity, JsonlStore } from "@rein/batch"
 import type { Batch, Events, Resume, Stats, Termination } from "@rein/batch"
 import { Rein } from "@rein/core"

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { Command, Options } from "@effect/cli"
-import { FileSystem } from "@effect/platform"
+import * as FileSystem from "@effect/platform/FileSystem"
 import type { Outcome } from "@rein/core"
 import { Journal, Rein } from "@rein/core"
 import type { Scope } from "effect"

@@ -11,8 +11,8 @@
  *
  * @since 0.1.0
  */
-import { FileSystem } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { Context, Effect, Either, Layer, Ref, Schema } from "effect"
 import { Endpoint } from "./Catalog.js"
 import { Contract } from "./Contract.js"

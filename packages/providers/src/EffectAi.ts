@@ -17,8 +17,9 @@
  */
 import type { AiError, LanguageModel, Response } from "@effect/ai"
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
-import { HttpClient, HttpClientError } from "@effect/platform"
 import type { HttpClientResponse } from "@effect/platform"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientError from "@effect/platform/HttpClientError"
 import { Failure } from "@rein/core"
 import type { Provider } from "@rein/core"
 import { Clock, Context, Data, Effect, Either, Layer, Option, Stream } from "effect"

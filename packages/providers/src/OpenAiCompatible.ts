@@ -13,8 +13,9 @@
  * @since 0.1.0
  */
 import * as Sse from "@effect/experimental/Sse"
-import { HttpClient, HttpClientRequest } from "@effect/platform"
 import type { HttpClientResponse } from "@effect/platform"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Failure } from "@rein/core"
 import type { Provider } from "@rein/core"
 import { Effect, Either, Schema, Stream } from "effect"

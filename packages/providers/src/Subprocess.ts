@@ -12,8 +12,8 @@
  *
  * @since 0.1.0
  */
-import { Command } from "@effect/platform"
 import type { CommandExecutor } from "@effect/platform"
+import * as Command from "@effect/platform/Command"
 import type { PlatformError } from "@effect/platform/Error"
 import { Failure } from "@rein/core"
 import type { Provider } from "@rein/core"

@@ -4,8 +4,8 @@
  *
  * @internal
  */
-import { FileSystem } from "@effect/platform"
 import type { PlatformError } from "@effect/platform/Error"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { Catalog, Contract } from "@rein/core"
 import { Effect, Either } from "effect"
 import { InputError } from "../InputError.js"
