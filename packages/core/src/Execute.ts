@@ -81,20 +81,23 @@ const run = (request: CompletionRequest, env: Loop.Env): Effect.Effect<Outcome.C
     Loop.run<string, Outcome.Completion>(env, {
       attempt: (provider, context, timeoutMillis, onInterrupted) =>
         Attempt.call(provider.call(request, context), timeoutMillis, env.graceMillis, onInterrupted),
-      commit: (committed) => {
-        const [record, settling] = committed.finishNow({ _tag: "Success", payload: undefined, usage: committed.usage })
-        const completion: Outcome.Completion = {
-          text: committed.payload,
-          endpoint: committed.endpoint.id,
-          provider: committed.endpoint.provider,
-          model: committed.endpoint.model,
-          usage: record.usage,
-          cost: Loop.totalCost(committed.progress.records),
-          simulated: record.simulated,
-          attempts: committed.progress.records
-        }
-        return settling === undefined ? Effect.succeed(completion) : Effect.as(settling, completion)
-      }
+      commit
     }),
     (completion) => completion
   )
+
+/** A committed answer becomes the completion (its record settled in the same step). */
+const commit = (committed: Loop.Committed<string>): Effect.Effect<Outcome.Completion> => {
+  const [record, settling] = committed.finishNow({ _tag: "Success", payload: undefined, usage: committed.usage })
+  const completion: Outcome.Completion = {
+    text: committed.payload,
+    endpoint: committed.endpoint.id,
+    provider: committed.endpoint.provider,
+    model: committed.endpoint.model,
+    usage: record.usage,
+    cost: Loop.totalCost(committed.progress.records),
+    simulated: record.simulated,
+    attempts: committed.progress.records
+  }
+  return settling === undefined ? Effect.succeed(completion) : Effect.as(settling, completion)
+}

@@ -129,28 +129,66 @@ export const makeSpec = (
   }
 }
 
-const specs = new WeakMap<Rein["Type"], WeakMap<Contract, Map<string, Planner.Spec>>>()
+/** What a contract resolves to under one Rein: the nested-retry check, and its specs per request shape. */
+interface Resolved {
+  /** Why a candidate's provider is refused (it retries internally), or `null`. */
+  readonly nested: string | null
+  readonly byShape: Map<string, Planner.Spec>
+  /** The last shape asked for: consecutive requests of one batch usually share it. */
+  last: {
+    readonly input: number | null
+    readonly output: number | null
+    readonly streaming: boolean
+    readonly spec: Planner.Spec
+  } | undefined
+}
+
+const resolved = new WeakMap<Rein["Type"], WeakMap<Contract, Resolved>>()
 const SPECS_PER_CONTRACT = 256
+
+/** Resolves a contract under a Rein once (its providers and catalog are fixed when the layer is built). */
+const resolve = (rein: Rein["Type"], contract: Contract): Resolved => {
+  let byContract = resolved.get(rein)
+  if (byContract === undefined) resolved.set(rein, byContract = new WeakMap())
+  let found = byContract.get(contract)
+  if (found === undefined) {
+    let nested: string | null = null
+    for (const id of contract.candidates) {
+      const e = rein.catalog.byId.get(id)
+      const p = e === undefined ? undefined : rein.providers.get(e.provider)
+      if (e !== undefined && p !== undefined && p.internalMaxAttempts !== 1) {
+        nested = `provider ${JSON.stringify(e.provider)} retries internally (${p.internalMaxAttempts} attempts)`
+        break
+      }
+    }
+    byContract.set(contract, found = { nested, byShape: new Map(), last: undefined })
+  }
+  return found
+}
 
 /** The spec is a pure function of these inputs: built once per contract and request shape. */
 const cachedSpec = (
   rein: Rein["Type"],
   contract: Contract,
+  entry: Resolved,
   inputTokens: number | null,
   maxOutputTokens: number | null,
   streaming: boolean
 ): Planner.Spec => {
-  let byContract = specs.get(rein)
-  if (byContract === undefined) specs.set(rein, byContract = new WeakMap())
-  let byShape = byContract.get(contract)
-  if (byShape === undefined) byContract.set(contract, byShape = new Map())
-  const key = `${inputTokens}:${maxOutputTokens}:${streaming ? 1 : 0}`
-  let spec = byShape.get(key)
-  if (spec === undefined) {
-    if (byShape.size >= SPECS_PER_CONTRACT) byShape.clear()
-    spec = makeSpec(contract, rein.catalog.byId, rein.providers, inputTokens, maxOutputTokens, { streaming })
-    byShape.set(key, spec)
+  const last = entry.last
+  if (
+    last !== undefined && last.input === inputTokens && last.output === maxOutputTokens && last.streaming === streaming
+  ) {
+    return last.spec
   }
+  const key = `${inputTokens}:${maxOutputTokens}:${streaming ? 1 : 0}`
+  let spec = entry.byShape.get(key)
+  if (spec === undefined) {
+    if (entry.byShape.size >= SPECS_PER_CONTRACT) entry.byShape.clear()
+    spec = makeSpec(contract, rein.catalog.byId, rein.providers, inputTokens, maxOutputTokens, { streaming })
+    entry.byShape.set(key, spec)
+  }
+  entry.last = { input: inputTokens, output: maxOutputTokens, streaming, spec }
   return spec
 }
 
@@ -272,17 +310,9 @@ export const prepareIn = (
   if ((contract.budget.cost !== undefined || contract.budget.tokens !== undefined) && inputTokens === null) {
     return refuse("no_input_bound", "a hard cost or token budget needs an input-token bound (fail closed)")
   }
-  for (const id of contract.candidates) {
-    const e = rein.catalog.byId.get(id)
-    const p = e === undefined ? undefined : rein.providers.get(e.provider)
-    if (e !== undefined && p !== undefined && p.internalMaxAttempts !== 1) {
-      return refuse(
-        "nested_retries",
-        `provider ${JSON.stringify(e.provider)} retries internally (${p.internalMaxAttempts} attempts)`
-      )
-    }
-  }
-  const spec = cachedSpec(rein, contract, inputTokens, request.maxOutputTokens ?? null, streaming)
+  const entry = resolve(rein, contract)
+  if (entry.nested !== null) return refuse("nested_retries", entry.nested)
+  const spec = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming)
   const deadline = Deadline.starting(
     clock.unsafeCurrentTimeNanos(),
     contract.deadline,
@@ -635,11 +665,15 @@ const start = <S, B>(
     }
     if (kind === "rate_limited") progress.rateLimited++
     if (kind !== null) progress.last = { kind, retryAfterMillis: record.retryAfterMillis, code: record.code! }
+    // Only the effects that do something: most successful attempts have none.
     const effects: Array<Effect.Effect<void>> = []
-    if (env.limited) effects.push(settle(env, decision.reservation, charged))
+    const then = (effect: Effect.Effect<void>): void => {
+      if (effect !== Effect.void) effects.push(effect)
+    }
+    if (env.limited) then(settle(env, decision.reservation, charged))
     if (kind !== null) {
       // Failures are logged with machine data only (kind, code, endpoint): never provider text.
-      effects.push(
+      then(
         Effect.logDebug("rein: attempt failed").pipe(
           Effect.annotateLogs({
             endpoint: record.endpoint,
@@ -657,17 +691,20 @@ const start = <S, B>(
         : env.spec.table[kind].health
         ? { _tag: "failure", kind, retryAfterMillis: record.retryAfterMillis }
         : NEUTRAL
-      const metrics = health.unsafeComplete(nowMillis(endNanos), permit, result)
-      if (metrics !== Effect.void) effects.push(metrics)
+      then(health.unsafeComplete(nowMillis(endNanos), permit, result))
       if (end._tag === "Timeout" && !end.confirmed) {
         // Degraded until the abandoned attempt finally ends.
-        effects.push(Effect.flatMap(
+        then(Effect.flatMap(
           health.degrade(endpoint.id),
           (undo) => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(end.settled, undo)))
         ))
       }
     }
-    if (env.gate !== undefined) effects.push(env.gate.settle(ticket, record))
+    const gate = env.gate
+    if (gate !== undefined) {
+      const settling = gate.unsafeSettle !== undefined ? gate.unsafeSettle(ticket, record) : gate.settle(ticket, record)
+      if (settling !== undefined) then(settling)
+    }
     return [
       record,
       effects.length === 0 ? undefined : effects.length === 1 ? effects[0] : Effect.all(effects, { discard: true })
