@@ -109,13 +109,16 @@ export const run = <I, E, R>(
       rampMillis: g.startupRamp === undefined ? undefined : Duration.toMillis(g.startupRamp),
       cooldownMillis: g.cooldown === undefined ? 0 : Duration.toMillis(g.cooldown)
     }, 0)
-    // Admission waiters wake when something is released (capacity, ramp) as well as on their timers.
-    let changed = Deferred.unsafeMake<void>(FiberId.none)
+    // Admission waiters wake when something is released (capacity, ramp) as well as on their timers. The
+    // signal exists only while someone waits for it: a release with no waiter costs nothing.
+    let changed: Deferred.Deferred<void> | undefined = undefined
     const notify = () => {
       const d = changed
-      changed = Deferred.unsafeMake<void>(FiberId.none)
+      if (d === undefined) return
+      changed = undefined
       Deferred.unsafeDone(d, Exit.void)
     }
+    const nextChange = (): Effect.Effect<void> => Deferred.await(changed ??= Deferred.unsafeMake<void>(FiberId.none))
 
     const event = (make: (at: number) => Events.Event): Effect.Effect<void> =>
       onEvent === undefined ? Effect.void : Effect.flatMap(nowMillis, (at) => onEvent(make(at)))
@@ -198,7 +201,7 @@ export const run = <I, E, R>(
           const sleep = Math.min(taken, left)
           yield* Effect.raceAll([
             closedAwait,
-            Deferred.await(changed),
+            nextChange(),
             Effect.sleep(Duration.millis(clampMillis(sleep)))
           ])
         }
