@@ -54,6 +54,17 @@ const baselines: ReadonlyArray<BatchContender> = [
     }
   },
   {
+    // The Effect-native way to bound each call, as Rein bounds each attempt: a fork and a timer per call.
+    name: "Effect.forEach + Effect.timeout per call (concurrency 200)",
+    run: () =>
+      Effect.runPromise(
+        Effect.map(
+          Effect.forEach(items, () => Effect.timeout(Effect.promise(call), "60 seconds"), { concurrency: CONCURRENCY }),
+          (done) => done.length
+        )
+      )
+  },
+  {
     name: "Effect.forEach (concurrency 200, Effect.sleep)",
     run: () =>
       Effect.runPromise(
@@ -185,7 +196,12 @@ const run = async (options: RunOptions): Promise<Section> => {
     } items, each one call that resolves after a real ${LATENCY_MILLIS} ms timer, at most`,
     `${CONCURRENCY} in flight. Ideal = items × latency ÷ concurrency = ${IDEAL_MILLIS} ms. ${rounds} interleaved rounds after`,
     `a warm-up; median and min over the rounds. On this machine one ${LATENCY_MILLIS} ms timer alone takes`,
-    `${fmtMs(timer)} ms (median of 100, sequential), so no loop can reach efficiency 1.`
+    `${fmtMs(timer)} ms (median of 100, sequential), so no loop can reach efficiency 1.`,
+    "",
+    "p-limit, p-queue and the plain `Effect.forEach` bound nothing: a call that never answers holds its slot",
+    "forever. Rein bounds every attempt (its own fiber, so that a provider ignoring interruption cannot hold",
+    "the item past the teardown grace, and a timeout). The `Effect.forEach + Effect.timeout` row is the",
+    "Effect-native way to put such a bound on each call, measured in the same run."
   ].join("\n")
   return { markdown: `${notes}\n\n${table(header, rows)}`, goals }
 }
