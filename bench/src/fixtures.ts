@@ -139,8 +139,8 @@ export const reinVariants: ReadonlyArray<ReinVariant> = [
 ]
 
 /**
- * Builds a variant's services once (in a scope left open for the life of the process), so that a run pays
- * only for `Effect.provide` of a ready context, as a program with a `ManagedRuntime` would.
+ * Builds a variant's services once (in a scope left open for the life of the process): a run pays nothing
+ * for them per call, as a program with a `ManagedRuntime` would.
  */
 export const contextOf = (
   variant: ReinVariant,

@@ -22,7 +22,7 @@ import {
   wrap
 } from "cockatiel"
 import type { Context } from "effect"
-import { Effect, ExecutionPlan, Layer } from "effect"
+import { Effect, ExecutionPlan, Layer, Runtime } from "effect"
 import pRetry from "p-retry"
 import {
   attemptContext,
@@ -137,11 +137,20 @@ const toContender = (entry: Entry, made: Made, mode: Mode, path: Path): Contende
   let once: () => Promise<unknown>
   if (made.kind === "effect") {
     const { context, effect } = made
-    const single = (context === undefined ? effect : Effect.provide(effect, context)) as Effect.Effect<unknown, unknown>
-    once = () => Effect.runPromise(single)
+    // Rein's services live in the runtime, as with a `ManagedRuntime`: nothing is provided per call.
+    const runtime = context === undefined
+      ? Runtime.defaultRuntime
+      : Runtime.make({
+        context: context as Context.Context<never>,
+        fiberRefs: Runtime.defaultRuntime.fiberRefs,
+        runtimeFlags: Runtime.defaultRuntime.runtimeFlags
+      })
+    const single = effect as Effect.Effect<unknown, unknown>
+    const runPromise = Runtime.runPromise(runtime)
+    once = () => runPromise(single)
     if (mode === "runPromise") {
       run = async (n) => {
-        for (let i = 0; i < n; i++) await Effect.runPromise(single)
+        for (let i = 0; i < n; i++) await runPromise(single)
       }
     } else {
       run = (n) => {
@@ -261,8 +270,8 @@ const run = async (options: RunOptions): Promise<Section> => {
     "and to return the provider's answer.",
     "",
     "- Rein: `Rein.execute` with a 30 s deadline, candidates `mem/a` then `mem/b`, 2 retries per endpoint and",
-    "  a backoff that rounds to 0 ms (no timer), no budget limit; the layer is built once and its context",
-    "  provided to each call.",
+    "  a backoff that rounds to 0 ms (no timer), no budget limit; the layer is built once, and each call runs",
+    "  on a runtime holding its services (as with a `ManagedRuntime`; in-fiber: provided once per loop).",
     "- bare provider Effect: the provider's `call` Effect itself; on the flaky path three hand-chained tries",
     "  (`Effect.orElse`).",
     "- `Effect.retry({ times: 2 })` around `Effect.timeout(\"30 seconds\")` per attempt.",
