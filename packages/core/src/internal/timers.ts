@@ -13,7 +13,7 @@
  * @internal
  */
 import type { Clock, Fiber } from "effect"
-import { Duration, Effect, FiberId, Runtime } from "effect"
+import { Duration, Effect, FiberId, Runtime, RuntimeFlags } from "effect"
 
 /** A scheduled callback; `cancel` it when the thing it bounds ended first. @internal */
 export interface Entry {
@@ -27,10 +27,12 @@ export interface Entry {
 class Timers {
   private readonly heap: Array<Entry> = []
   private seq = 0
+  /** Whether a sleeper is serving the heap (it may have no fiber yet: see `arm`). */
+  private armed = false
   private sleeper: Fiber.RuntimeFiber<void> | undefined = undefined
   /** Which sleeper is current: one that wakes after it was replaced or disarmed does nothing. */
   private generation = 0
-  /** When the current sleeper wakes (nanos); meaningful only while `sleeper` is set. */
+  /** When the current sleeper wakes (nanos); meaningful only while `armed`. */
   private wakesAt = 0n
 
   constructor(private readonly clock: Clock.Clock) {}
@@ -39,8 +41,13 @@ class Timers {
     const entry: Entry = { at, seq: this.seq++, fire, index: this.heap.length }
     this.heap.push(entry)
     this.up(entry.index)
-    if (this.sleeper === undefined || at < this.wakesAt) this.arm(runtime)
+    if (!this.armed || at < this.wakesAt) this.arm(runtime)
     return entry
+  }
+
+  /** The fiber serving the heap, if any (for tests). */
+  current(): Fiber.RuntimeFiber<void> | undefined {
+    return this.sleeper
   }
 
   cancel(entry: Entry): void {
@@ -52,16 +59,23 @@ class Timers {
   private arm(runtime: Runtime.Runtime<never>): void {
     this.disarm()
     const top = this.heap[0]!
+    const generation = ++this.generation
+    this.armed = true
     this.wakesAt = top.at
-    this.sleeper = Runtime.runFork(runtime)(this.sleepUntil(++this.generation, top.at))
+    // The sleeper must stay interruptible (it may be armed from a finalizer), and it starts at once: a clock
+    // whose sleep ends synchronously (a test clock, an entry already due) may fire, empty the heap and end
+    // before `runFork` returns. Only a sleeper still current is kept.
+    const fiber = Runtime.runFork(interruptible(runtime))(this.sleepUntil(generation, top.at))
+    if (generation === this.generation) this.sleeper = fiber
   }
 
   private disarm(): void {
-    const sleeper = this.sleeper
-    if (sleeper === undefined) return
-    this.sleeper = undefined
+    if (!this.armed) return
+    this.armed = false
     this.generation++
-    sleeper.unsafeInterruptAsFork(FiberId.none)
+    const sleeper = this.sleeper
+    this.sleeper = undefined
+    sleeper?.unsafeInterruptAsFork(FiberId.none)
   }
 
   /** Sleeps until `at`, then fires what is due and sleeps until the next entry, until none is left. */
@@ -78,6 +92,7 @@ class Timers {
         if (generation !== this.generation) return Effect.void
         const top = this.heap[0]
         if (top === undefined) {
+          this.armed = false
           this.sleeper = undefined
           this.generation++
           return Effect.void
@@ -91,7 +106,11 @@ class Timers {
     while (this.heap.length > 0 && this.heap[0]!.at <= now) {
       const entry = this.heap[0]!
       this.remove(0)
-      entry.fire()
+      try {
+        entry.fire()
+      } catch {
+        // A callback that throws must not stop the timer that every other bound depends on.
+      }
     }
   }
 
@@ -146,6 +165,15 @@ class Timers {
   }
 }
 
+const interruptible = (runtime: Runtime.Runtime<never>): Runtime.Runtime<never> =>
+  RuntimeFlags.isEnabled(runtime.runtimeFlags, RuntimeFlags.Interruption)
+    ? runtime
+    : Runtime.make({
+      context: runtime.context,
+      fiberRefs: runtime.fiberRefs,
+      runtimeFlags: RuntimeFlags.enable(runtime.runtimeFlags, RuntimeFlags.Interruption)
+    })
+
 const byClock = new WeakMap<Clock.Clock, Timers>()
 
 const timersOf = (clock: Clock.Clock): Timers => {
@@ -169,3 +197,6 @@ export const schedule = (
 
 /** Cancels an entry (nothing happens if it already fired). @internal */
 export const cancel = (clock: Clock.Clock, entry: Entry): void => timersOf(clock).cancel(entry)
+
+/** The fiber currently serving `clock`'s timer, if any (for tests). @internal */
+export const sleeperOf = (clock: Clock.Clock): Fiber.RuntimeFiber<void> | undefined => timersOf(clock).current()

@@ -1,0 +1,137 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Fake, Gate, Health, Rein } from "@rein/core"
+import type { Outcome } from "@rein/core"
+import { Clock, Effect, Either, Exit, Fiber, Layer, Option, Runtime, TestClock } from "effect"
+import * as Attempt from "../src/internal/attempt.js"
+import * as Timers from "../src/internal/timers.js"
+import { catalog, contract, endpoint } from "./fixtures.js"
+
+const cat = catalog(endpoint("a"))
+const request = { prompt: "p", inputTokens: 10, maxOutputTokens: 10 }
+
+/** Schedules a callback on the fiber's clock and runtime, the way the executor does. */
+const schedule = (atMillis: number, fire: () => void) =>
+  Effect.flatMap(Effect.clock, (clock) =>
+    Effect.map(
+      Effect.runtime<never>(),
+      (runtime) => Timers.schedule(clock, runtime, BigInt(atMillis) * 1_000_000n, fire)
+    ))
+
+describe("the timer shared by every bound", () => {
+  it.effect("entries fire in time order, ties in scheduling order, cancelled ones never", () =>
+    Effect.gen(function*() {
+      const fired: Array<string> = []
+      yield* schedule(300, () => fired.push("c"))
+      yield* schedule(100, () => fired.push("a"))
+      const cancelled = yield* schedule(200, () => fired.push("never"))
+      yield* schedule(100, () => fired.push("b"))
+      const clock = yield* Effect.clock
+      Timers.cancel(clock, cancelled)
+      yield* TestClock.adjust(99)
+      expect(fired).toEqual([])
+      yield* TestClock.adjust(1)
+      expect(fired).toEqual(["a", "b"])
+      yield* TestClock.adjust(1_000)
+      expect(fired).toEqual(["a", "b", "c"])
+    }))
+
+  it.effect("an entry due at once does not stop later entries from firing", () =>
+    Effect.gen(function*() {
+      const fired: Array<string> = []
+      // Due now: the sleeper fires it synchronously as it starts, and ends with an empty heap.
+      yield* schedule(0, () => fired.push("now"))
+      expect(fired).toEqual(["now"])
+      yield* schedule(1_000, () => fired.push("later"))
+      yield* TestClock.adjust(1_000)
+      expect(fired).toEqual(["now", "later"])
+    }))
+
+  it.live("a sleeper armed inside an uninterruptible region still ends when its last entry is cancelled", () =>
+    Effect.gen(function*() {
+      const clock = yield* Effect.clock
+      const work = yield* Effect.fork(Effect.sleep("30 millis"))
+      // As a stream's close does, inside a finalizer: the grace's timer is armed with interruption off.
+      const waiting = yield* Effect.fork(Effect.uninterruptible(Attempt.endsWithin(work, 3_000)))
+      yield* Effect.sleep("5 millis")
+      const sleeper = Timers.sleeperOf(clock)
+      expect(sleeper).toBeDefined()
+      expect(yield* Fiber.join(waiting)).toBe(true)
+      yield* Effect.sleep("20 millis")
+      // The work ended, its entry was cancelled, the heap is empty: the sleeper was interrupted and is gone.
+      expect(sleeper!.unsafePoll()).not.toBeNull()
+      expect(Timers.sleeperOf(clock)).toBeUndefined()
+    }))
+
+  it.effect("a callback that throws does not stop the timer", () =>
+    Effect.gen(function*() {
+      const fired: Array<string> = []
+      yield* schedule(100, () => {
+        throw new Error("boom")
+      })
+      yield* schedule(200, () => fired.push("after"))
+      yield* TestClock.adjust(200)
+      expect(fired).toEqual(["after"])
+    }))
+
+  it.effect("the runtime a sleeper needs is taken from the caller", () =>
+    Effect.gen(function*() {
+      const runtime = yield* Effect.runtime<never>()
+      const clock = yield* Effect.clock
+      let fired = false
+      Timers.schedule(clock, runtime, (yield* Clock.currentTimeNanos) + 5_000_000n, () => {
+        fired = true
+      })
+      expect(Runtime.runSync(runtime)(Effect.succeed(fired))).toBe(false)
+      yield* TestClock.adjust(5)
+      expect(fired).toBe(true)
+    }))
+})
+
+describe("the executor around interruption and the deadline", () => {
+  it.effect("an interruption while a timed-out attempt tears down gives its probe slot back", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({ consecutiveFailures: 1, probes: 1, cooldown: 1_000 })
+      const opener = yield* health.acquire(0, "a", "first")
+      yield* health.complete(0, opener, { _tag: "failure", kind: "overloaded", retryAfterMillis: null })
+      yield* TestClock.adjust(1_000) // half-open: one probe slot
+      const fake = Fake.make({ a: [Fake.stubborn("3 seconds", Fake.succeed())] })
+      const layer = Layer.merge(
+        Rein.layer({ catalog: cat, providers: { fake: fake.provider }, health: false }),
+        Layer.succeed(Health.Health, health)
+      )
+      const c = contract({ deadline: "30 seconds", attemptTimeout: "1 second", teardownGrace: "5 seconds" })
+      const fiber = yield* Effect.fork(Rein.execute(request, c).pipe(Effect.provide(layer)))
+      yield* TestClock.adjust(1_000) // the attempt times out; its teardown waits for the stubborn provider
+      yield* Effect.yieldNow()
+      yield* Fiber.interruptFork(fiber)
+      yield* TestClock.adjust(3_000) // the provider ends: teardown confirmed, then the interruption lands
+      const exit = yield* Fiber.await(fiber)
+      expect(Exit.isInterrupted(exit)).toBe(true)
+      const now = yield* Clock.currentTimeMillis
+      expect(health.unsafeView(now, ["a"]).health["a"]?.probesFree).toBe(1)
+    }))
+
+  it.effect("a gate that waits past the deadline ends the request at admission, with no call", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.hang] })
+      // A gate that ignores `remainingMillis` (its contract says it must not).
+      const overstaying = Gate.Gate.of({
+        admit: () => Effect.as(Effect.sleep("2 seconds"), undefined),
+        settle: () => Effect.void,
+        closed: Effect.never
+      })
+      const layer = Layer.merge(
+        Rein.layer({ catalog: cat, providers: { fake: fake.provider }, health: false }),
+        Layer.succeed(Gate.Gate, overstaying)
+      )
+      const fiber = yield* Effect.fork(
+        Effect.either(Rein.execute(request, contract({ deadline: "1 second" })).pipe(Effect.provide(layer)))
+      )
+      yield* TestClock.adjust("2 seconds")
+      const result = yield* Fiber.join(fiber)
+      expect(Either.isLeft(result)).toBe(true)
+      const error = Either.getLeft(result).pipe(Option.getOrThrow) as Outcome.Terminal
+      expect(error).toMatchObject({ _tag: "DeadlineExceeded", phase: "admission", attempts: [] })
+      expect(yield* fake.calls).toHaveLength(0)
+    }))
+})
