@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Batch, Guardrails } from "@rein/batch"
 import type { Events, Result } from "@rein/batch"
-import { Chunk, Duration, Effect, Fiber, Stream, TestClock } from "effect"
+import { Gate } from "@rein/core"
+import { Chunk, Duration, Effect, Fiber, Option, Stream, TestClock } from "effect"
 import { contract, counted, fail, hang, ok, scripted } from "./batch-helpers.js"
 
 /** Forks `effect`, advances virtual time by `advance`, and joins. */
@@ -140,6 +141,23 @@ describe("Batch.run", () => {
       expect(summary.results.map(brief)).toEqual(["0:authentication", "1:batch_aborted", "2:batch_aborted"])
       expect(summary.termination).toMatchObject({ kind: "fail_fast", itemId: "0", category: "authentication" })
       expect(events.filter((e) => e._tag === "RunAborted")).toHaveLength(1)
+    }))
+
+  it.effect("the run's gate governs the items' calls only: observers run outside it", () =>
+    Effect.gen(function*() {
+      const fake = scripted(() => ok(10))
+      const seen: Array<boolean> = []
+      const summary = yield* runFor(
+        Batch.run(prompts(3), {
+          contract: contract(),
+          guardrails: Guardrails.make({ concurrency: 2, abortOn: ["authentication"] }),
+          // An observer that calls Rein itself must not have its calls admitted and counted as the item's.
+          onEvent: () => Effect.map(Effect.serviceOption(Gate.Gate), (gate) => void seen.push(Option.isSome(gate)))
+        }).pipe(Effect.provide(fake.layer))
+      )
+      expect(summary.stats.succeeded).toBe(3)
+      expect(seen.length).toBeGreaterThan(0)
+      expect(seen.every((inScope) => !inScope)).toBe(true)
     }))
 
   it.effect("an unconfigured category does not abort", () =>

@@ -79,8 +79,8 @@ const run = (request: CompletionRequest, env: Loop.Env): Effect.Effect<Outcome.C
   journaled(
     env,
     Loop.run<string, Outcome.Completion>(env, {
-      attempt: (provider, context, timeoutMillis, onInterrupted) =>
-        Attempt.call(provider.call(request, context), timeoutMillis, env.graceMillis, onInterrupted),
+      attempt: (provider, context, timeoutMillis) =>
+        Attempt.call(provider.call(request, context), timeoutMillis, env.graceMillis),
       commit
     }),
     (completion) => completion

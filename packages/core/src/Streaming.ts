@@ -68,8 +68,8 @@ export const executeStream = (
     const committed = yield* journaled(
       env,
       Loop.loop(env, {
-        attempt: (provider, context, timeoutMillis, onInterrupted) =>
-          Attempt.open(provider.stream!(request, context), timeoutMillis, env.graceMillis, onInterrupted),
+        attempt: (provider, context, timeoutMillis) =>
+          Attempt.open(provider.stream!(request, context), timeoutMillis, env.graceMillis),
         commit: Effect.succeed
       })
     )

@@ -14,7 +14,20 @@ import type { Outcome, Provider } from "@rein/core"
 import { Contract, Gate, Rein } from "@rein/core"
 import { stackless } from "@rein/core/internal/stackless"
 import type { Scope } from "effect"
-import { Cause, Clock, Deferred, Duration, Effect, Either, Exit, Fiber, FiberId, Option, SubscriptionRef } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Fiber,
+  FiberId,
+  Option,
+  SubscriptionRef
+} from "effect"
 import type { Artifacts } from "../Batch.js"
 import type { Category } from "../Category.js"
 import * as Categories from "../Category.js"
@@ -50,6 +63,12 @@ export interface Ending {
 
 interface Ticket extends Limiter.Ticket {
   readonly limited: boolean
+}
+
+/** A worker: the item it is executing, and its gate (when the run has one). */
+interface Worker {
+  current: ItemState | undefined
+  gate: Gate.Gate["Type"] | undefined
 }
 
 interface ItemState {
@@ -120,8 +139,12 @@ export const run = <I, E, R>(
     }
     const nextChange = (): Effect.Effect<void> => Deferred.await(changed ??= Deferred.unsafeMake<void>(FiberId.none))
 
+    // Observers run outside the run's gate, even for events raised while an item is admitted: their own
+    // calls to Rein are not the item's attempts.
     const event = (make: (at: number) => Events.Event): Effect.Effect<void> =>
-      onEvent === undefined ? Effect.void : Effect.flatMap(nowMillis, (at) => onEvent(make(at)))
+      onEvent === undefined
+        ? Effect.void
+        : Effect.flatMap(nowMillis, (at) => Effect.mapInputContext(onEvent(make(at)), Context.omit(Gate.Gate)))
 
     const progressRef = settings.progress
     const progress: Effect.Effect<void> = progressRef === undefined
@@ -566,7 +589,7 @@ export const run = <I, E, R>(
     }
 
     /** The worker's gate: its admissions and settlements belong to the item the worker is executing. */
-    const gateOf = (worker: { current: ItemState | undefined }): Gate.Gate["Type"] => ({
+    const gateOf = (worker: Worker): Gate.Gate["Type"] => ({
       admit: (ask) => admit(ask, worker.current!),
       settle: (ticket, record) => settle(ticket as Ticket, record, worker.current!),
       closed: closedAwait,
@@ -599,7 +622,7 @@ export const run = <I, E, R>(
 
     /** Called when the worker has pulled the item (a synchronous step); the effect executes it. */
     const processItem = (
-      worker: { current: ItemState | undefined },
+      worker: Worker,
       item: I,
       index: number
     ): Effect.Effect<void, never, Rein.Rein> => {
@@ -620,7 +643,11 @@ export const run = <I, E, R>(
       inFlight++
       const execute = (): Effect.Effect<void, never, Rein.Rein> => {
         const startNanos = clock.unsafeCurrentTimeNanos()
-        const executed = Rein.execute(request, itemContract)
+        // The gate is provided to the item's execution only: user code the worker runs (a source's upstream,
+        // observers, publishing) is not under it.
+        const executed = worker.gate === undefined
+          ? Rein.execute(request, itemContract)
+          : Effect.provideService(Rein.execute(request, itemContract), Gate.Gate, worker.gate)
         if (!cancelActive) {
           executing.add(it)
           return Effect.flatMap(Effect.exit(executed), (exit) => finishItem(it, item, startNanos, exit))
@@ -696,7 +723,12 @@ export const run = <I, E, R>(
       }
 
     const worker: Effect.Effect<void, never, Rein.Rein | R> = Effect.suspend(() => {
-      const self: { current: ItemState | undefined } = { current: undefined }
+      const self: Worker = {
+        current: undefined,
+        gate: undefined
+      }
+      // Without anything that acts on single attempts, the executor runs without a gate (see `gated`).
+      if (gated) self.gate = gateOf(self)
       const process = (next: Option.Option<readonly [I, number]>): Effect.Effect<void, never, Rein.Rein | R> => {
         if (Option.isNone(next)) return windowLock === undefined ? Effect.void : windowLock.release(1)
         return Effect.zipRight(processItem(self, next.value[0], next.value[1]), loop)
@@ -704,8 +736,7 @@ export const run = <I, E, R>(
       const loop: Effect.Effect<void, never, Rein.Rein | R> = pullNow !== undefined
         ? Effect.suspend(() => process(pullNow()))
         : Effect.flatMap(windowLock === undefined ? pullOne : Effect.zipRight(windowLock.take(1), pullOne), process)
-      // Without anything that acts on single attempts, the executor runs without a gate (see `gated`).
-      return gated ? Effect.provideService(loop, Gate.Gate, gateOf(self)) : loop
+      return loop
     })
 
     // ---- the run --------------------------------------------------------------------------------------

@@ -127,7 +127,7 @@ export const endsWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, millis: number
 /**
  * Runs `work` in its own fiber bounded by `timeoutMillis`, so that a provider ignoring interruption cannot
  * hold the caller past the teardown grace; `end` turns the fiber's exit into the attempt's end. Caller
- * interruption tears the attempt down (waiting at most the grace), runs `onInterrupted`, and propagates.
+ * interruption tears the attempt down (waiting at most the grace) before it propagates.
  *
  * The attempt's fiber is started at once and runs synchronously until its first asynchronous step: a
  * provider that answers without suspending costs no timer and no scheduler hop. One that suspends costs an
@@ -140,8 +140,7 @@ export const bounded = <A, E, S>(
   work: Effect.Effect<A, E>,
   end: (exit: Exit.Exit<A, E>) => AttemptEnd<S>,
   timeoutMillis: number,
-  graceMillis: number,
-  onInterrupted: Effect.Effect<void>
+  graceMillis: number
 ): Effect.Effect<AttemptEnd<S>> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.withFiberRuntime<AttemptEnd<S>>((parent, status) => {
@@ -173,10 +172,7 @@ export const bounded = <A, E, S>(
         onFailure: (cause) => {
           if (entry !== undefined) Timers.cancel(clock, entry)
           if (onExit !== undefined) fiber.removeObserver(onExit)
-          return Effect.zipRight(
-            Effect.zipRight(teardown(clock, runtime, fiber, graceMillis), onInterrupted),
-            Effect.failCause(cause)
-          )
+          return Effect.zipRight(teardown(clock, runtime, fiber, graceMillis), Effect.failCause(cause))
         },
         onSuccess: (exit) =>
           exit !== undefined
@@ -201,9 +197,8 @@ const callEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd
 export const call = (
   effect: Effect.Effect<ProviderResponse, ProviderFailure>,
   timeoutMillis: number,
-  graceMillis: number,
-  onInterrupted: Effect.Effect<void>
-): Effect.Effect<AttemptEnd<string>> => bounded(effect, callEnd, timeoutMillis, graceMillis, onInterrupted)
+  graceMillis: number
+): Effect.Effect<AttemptEnd<string>> => bounded(effect, callEnd, timeoutMillis, graceMillis)
 
 /** A stream that delivered its first visible delta: the rest is pulled from `pull` until `scope` closes. @internal */
 export interface Opened {
@@ -221,8 +216,7 @@ export interface Opened {
 export const open = (
   stream: Stream.Stream<StreamPart, ProviderFailure>,
   timeoutMillis: number,
-  graceMillis: number,
-  onInterrupted: Effect.Effect<void>
+  graceMillis: number
 ): Effect.Effect<AttemptEnd<Opened>> =>
   Effect.flatMap(Scope.make(), (scope) => {
     const work = Effect.gen(function*() {
@@ -256,8 +250,7 @@ export const open = (
       work.pipe(Effect.onInterrupt(() => Scope.close(scope, Exit.void))),
       openEnd,
       timeoutMillis,
-      graceMillis,
-      onInterrupted
+      graceMillis
     )
   })
 

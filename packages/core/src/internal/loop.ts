@@ -410,12 +410,11 @@ const decide = (env: Env, snap: Planner.Snapshot): Planner.Decision => {
   return decision
 }
 
-/** Runs one attempt: `onInterrupted` runs (after teardown) if the caller interrupts it. @internal */
+/** Runs one attempt, bounded (see `Attempt.bounded`). @internal */
 export type RunAttempt<S> = (
   provider: Provider,
   context: AttemptContext,
-  timeoutMillis: number,
-  onInterrupted: Effect.Effect<void>
+  timeoutMillis: number
 ) => Effect.Effect<Attempt.AttemptEnd<S>>
 
 /** How a request runs its attempts, and what it does with the committed one. @internal */
@@ -546,6 +545,7 @@ const admit = <S, B>(step: Step, driver: Driver<S, B>): Effect.Effect<B, Outcome
     0,
     Deadline.millisBetween(env.clock.unsafeCurrentTimeNanos(), env.deadline.expiresNanos)
   )
+  if (remainingMillis <= 0) return Effect.zipRight(release(step), Effect.fail(expiredAtAdmission(progress, endpoint)))
   const ask: Ask = {
     endpoint,
     role: decision.role,
@@ -566,15 +566,7 @@ const admit = <S, B>(step: Step, driver: Driver<S, B>): Effect.Effect<B, Outcome
         Effect.fail(
           admitted.left._tag === "GateClosed"
             ? halted(admitted.left.reason, progress)
-            : stackless(() =>
-              new Outcome.DeadlineExceeded({
-                phase: "admission",
-                reason: `the deadline expired waiting for admission to ${endpoint.id}`,
-                cause: causeOf(progress),
-                teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
-                attempts: progress.records
-              }, true)
-            )
+            : expiredAtAdmission(progress, endpoint)
         )
       )
     }
@@ -594,6 +586,10 @@ const start = <S, B>(
   const provider = env.rein.providers.get(endpoint.provider)!
   const startNanos = clock.unsafeCurrentTimeNanos()
   const remainingAtStart = Math.max(0, Deadline.millisBetween(startNanos, env.deadline.expiresNanos))
+  // A late timer or a gate that waited too long: no attempt starts at or after the deadline. (The gate's
+  // ticket, if any, is the gate's to close: this attempt never reached `settle`.)
+  if (remainingAtStart <= 0) return Effect.zipRight(release(step), Effect.fail(expiredAtAdmission(progress, endpoint)))
+  let finished = false
   // The gate may have waited: the attempt never runs past the deadline.
   const timeoutMillis = Math.min(decision.timeoutMillis, remainingAtStart)
   const binding: "attempt" | "deadline" = decision.binding === "deadline" || remainingAtStart <= decision.timeoutMillis
@@ -612,6 +608,7 @@ const start = <S, B>(
   const finishNow = (
     end: Attempt.AttemptEnd<unknown>
   ): readonly [Outcome.AttemptRecord, Effect.Effect<void> | undefined] => {
+    finished = true
     const endNanos = clock.unsafeCurrentTimeNanos()
     const usage: Usage.Usage = end._tag === "Success"
       ? end.usage
@@ -718,16 +715,23 @@ const start = <S, B>(
     })
 
   // Interrupted by the caller: the attempt may have been sent, so its reservation stays charged.
-  const onInterrupted = Effect.zipRight(
-    settle(env, decision.reservation, Budget.charge(decision.reservation, UNKNOWN_AFTER_DISPATCH)),
-    Effect.suspend(() =>
-      permit === undefined || health === undefined
-        ? Effect.void
-        : health.unsafeComplete(nowMillis(clock.unsafeCurrentTimeNanos()), permit, NEUTRAL)
+  // Runs at most once, and not at all once the attempt was recorded: an interruption may also land while a
+  // timed-out attempt tears down, or just as it succeeds, before the loop has settled it.
+  const onInterrupted = Effect.suspend(() => {
+    if (finished) return Effect.void
+    finished = true
+    return Effect.zipRight(
+      settle(env, decision.reservation, Budget.charge(decision.reservation, UNKNOWN_AFTER_DISPATCH)),
+      Effect.suspend(() =>
+        permit === undefined || health === undefined
+          ? Effect.void
+          : health.unsafeComplete(nowMillis(clock.unsafeCurrentTimeNanos()), permit, NEUTRAL)
+      )
     )
-  )
+  })
 
-  return Effect.flatMap(driver.attempt(provider, context, timeoutMillis, onInterrupted), (end) => {
+  const attempt = driver.attempt(provider, context, timeoutMillis).pipe(Effect.onInterrupt(() => onInterrupted))
+  return Effect.flatMap(attempt, (end) => {
     if (end._tag === "Success") {
       const stopCommitted = Effect.suspend(() =>
         Effect.map(snapshot(env, progress), (snap) => {
@@ -781,6 +785,18 @@ const start = <S, B>(
     })
   })
 }
+
+/** The deadline expired before an attempt could start on `endpoint`. */
+const expiredAtAdmission = (progress: Progress, endpoint: Endpoint) =>
+  stackless(() =>
+    new Outcome.DeadlineExceeded({
+      phase: "admission",
+      reason: `the deadline expired waiting for admission to ${endpoint.id}`,
+      cause: causeOf(progress),
+      teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
+      attempts: progress.records
+    }, true)
+  )
 
 /** @internal */
 export const halted = (reason: string, progress: Progress) =>
