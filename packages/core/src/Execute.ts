@@ -79,8 +79,8 @@ const run = (request: CompletionRequest, env: Loop.Env): Effect.Effect<Outcome.C
   journaled(
     env,
     Loop.run<string, Outcome.Completion>(env, {
-      attempt: (provider, context, timeoutMillis) =>
-        Attempt.call(provider.call(request, context), timeoutMillis, env.graceMillis),
+      attempt: (provider, context, timeoutMillis, k) =>
+        Attempt.call(provider.call(request, context), timeoutMillis, env.graceMillis, k),
       commit
     }),
     (completion) => completion

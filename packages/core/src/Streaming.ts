@@ -67,9 +67,9 @@ export const executeStream = (
     const env = yield* Loop.prepare(request, contract, true)
     const committed = yield* journaled(
       env,
-      Loop.loop(env, {
-        attempt: (provider, context, timeoutMillis) =>
-          Attempt.open(provider.stream!(request, context), timeoutMillis, env.graceMillis),
+      Loop.loop<Attempt.Opened, Loop.Committed<Attempt.Opened>>(env, {
+        attempt: (provider, context, timeoutMillis, k) =>
+          Attempt.open(provider.stream!(request, context), timeoutMillis, env.graceMillis, k),
         commit: Effect.succeed
       })
     )

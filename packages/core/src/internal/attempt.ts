@@ -125,31 +125,46 @@ export const endsWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, millis: number
   )
 
 /**
+ * What the caller does once the attempt has ended. `then` is called synchronously while interruption is
+ * still held off, so that the caller records and settles the attempt before any interruption can land; the
+ * effect it returns runs interruptibly. `interrupted` runs (after teardown) when the caller is interrupted
+ * while the attempt runs.
+ *
+ * @internal
+ */
+export interface Continue<S, B, E2> {
+  readonly then: (end: AttemptEnd<S>) => Effect.Effect<B, E2>
+  readonly interrupted: Effect.Effect<void>
+}
+
+/**
  * Runs `work` in its own fiber bounded by `timeoutMillis`, so that a provider ignoring interruption cannot
- * hold the caller past the teardown grace; `end` turns the fiber's exit into the attempt's end. Caller
- * interruption tears the attempt down (waiting at most the grace) before it propagates.
+ * hold the caller past the teardown grace; `end` turns the fiber's exit into the attempt's end, handed to
+ * `k.then`. Caller interruption tears the attempt down (waiting at most the grace), runs `k.interrupted`,
+ * and propagates.
  *
  * The attempt's fiber is started at once and runs synchronously until its first asynchronous step: a
  * provider that answers without suspending costs no timer and no scheduler hop. One that suspends costs an
  * entry in the clock's one timer and one wait. The fork happens inside the uninterruptible region, so no
- * interruption can slip between starting the fiber and watching it.
+ * interruption can slip between starting the fiber and watching it, nor between its end and `k.then`.
  *
  * @internal
  */
-export const bounded = <A, E, S>(
+export const bounded = <A, E, S, B, E2>(
   work: Effect.Effect<A, E>,
   end: (exit: Exit.Exit<A, E>) => AttemptEnd<S>,
   timeoutMillis: number,
-  graceMillis: number
-): Effect.Effect<AttemptEnd<S>> =>
+  graceMillis: number,
+  k: Continue<S, B, E2>
+): Effect.Effect<B, E2> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.withFiberRuntime<AttemptEnd<S>>((parent, status) => {
+    Effect.withFiberRuntime<B, E2>((parent, status) => {
       const clock = Context.get(parent.currentDefaultServices, Clock.Clock)
       const runtime = runtimeOf(parent, RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption))
       // The provider's fiber never fails: its exit is data (a failing fiber would also be logged).
       const fiber = Runtime.runFork(runtime)(Effect.exit(work))
       const polled = fiber.unsafePoll()
-      if (polled !== null) return Effect.succeed(end(Exit.flatten(polled)))
+      if (polled !== null) return restore(k.then(end(Exit.flatten(polled))))
       let entry: Timers.Entry | undefined = undefined
       let onExit: ((exit: Exit.Exit<Exit.Exit<A, E>>) => void) | undefined = undefined
       /** The fiber's exit, or `undefined` when the timeout came first. */
@@ -172,16 +187,19 @@ export const bounded = <A, E, S>(
         onFailure: (cause) => {
           if (entry !== undefined) Timers.cancel(clock, entry)
           if (onExit !== undefined) fiber.removeObserver(onExit)
-          return Effect.zipRight(teardown(clock, runtime, fiber, graceMillis), Effect.failCause(cause))
+          return Effect.zipRight(
+            Effect.zipRight(teardown(clock, runtime, fiber, graceMillis), k.interrupted),
+            Effect.failCause(cause)
+          )
         },
         onSuccess: (exit) =>
           exit !== undefined
-            ? Effect.succeed(end(exit))
-            : Effect.map(teardown(clock, runtime, fiber, graceMillis), (confirmed): AttemptEnd<S> => ({
-              _tag: "Timeout",
-              confirmed,
-              settled: Effect.asVoid(Fiber.await(fiber))
-            }))
+            ? restore(k.then(end(exit)))
+            // Timed out: torn down (within the grace) before the caller goes on, whatever interrupts it.
+            : Effect.flatMap(
+              teardown(clock, runtime, fiber, graceMillis),
+              (confirmed) => restore(k.then({ _tag: "Timeout", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) }))
+            )
       })
     })
   )
@@ -194,11 +212,12 @@ const callEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd
     : { _tag: "Failure", failure: failureOf(exit.cause) }
 
 /** One call as an attempt. @internal */
-export const call = (
+export const call = <B, E2>(
   effect: Effect.Effect<ProviderResponse, ProviderFailure>,
   timeoutMillis: number,
-  graceMillis: number
-): Effect.Effect<AttemptEnd<string>> => bounded(effect, callEnd, timeoutMillis, graceMillis)
+  graceMillis: number,
+  k: Continue<string, B, E2>
+): Effect.Effect<B, E2> => bounded(effect, callEnd, timeoutMillis, graceMillis, k)
 
 /** A stream that delivered its first visible delta: the rest is pulled from `pull` until `scope` closes. @internal */
 export interface Opened {
@@ -213,11 +232,12 @@ export interface Opened {
  *
  * @internal
  */
-export const open = (
+export const open = <B, E2>(
   stream: Stream.Stream<StreamPart, ProviderFailure>,
   timeoutMillis: number,
-  graceMillis: number
-): Effect.Effect<AttemptEnd<Opened>> =>
+  graceMillis: number,
+  k: Continue<Opened, B, E2>
+): Effect.Effect<B, E2> =>
   Effect.flatMap(Scope.make(), (scope) => {
     const work = Effect.gen(function*() {
       const pull = yield* Scope.extend(Stream.toPull(stream), scope)
@@ -250,7 +270,8 @@ export const open = (
       work.pipe(Effect.onInterrupt(() => Scope.close(scope, Exit.void))),
       openEnd,
       timeoutMillis,
-      graceMillis
+      graceMillis,
+      k
     )
   })
 

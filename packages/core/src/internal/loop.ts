@@ -410,16 +410,17 @@ const decide = (env: Env, snap: Planner.Snapshot): Planner.Decision => {
   return decision
 }
 
-/** Runs one attempt, bounded (see `Attempt.bounded`). @internal */
-export type RunAttempt<S> = (
+/** Runs one attempt, bounded, and continues with `k` (see `Attempt.bounded`). @internal */
+export type RunAttempt<S, B> = (
   provider: Provider,
   context: AttemptContext,
-  timeoutMillis: number
-) => Effect.Effect<Attempt.AttemptEnd<S>>
+  timeoutMillis: number,
+  k: Attempt.Continue<S, B, Outcome.Terminal>
+) => Effect.Effect<B, Outcome.Terminal>
 
 /** How a request runs its attempts, and what it does with the committed one. @internal */
 export interface Driver<S, B> {
-  readonly attempt: RunAttempt<S>
+  readonly attempt: RunAttempt<S, B>
   readonly commit: (committed: Committed<S>) => Effect.Effect<B, Outcome.Terminal>
 }
 
@@ -714,9 +715,8 @@ const start = <S, B>(
       return settling === undefined ? Effect.succeed(record) : Effect.as(settling, record)
     })
 
-  // Interrupted by the caller: the attempt may have been sent, so its reservation stays charged.
-  // Runs at most once, and not at all once the attempt was recorded: an interruption may also land while a
-  // timed-out attempt tears down, or just as it succeeds, before the loop has settled it.
+  // Interrupted by the caller while the attempt ran: it may have been sent, so its reservation stays charged.
+  // Never after the attempt was recorded (a guard: `bounded` hands the end over before interruption lands).
   const onInterrupted = Effect.suspend(() => {
     if (finished) return Effect.void
     finished = true
@@ -730,8 +730,9 @@ const start = <S, B>(
     )
   })
 
-  const attempt = driver.attempt(provider, context, timeoutMillis).pipe(Effect.onInterrupt(() => onInterrupted))
-  return Effect.flatMap(attempt, (end) => {
+  // The attempt's end is handled while interruption is still held off (see `Attempt.bounded`): the record
+  // and the settlement happen before any interruption can land.
+  const then = (end: Attempt.AttemptEnd<S>): Effect.Effect<B, Outcome.Terminal> => {
     if (end._tag === "Success") {
       const stopCommitted = Effect.suspend(() =>
         Effect.map(snapshot(env, progress), (snap) => {
@@ -762,7 +763,8 @@ const start = <S, B>(
         } satisfies Committed<S>
       )
     }
-    return Effect.flatMap(finish(end), (record) => {
+    const [record, settling] = finishNow(end)
+    const rest = Effect.suspend((): Effect.Effect<B, Outcome.Terminal> => {
       if (
         end._tag === "Timeout" &&
         (binding === "deadline" || clock.unsafeCurrentTimeNanos() >= env.deadline.expiresNanos)
@@ -783,7 +785,9 @@ const start = <S, B>(
       }
       return next(env, progress, driver)
     })
-  })
+    return settling === undefined ? rest : Effect.zipRight(settling, rest)
+  }
+  return driver.attempt(provider, context, timeoutMillis, { then, interrupted: onInterrupted })
 }
 
 /** The deadline expired before an attempt could start on `endpoint`. */
