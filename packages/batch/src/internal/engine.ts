@@ -65,10 +65,9 @@ interface Ticket extends Limiter.Ticket {
   readonly limited: boolean
 }
 
-/** A worker: the item it is executing, and its gate (when the run has one). */
+/** A worker: the item it is executing (`undefined` between items). */
 interface Worker {
   current: ItemState | undefined
-  gate: Gate.Gate["Type"] | undefined
 }
 
 interface ItemState {
@@ -589,20 +588,29 @@ export const run = <I, E, R>(
     }
 
     /** The worker's gate: its admissions and settlements belong to the item the worker is executing. */
+    // Provided once per worker. It governs the item the worker is executing, and nothing else: between items
+    // (a source's upstream, publishing) it is an open gate, and observers run without it (see `event`), so a
+    // call of user code's own is never admitted, counted or stopped as an item's attempt.
     const gateOf = (worker: Worker): Gate.Gate["Type"] => ({
-      admit: (ask) => admit(ask, worker.current!),
-      settle: (ticket, record) => settle(ticket as Ticket, record, worker.current!),
-      closed: closedAwait,
-      unsafeTryAdmit: (ask) => tryAdmit(ask, worker.current!),
-      unsafeSettle: (ticket, record) => settleNow(ticket as Ticket, record, worker.current!)
+      admit: (ask) => worker.current === undefined ? OPEN_ADMIT : admit(ask, worker.current),
+      settle: (ticket, record) =>
+        worker.current === undefined ? Effect.void : settle(ticket as Ticket, record, worker.current),
+      get closed() {
+        return worker.current === undefined ? Effect.never : closedAwait
+      },
+      unsafeTryAdmit: (ask) => worker.current === undefined ? OPEN_TICKET : tryAdmit(ask, worker.current),
+      unsafeSettle: (ticket, record) =>
+        worker.current === undefined ? undefined : settleNow(ticket as Ticket, record, worker.current)
     })
 
     const finishItem = (
+      worker: Worker,
       it: ItemState,
       item: I,
       startNanos: bigint,
       exit: Exit.Exit<Outcome.Completion, Outcome.Terminal>
     ): Effect.Effect<void> => {
+      if (worker.current === it) worker.current = undefined
       executing.delete(it)
       releaseOpen(it)
       inFlight--
@@ -643,21 +651,17 @@ export const run = <I, E, R>(
       inFlight++
       const execute = (): Effect.Effect<void, never, Rein.Rein> => {
         const startNanos = clock.unsafeCurrentTimeNanos()
-        // The gate is provided to the item's execution only: user code the worker runs (a source's upstream,
-        // observers, publishing) is not under it.
-        const executed = worker.gate === undefined
-          ? Rein.execute(request, itemContract)
-          : Effect.provideService(Rein.execute(request, itemContract), Gate.Gate, worker.gate)
+        const executed = Rein.execute(request, itemContract)
         if (!cancelActive) {
           executing.add(it)
-          return Effect.flatMap(Effect.exit(executed), (exit) => finishItem(it, item, startNanos, exit))
+          return Effect.flatMap(Effect.exit(executed), (exit) => finishItem(worker, it, item, startNanos, exit))
         }
         // Its own fiber, so that a stop can interrupt the call while this worker publishes the result.
         return Effect.flatMap(Effect.fork(executed), (fiber) => {
           it.fiber = fiber
           executing.add(it)
           if (stopped !== undefined) fiber.unsafeInterruptAsFork(FiberId.none)
-          return Effect.flatMap(Fiber.await(fiber), (exit) => finishItem(it, item, startNanos, exit))
+          return Effect.flatMap(Fiber.await(fiber), (exit) => finishItem(worker, it, item, startNanos, exit))
         })
       }
       return pre
@@ -723,12 +727,9 @@ export const run = <I, E, R>(
       }
 
     const worker: Effect.Effect<void, never, Rein.Rein | R> = Effect.suspend(() => {
-      const self: Worker = {
-        current: undefined,
-        gate: undefined
-      }
+      const self: Worker = { current: undefined }
       // Without anything that acts on single attempts, the executor runs without a gate (see `gated`).
-      if (gated) self.gate = gateOf(self)
+      const gate = gated ? gateOf(self) : undefined
       const process = (next: Option.Option<readonly [I, number]>): Effect.Effect<void, never, Rein.Rein | R> => {
         if (Option.isNone(next)) return windowLock === undefined ? Effect.void : windowLock.release(1)
         return Effect.zipRight(processItem(self, next.value[0], next.value[1]), loop)
@@ -736,7 +737,7 @@ export const run = <I, E, R>(
       const loop: Effect.Effect<void, never, Rein.Rein | R> = pullNow !== undefined
         ? Effect.suspend(() => process(pullNow()))
         : Effect.flatMap(windowLock === undefined ? pullOne : Effect.zipRight(windowLock.take(1), pullOne), process)
-      return loop
+      return gate === undefined ? loop : Effect.provideService(loop, Gate.Gate, gate)
     })
 
     // ---- the run --------------------------------------------------------------------------------------
@@ -772,6 +773,8 @@ export const run = <I, E, R>(
   })
 
 const EXPIRED: Gate.Expired = { _tag: "GateExpired" }
+const OPEN_ADMIT = Effect.succeed(undefined)
+const OPEN_TICKET = Option.some(undefined)
 
 const HALTED: Stop = {
   _tag: "FailFast",
