@@ -393,8 +393,8 @@ const snapshotOf = (
   }
 }
 
-/** The snapshot the planner will consume. @internal */
-export const snapshot = (env: Env, progress: Progress): Effect.Effect<Planner.Snapshot> =>
+/** The snapshot the planner will consume. */
+const snapshot = (env: Env, progress: Progress): Effect.Effect<Planner.Snapshot> =>
   Effect.suspend(() => {
     if (!env.limited && progress.last === null) return Effect.succeed(snapshotOf(env, progress, UNLIMITED, null))
     return Effect.zipWith(
