@@ -186,13 +186,19 @@ export const run = <I, E, R>(
 
     // ---- admission ------------------------------------------------------------------------------------
 
-    const admitted = (it: ItemState, ticket: Ticket, ask: Gate.Ask): Effect.Effect<Ticket> => {
+    /** The item holds the ticket until its attempt settles; the admission is counted. */
+    const hold = (it: ItemState, ticket: Ticket): Ticket => {
       it.tickets.push(ticket)
       stats.attempts++
       if (ticket.waitedMillis > 0) {
         stats.admissionWaits++
         stats.admissionWaitMillis += ticket.waitedMillis
       }
+      return ticket
+    }
+
+    const admitted = (it: ItemState, ticket: Ticket, ask: Gate.Ask): Effect.Effect<Ticket> => {
+      hold(it, ticket)
       return onEvent === undefined ? Effect.succeed(ticket) : Effect.as(
         event((at) => ({
           _tag: "ItemAdmitted",
@@ -582,9 +588,7 @@ export const run = <I, E, R>(
         if (typeof taken === "number") return Option.none()
         ticket = { ...taken, limited: true }
       }
-      it.tickets.push(ticket)
-      stats.attempts++
-      return Option.some(ticket)
+      return Option.some(hold(it, ticket))
     }
 
     /** The worker's gate: its admissions and settlements belong to the item the worker is executing. */

@@ -48,39 +48,54 @@ const failureOf = <E>(cause: Cause.Cause<E>): ProviderFailure => {
 }
 
 /**
- * Waits for `fiber` at most `millis`: `None` when the time ran out first. The bound is an entry in the
- * clock's one timer (see `timers.ts`), not a fiber of its own. The timer resumes the wait whatever the
- * caller's interruptibility, so it also bounds waits inside finalizers and interruption handlers.
+ * Watches `fiber` for at most `millis`: `onEnd` is called once, with the fiber's exit, or with `undefined`
+ * when the time ran out first. The bound is an entry in the clock's one timer (see `timers.ts`), not a
+ * fiber of its own, so it fires whatever the caller's interruptibility (also inside finalizers). The
+ * returned function stops watching (nothing happens once `onEnd` was called).
  */
+const watch = <A, E>(
+  clock: Clock.Clock,
+  runtime: Runtime.Runtime<never>,
+  fiber: Fiber.RuntimeFiber<A, E>,
+  millis: number,
+  onEnd: (exit: Exit.Exit<A, E> | undefined) => void
+): () => void => {
+  let done = false
+  const entry = Timers.schedule(clock, runtime, atNanos(clock, millis), () => {
+    if (done) return
+    done = true
+    fiber.removeObserver(onExit)
+    onEnd(undefined)
+  })
+  const onExit = (exit: Exit.Exit<A, E>) => {
+    if (done) return
+    done = true
+    Timers.cancel(clock, entry)
+    onEnd(exit)
+  }
+  // A fiber that already ended calls `onExit` at once.
+  fiber.addObserver(onExit)
+  return () => {
+    if (done) return
+    done = true
+    fiber.removeObserver(onExit)
+    Timers.cancel(clock, entry)
+  }
+}
+
+/** Waits for `fiber` at most `millis`: `None` when the time ran out first. */
 const awaitWithin = <A, E>(
   clock: Clock.Clock,
   runtime: Runtime.Runtime<never>,
   fiber: Fiber.RuntimeFiber<A, E>,
   millis: number
 ): Effect.Effect<Option.Option<Exit.Exit<A, E>>> =>
-  Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
-    let done = false
-    const entry = Timers.schedule(clock, runtime, atNanos(clock, millis), () => {
-      if (done) return
-      done = true
-      fiber.removeObserver(onExit)
-      resume(NONE)
-    })
-    const onExit = (exit: Exit.Exit<A, E>) => {
-      if (done) return
-      done = true
-      Timers.cancel(clock, entry)
-      resume(Effect.succeed(Option.some(exit)))
-    }
-    // A fiber that already ended calls `onExit` at once.
-    fiber.addObserver(onExit)
-    return Effect.sync(() => {
-      if (done) return
-      done = true
-      fiber.removeObserver(onExit)
-      Timers.cancel(clock, entry)
-    })
-  })
+  Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) =>
+    Effect.sync(
+      watch(clock, runtime, fiber, millis, (exit) =>
+        resume(exit === undefined ? NONE : Effect.succeed(Option.some(exit))))
+    )
+  )
 
 const NONE = Effect.succeed(Option.none<never>())
 
@@ -165,28 +180,21 @@ export const bounded = <A, E, S, B, E2>(
       const fiber = Runtime.runFork(runtime)(Effect.exit(work))
       const polled = fiber.unsafePoll()
       if (polled !== null) return restore(k.then(end(Exit.flatten(polled))))
-      let entry: Timers.Entry | undefined = undefined
-      let onExit: ((exit: Exit.Exit<Exit.Exit<A, E>>) => void) | undefined = undefined
-      /** The fiber's exit, or `undefined` when the timeout came first. */
+      let stop = (): void => {}
+      /** The fiber's exit, or `undefined` when the timeout came first. (No canceler: `onFailure` stops.) */
       const waited = Effect.async<Exit.Exit<A, E> | undefined>((resume) => {
-        const timer = Timers.schedule(clock, runtime, atNanos(clock, timeoutMillis), () => {
-          entry = undefined
-          fiber.removeObserver(onExit!)
-          resume(TIMED_OUT)
-        })
-        entry = timer
-        onExit = (exit) => {
-          Timers.cancel(clock, timer)
-          entry = undefined
-          resume(Effect.succeed(Exit.flatten(exit)))
-        }
-        fiber.addObserver(onExit)
+        stop = watch(
+          clock,
+          runtime,
+          fiber,
+          timeoutMillis,
+          (exit) => resume(exit === undefined ? TIMED_OUT : Effect.succeed(Exit.flatten(exit)))
+        )
       })
       return Effect.matchCauseEffect(restore(waited), {
         // Only interruption reaches here: the wait itself never fails.
         onFailure: (cause) => {
-          if (entry !== undefined) Timers.cancel(clock, entry)
-          if (onExit !== undefined) fiber.removeObserver(onExit)
+          stop()
           return Effect.zipRight(
             Effect.zipRight(teardown(clock, runtime, fiber, graceMillis), k.interrupted),
             Effect.failCause(cause)

@@ -525,10 +525,14 @@ interface Step {
   readonly permit: Permit | undefined
 }
 
-/** Gives back what an attempt that never started holds: its reservation and its probe slot. */
-const release = (step: Step): Effect.Effect<void> =>
+/** Gives back what an attempt holds: its probe slot, and its reservation less what is `charged` (nothing for
+ * an attempt that never started). */
+const release = (
+  step: Step,
+  charged: { readonly cost: number; readonly tokens: number } = ZERO
+): Effect.Effect<void> =>
   Effect.zipRight(
-    settle(step.env, step.decision.reservation, ZERO),
+    settle(step.env, step.decision.reservation, charged),
     Effect.suspend(() =>
       step.permit === undefined || step.env.health === undefined
         ? Effect.void
@@ -720,14 +724,7 @@ const start = <S, B>(
   const onInterrupted = Effect.suspend(() => {
     if (finished) return Effect.void
     finished = true
-    return Effect.zipRight(
-      settle(env, decision.reservation, Budget.charge(decision.reservation, UNKNOWN_AFTER_DISPATCH)),
-      Effect.suspend(() =>
-        permit === undefined || health === undefined
-          ? Effect.void
-          : health.unsafeComplete(nowMillis(clock.unsafeCurrentTimeNanos()), permit, NEUTRAL)
-      )
-    )
+    return release(step, Budget.charge(decision.reservation, UNKNOWN_AFTER_DISPATCH))
   })
 
   // The attempt's end is handled while interruption is still held off (see `Attempt.bounded`): the record
