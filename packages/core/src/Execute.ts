@@ -80,7 +80,7 @@ const run = (request: CompletionRequest, env: Loop.Env): Effect.Effect<Outcome.C
     env,
     Loop.run<string, Outcome.Completion>(env, {
       attempt: (provider, context, timeoutMillis, k) =>
-        Attempt.call(provider.call(request, context), timeoutMillis, env.graceMillis, k),
+        Attempt.call(provider, request, context, timeoutMillis, env.graceMillis, k),
       commit
     }),
     (completion) => completion

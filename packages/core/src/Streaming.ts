@@ -69,7 +69,7 @@ export const executeStream = (
       env,
       Loop.loop<Attempt.Opened, Loop.Committed<Attempt.Opened>>(env, {
         attempt: (provider, context, timeoutMillis, k) =>
-          Attempt.open(provider.stream!(request, context), timeoutMillis, env.graceMillis, k),
+          Attempt.open(provider, request, context, timeoutMillis, env.graceMillis, k),
         commit: Effect.succeed
       })
     )

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Fake, Rein } from "@rein/core"
-import type { Outcome } from "@rein/core"
-import { Duration, Effect, Either, Exit, Fiber, Logger, LogLevel, Ref, TestClock } from "effect"
+import { Fake, Journal, Rein } from "@rein/core"
+import type { Outcome, Provider } from "@rein/core"
+import { Duration, Effect, Either, Exit, Fiber, Layer, Logger, LogLevel, Ref, TestClock } from "effect"
 import { catalog, contract, defaultCatalog, endpoint, layer } from "./fixtures.js"
 
 const request = { prompt: "hello", inputTokens: 100, maxOutputTokens: 100 }
@@ -311,5 +311,48 @@ describe("Execute", () => {
       const logged = (yield* Ref.get(logs)).join("\n")
       expect(logged).toContain("overloaded")
       expect(logged).not.toContain(canary)
+    }))
+  it.effect("a provider whose call throws synchronously fails safe like a defect inside the effect, and is journaled", () =>
+    Effect.gen(function*() {
+      const canary = "CANARY-sync-throw-51b2"
+      const throwing: Provider.Provider = {
+        internalMaxAttempts: 1,
+        call: () => {
+          throw new Error(`boom ${canary}`)
+        }
+      }
+      const { error, records } = yield* Effect.gen(function*() {
+        const error = failureOf(yield* Effect.either(Rein.execute(request, contract())))
+        return { error, records: yield* Effect.flatMap(Journal.MemoryJournal, (j) => j.records) }
+      }).pipe(
+        Effect.provide(
+          Layer.merge(Rein.layer({ catalog: defaultCatalog, providers: { fake: throwing } }), Journal.layerMemory)
+        )
+      )
+      expect(error).toMatchObject({ _tag: "FailedSafe", cause: { kind: "unknown", code: "provider_defect" } })
+      // `unknown` is never fallen back from: b is not tried.
+      expect(error.attempts.map((a) => [a.endpoint, a.status, a.failure])).toEqual([["a", "failure", "unknown"]])
+      expect(records).toHaveLength(1)
+      expect(records[0]!.outcome._tag).toBe("FailedSafe")
+      expect(records[0]!.attempts).toHaveLength(1)
+      expect(JSON.stringify(error)).not.toContain(canary)
+      expect(Journal.encode(records[0]!)).not.toContain(canary)
+    }))
+
+  it.effect("a provider whose call returns something other than an Effect fails safe", () =>
+    Effect.gen(function*() {
+      const broken = {
+        internalMaxAttempts: 1,
+        call: () => Promise.resolve({ text: "not an effect", usage: "unknown" })
+      } as unknown as Provider.Provider
+      const error = failureOf(
+        yield* Effect.either(
+          Rein.execute(request, contract()).pipe(
+            Effect.provide(Rein.layer({ catalog: defaultCatalog, providers: { fake: broken } }))
+          )
+        )
+      )
+      expect(error).toMatchObject({ _tag: "FailedSafe", cause: { kind: "unknown", code: "provider_defect" } })
+      expect(error.attempts).toHaveLength(1)
     }))
 })

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Fake, Journal, Rein } from "@rein/core"
-import type { Streaming } from "@rein/core"
+import type { Provider, Streaming } from "@rein/core"
 import { Chunk, Effect, Either, Fiber, Layer, Stream, TestClock } from "effect"
 import { contract, defaultCatalog, layer } from "./fixtures.js"
 
@@ -113,5 +113,31 @@ describe("Streaming", () => {
       }).pipe(Effect.provide(Layer.merge(layer(fake), Journal.layerMemory)))
       expect(records).toHaveLength(1)
       expect(records[0]!.outcome._tag).toBe("Interrupted")
+    }))
+  it.effect("a provider whose stream function throws synchronously fails safe, and is journaled", () =>
+    Effect.gen(function*() {
+      const canary = "CANARY-stream-throw-9d41"
+      const fake = Fake.make({})
+      const provider: Provider.Provider = {
+        ...fake.provider,
+        stream: () => {
+          throw new Error(`boom ${canary}`)
+        }
+      }
+      const { records, result } = yield* Effect.gen(function*() {
+        const result = yield* Effect.either(Stream.runCollect(Rein.executeStream(request, contract())))
+        return { result, records: yield* Effect.flatMap(Journal.MemoryJournal, (j) => j.records) }
+      }).pipe(
+        Effect.provide(
+          Layer.merge(Rein.layer({ catalog: defaultCatalog, providers: { fake: provider } }), Journal.layerMemory)
+        )
+      )
+      expect(Either.isLeft(result)).toBe(true)
+      if (Either.isRight(result)) return
+      expect(result.left).toMatchObject({ _tag: "FailedSafe", cause: { kind: "unknown", code: "provider_defect" } })
+      expect(result.left.attempts).toHaveLength(1)
+      expect(JSON.stringify(result.left)).not.toContain(canary)
+      expect(records.map((r) => r.outcome._tag)).toEqual(["FailedSafe"])
+      expect(Journal.encode(records[0]!)).not.toContain(canary)
     }))
 })

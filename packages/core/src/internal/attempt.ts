@@ -19,7 +19,7 @@ import {
   Stream
 } from "effect"
 import { ProviderFailure } from "../Failure.js"
-import type { ProviderResponse, StreamPart } from "../Provider.js"
+import type { AttemptContext, CompletionRequest, Provider, ProviderResponse, StreamPart } from "../Provider.js"
 import type { Usage } from "../Usage.js"
 import { clampMillis } from "./duration.js"
 import * as Timers from "./timers.js"
@@ -219,13 +219,31 @@ const callEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd
     ? { _tag: "Success", payload: exit.value.text, usage: exit.value.usage }
     : { _tag: "Failure", failure: failureOf(exit.cause) }
 
-/** One call as an attempt. @internal */
+const DEFECT_END: AttemptEnd<never> = { _tag: "Failure", failure: DEFECT }
+
+/**
+ * One call as an attempt. Provider code that throws before it returns its effect ends the attempt exactly
+ * like a defect inside the effect (`unknown`, never retried; what it threw is dropped), handed to `k.then`
+ * at once: the throw happens in the caller's synchronous step, so no interruption can land before it.
+ *
+ * @internal
+ */
 export const call = <B, E2>(
-  effect: Effect.Effect<ProviderResponse, ProviderFailure>,
+  provider: Provider,
+  request: CompletionRequest,
+  context: AttemptContext,
   timeoutMillis: number,
   graceMillis: number,
   k: Continue<string, B, E2>
-): Effect.Effect<B, E2> => bounded(effect, callEnd, timeoutMillis, graceMillis, k)
+): Effect.Effect<B, E2> => {
+  let effect: Effect.Effect<ProviderResponse, ProviderFailure>
+  try {
+    effect = provider.call(request, context)
+  } catch {
+    return k.then(DEFECT_END)
+  }
+  return bounded(effect, callEnd, timeoutMillis, graceMillis, k)
+}
 
 /** A stream that delivered its first visible delta: the rest is pulled from `pull` until `scope` closes. @internal */
 export interface Opened {
@@ -235,18 +253,27 @@ export interface Opened {
 }
 
 /**
- * Opens a provider stream and pulls until the first caller-visible delta (or a clean end, or a failure).
+ * Opens the provider's stream and pulls until the first caller-visible delta (or a clean end, or a failure).
  * The stream's resources live in their own scope, closed on failure here and by the caller after commit.
  *
  * @internal
  */
 export const open = <B, E2>(
-  stream: Stream.Stream<StreamPart, ProviderFailure>,
+  provider: Provider,
+  request: CompletionRequest,
+  context: AttemptContext,
   timeoutMillis: number,
   graceMillis: number,
   k: Continue<Opened, B, E2>
-): Effect.Effect<B, E2> =>
-  Effect.flatMap(Scope.make(), (scope) => {
+): Effect.Effect<B, E2> => {
+  // Like `call`: a stream function that throws is a defect of the attempt, never of the caller.
+  let stream: Stream.Stream<StreamPart, ProviderFailure>
+  try {
+    stream = provider.stream!(request, context)
+  } catch {
+    return k.then(DEFECT_END)
+  }
+  return Effect.flatMap(Scope.make(), (scope) => {
     const work = Effect.gen(function*() {
       const pull = yield* Scope.extend(Stream.toPull(stream), scope)
       const seen: Array<StreamPart> = []
@@ -282,6 +309,7 @@ export const open = <B, E2>(
       k
     )
   })
+}
 
 const openEnd = (exit: Exit.Exit<AttemptEnd<Opened>>): AttemptEnd<Opened> =>
   Exit.isSuccess(exit) ? exit.value : { _tag: "Failure", failure: failureOf(exit.cause) }
