@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Exit, Option, Scope, Stream } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, Option, Scope, Stream } from "effect"
 import type { Contract } from "./Contract.js"
 import { INTERRUPTED, journaled } from "./Execute.js"
 import type { ProviderFailure } from "./Failure.js"
@@ -80,19 +80,20 @@ export const executeStream = (
     const text: Array<string> = []
     let finished = false
 
-    // Until the stream is finished, closing the consumer's scope settles the attempt as interrupted
-    // (usage unknown unless reported: the reservation stays charged) and tears the provider stream down.
+    // Until the stream is finished, closing the consumer's scope tears the provider stream down and records
+    // the attempt as interrupted (usage unknown unless reported: the reservation stays charged).
     yield* Effect.addFinalizer(() =>
-      finished ? Effect.void : Effect.zipRight(
-        Effect.asVoid(committed.finish(
-          usage === "unknown"
-            ? { _tag: "Failure", failure: Attempt.TRUNCATED }
-            : { _tag: "Success", payload: undefined, usage }
-        )),
-        Effect.zipRight(
-          close(opened.scope, env.graceMillis),
-          env.writer === undefined ? Effect.void : env.writer.end(INTERRUPTED)
-        )
+      finished ? Effect.void : Effect.flatMap(
+        close(opened.scope, env.graceMillis),
+        (closed) =>
+          Effect.zipRight(
+            committed.finish(
+              usage === "unknown"
+                ? { _tag: "Interrupted", ...closed }
+                : { _tag: "Success", payload: undefined, usage }
+            ),
+            env.writer === undefined ? Effect.void : env.writer.end(INTERRUPTED)
+          )
       )
     )
 
@@ -196,9 +197,14 @@ export const executeStream = (
     )
   }))
 
-/** Closes a provider stream's scope, waiting at most the teardown grace. */
-const close = (scope: Scope.CloseableScope, graceMillis: number): Effect.Effect<void> =>
+/** Closes a provider stream's scope, waiting at most the teardown grace: whether it closed in time, and the
+ * effect that completes when it does. */
+const close = (
+  scope: Scope.CloseableScope,
+  graceMillis: number
+): Effect.Effect<{ readonly confirmed: boolean; readonly settled: Effect.Effect<void> }> =>
   Effect.flatMap(
     Effect.forkDaemon(Scope.close(scope, Exit.void)),
-    (fiber) => Effect.asVoid(Attempt.endsWithin(fiber, graceMillis))
+    (fiber) =>
+      Effect.map(Attempt.endsWithin(fiber, graceMillis), (confirmed) => ({ confirmed, settled: Fiber.await(fiber) }))
   )

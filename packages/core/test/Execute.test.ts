@@ -355,4 +355,47 @@ describe("Execute", () => {
       expect(error).toMatchObject({ _tag: "FailedSafe", cause: { kind: "unknown", code: "provider_defect" } })
       expect(error.attempts).toHaveLength(1)
     }))
+  it.effect("interrupting the caller mid-attempt journals the attempt as interrupted, charged its reservation", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.hang], b: [Fake.stubborn("1 hour")] })
+      const run = (c: ReturnType<typeof contract>) =>
+        Effect.gen(function*() {
+          const fiber = yield* Effect.fork(Rein.execute(request, c))
+          yield* TestClock.adjust("1 second")
+          yield* Effect.fork(Fiber.interrupt(fiber))
+          yield* TestClock.adjust("1 second")
+          return yield* Fiber.await(fiber)
+        })
+      const [hung, stubborn, records] = yield* Effect.gen(function*() {
+        const hung = yield* run(contract({ candidates: ["a"] }))
+        const stubborn = yield* run(contract({ candidates: ["b"], teardownGrace: "100 millis" }))
+        return [hung, stubborn, yield* Effect.flatMap(Journal.MemoryJournal, (j) => j.records)] as const
+      }).pipe(Effect.provide(Layer.merge(layer(fake), Journal.layerMemory)))
+      expect(Exit.isInterrupted(hung) && Exit.isInterrupted(stubborn)).toBe(true)
+      expect(records.map((r) => r.outcome._tag)).toEqual(["Interrupted", "Interrupted"])
+      const worstCase = { cost: 100 * 1e-6 + 100 * 2e-6, tokens: 200 }
+      expect(records[0]!.attempts).toHaveLength(1)
+      expect(records[0]!.attempts[0]).toMatchObject({
+        endpoint: "a",
+        status: "interrupted",
+        failure: null,
+        dispatched: true,
+        usage: "unknown",
+        startMillis: 0,
+        endMillis: 1_000,
+        charged: worstCase,
+        teardownUnconfirmed: false
+      })
+      // A provider that ignores interruption: the caller gets its interruption after the grace, and the
+      // record says teardown was not confirmed.
+      expect(records[1]!.attempts[0]).toMatchObject({
+        endpoint: "b",
+        status: "interrupted",
+        endMillis: 1_100,
+        charged: worstCase,
+        teardownUnconfirmed: true
+      })
+      expect(records.map((r) => Journal.replay(r))).toEqual([Either.right(1), Either.right(1)])
+      expect(Journal.explain(records[0]!).text).toContain("a interrupted")
+    }))
 })

@@ -113,6 +113,14 @@ describe("Streaming", () => {
       }).pipe(Effect.provide(Layer.merge(layer(fake), Journal.layerMemory)))
       expect(records).toHaveLength(1)
       expect(records[0]!.outcome._tag).toBe("Interrupted")
+      // The committed attempt is on the record as interrupted (not as a truncated stream), charged in full.
+      expect(records[0]!.attempts).toHaveLength(1)
+      expect(records[0]!.attempts[0]).toMatchObject({
+        status: "interrupted",
+        failure: null,
+        usage: "unknown",
+        charged: { cost: 50 * 1e-6 + 100 * 2e-6, tokens: 150 }
+      })
     }))
   it.effect("a provider whose stream function throws synchronously fails safe, and is journaled", () =>
     Effect.gen(function*() {

@@ -34,6 +34,12 @@ export type AttemptEnd<S> =
     /** Completes when an unconfirmed teardown finally ends. */
     readonly settled: Effect.Effect<void>
   }
+  | {
+    /** The caller interrupted while the attempt ran: torn down (within the grace) before this end. */
+    readonly _tag: "Interrupted"
+    readonly confirmed: boolean
+    readonly settled: Effect.Effect<void>
+  }
 
 /** A defect or self-interruption inside provider code: unclassifiable, so `unknown` (never retried). @internal */
 export const DEFECT = new ProviderFailure({ kind: "unknown", code: "provider_defect", dispatched: true })
@@ -142,14 +148,14 @@ export const endsWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, millis: number
 /**
  * What the caller does once the attempt has ended. `then` is called synchronously while interruption is
  * still held off, so that the caller records and settles the attempt before any interruption can land; the
- * effect it returns runs interruptibly. `interrupted` runs (after teardown) when the caller is interrupted
- * while the attempt runs.
+ * effect it returns runs interruptibly. `interrupted` runs (after teardown, uninterruptibly) when the caller is
+ * interrupted while the attempt runs, with how the teardown went.
  *
  * @internal
  */
 export interface Continue<S, B, E2> {
   readonly then: (end: AttemptEnd<S>) => Effect.Effect<B, E2>
-  readonly interrupted: Effect.Effect<void>
+  readonly interrupted: (end: Extract<AttemptEnd<S>, { readonly _tag: "Interrupted" }>) => Effect.Effect<void>
 }
 
 /**
@@ -196,7 +202,10 @@ export const bounded = <A, E, S, B, E2>(
         onFailure: (cause) => {
           stop()
           return Effect.zipRight(
-            Effect.zipRight(teardown(clock, runtime, fiber, graceMillis), k.interrupted),
+            Effect.flatMap(
+              teardown(clock, runtime, fiber, graceMillis),
+              (confirmed) => k.interrupted({ _tag: "Interrupted", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) })
+            ),
             Effect.failCause(cause)
           )
         },

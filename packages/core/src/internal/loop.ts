@@ -269,7 +269,6 @@ const NO_HEALTH: Planner.Snapshot["health"] = {}
 const SUCCESS: Health.Result = { _tag: "success" }
 const NEUTRAL: Health.Result = { _tag: "neutral" }
 const NO_TOKENS: Planner.Snapshot["retryTokens"] = { global: null, endpoints: {} }
-const UNKNOWN_AFTER_DISPATCH = { dispatched: true, usage: "unknown", actualCost: null } as const
 const nowMillis = (nanos: bigint): number => Number(nanos) / 1e6
 
 /** Resolves the request's environment, or refuses before any call. */
@@ -525,14 +524,10 @@ interface Step {
   readonly permit: Permit | undefined
 }
 
-/** Gives back what an attempt holds: its probe slot, and its reservation less what is `charged` (nothing for
- * an attempt that never started). */
-const release = (
-  step: Step,
-  charged: { readonly cost: number; readonly tokens: number } = ZERO
-): Effect.Effect<void> =>
+/** Gives back what an attempt that never started holds: its probe slot and its whole reservation. */
+const release = (step: Step): Effect.Effect<void> =>
   Effect.zipRight(
-    settle(step.env, step.decision.reservation, charged),
+    settle(step.env, step.decision.reservation, ZERO),
     Effect.suspend(() =>
       step.permit === undefined || step.env.health === undefined
         ? Effect.void
@@ -628,6 +623,8 @@ const start = <S, B>(
       ? "success"
       : failure !== undefined
       ? "failure"
+      : end._tag === "Interrupted"
+      ? "interrupted"
       : binding === "deadline"
       ? "deadline"
       : "timeout"
@@ -654,7 +651,7 @@ const start = <S, B>(
       usage,
       charged: { cost: charged.cost, tokens: charged.tokens },
       billingBoundViolation: charged.violation,
-      teardownUnconfirmed: end._tag === "Timeout" && !end.confirmed,
+      teardownUnconfirmed: (end._tag === "Timeout" || end._tag === "Interrupted") && !end.confirmed,
       simulated: isSimulated(endpoint, provider)
     }
     progress.records.push(record)
@@ -688,13 +685,16 @@ const start = <S, B>(
       )
     }
     if (permit !== undefined && health !== undefined) {
-      const result: Health.Result = kind === null
+      // Caller interruption is not a failure kind, and says nothing about the endpoint.
+      const result: Health.Result = end._tag === "Success"
         ? SUCCESS
+        : kind === null
+        ? NEUTRAL
         : env.spec.table[kind].health
         ? { _tag: "failure", kind, retryAfterMillis: record.retryAfterMillis }
         : NEUTRAL
       then(health.unsafeComplete(nowMillis(endNanos), permit, result))
-      if (end._tag === "Timeout" && !end.confirmed) {
+      if ((end._tag === "Timeout" || end._tag === "Interrupted") && !end.confirmed) {
         // Degraded until the abandoned attempt finally ends.
         then(Effect.flatMap(
           health.degrade(endpoint.id),
@@ -719,13 +719,14 @@ const start = <S, B>(
       return settling === undefined ? Effect.succeed(record) : Effect.as(settling, record)
     })
 
-  // Interrupted by the caller while the attempt ran: it may have been sent, so its reservation stays charged.
-  // Never after the attempt was recorded (a guard: `bounded` hands the end over before interruption lands).
-  const onInterrupted = Effect.suspend(() => {
+  // Interrupted by the caller while the attempt ran: recorded as `interrupted`, and since it may have been
+  // sent, its reservation stays charged. Never after the attempt was recorded (a guard: `bounded` hands the
+  // end over before interruption lands).
+  const onInterrupted = (end: Attempt.AttemptEnd<never>): Effect.Effect<void> => {
     if (finished) return Effect.void
-    finished = true
-    return release(step, Budget.charge(decision.reservation, UNKNOWN_AFTER_DISPATCH))
-  })
+    const settling = finishNow(end)[1]
+    return settling === undefined ? Effect.void : settling
+  }
 
   // The attempt's end is handled while interruption is still held off (see `Attempt.bounded`): the record
   // and the settlement happen before any interruption can land.
