@@ -204,7 +204,8 @@ export const bounded = <A, E, S, B, E2>(
           return Effect.zipRight(
             Effect.flatMap(
               teardown(clock, runtime, fiber, graceMillis),
-              (confirmed) => k.interrupted({ _tag: "Interrupted", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) })
+              (confirmed) =>
+                k.interrupted({ _tag: "Interrupted", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) })
             ),
             Effect.failCause(cause)
           )
