@@ -1,15 +1,15 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Fake, Journal, Rein } from "@rein/core"
-import type { Failure, Planner } from "@rein/core"
-import { Effect, Either, FastCheck as fc, Fiber, Layer, Random, TestClock } from "effect"
+import type { Failure, Outcome, Planner } from "@rein/core"
+import { Effect, Either, FastCheck as fc, Fiber, Layer, Random, Stream, TestClock } from "effect"
 import { build } from "esbuild"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { catalog, contract, endpoint, failureStep } from "./fixtures.js"
+import { catalog, contract, defaultCatalog, endpoint, failureStep } from "./fixtures.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const request = { prompt: "a prompt that must never be journaled", inputTokens: 100, maxOutputTokens: 100 }
@@ -165,6 +165,58 @@ describe("Journal", () => {
       expect(text).toContain("outcome: success on b")
       expect(json.steps[1]!.rejected.map((r) => r.endpoint)).toEqual(expect.arrayContaining(["a", "c"]))
       expect(text).not.toContain("never be journaled")
+    }))
+
+  it.effect("a request refused before it starts is journaled with its refusal and reason, replays and explains", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({})
+      const nested = Fake.make({}, { internalMaxAttempts: 3 })
+      const cases: ReadonlyArray<{
+        readonly refusal: Outcome.Refused["refusal"]
+        readonly run: Effect.Effect<unknown, Outcome.Terminal, Rein.Rein>
+        readonly fake: Fake.Fake
+      }> = [
+        { refusal: "effectful_mode", run: Rein.execute(request, contract({ mode: "effectful" })), fake },
+        {
+          refusal: "invalid_request",
+          run: Rein.execute({ ...request, id: "bad-input", inputTokens: -1 }, contract()),
+          fake
+        },
+        {
+          refusal: "no_input_bound",
+          run: Rein.execute({ prompt: request.prompt }, contract({ budget: { cost: 1 } })),
+          fake
+        },
+        { refusal: "nested_retries", run: Rein.execute(request, contract()), fake: nested },
+        {
+          refusal: "effectful_mode",
+          run: Stream.runDrain(Rein.executeStream(request, contract({ mode: "effectful" }))),
+          fake
+        }
+      ]
+      for (const c of cases) {
+        const [error, records] = yield* Effect.flip(c.run).pipe(
+          Effect.zip(Effect.flatMap(Journal.MemoryJournal, (j) => j.records)),
+          Effect.provide(
+            Layer.merge(
+              Rein.layer({ catalog: defaultCatalog, providers: { fake: c.fake.provider } }),
+              Journal.layerMemory
+            )
+          )
+        )
+        expect(error).toMatchObject({ _tag: "Refused", refusal: c.refusal })
+        expect(records).toHaveLength(1)
+        const record = records[0]!
+        expect(record.outcome).toEqual({ _tag: "Refused", reason: error.reason, detail: c.refusal, cause: null })
+        expect(record.decisions).toEqual([])
+        expect(record.attempts).toEqual([])
+        expect(record.spec.candidates.map((x) => x.id)).toEqual(["a", "b"])
+        expect(Journal.replay(record)).toEqual(Either.right(0))
+        expect(Journal.explain(record).text).toContain(`outcome: Refused (${c.refusal}): ${error.reason}`)
+        // The record survives its own encoding.
+        expect(Journal.decodeLine(Journal.encode(record))).toEqual(Either.right(record))
+        expect(Journal.encode(record)).not.toContain("never be journaled")
+      }
     }))
 
   it.live("a journal written by one process is replayed in another", () =>

@@ -200,8 +200,53 @@ const idsOf = (spec: Planner.Spec): ReadonlyArray<string> => {
   return found
 }
 
-const refuse = (refusal: Outcome.Refused["refusal"], reason: string) =>
-  Effect.fail(stackless(() => new Outcome.Refused({ refusal, reason, attempts: [] }, true)))
+/** What a refusal knows about the request it refuses. */
+interface Refusing {
+  readonly context: Context.Context<Rein>
+  readonly rein: Rein["Type"]
+  readonly request: CompletionRequest
+  readonly contract: Contract
+  readonly streaming: boolean
+}
+
+/**
+ * Refuses a request before it starts (before the clock, before any call). Under a journal the refusal is a
+ * record of its own — no decision, no attempt, the refusal and its reason as the outcome — so that every
+ * request that reached Rein is on the record. Its spec holds the bounds the request gave (an invalid one
+ * as `null`).
+ */
+const refuse = (
+  refusing: Refusing,
+  refusal: Outcome.Refused["refusal"],
+  reason: string
+): Effect.Effect<never, Outcome.Refused> => {
+  const refused = stackless(() => new Outcome.Refused({ refusal, reason, attempts: [] }, true))
+  const journal = Context.getOption(refusing.context, Journal)
+  if (Option.isNone(journal)) return Effect.fail(refused)
+  const { contract, rein, request, streaming } = refusing
+  const input = validCount(request.inputTokens, 0)
+    ? request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
+    : null
+  const output = validCount(request.maxOutputTokens, 1) ? request.maxOutputTokens ?? null : null
+  const spec = makeSpec(contract, rein.catalog.byId, rein.providers, input, output, { streaming })
+  return Effect.gen(function*() {
+    const writer = yield* journal.value.begin({
+      requestId: request.id ?? (yield* requestId),
+      contract,
+      endpoints: consulted(rein, spec),
+      spec
+    })
+    yield* writer.end(refused)
+    return yield* Effect.fail(refused)
+  })
+}
+
+/** The catalog entries a spec consults (its known candidates). */
+const consulted = (rein: Rein["Type"], spec: Planner.Spec): ReadonlyArray<Endpoint> =>
+  spec.candidates.flatMap((c) => {
+    const e = rein.catalog.byId.get(c.id)
+    return e === undefined ? [] : [e]
+  })
 
 const validCount = (n: number | undefined, min: number): boolean =>
   n === undefined || (Number.isFinite(n) && Number.isInteger(n) && n >= min)
@@ -300,17 +345,31 @@ export const prepareIn = (
   const rein = Context.get(context, Rein)
   // Refusals happen before the clock starts and before any call.
   if (contract.mode === "effectful") {
-    return refuse("effectful_mode", "effectful operations are not retried here; use a durable ledger")
+    return refuse(
+      { context, rein, request, contract, streaming },
+      "effectful_mode",
+      "effectful operations are not retried here; use a durable ledger"
+    )
   }
   if (!validCount(request.inputTokens, 0) || !validCount(request.maxOutputTokens, 1)) {
-    return refuse("invalid_request", "inputTokens must be a non-negative integer, maxOutputTokens a positive one")
+    return refuse(
+      { context, rein, request, contract, streaming },
+      "invalid_request",
+      "inputTokens must be a non-negative integer, maxOutputTokens a positive one"
+    )
   }
   const inputTokens = request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
   if ((contract.budget.cost !== undefined || contract.budget.tokens !== undefined) && inputTokens === null) {
-    return refuse("no_input_bound", "a hard cost or token budget needs an input-token bound (fail closed)")
+    return refuse(
+      { context, rein, request, contract, streaming },
+      "no_input_bound",
+      "a hard cost or token budget needs an input-token bound (fail closed)"
+    )
   }
   const entry = resolve(rein, contract)
-  if (entry.nested !== null) return refuse("nested_retries", entry.nested)
+  if (entry.nested !== null) {
+    return refuse({ context, rein, request, contract, streaming }, "nested_retries", entry.nested)
+  }
   const spec = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming)
   const deadline = Deadline.starting(
     clock.unsafeCurrentTimeNanos(),
@@ -346,10 +405,7 @@ export const prepareIn = (
     const writer = Option.isNone(journal) ? undefined : yield* journal.value.begin({
       requestId: request.id ?? (yield* requestId),
       contract,
-      endpoints: spec.candidates.flatMap((c) => {
-        const e = rein.catalog.byId.get(c.id)
-        return e === undefined ? [] : [e]
-      }),
+      endpoints: consulted(rein, spec),
       spec
     })
     return env(budget, writer)
