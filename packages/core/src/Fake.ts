@@ -35,7 +35,10 @@ export type Step =
     readonly retryAfterMillis?: number | undefined
     readonly dispatched: boolean
     readonly usage?: Tokens | undefined
-    /** Raw provider text, as a real provider's error body would carry. Rein must never record it. */
+    /**
+     * Raw provider text, as a real provider's error body would carry: the failure's `cause` is an `Error`
+     * with this message and body. Classification ignores it; Rein must never record it.
+     */
     readonly rawMessage?: string | undefined
     /** For streams: deltas emitted before the failure. */
     readonly afterDeltas?: ReadonlyArray<string> | undefined
@@ -71,7 +74,8 @@ export const succeed = (options: {
 
 /**
  * A failed call of the given kind after `latency` (default 0). `dispatched` defaults to true except for
- * `transport` failures (a connect-phase failure).
+ * `transport` failures (a connect-phase failure). `rawMessage` plants provider text in the failure (as its
+ * `cause`), for leak tests.
  *
  * @example
  * ```ts
@@ -165,14 +169,28 @@ export interface Fake {
   readonly teardowns: Effect.Effect<number>
 }
 
-const toFailure = (step: Extract<Step, { _tag: "Fail" }>) =>
-  new ProviderFailure({
+const toFailure = (step: Extract<Step, { _tag: "Fail" }>): ProviderFailure => {
+  const failure = new ProviderFailure({
     kind: step.kind,
     code: step.code,
     dispatched: step.dispatched,
     ...(step.retryAfterMillis !== undefined ? { retryAfterMillis: step.retryAfterMillis } : {}),
     ...(step.usage !== undefined ? { usage: step.usage } : {})
   })
+  if (step.rawMessage !== undefined) {
+    // The provider's own error travels as the failure's `cause`, the way an adapter keeps the SDK error it
+    // classified (an own, non-enumerable property, as `new Error(message, { cause })` installs it). Its text
+    // is in the message and in an enumerable body: anything that serialised, logged or rendered the failure
+    // would show it.
+    Object.defineProperty(failure, "cause", {
+      value: Object.assign(new Error(step.rawMessage), { body: { error: { message: step.rawMessage } } }),
+      configurable: true,
+      enumerable: false,
+      writable: true
+    })
+  }
+  return failure
+}
 
 /**
  * Makes a fake provider from per-endpoint scripts (keyed by endpoint id). An endpoint without a script
