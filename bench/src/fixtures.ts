@@ -36,6 +36,7 @@ export const response: Provider.ProviderResponse = { text: "ok", usage: { inputT
 /** What a provider is handed when a peer (not Rein) calls it directly. */
 export const attemptContext: Provider.AttemptContext = {
   attempt: 1,
+  call: 1,
   endpoint: catalog.byId.get("mem/a")!,
   timeoutMillis: 30_000,
   remainingMillis: 30_000,

@@ -43,9 +43,9 @@ describe("Batch properties", () => {
     },
     ({ abortMode, concurrency, guardrail, items, order, scripts, seed }) =>
       Effect.gen(function*() {
-        const fake = scripted((prompt, attempt) => {
+        const fake = scripted((prompt, call) => {
           const script = scripts[Number(prompt.slice(1)) % scripts.length]!
-          return script[Math.min(attempt - 1, script.length - 1)]!
+          return script[Math.min(call - 1, script.length - 1)]!
         })
         const src = counted(items)
         const events: Array<Events.Event> = []

@@ -80,8 +80,8 @@ describe("rate limits and admission", () => {
     Effect.gen(function*() {
       // The 429 takes 10 ms to arrive, so that p1 is admitted before it (a synchronous 429 would start the
       // cooldown before the second worker pulled p1).
-      const fake = scripted((prompt, attempt) =>
-        prompt === "p0" && attempt === 1 ? fail("rate_limited", { retryAfter: 2_000, latency: 10 }) : ok(500)
+      const fake = scripted((prompt, call) =>
+        prompt === "p0" && call === 1 ? fail("rate_limited", { retryAfter: 2_000, latency: 10 }) : ok(500)
       )
       const { admitted, events, summary } = yield* observed((onEvent) =>
         Batch.run(prompts(3), {
@@ -144,7 +144,7 @@ describe("rate limits and admission", () => {
 
   it.effect("429 retries have their own cap and do not use up the normal attempts", () =>
     Effect.gen(function*() {
-      const script = (_: string, attempt: number) => (attempt <= 3 ? fail("rate_limited") : ok(0))
+      const script = (_: string, call: number) => (call <= 3 ? fail("rate_limited") : ok(0))
       const own = scripted(script)
       const { summary } = yield* observed((onEvent) =>
         Batch.run(prompts(1), {

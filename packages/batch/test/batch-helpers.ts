@@ -56,6 +56,8 @@ export const hang: Step = { _tag: "hang" }
 export interface Call {
   readonly prompt: string
   readonly attempt: number
+  /** The request's physical call number (429s included), which scripts are keyed on. */
+  readonly call: number
   readonly startMillis: number
   endMillis: number | null
   tornDown: boolean
@@ -63,10 +65,11 @@ export interface Call {
 }
 
 /**
- * A provider whose calls follow `script(prompt, attempt)`; `log` holds every call in start order. `marks`
+ * A provider whose calls follow `script(prompt, call)` (`call`: the request's physical call number, from 1);
+ * `log` holds every call in start order. `marks`
  * lets a test record events in the same sequence as call starts and ends.
  */
-export const scripted = (script: (prompt: string, attempt: number) => Step) => {
+export const scripted = (script: (prompt: string, call: number) => Step) => {
   const log: Array<Call> = []
   const sequence: Array<
     { readonly what: "start" | "end"; readonly call: Call; readonly tokens: number } | {
@@ -83,6 +86,7 @@ export const scripted = (script: (prompt: string, attempt: number) => Step) => {
         const call: Call = {
           prompt: request.prompt,
           attempt: context.attempt,
+          call: context.call,
           startMillis: now,
           endMillis: null,
           tornDown: false,
@@ -90,7 +94,7 @@ export const scripted = (script: (prompt: string, attempt: number) => Step) => {
         }
         log.push(call)
         sequence.push({ what: "start", call, tokens: 0 })
-        const step = script(request.prompt, context.attempt)
+        const step = script(request.prompt, context.call)
         const end = (tokens: number) =>
           Effect.flatMap(Clock.currentTimeMillis, (t) =>
             Effect.sync(() => {

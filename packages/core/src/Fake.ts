@@ -152,6 +152,7 @@ export const dynamic = (choose: (nowMillis: number) => Step): Step => ({ _tag: "
 export interface Call {
   readonly endpoint: string
   readonly attempt: number
+  readonly call: number
   readonly timeoutMillis: number
   readonly remainingMillis: number
 }
@@ -225,6 +226,7 @@ export const make = (
     Ref.update(calls, (cs) => [...cs, {
       endpoint: ctx.endpoint.id,
       attempt: ctx.attempt,
+      call: ctx.call,
       timeoutMillis: ctx.timeoutMillis,
       remainingMillis: ctx.remainingMillis
     }])

@@ -25,7 +25,10 @@ import type { Reservation, Role } from "./Planner.js"
 export interface Ask {
   readonly endpoint: Endpoint
   readonly role: Role
+  /** The logical attempt (see `Provider.AttemptContext`). */
   readonly attempt: number
+  /** The physical call number. */
+  readonly call: number
   readonly reservation: Reservation
   /** Time left before the request's deadline: the gate never waits longer. */
   readonly remainingMillis: number

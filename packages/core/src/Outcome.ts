@@ -44,7 +44,9 @@ export const AttemptStatus = Schema.Literal("success", "failure", "timeout", "de
 export type AttemptStatus = typeof AttemptStatus.Type
 
 /**
- * One physical attempt. Offsets are milliseconds from the request's monotonic origin.
+ * One physical attempt. Offsets are milliseconds from the request's monotonic origin. `attempt` is the
+ * logical attempt (a try after a 429 repeats the attempt it retries), `call` the physical call number (every
+ * call, from 1, with no gap).
  *
  * @example
  * ```ts
@@ -55,7 +57,10 @@ export type AttemptStatus = typeof AttemptStatus.Type
  * @since 0.1.0
  */
 export const AttemptRecord = Schema.Struct({
+  /** The logical attempt: earlier attempts of the request that were not rate-limited, plus one. */
   attempt: Schema.Number,
+  /** The physical call: every earlier call of the request, plus one. */
+  call: Schema.Number,
   endpoint: Schema.String,
   role: Schema.Literal("first", "retry", "fallback"),
   startMillis: Schema.Number,

@@ -61,12 +61,26 @@ export interface StreamPart {
 }
 
 /**
- * What one attempt knows about itself.
+ * What one attempt knows about itself. `attempt` is the logical attempt: a try after a 429 (the provider
+ * refused the call, nothing was processed) is the same attempt again, so a request that met two 429s
+ * before its first answer was on attempt 1 throughout. `call` is the physical call number: every call
+ * counts, 429s included.
  *
+ * @example
+ * ```ts
+ * import type { Provider } from "@rein/core"
+ *
+ * // An idempotency key that stays the same across rate-limited tries of one attempt.
+ * const key = (request: Provider.CompletionRequest, context: Provider.AttemptContext) =>
+ *   `${request.id}-${context.attempt}`
+ * ```
  * @since 0.1.0
  */
 export interface AttemptContext {
+  /** The logical attempt, from 1: earlier attempts of this request that were not rate-limited, plus one. */
   readonly attempt: number
+  /** The physical call, from 1: every earlier call of this request, plus one. */
+  readonly call: number
   readonly endpoint: Endpoint
   readonly timeoutMillis: number
   readonly remainingMillis: number

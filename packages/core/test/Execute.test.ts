@@ -398,4 +398,23 @@ describe("Execute", () => {
       expect(records.map((r) => Journal.replay(r))).toEqual([Either.right(1), Either.right(1)])
       expect(Journal.explain(records[0]!).text).toContain("a interrupted")
     }))
+  it.effect("attempt numbers count only non-429 tries; call numbers count every physical call", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({
+        a: [Fake.fail("rate_limited"), Fake.fail("rate_limited"), Fake.fail("overloaded"), Fake.succeed()]
+      })
+      const c = contract({
+        candidates: ["a"],
+        retry: { perEndpoint: 2, rateLimited: 3, base: "100 millis", factor: 2, max: "2 seconds", jitter: 0 }
+      })
+      const result = yield* runFor(Rein.execute(request, c).pipe(Effect.provide(layer(fake))))
+      // The two 429s refused the call: the try after each is the same logical attempt again.
+      expect(result.attempts.map((a) => [a.attempt, a.call, a.failure])).toEqual([
+        [1, 1, "rate_limited"],
+        [1, 2, "rate_limited"],
+        [1, 3, "overloaded"],
+        [2, 4, null]
+      ])
+      expect((yield* fake.calls).map((x) => [x.attempt, x.call])).toEqual([[1, 1], [1, 2], [1, 3], [2, 4]])
+    }))
 })

@@ -80,7 +80,12 @@ describe("invariants over random failure scripts, deadlines and budgets", () => 
         const { attempts, calls } = yield* play(s)
         for (const a of attempts) expect(a.startMillis).toBeLessThan(s.deadline)
         expect(attempts.length).toBe(calls.length)
-        attempts.forEach((a, i) => expect(a.attempt).toBe(i + 1))
+        // Calls are numbered without a gap; the logical attempt leaves out the rate-limited tries before it.
+        attempts.forEach((a, i) => {
+          expect(a.call).toBe(i + 1)
+          expect(a.attempt).toBe(1 + attempts.slice(0, i).filter((b) => b.failure !== "rate_limited").length)
+        })
+        expect(calls.map((c) => [c.attempt, c.call])).toEqual(attempts.map((a) => [a.attempt, a.call]))
       }),
     { fastCheck: { numRuns: 150 } }
   )

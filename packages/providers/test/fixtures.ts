@@ -38,6 +38,7 @@ export const contract = (overrides: Partial<Contract.ContractInput> = {}) =>
 /** The attempt context Rein would give a first attempt on `e`. */
 export const attemptContext = (e: Catalog.Endpoint, timeoutMillis = 2_000): Provider.AttemptContext => ({
   attempt: 1,
+  call: 1,
   endpoint: e,
   timeoutMillis,
   remainingMillis: timeoutMillis,

@@ -9,8 +9,9 @@ import { num, table } from "./format.js"
 /** @internal */
 export const attemptsTable = (attempts: ReadonlyArray<Outcome.AttemptRecord>, indent = "  "): string =>
   table([
-    ["#", "endpoint", "role", "status", "failure", "start…end ms", "timeout ms", "backoff ms", "charged"],
+    ["call", "attempt", "endpoint", "role", "status", "failure", "start…end ms", "timeout ms", "backoff ms", "charged"],
     ...attempts.map((a) => [
+      String(a.call),
       String(a.attempt),
       a.endpoint,
       a.role,

@@ -282,6 +282,8 @@ export interface Progress {
   current: string | null
   tries: number
   rateLimited: number
+  /** Attempts so far that were not rate-limited (the logical attempt number is one more). */
+  counted: number
   last: { readonly kind: FailureKind; readonly retryAfterMillis: number | null; readonly code: string } | null
 }
 
@@ -501,7 +503,7 @@ export const loop = <S, B>(env: Env, driver: Driver<S, B>): Effect.Effect<B, Out
 
 /** `loop`, started now: call it only while the request runs (it allocates the request's progress). @internal */
 export const run = <S, B>(env: Env, driver: Driver<S, B>): Effect.Effect<B, Outcome.Terminal> =>
-  next(env, { records: [], current: null, tries: 0, rateLimited: 0, last: null }, driver)
+  next(env, { records: [], current: null, tries: 0, rateLimited: 0, counted: 0, last: null }, driver)
 
 /** Snapshot and decide (reading the budget and drawing jitter only when they matter). */
 const next = <S, B>(
@@ -605,7 +607,8 @@ const admit = <S, B>(step: Step, driver: Driver<S, B>): Effect.Effect<B, Outcome
   const ask: Ask = {
     endpoint,
     role: decision.role,
-    attempt: decision.attempt,
+    attempt: progress.counted + 1,
+    call: decision.attempt,
     reservation: decision.reservation,
     remainingMillis
   }
@@ -651,8 +654,11 @@ const start = <S, B>(
   const binding: "attempt" | "deadline" = decision.binding === "deadline" || remainingAtStart <= decision.timeoutMillis
     ? "deadline"
     : "attempt"
+  // The planner numbers calls (`decision.attempt` is one more than the attempts so far); the logical attempt
+  // leaves out the rate-limited ones.
   const context: AttemptContext = {
-    attempt: decision.attempt,
+    attempt: progress.counted + 1,
+    call: decision.attempt,
     endpoint,
     timeoutMillis,
     remainingMillis: remainingAtStart,
@@ -690,7 +696,8 @@ const start = <S, B>(
       ? "timeout"
       : null
     const record: Outcome.AttemptRecord = {
-      attempt: decision.attempt,
+      attempt: context.attempt,
+      call: context.call,
       endpoint: decision.endpoint,
       role: decision.role,
       startMillis: Deadline.millisBetween(env.deadline.originNanos, startNanos),
@@ -719,6 +726,7 @@ const start = <S, B>(
       progress.rateLimited = 0
     }
     if (kind === "rate_limited") progress.rateLimited++
+    else progress.counted++
     if (kind !== null) progress.last = { kind, retryAfterMillis: record.retryAfterMillis, code: record.code! }
     // Only the effects that do something: most successful attempts have none.
     const effects: Array<Effect.Effect<void>> = []
@@ -828,8 +836,8 @@ const start = <S, B>(
             new Outcome.DeadlineExceeded({
               phase: binding === "deadline" ? "attempt" : "teardown",
               reason: binding === "deadline"
-                ? `the deadline expired during attempt ${decision.attempt} on ${decision.endpoint}`
-                : `the deadline expired while attempt ${decision.attempt} tore down`,
+                ? `the deadline expired during call ${context.call} on ${decision.endpoint}`
+                : `the deadline expired while call ${context.call} tore down`,
               cause: causeOf(progress),
               teardownUnconfirmed: record.teardownUnconfirmed,
               attempts: progress.records
