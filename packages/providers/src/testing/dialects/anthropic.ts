@@ -19,7 +19,24 @@ const STOP: Record<Answer["finish"], string> = {
   content_filter: "refusal"
 }
 
-const errorObject = (error: ErrorSpec) => ({ type: error.code ?? error.type ?? "api_error", message: error.message })
+/** The error type Anthropic sends with each status, for faults that name none. */
+const TYPES: Readonly<Record<number, string>> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  402: "billing_error",
+  403: "permission_error",
+  404: "not_found_error",
+  413: "request_too_large",
+  429: "rate_limit_error",
+  500: "api_error",
+  504: "timeout_error",
+  529: "overloaded_error"
+}
+
+const errorObject = (error: ErrorSpec) => ({
+  type: error.code ?? error.type ?? TYPES[error.status] ?? "api_error",
+  message: error.message
+})
 
 const errorBody = (error: ErrorSpec): string =>
   JSON.stringify({ type: "error", error: errorObject(error) })
