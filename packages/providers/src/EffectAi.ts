@@ -51,6 +51,8 @@ class CallTicket extends Context.Tag("@rein/providers/EffectAi/CallTicket")<Call
   sent: number
   /** The errno of the response body's stream, when it failed (the socket went away mid-body). */
   bodyErrno?: string | undefined
+  /** The status and headers of the response, for errors the vendor client could not decode. */
+  response?: { readonly status: number; readonly headers: Readonly<Record<string, string | undefined>> } | undefined
 }>() {}
 
 const BODY_READERS = new Set<PropertyKey>(["text", "json", "arrayBuffer", "formData", "urlParamsBody"])
@@ -118,7 +120,10 @@ export const oneShot = <E, R>(
       const counter = ticket.value
       counter.sent += 1
       return counter.sent === 1
-        ? Effect.map(effect, (response) => watch(response, counter))
+        ? Effect.map(effect, (response) => {
+          counter.response = { status: response.status, headers: response.headers }
+          return watch(response, counter)
+        })
         : Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", cause: new HiddenRetry() }))
     }))
 
@@ -275,10 +280,14 @@ export const fromLanguageModel = <R = never>(
       CallTicket,
       ticket
     )
-  // A 2xx body whose stream failed at the socket is a transport failure, not a malformed response.
+  // A 2xx body whose stream failed at the socket is a transport failure, not a malformed response; an error
+  // status whose body the vendor client could not decode (`@effect/ai-anthropic` 0.27 has no schema for a
+  // 413 `request_too_large`) is classified by that status, not as a malformed answer.
   const classifyIn = (ticket: CallTicket["Type"]) => (error: AiError.AiError) =>
     error._tag === "HttpResponseError" && ticket.bodyErrno !== undefined && error.response.status < 300
       ? Effect.succeed(Internal.fromTransport(ticket.bodyErrno))
+      : error._tag === "MalformedOutput" && ticket.response !== undefined && ticket.response.status >= 400
+      ? Internal.fromStatus(ticket.response.status, ticket.response.headers, undefined)
       : classify(error)
 
   const call = (
