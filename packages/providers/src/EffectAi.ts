@@ -393,7 +393,11 @@ export interface VendorOptions {
 export const vendorTransport = (
   options: VendorOptions,
   defaultUrl: string
-): Effect.Effect<{ readonly apiUrl: string; readonly http: HttpClient.HttpClient }, ProviderConfigError, HttpClient.HttpClient> =>
+): Effect.Effect<
+  { readonly apiUrl: string; readonly http: HttpClient.HttpClient },
+  ProviderConfigError,
+  HttpClient.HttpClient
+> =>
   Effect.gen(function*() {
     const checked = checkBaseUrl(options.apiUrl ?? defaultUrl, {
       field: "apiUrl",

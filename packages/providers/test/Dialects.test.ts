@@ -14,19 +14,25 @@ const execute = (
   overrides: Parameters<typeof contract>[0] = {},
   health?: false
 ) =>
-  Effect.flatMap(Effect.orDie(c.provider(server)), (provider) =>
-    Rein.execute(request, contract({ candidates: ["a", "b"], ...overrides })).pipe(
-      Effect.provide(reinLayer(provider, health))
-    ))
+  Effect.flatMap(
+    Effect.orDie(c.provider(server)),
+    (provider) =>
+      Rein.execute(request, contract({ candidates: ["a", "b"], ...overrides })).pipe(
+        Effect.provide(reinLayer(provider, health))
+      )
+  )
 
 const executeStream = (c: (typeof cases)[number], server: FaultServer.FaultServer) =>
-  Effect.flatMap(Effect.orDie(c.provider(server)), (provider) =>
-    Rein.executeStream(request, contract({ candidates: ["a", "b"], retry: { perEndpoint: 0 } })).pipe(
-      Stream.runCollect,
-      Effect.map(Chunk.toReadonlyArray),
-      Effect.either,
-      Effect.provide(reinLayer(provider))
-    ))
+  Effect.flatMap(
+    Effect.orDie(c.provider(server)),
+    (provider) =>
+      Rein.executeStream(request, contract({ candidates: ["a", "b"], retry: { perEndpoint: 0 } })).pipe(
+        Stream.runCollect,
+        Effect.map(Chunk.toReadonlyArray),
+        Effect.either,
+        Effect.provide(reinLayer(provider))
+      )
+  )
 
 for (const c of cases) {
   describe(`the ${c.dialect} dialect under Rein.execute`, () => {

@@ -21,7 +21,12 @@ const PROSE_TOO_LONG = "prompt is too long: 250000 tokens > 200000 maximum"
 
 const tables: Readonly<Record<string, ReadonlyArray<Row>>> = {
   anthropic: [
-    ["401 authentication_error", FaultServer.status(401, { type: "authentication_error" }), "authentication", undefined],
+    [
+      "401 authentication_error",
+      FaultServer.status(401, { type: "authentication_error" }),
+      "authentication",
+      undefined
+    ],
     ["403 permission_error", FaultServer.status(403, { type: "permission_error" }), "permission_denied", undefined],
     ["402 billing_error", FaultServer.status(402, { type: "billing_error" }), "insufficient_balance", undefined],
     ["413 request_too_large", FaultServer.status(413, { type: "request_too_large" }), "context_length", undefined],
@@ -45,7 +50,12 @@ const tables: Readonly<Record<string, ReadonlyArray<Row>>> = {
     ]
   ],
   "openai-responses": [
-    ["429 insufficient_quota", FaultServer.status(429, { code: "insufficient_quota", type: "insufficient_quota" }), "quota_exhausted", undefined],
+    [
+      "429 insufficient_quota",
+      FaultServer.status(429, { code: "insufficient_quota", type: "insufficient_quota" }),
+      "quota_exhausted",
+      undefined
+    ],
     [
       "400 context_length_exceeded",
       FaultServer.status(400, { code: "context_length_exceeded", type: "invalid_request_error" }),
@@ -73,7 +83,12 @@ const tables: Readonly<Record<string, ReadonlyArray<Row>>> = {
       "rate_limited",
       66_500
     ],
-    ["401 invalid_api_key", FaultServer.status(401, { code: "invalid_api_key", type: "invalid_request_error" }), "authentication", undefined],
+    [
+      "401 invalid_api_key",
+      FaultServer.status(401, { code: "invalid_api_key", type: "invalid_request_error" }),
+      "authentication",
+      undefined
+    ],
     ["503 server_error", FaultServer.status(503, { type: "server_error" }), "overloaded", undefined]
   ],
   gemini: [
@@ -93,7 +108,12 @@ const tables: Readonly<Record<string, ReadonlyArray<Row>>> = {
       7_000
     ],
     ["503 UNAVAILABLE", FaultServer.status(503, { code: "UNAVAILABLE" }), "overloaded", undefined],
-    ["400 INVALID_ARGUMENT", FaultServer.status(400, { code: "INVALID_ARGUMENT", message: PROSE_TOO_LONG }), "invalid_request", undefined],
+    [
+      "400 INVALID_ARGUMENT",
+      FaultServer.status(400, { code: "INVALID_ARGUMENT", message: PROSE_TOO_LONG }),
+      "invalid_request",
+      undefined
+    ],
     [
       "400 INVALID_ARGUMENT with ErrorInfo API_KEY_INVALID",
       FaultServer.status(400, { code: "INVALID_ARGUMENT", details: [gemini.errorInfo("API_KEY_INVALID")] }),
@@ -105,8 +125,18 @@ const tables: Readonly<Record<string, ReadonlyArray<Row>>> = {
   ],
   azure: [
     ["400 content_filter", FaultServer.status(400, { code: "content_filter" }), "content_filtered", undefined],
-    ["400 context_length_exceeded", FaultServer.status(400, { code: "context_length_exceeded" }), "context_length", undefined],
-    ["429 with retry-after-ms", FaultServer.status(429, { code: "429", headers: { "retry-after-ms": "800" } }), "rate_limited", 800]
+    [
+      "400 context_length_exceeded",
+      FaultServer.status(400, { code: "context_length_exceeded" }),
+      "context_length",
+      undefined
+    ],
+    [
+      "429 with retry-after-ms",
+      FaultServer.status(429, { code: "429", headers: { "retry-after-ms": "800" } }),
+      "rate_limited",
+      800
+    ]
   ],
   openrouter: [
     ["402 (credits)", FaultServer.status(402), "insufficient_balance", undefined],
@@ -145,7 +175,10 @@ describe("errors inside a 200 stream", () => {
 
   it.live("Anthropic's event: error with overloaded_error is overloaded", () =>
     Effect.gen(function*() {
-      const failure = yield* firstFailure("anthropic", FaultServer.streamError({ status: 529, type: "overloaded_error" }))
+      const failure = yield* firstFailure(
+        "anthropic",
+        FaultServer.streamError({ status: 529, type: "overloaded_error" })
+      )
       expect([failure.kind, failure.code]).toEqual(["overloaded", "overloaded_error"])
     }))
 
@@ -183,12 +216,13 @@ describe("errors inside a 200 stream", () => {
         }
       })
       const provider = yield* Effect.orDie(c.provider(server))
-      const events = yield* Rein.executeStream(request, contract({ candidates: ["a", "b"], retry: { perEndpoint: 0 } })).pipe(
-        Stream.runCollect,
-        Effect.map(Chunk.toReadonlyArray),
-        Effect.either,
-        Effect.provide(reinLayer(provider))
-      )
+      const events = yield* Rein.executeStream(request, contract({ candidates: ["a", "b"], retry: { perEndpoint: 0 } }))
+        .pipe(
+          Stream.runCollect,
+          Effect.map(Chunk.toReadonlyArray),
+          Effect.either,
+          Effect.provide(reinLayer(provider))
+        )
       expect(Either.isRight(events) && events.right.flatMap((e) => e._tag === "Delta" ? [e.text] : [])).toEqual([
         "from ",
         "b"

@@ -15,7 +15,7 @@ import * as EffectAiAnthropic from "@rein/providers/EffectAiAnthropic"
 import * as EffectAiGoogle from "@rein/providers/EffectAiGoogle"
 import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
 import { Chunk, Effect, Layer, Schema, Stream } from "effect"
-import { KEY } from "./dialects.js"
+import { at, KEY } from "./dialects.js"
 import { withHttp } from "./fixtures.js"
 
 const Weather = Tool.make("weather", {
@@ -31,7 +31,9 @@ const weatherCall = { id: "call_1", name: "weather", arguments: JSON.stringify({
 
 interface Vendor {
   readonly name: string
-  readonly model: (server: FaultServer.FaultServer) => Layer.Layer<LanguageModel.LanguageModel, unknown, HttpClient.HttpClient>
+  readonly model: (
+    server: FaultServer.FaultServer
+  ) => Layer.Layer<LanguageModel.LanguageModel, unknown, HttpClient.HttpClient>
   /** The request body asked for JSON output. */
   readonly asksJson: (body: unknown) => boolean
   /** The tool names the request body declares. */
@@ -40,10 +42,8 @@ interface Vendor {
   readonly structured: FaultServer.Fault
 }
 
-const get = (body: unknown, ...keys: ReadonlyArray<string | number>): unknown =>
-  keys.reduce<unknown>((v, k) => typeof v === "object" && v !== null ? (v as Record<string, unknown>)[k] : undefined, body)
 const names = (tools: unknown, ...path: ReadonlyArray<string | number>): ReadonlyArray<string> =>
-  Array.isArray(tools) ? tools.map((t) => String(get(t, ...path))) : []
+  Array.isArray(tools) ? tools.map((t) => String(at(t, ...path))) : []
 
 const vendors: ReadonlyArray<Vendor> = [
   {
@@ -52,8 +52,8 @@ const vendors: ReadonlyArray<Vendor> = [
       OpenAiLanguageModel.layer({ model: "gpt-test" }).pipe(
         Layer.provide(EffectAiOpenAi.clientLayer({ apiUrl: server.baseUrl, apiKey: KEY }))
       ),
-    asksJson: (body) => get(body, "text", "format", "type") === "json_schema",
-    toolNames: (body) => names(get(body, "tools"), "name"),
+    asksJson: (body) => at(body, "text", "format", "type") === "json_schema",
+    toolNames: (body) => names(at(body, "tools"), "name"),
     structured: FaultServer.ok({ text: forecastJson })
   },
   {
@@ -63,8 +63,8 @@ const vendors: ReadonlyArray<Vendor> = [
         Layer.provide(EffectAiAnthropic.clientLayer({ apiUrl: server.url, apiKey: KEY }))
       ),
     // Anthropic's JSON mode is a forced tool named after the object.
-    asksJson: (body) => get(body, "tool_choice", "type") === "tool" && get(body, "tool_choice", "name") === "forecast",
-    toolNames: (body) => names(get(body, "tools"), "name"),
+    asksJson: (body) => at(body, "tool_choice", "type") === "tool" && at(body, "tool_choice", "name") === "forecast",
+    toolNames: (body) => names(at(body, "tools"), "name"),
     structured: FaultServer.ok({ text: "", toolCalls: [{ id: "toolu_1", name: "forecast", arguments: forecastJson }] })
   },
   {
@@ -73,11 +73,11 @@ const vendors: ReadonlyArray<Vendor> = [
       GoogleLanguageModel.layer({ model: "gemini-test", config: { toolConfig: {} } }).pipe(
         Layer.provide(EffectAiGoogle.clientLayer({ apiUrl: server.url, apiKey: KEY }))
       ),
-    asksJson: (body) => get(body, "generationConfig", "responseMimeType") === "application/json",
+    asksJson: (body) => at(body, "generationConfig", "responseMimeType") === "application/json",
     // The REST reference has `tools: [{ functionDeclarations }]`; @effect/ai-google 0.15 sends the one Tool
     // object without the array. Both are read here; see the report of the dialects work.
     toolNames: (body) =>
-      names(get(body, "tools", "functionDeclarations") ?? get(body, "tools", 0, "functionDeclarations"), "name"),
+      names(at(body, "tools", "functionDeclarations") ?? at(body, "tools", 0, "functionDeclarations"), "name"),
     structured: FaultServer.ok({ text: forecastJson })
   },
   {
@@ -87,8 +87,8 @@ const vendors: ReadonlyArray<Vendor> = [
       OpenRouterLanguageModel.layer({ model: "vendor/model-test" }).pipe(
         Layer.provide(OpenRouterClient.layer({ apiUrl: `${server.url}/api/v1`, apiKey: KEY }))
       ),
-    asksJson: (body) => get(body, "response_format", "type") === "json_schema",
-    toolNames: (body) => names(get(body, "tools"), "function", "name"),
+    asksJson: (body) => at(body, "response_format", "type") === "json_schema",
+    toolNames: (body) => names(at(body, "tools"), "function", "name"),
     structured: FaultServer.ok({ text: forecastJson })
   }
 ]
@@ -116,8 +116,11 @@ for (const vendor of vendors) {
 
     it.live("the toolkit's tools reach the request, and the vendor's tool call comes back with its params", () =>
       Effect.gen(function*() {
-        const { seen, value } = yield* run(vendor, [FaultServer.ok({ text: "", toolCalls: [weatherCall] })], () =>
-          LanguageModel.generateText({ prompt: "weather in Oslo?", toolkit }).pipe(Effect.provide(handlers)))
+        const { seen, value } = yield* run(
+          vendor,
+          [FaultServer.ok({ text: "", toolCalls: [weatherCall] })],
+          () => LanguageModel.generateText({ prompt: "weather in Oslo?", toolkit }).pipe(Effect.provide(handlers))
+        )
         expect(vendor.toolNames(seen[0]!.body)).toEqual(["weather"])
         expect(value.toolCalls.map((c) => [c.name, c.params])).toEqual([["weather", { city: "Oslo" }]])
         expect(value.toolResults.map((r) => r.result)).toEqual(["sunny in Oslo"])

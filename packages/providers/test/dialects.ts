@@ -34,8 +34,12 @@ export interface Case {
   readonly transformable: boolean
 }
 
-const at = (body: unknown, ...keys: ReadonlyArray<string>): unknown =>
-  keys.reduce<unknown>((v, k) => typeof v === "object" && v !== null ? (v as Record<string, unknown>)[k] : undefined, body)
+/** The value at `keys` in a JSON body, or undefined. */
+export const at = (body: unknown, ...keys: ReadonlyArray<string | number>): unknown =>
+  keys.reduce<unknown>(
+    (v, k) => typeof v === "object" && v !== null ? (v as Record<string, unknown>)[k] : undefined,
+    body
+  )
 
 const openAiStatus = (status: number, type: string) => FaultServer.status(status, { type })
 
@@ -64,8 +68,7 @@ export const cases: ReadonlyArray<Case> = [
   {
     dialect: "anthropic",
     path: () => "/v1/messages",
-    provider: (server, transformClient) =>
-      EffectAiAnthropic.make({ apiUrl: server.url, apiKey: KEY, transformClient }),
+    provider: (server, transformClient) => EffectAiAnthropic.make({ apiUrl: server.url, apiKey: KEY, transformClient }),
     rateLimited: (seconds) =>
       FaultServer.status(429, {
         type: "rate_limit_error",

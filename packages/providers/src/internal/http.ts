@@ -124,7 +124,8 @@ export const fromStatus = (
 ): Effect.Effect<Failure.ProviderFailure> =>
   Effect.map(
     Clock.currentTimeMillis,
-    (nowMillis) => Vendors.failureOf({ status, headers, body: bodyText, fallbackCode: codeFromBody(bodyText), nowMillis })
+    (nowMillis) =>
+      Vendors.failureOf({ status, headers, body: bodyText, fallbackCode: codeFromBody(bodyText), nowMillis })
   )
 
 /**

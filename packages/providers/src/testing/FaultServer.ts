@@ -423,6 +423,26 @@ const parseJson = (text: string): unknown => {
 
 const field = Dialect.field
 
+/** What a request says: its path and query, headers (raw for the dialect, redacted for the record), its
+ * dialect, the model it names and whether it asks for SSE. */
+const describeRequest = (req: Http.IncomingMessage, body: unknown) => {
+  const path = (req.url ?? "/").split("?")[0]!
+  const query = Object.fromEntries(new URL(req.url ?? "/", "http://loopback").searchParams)
+  const rawHeaders: Record<string, string> = {}
+  const headers: Record<string, string> = {}
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined) continue
+    rawHeaders[k] = Array.isArray(v) ? v.join(", ") : v
+    headers[k] = CREDENTIAL_HEADERS.has(k) ? "<redacted>" : rawHeaders[k]
+  }
+  const shape = shapeOf(path)
+  const incoming: Dialect.Incoming = { path, query, headers: rawHeaders, body }
+  const bodyModel = typeof field(body, "model") === "string" ? field(body, "model") as string : null
+  const model = shape?.model?.(incoming) ?? bodyModel
+  const stream = shape?.streams?.(incoming) ?? field(body, "stream") === true
+  return { headers, incoming, model, path, query, shape, stream }
+}
+
 /**
  * Starts a fault server on `127.0.0.1` at a random port; it stops when the scope closes.
  *
@@ -465,20 +485,7 @@ export const make = (options: {
       Effect.gen(function*() {
         const raw = yield* Effect.orElseSucceed(readBody(req), () => "")
         const body = parseJson(raw)
-        const path = (req.url ?? "/").split("?")[0]!
-        const query = Object.fromEntries(new URL(req.url ?? "/", "http://loopback").searchParams)
-        const rawHeaders: Record<string, string> = {}
-        const headers: Record<string, string> = {}
-        for (const [k, v] of Object.entries(req.headers)) {
-          if (v === undefined) continue
-          rawHeaders[k] = Array.isArray(v) ? v.join(", ") : v
-          headers[k] = CREDENTIAL_HEADERS.has(k) ? "<redacted>" : rawHeaders[k]
-        }
-        const shape = shapeOf(path)
-        const incoming: Dialect.Incoming = { path, query, headers: rawHeaders, body }
-        const bodyModel = typeof field(body, "model") === "string" ? field(body, "model") as string : null
-        const model = shape?.model?.(incoming) ?? bodyModel
-        const stream = shape?.streams?.(incoming) ?? field(body, "stream") === true
+        const { headers, incoming, model, path, query, shape, stream } = describeRequest(req, body)
         // A dialect refuses a request without its credential header or API version before any fault is used.
         const refusal = shape?.refuse?.(incoming)
         const headerFault = req.headers["x-rein-fault"]

@@ -38,8 +38,7 @@ const errorObject = (error: ErrorSpec) => ({
   message: error.message
 })
 
-const errorBody = (error: ErrorSpec): string =>
-  JSON.stringify({ type: "error", error: errorObject(error) })
+const errorBody = (error: ErrorSpec): string => JSON.stringify({ type: "error", error: errorObject(error) })
 
 const parseInput = (json: string): unknown => {
   try {
@@ -58,7 +57,12 @@ const complete = (model: string, answer: Answer): string => {
     model,
     content: [
       ...(text !== "" || answer.toolCalls.length === 0 ? [{ type: "text", text }] : []),
-      ...answer.toolCalls.map((call) => ({ type: "tool_use", id: call.id, name: call.name, input: parseInput(call.arguments) }))
+      ...answer.toolCalls.map((call) => ({
+        type: "tool_use",
+        id: call.id,
+        name: call.name,
+        input: parseInput(call.arguments)
+      }))
     ],
     stop_reason: STOP[answer.finish],
     stop_sequence: null,
@@ -69,7 +73,10 @@ const complete = (model: string, answer: Answer): string => {
 const events = (model: string, answer: Answer) => {
   const event = (type: string, data: object) => sse({ type, ...data }, type)
   const tools = answer.toolCalls.flatMap((call, i) => [
-    event("content_block_start", { index: i + 1, content_block: { type: "tool_use", id: call.id, name: call.name, input: {} } }),
+    event("content_block_start", {
+      index: i + 1,
+      content_block: { type: "tool_use", id: call.id, name: call.name, input: {} }
+    }),
     event("content_block_delta", { index: i + 1, delta: { type: "input_json_delta", partial_json: call.arguments } }),
     event("content_block_stop", { index: i + 1 })
   ])
@@ -89,7 +96,9 @@ const events = (model: string, answer: Answer) => {
       }),
       event("content_block_start", { index: 0, content_block: { type: "text", text: "" } })
     ],
-    deltas: answer.deltas.map((text) => event("content_block_delta", { index: 0, delta: { type: "text_delta", text } })),
+    deltas: answer.deltas.map((text) =>
+      event("content_block_delta", { index: 0, delta: { type: "text_delta", text } })
+    ),
     tail: [
       event("content_block_stop", { index: 0 }),
       ...tools,

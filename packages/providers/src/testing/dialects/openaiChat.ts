@@ -74,7 +74,12 @@ const events = (model: string, answer: Answer, withUsage: boolean) => {
     tail: [
       ...answer.toolCalls.map((call, index) =>
         chunk({
-          tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } }]
+          tool_calls: [{
+            index,
+            id: call.id,
+            type: "function",
+            function: { name: call.name, arguments: call.arguments }
+          }]
         }, null)
       ),
       chunk({}, answer.finish),

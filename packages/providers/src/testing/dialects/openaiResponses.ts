@@ -108,5 +108,8 @@ export const dialect: Dialect = {
   complete: (model, answer) => JSON.stringify(responseObject(model, answer)),
   events: (model, answer) => events(model, answer),
   streamError: (error) =>
-    sse({ type: "error", sequence_number: 0, code: error.code ?? error.type, message: error.message, param: null }, "error")
+    sse(
+      { type: "error", sequence_number: 0, code: error.code ?? error.type, message: error.message, param: null },
+      "error"
+    )
 }
