@@ -10,7 +10,7 @@ import { Rein } from "@rein/core"
 import { FaultServer } from "@rein/providers"
 import * as anthropic from "@rein/providers/testing/dialects/anthropic"
 import * as gemini from "@rein/providers/testing/dialects/gemini"
-import { Chunk, Effect, Either, FastCheck, Stream } from "effect"
+import { Chunk, Clock, Effect, Either, FastCheck, Stream } from "effect"
 import * as Vendors from "../src/internal/vendors.js"
 import { cases, cat, reinLayer } from "./dialects.js"
 import { attemptContext, contract, request, withHttp } from "./fixtures.js"
@@ -163,6 +163,23 @@ for (const c of cases) {
     }
   })
 }
+
+describe("rate-limit headers as the wait hint of a 429 without Retry-After", () => {
+  it.live("Anthropic: the reset instant of the exhausted limit (anthropic-ratelimit-requests-reset)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const resetAt = new Date((yield* Clock.currentTimeMillis) + 4_000).toISOString()
+      const server = yield* FaultServer.make({
+        faults: [
+          FaultServer.status(429, { type: "rate_limit_error", headers: anthropic.rateLimitHeaders({ resetAt }) })
+        ]
+      })
+      const provider = yield* Effect.orDie(cases.find((c) => c.dialect === "anthropic")!.provider(server))
+      const failure = yield* Effect.flip(provider.call(request, ctx))
+      expect(failure.kind).toBe("rate_limited")
+      expect(failure.retryAfterMillis).toBeGreaterThan(2_000)
+      expect(failure.retryAfterMillis).toBeLessThanOrEqual(4_000)
+    })).pipe(withHttp))
+})
 
 describe("errors inside a 200 stream", () => {
   const streamCase = (dialect: string) => cases.find((c) => c.dialect === dialect)!

@@ -220,6 +220,9 @@ const goDurationMillis = (text: string): number | undefined => {
 
 const RESET_DIMENSIONS = ["requests", "tokens", "input-tokens", "output-tokens"] as const
 
+/** A reset further away than a day is not a wait hint (a skewed clock, a misread header). */
+const MAX_RESET_MILLIS = 24 * 3_600_000
+
 /**
  * A wait hint from the vendor's rate-limit headers, for a 429 without Retry-After: the latest reset among
  * the dimensions whose remaining count is 0. OpenAI / Azure send `x-ratelimit-remaining-*` with
@@ -245,7 +248,7 @@ export const rateLimitResetMillis = (
       if (Number.isFinite(at)) waits.push(Math.max(0, at - nowMillis))
     }
   }
-  return waits.length === 0 ? undefined : Math.max(...waits)
+  return waits.length === 0 ? undefined : Math.min(MAX_RESET_MILLIS, Math.max(...waits))
 }
 
 /**

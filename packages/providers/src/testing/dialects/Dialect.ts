@@ -11,6 +11,12 @@
  * Why an answer ended, in the vendors' common terms (each dialect writes its own spelling: `length`,
  * `max_output_tokens`, `max_tokens`, `MAX_TOKENS`, …).
  *
+ * @example
+ * ```ts
+ * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ *
+ * const finish: Dialect.Finish = "length"
+ * ```
  * @since 0.1.0
  */
 export type Finish = "stop" | "length" | "tool_calls" | "content_filter"
@@ -18,6 +24,12 @@ export type Finish = "stop" | "length" | "tool_calls" | "content_filter"
 /**
  * One tool call in an answer; `arguments` is the JSON text the vendor sends.
  *
+ * @example
+ * ```ts
+ * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ *
+ * const call: Dialect.ToolCall = { id: "call_1", name: "weather", arguments: "{\"city\":\"Oslo\"}" }
+ * ```
  * @since 0.1.0
  */
 export interface ToolCall {
@@ -29,6 +41,12 @@ export interface ToolCall {
 /**
  * Token usage as the server reports it; `null` omits it.
  *
+ * @example
+ * ```ts
+ * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ *
+ * const usage: Dialect.Usage = { inputTokens: 12, outputTokens: 5 }
+ * ```
  * @since 0.1.0
  */
 export type Usage = { readonly inputTokens: number; readonly outputTokens: number } | null
@@ -36,6 +54,12 @@ export type Usage = { readonly inputTokens: number; readonly outputTokens: numbe
 /**
  * A complete answer to write.
  *
+ * @example
+ * ```ts
+ * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ *
+ * const answer: Dialect.Answer = { deltas: ["hi"], usage: null, finish: "stop", toolCalls: [] }
+ * ```
  * @since 0.1.0
  */
 export interface Answer {
@@ -48,6 +72,12 @@ export interface Answer {
 /**
  * An error to write: the status, the vendor's machine fields, prose, headers and (Google) typed details.
  *
+ * @example
+ * ```ts
+ * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ *
+ * const error: Dialect.ErrorSpec = { status: 529, code: null, type: "overloaded_error", message: "busy" }
+ * ```
  * @since 0.1.0
  */
 export interface ErrorSpec {
@@ -62,6 +92,13 @@ export interface ErrorSpec {
  * SSE events of one answer: the head (before any delta), one per delta, and the tail (tool calls, finish,
  * usage, terminator). A cut stream sends head and deltas only.
  *
+ * @example
+ * ```ts
+ * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ *
+ * declare const events: Dialect.StreamEvents
+ * const cut = [...events.head, ...events.deltas] // what a cut stream sends
+ * ```
  * @since 0.1.0
  */
 export interface StreamEvents {
@@ -73,6 +110,12 @@ export interface StreamEvents {
 /**
  * What the server saw of a request, for a dialect to judge.
  *
+ * @example
+ * ```ts
+ * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ *
+ * const incoming: Dialect.Incoming = { path: "/v1/messages", query: {}, headers: {}, body: {} }
+ * ```
  * @since 0.1.0
  */
 export interface Incoming {
@@ -86,6 +129,12 @@ export interface Incoming {
 /**
  * A refusal the dialect writes before any scripted fault (a missing credential header or API version).
  *
+ * @example
+ * ```ts
+ * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ *
+ * const refusal: Dialect.Refusal = { status: 401, body: "{}" }
+ * ```
  * @since 0.1.0
  */
 export interface Refusal {
@@ -98,7 +147,7 @@ export interface Refusal {
  *
  * @example
  * ```ts
- * import type { Dialect } from "@rein/providers/testing/dialects/Dialect"
+ * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
  *
  * declare const dialect: Dialect.Dialect
  * dialect.claims("/v1/chat/completions")
