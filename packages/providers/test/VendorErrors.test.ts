@@ -10,6 +10,7 @@ import { Rein } from "@rein/core"
 import { FaultServer } from "@rein/providers"
 import * as anthropic from "@rein/providers/testing/dialects/anthropic"
 import * as gemini from "@rein/providers/testing/dialects/gemini"
+import * as openaiChat from "@rein/providers/testing/dialects/openaiChat"
 import { Chunk, Clock, Effect, Either, FastCheck, Stream } from "effect"
 import * as Vendors from "../src/internal/vendors.js"
 import { cases, cat, reinLayer } from "./dialects.js"
@@ -73,12 +74,7 @@ const tables: Readonly<Record<string, ReadonlyArray<Row>>> = {
       FaultServer.status(429, {
         code: "rate_limit_exceeded",
         type: "tokens",
-        headers: {
-          "x-ratelimit-remaining-requests": "12",
-          "x-ratelimit-reset-requests": "20ms",
-          "x-ratelimit-remaining-tokens": "0",
-          "x-ratelimit-reset-tokens": "1m6.5s"
-        }
+        headers: openaiChat.rateLimitHeaders({ exhausted: "tokens", reset: "1m6.5s" })
       }),
       "rate_limited",
       66_500

@@ -123,3 +123,28 @@ export const chat = (options: Pick<Dialect, "name" | "claims"> & Partial<Dialect
  * @since 0.1.0
  */
 export const dialect: Dialect = chat({ name: "openai-chat", claims: (path) => path.endsWith("/chat/completions") })
+
+/**
+ * OpenAI's rate-limit headers (also Azure's): `x-ratelimit-limit-*`, `x-ratelimit-remaining-*` and
+ * `x-ratelimit-reset-*` (durations such as `1s`, `6m0s`, `20ms`) for requests and tokens; `exhausted`
+ * names the dimension whose remaining count is 0.
+ *
+ * @example
+ * ```ts
+ * import { rateLimitHeaders } from "@rein/providers/testing/dialects/openaiChat"
+ *
+ * rateLimitHeaders({ exhausted: "tokens", reset: "1m6.5s" })
+ * ```
+ * @since 0.1.0
+ */
+export const rateLimitHeaders = (options: {
+  readonly exhausted: "requests" | "tokens"
+  readonly reset: string
+}): Readonly<Record<string, string>> => ({
+  "x-ratelimit-limit-requests": "500",
+  "x-ratelimit-remaining-requests": options.exhausted === "requests" ? "0" : "12",
+  "x-ratelimit-reset-requests": options.exhausted === "requests" ? options.reset : "20ms",
+  "x-ratelimit-limit-tokens": "30000",
+  "x-ratelimit-remaining-tokens": options.exhausted === "tokens" ? "0" : "29000",
+  "x-ratelimit-reset-tokens": options.exhausted === "tokens" ? options.reset : "20ms"
+})
