@@ -1,5 +1,5 @@
 /**
- * Rein over `@effect/ai`: any `LanguageModel` becomes a one-shot Rein provider. `EffectAi.openAi` builds
+ * Rein over `@effect/ai`: any `LanguageModel` becomes a one-shot Rein provider. `EffectAiOpenAi.make` builds
  * `@effect/ai-openai`'s client on a guarded HTTP client (a retrying `transformClient` is refused at run
  * time) and sends each endpoint's model with Rein's output bound.
  *
@@ -7,7 +7,8 @@
  * overloaded (529), so Rein falls back to the second, within one deadline and one budget.
  */
 import { Catalog, Contract, Rein } from "@rein/core"
-import { EffectAi, FaultServer } from "@rein/providers"
+import { FaultServer } from "@rein/providers"
+import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
 import { Console, Effect, Redacted } from "effect"
 
 const endpoint = (id: string, model: string) => ({
@@ -33,7 +34,7 @@ export const program = Effect.scoped(Effect.gen(function*() {
     scripts: { "gpt-big": [FaultServer.faults.overloaded], "gpt-mini": [FaultServer.ok({ text: "Bonjour." })] }
   })
   // Against api.openai.com, omit apiUrl; a key to a non-loopback http:// URL would be refused.
-  const openai = yield* EffectAi.openAi({ apiUrl: server.baseUrl, apiKey: Redacted.make("sk-example") })
+  const openai = yield* EffectAiOpenAi.make({ apiUrl: server.baseUrl, apiKey: Redacted.make("sk-example") })
   const completion = yield* Rein.execute(
     { prompt: "Say hello in French", inputTokens: 30, maxOutputTokens: 20 },
     contract

@@ -10,13 +10,15 @@
  * recognised by looking at it, so the bridge enforces one physical request per call at run time instead:
  * the HTTP client under every transform is wrapped by `oneShot`, which refuses a second request within
  * one call (no traffic) and fails the call with `unknown` / `hidden_retry` — never retried, never fallen
- * back from, visible in the attempt records. `EffectAi.openAi` wires this for you; for other providers,
- * build the `LanguageModel` on `EffectAi.oneShotLayer`.
+ * back from, visible in the attempt records. The vendor bridges wire this for you, each in its own module so
+ * that a user installs only the `@effect/ai-*` package of the vendors they use (optional peers):
+ * `@rein/providers/EffectAiOpenAi` (Responses API), `@rein/providers/EffectAiAnthropic`,
+ * `@rein/providers/EffectAiGoogle` (Gemini); for any other `LanguageModel`, build it on
+ * `EffectAi.oneShotLayer`. This module imports no vendor package.
  *
  * @since 0.1.0
  */
 import type { AiError, LanguageModel, Response } from "@effect/ai"
-import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import type { HttpClientResponse } from "@effect/platform"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
@@ -25,6 +27,7 @@ import type { Provider } from "@rein/core"
 import { Clock, Context, Data, Effect, Either, Layer, Option, Stream } from "effect"
 import type { Redacted } from "effect"
 import * as Internal from "./internal/http.js"
+import * as Vendors from "./internal/vendors.js"
 import { checkBaseUrl, ProviderConfigError } from "./Transport.js"
 
 /**
@@ -48,6 +51,8 @@ class CallTicket extends Context.Tag("@rein/providers/EffectAi/CallTicket")<Call
   sent: number
   /** The errno of the response body's stream, when it failed (the socket went away mid-body). */
   bodyErrno?: string | undefined
+  /** The status and headers of the response, for errors the vendor client could not decode. */
+  response?: { readonly status: number; readonly headers: Readonly<Record<string, string | undefined>> } | undefined
 }>() {}
 
 const BODY_READERS = new Set<PropertyKey>(["text", "json", "arrayBuffer", "formData", "urlParamsBody"])
@@ -115,7 +120,10 @@ export const oneShot = <E, R>(
       const counter = ticket.value
       counter.sent += 1
       return counter.sent === 1
-        ? Effect.map(effect, (response) => watch(response, counter))
+        ? Effect.map(effect, (response) => {
+          counter.response = { status: response.status, headers: response.headers }
+          return watch(response, counter)
+        })
         : Effect.fail(new HttpClientError.RequestError({ request, reason: "Transport", cause: new HiddenRetry() }))
     }))
 
@@ -175,14 +183,16 @@ export const classify = (error: AiError.AiError): Effect.Effect<Failure.Provider
       if (status >= 200 && status < 300) {
         return Effect.succeed(Internal.malformed(status, `response_${error.reason.toLowerCase()}`))
       }
-      return Effect.map(Clock.currentTimeMillis, (now) => {
-        const retryAfterMillis = Failure.parseRetryAfter(error.response.headers, now)
-        const code = Internal.codeFromBody(error.description) ?? Internal.codeFromBody(error.body)
-        return Failure.fromEvidence(
-          { status, code },
-          { dispatched: true, ...(retryAfterMillis !== undefined ? { retryAfterMillis } : {}) }
-        )
-      })
+      // The vendor's structured error (Anthropic `error.type`, OpenAI `error.code`, Gemini `error.status`
+      // and details, OpenRouter's numeric code) decides the kind; see internal/vendors.
+      return Effect.map(Clock.currentTimeMillis, (nowMillis) =>
+        Vendors.failureOf({
+          status,
+          headers: error.response.headers,
+          body: error.body ?? error.description,
+          fallbackCode: Internal.codeFromBody(error.description) ?? Internal.codeFromBody(error.body),
+          nowMillis
+        }))
     }
     case "MalformedOutput":
       return Effect.succeed(Failure.fromEvidence({ code: "malformed_output", malformed: true }, { dispatched: true }))
@@ -192,6 +202,27 @@ export const classify = (error: AiError.AiError): Effect.Effect<Failure.Provider
       return Effect.succeed(Failure.fromEvidence({ code: "ai_unknown_error" }, { dispatched: true }))
   }
 }
+
+/**
+ * Classifies an in-stream error part (`@effect/ai` delivers a vendor's SSE error event as an `error` part,
+ * not a failure): Anthropic's `overloaded_error`, an OpenAI `error` event's `code`, … by the vendor tables;
+ * anything else is `unknown` / `stream_error_event`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { EffectAi } from "@rein/providers"
+ *
+ * const failure = EffectAi.classifyStreamError({ type: "overloaded_error", message: "…" })
+ * // Effect<ProviderFailure> of kind "overloaded"
+ * ```
+ * @since 0.1.0
+ */
+export const classifyStreamError = (error: unknown): Effect.Effect<Failure.ProviderFailure> =>
+  Effect.map(
+    Clock.currentTimeMillis,
+    (nowMillis) => Vendors.failureOf({ body: error, fallbackCode: "stream_error_event", nowMillis })
+  )
 
 const usageOf = (usage: Response.Usage): Provider.ProviderResponse["usage"] =>
   Internal.usageOf(usage.inputTokens, usage.outputTokens)
@@ -249,10 +280,14 @@ export const fromLanguageModel = <R = never>(
       CallTicket,
       ticket
     )
-  // A 2xx body whose stream failed at the socket is a transport failure, not a malformed response.
+  // A 2xx body whose stream failed at the socket is a transport failure, not a malformed response; an error
+  // status whose body the vendor client could not decode (`@effect/ai-anthropic` 0.27 has no schema for a
+  // 413 `request_too_large`) is classified by that status, not as a malformed answer.
   const classifyIn = (ticket: CallTicket["Type"]) => (error: AiError.AiError) =>
     error._tag === "HttpResponseError" && ticket.bodyErrno !== undefined && error.response.status < 300
       ? Effect.succeed(Internal.fromTransport(ticket.bodyErrno))
+      : error._tag === "MalformedOutput" && ticket.response !== undefined && ticket.response.status >= 400
+      ? Internal.fromStatus(ticket.response.status, ticket.response.headers, undefined)
       : classify(error)
 
   const call = (
@@ -292,7 +327,7 @@ export const fromLanguageModel = <R = never>(
               done = true
               return Effect.succeed(Option.some({ delta: "", usage: usageOf(part.usage), done: true }))
             case "error":
-              return Effect.fail(Failure.fromEvidence({ code: "stream_error_event" }, { dispatched: true }))
+              return Effect.flip(classifyStreamError(part.error))
             default:
               return Effect.succeed(Option.none())
           }
@@ -315,20 +350,22 @@ export const fromLanguageModel = <R = never>(
 }
 
 /**
- * Options of the OpenAI bridge (`@effect/ai-openai`, the Responses API).
+ * What every vendor bridge (`EffectAiOpenAi`, `EffectAiAnthropic`, `EffectAiGoogle`) takes: the key (a
+ * `Redacted`, never logged nor recorded), the API root, and a `transformClient` applied above the one-shot
+ * guard (a transform that retries is refused at run time).
  *
  * @example
  * ```ts
  * import { Redacted } from "effect"
  * import type { EffectAi } from "@rein/providers"
  *
- * const options: EffectAi.OpenAiOptions = { apiKey: Redacted.make("sk-…"), apiUrl: "https://api.openai.com/v1" }
+ * const options: EffectAi.VendorOptions = { apiKey: Redacted.make("sk-…"), apiUrl: "https://api.openai.com/v1" }
  * ```
  * @since 0.1.0
  */
-export interface OpenAiOptions {
+export interface VendorOptions {
   readonly apiKey?: Redacted.Redacted<string> | undefined
-  /** Default `https://api.openai.com/v1`. */
+  /** The vendor's API root (each bridge has its default). */
   readonly apiUrl?: string | undefined
   /** Allow plain `http://` to a non-loopback host with a key. Off by default. */
   readonly allowInsecureHttp?: boolean | undefined
@@ -337,45 +374,36 @@ export interface OpenAiOptions {
 }
 
 /**
- * A one-shot Rein provider over `@effect/ai-openai`, on the `HttpClient` in context. Each attempt sends
- * the endpoint's `model` and Rein's output bound as `max_output_tokens`. Fails with `ProviderConfigError`
- * when a key would go over plain `http://` to a non-loopback host without `allowInsecureHttp`.
+ * The checked API root (no trailing slash) and the one-shot `HttpClient` a vendor bridge builds its
+ * `@effect/ai` client on. Fails with `ProviderConfigError` when a key would go over plain `http://` to a
+ * non-loopback host without `allowInsecureHttp`.
  *
  * @example
  * ```ts
  * import { NodeHttpClient } from "@effect/platform-node"
- * import { Effect, Redacted } from "effect"
+ * import { Effect } from "effect"
  * import { EffectAi } from "@rein/providers"
  *
- * const provider = EffectAi.openAi({ apiKey: Redacted.make("sk-…") }).pipe(
- *   Effect.scoped,
+ * const transport = EffectAi.vendorTransport({ apiUrl: "http://127.0.0.1:8080" }, "https://api.example.com").pipe(
  *   Effect.provide(NodeHttpClient.layerUndici)
  * )
  * ```
  * @since 0.1.0
  */
-export const openAi = (
-  options: OpenAiOptions
-): Effect.Effect<Provider.Provider, ProviderConfigError, HttpClient.HttpClient> =>
+export const vendorTransport = (
+  options: VendorOptions,
+  defaultUrl: string
+): Effect.Effect<
+  { readonly apiUrl: string; readonly http: HttpClient.HttpClient },
+  ProviderConfigError,
+  HttpClient.HttpClient
+> =>
   Effect.gen(function*() {
-    const apiUrl = options.apiUrl ?? "https://api.openai.com/v1"
-    const checked = checkBaseUrl(apiUrl, {
+    const checked = checkBaseUrl(options.apiUrl ?? defaultUrl, {
       field: "apiUrl",
       credentialed: options.apiKey !== undefined,
       allowInsecureHttp: options.allowInsecureHttp === true
     })
     if (Either.isLeft(checked)) return yield* checked.left
-    const http = oneShot(yield* HttpClient.HttpClient)
-    const client = yield* OpenAiClient.make({
-      apiKey: options.apiKey,
-      apiUrl: checked.right.href.replace(/\/+$/, ""),
-      transformClient: options.transformClient
-    }).pipe(Effect.provideService(HttpClient.HttpClient, http), Effect.scoped)
-    const languageModel = yield* OpenAiLanguageModel.make({ model: "unused-default" }).pipe(
-      Effect.provideService(OpenAiClient.OpenAiClient, client)
-    )
-    return fromLanguageModel(languageModel, {
-      configure: (ctx) =>
-        Context.make(OpenAiLanguageModel.Config, { model: ctx.endpoint.model, max_output_tokens: ctx.maxOutputTokens })
-    })
+    return { apiUrl: checked.right.href.replace(/\/+$/, ""), http: oneShot(yield* HttpClient.HttpClient) }
   })

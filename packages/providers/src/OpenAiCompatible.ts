@@ -18,8 +18,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Failure } from "@rein/core"
 import type { Provider } from "@rein/core"
-import { Effect, Either, Schema, Stream } from "effect"
-import type { Redacted } from "effect"
+import { Effect, Either, Redacted, Schema, Stream } from "effect"
 import * as Internal from "./internal/http.js"
 import { checkBaseUrl, ProviderConfigError } from "./Transport.js"
 
@@ -46,6 +45,15 @@ export interface Options {
   readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
   /** Extra non-secret headers. */
   readonly headers?: Readonly<Record<string, string>> | undefined
+  /** The header that carries the key: a bearer token in `authorization` (default), or this header (Azure: `api-key`). */
+  readonly apiKeyHeader?: string | undefined
+  /** Query parameters sent with every call (Azure: `api-version`). */
+  readonly urlParams?: Readonly<Record<string, string>> | undefined
+  /**
+   * The path of one call under `baseUrl`, from the endpoint's model (Azure: `/openai/deployments/<model>/chat/completions`).
+   * Default `/chat/completions`.
+   */
+  readonly pathFor?: ((model: string) => string) | undefined
 }
 
 const OptionsSchema = Schema.Struct({
@@ -53,7 +61,9 @@ const OptionsSchema = Schema.Struct({
   apiKey: Schema.optional(Schema.RedactedFromSelf(Schema.String)),
   allowInsecureHttp: Schema.optional(Schema.Boolean),
   maxTokensField: Schema.optional(Schema.Literal("max_tokens", "max_completion_tokens")),
-  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
+  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  apiKeyHeader: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]{1,64}$/))),
+  urlParams: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
 })
 
 const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
@@ -188,17 +198,25 @@ export const make = (
       credentialed: config.apiKey !== undefined,
       allowInsecureHttp: config.allowInsecureHttp === true
     })
-    const endpointUrl = `${url.href.replace(/\/+$/, "")}/chat/completions`
+    const base = url.href.replace(/\/+$/, "")
+    const pathFor = options.pathFor ?? (() => "/chat/completions")
+    const apiKey = config.apiKey
+    const withKey = apiKey === undefined
+      ? (r: HttpClientRequest.HttpClientRequest) => r
+      : config.apiKeyHeader === undefined
+      ? HttpClientRequest.bearerToken(apiKey)
+      : HttpClientRequest.setHeader(config.apiKeyHeader, Redacted.value(apiKey))
     const maxTokensField = config.maxTokensField ?? "max_tokens"
     // Each request gets its own scope and abort signal: closing the scope (success, failure or
     // interruption) aborts the socket if it is still open.
     const client = HttpClient.withScope(yield* HttpClient.HttpClient)
 
     const httpRequest = (request: Provider.CompletionRequest, ctx: Provider.AttemptContext, stream: boolean) =>
-      HttpClientRequest.post(endpointUrl).pipe(
+      HttpClientRequest.post(`${base}${pathFor(ctx.endpoint.model)}`).pipe(
         HttpClientRequest.setHeaders(config.headers ?? {}),
+        HttpClientRequest.setUrlParams(config.urlParams ?? {}),
         HttpClientRequest.acceptJson,
-        config.apiKey !== undefined ? HttpClientRequest.bearerToken(config.apiKey) : (r) => r,
+        withKey,
         HttpClientRequest.bodyUnsafeJson(
           requestBody(request, ctx.endpoint.model, ctx.maxOutputTokens, maxTokensField, stream)
         )
@@ -276,11 +294,7 @@ const decodeStream = (
         }
         const chunk = decodeChunk(event.data)
         if (Either.isLeft(chunk)) return Effect.fail(Internal.malformed(status, "malformed_chunk"))
-        if (chunk.right.error !== undefined) {
-          return Effect.fail(
-            Failure.fromEvidence({ code: Internal.codeFromBody(event.data) }, { dispatched: true })
-          )
-        }
+        if (chunk.right.error !== undefined) return Effect.flip(Internal.fromStreamError(event.data))
         if (chunk.right.usage != null) {
           usage = Internal.usageOf(chunk.right.usage.prompt_tokens, chunk.right.usage.completion_tokens)
         }

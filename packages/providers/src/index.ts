@@ -19,7 +19,16 @@ export * as Transport from "./Transport.js"
 export * as OpenAiCompatible from "./OpenAiCompatible.js"
 
 /**
- * A bridge from `@effect/ai`'s LanguageModel (OpenAI, Anthropic, …) to a one-shot Rein provider.
+ * Azure OpenAI deployments (`api-version`, the `api-key` header) over the OpenAI-compatible adapter.
+ *
+ * @since 0.1.0
+ */
+export * as Azure from "./Azure.js"
+
+/**
+ * A bridge from `@effect/ai`'s LanguageModel to a one-shot Rein provider. It imports no vendor package:
+ * the vendor bridges are the subpath modules `@rein/providers/EffectAiOpenAi`, `…/EffectAiAnthropic` and
+ * `…/EffectAiGoogle`, each needing only its own `@effect/ai-*` package (optional peers).
  *
  * @since 0.1.0
  */

@@ -1,7 +1,8 @@
 import { HttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import type { Failure } from "@rein/core"
-import { EffectAi, FaultServer } from "@rein/providers"
+import { FaultServer } from "@rein/providers"
+import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
 import { Chunk, Effect, Either, Redacted, Stream } from "effect"
 import { attemptContext, catalog, endpoint, request, withHttp } from "./fixtures.js"
 
@@ -9,8 +10,8 @@ const cat = catalog(endpoint("a", "openai", "gpt-test"))
 const ctx = attemptContext(cat.byId.get("a")!)
 const CANARY = "CANARY-ai-bridge-5e1f"
 
-const bridge = (server: FaultServer.FaultServer, options: Partial<EffectAi.OpenAiOptions> = {}) =>
-  EffectAi.openAi({ apiUrl: server.baseUrl, apiKey: Redacted.make("sk-test"), ...options })
+const bridge = (server: FaultServer.FaultServer, options: Partial<EffectAiOpenAi.Options> = {}) =>
+  EffectAiOpenAi.make({ apiUrl: server.baseUrl, apiKey: Redacted.make("sk-test"), ...options })
 
 /** Every fault the @effect/ai bridge can see, and the kind it must be classified as. */
 const table: ReadonlyArray<readonly [string, FaultServer.Fault, Failure.FailureKind, boolean]> = [
@@ -71,7 +72,7 @@ describe("EffectAi bridge (@effect/ai-openai against the fault server)", () => {
   it.live("connection refused is transport, never dispatched", () =>
     Effect.gen(function*() {
       const port = yield* Effect.scoped(Effect.map(FaultServer.make(), (s) => s.port))
-      const provider = yield* EffectAi.openAi({ apiUrl: `http://127.0.0.1:${port}/v1` })
+      const provider = yield* EffectAiOpenAi.make({ apiUrl: `http://127.0.0.1:${port}/v1` })
       const failure = yield* Effect.flip(provider.call(request, ctx))
       expect([failure.kind, failure.code, failure.dispatched]).toEqual(["transport", "ECONNREFUSED", false])
     }).pipe(withHttp))

@@ -19,18 +19,19 @@ describe("FaultServer", () => {
           FaultServer.faults.overloaded
         ]
       })
-      const ok = yield* post(`${server.baseUrl}/messages`, { model: "claude-test", max_tokens: 10 })
+      const anthropic = { "x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01" }
+      const ok = yield* post(`${server.baseUrl}/messages`, { model: "claude-test", max_tokens: 10 }, anthropic)
       expect(JSON.parse(ok.text)).toMatchObject({
         type: "message",
         content: [{ type: "text", text: "hi" }],
         usage: { input_tokens: 3, output_tokens: 1 }
       })
-      const overloaded = yield* post(`${server.baseUrl}/messages`, { model: "claude-test" })
+      const overloaded = yield* post(`${server.baseUrl}/messages`, { model: "claude-test" }, anthropic)
       expect([overloaded.status, JSON.parse(overloaded.text)]).toEqual([529, {
         type: "error",
         error: { type: "overloaded_error", message: "status 529 from the fault server" }
       }])
-      const streamed = yield* post(`${server.baseUrl}/messages`, { model: "claude-test", stream: true })
+      const streamed = yield* post(`${server.baseUrl}/messages`, { model: "claude-test", stream: true }, anthropic)
       expect(streamed.text).toContain("event: content_block_delta")
       expect(streamed.text.trim().endsWith("data: {\"type\":\"message_stop\"}")).toBe(true)
     })).pipe(withHttp))

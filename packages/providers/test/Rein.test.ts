@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Rein } from "@rein/core"
-import { EffectAi, FaultServer, OpenAiCompatible } from "@rein/providers"
+import { FaultServer, OpenAiCompatible } from "@rein/providers"
+import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
 import { Effect, Either, Fiber } from "effect"
 import { catalog, contract, endpoint, request, withHttp, WITHIN } from "./fixtures.js"
 
@@ -171,7 +172,7 @@ describe("records never hold provider text", () => {
 describe("the @effect/ai bridge under Rein", () => {
   const bridged = (server: FaultServer.FaultServer, c = contract()) =>
     Effect.flatMap(
-      Effect.orDie(EffectAi.openAi({ apiUrl: server.baseUrl })),
+      Effect.orDie(EffectAiOpenAi.make({ apiUrl: server.baseUrl })),
       (provider) =>
         Effect.provide(
           Rein.execute(request, c),

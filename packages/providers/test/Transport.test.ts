@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { EffectAi, OpenAiCompatible, Transport } from "@rein/providers"
+import { OpenAiCompatible, Transport } from "@rein/providers"
+import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
 import { Effect, Either, Redacted } from "effect"
 import { withHttp } from "./fixtures.js"
 
@@ -15,7 +16,7 @@ describe("credentials go over https:// except to loopback", () => {
       expect(compat.message).toContain("https://")
       expect(compat.message).toContain("allowInsecureHttp")
       expect(compat.message).not.toContain("sk-secret")
-      const ai = yield* Effect.flip(EffectAi.openAi({ apiUrl: "http://models.example.com/v1", apiKey: key }))
+      const ai = yield* Effect.flip(EffectAiOpenAi.make({ apiUrl: "http://models.example.com/v1", apiKey: key }))
       expect([ai._tag, ai.field]).toEqual(["ProviderConfigError", "apiUrl"])
     }).pipe(withHttp))
 

@@ -8,6 +8,7 @@ import type { HttpClientError } from "@effect/platform"
 import type { HttpClientResponse } from "@effect/platform"
 import { Failure } from "@rein/core"
 import { Clock, Effect, Either, Option, Schema } from "effect"
+import * as Vendors from "./vendors.js"
 
 /** A machine code: short, no spaces. Anything else in a `code` field is prose and is ignored. @internal */
 const MachineCode = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_.:-]{1,64}$/))
@@ -121,13 +122,23 @@ export const fromStatus = (
   headers: Readonly<Record<string, string | undefined>>,
   bodyText: string | undefined
 ): Effect.Effect<Failure.ProviderFailure> =>
-  Effect.map(Clock.currentTimeMillis, (now) => {
-    const retryAfterMillis = Failure.parseRetryAfter(headers, now)
-    return Failure.fromEvidence(
-      { status, code: codeFromBody(bodyText) },
-      { dispatched: true, ...(retryAfterMillis !== undefined ? { retryAfterMillis } : {}) }
-    )
-  })
+  Effect.map(
+    Clock.currentTimeMillis,
+    (nowMillis) =>
+      Vendors.failureOf({ status, headers, body: bodyText, fallbackCode: codeFromBody(bodyText), nowMillis })
+  )
+
+/**
+ * A failure from an error inside a 2xx stream (an SSE `data:` with an `error` object: OpenAI, Azure, and
+ * OpenRouter with its numeric status code), by the vendor tables.
+ *
+ * @internal
+ */
+export const fromStreamError = (data: string): Effect.Effect<Failure.ProviderFailure> =>
+  Effect.map(
+    Clock.currentTimeMillis,
+    (nowMillis) => Vendors.failureOf({ body: data, fallbackCode: codeFromBody(data), nowMillis })
+  )
 
 /** The largest error body read for classification; the rest is never read. @internal */
 const MAX_ERROR_BODY = 64 * 1024

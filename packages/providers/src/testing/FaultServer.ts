@@ -1,6 +1,7 @@
 /**
- * A real HTTP server on loopback that speaks the OpenAI chat-completions, OpenAI Responses and Anthropic
- * messages shapes, with faults scripted per request: statuses with provider error codes and Retry-After,
+ * A real HTTP server on loopback that speaks each vendor's wire format — OpenAI chat completions and
+ * Responses, Anthropic Messages, Google Gemini, Azure OpenAI deployments, OpenRouter (one module per
+ * dialect under `./dialects`, chosen by the request's path) — with faults scripted per request: statuses with provider error codes and Retry-After,
  * hangs before headers and mid-body, slow drips, malformed JSON, connection resets and SSE streams cut
  * before their terminator. It records what it saw — every request, and whether the client closed the
  * connection before the response finished — so a test can prove that interruption reached the socket.
@@ -17,6 +18,8 @@
 import { Clock, Data, Duration, Effect, FiberSet, Schedule } from "effect"
 import * as Http from "node:http"
 import type * as Net from "node:net"
+import * as Dialect from "./dialects/Dialect.js"
+import { dialectOf } from "./dialects/index.js"
 
 /**
  * One scripted response.
@@ -36,6 +39,9 @@ export type Fault =
     readonly usage: { readonly inputTokens: number; readonly outputTokens: number } | null
     /** Milliseconds between pieces of the body (a slow drip); 0 sends at once. */
     readonly dripMillis: number
+    /** Why the answer ends (`length` is the vendor's output-limit finish); default `stop`, or `tool_calls`. */
+    readonly finish?: Dialect.Finish | undefined
+    readonly toolCalls?: ReadonlyArray<Dialect.ToolCall> | undefined
   }
   | {
     readonly _tag: "Status"
@@ -44,12 +50,23 @@ export type Fault =
     readonly type: string | null
     readonly message: string
     readonly headers: Readonly<Record<string, string>>
+    /** Typed error details (Google's `google.rpc.*`), written by dialects that have them. */
+    readonly details?: ReadonlyArray<unknown> | undefined
   }
   | { readonly _tag: "HangBeforeHeaders" }
   | { readonly _tag: "HangMidBody"; readonly deltas: ReadonlyArray<string> }
   | { readonly _tag: "Malformed" }
   | { readonly _tag: "Reset" }
   | { readonly _tag: "CutStream"; readonly deltas: ReadonlyArray<string>; readonly clean: boolean }
+  | {
+    /** SSE: some deltas, then the vendor's in-stream error event (Anthropic `event: error`, …). */
+    readonly _tag: "StreamError"
+    readonly deltas: ReadonlyArray<string>
+    readonly status: number
+    readonly code: string | null
+    readonly type: string | null
+    readonly message: string
+  }
 
 /**
  * What the server saw of one request.
@@ -68,6 +85,10 @@ export interface SeenRequest {
   readonly index: number
   readonly method: string
   readonly path: string
+  /** The query string's parameters (a `key` credential is replaced by `<redacted>`). */
+  readonly query: Readonly<Record<string, string>>
+  /** The dialect that answered (`openai-chat`, `openai-responses`, `anthropic`, `gemini`, `azure`, `openrouter`). */
+  readonly dialect: string | null
   /** Header names in lower case; credential values are replaced by `<redacted>`. */
   readonly headers: Readonly<Record<string, string>>
   readonly body: unknown
@@ -135,13 +156,17 @@ export class FaultServerTimeout extends Data.TaggedError("FaultServerTimeout")<{
 // --- fault constructors --------------------------------------------------------------------------------
 
 /**
- * A normal answer. `usage: null` omits usage from the response.
+ * A normal answer. `usage: null` omits usage from the response; `finish: "length"` ends it at the output
+ * limit (each dialect spells it: `length`, `max_output_tokens`, `max_tokens`, `MAX_TOKENS`); `toolCalls`
+ * are written in the dialect's tool-call shape.
  *
  * @example
  * ```ts
  * import { FaultServer } from "@rein/providers"
  *
  * FaultServer.ok({ deltas: ["Hel", "lo"], usage: { inputTokens: 12, outputTokens: 2 } })
+ * FaultServer.ok({ text: "cut at the lim", finish: "length" })
+ * FaultServer.ok({ text: "", toolCalls: [{ id: "call_1", name: "weather", arguments: "{\"city\":\"Oslo\"}" }] })
  * ```
  * @since 0.1.0
  */
@@ -149,11 +174,42 @@ export const ok = (options: {
   readonly text?: string
   readonly deltas?: ReadonlyArray<string>
   readonly usage?: { readonly inputTokens: number; readonly outputTokens: number } | null
+  readonly finish?: Dialect.Finish
+  readonly toolCalls?: ReadonlyArray<Dialect.ToolCall>
 } = {}): Fault => ({
   _tag: "Ok",
   deltas: options.deltas ?? [options.text ?? "hello from the fault server"],
   usage: options.usage === undefined ? { inputTokens: 12, outputTokens: 5 } : options.usage,
-  dripMillis: 0
+  dripMillis: 0,
+  ...(options.finish !== undefined ? { finish: options.finish } : {}),
+  ...(options.toolCalls !== undefined ? { toolCalls: options.toolCalls } : {})
+})
+
+/**
+ * SSE: `deltas`, then the dialect's in-stream error event carrying the vendor's error type (Anthropic
+ * `event: error` with `overloaded_error`, an OpenAI `error` event or chunk, OpenRouter's numeric code).
+ *
+ * @example
+ * ```ts
+ * import { FaultServer } from "@rein/providers"
+ *
+ * FaultServer.streamError({ deltas: ["par"], status: 529, type: "overloaded_error" })
+ * ```
+ * @since 0.1.0
+ */
+export const streamError = (options: {
+  readonly deltas?: ReadonlyArray<string>
+  readonly status: number
+  readonly code?: string | null
+  readonly type?: string | null
+  readonly message?: string
+}): Fault => ({
+  _tag: "StreamError",
+  deltas: options.deltas ?? [],
+  status: options.status,
+  code: options.code ?? null,
+  type: options.type ?? null,
+  message: options.message ?? `in-stream error ${options.status} from the fault server`
 })
 
 /**
@@ -194,13 +250,15 @@ export const status = (status: number, options: {
   readonly type?: string | null
   readonly message?: string
   readonly headers?: Readonly<Record<string, string>>
+  readonly details?: ReadonlyArray<unknown>
 } = {}): Fault => ({
   _tag: "Status",
   status,
   code: options.code ?? null,
   type: options.type ?? null,
   message: options.message ?? `status ${status} from the fault server`,
-  headers: options.headers ?? {}
+  headers: options.headers ?? {},
+  ...(options.details !== undefined ? { details: options.details } : {})
 })
 
 /**
@@ -283,207 +341,61 @@ export const byName = (name: string): Fault | undefined =>
 
 // --- wire shapes ---------------------------------------------------------------------------------------
 
-type Shape = "chat" | "responses" | "anthropic"
+// Each vendor's wire format lives in its own module under ./dialects; these delegate to the one that claims
+// the request's path.
+type Shape = Dialect.Dialect
 
-const shapeOf = (path: string): Shape | undefined =>
-  path.endsWith("/chat/completions")
-    ? "chat"
-    : path.endsWith("/responses")
-    ? "responses"
-    : path.endsWith("/messages")
-    ? "anthropic"
-    : undefined
+const shapeOf = dialectOf
 
-const errorBody = (shape: Shape, fault: Extract<Fault, { _tag: "Status" }>): string =>
-  JSON.stringify(
-    shape === "anthropic"
-      ? { type: "error", error: { type: fault.code ?? fault.type ?? "api_error", message: fault.message } }
-      : { error: { message: fault.message, type: fault.type, param: null, code: fault.code } }
-  )
+const errorBody = (shape: Shape, fault: Extract<Fault, { _tag: "Status" }>): string => shape.errorBody(fault)
 
-type Usage = { readonly inputTokens: number; readonly outputTokens: number } | null
+type Usage = Dialect.Usage
 
-const responsesObject = (model: string, text: string, usage: Usage, status: string) => ({
-  id: "resp_fault",
-  object: "response",
-  status,
-  created_at: 0,
-  error: null,
-  incomplete_details: null,
-  output: status === "completed"
-    ? [{
-      type: "message",
-      id: "msg_fault",
-      status: "completed",
-      role: "assistant",
-      content: [{ type: "output_text", text, annotations: [] }]
-    }]
-    : [],
-  instructions: null,
-  usage: usage === null ? null : {
-    input_tokens: usage.inputTokens,
-    output_tokens: usage.outputTokens,
-    total_tokens: usage.inputTokens + usage.outputTokens,
-    input_tokens_details: { cached_tokens: 0 },
-    output_tokens_details: { reasoning_tokens: 0 }
-  },
-  model,
-  parallel_tool_calls: true,
-  tools: [],
-  tool_choice: "auto",
-  temperature: 1,
-  top_p: 1,
-  metadata: {}
+/** How an answer ends beyond its text: the finish the vendor reports and the tool calls it makes. */
+interface Ending {
+  readonly finish?: Dialect.Finish | undefined
+  readonly toolCalls?: ReadonlyArray<Dialect.ToolCall> | undefined
+}
+
+const answerOf = (deltas: ReadonlyArray<string>, usage: Usage, ending: Ending = {}): Dialect.Answer => ({
+  deltas,
+  usage,
+  toolCalls: ending.toolCalls ?? [],
+  finish: ending.finish ?? ((ending.toolCalls ?? []).length > 0 ? "tool_calls" : "stop")
 })
 
-const completeBody = (shape: Shape, model: string, text: string, usage: Usage): string => {
-  switch (shape) {
-    case "chat":
-      return JSON.stringify({
-        id: "chatcmpl-fault",
-        object: "chat.completion",
-        created: 0,
-        model,
-        choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
-        ...(usage === null ? {} : {
-          usage: {
-            prompt_tokens: usage.inputTokens,
-            completion_tokens: usage.outputTokens,
-            total_tokens: usage.inputTokens + usage.outputTokens
-          }
-        })
-      })
-    case "responses":
-      return JSON.stringify(responsesObject(model, text, usage, "completed"))
-    case "anthropic":
-      return JSON.stringify({
-        id: "msg_fault",
-        type: "message",
-        role: "assistant",
-        model,
-        content: [{ type: "text", text }],
-        stop_reason: "end_turn",
-        stop_sequence: null,
-        ...(usage === null ? {} : {
-          usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens }
-        })
-      })
-  }
-}
+const completeBody = (shape: Shape, model: string, text: string, usage: Usage, ending?: Ending): string =>
+  shape.complete(model, answerOf([text], usage, ending))
 
-const sse = (data: unknown, event?: string): string =>
-  `${event === undefined ? "" : `event: ${event}\n`}data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`
+const sse = Dialect.sse
 
 /** SSE events: the head (before any delta), one per delta, and the tail (usage and terminator). */
-const streamEvents = (shape: Shape, model: string, deltas: ReadonlyArray<string>, usage: Usage, wantUsage: boolean) => {
-  switch (shape) {
-    case "chat": {
-      const chunk = (delta: object, finish: string | null) =>
-        sse({
-          id: "chatcmpl-fault",
-          object: "chat.completion.chunk",
-          created: 0,
-          model,
-          choices: [{ index: 0, delta, finish_reason: finish }]
-        })
-      return {
-        head: [chunk({ role: "assistant", content: "" }, null)],
-        deltas: deltas.map((d) => chunk({ content: d }, null)),
-        tail: [
-          chunk({}, "stop"),
-          ...(wantUsage && usage !== null
-            ? [sse({
-              id: "chatcmpl-fault",
-              object: "chat.completion.chunk",
-              created: 0,
-              model,
-              choices: [],
-              usage: {
-                prompt_tokens: usage.inputTokens,
-                completion_tokens: usage.outputTokens,
-                total_tokens: usage.inputTokens + usage.outputTokens
-              }
-            })]
-            : []),
-          sse("[DONE]")
-        ]
-      }
-    }
-    case "responses": {
-      let seq = 0
-      const text = deltas.join("")
-      return {
-        head: [
-          sse({
-            type: "response.created",
-            sequence_number: seq++,
-            response: responsesObject(model, "", null, "in_progress")
-          }, "response.created")
-        ],
-        deltas: deltas.map((delta) =>
-          sse({
-            type: "response.output_text.delta",
-            sequence_number: seq++,
-            output_index: 0,
-            content_index: 0,
-            item_id: "msg_fault",
-            delta
-          }, "response.output_text.delta")
-        ),
-        tail: [
-          sse({
-            type: "response.completed",
-            sequence_number: seq++,
-            response: responsesObject(model, text, usage, "completed")
-          }, "response.completed")
-        ]
-      }
-    }
-    case "anthropic":
-      return {
-        head: [
-          sse({
-            type: "message_start",
-            message: {
-              id: "msg_fault",
-              type: "message",
-              role: "assistant",
-              model,
-              content: [],
-              stop_reason: null,
-              stop_sequence: null,
-              usage: { input_tokens: usage?.inputTokens ?? 0, output_tokens: 0 }
-            }
-          }, "message_start"),
-          sse(
-            { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } },
-            "content_block_start"
-          )
-        ],
-        deltas: deltas.map((text) =>
-          sse({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } }, "content_block_delta")
-        ),
-        tail: [
-          sse({ type: "content_block_stop", index: 0 }, "content_block_stop"),
-          sse({
-            type: "message_delta",
-            delta: { stop_reason: "end_turn", stop_sequence: null },
-            usage: { output_tokens: usage?.outputTokens ?? 0 }
-          }, "message_delta"),
-          sse({ type: "message_stop" }, "message_stop")
-        ]
-      }
-  }
-}
+const streamEvents = (
+  shape: Shape,
+  model: string,
+  deltas: ReadonlyArray<string>,
+  usage: Usage,
+  wantUsage: boolean,
+  ending?: Ending
+) => shape.events(model, answerOf(deltas, usage, ending), wantUsage)
 
 // --- the server ----------------------------------------------------------------------------------------
 
-const CREDENTIAL_HEADERS = new Set(["authorization", "x-api-key", "api-key", "openai-organization", "openai-project"])
+const CREDENTIAL_HEADERS = new Set([
+  "authorization",
+  "x-api-key",
+  "api-key",
+  "x-goog-api-key",
+  "openai-organization",
+  "openai-project"
+])
 
 interface Entry {
   index: number
   method: string
   path: string
+  query: Record<string, string>
+  dialect: string | null
   headers: Record<string, string>
   body: unknown
   model: string | null
@@ -509,8 +421,27 @@ const parseJson = (text: string): unknown => {
   }
 }
 
-const field = (body: unknown, key: string): unknown =>
-  typeof body === "object" && body !== null && key in body ? (body as Record<string, unknown>)[key] : undefined
+const field = Dialect.field
+
+/** What a request says: its path and query, headers (raw for the dialect, redacted for the record), its
+ * dialect, the model it names and whether it asks for SSE. */
+const describeRequest = (req: Http.IncomingMessage, body: unknown) => {
+  const path = (req.url ?? "/").split("?")[0]!
+  const query = Object.fromEntries(new URL(req.url ?? "/", "http://loopback").searchParams)
+  const rawHeaders: Record<string, string> = {}
+  const headers: Record<string, string> = {}
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined) continue
+    rawHeaders[k] = Array.isArray(v) ? v.join(", ") : v
+    headers[k] = CREDENTIAL_HEADERS.has(k) ? "<redacted>" : rawHeaders[k]
+  }
+  const shape = shapeOf(path)
+  const incoming: Dialect.Incoming = { path, query, headers: rawHeaders, body }
+  const bodyModel = typeof field(body, "model") === "string" ? field(body, "model") as string : null
+  const model = shape?.model?.(incoming) ?? bodyModel
+  const stream = shape?.streams?.(incoming) ?? field(body, "stream") === true
+  return { headers, incoming, model, path, query, shape, stream }
+}
 
 /**
  * Starts a fault server on `127.0.0.1` at a random port; it stops when the scope closes.
@@ -554,20 +485,19 @@ export const make = (options: {
       Effect.gen(function*() {
         const raw = yield* Effect.orElseSucceed(readBody(req), () => "")
         const body = parseJson(raw)
-        const path = (req.url ?? "/").split("?")[0]!
-        const model = typeof field(body, "model") === "string" ? field(body, "model") as string : null
-        const stream = field(body, "stream") === true
-        const headers: Record<string, string> = {}
-        for (const [k, v] of Object.entries(req.headers)) {
-          if (v === undefined) continue
-          headers[k] = CREDENTIAL_HEADERS.has(k) ? "<redacted>" : Array.isArray(v) ? v.join(", ") : v
-        }
+        const { headers, incoming, model, path, query, shape, stream } = describeRequest(req, body)
+        // A dialect refuses a request without its credential header or API version before any fault is used.
+        const refusal = shape?.refuse?.(incoming)
         const headerFault = req.headers["x-rein-fault"]
-        const fault = choose(model, typeof headerFault === "string" ? headerFault : undefined)
+        const fault = refusal !== undefined
+          ? status(refusal.status)
+          : choose(model, typeof headerFault === "string" ? headerFault : undefined)
         const entry: Entry = {
           index: entries.length,
           method: req.method ?? "GET",
           path,
+          query: Object.fromEntries(Object.entries(query).map(([k, v]) => [k, k === "key" ? "<redacted>" : v])),
+          dialect: shape?.name ?? null,
           headers,
           body,
           model,
@@ -589,18 +519,22 @@ export const make = (options: {
           res.once("close", () => resume(Effect.void))
         })
 
-        const shape = shapeOf(path)
         if (shape === undefined) {
           res.writeHead(404, { "content-type": "application/json" })
           res.end(JSON.stringify({ error: { message: "not found", type: "not_found", code: null } }))
           return
         }
         const name = model ?? "fault-model"
-        const wantUsage = shape !== "chat" || field(field(body, "stream_options"), "include_usage") === true
+        const wantUsage = shape.streamsUsage?.(incoming) ?? true
         const write = (s: string) => Effect.sync(() => res.write(s))
         const pause = (ms: number) => ms > 0 ? Effect.sleep(Duration.millis(ms)) : Effect.void
 
         const respond: Effect.Effect<void> = Effect.gen(function*() {
+          if (refusal !== undefined) {
+            res.writeHead(refusal.status, { "content-type": "application/json" })
+            res.end(refusal.body)
+            return
+          }
           switch (fault._tag) {
             case "Status": {
               res.writeHead(fault.status, { "content-type": "application/json", ...fault.headers })
@@ -653,9 +587,16 @@ export const make = (options: {
               req.socket.destroy()
               return
             }
+            case "StreamError": {
+              const events = streamEvents(shape, name, fault.deltas, null, false)
+              res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+              for (const e of [...events.head, ...events.deltas]) yield* write(e)
+              res.end(shape.streamError(fault))
+              return
+            }
             case "Ok": {
               if (stream) {
-                const events = streamEvents(shape, name, fault.deltas, fault.usage, wantUsage)
+                const events = streamEvents(shape, name, fault.deltas, fault.usage, wantUsage, fault)
                 res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
                 for (const e of events.head) yield* write(e)
                 for (const e of events.deltas) {
@@ -665,7 +606,7 @@ export const make = (options: {
                 for (const e of events.tail) yield* write(e)
                 res.end()
               } else {
-                const full = completeBody(shape, name, fault.deltas.join(""), fault.usage)
+                const full = completeBody(shape, name, fault.deltas.join(""), fault.usage, fault)
                 res.writeHead(200, {
                   "content-type": "application/json",
                   "content-length": String(Buffer.byteLength(full))
@@ -716,7 +657,7 @@ export const make = (options: {
     )
 
     const snapshot = Effect.sync((): ReadonlyArray<SeenRequest> =>
-      entries.map((e) => ({ ...e, headers: { ...e.headers } }))
+      entries.map((e) => ({ ...e, headers: { ...e.headers }, query: { ...e.query } }))
     )
     const url = `http://127.0.0.1:${port}`
     const self: FaultServer = {

@@ -1,0 +1,93 @@
+/**
+ * The `@effect/ai` bridge for OpenAI (the Responses API, `@effect/ai-openai`): a one-shot Rein provider,
+ * and the one-shot `OpenAiClient` layer to build your own `OpenAiLanguageModel` on. The only module of
+ * `@rein/providers` that imports `@effect/ai-openai` (an optional peer: install it to use this module).
+ *
+ * @since 0.1.0
+ */
+import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
+import * as HttpClient from "@effect/platform/HttpClient"
+import type { Provider } from "@rein/core"
+import { Context, Effect, Layer } from "effect"
+import * as EffectAi from "./EffectAi.js"
+import type { ProviderConfigError } from "./Transport.js"
+
+/**
+ * Options of the OpenAI bridge: the key, the API root (default `https://api.openai.com/v1`), and your own
+ * `OpenAiLanguageModel.Config` (temperature, …), over which each attempt sets `model` and
+ * `max_output_tokens`.
+ *
+ * @example
+ * ```ts
+ * import { Redacted } from "effect"
+ * import type * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
+ *
+ * const options: EffectAiOpenAi.Options = { apiKey: Redacted.make("sk-…"), config: { temperature: 0 } }
+ * ```
+ * @since 0.1.0
+ */
+export interface Options extends EffectAi.VendorOptions {
+  readonly config?: Omit<OpenAiLanguageModel.Config.Service, "model" | "max_output_tokens"> | undefined
+}
+
+const DEFAULT_URL = "https://api.openai.com/v1"
+
+/**
+ * An `OpenAiClient` whose every bridged call sends exactly one request (see `EffectAi.oneShot`).
+ *
+ * @example
+ * ```ts
+ * import { NodeHttpClient } from "@effect/platform-node"
+ * import { Layer, Redacted } from "effect"
+ * import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
+ *
+ * const client = EffectAiOpenAi.clientLayer({ apiKey: Redacted.make("sk-…") }).pipe(
+ *   Layer.provide(NodeHttpClient.layerUndici)
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const clientLayer = (
+  options: EffectAi.VendorOptions
+): Layer.Layer<OpenAiClient.OpenAiClient, ProviderConfigError, HttpClient.HttpClient> =>
+  Layer.scoped(
+    OpenAiClient.OpenAiClient,
+    Effect.flatMap(EffectAi.vendorTransport(options, DEFAULT_URL), ({ apiUrl, http }) =>
+      OpenAiClient.make({ apiKey: options.apiKey, apiUrl, transformClient: options.transformClient }).pipe(
+        Effect.provideService(HttpClient.HttpClient, http)
+      ))
+  )
+
+/**
+ * A one-shot Rein provider over `@effect/ai-openai`. Each attempt sends the endpoint's `model` and Rein's
+ * output bound as `max_output_tokens`, over `options.config`.
+ *
+ * @example
+ * ```ts
+ * import { NodeHttpClient } from "@effect/platform-node"
+ * import { Effect, Redacted } from "effect"
+ * import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
+ *
+ * const provider = EffectAiOpenAi.make({ apiKey: Redacted.make("sk-…") }).pipe(
+ *   Effect.provide(NodeHttpClient.layerUndici)
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const make = (
+  options: Options
+): Effect.Effect<Provider.Provider, ProviderConfigError, HttpClient.HttpClient> =>
+  Effect.scoped(Effect.gen(function*() {
+    const client = Context.get(yield* Layer.build(clientLayer(options)), OpenAiClient.OpenAiClient)
+    const languageModel = yield* OpenAiLanguageModel.make({ model: "unused-default" }).pipe(
+      Effect.provideService(OpenAiClient.OpenAiClient, client)
+    )
+    return EffectAi.fromLanguageModel(languageModel, {
+      configure: (ctx) =>
+        Context.make(OpenAiLanguageModel.Config, {
+          ...options.config,
+          model: ctx.endpoint.model,
+          max_output_tokens: ctx.maxOutputTokens
+        })
+    })
+  }))
