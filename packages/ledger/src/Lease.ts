@@ -156,17 +156,18 @@ export const grant = (settings: Settings): Effect.Effect<{ readonly at: number; 
  *
  * @since 0.1.0
  */
-export const keep = (settings: Settings, renew: (expiresAt: number) => Effect.Effect<boolean, LedgerStoreError>) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.gen(function*() {
-    const beat = Effect.flatMap(expiryFrom(settings), ({ expiresAt }) => renew(expiresAt)).pipe(
-      Effect.catchTag("LedgerStoreError", () => Effect.succeed(true))
-    )
-    // Forked fibers inherit the parent's interruptibility; the heartbeat must always be interruptible.
-    const heartbeat = yield* Effect.fork(
-      Effect.interruptible(
-        Effect.repeat(Effect.delay(beat, settings.renewEvery), { while: (held) => held })
+export const keep =
+  (settings: Settings, renew: (expiresAt: number) => Effect.Effect<boolean, LedgerStoreError>) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.gen(function*() {
+      const beat = Effect.flatMap(expiryFrom(settings), ({ expiresAt }) => renew(expiresAt)).pipe(
+        Effect.catchTag("LedgerStoreError", () => Effect.succeed(true))
       )
-    )
-    return yield* Effect.ensuring(effect, Fiber.interrupt(heartbeat))
-  })
+      // Forked fibers inherit the parent's interruptibility; the heartbeat must always be interruptible.
+      const heartbeat = yield* Effect.fork(
+        Effect.interruptible(
+          Effect.repeat(Effect.delay(beat, settings.renewEvery), { while: (held) => held })
+        )
+      )
+      return yield* Effect.ensuring(effect, Fiber.interrupt(heartbeat))
+    })

@@ -7,7 +7,20 @@
  *
  * @since 0.1.0
  */
-import { Cause, Context, Deferred, Duration, Effect, Either, Exit, Layer, Option, ParseResult, Ref, Schema } from "effect"
+import {
+  Cause,
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Layer,
+  Option,
+  ParseResult,
+  Ref,
+  Schema
+} from "effect"
 import { randomUUID } from "node:crypto"
 import * as Authorisation from "./Authorisation.js"
 import * as Digest from "./Digest.js"
@@ -189,24 +202,9 @@ const lostCode = (phase: "dispatch" | "reconcile", exit: Exit.Exit<unknown, unkn
   return `${phase}_defect`
 }
 
-/**
- * Builds the ledger service on a {@link LedgerStore.LedgerStore}.
- *
- * @example
- * ```ts
- * import { Effect } from "effect"
- * import { Ledger, LedgerStore } from "@rein/ledger"
- *
- * const build = (config: Ledger.Config) => Effect.provide(Ledger.make(config), LedgerStore.layerSqlite({ filename: "ledger.db" }))
- * ```
- *
- * @since 0.1.0
- */
-export const make = (config: Config) =>
+// Configuration is checked once, when the ledger is built; a ledger that cannot verify is not built.
+const checkConfig = (config: Config) =>
   Effect.gen(function*() {
-    const store = yield* LedgerStore.LedgerStore
-
-    // Configuration is checked once, here; a ledger that cannot verify is not built.
     if (typeof config.audience !== "string" || config.audience.length === 0) {
       return yield* new LedgerConfigError({ message: "audience: Expected a non-empty string" })
     }
@@ -235,6 +233,27 @@ export const make = (config: Config) =>
     }
     const trust = { verifier: config.verifier, trustRoots: config.trustRoots }
     const leases = yield* Lease.settings(config.lease)
+    return { connections, leases, operations, trust }
+  })
+
+/**
+ * Builds the ledger service on a {@link LedgerStore.LedgerStore}.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Ledger, LedgerStore } from "@rein/ledger"
+ *
+ * const build = (config: Ledger.Config) => Effect.provide(Ledger.make(config), LedgerStore.layerSqlite({ filename: "ledger.db" }))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const make = (config: Config) =>
+  Effect.gen(function*() {
+    const store = yield* LedgerStore.LedgerStore
+
+    const { connections, leases, operations, trust } = yield* checkConfig(config)
 
     // In-process coordination. `owners` lets a concurrent submission with the same key await the owner's
     // result instead of racing it; `active` keeps `recover` away from executions this process is running.
@@ -408,7 +427,12 @@ export const make = (config: Config) =>
             lease
           })
           const renew = (expiresAt: number) =>
-            store.renew({ organisation: execution.organisation, executionId: execution.id, token: lease.token, expiresAt })
+            store.renew({
+              organisation: execution.organisation,
+              executionId: execution.id,
+              token: lease.token,
+              expiresAt
+            })
           // From here on, any way of not getting a decodable result is `ambiguous`.
           const exit = yield* restore(
             Effect.timeoutOption(

@@ -392,17 +392,6 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
         })
       )
 
-    // A transition into `dispatch_started` grants the lease it carries; one out of it ends the lease, under
-    // `guard` when there is one.
-    const leaseStep = (t: Transition) =>
-      t.from === "dispatch_started"
-        ? leases.release(t.executionId)
-        : t.to === "dispatch_started" && t.lease !== undefined
-        ? leases.acquire(t.executionId, t.lease)
-        : Effect.void
-    const guardedStep = (guard: Guard) => (t: Transition) =>
-      t.from === "dispatch_started" ? leases.check(t.executionId, guard, t.at) : leaseStep(t)
-
     const moveWith = <E>(t: Transition, step: (t: Transition) => Effect.Effect<unknown, E>) =>
       Effect.gen(function*() {
         const current = yield* selectExecution(t.organisation, t.executionId)
@@ -419,7 +408,7 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
           WHERE id = ${t.executionId} AND organisation = ${t.organisation} AND state = ${t.from}`
         return yield* appendReceipt({ ...t, kind: "transition" })
       })
-    const move = (t: Transition) => moveWith(t, leaseStep)
+    const move = (t: Transition) => moveWith(t, leases.step)
 
     return LedgerStore.of({
       begin: (b) =>
@@ -472,7 +461,7 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
           }))
         ),
       transition: (t) => wrap("transition", transaction(move(t))),
-      leasedTransition: (t, guard) => wrap("transition", transaction(moveWith(t, guardedStep(guard)))),
+      leasedTransition: (t, guard) => wrap("transition", transaction(moveWith(t, leases.guardedStep(guard)))),
       renew: (r) => wrapAll("renew", leases.renew(r.organisation, r.executionId, r.token, r.expiresAt)),
       evidence: (e) =>
         wrap(

@@ -1,5 +1,5 @@
 import { it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { describe, expect } from "vitest"
 import {
   AUDIENCE,
@@ -7,6 +7,7 @@ import {
   confirmed,
   grant,
   issuer,
+  leases,
   ORG,
   ORIGIN,
   script,
@@ -23,15 +24,14 @@ import { bundle, spawnChild } from "./processes.js"
 const LEASE = 1_500
 
 const leaseOf = (filename: string, executionId: string) =>
-  withRaw(filename, (sql) =>
-    sql<{ owner: string; expires_at: number }>`SELECT owner, expires_at FROM ledger_leases
-      WHERE execution_id = ${executionId}`).pipe(Effect.map((rows) => rows[0]))
+  Effect.map(leases(filename), (rows) => rows.find((row) => row.execution_id === executionId))
 
 const stateOf = (filename: string, executionId: string) =>
   withRaw(filename, (sql) => sql<{ state: string }>`SELECT state FROM ledger_executions WHERE id = ${executionId}`)
     .pipe(Effect.map((rows) => rows[0]?.state))
 
-const sleepUntil = (epochMillis: number) => Effect.suspend(() => Effect.sleep(Math.max(0, epochMillis - Date.now())))
+const sleepUntil = (epochMillis: number) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Math.max(0, epochMillis - now)))
 
 describe("a dispatch in another process, alive and then killed", () => {
   it.live("recover leaves a renewed lease alone; after SIGKILL and expiry the dispatch is ambiguous and reconciled", () =>

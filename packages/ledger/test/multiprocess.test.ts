@@ -37,28 +37,37 @@ const round = (dir: string, children: ReadonlyArray<Child>, n: number) =>
   })
 
 describe("several processes on one ledger file", () => {
-  it.live("4 to 6 processes migrate and dispatch at once: no `database is locked`, each key dispatched once", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const { dir } = yield* tempDb
-      const worker = yield* bundle("ledger-worker")
-      const children = yield* Effect.forEach(Array.from({ length: Math.max(...ROUNDS) }, (_, i) => i), (i) =>
-        spawnChild(worker, {
-          privateKey: issuer.privateKey.export({ type: "pkcs8", format: "pem" }),
-          publicKey: issuer.publicKey.export({ type: "spki", format: "pem" }),
-          audience: AUDIENCE,
-          organisation: ORG,
-          origin: ORIGIN,
-          worker: i,
-          own: OWN,
-          shared: SHARED
-        }))
-      yield* Effect.forEach(children, (child) => child.waitFor(/READY\n/), { concurrency: "unbounded" })
-      for (const [n, workers] of ROUNDS.entries()) {
-        const { dispatched, ends, rows } = yield* round(dir, children.slice(0, workers), n)
-        for (const end of ends) expect(end).toMatch(/^DONE /)
-        expect(dispatched.sort()).toEqual(expectedKeys(workers))
-        expect(rows).toEqual([{ state: "succeeded", n: workers * OWN + SHARED }])
-      }
-      for (const child of children) expect(child.stdout() + child.stderr()).not.toMatch(/database is locked/)
-    })), 60_000)
+  it.live(
+    "4 to 6 processes migrate and dispatch at once: no `database is locked`, each key dispatched once",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { dir } = yield* tempDb
+        const worker = yield* bundle("ledger-worker")
+        const children = yield* Effect.forEach(Array.from({ length: Math.max(...ROUNDS) }, (_, i) => i), (i) =>
+          spawnChild(worker, {
+            privateKey: issuer.privateKey.export({ type: "pkcs8", format: "pem" }),
+            publicKey: issuer.publicKey.export({ type: "spki", format: "pem" }),
+            audience: AUDIENCE,
+            organisation: ORG,
+            origin: ORIGIN,
+            worker: i,
+            own: OWN,
+            shared: SHARED
+          }))
+        yield* Effect.forEach(children, (child) =>
+          child.waitFor(/READY\n/), { concurrency: "unbounded" })
+        for (const [n, workers] of ROUNDS.entries()) {
+          const { dispatched, ends, rows } = yield* round(dir, children.slice(0, workers), n)
+          for (const end of ends) {
+            expect(end).toMatch(/^DONE /)
+          }
+          expect(dispatched.sort()).toEqual(expectedKeys(workers))
+          expect(rows).toEqual([{ state: "succeeded", n: workers * OWN + SHARED }])
+        }
+        for (const child of children) {
+          expect(child.stdout() + child.stderr()).not.toMatch(/database is locked/)
+        }
+      })),
+    60_000
+  )
 })

@@ -5,8 +5,18 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { State } from "../Execution.js"
 import type { Guard, Lease } from "../Lease.js"
 import { LeaseHeld, LeaseLost } from "../LedgerError.js"
+
+/** The part of a store transition that concerns its lease. @internal */
+export interface Step {
+  readonly executionId: string
+  readonly from: State
+  readonly to: State
+  readonly at: number
+  readonly lease?: Lease | undefined
+}
 
 /** @internal */
 export const make = (sql: SqlClient.SqlClient) => {
@@ -40,5 +50,16 @@ export const make = (sql: SqlClient.SqlClient) => {
       (rows) => rows.length > 0
     )
 
-  return { acquire, check, release, renew }
+  // The lease part of a transition: one into `dispatch_started` grants the lease it carries; one out of it
+  // ends the lease, under `guard` when there is one.
+  const step = (t: Step) =>
+    t.from === "dispatch_started"
+      ? release(t.executionId)
+      : t.to === "dispatch_started" && t.lease !== undefined
+      ? acquire(t.executionId, t.lease)
+      : Effect.void
+  const guardedStep = (guard: Guard) => (t: Step) =>
+    t.from === "dispatch_started" ? check(t.executionId, guard, t.at) : step(t)
+
+  return { guardedStep, renew, step }
 }
