@@ -33,22 +33,29 @@ const stateOf = (filename: string, executionId: string) =>
 const sleepUntil = (epochMillis: number) =>
   Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Math.max(0, epochMillis - now)))
 
-describe("a dispatch in another process, alive and then killed", () => {
+// A child process that submits one call and dispatches it; returns the child and the execution id.
+const dispatching = (filename: string, authorisation: unknown, options: { readonly finishOnStdin?: boolean } = {}) =>
+  Effect.gen(function*() {
+    const child = yield* spawnChild(yield* bundle("crash-child"), {
+      filename,
+      publicKey: issuer.publicKey.export({ type: "spki", format: "pem" }),
+      audience: AUDIENCE,
+      organisation: ORG,
+      origin: ORIGIN,
+      submission: submission({ authorisation }),
+      leaseMillis: LEASE,
+      ...options
+    })
+    const executionId = (yield* child.waitFor(/DISPATCHING (\S+)\n/))[1]!
+    return { child, executionId }
+  })
+
+describe("a dispatch in another process: alive, stalled, killed", () => {
   it.live("recover leaves a renewed lease alone; after SIGKILL and expiry the dispatch is ambiguous and reconciled", () =>
     Effect.scoped(Effect.gen(function*() {
       const { filename } = yield* tempDb
-      const script_ = yield* bundle("crash-child")
       const authorisation = authorise(grant({ expiresAt: 4_102_444_800_000 }))
-      const child = yield* spawnChild(script_, {
-        filename,
-        publicKey: issuer.publicKey.export({ type: "spki", format: "pem" }),
-        audience: AUDIENCE,
-        organisation: ORG,
-        origin: ORIGIN,
-        submission: submission({ authorisation }),
-        leaseMillis: LEASE
-      })
-      const executionId = (yield* child.waitFor(/DISPATCHING (\S+)\n/))[1]!
+      const { child, executionId } = yield* dispatching(filename, authorisation)
       const first = (yield* leaseOf(filename, executionId))!
       expect(first.owner).toBe("crash-child")
 
@@ -91,6 +98,38 @@ describe("a dispatch in another process, alive and then killed", () => {
       // And afterwards the same call is answered from the ledger.
       const again = yield* ledger.submit(ORG, submission({ authorisation }))
       expect(again.executionId).toBe(executionId)
+      expect(s.dispatches).toBe(0)
+    })))
+
+  it.live("a stalled owner's expired lease is taken over; when it resumes, its confirmation does not overwrite", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { filename } = yield* tempDb
+      const authorisation = authorise(grant({ expiresAt: 4_102_444_800_000 }))
+      const { child, executionId } = yield* dispatching(filename, authorisation, { finishOnStdin: true })
+      // The owner stalls (SIGSTOP) for longer than its lease; another process recovers meanwhile and its
+      // reconciler cannot find the effect yet.
+      yield* child.kill("SIGSTOP")
+      yield* sleepUntil((yield* leaseOf(filename, executionId))!.expires_at + 50)
+      const s = script()
+      const ledger = yield* useLedger(filename, s)
+      const recovered = yield* ledger.recover
+      expect(recovered.map((r) => [r.state, r.code])).toEqual([["ambiguous", "not_found_yet"]])
+
+      // The owner resumes and its dispatcher confirms: the recovery's record stands, and its caller is told so.
+      yield* child.send("FINISH")
+      yield* child.kill("SIGCONT")
+      expect((yield* child.waitFor(/RESULT (\S+)\n/))[1]).toBe("Ambiguous")
+      const receipts = yield* ledger.receipts(ORG, executionId)
+      expect(states(receipts)).toEqual([
+        "created",
+        "authorised",
+        "prepared",
+        "dispatch_started",
+        "ambiguous",
+        "evidence"
+      ])
+      expect(receipts.filter((r) => r.source === "dispatcher")).toEqual([])
+      expect(yield* leaseOf(filename, executionId)).toBeUndefined()
       expect(s.dispatches).toBe(0)
     })))
 })
