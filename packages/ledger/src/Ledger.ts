@@ -653,8 +653,7 @@ export const make = (config: Config) =>
       for (const entry of stranded) {
         if (running.has(entry.id)) continue
         if (entry.state === "dispatch_started") {
-          // The process that started this dispatch is gone and so is its result: that is an ambiguity.
-          // Lost only if its owner stopped renewing the lease: the process is gone and so is its result.
+          // Lost only if its owner stopped renewing the lease: the process is gone, and so is its result.
           const taken = yield* store.leasedTransition({
             organisation: entry.organisation,
             executionId: entry.id,

@@ -563,7 +563,8 @@ export const layerSqlite = (options: {
           SqliteClient.layer({ filename: options.filename }),
           (context) =>
             Context.get(context, SqlClient.SqlClient).unsafe(
-              `PRAGMA busy_timeout = ${Math.ceil(Duration.toMillis(busyTimeout))}`
+              // SQLite keeps the timeout in a C int.
+              `PRAGMA busy_timeout = ${Math.min(2 ** 31 - 1, Math.ceil(Duration.toMillis(busyTimeout)))}`
             )
         )
       })).pipe(
