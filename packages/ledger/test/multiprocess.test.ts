@@ -2,7 +2,7 @@ import { it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as path from "node:path"
 import { describe, expect } from "vitest"
-import { AUDIENCE, issuer, ORG, ORIGIN, tempDb, withRaw } from "./helpers.js"
+import { AUDIENCE, issuer, leases, ORG, ORIGIN, tempDb, withRaw } from "./helpers.js"
 import { bundle, type Child, spawnChild } from "./processes.js"
 
 const OWN = 8
@@ -36,7 +36,7 @@ const round = (dir: string, children: ReadonlyArray<Child>, n: number) =>
       filename,
       (sql) => sql<{ state: string; n: number }>`SELECT state, COUNT(*) AS n FROM ledger_executions GROUP BY state`
     )
-    return { ends: ends.map((m) => `${m[1]} ${m[2]}`), dispatched, rows }
+    return { ends: ends.map((m) => `${m[1]} ${m[2]}`), dispatched, rows, leasesLeft: yield* leases(filename) }
   })
 
 describe("several processes on one ledger file", () => {
@@ -60,12 +60,14 @@ describe("several processes on one ledger file", () => {
         yield* Effect.forEach(children, (child) =>
           child.waitFor(/READY\n/), { concurrency: "unbounded" })
         for (const [n, workers] of ROUNDS.entries()) {
-          const { dispatched, ends, rows } = yield* round(dir, children.slice(0, workers), n)
+          const { dispatched, ends, leasesLeft, rows } = yield* round(dir, children.slice(0, workers), n)
           for (const end of ends) {
             expect(end).toMatch(/^DONE /)
           }
           expect(dispatched.sort()).toEqual(expectedKeys(workers))
           expect(rows).toEqual([{ state: "succeeded", n: workers * OWN + SHARED }])
+          // Every lease ended with its dispatch.
+          expect(leasesLeft).toEqual([])
         }
         for (const child of children) {
           expect(child.stdout() + child.stderr()).not.toMatch(/database is locked/)
