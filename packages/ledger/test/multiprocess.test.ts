@@ -5,7 +5,7 @@ import { describe, expect } from "vitest"
 import { AUDIENCE, issuer, leases, ORG, ORIGIN, tempDb, withRaw } from "./helpers.js"
 import { bundle, type Child, spawnChild } from "./processes.js"
 
-const OWN = 8
+const OWN = 6
 const SHARED = 6
 // Each round: that many worker processes open one fresh file at the same moment (all of them migrate it),
 // then each submits its own keys and the keys they all share. Before immediate transactions, the first round
@@ -36,7 +36,7 @@ const round = (dir: string, children: ReadonlyArray<Child>, n: number) =>
       filename,
       (sql) => sql<{ state: string; n: number }>`SELECT state, COUNT(*) AS n FROM ledger_executions GROUP BY state`
     )
-    return { ends: ends.map((m) => `${m[1]} ${m[2]}`), dispatched, rows, leasesLeft: yield* leases(filename) }
+    return { ends: ends.map((m) => `${m[1]} ${m[2]}`), dispatched, rows, filename }
   })
 
 describe("several processes on one ledger file", () => {
@@ -60,19 +60,20 @@ describe("several processes on one ledger file", () => {
         yield* Effect.forEach(children, (child) =>
           child.waitFor(/READY\n/), { concurrency: "unbounded" })
         for (const [n, workers] of ROUNDS.entries()) {
-          const { dispatched, ends, leasesLeft, rows } = yield* round(dir, children.slice(0, workers), n)
+          const { dispatched, ends, filename, rows } = yield* round(dir, children.slice(0, workers), n)
           for (const end of ends) {
             expect(end).toMatch(/^DONE /)
           }
           expect(dispatched.sort()).toEqual(expectedKeys(workers))
           expect(rows).toEqual([{ state: "succeeded", n: workers * OWN + SHARED }])
           // Every lease ended with its dispatch.
-          expect(leasesLeft).toEqual([])
+          expect(yield* leases(filename)).toEqual([])
         }
         for (const child of children) {
           expect(child.stdout() + child.stderr()).not.toMatch(/database is locked/)
         }
       })),
-    60_000
+    // Generous for a loaded machine: 40 s were measured inside the full suite at a load of 14 on 2 cores.
+    120_000
   )
 })
