@@ -7,11 +7,25 @@
  *
  * @since 0.1.0
  */
-import { Cause, Context, Deferred, Effect, Either, Exit, Layer, Option, ParseResult, Ref, Schema } from "effect"
+import {
+  Cause,
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Layer,
+  Option,
+  ParseResult,
+  Ref,
+  Schema
+} from "effect"
 import { randomUUID } from "node:crypto"
 import * as Authorisation from "./Authorisation.js"
 import * as Digest from "./Digest.js"
 import type { Execution, Receipt } from "./Execution.js"
+import * as Lease from "./Lease.js"
 import {
   Ambiguous,
   type ExecutionNotFound,
@@ -131,6 +145,8 @@ export interface Config {
   readonly connections: ReadonlyArray<Operation.Connection>
   /** Operations, as returned by `Operation.make` (an invalid one fails the layer). */
   readonly operations: ReadonlyArray<Operation.Operation | Either.Either<Operation.Operation, LedgerConfigError>>
+  /** How long a dispatch stays owned by its dispatcher without a renewal (default 30 seconds), and the owner id. */
+  readonly lease?: Lease.Options | undefined
 }
 
 /**
@@ -155,8 +171,9 @@ export class Ledger extends Context.Tag("@rein/ledger/Ledger")<Ledger, {
     executionId: string
   ) => Effect.Effect<Settled, FailedSafe | Ambiguous | InFlight | ExecutionNotFound | LedgerStoreError>
   /**
-   * After a restart: turns every execution left in `dispatch_started` into `ambiguous` (its result is lost) and
-   * reconciles every ambiguous execution. Call it when no other process is dispatching on the same database.
+   * Turns every execution left in `dispatch_started` whose lease has expired into `ambiguous` (its owner
+   * stopped renewing, so its result is lost) and reconciles every ambiguous execution. Dispatches whose owner
+   * still renews its lease, in this process or another, are left alone. Safe to call at any time.
    */
   readonly recover: Effect.Effect<ReadonlyArray<Recovered>, LedgerStoreError>
   readonly execution: (
@@ -185,24 +202,9 @@ const lostCode = (phase: "dispatch" | "reconcile", exit: Exit.Exit<unknown, unkn
   return `${phase}_defect`
 }
 
-/**
- * Builds the ledger service on a {@link LedgerStore.LedgerStore}.
- *
- * @example
- * ```ts
- * import { Effect } from "effect"
- * import { Ledger, LedgerStore } from "@rein/ledger"
- *
- * const build = (config: Ledger.Config) => Effect.provide(Ledger.make(config), LedgerStore.layerSqlite({ filename: "ledger.db" }))
- * ```
- *
- * @since 0.1.0
- */
-export const make = (config: Config) =>
+// Configuration is checked once, when the ledger is built; a ledger that cannot verify is not built.
+const checkConfig = (config: Config) =>
   Effect.gen(function*() {
-    const store = yield* LedgerStore.LedgerStore
-
-    // Configuration is checked once, here; a ledger that cannot verify is not built.
     if (typeof config.audience !== "string" || config.audience.length === 0) {
       return yield* new LedgerConfigError({ message: "audience: Expected a non-empty string" })
     }
@@ -230,6 +232,28 @@ export const make = (config: Config) =>
       connections.set(key, connection)
     }
     const trust = { verifier: config.verifier, trustRoots: config.trustRoots }
+    const leases = yield* Lease.settings(config.lease)
+    return { connections, leases, operations, trust }
+  })
+
+/**
+ * Builds the ledger service on a {@link LedgerStore.LedgerStore}.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Ledger, LedgerStore } from "@rein/ledger"
+ *
+ * const build = (config: Ledger.Config) => Effect.provide(Ledger.make(config), LedgerStore.layerSqlite({ filename: "ledger.db" }))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const make = (config: Config) =>
+  Effect.gen(function*() {
+    const store = yield* LedgerStore.LedgerStore
+
+    const { connections, leases, operations, trust } = yield* checkConfig(config)
 
     // In-process coordination. `owners` lets a concurrent submission with the same key await the owner's
     // result instead of racing it; `active` keeps `recover` away from executions this process is running.
@@ -383,10 +407,12 @@ export const make = (config: Config) =>
       }
     }
 
-    // prepared → dispatch_started (committed) → the dispatcher, once → succeeded | failed_safe | ambiguous.
+    // prepared → dispatch_started (committed, with this dispatcher's lease) → the dispatcher, once, while a
+    // heartbeat renews the lease → succeeded | failed_safe | ambiguous.
     const dispatchOnce = (execution: Execution, operation: Operation.Operation, admitted: Operation.Admitted) =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
+          const { at, lease } = yield* Lease.grant(leases)
           const started = yield* store.transition({
             organisation: execution.organisation,
             executionId: execution.id,
@@ -397,32 +423,56 @@ export const make = (config: Config) =>
             digest: null,
             refersTo: null,
             confirmation: null,
-            at: yield* now
+            at,
+            lease
           })
+          const renew = (expiresAt: number) =>
+            store.renew({
+              organisation: execution.organisation,
+              executionId: execution.id,
+              token: lease.token,
+              expiresAt
+            })
           // From here on, any way of not getting a decodable result is `ambiguous`.
           const exit = yield* restore(
             Effect.timeoutOption(
               Effect.suspend(() => admitted.dispatch(contextOf(execution))),
               operation.dispatchTimeout
             )
-          ).pipe(Effect.exit)
+          ).pipe(Lease.keep(leases, renew), Effect.exit)
+          // The result is written only while this dispatcher still holds its lease. If `recover` took the
+          // execution over (the lease expired), what the recovery recorded stands and is what the caller gets.
+          const settle = (to: "succeeded" | "failed_safe" | "ambiguous", code: string, digest: Digest.Sha256 | null) =>
+            Effect.flatMap(now, (at) =>
+              store.leasedTransition({
+                organisation: execution.organisation,
+                executionId: execution.id,
+                from: "dispatch_started",
+                to,
+                code,
+                source: "dispatcher",
+                digest,
+                refersTo: started.seq,
+                confirmation: to === "succeeded" ? digest : null,
+                at
+              }, { _tag: "Holder", token: lease.token })).pipe(
+                Effect.as(true),
+                Effect.catchTags({
+                  LeaseLost: () => Effect.succeed(false),
+                  LeaseHeld: () => Effect.succeed(false),
+                  StateConflict: () => Effect.succeed(false)
+                })
+              )
+          const recorded = Effect.flatMap(store.execution(execution.organisation, execution.id), settledOf)
           const result = Exit.isSuccess(exit) && Option.isSome(exit.value)
             ? decodeDispatchResult(exit.value.value)
             : Either.left(null)
           if (Either.isRight(result)) {
             const value = result.right
-            yield* store.transition({
-              organisation: execution.organisation,
-              executionId: execution.id,
-              from: "dispatch_started",
-              to: value._tag === "Confirmed" ? "succeeded" : "failed_safe",
-              code: value._tag === "Confirmed" ? "confirmed" : value.code,
-              source: "dispatcher",
-              digest: value._tag === "Confirmed" ? value.confirmation : value.evidence,
-              refersTo: started.seq,
-              confirmation: value._tag === "Confirmed" ? value.confirmation : null,
-              at: yield* now
-            })
+            const written = value._tag === "Confirmed"
+              ? yield* settle("succeeded", "confirmed", value.confirmation)
+              : yield* settle("failed_safe", value.code, value.evidence)
+            if (!written) return yield* recorded
             if (value._tag === "NoEffect") return yield* new FailedSafe({ executionId: execution.id, code: value.code })
             return new Settled({
               executionId: execution.id,
@@ -435,19 +485,9 @@ export const make = (config: Config) =>
             ? "dispatch_timeout"
             : lostCode("dispatch", exit)
           // Persist the ambiguity first; only then reconcile.
-          yield* store.transition({
-            organisation: execution.organisation,
-            executionId: execution.id,
-            from: "dispatch_started",
-            to: "ambiguous",
-            code,
-            source: "dispatcher",
-            digest: null,
-            refersTo: started.seq,
-            confirmation: null,
-            at: yield* now
-          })
+          const written = yield* settle("ambiguous", code, null)
           if (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)) return yield* Effect.interrupt
+          if (!written) return yield* recorded
           return yield* restore(reconcileAmbiguous(execution))
         })
       )
@@ -613,8 +653,8 @@ export const make = (config: Config) =>
       for (const entry of stranded) {
         if (running.has(entry.id)) continue
         if (entry.state === "dispatch_started") {
-          // The process that started this dispatch is gone and so is its result: that is an ambiguity.
-          yield* store.transition({
+          // Lost only if its owner stopped renewing the lease: the process is gone, and so is its result.
+          const taken = yield* store.leasedTransition({
             organisation: entry.organisation,
             executionId: entry.id,
             from: "dispatch_started",
@@ -625,14 +665,19 @@ export const make = (config: Config) =>
             refersTo: null,
             confirmation: null,
             at: yield* now
-          }).pipe(
-            // Another process moved it first; reconciliation below reads whatever it recorded.
+          }, { _tag: "Expired" }).pipe(
+            Effect.as(true),
             Effect.catchTags({
-              StateConflict: () => Effect.void,
-              IllegalTransition: () => Effect.void,
-              ExecutionNotFound: () => Effect.void
+              // Its owner is alive and dispatching: leave it alone.
+              LeaseHeld: () => Effect.succeed(false),
+              // Another process moved it first; reconciliation below reads whatever it recorded.
+              LeaseLost: () => Effect.succeed(true),
+              StateConflict: () => Effect.succeed(true),
+              IllegalTransition: () => Effect.succeed(true),
+              ExecutionNotFound: () => Effect.succeed(true)
             })
           )
+          if (!taken) continue
         }
         const outcome = yield* Effect.either(reconcile(entry.organisation, entry.id))
         const execution = yield* Effect.catchTag(
@@ -695,6 +740,8 @@ export const layer = (config: Config): Layer.Layer<Ledger, LedgerConfigError, Le
  * @since 0.1.0
  */
 export const layerSqlite = (
-  config: Config & { readonly filename: string }
+  config: Config & { readonly filename: string; readonly busyTimeout?: Duration.DurationInput | undefined }
 ): Layer.Layer<Ledger, LedgerConfigError | LedgerStoreError> =>
-  layer(config).pipe(Layer.provide(LedgerStore.layerSqlite({ filename: config.filename })))
+  layer(config).pipe(
+    Layer.provide(LedgerStore.layerSqlite({ filename: config.filename, busyTimeout: config.busyTimeout }))
+  )

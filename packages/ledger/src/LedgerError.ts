@@ -207,6 +207,42 @@ export class ExecutionNotFound extends Schema.TaggedError<ExecutionNotFound>()("
 }) {}
 
 /**
+ * Another process's dispatcher still holds the lease on this execution (it renewed it in time), so its
+ * dispatch is not lost and was left alone.
+ *
+ * @example
+ * ```ts
+ * import { LedgerError } from "@rein/ledger"
+ *
+ * const explain = (e: LedgerError.LeaseHeld) => `${e.owner} holds ${e.executionId} until ${e.expiresAt}`
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class LeaseHeld extends Schema.TaggedError<LeaseHeld>()("LeaseHeld", {
+  executionId: Schema.String,
+  owner: Schema.String,
+  expiresAt: Schema.Int
+}) {}
+
+/**
+ * A dispatcher's lease is no longer its own: it expired and `recover` took the execution over. The
+ * dispatcher's own result is not written over what the recovery recorded.
+ *
+ * @example
+ * ```ts
+ * import { LedgerError } from "@rein/ledger"
+ *
+ * const explain = (e: LedgerError.LeaseLost) => `${e.executionId} was recovered by another process`
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
+  executionId: Schema.String
+}) {}
+
+/**
  * The database failed (I/O, constraint, lock). The transaction was rolled back.
  *
  * @example

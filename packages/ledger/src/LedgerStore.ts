@@ -9,18 +9,25 @@
  */
 import { SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Duration, Effect, Layer, Schema } from "effect"
 import { chmodSync, closeSync, openSync } from "node:fs"
 import type { Sha256 } from "./Digest.js"
 import { Execution, isLegal, Receipt, type State } from "./Execution.js"
+import * as Leases from "./internal/leases.js"
 import * as Schema_ from "./internal/schema.js"
+import { immediate } from "./internal/transaction.js"
+import type { Guard, Lease } from "./Lease.js"
 import {
   ExecutionNotFound,
   IllegalTransition,
+  LeaseHeld,
+  LeaseLost,
+  LedgerConfigError,
   LedgerStoreError,
   type RefusalReason,
   StateConflict
 } from "./LedgerError.js"
+import { positiveDuration } from "./Operation.js"
 
 /**
  * The identity of a new execution, written as `created → authorised` together with its single-use nonce.
@@ -91,7 +98,9 @@ export interface Refusal {
 
 /**
  * A compare-and-set transition: it applies only if the execution is in `from`, and only if `from → to` is
- * legal. `confirmation` is stored on the execution in the same transaction.
+ * legal. `confirmation` is stored on the execution in the same transaction. `lease` is granted together with
+ * `prepared → dispatch_started`; a transition out of `dispatch_started` ends the lease (`leasedTransition`
+ * applies one only under a lease condition).
  *
  * @example
  * ```ts
@@ -113,6 +122,26 @@ export interface Transition {
   readonly refersTo: number | null
   readonly confirmation: Sha256 | null
   readonly at: number
+  readonly lease?: Lease | undefined
+}
+
+/**
+ * A heartbeat's renewal of the lease `token` holds on an execution, to `expiresAt` (epoch milliseconds).
+ *
+ * @example
+ * ```ts
+ * import type { LedgerStore } from "@rein/ledger"
+ *
+ * const show = (r: LedgerStore.Renewal) => `${r.executionId} until ${r.expiresAt}`
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface Renewal {
+  readonly organisation: string
+  readonly executionId: string
+  readonly token: string
+  readonly expiresAt: number
 }
 
 /**
@@ -174,6 +203,16 @@ export class LedgerStore extends Context.Tag("@rein/ledger/LedgerStore")<LedgerS
   readonly transition: (
     transition: Transition
   ) => Effect.Effect<Receipt, IllegalTransition | StateConflict | ExecutionNotFound | LedgerStoreError>
+  /** A transition out of `dispatch_started` that applies only under a lease condition (see `Lease.Guard`). */
+  readonly leasedTransition: (
+    transition: Transition,
+    guard: Guard
+  ) => Effect.Effect<
+    Receipt,
+    IllegalTransition | StateConflict | ExecutionNotFound | LeaseHeld | LeaseLost | LedgerStoreError
+  >
+  /** Extends a lease; `false` if `token` no longer holds it (the execution was taken over or moved on). */
+  readonly renew: (renewal: Renewal) => Effect.Effect<boolean, LedgerStoreError>
   readonly evidence: (
     evidence: Evidence
   ) => Effect.Effect<Receipt, StateConflict | ExecutionNotFound | LedgerStoreError>
@@ -268,10 +307,10 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    type Known = IllegalTransition | StateConflict | ExecutionNotFound | LedgerStoreError
+    type Known = IllegalTransition | StateConflict | ExecutionNotFound | LeaseHeld | LeaseLost | LedgerStoreError
     const isKnown = (error: unknown): error is Known =>
       error instanceof IllegalTransition || error instanceof StateConflict || error instanceof ExecutionNotFound ||
-      error instanceof LedgerStoreError
+      error instanceof LeaseHeld || error instanceof LeaseLost || error instanceof LedgerStoreError
     // Typed ledger errors pass through; anything else (SQL errors, rows that do not decode) becomes a
     // LedgerStoreError naming the operation. Either way the transaction has been rolled back.
     const wrap = <A, E, R>(operation: string, effect: Effect.Effect<A, E, R>) =>
@@ -287,10 +326,11 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
         (error) => error instanceof LedgerStoreError ? error : new LedgerStoreError({ operation, cause: error })
       )
 
-    yield* wrapAll(
-      "migrate",
-      sql.withTransaction(Effect.forEach(Schema_.statements, (s) => sql.unsafe(s), { discard: true }))
-    )
+    // Every write transaction takes the write lock up front, so that processes sharing the file wait for
+    // each other (up to the busy timeout) instead of failing with `database is locked`.
+    const transaction = immediate(sql)
+    const leases = Leases.make(sql)
+    yield* wrapAll("migrate", Schema_.migrate(sql))
 
     const selectExecution = (organisation: string, id: string) =>
       Effect.gen(function*() {
@@ -352,7 +392,7 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
         })
       )
 
-    const move = (t: Transition) =>
+    const moveWith = <E>(t: Transition, step: (t: Transition) => Effect.Effect<unknown, E>) =>
       Effect.gen(function*() {
         const current = yield* selectExecution(t.organisation, t.executionId)
         if (current.state !== t.from) {
@@ -361,18 +401,20 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
         if (!isLegal(t.from, t.to)) {
           return yield* new IllegalTransition({ executionId: t.executionId, from: t.from, to: t.to })
         }
+        yield* step(t)
         yield* sql`UPDATE ledger_executions
           SET state = ${t.to}, code = ${t.code}, confirmation = COALESCE(${t.confirmation}, confirmation),
             updated_at = ${t.at}
           WHERE id = ${t.executionId} AND organisation = ${t.organisation} AND state = ${t.from}`
         return yield* appendReceipt({ ...t, kind: "transition" })
       })
+    const move = (t: Transition) => moveWith(t, leases.step)
 
     return LedgerStore.of({
       begin: (b) =>
         wrapAll(
           "begin",
-          sql.withTransaction(Effect.gen(function*() {
+          transaction(Effect.gen(function*() {
             const existing = yield* sql<ExecutionRow>`SELECT * FROM ledger_executions
               WHERE organisation = ${b.organisation} AND idempotency_key = ${b.idempotencyKey}`
             if (existing[0] !== undefined) {
@@ -401,7 +443,7 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
       refuse: (r) =>
         wrapAll(
           "refuse",
-          sql.withTransaction(Effect.gen(function*() {
+          transaction(Effect.gen(function*() {
             yield* insertCreated({ ...r, idempotencyKey: null })
             yield* move({
               organisation: r.organisation,
@@ -418,11 +460,13 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
             return yield* selectExecution(r.organisation, r.id)
           }))
         ),
-      transition: (t) => wrap("transition", sql.withTransaction(move(t))),
+      transition: (t) => wrap("transition", transaction(move(t))),
+      leasedTransition: (t, guard) => wrap("transition", transaction(moveWith(t, leases.guardedStep(guard)))),
+      renew: (r) => wrapAll("renew", leases.renew(r.organisation, r.executionId, r.token, r.expiresAt)),
       evidence: (e) =>
         wrap(
           "evidence",
-          sql.withTransaction(Effect.gen(function*() {
+          transaction(Effect.gen(function*() {
             const current = yield* selectExecution(e.organisation, e.executionId)
             if (current.state !== "ambiguous") {
               return yield* new StateConflict({
@@ -493,25 +537,41 @@ export const createPrivateFile = (filename: string): Effect.Effect<void, LedgerS
   })
 
 /**
- * The embedded default: the store on a SQLite file (better-sqlite3), created with mode 0600.
+ * The embedded default: the store on a SQLite file (better-sqlite3, WAL mode), created with mode 0600.
+ * Several processes may share the file: each write transaction waits up to `busyTimeout` (default 5 seconds)
+ * for the write lock, and a file being migrated by one process is found current by the others.
  *
  * @example
  * ```ts
  * import { LedgerStore } from "@rein/ledger"
  *
- * const store = LedgerStore.layerSqlite({ filename: "/var/lib/app/ledger.db" })
+ * const store = LedgerStore.layerSqlite({ filename: "/var/lib/app/ledger.db", busyTimeout: "10 seconds" })
  * ```
  *
  * @since 0.1.0
  */
-export const layerSqlite = (options: { readonly filename: string }): Layer.Layer<LedgerStore, LedgerStoreError> =>
+export const layerSqlite = (options: {
+  readonly filename: string
+  readonly busyTimeout?: Duration.DurationInput | undefined
+}): Layer.Layer<LedgerStore, LedgerStoreError | LedgerConfigError> =>
   layerSql.pipe(
     Layer.provide(
-      Layer.unwrapEffect(
-        Effect.as(createPrivateFile(options.filename), SqliteClient.layer({ filename: options.filename }))
-      ).pipe(
+      Layer.unwrapEffect(Effect.gen(function*() {
+        const busyTimeout = yield* positiveDuration("busyTimeout", options.busyTimeout ?? "5 seconds")
+        yield* createPrivateFile(options.filename)
+        return Layer.tap(
+          SqliteClient.layer({ filename: options.filename }),
+          (context) =>
+            Context.get(context, SqlClient.SqlClient).unsafe(
+              // SQLite keeps the timeout in a C int.
+              `PRAGMA busy_timeout = ${Math.min(2 ** 31 - 1, Math.ceil(Duration.toMillis(busyTimeout)))}`
+            )
+        )
+      })).pipe(
         Layer.mapError((cause) =>
-          cause instanceof LedgerStoreError ? cause : new LedgerStoreError({ operation: "open", cause })
+          cause instanceof LedgerStoreError || cause instanceof LedgerConfigError
+            ? cause
+            : new LedgerStoreError({ operation: "open", cause })
         )
       )
     )

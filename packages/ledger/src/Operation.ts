@@ -327,7 +327,8 @@ export const validateOrigin = (field: string, origin: string): Either.Either<str
   return Either.right(url.origin)
 }
 
-const positiveDuration = (
+/** @internal */
+export const positiveDuration = (
   field: string,
   input: Duration.DurationInput
 ): Either.Either<Duration.Duration, LedgerConfigError> => {

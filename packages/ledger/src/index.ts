@@ -42,6 +42,14 @@ export * as LedgerError from "./LedgerError.js"
 export * as LedgerStore from "./LedgerStore.js"
 
 /**
+ * Who owns a running dispatch: a lease renewed while the dispatcher runs, taken over by `recover` only once
+ * it has expired, and fencing the dispatcher's result after a takeover.
+ *
+ * @since 0.1.0
+ */
+export * as Lease from "./Lease.js"
+
+/**
  * The ledger service: authorise, record, dispatch once, reconcile, recover.
  *
  * @since 0.1.0

@@ -1,9 +1,5 @@
 import { it } from "@effect/vitest"
-import { Effect } from "effect"
-import { build } from "esbuild"
-import { spawn } from "node:child_process"
-import * as path from "node:path"
-import { fileURLToPath } from "node:url"
+import { Clock, Effect } from "effect"
 import { describe, expect } from "vitest"
 import {
   AUDIENCE,
@@ -11,6 +7,7 @@ import {
   confirmed,
   grant,
   issuer,
+  leases,
   ORG,
   ORIGIN,
   script,
@@ -20,87 +17,72 @@ import {
   useLedger,
   withRaw
 } from "./helpers.js"
+import { bundle, spawnChild } from "./processes.js"
 
-const here = path.dirname(fileURLToPath(import.meta.url))
+// Real time, because the lease is held by another process: the child's lease lasts LEASE ms and its
+// heartbeat renews it every LEASE / 3 ms (slack for a loaded machine).
+const LEASE = 1_500
 
-// The child must run plain JavaScript (Node 20 cannot run TypeScript). esbuild bundles the fixture together
-// with the ledger's own src/ modules; packages stay external and resolve from packages/ledger/node_modules,
-// which is why the bundle is written under packages/ledger/build/.
-const bundle = Effect.promise(async () => {
-  const outfile = path.join(here, "..", "build", "fixtures", "crash-child.mjs")
-  await build({
-    entryPoints: [path.join(here, "fixtures", "crash-child.ts")],
-    outfile,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    packages: "external",
-    logLevel: "silent"
-  })
-  return outfile
-})
+const leaseOf = (filename: string, executionId: string) =>
+  Effect.map(leases(filename), (rows) => rows.find((row) => row.execution_id === executionId))
 
-// Runs the child until its dispatcher announces itself, then kills it with SIGKILL.
-const runAndKill = (script: string, input: unknown) =>
-  Effect.async<{ readonly executionId: string; readonly signal: string | null }, Error>((resume) => {
-    const child = spawn(process.execPath, [script, JSON.stringify(input)], { stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    let executionId: string | undefined
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString()
-      const match = /DISPATCHING (\S+)\n/.exec(stdout)
-      if (match !== null && executionId === undefined) {
-        executionId = match[1]
-        child.kill("SIGKILL")
-      }
+const stateOf = (filename: string, executionId: string) =>
+  withRaw(filename, (sql) => sql<{ state: string }>`SELECT state FROM ledger_executions WHERE id = ${executionId}`)
+    .pipe(Effect.map((rows) => rows[0]?.state))
+
+const sleepUntil = (epochMillis: number) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Math.max(0, epochMillis - now)))
+
+// A child process that submits one call and dispatches it; returns the child and the execution id.
+const dispatching = (filename: string, authorisation: unknown, options: { readonly finishOnStdin?: boolean } = {}) =>
+  Effect.gen(function*() {
+    const child = yield* spawnChild(yield* bundle("crash-child"), {
+      filename,
+      publicKey: issuer.publicKey.export({ type: "spki", format: "pem" }),
+      audience: AUDIENCE,
+      organisation: ORG,
+      origin: ORIGIN,
+      submission: submission({ authorisation }),
+      leaseMillis: LEASE,
+      ...options
     })
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString()
-    })
-    child.on("exit", (_code, signal) => {
-      if (executionId === undefined) resume(Effect.fail(new Error(`child ended early: ${stdout} ${stderr}`)))
-      else resume(Effect.succeed({ executionId, signal }))
-    })
-    return Effect.sync(() => child.kill("SIGKILL"))
+    const executionId = (yield* child.waitFor(/DISPATCHING (\S+)\n/))[1]!
+    return { child, executionId }
   })
 
-describe("crash between dispatch_started and the result", () => {
-  it.live("after SIGKILL the execution is ambiguous on restart and goes to reconciliation, not dispatch", () =>
+describe("a dispatch in another process: alive, stalled, killed", () => {
+  it.live("recover leaves a renewed lease alone; after SIGKILL and expiry the dispatch is ambiguous and reconciled", () =>
     Effect.scoped(Effect.gen(function*() {
       const { filename } = yield* tempDb
-      const child = yield* bundle
       const authorisation = authorise(grant({ expiresAt: 4_102_444_800_000 }))
-      const killed = yield* runAndKill(child, {
-        filename,
-        publicKey: issuer.publicKey.export({ type: "spki", format: "pem" }),
-        audience: AUDIENCE,
-        organisation: ORG,
-        origin: ORIGIN,
-        submission: submission({ authorisation })
-      })
-      expect(killed.signal).toBe("SIGKILL")
+      const { child, executionId } = yield* dispatching(filename, authorisation)
+      const first = (yield* leaseOf(filename, executionId))!
+      expect(first.owner).toBe("crash-child")
 
-      // What the dead process left: dispatch_started, committed, with no result.
-      const left = yield* withRaw(
-        filename,
-        (sql) => sql<{ state: string }>`SELECT state FROM ledger_executions WHERE id = ${killed.executionId}`
-      )
-      expect(left[0]?.state).toBe("dispatch_started")
-
-      // Restart: a new process (here, a new ledger on the same file) with a reconciler that finds the effect.
+      // Another process (this one) with a reconciler that finds the effect.
       const s = script({ reconcile: (ctx) => Effect.succeed(confirmed(ctx.executionId)) })
       const ledger = yield* useLedger(filename, s)
-      // A resubmission of the same call does not dispatch it again while its fate is unknown.
-      const resubmitted = yield* Effect.flip(ledger.submit(ORG, submission({ authorisation })))
-      expect(resubmitted._tag).toBe("InFlight")
+      // Past the first lease's expiry: only the child's renewals keep it alive.
+      yield* sleepUntil(first.expires_at + 200)
+      expect(yield* ledger.recover).toEqual([])
+      expect(yield* stateOf(filename, executionId)).toBe("dispatch_started")
+      expect((yield* leaseOf(filename, executionId))!.expires_at).toBeGreaterThan(first.expires_at)
+      // A resubmission of the same call does not dispatch it again while it is in flight.
+      expect((yield* Effect.flip(ledger.submit(ORG, submission({ authorisation }))))._tag).toBe("InFlight")
+
+      yield* child.kill("SIGKILL")
+      expect((yield* child.exited).signal).toBe("SIGKILL")
+      // What the dead process left: dispatch_started, committed, with no result, and a lease nobody renews.
+      const last = (yield* leaseOf(filename, executionId))!
+      expect(yield* stateOf(filename, executionId)).toBe("dispatch_started")
+      yield* sleepUntil(last.expires_at + 50)
+
       const recovered = yield* ledger.recover
       expect(recovered).toHaveLength(1)
       expect(recovered[0]?.state).toBe("succeeded")
       expect(s.dispatches).toBe(0)
       expect(s.reconciles).toBe(1)
-      const receipts = yield* ledger.receipts(ORG, killed.executionId)
+      const receipts = yield* ledger.receipts(ORG, executionId)
       expect(states(receipts)).toEqual([
         "created",
         "authorised",
@@ -111,10 +93,43 @@ describe("crash between dispatch_started and the result", () => {
       ])
       expect(receipts[4]?.code).toBe("dispatch_lost")
       expect(receipts[4]?.source).toBe("recovery")
+      expect(yield* leaseOf(filename, executionId)).toBeUndefined()
 
       // And afterwards the same call is answered from the ledger.
       const again = yield* ledger.submit(ORG, submission({ authorisation }))
-      expect(again.executionId).toBe(killed.executionId)
+      expect(again.executionId).toBe(executionId)
+      expect(s.dispatches).toBe(0)
+    })))
+
+  it.live("a stalled owner's expired lease is taken over; when it resumes, its confirmation does not overwrite", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { filename } = yield* tempDb
+      const authorisation = authorise(grant({ expiresAt: 4_102_444_800_000 }))
+      const { child, executionId } = yield* dispatching(filename, authorisation, { finishOnStdin: true })
+      // The owner stalls (SIGSTOP) for longer than its lease; another process recovers meanwhile and its
+      // reconciler cannot find the effect yet.
+      yield* child.kill("SIGSTOP")
+      yield* sleepUntil((yield* leaseOf(filename, executionId))!.expires_at + 50)
+      const s = script()
+      const ledger = yield* useLedger(filename, s)
+      const recovered = yield* ledger.recover
+      expect(recovered.map((r) => [r.state, r.code])).toEqual([["ambiguous", "not_found_yet"]])
+
+      // The owner resumes and its dispatcher confirms: the recovery's record stands, and its caller is told so.
+      yield* child.send("FINISH")
+      yield* child.kill("SIGCONT")
+      expect((yield* child.waitFor(/RESULT (\S+)\n/))[1]).toBe("Ambiguous")
+      const receipts = yield* ledger.receipts(ORG, executionId)
+      expect(states(receipts)).toEqual([
+        "created",
+        "authorised",
+        "prepared",
+        "dispatch_started",
+        "ambiguous",
+        "evidence"
+      ])
+      expect(receipts.filter((r) => r.source === "dispatcher")).toEqual([])
+      expect(yield* leaseOf(filename, executionId)).toBeUndefined()
       expect(s.dispatches).toBe(0)
     })))
 })

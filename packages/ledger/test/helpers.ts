@@ -3,7 +3,7 @@
 import { SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Authorisation, Digest, Ledger, Operation } from "@rein/ledger"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, type Duration, Effect, Layer, Schema } from "effect"
 import { generateKeyPairSync, randomUUID } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -78,7 +78,9 @@ export const config = (s: Script, overrides: Partial<Ledger.Config> = {}): Ledge
   ...overrides
 })
 
-export const ledgerLayer = (filename: string, s: Script, overrides: Partial<Ledger.Config> = {}) =>
+export type Overrides = Partial<Ledger.Config & { readonly busyTimeout: Duration.DurationInput }>
+
+export const ledgerLayer = (filename: string, s: Script, overrides: Overrides = {}) =>
   Ledger.layerSqlite({ ...config(s, overrides), filename })
 
 export const requestDigest = (request: unknown = email) => Digest.ofJson({ operation: "send_email", request })
@@ -118,5 +120,12 @@ export const states = (receipts: ReadonlyArray<{ readonly to: string; readonly k
   receipts.map((r) => r.kind === "evidence" ? "evidence" : r.to)
 
 /** A ledger on `filename` that lives as long as the enclosing scope. */
-export const useLedger = (filename: string, s: Script, overrides: Partial<Ledger.Config> = {}) =>
+export const useLedger = (filename: string, s: Script, overrides: Overrides = {}) =>
   Effect.map(Layer.build(ledgerLayer(filename, s, overrides)), Context.get(Ledger.Ledger))
+
+/** The leases on `filename` (what another process would read). */
+export const leases = (filename: string) =>
+  withRaw(
+    filename,
+    (sql) => sql<{ execution_id: string; owner: string; expires_at: number }>`SELECT * FROM ledger_leases ORDER BY 1`
+  ).pipe(Effect.map((rows) => rows.map(({ execution_id, expires_at, owner }) => ({ execution_id, owner, expires_at }))))

@@ -1,13 +1,21 @@
+import { SqlClient } from "@effect/sql"
 import { it } from "@effect/vitest"
 import { Digest, LedgerStore } from "@rein/ledger"
-import { Context, Effect, Layer } from "effect"
+import { Context, type Duration, Effect, Layer } from "effect"
 import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import * as path from "node:path"
 import { describe, expect } from "vitest"
 import { ORG, script, submission, tempDb, useLedger, withRaw } from "./helpers.js"
 
-const useStore = (filename: string) =>
-  Effect.map(Layer.build(LedgerStore.layerSqlite({ filename })), Context.get(LedgerStore.LedgerStore))
+const useStore = (filename: string, busyTimeout?: Duration.DurationInput) =>
+  Effect.map(Layer.build(LedgerStore.layerSqlite({ filename, busyTimeout })), Context.get(LedgerStore.LedgerStore))
+
+// Runs `effect` as a caller of its own, outside any transaction the calling fiber has open.
+const outside = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.mapInputContext(
+    effect,
+    (context: Context.Context<never>) => Context.omit(SqlClient.TransactionConnection)(context)
+  )
 
 const begin = (id: string, nonce: string, key = `key-${id}`): LedgerStore.Begin => ({
   id,
@@ -104,6 +112,28 @@ describe("store", () => {
       expect(bad._tag).toBe("LedgerStoreError")
       expect((yield* store.execution(ORG, "e1")).state).toBe("dispatch_started")
       expect((yield* store.receipts(ORG, "e1")).length).toBe(4)
+    }))
+
+  it.scoped("a write that cannot get the lock within the busy timeout fails typed, and the store goes on", () =>
+    Effect.gen(function*() {
+      const { filename } = yield* tempDb
+      // SQLite's own wait, synchronous and in real time: 1 ms.
+      const store = yield* useStore(filename, "1 millis")
+      yield* store.begin(begin("e1", "nonce-0000000001"))
+      // Another connection holds the write lock (what another process's transaction would do).
+      const blocked = yield* withRaw(filename, (sql) =>
+        sql.withTransaction(
+          Effect.zipRight(
+            sql`UPDATE ledger_executions SET updated_at = updated_at`,
+            // Run as another connection's caller: outside this connection's transaction context.
+            Effect.flip(outside(store.transition(transition("authorised", "prepared"))))
+          )
+        ))
+      expect(blocked._tag).toBe("LedgerStoreError")
+      expect(String((blocked.cause as { readonly cause?: unknown }).cause)).toMatch(/database is locked/)
+      // Nothing was left open: the same transition goes through once the lock is free.
+      yield* store.transition(transition("authorised", "prepared"))
+      expect((yield* store.execution(ORG, "e1")).state).toBe("prepared")
     }))
 
   it.scoped("the database file is created with mode 0600, and an existing file is tightened to 0600", () =>
