@@ -291,7 +291,7 @@ export const run = <I, E, R>(
       if (usage === "unknown" || tokens === undefined) {
         if (record.dispatched) stats.unknownUsageAttempts++
       } else {
-        stats.tokensUsed += tokens
+        trip = addTokens(stats, tokens)
         let cost = record.charged.cost
         if (settings.costFunction !== undefined) {
           const priced = price(settings.costFunction, {
@@ -308,7 +308,7 @@ export const run = <I, E, R>(
           else {
             cost = 0
             stats.costComplete = false
-            trip = {
+            trip ??= {
               _tag: "BudgetExceeded",
               kind: "budget_exceeded",
               resource: "cost_function",
@@ -316,7 +316,7 @@ export const run = <I, E, R>(
             }
           }
         }
-        stats.costUsed += cost
+        trip = addCost(stats, cost) ?? trip
         if (trip === undefined && g.maxTotalTokens !== undefined && stats.tokensUsed >= g.maxTotalTokens) {
           trip = {
             _tag: "BudgetExceeded",
@@ -367,7 +367,9 @@ export const run = <I, E, R>(
       g.tokensPerMinute !== undefined || Object.keys(g.capacity).length > 0 || g.startupRamp !== undefined ||
       g.cooldown !== undefined || artifacts !== undefined || onEvent !== undefined || progressRef !== undefined
 
-    const countRecords = (records: ReadonlyArray<Outcome.AttemptRecord>): void => {
+    /** Counts an ungated item's attempts when it ends; a total that overflows stops the run. */
+    const countRecords = (records: ReadonlyArray<Outcome.AttemptRecord>): Stop | undefined => {
+      let trip: Stop | undefined
       for (const record of records) {
         stats.attempts++
         if (record.role === "retry") stats.retries++
@@ -376,10 +378,11 @@ export const run = <I, E, R>(
         if (record.usage === "unknown") {
           if (record.dispatched) stats.unknownUsageAttempts++
         } else {
-          stats.tokensUsed += record.usage.inputTokens + record.usage.outputTokens
-          stats.costUsed += record.charged.cost
+          trip = addTokens(stats, record.usage.inputTokens + record.usage.outputTokens) ?? trip
+          trip = addCost(stats, record.charged.cost) ?? trip
         }
       }
+      return trip
     }
 
     // ---- results --------------------------------------------------------------------------------------
@@ -618,9 +621,10 @@ export const run = <I, E, R>(
       executing.delete(it)
       releaseOpen(it)
       inFlight--
+      let trip: Stop | undefined
       if (!gated) {
         const failure = Exit.isSuccess(exit) ? undefined : Cause.failureOption(exit.cause)
-        countRecords(
+        trip = countRecords(
           Exit.isSuccess(exit) ? exit.value.attempts : failure !== undefined && Option.isSome(failure)
             ? failure.value.attempts
             : []
@@ -628,8 +632,10 @@ export const run = <I, E, R>(
       }
       const durationMillis = Number(clock.unsafeCurrentTimeNanos() - startNanos) / 1e6
       const base = { index: it.index, itemId: it.itemId, item, durationMillis }
-      if (Exit.isSuccess(exit)) return complete({ _tag: "Succeeded", ...base, completion: exit.value })
-      return Effect.flatMap(toResult(exit, base), complete)
+      const done = Exit.isSuccess(exit)
+        ? complete({ _tag: "Succeeded", ...base, completion: exit.value })
+        : Effect.flatMap(toResult(exit, base), complete)
+      return trip === undefined ? done : Effect.zipRight(stop(trip), done)
     }
 
     /** Called when the worker has pulled the item (a synchronous step); the effect executes it. */
@@ -775,6 +781,37 @@ export const run = <I, E, R>(
     yield* event((at) => ({ _tag: "RunCompleted", at, termination, stats: final }))
     return { termination, stats: final }
   })
+
+type Counters = ReturnType<typeof Stats.empty>
+
+// Each value added to a total is finite; their sum may not be (two values near `Number.MAX_VALUE`). A sum
+// that is no longer finite is not taken: the total keeps its last finite value and the run stops, like a
+// cost function's bad value (for cost, `costComplete` becomes false).
+const overflowed = (resource: "tokens" | "cost", total: number, value: number): Stop => ({
+  _tag: "BudgetExceeded",
+  kind: "budget_exceeded",
+  resource,
+  reason: `the running ${resource === "tokens" ? "token" : "cost"} total overflowed: ${fmt(total)} + ${fmt(value)} is not finite`
+})
+
+const addTokens = (stats: Counters, tokens: number): Stop | undefined => {
+  const sum = stats.tokensUsed + tokens
+  if (Number.isFinite(sum)) {
+    stats.tokensUsed = sum
+    return undefined
+  }
+  return overflowed("tokens", stats.tokensUsed, tokens)
+}
+
+const addCost = (stats: Counters, cost: number): Stop | undefined => {
+  const sum = stats.costUsed + cost
+  if (Number.isFinite(sum)) {
+    stats.costUsed = sum
+    return undefined
+  }
+  stats.costComplete = false
+  return overflowed("cost", stats.costUsed, cost)
+}
 
 const EXPIRED: Gate.Expired = { _tag: "GateExpired" }
 const OPEN_ADMIT = Effect.succeed(undefined)
