@@ -129,6 +129,8 @@ export interface BatchOptions {
   readonly out: string
   readonly resume: Resume.Policy | undefined
   readonly overwrite: boolean
+  /** The mode of an artifact the run creates (default 0600). */
+  readonly fileMode?: number | undefined
   readonly guardrailsFile?: string | undefined
   readonly guardrails: Readonly<Record<string, unknown>>
   readonly scenario?: string | undefined
@@ -241,7 +243,11 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       baseUrl: Option.fromNullable(options.baseUrl)
     })
     const display = yield* Progress.make(items.length, options.progress)
-    const store = JsonlStore.layer({ path: options.out, overwrite: options.overwrite && options.resume === undefined })
+    const store = JsonlStore.layer({
+      path: options.out,
+      overwrite: options.overwrite && options.resume === undefined,
+      mode: options.fileMode
+    })
       .pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, fs)))
 
     const summary: Batch.Summary<PromptItem> = yield* Checkpoint.run(items, {
@@ -328,6 +334,7 @@ export const command = Command.make(
     overwrite: Options.boolean("overwrite").pipe(
       Options.withDescription("Start a fresh artifact even if --out exists")
     ),
+    fileMode: Shared.fileMode,
     guardrails: Options.file("guardrails").pipe(
       Options.withDescription("Guardrails as JSON (flags override its fields)"),
       Options.optional
@@ -397,6 +404,7 @@ export const command = Command.make(
         out: o.out,
         resume: o.resume ? Option.getOrElse(o.resumePolicy, () => "reuse-successes" as const) : undefined,
         overwrite: o.overwrite,
+        fileMode: yield* Shared.decodeFileMode(o.fileMode),
         guardrailsFile: Option.getOrUndefined(o.guardrails),
         guardrails: flags,
         scenario: Option.getOrUndefined(o.scenario),

@@ -324,6 +324,8 @@ describe("rein batch", () => {
     expect(r.stdout).toMatch(/results +48 succeeded, 0 failed, 0 reused/)
     const lines = fs.readFileSync(out, "utf8").trim().split("\n")
     expect(lines).toHaveLength(49)
+    // The artifact holds model answers: only its owner may read it.
+    expect(fs.statSync(out).mode & 0o777).toBe(0o600)
     expect(lines.slice(1).every((l) => JSON.parse(l).kind === "item")).toBe(true)
 
     const again = await rein(args)
@@ -351,6 +353,20 @@ describe("rein batch", () => {
       "0"
     ])
     expectBadInput(r, /--concurrency: Expected a positive integer, actual 0/)
+    const mode = await rein([
+      "batch",
+      "--input",
+      "examples/prompts.jsonl",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--out",
+      path.join(tmp, "never.jsonl"),
+      "--file-mode",
+      "999"
+    ])
+    expectBadInput(mode, /--file-mode: Expected octal permissions like 600 or 640, actual "999"/)
   }, 60_000)
 
   it("names the line of a bad prompt", async () => {
