@@ -168,9 +168,10 @@ const journal = (
   Effect.flatMap(
     FileSystem.FileSystem,
     (fs) =>
-      Layer.build(Journal.layerJsonl(path, { mode }).pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, fs)))).pipe(
-        Effect.mapError((e) => new InputError({ message: `cannot open the record file ${path}: ${e.message}` }))
-      )
+      Layer.build(Journal.layerJsonl(path, { mode }).pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, fs))))
+        .pipe(
+          Effect.mapError((e) => new InputError({ message: `cannot open the record file ${path}: ${e.message}` }))
+        )
   )
 
 /**
@@ -205,7 +206,9 @@ export const execute = (options: RunOptions): Effect.Effect<RunReport, InputErro
       tokenizer,
       health: scenario === undefined ? {} : Scenario.healthConfig(scenario)
     })
-    const journalContext = options.record === undefined ? Context.empty() : yield* journal(options.record, options.fileMode)
+    const journalContext = options.record === undefined
+      ? Context.empty()
+      : yield* journal(options.record, options.fileMode)
     const result = yield* Rein.execute({
       prompt: options.prompt,
       system: options.system,

@@ -700,11 +700,14 @@ export const run = <I, E, R>(
         return Option.none<readonly [I, number]>()
       })
 
+    // A collection's items were all handed over: after a stop it is still pulled, to the end, and each item
+    // gets the stop's result without a call (`processItem`); a lazy source stops being pulled.
+    const sized = puller.sized
     const STOPPED = Symbol("stopped")
     const pullLock = puller.async ? yield* Effect.makeSemaphore(1) : undefined
     const pullOne: Effect.Effect<Option.Option<readonly [I, number]>, never, R> = pullLock === undefined
       ? Effect.suspend(() =>
-        stopped !== undefined || exhausted
+        (stopped !== undefined && !sized) || exhausted
           ? Effect.succeed(Option.none())
           : Effect.matchEffect(puller.pull, { onFailure: onSourceError, onSuccess: (o) => Effect.succeed(accept(o)) })
       )
@@ -728,7 +731,7 @@ export const run = <I, E, R>(
     const pullNow = unsafePull === undefined || windowLock !== undefined
       ? undefined
       : (): Option.Option<readonly [I, number]> => {
-        if (stopped !== undefined || exhausted) return Option.none()
+        if ((stopped !== undefined && !sized) || exhausted) return Option.none()
         const pulled = unsafePull()
         if (Either.isRight(pulled)) return accept(pulled.right)
         exhausted = true
@@ -791,7 +794,9 @@ const overflowed = (resource: "tokens" | "cost", total: number, value: number): 
   _tag: "BudgetExceeded",
   kind: "budget_exceeded",
   resource,
-  reason: `the running ${resource === "tokens" ? "token" : "cost"} total overflowed: ${fmt(total)} + ${fmt(value)} is not finite`
+  reason: `the running ${resource === "tokens" ? "token" : "cost"} total overflowed: ${fmt(total)} + ${
+    fmt(value)
+  } is not finite`
 })
 
 const addTokens = (stats: Counters, tokens: number): Stop | undefined => {

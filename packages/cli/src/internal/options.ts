@@ -36,7 +36,9 @@ export const baseUrl = Options.text("base-url").pipe(
 
 /** `--file-mode MODE` (optional): the permissions of the files the command creates. @internal */
 export const fileMode = Options.text("file-mode").pipe(
-  Options.withDescription("Octal permissions of a file the command creates, e.g. 640 (default 600; an existing file keeps its own)"),
+  Options.withDescription(
+    "Octal permissions of a file the command creates, e.g. 640 (default 600; an existing file keeps its own)"
+  ),
   Options.optional
 )
 
@@ -47,7 +49,9 @@ export const decodeFileMode = (value: Option.Option<string>): Effect.Effect<numb
     ? Effect.succeed(Number.parseInt(value.value, 8))
     : Effect.fail(
       new InputError({
-        message: `--file-mode: Expected octal permissions like 600 or 640, actual ${JSON.stringify(value.value.slice(0, 40))}`
+        message: `--file-mode: Expected octal permissions like 600 or 640, actual ${
+          JSON.stringify(value.value.slice(0, 40))
+        }`
       })
     )
 }
