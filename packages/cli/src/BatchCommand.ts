@@ -19,7 +19,7 @@ import { json, millis, num, table } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
 import * as Progress from "./internal/progress.js"
 import type { PromptItem } from "./internal/prompts.js"
-import { readPrompts } from "./internal/prompts.js"
+import { countPrompts, streamPrompts } from "./internal/prompts.js"
 import { forCalls, tokenizer } from "./internal/providers.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
@@ -209,7 +209,9 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
     const scenario = options.scenario === undefined
       ? undefined
       : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
-    const items = yield* readPrompts(options.input)
+    // The input is counted (bytes only) and checked readable now, but decoded as the run pulls it.
+    const total = yield* countPrompts(options.input)
+    const items = streamPrompts(options.input)
     const identity = yield* Either.mapLeft(
       Identity.fromContract(contract, catalog, {
         promptVersion: "1",
@@ -242,7 +244,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       originMillis: started,
       baseUrl: Option.fromNullable(options.baseUrl)
     })
-    const display = yield* Progress.make(items.length, options.progress)
+    const display = yield* Progress.make(total, options.progress)
     const store = JsonlStore.layer({
       path: options.out,
       overwrite: options.overwrite && options.resume === undefined,
@@ -269,7 +271,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
         store
       )),
       Effect.mapError((e) =>
-        new InputError({
+        e._tag === "InputError" ? e : new InputError({
           message: e._tag === "ArtifactError"
             ? `${e.message}`
             : `${options.input}: ${e.message}`
@@ -290,7 +292,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
     return {
       ok: summary.termination.kind === "completed" && summary.stats.failed === 0,
       out: options.out,
-      items: items.length,
+      items: total,
       termination: summary.termination,
       stats: summary.stats,
       byEndpoint,
