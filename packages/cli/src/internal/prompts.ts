@@ -46,6 +46,9 @@ const decodeLine = (json: unknown): Either.Either<string | typeof Item.Type, str
 const BLANK = /^[ \t\r\v\f]*$/
 const isBlankByte = (b: number): boolean => b === 32 || (b >= 9 && b <= 13 && b !== 10)
 
+// The read buffer of both passes over the file.
+const CHUNK = FileSystem.KiB(256)
+
 const noItems = (path: string) => new InputError({ message: `${path}: no items (one JSON prompt or object per line)` })
 
 const readError = (path: string) => (e: Parameters<typeof describeReadError>[0]) =>
@@ -60,19 +63,32 @@ const readError = (path: string) => (e: Parameters<typeof describeReadError>[0])
 export const countPrompts = (path: string): Effect.Effect<number, InputError, FileSystem.FileSystem> =>
   Effect.flatMap(FileSystem.FileSystem, (fs) => {
     let count = 0
+    // Whether the current line has a non-blank byte yet; once it has, the rest of it is skipped natively.
     let content = false
-    return fs.stream(path).pipe(
-      Stream.runForEach((bytes) =>
-        Effect.sync(() => {
-          for (let i = 0; i < bytes.length; i++) {
-            const b = bytes[i]!
-            if (b === 10) {
-              if (content) count++
-              content = false
-            } else if (!content && !isBlankByte(b)) content = true
+    const scan = (bytes: Uint8Array): void => {
+      let i = 0
+      while (i < bytes.length) {
+        if (!content) {
+          const b = bytes[i]!
+          if (b !== 10 && isBlankByte(b)) {
+            i++
+            continue
           }
-        })
-      ),
+          if (b === 10) {
+            i++
+            continue
+          }
+          content = true
+        }
+        const newline = bytes.indexOf(10, i)
+        if (newline === -1) return
+        count++
+        content = false
+        i = newline + 1
+      }
+    }
+    return fs.stream(path, { chunkSize: CHUNK }).pipe(
+      Stream.runForEach((bytes) => Effect.sync(() => scan(bytes))),
       Effect.mapError(readError(path)),
       Effect.flatMap(() => {
         const total = count + (content ? 1 : 0)
@@ -119,7 +135,7 @@ export const streamPrompts = (path: string): Stream.Stream<PromptItem, InputErro
     // Ids seen so far (a resumed run matches records by id): the one thing that grows with the file.
     const seen = new Map<string, number>()
     let line = 0
-    return fs.stream(path).pipe(
+    return fs.stream(path, { chunkSize: CHUNK }).pipe(
       Stream.mapError(readError(path)),
       Stream.decodeText(),
       Stream.splitLines,
