@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ArtifactStore, Batch, Guardrails, Identity, Resume } from "@rein/batch"
 import type { Events, Result } from "@rein/batch"
-import { Chunk, Effect, Fiber, Random, TestClock } from "effect"
+import type { Rein } from "@rein/core"
+import { Chunk, Effect, Fiber, Random, Stream, TestClock } from "effect"
 import * as fc from "effect/FastCheck"
 import type { Step } from "./batch-helpers.js"
 import { contract, counted, fail, hang, ok, scripted } from "./batch-helpers.js"
@@ -119,9 +120,10 @@ describe("Batch properties", () => {
       ),
       abortMode: fc.constantFrom(...(["drain-active", "cancel-active"] as const)),
       order: fc.constantFrom(...(["completion", "submission"] as const)),
+      form: fc.constantFrom(...(["run", "stream"] as const)),
       seed: fc.integer()
     },
-    ({ abortMode, concurrency, guardrail, items, kind, order, scripts, seed }) =>
+    ({ abortMode, concurrency, form, guardrail, items, kind, order, scripts, seed }) =>
       Effect.gen(function*() {
         const fake = scripted((prompt, attempt) => {
           const script = scripts[Number(prompt.slice(1)) % scripts.length]!
@@ -157,24 +159,36 @@ describe("Batch properties", () => {
             attempts: 0,
             durationMillis: r.durationMillis
           }))
+        const options: Batch.Options<string> = {
+          contract: contract({
+            retry: { perEndpoint: 1, base: "300 millis", factor: 2, max: "1 second", jitter: 0.5 }
+          }),
+          guardrails: Guardrails.make({
+            concurrency,
+            abortMode,
+            order,
+            itemDeadline: "20 seconds",
+            ...(guardrail._tag === "deadline" ? { batchDeadline: guardrail.millis } : {}),
+            ...(guardrail._tag === "failFast" ? { abortOn: ["authentication"] } : {}),
+            ...(guardrail._tag === "tokens" ? { maxTotalTokens: guardrail.tokens } : {}),
+            ...(guardrail._tag === "cost" ? { maxTotalCost: guardrail.cost } : {})
+          }),
+          artifacts: { opened, toRecord },
+          onEvent: (e) => Effect.sync(() => void events.push(e))
+        }
+        // `stream` (with its window of accepted items in submission order) and `run` alike.
+        const results: Effect.Effect<
+          Pick<Batch.Summary<string>, "results" | "termination" | "stats">,
+          never,
+          Rein.Rein
+        > = form === "run"
+          ? Batch.run(source, options)
+          : Effect.map(Stream.runCollect(Batch.stream(source, options)), (chunk) => {
+            const end = events.find((e) => e._tag === "RunCompleted")!
+            return { results: Chunk.toReadonlyArray(chunk), termination: end.termination, stats: end.stats }
+          })
         const fiber = yield* Effect.fork(
-          Batch.run(source, {
-            contract: contract({
-              retry: { perEndpoint: 1, base: "300 millis", factor: 2, max: "1 second", jitter: 0.5 }
-            }),
-            guardrails: Guardrails.make({
-              concurrency,
-              abortMode,
-              order,
-              itemDeadline: "20 seconds",
-              ...(guardrail._tag === "deadline" ? { batchDeadline: guardrail.millis } : {}),
-              ...(guardrail._tag === "failFast" ? { abortOn: ["authentication"] } : {}),
-              ...(guardrail._tag === "tokens" ? { maxTotalTokens: guardrail.tokens } : {}),
-              ...(guardrail._tag === "cost" ? { maxTotalCost: guardrail.cost } : {})
-            }),
-            artifacts: { opened, toRecord },
-            onEvent: (e) => Effect.sync(() => void events.push(e))
-          }).pipe(Effect.provide(fake.layer), Effect.withRandom(Random.make(seed)))
+          results.pipe(Effect.provide(fake.layer), Effect.withRandom(Random.make(seed)))
         )
         yield* TestClock.adjust("10 minutes")
         const summary = yield* Fiber.join(fiber)
