@@ -179,7 +179,7 @@ describe("Batch properties", () => {
         // `stream` (with its window of accepted items in submission order) and `run` alike.
         const results: Effect.Effect<
           Pick<Batch.Summary<string>, "results" | "termination" | "stats">,
-          never,
+          unknown,
           Rein.Rein
         > = form === "run"
           ? Batch.run(source, options)
