@@ -129,8 +129,21 @@ describe("rein plan", () => {
 describe("rein run, replay, explain", () => {
   it("runs one request on the fake provider, records it, and the record replays and explains", async () => {
     const record = path.join(tmp, "rec.jsonl")
-    const r = await rein(["run", "--catalog", catalog, "--contract", contract, "--prompt", "Hello", "--record", record])
+    const r = await rein([
+      "run",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--prompt",
+      "Hello",
+      "--record",
+      record,
+      "--file-mode",
+      "640"
+    ])
     expect(r.code).toBe(0)
+    expect(fs.statSync(record).mode & 0o777).toBe(0o640 & ~process.umask())
     expect(r.stdout).toMatch(/outcome: success on fake\/a \(simulated\)/)
     expect(r.stdout).toMatch(/1 +fake\/a +first +success/)
     const replay = await rein(["replay", record])
