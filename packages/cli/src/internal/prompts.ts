@@ -10,6 +10,7 @@
  *
  * @internal
  */
+import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Effect, Either, Option, Schema, Stream } from "effect"
 import { InputError } from "../InputError.js"
@@ -46,12 +47,12 @@ const decodeLine = (json: unknown): Either.Either<string | typeof Item.Type, str
 const BLANK = /^[ \t\r\v\f]*$/
 const isBlankByte = (b: number): boolean => b === 32 || (b >= 9 && b <= 13 && b !== 10)
 
-// The read buffer of both passes over the file.
-const CHUNK = FileSystem.KiB(256)
+// The read buffer of the count.
+const CHUNK = 1024 * 1024
 
 const noItems = (path: string) => new InputError({ message: `${path}: no items (one JSON prompt or object per line)` })
 
-const readError = (path: string) => (e: Parameters<typeof describeReadError>[0]) =>
+const readError = (path: string) => (e: PlatformError) =>
   new InputError({ message: `cannot read the input ${path}: ${describeReadError(e)}` })
 
 /**
@@ -87,8 +88,18 @@ export const countPrompts = (path: string): Effect.Effect<number, InputError, Fi
         i = newline + 1
       }
     }
-    return fs.stream(path, { chunkSize: CHUNK }).pipe(
-      Stream.runForEach((bytes) => Effect.sync(() => scan(bytes))),
+    // One buffer, read into again and again: no allocation per chunk.
+    const readAll = Effect.scoped(Effect.flatMap(fs.open(path, { flag: "r" }), (file) => {
+      const buffer = new Uint8Array(CHUNK)
+      const loop: Effect.Effect<void, PlatformError> = Effect.flatMap(file.read(buffer), (size) => {
+        const n = Number(size)
+        if (n === 0) return Effect.void
+        scan(buffer.subarray(0, n))
+        return loop
+      })
+      return loop
+    }))
+    return readAll.pipe(
       Effect.mapError(readError(path)),
       Effect.flatMap(() => {
         const total = count + (content ? 1 : 0)
@@ -135,7 +146,8 @@ export const streamPrompts = (path: string): Stream.Stream<PromptItem, InputErro
     // Ids seen so far (a resumed run matches records by id): the one thing that grows with the file.
     const seen = new Map<string, number>()
     let line = 0
-    return fs.stream(path, { chunkSize: CHUNK }).pipe(
+    // A small read-ahead: what is held is the lines of a chunk or two, however big the file.
+    return fs.stream(path, { chunkSize: 64 * 1024, bufferSize: 2 }).pipe(
       Stream.mapError(readError(path)),
       Stream.decodeText(),
       Stream.splitLines,
