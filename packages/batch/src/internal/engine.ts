@@ -387,37 +387,23 @@ export const run = <I, E, R>(
 
     // ---- results --------------------------------------------------------------------------------------
 
+    // Items that never started share their stop's one error (immutable data): a collection stopped early
+    // gives each of its remaining items a result, and building (and validating) one error each would cost
+    // more than everything else they do.
+    let unstarted: { readonly stop: Stop; readonly error: ItemError } | undefined
+
     const collateral = (
       base: { readonly index: number; readonly itemId: string; readonly item: I; readonly durationMillis: number },
       stop: Stop,
       cause: Outcome.Cause | null,
       attempts: ReadonlyArray<Outcome.AttemptRecord>
     ): Failed<I> => {
-      const fields = { reason: stop.reason, cause, attempts }
-      switch (stop.kind) {
-        case "batch_timeout":
-          return {
-            _tag: "Failed",
-            ...base,
-            category: "batch_deadline_exceeded",
-            error: stackless(() => new BatchDeadlineExceeded(fields))
-          }
-        case "budget_exceeded":
-          return {
-            _tag: "Failed",
-            ...base,
-            category: "batch_budget_exceeded",
-            error: stackless(() => new BatchBudgetExceeded(fields))
-          }
-        case "fail_fast":
-        case "artifact_error":
-          return {
-            _tag: "Failed",
-            ...base,
-            category: "batch_aborted",
-            error: stackless(() => new BatchAborted(fields))
-          }
+      const category = collateralCategory(stop)
+      if (cause !== null || attempts.length > 0) {
+        return { _tag: "Failed", ...base, category, error: collateralError(stop, cause, attempts) }
       }
+      if (unstarted?.stop !== stop) unstarted = { stop, error: collateralError(stop, null, []) }
+      return { _tag: "Failed", ...base, category, error: unstarted.error }
     }
 
     const toResult = (
@@ -784,6 +770,35 @@ export const run = <I, E, R>(
     yield* event((at) => ({ _tag: "RunCompleted", at, termination, stats: final }))
     return { termination, stats: final }
   })
+
+const collateralCategory = (stop: Stop): Category => {
+  switch (stop.kind) {
+    case "batch_timeout":
+      return "batch_deadline_exceeded"
+    case "budget_exceeded":
+      return "batch_budget_exceeded"
+    case "fail_fast":
+    case "artifact_error":
+      return "batch_aborted"
+  }
+}
+
+const collateralError = (
+  stop: Stop,
+  cause: Outcome.Cause | null,
+  attempts: ReadonlyArray<Outcome.AttemptRecord>
+): ItemError => {
+  const fields = { reason: stop.reason, cause, attempts }
+  switch (stop.kind) {
+    case "batch_timeout":
+      return stackless(() => new BatchDeadlineExceeded(fields))
+    case "budget_exceeded":
+      return stackless(() => new BatchBudgetExceeded(fields))
+    case "fail_fast":
+    case "artifact_error":
+      return stackless(() => new BatchAborted(fields))
+  }
+}
 
 type Counters = ReturnType<typeof Stats.empty>
 
