@@ -5,8 +5,10 @@
  *
  * What a run promises:
  *
- * - items are pulled lazily, one at a time when a worker is free, so an infinite source works and an item
- *   never pulled is never materialised; every item pulled (accepted) gets exactly one terminal result;
+ * - items are pulled one at a time when a worker is free, so an infinite source works; every accepted item
+ *   gets exactly one terminal result. A collection (an array, a `Chunk`, a `Set`) hands all of its items
+ *   over: after an early stop, the items not started get the stop's result without a call. A lazy source
+ *   hands over only what is pulled: an item never pulled is never accepted nor materialised (see `Source`);
  * - the item deadline covers admission waits, attempts and backoff (not queue wait, not persistence); the
  *   batch deadline starts when the run starts;
  * - when the run stops (batch deadline, fail-fast, a cap, an artifact failure) nothing more is pulled, no

@@ -8,6 +8,8 @@
  * returns only after `fsync`, so it survives a power loss too; concurrent appends then share one fsync
  * (group commit). A new file's directory entry is fsynced as well when `fsync` is on.
  *
+ * A new file is created with mode `0600` by default (`mode` sets another); an existing file keeps its own.
+ *
  * One process writes one artifact at a time; two runs appending to the same file are not coordinated.
  *
  * @since 0.1.0
@@ -41,7 +43,25 @@ export interface Options {
   readonly fsync?: boolean | undefined
   /** `create` and `open` start a fresh file even when one exists (its records are lost). Default false. */
   readonly overwrite?: boolean | undefined
+  /**
+   * The permissions of a file the store creates (before the umask). Default `0o600`: records hold model
+   * answers. An existing file keeps its own mode (it is never loosened, nor tightened).
+   */
+  readonly mode?: number | undefined
 }
+
+/**
+ * The mode of a new artifact by default: readable and writable by its owner only.
+ *
+ * @example
+ * ```ts
+ * import { JsonlStore } from "@rein/batch"
+ *
+ * JsonlStore.defaultMode.toString(8) // "600"
+ * ```
+ * @since 0.1.0
+ */
+export const defaultMode = 0o600
 
 const isNotFound = (e: PlatformError) => e._tag === "SystemError" && e.reason === "NotFound"
 const isAlreadyExists = (e: PlatformError) => e._tag === "SystemError" && e.reason === "AlreadyExists"
@@ -63,6 +83,7 @@ export const make = (options: Options): Effect.Effect<ArtifactStore["Type"], nev
   Effect.map(FileSystem.FileSystem, (fs) => {
     const file = options.path
     const fsync = options.fsync === true
+    const mode = options.mode ?? defaultMode
     const io = (what: string) => (e: PlatformError) =>
       new ArtifactError({ reason: "io", message: `${what} ${file}: ${e.message}` })
     const missing = (message: string) => new ArtifactError({ reason: "missing", message: `${file}: ${message}` })
@@ -90,7 +111,7 @@ export const make = (options: Options): Effect.Effect<ArtifactStore["Type"], nev
       truncatedBytes: number
     ): Effect.Effect<Opened, ArtifactError, Scope.Scope> =>
       Effect.gen(function*() {
-        const handle = yield* Effect.mapError(fs.open(file, { flag: "a" }), io("cannot open"))
+        const handle = yield* Effect.mapError(fs.open(file, { flag: "a", mode }), io("cannot open"))
         if (truncateTo !== undefined) {
           yield* Effect.mapError(handle.truncate(truncateTo), io("cannot truncate"))
           if (fsync) yield* Effect.mapError(handle.sync, io("cannot fsync"))
@@ -107,7 +128,7 @@ export const make = (options: Options): Effect.Effect<ArtifactStore["Type"], nev
     ): Effect.Effect<Opened, ArtifactError, Scope.Scope> =>
       Effect.gen(function*() {
         const line = yield* manifestLine(manifest)
-        const handle = yield* (existed ? fs.open(file, { flag: "a" }) : fs.open(file, { flag: "ax" })).pipe(
+        const handle = yield* fs.open(file, { flag: existed ? "a" : "ax", mode }).pipe(
           Effect.mapError((e) =>
             isAlreadyExists(e)
               ? new ArtifactError({ reason: "exists", message: `${file} already exists` })

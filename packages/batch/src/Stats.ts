@@ -20,7 +20,7 @@ import { Schema } from "effect"
  * @since 0.1.0
  */
 export const Stats = Schema.Struct({
-  /** Items taken from the source: each gets exactly one result. */
+  /** Items taken from the source (all of a collection's): each gets exactly one result. */
   accepted: Schema.Number,
   succeeded: Schema.Number,
   failed: Schema.Number,

@@ -152,7 +152,11 @@ describe("artifact hooks", () => {
       const results = Chunk.toReadonlyArray(yield* Fiber.join(fiber))
       expect(results.map((r) => `${r.itemId}:${r._tag === "Failed" ? r.category : r._tag}`)).toEqual([
         "0:Succeeded",
-        "1:artifact_error"
+        "1:artifact_error",
+        "2:batch_aborted",
+        "3:batch_aborted",
+        "4:batch_aborted",
+        "5:batch_aborted"
       ])
       const failed = results[1]
       if (failed?._tag === "Failed" && failed.error._tag === "ArtifactFailed") {

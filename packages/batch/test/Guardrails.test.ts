@@ -96,6 +96,39 @@ describe("cost function", () => {
       expect(seen[0]).toMatchObject({ itemId: "0", attempt: 1, endpoint: "a", succeeded: true })
     }))
 
+  it.effect("a cost total that overflows (each value finite, the sum not) stops the run, costComplete false", () =>
+    Effect.gen(function*() {
+      const fake = scripted(() => ok(100))
+      const summary = yield* runFor(
+        Batch.run(prompts(4), {
+          contract: contract(),
+          guardrails: Guardrails.make({ concurrency: 1 }),
+          costFunction: () => Number.MAX_VALUE
+        }).pipe(Effect.provide(fake.layer))
+      )
+      expect(summary.termination).toMatchObject({ kind: "budget_exceeded", resource: "cost" })
+      expect(summary.stats.costComplete).toBe(false)
+      expect(summary.stats.costUsed).toBe(Number.MAX_VALUE)
+      expect(fake.log).toHaveLength(2)
+    }))
+
+  for (const gated of [true, false]) {
+    it.effect(`a token total that overflows stops the run (${gated ? "with" : "without"} a gate)`, () =>
+      Effect.gen(function*() {
+        const fake = scripted(() => ok(100, { inputTokens: Number.MAX_VALUE / 2, outputTokens: Number.MAX_VALUE / 2 }))
+        const summary = yield* runFor(
+          Batch.run(prompts(4), {
+            contract: contract(),
+            guardrails: Guardrails.make({ concurrency: 1, ...(gated ? { batchDeadline: "1 day" } : {}) })
+          }).pipe(Effect.provide(fake.layer))
+        )
+        expect(summary.termination).toMatchObject({ kind: "budget_exceeded", resource: "tokens" })
+        expect(Number.isFinite(summary.stats.tokensUsed)).toBe(true)
+        expect(Number.isFinite(summary.stats.costUsed)).toBe(true)
+        expect(fake.log).toHaveLength(2)
+      }))
+  }
+
   it.effect("without a cost function, cost is the catalog's price of the reported usage; unknown usage is counted apart", () =>
     Effect.gen(function*() {
       const fake = scripted((prompt) => ok(0, prompt === "p0" ? "unknown" : { inputTokens: 1000, outputTokens: 500 }))

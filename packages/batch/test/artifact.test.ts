@@ -2,7 +2,7 @@ import { SystemError } from "@effect/platform/Error"
 import { describe, expect, it } from "@effect/vitest"
 import type { Scope } from "effect"
 import { Effect, Exit, Fiber } from "effect"
-import { appendFileSync, writeFileSync } from "node:fs"
+import { appendFileSync, chmodSync, statSync, writeFileSync } from "node:fs"
 import { ArtifactStore, Fingerprint } from "../src/index.js"
 import {
   bytes,
@@ -18,7 +18,7 @@ import { identity } from "./fixtures/artifact-identity.js"
 
 const withStore = <A, E>(
   effect: Effect.Effect<A, E, ArtifactStore.ArtifactStore | Scope.Scope>,
-  options: { readonly path: string; readonly fsync?: boolean; readonly overwrite?: boolean }
+  options: { readonly path: string; readonly fsync?: boolean; readonly overwrite?: boolean; readonly mode?: number }
 ) => Effect.scoped(effect).pipe(Effect.provide(nodeStore(options)))
 
 const store = ArtifactStore.ArtifactStore
@@ -61,6 +61,31 @@ describe("JsonlStore: writing", () => {
       const read = yield* withStore(Effect.flatMap(store, (s) => s.read), { path })
       expect(read.manifest.identityFingerprint).toBe(identityFingerprint)
       expect(read.records).toEqual([record("a"), record("b")])
+    }))
+
+  it.scoped("a new artifact is created 0600 (records hold model answers), or with the mode asked for", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seed(path, [record("a")])
+      expect(statSync(path).mode & 0o777).toBe(0o600)
+      const other = `${path}.other`
+      yield* withStore(Effect.flatMap(store, (s) => Effect.flatMap(manifest, s.create)), { path: other, mode: 0o640 })
+      expect(statSync(other).mode & 0o777).toBe(0o640 & ~process.umask())
+    }))
+
+  it.scoped("an existing artifact keeps its mode: resumed or overwritten, it is never loosened", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seed(path, [record("a")])
+      chmodSync(path, 0o600)
+      yield* withStore(Effect.flatMap(store, (s) => s.resume), { path, mode: 0o666 })
+      expect(statSync(path).mode & 0o777).toBe(0o600)
+      yield* withStore(Effect.flatMap(store, (s) => Effect.flatMap(manifest, s.create)), {
+        path,
+        overwrite: true,
+        mode: 0o666
+      })
+      expect(statSync(path).mode & 0o777).toBe(0o600)
     }))
 
   it.scoped("create refuses a file that already holds something, unless the store overwrites", () =>

@@ -74,7 +74,8 @@ describe("Checkpoint: a batch run over an artifact", () => {
       expect(first.termination.kind).toBe("fail_fast")
       const records = (yield* read(path)).records
       const aborted = records.filter((r) => r.category === "batch_aborted")
-      expect(aborted.map((r) => r.index).sort()).toEqual([0, 1])
+      // The array's items not started (3, 4, 5) get audit records too.
+      expect(aborted.map((r) => r.index).sort()).toEqual([0, 1, 3, 4, 5])
       expect(aborted.every((r) => !r.reusable)).toBe(true)
       const refused = records.filter((r) => r.category === "content_filtered")
       expect(refused.map((r) => [r.index, r.reusable])).toEqual([[2, true]])
@@ -85,8 +86,7 @@ describe("Checkpoint: a batch run over an artifact", () => {
         guardrails: Guardrails.make({ concurrency: 1 }),
         checkpoint: { identity, resume: "reuse-all" }
       }).pipe(Effect.provide(Layer.merge(nodeStore({ path }), scriptedProvider({ calls }))))
-      // The refused item's record is a reusable failure: given back. The aborted ones, and those never
-      // pulled, run.
+      // The refused item's record is a reusable failure: given back. The aborted ones run.
       expect(calls.sort()).toEqual(["prompt 0", "prompt 1", "prompt 3", "prompt 4", "prompt 5"])
       expect(resumed.stats.reused).toBe(1)
       expect(resumed.termination.kind).toBe("completed")

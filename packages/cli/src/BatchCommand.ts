@@ -19,7 +19,7 @@ import { json, millis, num, table } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
 import * as Progress from "./internal/progress.js"
 import type { PromptItem } from "./internal/prompts.js"
-import { readPrompts } from "./internal/prompts.js"
+import { countPrompts, streamPrompts } from "./internal/prompts.js"
 import { forCalls, tokenizer } from "./internal/providers.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
@@ -129,6 +129,8 @@ export interface BatchOptions {
   readonly out: string
   readonly resume: Resume.Policy | undefined
   readonly overwrite: boolean
+  /** The mode of an artifact the run creates (default 0600). */
+  readonly fileMode?: number | undefined
   readonly guardrailsFile?: string | undefined
   readonly guardrails: Readonly<Record<string, unknown>>
   readonly scenario?: string | undefined
@@ -207,7 +209,9 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
     const scenario = options.scenario === undefined
       ? undefined
       : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
-    const items = yield* readPrompts(options.input)
+    // The input is counted (bytes only) and checked readable now, but decoded as the run pulls it.
+    const total = yield* countPrompts(options.input)
+    const items = streamPrompts(options.input)
     const identity = yield* Either.mapLeft(
       Identity.fromContract(contract, catalog, {
         promptVersion: "1",
@@ -240,8 +244,12 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       originMillis: started,
       baseUrl: Option.fromNullable(options.baseUrl)
     })
-    const display = yield* Progress.make(items.length, options.progress)
-    const store = JsonlStore.layer({ path: options.out, overwrite: options.overwrite && options.resume === undefined })
+    const display = yield* Progress.make(total, options.progress)
+    const store = JsonlStore.layer({
+      path: options.out,
+      overwrite: options.overwrite && options.resume === undefined,
+      mode: options.fileMode
+    })
       .pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, fs)))
 
     const summary: Batch.Summary<PromptItem> = yield* Checkpoint.run(items, {
@@ -263,7 +271,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
         store
       )),
       Effect.mapError((e) =>
-        new InputError({
+        e._tag === "InputError" ? e : new InputError({
           message: e._tag === "ArtifactError"
             ? `${e.message}`
             : `${options.input}: ${e.message}`
@@ -284,7 +292,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
     return {
       ok: summary.termination.kind === "completed" && summary.stats.failed === 0,
       out: options.out,
-      items: items.length,
+      items: total,
       termination: summary.termination,
       stats: summary.stats,
       byEndpoint,
@@ -328,6 +336,7 @@ export const command = Command.make(
     overwrite: Options.boolean("overwrite").pipe(
       Options.withDescription("Start a fresh artifact even if --out exists")
     ),
+    fileMode: Shared.fileMode,
     guardrails: Options.file("guardrails").pipe(
       Options.withDescription("Guardrails as JSON (flags override its fields)"),
       Options.optional
@@ -397,6 +406,7 @@ export const command = Command.make(
         out: o.out,
         resume: o.resume ? Option.getOrElse(o.resumePolicy, () => "reuse-successes" as const) : undefined,
         overwrite: o.overwrite,
+        fileMode: yield* Shared.decodeFileMode(o.fileMode),
         guardrailsFile: Option.getOrUndefined(o.guardrails),
         guardrails: flags,
         scenario: Option.getOrUndefined(o.scenario),

@@ -149,6 +149,8 @@ export interface RunOptions {
   readonly inputTokens?: number | undefined
   readonly maxOutputTokens?: number | undefined
   readonly record?: string | undefined
+  /** The mode of a record file the run creates (default 0600). */
+  readonly fileMode?: number | undefined
   readonly scenario?: string | undefined
   readonly baseUrl?: string | undefined
 }
@@ -160,14 +162,16 @@ const positive = (flag: string, n: number | undefined): Effect.Effect<void, Inpu
 
 /** Opens the journal file for appending, in the command's scope. */
 const journal = (
-  path: string
+  path: string,
+  mode: number | undefined
 ): Effect.Effect<Context.Context<Journal.Journal>, InputError, FileSystem.FileSystem | Scope.Scope> =>
   Effect.flatMap(
     FileSystem.FileSystem,
     (fs) =>
-      Layer.build(Journal.layerJsonl(path).pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, fs)))).pipe(
-        Effect.mapError((e) => new InputError({ message: `cannot open the record file ${path}: ${e.message}` }))
-      )
+      Layer.build(Journal.layerJsonl(path, { mode }).pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, fs))))
+        .pipe(
+          Effect.mapError((e) => new InputError({ message: `cannot open the record file ${path}: ${e.message}` }))
+        )
   )
 
 /**
@@ -202,7 +206,9 @@ export const execute = (options: RunOptions): Effect.Effect<RunReport, InputErro
       tokenizer,
       health: scenario === undefined ? {} : Scenario.healthConfig(scenario)
     })
-    const journalContext = options.record === undefined ? Context.empty() : yield* journal(options.record)
+    const journalContext = options.record === undefined
+      ? Context.empty()
+      : yield* journal(options.record, options.fileMode)
     const result = yield* Rein.execute({
       prompt: options.prompt,
       system: options.system,
@@ -246,6 +252,7 @@ export const command = Command.make(
       Options.withDescription("Append the journal record to this JSONL file"),
       Options.optional
     ),
+    fileMode: Shared.fileMode,
     scenario: Shared.scenario,
     baseUrl: Shared.baseUrl,
     json: Shared.json
@@ -260,6 +267,7 @@ export const command = Command.make(
         inputTokens: Option.getOrUndefined(o.inputTokens),
         maxOutputTokens: Option.getOrUndefined(o.maxOutputTokens),
         record: Option.getOrUndefined(o.record),
+        fileMode: yield* Shared.decodeFileMode(o.fileMode),
         scenario: Option.getOrUndefined(o.scenario),
         baseUrl: Option.getOrUndefined(o.baseUrl)
       })

@@ -129,8 +129,21 @@ describe("rein plan", () => {
 describe("rein run, replay, explain", () => {
   it("runs one request on the fake provider, records it, and the record replays and explains", async () => {
     const record = path.join(tmp, "rec.jsonl")
-    const r = await rein(["run", "--catalog", catalog, "--contract", contract, "--prompt", "Hello", "--record", record])
+    const r = await rein([
+      "run",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--prompt",
+      "Hello",
+      "--record",
+      record,
+      "--file-mode",
+      "640"
+    ])
     expect(r.code).toBe(0)
+    expect(fs.statSync(record).mode & 0o777).toBe(0o640 & ~process.umask())
     expect(r.stdout).toMatch(/outcome: success on fake\/a \(simulated\)/)
     expect(r.stdout).toMatch(/1 +fake\/a +first +success/)
     const replay = await rein(["replay", record])
@@ -324,6 +337,8 @@ describe("rein batch", () => {
     expect(r.stdout).toMatch(/results +48 succeeded, 0 failed, 0 reused/)
     const lines = fs.readFileSync(out, "utf8").trim().split("\n")
     expect(lines).toHaveLength(49)
+    // The artifact holds model answers: only its owner may read it.
+    expect(fs.statSync(out).mode & 0o777).toBe(0o600)
     expect(lines.slice(1).every((l) => JSON.parse(l).kind === "item")).toBe(true)
 
     const again = await rein(args)
@@ -351,6 +366,20 @@ describe("rein batch", () => {
       "0"
     ])
     expectBadInput(r, /--concurrency: Expected a positive integer, actual 0/)
+    const mode = await rein([
+      "batch",
+      "--input",
+      "examples/prompts.jsonl",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--out",
+      path.join(tmp, "never.jsonl"),
+      "--file-mode",
+      "999"
+    ])
+    expectBadInput(mode, /--file-mode: Expected octal permissions like 600 or 640, actual "999"/)
   }, 60_000)
 
   it("names the line of a bad prompt", async () => {

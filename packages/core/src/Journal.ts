@@ -403,7 +403,8 @@ export const decodeLine = (line: string, lineNumber?: number): Either.Either<Jou
 }
 
 /**
- * A journal appended to a JSONL file, one request per line, written when the request ends.
+ * A journal appended to a JSONL file, one request per line, written when the request ends. A new file is
+ * created with `mode` (default `0o600`: records hold what the model answered); an existing one keeps its own.
  *
  * @example
  * ```ts
@@ -415,12 +416,15 @@ export const decodeLine = (line: string, lineNumber?: number): Either.Either<Jou
  * ```
  * @since 0.1.0
  */
-export const layerJsonl = (path: string): Layer.Layer<Journal, PlatformError, FileSystem.FileSystem> =>
+export const layerJsonl = (
+  path: string,
+  options?: { readonly mode?: number | undefined }
+): Layer.Layer<Journal, PlatformError, FileSystem.FileSystem> =>
   Layer.scoped(
     Journal,
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
-      const file = yield* fs.open(path, { flag: "a" })
+      const file = yield* fs.open(path, { flag: "a", mode: options?.mode ?? 0o600 })
       const lock = yield* Effect.makeSemaphore(1)
       const encoder = new TextEncoder()
       return make((record) =>

@@ -252,4 +252,20 @@ describe("Journal", () => {
       expect(yield* Journal.readJsonl(file).pipe(Effect.provide(NodeFileSystem.layer))).toHaveLength(1)
       fs.rmSync(dir, { recursive: true, force: true })
     }))
+
+  it.live("a journal file is created 0600 (or with the mode asked for); an existing one keeps its mode", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rein-journal-"))
+      const open = (file: string, options?: { readonly mode: number }) =>
+        Effect.scoped(Layer.build(Journal.layerJsonl(file, options).pipe(Layer.provide(NodeFileSystem.layer))))
+      const fresh = path.join(dir, "fresh.jsonl")
+      yield* open(fresh)
+      expect(fs.statSync(fresh).mode & 0o777).toBe(0o600)
+      const asked = path.join(dir, "asked.jsonl")
+      yield* open(asked, { mode: 0o640 })
+      expect(fs.statSync(asked).mode & 0o777).toBe(0o640 & ~process.umask())
+      yield* open(fresh, { mode: 0o666 })
+      expect(fs.statSync(fresh).mode & 0o777).toBe(0o600)
+      fs.rmSync(dir, { recursive: true, force: true })
+    }))
 })

@@ -291,7 +291,7 @@ export const run = <I, E, R>(
       if (usage === "unknown" || tokens === undefined) {
         if (record.dispatched) stats.unknownUsageAttempts++
       } else {
-        stats.tokensUsed += tokens
+        trip = addTokens(stats, tokens)
         let cost = record.charged.cost
         if (settings.costFunction !== undefined) {
           const priced = price(settings.costFunction, {
@@ -308,7 +308,7 @@ export const run = <I, E, R>(
           else {
             cost = 0
             stats.costComplete = false
-            trip = {
+            trip ??= {
               _tag: "BudgetExceeded",
               kind: "budget_exceeded",
               resource: "cost_function",
@@ -316,7 +316,7 @@ export const run = <I, E, R>(
             }
           }
         }
-        stats.costUsed += cost
+        trip = addCost(stats, cost) ?? trip
         if (trip === undefined && g.maxTotalTokens !== undefined && stats.tokensUsed >= g.maxTotalTokens) {
           trip = {
             _tag: "BudgetExceeded",
@@ -367,7 +367,9 @@ export const run = <I, E, R>(
       g.tokensPerMinute !== undefined || Object.keys(g.capacity).length > 0 || g.startupRamp !== undefined ||
       g.cooldown !== undefined || artifacts !== undefined || onEvent !== undefined || progressRef !== undefined
 
-    const countRecords = (records: ReadonlyArray<Outcome.AttemptRecord>): void => {
+    /** Counts an ungated item's attempts when it ends; a total that overflows stops the run. */
+    const countRecords = (records: ReadonlyArray<Outcome.AttemptRecord>): Stop | undefined => {
+      let trip: Stop | undefined
       for (const record of records) {
         stats.attempts++
         if (record.role === "retry") stats.retries++
@@ -376,13 +378,19 @@ export const run = <I, E, R>(
         if (record.usage === "unknown") {
           if (record.dispatched) stats.unknownUsageAttempts++
         } else {
-          stats.tokensUsed += record.usage.inputTokens + record.usage.outputTokens
-          stats.costUsed += record.charged.cost
+          trip = addTokens(stats, record.usage.inputTokens + record.usage.outputTokens) ?? trip
+          trip = addCost(stats, record.charged.cost) ?? trip
         }
       }
+      return trip
     }
 
     // ---- results --------------------------------------------------------------------------------------
+
+    // Items that never started share their stop's one error (immutable data): a collection stopped early
+    // gives each of its remaining items a result, and building (and validating) one error each would cost
+    // more than everything else they do.
+    let unstarted: { readonly stop: Stop; readonly error: ItemError } | undefined
 
     const collateral = (
       base: { readonly index: number; readonly itemId: string; readonly item: I; readonly durationMillis: number },
@@ -390,31 +398,12 @@ export const run = <I, E, R>(
       cause: Outcome.Cause | null,
       attempts: ReadonlyArray<Outcome.AttemptRecord>
     ): Failed<I> => {
-      const fields = { reason: stop.reason, cause, attempts }
-      switch (stop.kind) {
-        case "batch_timeout":
-          return {
-            _tag: "Failed",
-            ...base,
-            category: "batch_deadline_exceeded",
-            error: stackless(() => new BatchDeadlineExceeded(fields))
-          }
-        case "budget_exceeded":
-          return {
-            _tag: "Failed",
-            ...base,
-            category: "batch_budget_exceeded",
-            error: stackless(() => new BatchBudgetExceeded(fields))
-          }
-        case "fail_fast":
-        case "artifact_error":
-          return {
-            _tag: "Failed",
-            ...base,
-            category: "batch_aborted",
-            error: stackless(() => new BatchAborted(fields))
-          }
+      const category = collateralCategory(stop)
+      if (cause !== null || attempts.length > 0) {
+        return { _tag: "Failed", ...base, category, error: collateralError(stop, cause, attempts) }
       }
+      if (unstarted?.stop !== stop) unstarted = { stop, error: collateralError(stop, null, []) }
+      return { _tag: "Failed", ...base, category, error: unstarted.error }
     }
 
     const toResult = (
@@ -618,9 +607,10 @@ export const run = <I, E, R>(
       executing.delete(it)
       releaseOpen(it)
       inFlight--
+      let trip: Stop | undefined
       if (!gated) {
         const failure = Exit.isSuccess(exit) ? undefined : Cause.failureOption(exit.cause)
-        countRecords(
+        trip = countRecords(
           Exit.isSuccess(exit) ? exit.value.attempts : failure !== undefined && Option.isSome(failure)
             ? failure.value.attempts
             : []
@@ -628,8 +618,10 @@ export const run = <I, E, R>(
       }
       const durationMillis = Number(clock.unsafeCurrentTimeNanos() - startNanos) / 1e6
       const base = { index: it.index, itemId: it.itemId, item, durationMillis }
-      if (Exit.isSuccess(exit)) return complete({ _tag: "Succeeded", ...base, completion: exit.value })
-      return Effect.flatMap(toResult(exit, base), complete)
+      const done = Exit.isSuccess(exit)
+        ? complete({ _tag: "Succeeded", ...base, completion: exit.value })
+        : Effect.flatMap(toResult(exit, base), complete)
+      return trip === undefined ? done : Effect.zipRight(stop(trip), done)
     }
 
     /** Called when the worker has pulled the item (a synchronous step); the effect executes it. */
@@ -694,11 +686,14 @@ export const run = <I, E, R>(
         return Option.none<readonly [I, number]>()
       })
 
+    // A collection's items were all handed over: after a stop it is still pulled, to the end, and each item
+    // gets the stop's result without a call (`processItem`); a lazy source stops being pulled.
+    const sized = puller.sized
     const STOPPED = Symbol("stopped")
     const pullLock = puller.async ? yield* Effect.makeSemaphore(1) : undefined
     const pullOne: Effect.Effect<Option.Option<readonly [I, number]>, never, R> = pullLock === undefined
       ? Effect.suspend(() =>
-        stopped !== undefined || exhausted
+        (stopped !== undefined && !sized) || exhausted
           ? Effect.succeed(Option.none())
           : Effect.matchEffect(puller.pull, { onFailure: onSourceError, onSuccess: (o) => Effect.succeed(accept(o)) })
       )
@@ -722,7 +717,7 @@ export const run = <I, E, R>(
     const pullNow = unsafePull === undefined || windowLock !== undefined
       ? undefined
       : (): Option.Option<readonly [I, number]> => {
-        if (stopped !== undefined || exhausted) return Option.none()
+        if ((stopped !== undefined && !sized) || exhausted) return Option.none()
         const pulled = unsafePull()
         if (Either.isRight(pulled)) return accept(pulled.right)
         exhausted = true
@@ -775,6 +770,68 @@ export const run = <I, E, R>(
     yield* event((at) => ({ _tag: "RunCompleted", at, termination, stats: final }))
     return { termination, stats: final }
   })
+
+const collateralCategory = (stop: Stop): Category => {
+  switch (stop.kind) {
+    case "batch_timeout":
+      return "batch_deadline_exceeded"
+    case "budget_exceeded":
+      return "batch_budget_exceeded"
+    case "fail_fast":
+    case "artifact_error":
+      return "batch_aborted"
+  }
+}
+
+const collateralError = (
+  stop: Stop,
+  cause: Outcome.Cause | null,
+  attempts: ReadonlyArray<Outcome.AttemptRecord>
+): ItemError => {
+  const fields = { reason: stop.reason, cause, attempts }
+  switch (stop.kind) {
+    case "batch_timeout":
+      return stackless(() => new BatchDeadlineExceeded(fields))
+    case "budget_exceeded":
+      return stackless(() => new BatchBudgetExceeded(fields))
+    case "fail_fast":
+    case "artifact_error":
+      return stackless(() => new BatchAborted(fields))
+  }
+}
+
+type Counters = ReturnType<typeof Stats.empty>
+
+// Each value added to a total is finite; their sum may not be (two values near `Number.MAX_VALUE`). A sum
+// that is no longer finite is not taken: the total keeps its last finite value and the run stops, like a
+// cost function's bad value (for cost, `costComplete` becomes false).
+const overflowed = (resource: "tokens" | "cost", total: number, value: number): Stop => ({
+  _tag: "BudgetExceeded",
+  kind: "budget_exceeded",
+  resource,
+  reason: `the running ${resource === "tokens" ? "token" : "cost"} total overflowed: ${fmt(total)} + ${
+    fmt(value)
+  } is not finite`
+})
+
+const addTokens = (stats: Counters, tokens: number): Stop | undefined => {
+  const sum = stats.tokensUsed + tokens
+  if (Number.isFinite(sum)) {
+    stats.tokensUsed = sum
+    return undefined
+  }
+  return overflowed("tokens", stats.tokensUsed, tokens)
+}
+
+const addCost = (stats: Counters, cost: number): Stop | undefined => {
+  const sum = stats.costUsed + cost
+  if (Number.isFinite(sum)) {
+    stats.costUsed = sum
+    return undefined
+  }
+  stats.costComplete = false
+  return overflowed("cost", stats.costUsed, cost)
+}
 
 const EXPIRED: Gate.Expired = { _tag: "GateExpired" }
 const OPEN_ADMIT = Effect.succeed(undefined)

@@ -6,7 +6,7 @@
 import { Chunk, Effect, Either, Option, Predicate, Stream } from "effect"
 import type { Scope } from "effect"
 import type { Source } from "../Source.js"
-import { SourceError } from "../Source.js"
+import { isCollection, SourceError } from "../Source.js"
 
 /** @internal */
 export interface Puller<I, E, R> {
@@ -16,6 +16,11 @@ export interface Puller<I, E, R> {
   readonly async: boolean
   /** `pull` as one synchronous step, for sources that never suspend (arrays, iterables). */
   readonly unsafePull?: () => Either.Either<Option.Option<I>, E>
+  /**
+   * A collection of known size (see `Source.isCollection`): all of its items were handed over, so each
+   * gets a result, and a stop does not end the pulling (the rest get the stop's result, without a call).
+   */
+  readonly sized: boolean
 }
 
 const sourceError = (cause: unknown) => new SourceError({ message: "the source failed while being pulled", cause })
@@ -34,11 +39,16 @@ const isAsyncIterable = (u: unknown): u is AsyncIterable<unknown> => Predicate.h
 export const open = <I, E, R>(
   source: Source<I, E, R>
 ): Effect.Effect<Puller<I, E | SourceError, R>, never, Scope.Scope | R> => {
-  if (Array.isArray(source)) {
-    const items = source as ReadonlyArray<I>
+  if (Array.isArray(source) || Chunk.isChunk(source)) {
+    const items: ReadonlyArray<I> = Array.isArray(source) ? source : Chunk.toReadonlyArray(source as Chunk.Chunk<I>)
     let i = 0
     const next = (): Option.Option<I> => (i < items.length ? Option.some(items[i++]!) : Option.none())
-    return Effect.succeed({ pull: Effect.sync(next), async: false, unsafePull: () => Either.right(next()) })
+    return Effect.succeed({
+      pull: Effect.sync(next),
+      async: false,
+      unsafePull: () => Either.right(next()),
+      sized: true
+    })
   }
   if (isStream(source)) {
     return Effect.map(Stream.toPull(source as Stream.Stream<I, E, R>), (pullChunk) => {
@@ -62,7 +72,7 @@ export const open = <I, E, R>(
           }
         })
       })
-      return { pull, async: true }
+      return { pull, async: true, sized: false }
     })
   }
   if (isAsyncIterable(source)) {
@@ -99,7 +109,7 @@ export const open = <I, E, R>(
           )
         )
       })
-      return Effect.as(Effect.addFinalizer(() => close), { pull, async: true })
+      return Effect.as(Effect.addFinalizer(() => close), { pull, async: true, sized: false })
     })
   }
   return Effect.suspend(() => {
@@ -129,6 +139,6 @@ export const open = <I, E, R>(
         // A source that throws while closing has nothing more to give; the run's outcome stands.
       }
     })
-    return Effect.as(Effect.addFinalizer(() => close), { pull, async: false, unsafePull })
+    return Effect.as(Effect.addFinalizer(() => close), { pull, async: false, unsafePull, sized: isCollection(source) })
   })
 }

@@ -10,7 +10,8 @@ import { Catalog, Contract } from "@rein/core"
 import { Effect, Either } from "effect"
 import { InputError } from "../InputError.js"
 
-const describe = (e: PlatformError): string => {
+/** Why a file cannot be read, in a person's words. @internal */
+export const describeReadError = (e: PlatformError): string => {
   if (e._tag === "SystemError") {
     switch (e.reason) {
       case "NotFound":
@@ -37,7 +38,7 @@ export const readText = (
 ): Effect.Effect<string, InputError, FileSystem.FileSystem> =>
   Effect.flatMap(FileSystem.FileSystem, (fs) =>
     fs.readFileString(path).pipe(
-      Effect.mapError((e) => new InputError({ message: `cannot read the ${what} ${path}: ${describe(e)}` }))
+      Effect.mapError((e) => new InputError({ message: `cannot read the ${what} ${path}: ${describeReadError(e)}` }))
     ))
 
 /** Parses JSON text; `where` names the file (and line). @internal */

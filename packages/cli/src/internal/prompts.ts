@@ -1,14 +1,20 @@
 /**
  * The input of `rein batch`: a JSONL file, one item per line — a JSON string (the prompt), or an object
  * `{ "id", "prompt", "system"?, "inputTokens"?, "maxOutputTokens"? }`. Ids default to the line number and
- * must be unique (a resumed run matches records by id).
+ * must be unique (a resumed run matches records by id). Blank lines are skipped.
+ *
+ * The file is read as a stream: a line is decoded when the run pulls its item, so a run over a huge file
+ * starts at once and holds only what it has pulled (plus one read buffer). A bad line is an `InputError`
+ * naming the file and line, raised when the run reaches it. Counting the items (for the progress bar and
+ * the summary) scans the bytes once without decoding them.
  *
  * @internal
  */
-import type { FileSystem } from "@effect/platform"
-import { Effect, Either, Schema } from "effect"
+import type { PlatformError } from "@effect/platform/Error"
+import * as FileSystem from "@effect/platform/FileSystem"
+import { Effect, Either, Option, Schema, Stream } from "effect"
 import { InputError } from "../InputError.js"
-import { parseJson, readText } from "./files.js"
+import { describeReadError, parseJson } from "./files.js"
 import { decodeWith, PositiveInt } from "./schema.js"
 
 /** @internal */
@@ -37,35 +43,119 @@ const decodeLine = (json: unknown): Either.Either<string | typeof Item.Type, str
     ? decodeItem(json)
     : Either.left(`Expected a prompt string or an object with a "prompt", actual ${JSON.stringify(json)}`)
 
-/** @internal */
-export const readPrompts = (
-  path: string
-): Effect.Effect<ReadonlyArray<PromptItem>, InputError, FileSystem.FileSystem> =>
-  Effect.flatMap(readText(path, "input"), (text) => {
-    const items: Array<PromptItem> = []
-    const seen = new Map<string, number>()
-    for (const [i, raw] of text.split("\n").entries()) {
-      if (raw.trim() === "") continue
-      const where = `${path}:${i + 1}`
-      const json = parseJson(raw, where)
-      if (Either.isLeft(json)) return Effect.fail(json.left)
-      const line = decodeLine(json.right)
-      if (Either.isLeft(line)) {
-        return Effect.fail(new InputError({ message: `${where}: ${line.left.split("\n").join("; ")}` }))
+// Blank means ASCII whitespace only, the same bytes `countPrompts` skips, so that both agree on the items.
+const BLANK = /^[ \t\r\v\f]*$/
+const isBlankByte = (b: number): boolean => b === 32 || (b >= 9 && b <= 13 && b !== 10)
+
+// The read buffer of the count.
+const CHUNK = 1024 * 1024
+
+const noItems = (path: string) => new InputError({ message: `${path}: no items (one JSON prompt or object per line)` })
+
+const readError = (path: string) => (e: PlatformError) =>
+  new InputError({ message: `cannot read the input ${path}: ${describeReadError(e)}` })
+
+/**
+ * How many items the file holds (its non-blank lines), read in chunks without decoding: bounded memory.
+ * Fails when the file cannot be read or holds no item.
+ *
+ * @internal
+ */
+export const countPrompts = (path: string): Effect.Effect<number, InputError, FileSystem.FileSystem> =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => {
+    let count = 0
+    // Whether the current line has a non-blank byte yet; once it has, the rest of it is skipped natively.
+    let content = false
+    const scan = (bytes: Uint8Array): void => {
+      let i = 0
+      while (i < bytes.length) {
+        if (!content) {
+          const b = bytes[i]!
+          if (b !== 10 && isBlankByte(b)) {
+            i++
+            continue
+          }
+          if (b === 10) {
+            i++
+            continue
+          }
+          content = true
+        }
+        const newline = bytes.indexOf(10, i)
+        if (newline === -1) return
+        count++
+        content = false
+        i = newline + 1
       }
-      const item: PromptItem = typeof line.right === "string"
-        ? { id: `line-${i + 1}`, prompt: line.right }
-        : { ...line.right, id: line.right.id ?? `line-${i + 1}` }
-      const earlier = seen.get(item.id)
-      if (earlier !== undefined) {
-        return Effect.fail(
-          new InputError({ message: `${where}: id ${JSON.stringify(item.id)} already used on line ${earlier}` })
-        )
-      }
-      seen.set(item.id, i + 1)
-      items.push(item)
     }
-    return items.length === 0
-      ? Effect.fail(new InputError({ message: `${path}: no items (one JSON prompt or object per line)` }))
-      : Effect.succeed(items)
+    // One buffer, read into again and again: no allocation per chunk.
+    const readAll = Effect.scoped(Effect.flatMap(fs.open(path, { flag: "r" }), (file) => {
+      const buffer = new Uint8Array(CHUNK)
+      const loop: Effect.Effect<void, PlatformError> = Effect.flatMap(file.read(buffer), (size) => {
+        const n = Number(size)
+        if (n === 0) return Effect.void
+        scan(buffer.subarray(0, n))
+        return loop
+      })
+      return loop
+    }))
+    return readAll.pipe(
+      Effect.mapError(readError(path)),
+      Effect.flatMap(() => {
+        const total = count + (content ? 1 : 0)
+        return total === 0 ? Effect.fail(noItems(path)) : Effect.succeed(total)
+      })
+    )
   })
+
+/** Decodes one line (1-based `line`) into an item, checking its id against those seen so far. */
+const itemOf = (
+  path: string,
+  raw: string,
+  line: number,
+  seen: Map<string, number>
+): Either.Either<PromptItem, InputError> => {
+  const where = `${path}:${line}`
+  const json = parseJson(raw, where)
+  if (Either.isLeft(json)) return Either.left(json.left)
+  const decoded = decodeLine(json.right)
+  if (Either.isLeft(decoded)) {
+    return Either.left(new InputError({ message: `${where}: ${decoded.left.split("\n").join("; ")}` }))
+  }
+  const item: PromptItem = typeof decoded.right === "string"
+    ? { id: `line-${line}`, prompt: decoded.right }
+    : { ...decoded.right, id: decoded.right.id ?? `line-${line}` }
+  const earlier = seen.get(item.id)
+  if (earlier !== undefined) {
+    return Either.left(
+      new InputError({ message: `${where}: id ${JSON.stringify(item.id)} already used on line ${earlier}` })
+    )
+  }
+  seen.set(item.id, line)
+  return Either.right(item)
+}
+
+/**
+ * The items of the file, read and decoded as they are pulled. A file with no item fails when the stream
+ * ends (`countPrompts` says so before a run).
+ *
+ * @internal
+ */
+export const streamPrompts = (path: string): Stream.Stream<PromptItem, InputError, FileSystem.FileSystem> =>
+  Stream.unwrap(Effect.map(FileSystem.FileSystem, (fs) => {
+    // Ids seen so far (a resumed run matches records by id): the one thing that grows with the file.
+    const seen = new Map<string, number>()
+    let line = 0
+    // A small read-ahead: what is held is the lines of a chunk or two, however big the file.
+    return fs.stream(path, { chunkSize: 64 * 1024, bufferSize: 2 }).pipe(
+      Stream.mapError(readError(path)),
+      Stream.decodeText(),
+      Stream.splitLines,
+      Stream.filterMap((raw) => {
+        line++
+        return BLANK.test(raw) ? Option.none() : Option.some([raw, line] as const)
+      }),
+      Stream.mapEffect(([raw, n]) => itemOf(path, raw, n, seen)),
+      Stream.concat(Stream.suspend(() => (seen.size === 0 ? Stream.fail(noItems(path)) : Stream.empty)))
+    )
+  }))
