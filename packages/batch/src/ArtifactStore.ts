@@ -16,6 +16,7 @@ import type { Scope } from "effect"
 import { Clock, Context, Effect, Schema } from "effect"
 import { identity as identityFingerprint } from "./Fingerprint.js"
 import { Identity } from "./Identity.js"
+import { NonNegativeInt, NonNegativeNumber as NonNegative, PositiveInt } from "./internal/schema.js"
 
 export {
   /**
@@ -52,15 +53,6 @@ export const SCHEMA_VERSION = 1
  */
 export const PACKAGE_VERSION = "0.1.0"
 
-const NonNegativeInt = Schema.Number.pipe(
-  Schema.int({ message: (i) => `Expected a non-negative integer, actual ${String(i.actual)}` }),
-  Schema.nonNegative({ message: (i) => `Expected a non-negative integer, actual ${String(i.actual)}` })
-)
-const NonNegative = Schema.Number.pipe(
-  Schema.finite({ message: (i) => `Expected a finite number, actual ${String(i.actual)}` }),
-  Schema.nonNegative({ message: (i) => `Expected a non-negative number, actual ${String(i.actual)}` })
-)
-
 /**
  * The first line of an artifact file: what the file is, and the identity of the run that created it.
  *
@@ -78,10 +70,7 @@ const NonNegative = Schema.Number.pipe(
  */
 export const Manifest = Schema.Struct({
   kind: Schema.Literal("manifest"),
-  schemaVersion: Schema.Number.pipe(
-    Schema.int({ message: (i) => `Expected a positive integer, actual ${String(i.actual)}` }),
-    Schema.positive({ message: (i) => `Expected a positive integer, actual ${String(i.actual)}` })
-  ),
+  schemaVersion: PositiveInt,
   identity: Identity,
   identityFingerprint: Schema.String,
   /** Wall-clock creation time, ISO 8601. */

@@ -9,7 +9,7 @@ import type { FileSystem } from "@effect/platform"
 import { Effect, Either, Schema } from "effect"
 import { InputError } from "../InputError.js"
 import { parseJson, readText } from "./files.js"
-import { decodeWith, PositiveInt } from "./schema.js"
+import { decodeWith, describe, PositiveInt } from "./schema.js"
 
 /** @internal */
 export interface PromptItem {
@@ -35,7 +35,7 @@ const decodeLine = (json: unknown): Either.Either<string | typeof Item.Type, str
     ? Either.right(json)
     : typeof json === "object" && json !== null && !Array.isArray(json)
     ? decodeItem(json)
-    : Either.left(`Expected a prompt string or an object with a "prompt", actual ${JSON.stringify(json)}`)
+    : Either.left(`Expected a prompt string or an object with a "prompt", actual ${describe(json)}`)
 
 /** @internal */
 export const readPrompts = (
