@@ -15,6 +15,7 @@ import { Array as Arr, Either, Option, ParseResult, Schema, SchemaAST } from "ef
 const MAX_STRING = 40
 const MAX_ITEMS = 3
 const MAX_DEPTH = 2
+const MAX_ISSUES = 10
 
 const excerpt = (s: string): string =>
   s.length <= MAX_STRING ? JSON.stringify(s) : `${JSON.stringify(s.slice(0, MAX_STRING))}… (${s.length} characters)`
@@ -229,13 +230,19 @@ const safe = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => {
       return new ParseResult.Refinement(issue.ast, issue.actual, issue.kind, safe(issue.issue))
     case "Transformation":
       return new ParseResult.Transformation(issue.ast, issue.actual, issue.kind, safe(issue.issue))
-    case "Composite":
+    case "Composite": {
+      if (isSingle(issue.issues)) return new ParseResult.Composite(issue.ast, issue.actual, safe(issue.issues))
+      // A wide bad value (10,000 bad items) is reported by its first problems and a count of the rest.
+      const [first, ...rest] = issue.issues.length <= MAX_ISSUES ? issue.issues : issue.issues.slice(0, MAX_ISSUES)
+      const shown = Arr.map([first!, ...rest] as const, safe)
+      const left = issue.issues.length - shown.length
       return new ParseResult.Composite(
         issue.ast,
         issue.actual,
-        isSingle(issue.issues) ? safe(issue.issues) : Arr.map(issue.issues, safe),
+        left === 0 ? shown : [...shown, new ParseResult.Type(issue.ast, issue.actual, `… and ${left} more problems`)],
         issue.output
       )
+    }
     default:
       return issue
   }
