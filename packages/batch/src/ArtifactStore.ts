@@ -11,7 +11,6 @@
  *
  * @since 0.1.0
  */
-import { Usage } from "@rein/core/Usage"
 import type { Scope } from "effect"
 import { Clock, Context, Effect, Schema } from "effect"
 import { identity as identityFingerprint } from "./Fingerprint.js"
@@ -109,6 +108,12 @@ export const makeManifest = (identity: Identity): Effect.Effect<Manifest> =>
     packageVersion: PACKAGE_VERSION
   }))
 
+// Usage as a record stores it: token counts are finite and ≥ 0 (a line saying `1e400` or `-5` is malformed).
+const RecordedUsage = Schema.Union(
+  Schema.Struct({ inputTokens: NonNegative, outputTokens: NonNegative }),
+  Schema.Literal("unknown")
+)
+
 /**
  * One terminal item. It holds fingerprints, never the prompt or the input; `result` is the output the
  * caller chose to keep (left out for audit-only runs) and `error` the encoded terminal error, which never
@@ -142,7 +147,7 @@ export const ItemRecord = Schema.Struct({
   category: Schema.String,
   /** Whether a resumed run may reuse this record (never for guardrail audit records or config failures). */
   reusable: Schema.Boolean,
-  usage: Usage,
+  usage: RecordedUsage,
   cost: Schema.Union(NonNegative, Schema.Literal("unknown")),
   attempts: NonNegativeInt,
   durationMillis: NonNegative,

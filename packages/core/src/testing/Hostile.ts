@@ -227,6 +227,9 @@ export const accepts = {
   /** An object without keys: what a struct of optional fields accepts from `values`. */
   emptyObject: (v: unknown): boolean =>
     typeof v === "object" && v !== null && !Array.isArray(v) && Object.keys(v).length === 0,
+  /** A record (not an array) whose every own value `item` accepts. */
+  recordOf: (item: (v: unknown) => boolean) => (v: unknown): boolean =>
+    typeof v === "object" && v !== null && !Array.isArray(v) && Object.values(v).every(item),
   /** An array whose every item `item` accepts (and at least `min` of them). */
   arrayOf: (item: (v: unknown) => boolean, min = 0) => (v: unknown): boolean =>
     Array.isArray(v) && v.length >= min && v.every(item)
