@@ -184,14 +184,18 @@ const encoder = new TextEncoder()
 const lineWith = (doc: object, path: Hostile.Path, text: string): string =>
   JSON.stringify(Hostile.setAt(doc, path, "\u0000hostile")).replace(PLACEHOLDER, text)
 
-const parsedTexts = new Map(HOSTILE_TEXT.map((text) => {
+interface Parsed {
+  readonly ok: boolean
+  readonly value: unknown
+}
+const parsedTexts = new Map(HOSTILE_TEXT.map((text): readonly [string, Parsed] => {
   try {
-    return [text, { ok: true, value: JSON.parse(text) as unknown }] as const
+    return [text, { ok: true, value: JSON.parse(text) as unknown }]
   } catch {
-    return [text, { ok: false, value: undefined }] as const
+    return [text, { ok: false, value: undefined }]
   }
 }))
-const parseJson = (text: string): { readonly ok: boolean; readonly value: unknown } => parsedTexts.get(text)!
+const parseJson = (text: string): Parsed => parsedTexts.get(text) ?? { ok: false, value: undefined }
 
 const lineMutation = fc.oneof(
   fc.tuple(fc.constant(1), fc.constantFrom(...manifestFields), fc.constantFrom(...HOSTILE_TEXT)),
