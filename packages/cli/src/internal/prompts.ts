@@ -30,7 +30,8 @@ const Item = Schema.Struct({
 
 const decodeItem = decodeWith(Item)
 
-const decodeLine = (json: unknown): Either.Either<string | typeof Item.Type, string> =>
+/** One parsed input line: a prompt string, or an item object; the error names the field. @internal */
+export const decodeLine = (json: unknown): Either.Either<string | typeof Item.Type, string> =>
   typeof json === "string"
     ? Either.right(json)
     : typeof json === "object" && json !== null && !Array.isArray(json)

