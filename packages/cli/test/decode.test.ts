@@ -2,6 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Hostile from "@rein/core/testing/Hostile"
 import { Either, FastCheck as fc } from "effect"
 import { decodeLine } from "../src/internal/prompts.js"
+import { RequestFile } from "../src/internal/request.js"
+import { decodeWith } from "../src/internal/schema.js"
 import * as Scenario from "../src/Scenario.js"
 
 const failureKinds = ["rate_limited", "overloaded", "server_error", "timeout", "transport"]
@@ -129,6 +131,29 @@ describe("prompt lines at the edge", () => {
       fc.property(
         Hostile.mutations(validItem, itemFields, { structs: [[]], document: Hostile.accepts.string }),
         (mutation) => expectRejected(decodeLine, mutation)
+      ),
+      { numRuns: 10_000, seed: 15 }
+    )
+  })
+})
+
+describe("request files at the edge", () => {
+  const decodeRequest = decodeWith(RequestFile)
+  const validRequest = { prompt: "Summarise …", system: "Be brief", inputTokens: 900, maxOutputTokens: 400 }
+
+  it("10,000 hostile request files: zero throws, zero bad values accepted", () => {
+    expect(Either.isRight(decodeRequest(validRequest))).toBe(true)
+    fc.assert(
+      fc.property(
+        Hostile.mutations(
+          validRequest,
+          itemFields.filter((f) => f.path[0] !== "id").map((f) => ({ ...f, required: false })),
+          {
+            structs: [[]],
+            document: Hostile.accepts.emptyObject
+          }
+        ),
+        (mutation) => expectRejected(decodeRequest, mutation)
       ),
       { numRuns: 10_000, seed: 15 }
     )
