@@ -233,8 +233,8 @@ const safe = (issue: ParseResult.ParseIssue): ParseResult.ParseIssue => {
     case "Composite": {
       if (isSingle(issue.issues)) return new ParseResult.Composite(issue.ast, issue.actual, safe(issue.issues))
       // A wide bad value (10,000 bad items) is reported by its first problems and a count of the rest.
-      const [first, ...rest] = issue.issues.length <= MAX_ISSUES ? issue.issues : issue.issues.slice(0, MAX_ISSUES)
-      const shown = Arr.map([first!, ...rest] as const, safe)
+      const [head, ...tail] = issue.issues
+      const shown: Arr.NonEmptyArray<ParseResult.ParseIssue> = [safe(head), ...tail.slice(0, MAX_ISSUES - 1).map(safe)]
       const left = issue.issues.length - shown.length
       return new ParseResult.Composite(
         issue.ast,
