@@ -11,11 +11,11 @@
  *
  * @since 0.1.0
  */
-import { Usage } from "@rein/core/Usage"
 import type { Scope } from "effect"
 import { Clock, Context, Effect, Schema } from "effect"
 import { identity as identityFingerprint } from "./Fingerprint.js"
 import { Identity } from "./Identity.js"
+import { NonNegativeInt, NonNegativeNumber as NonNegative, PositiveInt } from "./internal/schema.js"
 
 export {
   /**
@@ -52,15 +52,6 @@ export const SCHEMA_VERSION = 1
  */
 export const PACKAGE_VERSION = "0.1.0"
 
-const NonNegativeInt = Schema.Number.pipe(
-  Schema.int({ message: (i) => `Expected a non-negative integer, actual ${String(i.actual)}` }),
-  Schema.nonNegative({ message: (i) => `Expected a non-negative integer, actual ${String(i.actual)}` })
-)
-const NonNegative = Schema.Number.pipe(
-  Schema.finite({ message: (i) => `Expected a finite number, actual ${String(i.actual)}` }),
-  Schema.nonNegative({ message: (i) => `Expected a non-negative number, actual ${String(i.actual)}` })
-)
-
 /**
  * The first line of an artifact file: what the file is, and the identity of the run that created it.
  *
@@ -78,10 +69,7 @@ const NonNegative = Schema.Number.pipe(
  */
 export const Manifest = Schema.Struct({
   kind: Schema.Literal("manifest"),
-  schemaVersion: Schema.Number.pipe(
-    Schema.int({ message: (i) => `Expected a positive integer, actual ${String(i.actual)}` }),
-    Schema.positive({ message: (i) => `Expected a positive integer, actual ${String(i.actual)}` })
-  ),
+  schemaVersion: PositiveInt,
   identity: Identity,
   identityFingerprint: Schema.String,
   /** Wall-clock creation time, ISO 8601. */
@@ -120,6 +108,12 @@ export const makeManifest = (identity: Identity): Effect.Effect<Manifest> =>
     packageVersion: PACKAGE_VERSION
   }))
 
+// Usage as a record stores it: token counts are finite and ≥ 0 (a line saying `1e400` or `-5` is malformed).
+const RecordedUsage = Schema.Union(
+  Schema.Struct({ inputTokens: NonNegative, outputTokens: NonNegative }),
+  Schema.Literal("unknown")
+)
+
 /**
  * One terminal item. It holds fingerprints, never the prompt or the input; `result` is the output the
  * caller chose to keep (left out for audit-only runs) and `error` the encoded terminal error, which never
@@ -153,7 +147,7 @@ export const ItemRecord = Schema.Struct({
   category: Schema.String,
   /** Whether a resumed run may reuse this record (never for guardrail audit records or config failures). */
   reusable: Schema.Boolean,
-  usage: Usage,
+  usage: RecordedUsage,
   cost: Schema.Union(NonNegative, Schema.Literal("unknown")),
   attempts: NonNegativeInt,
   durationMillis: NonNegative,

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Failure } from "@rein/core"
+import { Failure, Input } from "@rein/core"
 import type { Outcome } from "@rein/core"
 import { Schema } from "effect"
 
@@ -75,7 +75,7 @@ export const Category = Schema.Union(Failure.FailureKind, OutcomeCategory, RunCa
   identifier: "Category",
   message: (issue) => ({
     message: `Expected an error category (a failure kind, an outcome or a batch category), actual ${
-      typeof issue.actual === "string" ? JSON.stringify(issue.actual) : String(issue.actual)
+      Input.describe(issue.actual)
     }`,
     override: true
   })

@@ -9,7 +9,15 @@
  */
 import { Either, Schema } from "effect"
 import { Category } from "./Category.js"
-import { decodeWith, NonNegativeInt, PositiveDuration, PositiveInt, PositiveNumber } from "./internal/schema.js"
+import {
+  decodeWith,
+  describe,
+  NonNegativeInt,
+  OwnRecord,
+  PositiveDuration,
+  PositiveInt,
+  PositiveNumber
+} from "./internal/schema.js"
 
 /**
  * What happens to provider calls already in flight when the run stops (batch deadline, fail-fast, cap):
@@ -27,7 +35,7 @@ import { decodeWith, NonNegativeInt, PositiveDuration, PositiveInt, PositiveNumb
  */
 export const AbortMode = Schema.Literal("drain-active", "cancel-active").annotations({
   message: (issue) => ({
-    message: `Expected "drain-active" or "cancel-active", actual ${JSON.stringify(issue.actual)}`,
+    message: `Expected "drain-active" or "cancel-active", actual ${describe(issue.actual)}`,
     override: true
   })
 })
@@ -50,7 +58,7 @@ export type AbortMode = typeof AbortMode.Type
  */
 export const Order = Schema.Literal("completion", "submission").annotations({
   message: (issue) => ({
-    message: `Expected "completion" or "submission", actual ${JSON.stringify(issue.actual)}`,
+    message: `Expected "completion" or "submission", actual ${describe(issue.actual)}`,
     override: true
   })
 })
@@ -97,7 +105,7 @@ export class Guardrails extends Schema.Class<Guardrails>("Guardrails")({
   /** Tokens per minute: each attempt reserves its worst case, reconciled to the actual usage when it ends. */
   tokensPerMinute: Schema.optionalWith(PositiveNumber, { exact: true }),
   /** Attempts in flight at once per endpoint id. */
-  capacity: Schema.optionalWith(Schema.Record({ key: Schema.String, value: PositiveInt }), {
+  capacity: Schema.optionalWith(OwnRecord(PositiveInt), {
     exact: true,
     default: () => ({})
   }),

@@ -12,7 +12,7 @@
  */
 import type { Catalog, Contract } from "@rein/core"
 import { Either, Schema } from "effect"
-import { formatParseError } from "./internal/decode.js"
+import { formatParseError, OwnRecord } from "./internal/schema.js"
 
 const Name = Schema.String.pipe(
   Schema.filter((s) => s.trim().length > 0 || "Expected a non-empty string")
@@ -40,7 +40,7 @@ export const Identity = Schema.Struct({
   promptVersion: Name,
   parserVersion: Name,
   applicationVersion: Name,
-  extra: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { default: () => ({}) })
+  extra: Schema.optionalWith(OwnRecord(Schema.String), { default: () => ({}) })
 })
 
 /**

@@ -23,6 +23,7 @@ import type { ArtifactError, ItemRecord, Opened } from "./ArtifactStore.js"
 import { ArtifactStore, makeManifest } from "./ArtifactStore.js"
 import { identity as identityFingerprint } from "./Fingerprint.js"
 import type { Identity } from "./Identity.js"
+import { describe } from "./internal/schema.js"
 
 /**
  * The resume policy.
@@ -39,9 +40,7 @@ import type { Identity } from "./Identity.js"
 export const Policy = Schema.Literal("none", "reuse-successes", "reuse-all").annotations({
   identifier: "ResumePolicy",
   message: (issue) =>
-    `Expected a resume policy ("none", "reuse-successes" or "reuse-all"), actual ${
-      typeof issue.actual === "string" ? JSON.stringify(issue.actual) : String(issue.actual)
-    }`
+    `Expected a resume policy ("none", "reuse-successes" or "reuse-all"), actual ${describe(issue.actual)}`
 })
 
 /**

@@ -14,7 +14,7 @@ import { Rein } from "@rein/core"
 import { Clock, Console, Effect, Either, Layer, Option } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
-import { inFile, loadCatalog, loadContract, readDecoded, readJson } from "./internal/files.js"
+import { inFile, loadCatalogAndContract, readDecoded, readJson } from "./internal/files.js"
 import { json, millis, num, table } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
 import * as Progress from "./internal/progress.js"
@@ -196,8 +196,7 @@ const request = (item: PromptItem) => ({
 export const execute = (options: BatchOptions): Effect.Effect<BatchReport, InputError, FileSystem.FileSystem> =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const catalog = yield* loadCatalog(options.catalog)
-    const contract = yield* loadContract(options.contract)
+    const { catalog, contract } = yield* loadCatalogAndContract(options.catalog, options.contract)
     const fileGuardrails = options.guardrailsFile === undefined ? {} : yield* Effect.flatMap(
       readJson(options.guardrailsFile, "guardrails"),
       (json) =>

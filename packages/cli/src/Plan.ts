@@ -16,7 +16,7 @@ import { Execute, Planner } from "@rein/core"
 import { Console, Duration, Effect, Option } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
-import { loadCatalog, loadContract, readDecoded } from "./internal/files.js"
+import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num, table } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
 import { forPlanning, tokenizer } from "./internal/providers.js"
@@ -309,8 +309,7 @@ export const fromFiles = (files: {
   readonly request?: string | undefined
 }): Effect.Effect<PlanReport, InputError, FileSystem.FileSystem> =>
   Effect.gen(function*() {
-    const catalog = yield* loadCatalog(files.catalog)
-    const contract = yield* loadContract(files.contract)
+    const { catalog, contract } = yield* loadCatalogAndContract(files.catalog, files.contract)
     const request = files.request === undefined
       ? {}
       : yield* readDecoded(files.request, "request", decodeRequest)

@@ -14,7 +14,7 @@ import { Clock, Console, Context, Effect, Either, Layer, Option } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import { attemptsTable } from "./internal/attempts.js"
-import { loadCatalog, loadContract, readDecoded } from "./internal/files.js"
+import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
 import { forCalls, tokenizer } from "./internal/providers.js"
@@ -189,8 +189,7 @@ export const execute = (options: RunOptions): Effect.Effect<RunReport, InputErro
   Effect.scoped(Effect.gen(function*() {
     yield* positive("--input-tokens", options.inputTokens)
     yield* positive("--max-output-tokens", options.maxOutputTokens)
-    const catalog = yield* loadCatalog(options.catalog)
-    const contract = yield* loadContract(options.contract)
+    const { catalog, contract } = yield* loadCatalogAndContract(options.catalog, options.contract)
     const scenario = options.scenario === undefined
       ? undefined
       : yield* readDecoded(options.scenario, "scenario", Scenario.decode)

@@ -12,7 +12,7 @@
  * @since 0.1.0
  */
 import type { Health } from "@rein/core"
-import { Failure } from "@rein/core"
+import { Failure, Input } from "@rein/core"
 import type { Either } from "effect"
 import { Schema } from "effect"
 import { decodeWith, Fraction, Millis, NonNegative, NonNegativeInt, Offset, PositiveInt } from "./internal/schema.js"
@@ -174,10 +174,7 @@ export const ScenarioSchema = Schema.Struct({
   /** How long traffic arrives (virtual time in `simulate`). */
   duration: Schema.optionalWith(Millis, { default: () => 600_000 }),
   /** Requests per second. */
-  rate: Schema.optionalWith(
-    Schema.Number.pipe(Schema.filter((n) => (Number.isFinite(n) && n > 0) || `Expected a rate > 0, actual ${n}`)),
-    { default: () => 1 }
-  ),
+  rate: Schema.optionalWith(Input.numberWhere("a rate > 0", (n) => Number.isFinite(n) && n > 0), { default: () => 1 }),
   /** `poisson`: exponential gaps drawn from the seeded generator; `steady`: evenly spaced. */
   arrivals: Schema.optionalWith(Schema.Literal("poisson", "steady"), { default: () => "poisson" as const }),
   /** The shape of each simulated request. */
@@ -188,7 +185,7 @@ export const ScenarioSchema = Schema.Struct({
     }),
     { default: () => ({ inputTokens: 500 }) }
   ),
-  endpoints: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Array(Phase) }), {
+  endpoints: Schema.optionalWith(Input.OwnRecord(Schema.Array(Phase)), {
     default: () => ({})
   }),
   default: Schema.optionalWith(Behaviour, {
@@ -239,7 +236,8 @@ export const decode: (input: unknown) => Either.Either<Scenario, string> = decod
  * @since 0.1.0
  */
 export const behaviourAt = (scenario: Scenario, endpoint: string, offsetMillis: number): Behaviour => {
-  const phases = scenario.endpoints[endpoint]
+  // An own entry only: an endpoint named "constructor" or "toString" must not find Object.prototype's.
+  const phases = Object.hasOwn(scenario.endpoints, endpoint) ? scenario.endpoints[endpoint] : undefined
   if (phases !== undefined) {
     for (const phase of phases) {
       if (offsetMillis >= phase.from && (phase.until === undefined || offsetMillis < phase.until)) {

@@ -20,7 +20,7 @@ import { Cause, Clock, Console, Effect, Either, Exit, Fiber, Random } from "effe
 import { quantile } from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
-import { loadCatalog, loadContract, readDecoded } from "./internal/files.js"
+import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, millis, num, table } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
 import { scripted } from "./internal/providers.js"
@@ -451,8 +451,7 @@ export const command = Command.make(
   },
   (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
     Effect.gen(function*() {
-      const catalog = yield* loadCatalog(o.catalog)
-      const contract = yield* loadContract(o.contract)
+      const { catalog, contract } = yield* loadCatalogAndContract(o.catalog, o.contract)
       const scenario = yield* readDecoded(o.scenario, "scenario", Scenario.decode)
       for (const id of Object.keys(scenario.endpoints)) {
         if (!catalog.byId.has(id)) {

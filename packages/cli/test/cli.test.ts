@@ -428,6 +428,40 @@ describe("bad input", () => {
     )
   }, 60_000)
 
+  it(
+    "deep nesting in a number, a duration or a prompt line is bad input naming the file and field (not exit 4)",
+    async () => {
+      const deep = `${"[".repeat(100_000)}1${"]".repeat(100_000)}`
+      const k = file("contract-deep.json", `{"deadline": ${deep}, "candidates": ["fake/a"]}`)
+      expectBadInput(
+        await rein(["plan", "--catalog", catalog, "--contract", k]),
+        /contract-deep\.json: deadline: Expected a positive finite duration .*, actual \[\[\[…\]\]\]/
+      )
+      const s = file("scenario-deep.json", `{"health": {"capacity": ${deep}}}`)
+      expectBadInput(
+        await rein(["simulate", "--catalog", catalog, "--contract", contract, "--scenario", s]),
+        /scenario-deep\.json: health\.capacity: Expected a non-negative finite number/
+      )
+      const input = file("prompts-deep.jsonl", `"fine"\n{"prompt": "p", "inputTokens": ${deep}}\n`)
+      const out = path.join(tmp, "deep-run.jsonl")
+      expectBadInput(
+        await rein(["batch", "--input", input, "--catalog", catalog, "--contract", contract, "--out", out]),
+        /prompts-deep\.jsonl:2: inputTokens: Expected a positive integer/
+      )
+    },
+    60_000
+  )
+
+  it("a candidate that is not in the catalog is bad input (exit 2) naming the id", async () => {
+    const k = file("contract-typo.json", JSON.stringify({ deadline: "5 seconds", candidates: ["fake/a", "fake/typo"] }))
+    for (const command of [["plan"], ["run", "--prompt", "hi"]]) {
+      expectBadInput(
+        await rein([...command, "--catalog", catalog, "--contract", k]),
+        /contract-typo\.json: candidates\.1: "fake\/typo" is not in the catalog/
+      )
+    }
+  }, 60_000)
+
   it("an unknown flag", async () => {
     const r = await rein(["plan", "--catalog", catalog, "--contract", contract, "--bogus"])
     expect(r.code).toBe(2)

@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import { Either, Schema } from "effect"
-import { decodeWith } from "./internal/decode.js"
+import { decodeWith, nonEmptyArray, NonNegativeNumber as NonNegative, PositiveInt } from "./internal/decode.js"
 
 /**
  * An endpoint id, e.g. `"openai/mini"`.
@@ -18,15 +18,6 @@ export const EndpointId = Schema.NonEmptyTrimmedString.annotations({ identifier:
  * @since 0.1.0
  */
 export type EndpointId = typeof EndpointId.Type
-
-const NonNegative = Schema.Number.pipe(
-  Schema.finite({ message: () => "Expected a finite number" }),
-  Schema.nonNegative({ message: (i) => `Expected a non-negative number, actual ${String(i.actual)}` })
-)
-const PositiveInt = Schema.Number.pipe(
-  Schema.int({ message: (i) => `Expected a positive integer, actual ${String(i.actual)}` }),
-  Schema.positive({ message: (i) => `Expected a positive integer, actual ${String(i.actual)}` })
-)
 
 /**
  * What an endpoint can do.
@@ -89,8 +80,8 @@ export type CatalogInput = typeof CatalogSchema.Encoded
  * @since 0.1.0
  */
 export const CatalogSchema = Schema.Struct({
-  endpoints: Schema.NonEmptyArray(Endpoint)
-}).pipe(
+  endpoints: nonEmptyArray(Endpoint, "endpoint")
+}).annotations({ description: "a catalog: an object with \"endpoints\"" }).pipe(
   Schema.filter((c) => {
     const seen = new Set<string>()
     for (const [i, e] of c.endpoints.entries()) {

@@ -8,20 +8,15 @@
 import { Duration, Either, Schema } from "effect"
 import { EndpointId } from "./Catalog.js"
 import { FailureKind, FallbackWidenable, RetryWidenable } from "./Failure.js"
-import { decodeWith } from "./internal/decode.js"
+import {
+  decodeWith,
+  Fraction,
+  nonEmptyArray,
+  NonNegativeInt,
+  NonNegativeNumber as NonNegative,
+  numberWhere
+} from "./internal/decode.js"
 import { PositiveDuration } from "./internal/duration.js"
-
-const finiteMessage = {
-  message: (i: { readonly actual: unknown }) => `Expected a finite number, actual ${String(i.actual)}`
-}
-const NonNegative = Schema.Number.pipe(
-  Schema.finite(finiteMessage),
-  Schema.nonNegative({ message: (i) => `Expected a non-negative number, actual ${String(i.actual)}` })
-)
-const NonNegativeInt = Schema.Number.pipe(
-  Schema.int({ message: (i) => `Expected a non-negative integer, actual ${String(i.actual)}` }),
-  Schema.nonNegative({ message: (i) => `Expected a non-negative integer, actual ${String(i.actual)}` })
-)
 
 /**
  * The hard admission budget of one request. Each limit is optional; a `cost` or `tokens` limit needs an
@@ -46,21 +41,11 @@ export class RetryPolicy extends Schema.Class<RetryPolicy>("RetryPolicy")({
   /** When set, 429 retries have their own cap and do not use up `perEndpoint`. */
   rateLimited: Schema.optional(NonNegativeInt),
   base: Schema.optionalWith(PositiveDuration, { default: () => Duration.millis(250) }),
-  factor: Schema.optionalWith(
-    Schema.Number.pipe(
-      Schema.finite(finiteMessage),
-      Schema.greaterThanOrEqualTo(1, { message: (i) => `Expected ≥ 1, actual ${i.actual}` })
-    ),
-    { default: () => 2 }
-  ),
+  factor: Schema.optionalWith(numberWhere("a finite number ≥ 1", (n) => Number.isFinite(n) && n >= 1), {
+    default: () => 2
+  }),
   max: Schema.optionalWith(PositiveDuration, { default: () => Duration.millis(4_000) }),
-  jitter: Schema.optionalWith(
-    Schema.Number.pipe(
-      Schema.finite(finiteMessage),
-      Schema.between(0, 1, { message: (i) => `Expected between 0 and 1, actual ${i.actual}` })
-    ),
-    { default: () => 0.2 }
-  )
+  jitter: Schema.optionalWith(Fraction, { default: () => 0.2 })
 }) {}
 
 /**
@@ -99,7 +84,7 @@ export const Mode = Schema.Literal("read-only", "advisory", "effectful")
  */
 export type Mode = typeof Mode.Type
 
-const Candidates = Schema.NonEmptyArray(EndpointId).pipe(Schema.filter((ids) => {
+const Candidates = nonEmptyArray(EndpointId, "candidate").pipe(Schema.filter((ids) => {
   const seen = new Set<string>()
   for (const [i, id] of ids.entries()) {
     if (seen.has(id)) return { path: [i], message: `Duplicate candidate ${JSON.stringify(id)}` }

@@ -93,3 +93,122 @@ export const formatParseError: (error: ParseResult.ParseError) => string = decod
  */
 export const decodeWith: <A, I>(schema: Schema.Schema<A, I>) => (input: unknown) => Either.Either<A, string> =
   decode.decodeWith
+
+/**
+ * A short rendering of any value for an error message, safe for hostile input: strings cut at 40
+ * characters, at most 3 items or keys per level, 2 levels deep; never throws (null-prototype objects,
+ * symbols, proxies, arrays nested 100,000 deep).
+ *
+ * @example
+ * ```ts
+ * import { Input } from "@rein/core"
+ *
+ * Input.describe("x".repeat(1000)) // "\"xxxx…\"… (1000 characters)"
+ * Input.describe(Object.create(null)) // "{}"
+ * ```
+ * @since 0.1.0
+ */
+export const describe: (value: unknown) => string = decode.describe
+
+/**
+ * A number with a condition; any value that misses it (not a number, or out of range) reads
+ * `Expected <what>, actual <value>`, the value shown with `describe`.
+ *
+ * @example
+ * ```ts
+ * import { Input } from "@rein/core"
+ *
+ * const Port = Input.numberWhere("a port number", (n) => Number.isInteger(n) && n > 0 && n < 65536)
+ * ```
+ * @since 0.1.0
+ */
+export const numberWhere: (what: string, ok: (n: number) => boolean) => Schema.Schema<number> = decode.numberWhere
+
+/**
+ * A finite number ≥ 0.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Input } from "@rein/core"
+ *
+ * const Price = Schema.Struct({ perToken: Input.NonNegativeNumber })
+ * ```
+ * @since 0.1.0
+ */
+export const NonNegativeNumber: Schema.Schema<number> = decode.NonNegativeNumber
+
+/**
+ * A finite number > 0.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Input } from "@rein/core"
+ *
+ * const Cap = Schema.Struct({ maxTotalCost: Input.PositiveNumber })
+ * ```
+ * @since 0.1.0
+ */
+export const PositiveNumber: Schema.Schema<number> = decode.PositiveNumber
+
+/**
+ * An integer ≥ 0 (a safe integer: counts above 2^53 lose precision).
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Input } from "@rein/core"
+ *
+ * const Retries = Schema.Struct({ retries: Input.NonNegativeInt })
+ * ```
+ * @since 0.1.0
+ */
+export const NonNegativeInt: Schema.Schema<number> = decode.NonNegativeInt
+
+/**
+ * An integer ≥ 1 (a safe integer).
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Input } from "@rein/core"
+ *
+ * const Pool = Schema.Struct({ concurrency: Input.PositiveInt })
+ * ```
+ * @since 0.1.0
+ */
+export const PositiveInt: Schema.Schema<number> = decode.PositiveInt
+
+/**
+ * A number between 0 and 1, both included.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Input } from "@rein/core"
+ *
+ * const Sampling = Schema.Struct({ share: Input.Fraction })
+ * ```
+ * @since 0.1.0
+ */
+export const Fraction: Schema.Schema<number> = decode.Fraction
+
+/**
+ * A record keyed by strings that keeps every key as data and decodes into a null-prototype object: a
+ * `"__proto__"` key is an entry like any other (with `Schema.Record` it silently replaces the result's
+ * prototype), and looking up an absent `"constructor"` finds nothing.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Input } from "@rein/core"
+ *
+ * const Capacity = Input.OwnRecord(Input.PositiveInt)
+ * Schema.decodeUnknownSync(Capacity)(JSON.parse('{"__proto__": 2}'))["__proto__"] // 2
+ * ```
+ * @since 0.1.0
+ */
+export const OwnRecord: <A, I>(
+  value: Schema.Schema<A, I>
+) => Schema.Schema<{ readonly [key: string]: A }, { readonly [key: string]: I }> = decode.OwnRecord

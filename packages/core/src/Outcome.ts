@@ -172,7 +172,9 @@ export const RefusalReason = Schema.Literal(
   "nested_retries",
   "no_input_bound",
   "no_legal_candidate",
-  "invalid_request"
+  "invalid_request",
+  /** A contract candidate the catalog does not know (a likely typo): refused before any call. */
+  "unknown_candidate"
 )
 
 /**

@@ -87,7 +87,12 @@ describe("the executor around interruption and the deadline", () => {
         Rein.layer({ catalog: cat, providers: { fake: fake.provider }, health: false }),
         Layer.succeed(Health.Health, health)
       )
-      const c = contract({ deadline: "30 seconds", attemptTimeout: "1 second", teardownGrace: "5 seconds" })
+      const c = contract({
+        deadline: "30 seconds",
+        attemptTimeout: "1 second",
+        teardownGrace: "5 seconds",
+        candidates: ["a"]
+      })
       const fiber = yield* Effect.fork(Rein.execute(request, c).pipe(Effect.provide(layer)))
       yield* TestClock.adjust(1_000) // the attempt times out; its teardown waits for the stubborn provider
       yield* Effect.yieldNow()
@@ -113,7 +118,9 @@ describe("the executor around interruption and the deadline", () => {
         Layer.succeed(Gate.Gate, overstaying)
       )
       const fiber = yield* Effect.fork(
-        Effect.either(Rein.execute(request, contract({ deadline: "1 second" })).pipe(Effect.provide(layer)))
+        Effect.either(
+          Rein.execute(request, contract({ deadline: "1 second", candidates: ["a"] })).pipe(Effect.provide(layer))
+        )
       )
       yield* TestClock.adjust("2 seconds")
       const result = yield* Fiber.join(fiber)

@@ -13,7 +13,7 @@
 import { Either, Schema } from "effect"
 import type { Manifest } from "../ArtifactStore.js"
 import { ArtifactError, ItemRecord, Manifest as ManifestSchema, SCHEMA_VERSION } from "../ArtifactStore.js"
-import { formatParseError } from "./decode.js"
+import { formatParseError } from "./schema.js"
 
 const NEWLINE = 0x0a
 

@@ -6,7 +6,7 @@
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Catalog, Contract } from "@rein/core"
+import { Catalog, Contract, Input } from "@rein/core"
 import { Effect, Either } from "effect"
 import { InputError } from "../InputError.js"
 
@@ -53,13 +53,6 @@ export const parseJson = (text: string, where: string): Either.Either<unknown, I
 export const readJson = (path: string, what: string): Effect.Effect<unknown, InputError, FileSystem.FileSystem> =>
   Effect.flatMap(readText(path, what), (text) => parseJson(text, path))
 
-// Schema reports an optional field's failure a second time as "Expected undefined": noise for a person.
-const withoutNoise = (message: string): string => {
-  const lines = message.split("\n")
-  const kept = lines.filter((l) => !/: Expected undefined, actual /.test(l))
-  return kept.length === 0 ? message : kept.join("\n")
-}
-
 /** Reads, parses and decodes a JSON file, naming the file and field of every problem. @internal */
 export const readDecoded = <A>(
   path: string,
@@ -68,8 +61,7 @@ export const readDecoded = <A>(
 ): Effect.Effect<A, InputError, FileSystem.FileSystem> =>
   Effect.flatMap(
     readJson(path, what),
-    (json) =>
-      Either.mapLeft(decode(json), (message) => new InputError({ message: inFile(path, withoutNoise(message)) }))
+    (json) => Either.mapLeft(decode(json), (message) => new InputError({ message: inFile(path, message) }))
   )
 
 /** Loads a catalog file. @internal */
@@ -81,18 +73,39 @@ export const loadContract = (path: string): Effect.Effect<Contract.Contract, Inp
   readDecoded(path, "contract", (json) => Either.mapLeft(Contract.decode(json), (e) => e.message))
 
 /** Fails when a contract names a candidate the catalog does not know (a likely typo, caught before any call). */
-export const checkCandidates = (
+const checkCandidates = (
   contract: Contract.Contract,
   catalog: Catalog.Catalog,
   contractPath: string
 ): Effect.Effect<void, InputError> => {
-  const unknown = contract.candidates.filter((id) => !catalog.byId.has(id))
+  const unknown = contract.candidates.flatMap((id, i) => catalog.byId.has(id) ? [] : [[i, id] as const])
   return unknown.length === 0 ? Effect.void : Effect.fail(
     new InputError({
       message: inFile(
         contractPath,
-        unknown.map((id) => `candidates: ${JSON.stringify(id)} is not in the catalog`).join("\n")
+        unknown.map(([i, id]) => `candidates.${i}: ${Input.describe(id)} is not in the catalog`).join("\n")
       )
     })
   )
 }
+
+/**
+ * Loads the catalog and the contract every command reads together, and checks that each candidate is in the
+ * catalog: a typo fails here, as bad input (exit 2), not at run time.
+ *
+ * @internal
+ */
+export const loadCatalogAndContract = (
+  catalogPath: string,
+  contractPath: string
+): Effect.Effect<
+  { readonly catalog: Catalog.Catalog; readonly contract: Contract.Contract },
+  InputError,
+  FileSystem.FileSystem
+> =>
+  Effect.gen(function*() {
+    const catalog = yield* loadCatalog(catalogPath)
+    const contract = yield* loadContract(contractPath)
+    yield* checkCandidates(contract, catalog, contractPath)
+    return { catalog, contract }
+  })

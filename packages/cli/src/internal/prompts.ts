@@ -15,7 +15,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { Effect, Either, Option, Schema, Stream } from "effect"
 import { InputError } from "../InputError.js"
 import { describeReadError, parseJson } from "./files.js"
-import { decodeWith, PositiveInt } from "./schema.js"
+import { decodeWith, describe, PositiveInt } from "./schema.js"
 
 /** @internal */
 export interface PromptItem {
@@ -36,12 +36,13 @@ const Item = Schema.Struct({
 
 const decodeItem = decodeWith(Item)
 
-const decodeLine = (json: unknown): Either.Either<string | typeof Item.Type, string> =>
+/** One parsed input line: a prompt string, or an item object; the error names the field. @internal */
+export const decodeLine = (json: unknown): Either.Either<string | typeof Item.Type, string> =>
   typeof json === "string"
     ? Either.right(json)
     : typeof json === "object" && json !== null && !Array.isArray(json)
     ? decodeItem(json)
-    : Either.left(`Expected a prompt string or an object with a "prompt", actual ${JSON.stringify(json)}`)
+    : Either.left(`Expected a prompt string or an object with a "prompt", actual ${describe(json)}`)
 
 // Blank means ASCII whitespace only, the same bytes `countPrompts` skips, so that both agree on the items.
 const BLANK = /^[ \t\r\v\f]*$/

@@ -5,56 +5,45 @@
  * @internal
  */
 import { Input } from "@rein/core"
-import { ParseResult, Schema } from "effect"
+import { Duration, ParseResult, Schema } from "effect"
 
-const parseMillis = Input.parseMillis
+const EXPECTED_OFFSET = "Expected a duration ≥ 0 (milliseconds, or a string such as \"30 seconds\")"
 
-const EXPECTED = "Expected a duration (milliseconds, or a string such as \"30 seconds\")"
-
-const fromInput = (nonNegative: boolean) =>
-  Schema.transformOrFail(Schema.Union(Schema.Number, Schema.String), Schema.Number, {
-    strict: true,
-    decode: (input, _, ast) => {
-      const millis = typeof input === "number" ? input : parseMillis(input)
-      const ok = millis !== undefined && Number.isFinite(millis) && (nonNegative ? millis >= 0 : millis > 0)
-      return ok
-        ? ParseResult.succeed(millis)
-        : ParseResult.fail(
-          new ParseResult.Type(
-            ast,
-            input,
-            `${EXPECTED}${nonNegative ? "" : " > 0"}, actual ${JSON.stringify(input)}`
-          )
-        )
-    },
-    encode: (millis) => ParseResult.succeed(millis)
-  })
-
-/** A positive finite duration, decoded to milliseconds. @internal */
-export const Millis = fromInput(false)
+/** A positive finite duration (the core's rules, the clock's resolution included), decoded to milliseconds. @internal */
+export const Millis = Schema.transform(Input.PositiveDuration, Schema.Number, {
+  strict: true,
+  decode: Duration.toMillis,
+  encode: (millis) => Duration.millis(millis)
+})
 
 /** A finite duration ≥ 0 (an offset from the start), decoded to milliseconds. @internal */
-export const Offset = fromInput(true)
+export const Offset = Schema.transformOrFail(Schema.Union(Schema.Number, Schema.String), Schema.Number, {
+  strict: true,
+  decode: (input, _, ast) => {
+    const millis = typeof input === "number" ? input : Input.parseMillis(input)
+    return millis !== undefined && Number.isFinite(millis) && millis >= 0
+      ? ParseResult.succeed(millis)
+      : ParseResult.fail(new ParseResult.Type(ast, input, `${EXPECTED_OFFSET}, actual ${Input.describe(input)}`))
+  },
+  encode: (millis) => ParseResult.succeed(millis)
+}).annotations({
+  message: (issue) => ({ message: `${EXPECTED_OFFSET}, actual ${Input.describe(issue.actual)}`, override: true })
+})
 
 /** A finite number ≥ 0. @internal */
-export const NonNegative = Schema.Number.pipe(
-  Schema.filter((n) => (Number.isFinite(n) && n >= 0) || `Expected a finite number ≥ 0, actual ${n}`)
-)
+export const NonNegative = Input.NonNegativeNumber
 
 /** An integer ≥ 0. @internal */
-export const NonNegativeInt = Schema.Number.pipe(
-  Schema.filter((n) => (Number.isInteger(n) && n >= 0) || `Expected an integer ≥ 0, actual ${n}`)
-)
+export const NonNegativeInt = Input.NonNegativeInt
 
 /** An integer > 0. @internal */
-export const PositiveInt = Schema.Number.pipe(
-  Schema.filter((n) => (Number.isInteger(n) && n > 0) || `Expected a positive integer, actual ${n}`)
-)
+export const PositiveInt = Input.PositiveInt
 
 /** A number in [0, 1]. @internal */
-export const Fraction = Schema.Number.pipe(
-  Schema.filter((n) => (Number.isFinite(n) && n >= 0 && n <= 1) || `Expected a number between 0 and 1, actual ${n}`)
-)
+export const Fraction = Input.Fraction
+
+/** A value shown safely in a message. @internal */
+export const describe = Input.describe
 
 /** `path: message` lines, as the core's decoders print them. @internal */
 export const formatParseError = Input.formatParseError

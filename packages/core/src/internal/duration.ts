@@ -5,6 +5,7 @@
  * @internal
  */
 import { Duration, Option, ParseResult, Schema } from "effect"
+import { describe } from "./decode.js"
 
 /** Node treats a timer above 2^31−1 ms as "fire now"; every wait Rein starts is clamped below it. @internal */
 export const MAX_TIMER_MILLIS = 2_147_483_647
@@ -58,11 +59,29 @@ export const parseMillis = (input: string): number | undefined => {
 
 const EXPECTED = "Expected a positive finite duration (milliseconds, or a string such as \"30 seconds\")"
 
-const describe = (u: unknown): string => typeof u === "string" ? JSON.stringify(u) : String(u)
+/**
+ * The clock counts whole nanoseconds: a positive duration that rounds to none of them ("0.4 ns", "1e-7 ms")
+ * would become a zero deadline or timeout. It is refused, with its own message (a likely unit mistake).
+ *
+ * @internal
+ */
+export const BELOW_RESOLUTION = "Expected a duration of at least 1 nanosecond (the clock's resolution)"
+
+/**
+ * Milliseconds as a positive `Duration`, or why they are not one (`undefined` millis: the text did not parse).
+ *
+ * @internal
+ */
+export const positive = (millis: number | undefined): Duration.Duration | string => {
+  if (millis === undefined || !Number.isFinite(millis) || millis <= 0) return EXPECTED
+  const duration = Duration.millis(millis)
+  return Duration.isZero(duration) ? BELOW_RESOLUTION : duration
+}
 
 /**
  * A positive, finite duration. Decodes a number of milliseconds or a string such as `"30 seconds"`;
- * rejects NaN, ±Infinity, 0, negatives, booleans and strings that do not parse. Encodes as milliseconds.
+ * rejects NaN, ±Infinity, 0, negatives, durations below one nanosecond, booleans and strings that do not
+ * parse. Encodes as milliseconds.
  *
  * @internal
  */
@@ -74,10 +93,10 @@ export const PositiveDuration: Schema.Schema<Duration.Duration, number | string>
   {
     strict: true,
     decode: (input, _, ast) => {
-      const millis = typeof input === "number" ? input : parseMillis(input)
-      return millis !== undefined && Number.isFinite(millis) && millis > 0
-        ? ParseResult.succeed(Duration.millis(millis))
-        : ParseResult.fail(new ParseResult.Type(ast, input, `${EXPECTED}, actual ${describe(input)}`))
+      const duration = positive(typeof input === "number" ? input : parseMillis(input))
+      return typeof duration === "string"
+        ? ParseResult.fail(new ParseResult.Type(ast, input, `${duration}, actual ${describe(input)}`))
+        : ParseResult.succeed(duration)
     },
     encode: (duration) => ParseResult.succeed(Duration.toMillis(duration))
   }

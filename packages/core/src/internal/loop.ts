@@ -26,6 +26,7 @@ import type { AttemptContext, CompletionRequest, Provider } from "../Provider.js
 import * as Usage from "../Usage.js"
 import * as Attempt from "./attempt.js"
 import { Rein } from "./context.js"
+import { describe } from "./decode.js"
 import { clampMillis } from "./duration.js"
 import { stackless } from "./stackless.js"
 
@@ -131,6 +132,8 @@ export const makeSpec = (
 
 /** What a contract resolves to under one Rein: the nested-retry check, and its specs per request shape. */
 interface Resolved {
+  /** The candidates the catalog does not know (a likely typo, refused before any call), or `null`. */
+  readonly unknown: string | null
   /** Why a candidate's provider is refused (it retries internally), or `null`. */
   readonly nested: string | null
   readonly byShape: Map<string, Planner.Spec>
@@ -147,6 +150,13 @@ const resolved = new WeakMap<Rein["Type"], WeakMap<Contract, Resolved>>()
 const SPECS_PER_CONTRACT = 256
 
 /** Resolves a contract under a Rein once (its providers and catalog are fixed when the layer is built). */
+const unknownCandidates = (ids: ReadonlyArray<string>): string | null =>
+  ids.length === 0
+    ? null
+    : `${ids.length === 1 ? "candidate" : "candidates"} ${ids.map(describe).join(", ")} ${
+      ids.length === 1 ? "is" : "are"
+    } not in the catalog`
+
 const resolve = (rein: Rein["Type"], contract: Contract): Resolved => {
   let byContract = resolved.get(rein)
   if (byContract === undefined) resolved.set(rein, byContract = new WeakMap())
@@ -161,7 +171,11 @@ const resolve = (rein: Rein["Type"], contract: Contract): Resolved => {
         break
       }
     }
-    byContract.set(contract, found = { nested, byShape: new Map(), last: undefined })
+    const unknown = contract.candidates.filter((id) => !rein.catalog.byId.has(id))
+    byContract.set(
+      contract,
+      found = { unknown: unknownCandidates(unknown), nested, byShape: new Map(), last: undefined }
+    )
   }
   return found
 }
@@ -369,6 +383,9 @@ export const prepareIn = (
     )
   }
   const entry = resolve(rein, contract)
+  if (entry.unknown !== null) {
+    return refuse({ context, rein, request, contract, streaming }, "unknown_candidate", entry.unknown)
+  }
   if (entry.nested !== null) {
     return refuse({ context, rein, request, contract, streaming }, "nested_retries", entry.nested)
   }
