@@ -133,6 +133,43 @@ describe("Health: retry budgets", () => {
   )
 })
 
+describe("Health: retry budgets per endpoint", () => {
+  const op = fc.oneof(
+    fc.record({ first: fc.constantFrom("a", "b", "c"), candidates: fc.subarray(["a", "b", "c"]) }),
+    fc.record({ extra: fc.constantFrom("a", "b", "c"), role: fc.constantFrom("retry" as const, "fallback" as const) })
+  )
+  it.effect.prop(
+    "extra attempts on an endpoint ≤ capacity + ratio × first attempts of the requests listing it; globally ≤ capacity + ratio × first attempts",
+    [fc.integer({ min: 1, max: 5 }), fc.constantFrom(0.1, 0.2, 0.5), fc.array(op, { maxLength: 200 })],
+    ([capacity, depositRatio, ops]) =>
+      Effect.gen(function*() {
+        const health = yield* Health.make({ capacity, depositRatio })
+        const listed: Record<string, number> = { a: 0, b: 0, c: 0 }
+        const extras: Record<string, number> = { a: 0, b: 0, c: 0 }
+        let firsts = 0
+        let total = 0
+        for (const o of ops) {
+          if ("first" in o) {
+            const candidates = [o.first, ...o.candidates.filter((c) => c !== o.first)]
+            yield* health.acquire(0, o.first, "first", candidates)
+            firsts++
+            for (const c of candidates) listed[c]!++
+          } else {
+            const permit = yield* Effect.either(health.acquire(0, o.extra, o.role))
+            if (Either.isRight(permit)) {
+              extras[o.extra]!++
+              total++
+            }
+          }
+        }
+        expect(total).toBeLessThanOrEqual(capacity + depositRatio * firsts + 1e-9)
+        for (const id of ["a", "b", "c"]) {
+          expect(extras[id]).toBeLessThanOrEqual(capacity + depositRatio * listed[id]! + 1e-9)
+        }
+      })
+  )
+})
+
 describe("Health: attribution under traffic", () => {
   it.effect(
     "an outage: a opens, traffic falls back to b, a is probed each cooldown and closes after recovery",
@@ -201,25 +238,39 @@ describe("Health: attribution under traffic", () => {
     { timeout: 120_000 }
   )
 
-  it.effect("a stalling endpoint never opens its breaker; its fallbacks are bounded by the retry budget", () =>
-    Effect.gen(function*() {
-      const health = yield* Health.make()
-      const fake = Fake.make({ a: [Fake.hang], b: [Fake.succeed()] })
-      const c = contract({ deadline: "10 seconds", attemptTimeout: "1 second", retry: { perEndpoint: 0 } })
-      const results: Array<Either.Either<Outcome.Completion, Outcome.Terminal>> = []
-      for (let i = 0; i < 20; i++) {
-        const fiber = yield* Effect.fork(
-          Effect.either(Rein.execute(request, c).pipe(Effect.provide(withHealth(health, fake.provider))))
-        )
-        yield* TestClock.adjust("2 seconds")
-        results.push(yield* Fiber.join(fiber))
-      }
-      // b's bucket starts with 10 tokens and b never gets a first attempt to refill it: exactly 10 fallbacks.
-      expect(results.filter(Either.isRight).length).toBe(10)
-      expect(results.slice(10).every((r) => Either.isLeft(r) && r.left._tag === "PlanExhausted")).toBe(true)
-      expect(yield* health.breaker(40_000, "a")).toBe("closed")
-      expect((yield* fake.calls).filter((x) => x.endpoint === "a").length).toBe(20)
-    }))
+  it.effect.prop(
+    "a stalling endpoint never opens its breaker; its fallbacks track capacity + depositRatio × first attempts",
+    [
+      fc.integer({ min: 1, max: 10 }),
+      fc.constantFrom(0.1, 0.2, 0.25, 0.5),
+      fc.integer({ min: 20, max: 120 })
+    ],
+    ([capacity, depositRatio, n]) =>
+      Effect.gen(function*() {
+        const health = yield* Health.make({ capacity, depositRatio })
+        const fake = Fake.make({ a: [Fake.hang], b: [Fake.succeed()] })
+        const c = contract({ deadline: "10 seconds", attemptTimeout: "1 second", retry: { perEndpoint: 0 } })
+        let fallbacks = 0
+        for (let k = 1; k <= n; k++) {
+          const fiber = yield* Effect.fork(
+            Effect.either(Rein.execute(request, c).pipe(Effect.provide(withHealth(health, fake.provider))))
+          )
+          yield* TestClock.adjust("2 seconds")
+          const result = yield* Fiber.join(fiber)
+          if (Either.isRight(result)) fallbacks++
+          else expect(result.left._tag).toBe("PlanExhausted")
+          // Every request's first attempt is on a: the bound after k of them is capacity + ratio × k. The
+          // fallbacks never exceed it, and (one per request at most) never fall more than a token plus the
+          // first deposit (lost to the full bucket) behind it: one fallback per 1 / ratio requests, for good.
+          const bound = capacity + depositRatio * k
+          expect(fallbacks).toBeLessThanOrEqual(bound + 1e-9)
+          expect(fallbacks).toBeGreaterThanOrEqual(Math.min(k, bound - depositRatio - 1 - 1e-9))
+        }
+        expect(yield* health.breaker(4 * n * 1_000, "a")).toBe("closed")
+        expect((yield* fake.calls).filter((x) => x.endpoint === "a").length).toBe(n)
+      }),
+    { timeout: 120_000, fastCheck: { numRuns: 10 } }
+  )
 
   it.effect("an impatient caller (50 ms deadline) never opens a healthy 100 ms endpoint's breaker", () =>
     Effect.gen(function*() {

@@ -265,10 +265,10 @@ export interface Committed<S> {
 export const causeOf = (p: Progress): Outcome.Cause | null =>
   p.last === null || p.current === null ? null : { kind: p.last.kind, code: p.last.code, endpoint: p.current }
 
-const NO_HEALTH: Planner.Snapshot["health"] = {}
+const NO_HEALTH: Planner.Snapshot["health"] = Object.freeze(Object.create(null))
 const SUCCESS: Health.Result = { _tag: "success" }
 const NEUTRAL: Health.Result = { _tag: "neutral" }
-const NO_TOKENS: Planner.Snapshot["retryTokens"] = { global: null, endpoints: {} }
+const NO_TOKENS: Planner.Snapshot["retryTokens"] = { global: null, endpoints: Object.freeze(Object.create(null)) }
 const UNKNOWN_AFTER_DISPATCH = { dispatched: true, usage: "unknown", actualCost: null } as const
 const nowMillis = (nanos: bigint): number => Number(nanos) / 1e6
 
@@ -491,7 +491,7 @@ const acquire = <S, B>(
   if (health !== undefined) {
     // The slot is for when the attempt starts: after its wait.
     const at = nowMillis(env.clock.unsafeCurrentTimeNanos()) + decision.waitMillis
-    const acquired = health.unsafeAcquire(at, decision.endpoint, decision.role)
+    const acquired = health.unsafeAcquire(at, decision.endpoint, decision.role, env.ids)
     if (acquired._tag === "Left") {
       return Effect.zipRight(
         settle(env, decision.reservation, ZERO),
