@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Fake, Health, Rein } from "@rein/core"
+import { Failure, Fake, Health, Rein } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
 import { Clock, Effect, Either, FastCheck as fc, Fiber, Layer, Ref, TestClock } from "effect"
 import { catalog, contract, endpoint } from "./fixtures.js"
@@ -61,6 +61,43 @@ describe("Health: breakers", () => {
       expect(yield* health.breaker(30_000, "a")).toBe("half_open")
       const view = yield* health.view(10_000, ["a"])
       expect(view.health.a).toMatchObject({ state: "open", opensInMillis: 20_000 })
+    }))
+
+  it.effect.each([
+    ["retry-after-ms", { "retry-after-ms": "1000000000000000" }],
+    ["retry-after seconds", { "retry-after": "1000000000000" }],
+    ["retry-after seconds beyond a double", { "retry-after": "9".repeat(400) }],
+    ["an HTTP date a year away", { "retry-after": "Fri, 01 Jan 2027 00:00:00 GMT" }]
+  ] as const)(
+    "a 429 whose %s is huge opens the breaker for the contract's maxRetryAfter (10 minutes), no longer",
+    ([, headers]) =>
+      Effect.gen(function*() {
+        const health = yield* Health.make()
+        const retryAfterMillis = Failure.parseRetryAfter(headers, Date.UTC(2026, 0, 1))
+        const provider: Provider.Provider = {
+          internalMaxAttempts: 1,
+          call: (_req, ctx) =>
+            ctx.endpoint.id === "a"
+              ? Effect.fail(Failure.fromEvidence({ status: 429 }, { dispatched: true, retryAfterMillis }))
+              : Effect.succeed({ text: "ok", usage: { inputTokens: 1, outputTokens: 1 } })
+        }
+        const c = contract({ deadline: "10 seconds", retry: { perEndpoint: 0 } })
+        const answer = yield* Rein.execute(request, c).pipe(Effect.provide(withHealth(health, provider)))
+        expect(answer.endpoint).toBe("b")
+        expect(answer.attempts[0]!.retryAfterMillis).toBe(600_000)
+        expect(yield* health.breaker(599_999, "a")).toBe("open")
+        expect(yield* health.breaker(600_000, "a")).toBe("half_open")
+      })
+  )
+
+  it.effect("the contract's retry.maxRetryAfter is the one bound on every provider's Retry-After", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make()
+      const fake = Fake.make({ a: [Fake.fail("rate_limited", { retryAfter: "1000 days" })], b: [Fake.succeed()] })
+      const c = contract({ deadline: "10 seconds", retry: { perEndpoint: 0, maxRetryAfter: "1 minute" } })
+      const answer = yield* Rein.execute(request, c).pipe(Effect.provide(withHealth(health, fake.provider)))
+      expect(answer.attempts[0]!.retryAfterMillis).toBe(60_000)
+      expect(yield* health.breaker(60_000, "a")).toBe("half_open")
     }))
 
   it.effect("a probe failure reopens with a grown cooldown; a probe success closes", () =>

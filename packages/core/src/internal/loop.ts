@@ -648,7 +648,7 @@ const start = <S, B>(
       status,
       failure: kind,
       code: failure !== undefined ? failure.code : end._tag === "Timeout" ? `${status}_expired` : null,
-      retryAfterMillis: failure?.retryAfterMillis ?? null,
+      retryAfterMillis: failure === undefined ? null : boundRetryAfter(failure.retryAfterMillis, env.contract),
       backoffMillis: 0,
       reservation: decision.reservation,
       usage,
@@ -786,6 +786,16 @@ const start = <S, B>(
   }
   return driver.attempt(provider, context, timeoutMillis, { then, interrupted: onInterrupted })
 }
+
+/**
+ * A provider's Retry-After as Rein honours it: clamped to the contract's `retry.maxRetryAfter`, whatever
+ * the provider (an adapter, the fake, a user's own) put there, so no wait, breaker or shared cooldown
+ * downstream ever sees more. Not a number, or negative: no hint.
+ */
+const boundRetryAfter = (millis: number | undefined, contract: Contract): number | null =>
+  millis === undefined || !(millis >= 0)
+    ? null
+    : Math.min(millis, Duration.toMillis(contract.retry.maxRetryAfter))
 
 /** The deadline expired before an attempt could start on `endpoint`. */
 const expiredAtAdmission = (progress: Progress, endpoint: Endpoint) =>
