@@ -239,7 +239,10 @@ export const decode: (input: unknown) => Either.Either<Scenario, string> = decod
  * @since 0.1.0
  */
 export const behaviourAt = (scenario: Scenario, endpoint: string, offsetMillis: number): Behaviour => {
-  const phases = scenario.endpoints[endpoint]
+  // An own entry only: an endpoint called `constructor` has no behaviour unless the scenario gives it one.
+  const phases = Object.prototype.hasOwnProperty.call(scenario.endpoints, endpoint)
+    ? scenario.endpoints[endpoint]
+    : undefined
   if (phases !== undefined) {
     for (const phase of phases) {
       if (offsetMillis >= phase.from && (phase.until === undefined || offsetMillis < phase.until)) {
