@@ -541,10 +541,17 @@ const derivedSpec = (record: JournalRecord): Either.Either<Contract, ReplayMisma
   }
   const recorded = record.spec
   const facts = new Map(recorded.candidates.map((c) => [c.id, c]))
-  const spec = Derive.derive(contract.right, endpoints, (e) => ({
-    hasProvider: facts.get(e.id)?.hasProvider ?? false,
-    simulated: facts.get(e.id)?.simulated ?? false
-  }), recorded.inputTokens, recorded.maxOutputTokens, { streaming: recorded.requires.streaming })
+  const spec = Derive.derive(
+    contract.right,
+    endpoints,
+    (e) => ({
+      hasProvider: facts.get(e.id)?.hasProvider ?? false,
+      simulated: facts.get(e.id)?.simulated ?? false
+    }),
+    recorded.inputTokens,
+    recorded.maxOutputTokens,
+    { streaming: recorded.requires.streaming }
+  )
   const field = firstDifference(recorded, spec)
   if (field === undefined) return Either.right(contract.right)
   return Either.left(

@@ -63,12 +63,14 @@ describe("Health: breakers", () => {
       expect(view.health.a).toMatchObject({ state: "open", opensInMillis: 20_000 })
     }))
 
-  it.effect.each([
-    ["retry-after-ms", { "retry-after-ms": "1000000000000000" }],
-    ["retry-after seconds", { "retry-after": "1000000000000" }],
-    ["retry-after seconds beyond a double", { "retry-after": "9".repeat(400) }],
-    ["an HTTP date a year away", { "retry-after": "Fri, 01 Jan 2027 00:00:00 GMT" }]
-  ] as const)(
+  it.effect.each(
+    [
+      ["retry-after-ms", { "retry-after-ms": "1000000000000000" }],
+      ["retry-after seconds", { "retry-after": "1000000000000" }],
+      ["retry-after seconds beyond a double", { "retry-after": "9".repeat(400) }],
+      ["an HTTP date a year away", { "retry-after": "Fri, 01 Jan 2027 00:00:00 GMT" }]
+    ] as const
+  )(
     "a 429 whose %s is huge opens the breaker for the contract's maxRetryAfter (10 minutes), no longer",
     ([, headers]) =>
       Effect.gen(function*() {

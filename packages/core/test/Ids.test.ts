@@ -9,18 +9,21 @@ const request = { prompt: "p", inputTokens: 10, maxOutputTokens: 10 }
 
 describe("endpoint ids that are Object.prototype names", () => {
   for (const health of [true, false]) {
-    it.effect.each(names)(`%s is callable like any other id (health ${health ? "on" : "off"})`, (id) =>
-      Effect.gen(function*() {
-        const fake = Fake.make({ [id]: [Fake.succeed()] })
-        const layer = Rein.layer({
-          catalog: catalog(endpoint(id)),
-          providers: { fake: fake.provider },
-          ...(health ? {} : { health: false })
+    it.effect.each(names)(
+      `%s is callable like any other id (health ${health ? "on" : "off"})`,
+      (id) =>
+        Effect.gen(function*() {
+          const fake = Fake.make({ [id]: [Fake.succeed()] })
+          const layer = Rein.layer({
+            catalog: catalog(endpoint(id)),
+            providers: { fake: fake.provider },
+            ...(health ? {} : { health: false })
+          })
+          const answer = yield* Rein.execute(request, contract({ candidates: [id] })).pipe(Effect.provide(layer))
+          expect(answer.endpoint).toBe(id)
+          expect((yield* fake.calls).map((c) => c.endpoint)).toEqual([id])
         })
-        const answer = yield* Rein.execute(request, contract({ candidates: [id] })).pipe(Effect.provide(layer))
-        expect(answer.endpoint).toBe(id)
-        expect((yield* fake.calls).map((c) => c.endpoint)).toEqual([id])
-      }))
+    )
   }
 
   it.effect.each(names)("%s as a fallback: its breaker and retry bucket are its own", (id) =>
@@ -28,7 +31,11 @@ describe("endpoint ids that are Object.prototype names", () => {
       const fake = Fake.make({ a: [Fake.fail("overloaded")], [id]: [Fake.succeed()] })
       const h = yield* Health.make()
       const layer = Layer.merge(
-        Rein.layer({ catalog: catalog(endpoint("a"), endpoint(id)), providers: { fake: fake.provider }, health: false }),
+        Rein.layer({
+          catalog: catalog(endpoint("a"), endpoint(id)),
+          providers: { fake: fake.provider },
+          health: false
+        }),
         Layer.succeed(Health.Health, h)
       )
       const answer = yield* Rein.execute(request, contract({ candidates: ["a", id], retry: { perEndpoint: 0 } })).pipe(

@@ -62,13 +62,20 @@ export const makeSpec = (
   options: { readonly streaming?: boolean; readonly order?: ReadonlyArray<string> } = {}
 ): Planner.Spec => {
   const streaming = options.streaming === true
-  return Spec.derive(contract, endpoints, (e) => {
-    const provider = providers.get(e.provider)
-    return {
-      hasProvider: provider !== undefined && (!streaming || provider.stream !== undefined),
-      simulated: provider?.simulated === true
-    }
-  }, inputTokens, maxOutputTokens, options)
+  return Spec.derive(
+    contract,
+    endpoints,
+    (e) => {
+      const provider = providers.get(e.provider)
+      return {
+        hasProvider: provider !== undefined && (!streaming || provider.stream !== undefined),
+        simulated: provider?.simulated === true
+      }
+    },
+    inputTokens,
+    maxOutputTokens,
+    options
+  )
 }
 
 /** What a contract resolves to under one Rein: the nested-retry check, and its specs per request shape. */
