@@ -280,7 +280,8 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
     yield* display.finish
     const ended = yield* Clock.currentTimeMillis
 
-    const byEndpoint: Record<string, number> = {}
+    // No prototype: an endpoint called `constructor` is counted like any other.
+    const byEndpoint: Record<string, number> = Object.create(null)
     const durations: Array<number> = []
     for (const r of summary.results) {
       if (r._tag === "Succeeded") {

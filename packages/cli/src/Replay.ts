@@ -1,7 +1,8 @@
 /**
  * `rein replay rec.jsonl`: re-runs the pure planner over every recorded snapshot and compares each
- * decision with the recorded one, byte for byte (canonical JSON). Exit 0 when all reproduce; otherwise the
- * first difference — request, decision number, field, recorded and replayed values — and exit 3.
+ * decision with the recorded one, byte for byte (canonical JSON), after checking that each record's spec
+ * derives from its contract and that its snapshots fit that contract. Exit 0 when all reproduce; otherwise
+ * the first difference — request, decision number, field, recorded and replayed values — and exit 3.
  *
  * @since 0.1.0
  */
@@ -36,6 +37,7 @@ export type ReplayReport =
     /** 1-based index of the record (line order) holding the first difference. */
     readonly record: number
     readonly requestId: string
+    /** 1-based; 0: the record's spec does not derive from its contract (`field` names the contract field). */
     readonly decision: number
     readonly field: string
     readonly recorded: string
@@ -95,7 +97,9 @@ export const render = (r: ReplayReport): string =>
       r.requests === 1 ? "" : "s"
     }: every decision reproduces byte for byte`
     : [
-      `replay mismatch in record ${r.record} (request ${r.requestId}), decision ${r.decision}, field ${r.field}:`,
+      r.decision === 0
+        ? `replay mismatch in record ${r.record} (request ${r.requestId}): its spec is not what its contract gives, field ${r.field}:`
+        : `replay mismatch in record ${r.record} (request ${r.requestId}), decision ${r.decision}, field ${r.field}:`,
       `  recorded: ${r.recorded}`,
       `  replayed: ${r.replayed}`
     ].join("\n")

@@ -253,7 +253,8 @@ const summarise = (
   const endpoints: Record<
     string,
     { attempts: number; answered: number; failures: Record<string, number>; transitions: number }
-  > = {}
+  > = Object.create(null)
+  // No prototype: an endpoint called `constructor` is counted like any other.
   const endpoint = (id: string) => (endpoints[id] ??= { attempts: 0, answered: 0, failures: {}, transitions: 0 })
   let attempts = 0
   let retries = 0

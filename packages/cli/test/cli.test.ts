@@ -219,6 +219,43 @@ describe("rein run, replay, explain", () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, decision: 2, field: "waitMillis" })
   }, 120_000)
 
+  it("a record whose contract was edited makes replay exit 3 naming the contract field", async () => {
+    const record = path.join(tmp, "edited.jsonl")
+    const r = await rein([
+      "run",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--prompt",
+      "Hello",
+      "--scenario",
+      failingA(),
+      "--record",
+      record
+    ])
+    expect(r.code).toBe(0)
+    const original = fs.readFileSync(record, "utf8").trim()
+    const edit = (name: string, change: (line: { contract: Record<string, unknown> }) => void) => {
+      const line = JSON.parse(original)
+      change(line)
+      return file(name, `${JSON.stringify(line)}\n`)
+    }
+    const retry = await rein([
+      "replay",
+      edit("edited-retry.jsonl", (l) => void (l.contract.retry = { ...(l.contract.retry as object), max: 3000 }))
+    ])
+    expect(retry.code).toBe(3)
+    expect(retry.stderr).toMatch(/its spec is not what its contract gives, field contract\.retry\.max/)
+    const deadline = await rein([
+      "replay",
+      edit("edited-deadline.jsonl", (l) => void (l.contract.deadline = 10_000)),
+      "--json"
+    ])
+    expect(deadline.code).toBe(3)
+    expect(JSON.parse(deadline.stdout)).toMatchObject({ ok: false, decision: 1, field: "contract.deadline" })
+  }, 120_000)
+
   it("never prints or records the API key of the real adapter", async () => {
     const realCatalog = file(
       "real-catalog.json",

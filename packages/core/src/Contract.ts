@@ -32,7 +32,9 @@ export class BudgetLimits extends Schema.Class<BudgetLimits>("BudgetLimits")({
 
 /**
  * How one endpoint is retried: `perEndpoint` retries after the first attempt, exponential backoff from
- * `base` by `factor` up to `max`, with ±`jitter` (a fraction) drawn from Effect's `Random`.
+ * `base` by `factor` up to `max`, with ±`jitter` (a fraction) drawn from Effect's `Random`. A server's
+ * Retry-After, in whatever form, is honoured up to `maxRetryAfter` (default 10 minutes): longer hints are
+ * clamped to it before anything (a wait, a breaker, a batch's shared cooldown) consumes them.
  *
  * @since 0.1.0
  */
@@ -45,6 +47,8 @@ export class RetryPolicy extends Schema.Class<RetryPolicy>("RetryPolicy")({
     default: () => 2
   }),
   max: Schema.optionalWith(PositiveDuration, { default: () => Duration.millis(4_000) }),
+  /** The longest Retry-After honoured: a longer one (a server's typo, an hour-long date) is clamped to it. */
+  maxRetryAfter: Schema.optionalWith(PositiveDuration, { default: () => Duration.minutes(10) }),
   jitter: Schema.optionalWith(Fraction, { default: () => 0.2 })
 }) {}
 

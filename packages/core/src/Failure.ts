@@ -252,12 +252,12 @@ export const normaliseCode = (evidence: Evidence, kind: FailureKind): string => 
   return raw.replace(/[^A-Za-z0-9_.:-]/g, "_").slice(0, 64)
 }
 
-const HTTP_DATE_MAX_MILLIS = 24 * 3_600_000
-
 /**
  * Parses a server's wait hint, in milliseconds: `retry-after-ms` first, then `retry-after` as seconds or
- * as an HTTP date (relative to `nowMillis`, wall-clock). Negative, non-finite or unparsable values are
- * ignored; a past date is 0. Header names are matched case-insensitively.
+ * as an HTTP date (relative to `nowMillis`, wall-clock). Negative, `NaN` or unparsable values are ignored;
+ * a past date is 0; a value too large for a number is the largest safe integer. Header names are matched
+ * case-insensitively. No form is capped here: the executor clamps every hint, whichever form and whichever
+ * provider it came from, to the contract's `retry.maxRetryAfter` (10 minutes by default).
  *
  * @example
  * ```ts
@@ -284,18 +284,18 @@ export const parseRetryAfter = (
   }
   if (ms !== undefined) {
     const n = Number(ms.trim())
-    if (ms.trim() !== "" && Number.isFinite(n) && n >= 0) return n
+    if (ms.trim() !== "" && n >= 0) return finite(n)
   }
   if (seconds !== undefined) {
     const trimmed = seconds.trim()
-    if (/^\d+(\.\d+)?$/.test(trimmed)) return Number(trimmed) * 1000
+    if (/^\d+(\.\d+)?$/.test(trimmed)) return finite(Number(trimmed) * 1000)
     const date = Date.parse(trimmed)
-    if (Number.isFinite(date) && /[a-z]/i.test(trimmed)) {
-      return Math.min(HTTP_DATE_MAX_MILLIS, Math.max(0, date - nowMillis))
-    }
+    if (Number.isFinite(date) && /[a-z]/i.test(trimmed)) return finite(Math.max(0, date - nowMillis))
   }
   return undefined
 }
+
+const finite = (millis: number): number => Math.min(millis, Number.MAX_SAFE_INTEGER)
 
 /**
  * Builds a `ProviderFailure` from structured evidence: the one way adapters should make failures.

@@ -209,14 +209,18 @@ const toFailure = (step: Extract<Step, { _tag: "Fail" }>): ProviderFailure => {
  * @since 0.1.0
  */
 export const make = (
-  scripts: Readonly<Record<string, ReadonlyArray<Step>>>,
+  scripts: Readonly<Record<string, ReadonlyArray<Step>>> | ReadonlyMap<string, ReadonlyArray<Step>>,
   options: { readonly simulated?: boolean; readonly internalMaxAttempts?: number } = {}
 ): Fake => {
+  // By id in a Map: an endpoint called `constructor` has its own script, not `Object`'s.
+  const byEndpoint: ReadonlyMap<string, ReadonlyArray<Step>> = scripts instanceof Map
+    ? scripts
+    : new Map(Object.entries(scripts))
   const cursors = new Map<string, number>()
   const calls = Ref.unsafeMake<ReadonlyArray<Call>>([])
   const teardowns = Ref.unsafeMake(0)
   const next = (endpoint: string): Step => {
-    const script = scripts[endpoint]
+    const script = byEndpoint.get(endpoint)
     if (script === undefined || script.length === 0) return DEFAULT
     const i = cursors.get(endpoint) ?? 0
     cursors.set(endpoint, i + 1)

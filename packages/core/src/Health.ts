@@ -9,9 +9,14 @@
  * lengthen a cooldown, never shorten it.
  *
  * A retry budget in the style of gRPC retry throttling and Finagle's RetryBudget: a token bucket, global
- * and per endpoint. First attempts deposit `depositRatio` tokens, each retry or fallback withdraws one, and
- * none is admitted without a whole token. Under an outage, extra attempts are bounded by
- * `capacity + depositRatio × first attempts`, whatever the interleaving.
+ * and per endpoint. A request's first attempt deposits `depositRatio` tokens into the global bucket and into
+ * the bucket of each of its candidates (every endpoint the request may run on); each retry or fallback
+ * withdraws one from the global bucket and from the bucket of the endpoint it runs on, and none is
+ * admitted without a whole token in both. So, whatever the interleaving, extra attempts are bounded by
+ * `capacity + depositRatio × first attempts` globally, and the extra attempts on an endpoint by
+ * `capacity + depositRatio × first attempts of the requests that list it`: a secondary endpoint that never
+ * gets a first attempt is still funded by the requests that may fall back to it, and a stalling primary's
+ * fallbacks keep flowing at that rate for as long as the stall lasts.
  *
  * Only provider-attributed failures (the failure table's `health` column: rate limits, overload, server
  * errors, malformed responses) count against an endpoint. Caller interruption, the caller's deadline,
@@ -30,6 +35,7 @@ import { Context, Effect, Either, Layer, Metric, MetricLabel } from "effect"
 import type { FailureKind, Rule } from "./Failure.js"
 import { toMillis } from "./internal/duration.js"
 import type { HealthView, Role } from "./Planner.js"
+import { hasToken } from "./Planner.js"
 
 /**
  * Breaker and retry-budget settings, with their defaults.
@@ -100,11 +106,6 @@ interface EndpointState {
   readonly degraded: number
 }
 
-interface State {
-  readonly endpoints: { readonly [id: string]: EndpointState }
-  readonly globalTokens: number
-}
-
 /**
  * What an admitted attempt holds until it completes.
  *
@@ -150,14 +151,28 @@ export class Health extends Context.Tag("@rein/core/Health")<Health, {
   readonly config: Config
   /** The planner's view: breaker states and retry tokens, as of `nowMillis` (monotonic). */
   readonly view: (nowMillis: number, endpoints: ReadonlyArray<string>) => Effect.Effect<View>
-  /** Takes a probe slot and a retry token as `role` needs, or refuses. */
-  readonly acquire: (nowMillis: number, endpoint: string, role: Role) => Effect.Effect<Permit, Refusal>
+  /**
+   * Takes a probe slot on `endpoint` and, for a retry or fallback, a retry token from the global bucket and
+   * from `endpoint`'s, or refuses. A first attempt deposits into the global bucket and into the bucket of
+   * each of the request's `candidates` (default: `endpoint` alone).
+   */
+  readonly acquire: (
+    nowMillis: number,
+    endpoint: string,
+    role: Role,
+    candidates?: ReadonlyArray<string>
+  ) => Effect.Effect<Permit, Refusal>
   /** Records how an admitted attempt ended. */
   readonly complete: (nowMillis: number, permit: Permit, result: Result) => Effect.Effect<void>
   /** `view` as one synchronous read. */
   readonly unsafeView: (nowMillis: number, endpoints: ReadonlyArray<string>) => View
   /** `acquire` as one synchronous check-and-update. */
-  readonly unsafeAcquire: (nowMillis: number, endpoint: string, role: Role) => Either.Either<Permit, Refusal>
+  readonly unsafeAcquire: (
+    nowMillis: number,
+    endpoint: string,
+    role: Role,
+    candidates?: ReadonlyArray<string>
+  ) => Either.Either<Permit, Refusal>
   /** `complete` as one synchronous update; the returned effect publishes the metrics that changed. */
   readonly unsafeComplete: (nowMillis: number, permit: Permit, result: Result) => Effect.Effect<void>
   /** Marks an endpoint degraded while an abandoned attempt is still tearing down; the effect undoes it. */
@@ -167,7 +182,8 @@ export class Health extends Context.Tag("@rein/core/Health")<Health, {
 }>() {}
 
 /**
- * The planner's view of health.
+ * The planner's view of health. Both records have no prototype: an endpoint id such as `constructor` is
+ * an entry like any other.
  *
  * @since 0.1.0
  */
@@ -235,10 +251,16 @@ const stateNumber = (s: BreakerState): number => (s === "closed" ? 0 : s === "ha
  */
 export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"]> =>
   Effect.sync(() => {
-    let state: State = { endpoints: {}, globalTokens: options.capacity ?? defaults.capacity }
     const config: Config = { ...defaults, ...options }
+    // The state: endpoint states by id (immutable values, replaced on change) and the global bucket.
+    // `version` counts changes, so that a view can be reused while nothing changed.
+    const endpoints = new Map<string, EndpointState>()
+    let globalTokens = config.capacity
+    let version = 0
     const windowSize = Math.max(1, Math.min(30, Math.floor(config.windowSize)))
     const reported = new Map<string, number>()
+    /** Buckets filled by a first attempt on another endpoint, whose gauges the next completion sets. */
+    const unreported = new Set<string>()
     const baseCooldown = toMillis(config.cooldown)
     const maxCooldown = toMillis(config.maxCooldown)
     const fresh: EndpointState = {
@@ -252,23 +274,26 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
       tokens: config.capacity,
       degraded: 0
     }
-    const get = (s: State, id: string): EndpointState => s.endpoints[id] ?? fresh
+    const get = (id: string): EndpointState => endpoints.get(id) ?? fresh
     /** An open breaker whose cooldown has passed is half-open. */
     const current = (e: EndpointState, now: number): BreakerState =>
       e.state === "open" && now >= e.openUntil ? "half_open" : e.state
-    const put = (s: State, id: string, e: EndpointState): State => ({ ...s, endpoints: { ...s.endpoints, [id]: e } })
+    const put = (id: string, before: EndpointState, after: EndpointState): void => {
+      if (endpoints.get(id) === before && same(before, after)) return
+      endpoints.set(id, after)
+      version++
+    }
 
     // The last view, reused while the state and the endpoints asked for are the same and no breaker in it is
     // open (an open breaker's view changes with the clock).
-    let viewed: { state: State; endpoints: ReadonlyArray<string>; view: View } | undefined = undefined
-    const unsafeView = (now: number, endpoints: ReadonlyArray<string>): View => {
-      const s = state
-      if (viewed !== undefined && viewed.state === s && viewed.endpoints === endpoints) return viewed.view
-      const health: Record<string, HealthView> = {}
-      const tokens: Record<string, number> = {}
+    let viewed: { version: number; endpoints: ReadonlyArray<string>; view: View } | undefined = undefined
+    const unsafeView = (now: number, ids: ReadonlyArray<string>): View => {
+      if (viewed !== undefined && viewed.version === version && viewed.endpoints === ids) return viewed.view
+      const health: Record<string, HealthView> = Object.create(null)
+      const tokens: Record<string, number> = Object.create(null)
       let timeless = true
-      for (const id of endpoints) {
-        const e = s.endpoints[id]
+      for (const id of ids) {
+        const e = endpoints.get(id)
         if (e === undefined) continue
         const state = current(e, now)
         if (e.state === "open") timeless = false
@@ -281,8 +306,8 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
           }
         tokens[id] = e.tokens
       }
-      const view: View = { health, retryTokens: { global: s.globalTokens, endpoints: tokens } }
-      viewed = timeless ? { state: s, endpoints, view } : undefined
+      const view: View = { health, retryTokens: { global: globalTokens, endpoints: tokens } }
+      viewed = timeless ? { version, endpoints: ids, view } : undefined
       return view
     }
 
@@ -294,29 +319,50 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
       return p
     }
 
-    const unsafeAcquire = (now: number, endpoint: string, role: Role): Either.Either<Permit, Refusal> => {
-      const s = state
-      const e = get(s, endpoint)
+    const deposit = (tokens: number): number => Math.min(config.capacity, tokens + config.depositRatio)
+
+    /** A first attempt's deposit into the buckets of the request's other candidates (only those not full). */
+    const fund = (endpoint: string, candidates: ReadonlyArray<string>): void => {
+      for (const id of candidates) {
+        if (id === endpoint) continue
+        // An endpoint without state has a full bucket: most deposits change nothing and cost one lookup.
+        const c = endpoints.get(id)
+        if (c === undefined || c.tokens >= config.capacity) continue
+        put(id, c, { ...c, tokens: deposit(c.tokens) })
+        unreported.add(id)
+      }
+    }
+
+    const unsafeAcquire = (
+      now: number,
+      endpoint: string,
+      role: Role,
+      candidates?: ReadonlyArray<string>
+    ): Either.Either<Permit, Refusal> => {
+      const e = get(endpoint)
       if (e.degraded > 0) return Either.left("degraded")
       const breaker = current(e, now)
       if (breaker === "open") return Either.left("breaker_open")
       if (breaker === "half_open" && e.probesInFlight >= config.probes) return Either.left("no_probe_slot")
       const extra = role !== "first"
-      if (extra && (s.globalTokens < 1 || e.tokens < 1)) return Either.left("no_retry_token")
+      if (extra && (!hasToken(globalTokens) || !hasToken(e.tokens))) return Either.left("no_retry_token")
       const probe = breaker === "half_open"
-      const next: EndpointState = {
+      const next = extra ? globalTokens - 1 : deposit(globalTokens)
+      if (next !== globalTokens) {
+        globalTokens = next
+        version++
+      }
+      if (!extra && candidates !== undefined) fund(endpoint, candidates)
+      // A first attempt on a closed endpoint with full buckets changes nothing: the state (and its view) stays.
+      if (!extra && !probe && breaker === e.state && e.tokens >= config.capacity) {
+        return Either.right(permitOf(endpoint))
+      }
+      put(endpoint, e, {
         ...e,
         state: breaker,
         probesInFlight: e.probesInFlight + (probe ? 1 : 0),
-        tokens: extra ? e.tokens - 1 : Math.min(config.capacity, e.tokens + config.depositRatio)
-      }
-      const globalTokens = extra
-        ? s.globalTokens - 1
-        : Math.min(config.capacity, s.globalTokens + config.depositRatio)
-      // A first attempt on a closed endpoint with full buckets changes nothing: keep the state (and its view).
-      if (globalTokens !== s.globalTokens || s.endpoints[endpoint] !== e || !same(e, next)) {
-        state = { ...put(s, endpoint, next), globalTokens }
-      }
+        tokens: extra ? e.tokens - 1 : deposit(e.tokens)
+      })
       return Either.right(probe ? { endpoint, probe } : permitOf(endpoint))
     }
 
@@ -374,14 +420,11 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
     }
 
     const unsafeComplete = (now: number, permit: Permit, result: Result): Effect.Effect<void> => {
-      const s = state
-      const before = get(s, permit.endpoint)
+      const before = get(permit.endpoint)
       const after = settle(before, now, permit, result)
-      if (s.endpoints[permit.endpoint] !== before || !same(before, after)) state = put(s, permit.endpoint, after)
+      put(permit.endpoint, before, after)
       const from = current(before, now)
       const to = current(after, now)
-      const global = s.globalTokens
-      const tokens = after.tokens
       // Gauges are set only when their value changed: a healthy endpoint with a full bucket costs nothing.
       const updates: Array<Effect.Effect<void>> = []
       const m = metricsFor(permit.endpoint)
@@ -393,37 +436,48 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
           )
         )
       }
-      if (reported.get(permit.endpoint) !== tokens) {
-        reported.set(permit.endpoint, tokens)
-        updates.push(Metric.set(m.tokens, tokens))
+      if (reported.get(permit.endpoint) !== after.tokens) {
+        reported.set(permit.endpoint, after.tokens)
+        updates.push(Metric.set(m.tokens, after.tokens))
       }
-      if (reported.get(GLOBAL) !== global) {
-        reported.set(GLOBAL, global)
-        updates.push(Metric.set(globalTokensGauge, global))
+      if (unreported.size > 0) {
+        for (const id of unreported) {
+          const tokens = get(id).tokens
+          if (reported.get(id) !== tokens) {
+            reported.set(id, tokens)
+            updates.push(Metric.set(metricsFor(id).tokens, tokens))
+          }
+        }
+        unreported.clear()
+      }
+      if (reported.get(GLOBAL) !== globalTokens) {
+        reported.set(GLOBAL, globalTokens)
+        updates.push(Metric.set(globalTokensGauge, globalTokens))
       }
       return updates.length === 0 ? Effect.void : Effect.all(updates, { discard: true })
     }
 
     const degrade = (endpoint: string) =>
       Effect.sync(() => {
-        const e = get(state, endpoint)
-        state = put(state, endpoint, { ...e, degraded: e.degraded + 1 })
+        const e = get(endpoint)
+        put(endpoint, e, { ...e, degraded: e.degraded + 1 })
         return Effect.sync(() => {
-          const e = get(state, endpoint)
-          state = put(state, endpoint, { ...e, degraded: Math.max(0, e.degraded - 1) })
+          const e = get(endpoint)
+          put(endpoint, e, { ...e, degraded: Math.max(0, e.degraded - 1) })
         })
       })
 
     return Health.of({
       config,
-      view: (now, endpoints) => Effect.sync(() => unsafeView(now, endpoints)),
-      acquire: (now, endpoint, role) => Effect.suspend(() => unsafeAcquire(now, endpoint, role)),
+      view: (now, ids) => Effect.sync(() => unsafeView(now, ids)),
+      acquire: (now, endpoint, role, candidates) =>
+        Effect.suspend(() => unsafeAcquire(now, endpoint, role, candidates)),
       complete: (now, permit, result) => Effect.suspend(() => unsafeComplete(now, permit, result)),
       unsafeView,
       unsafeAcquire,
       unsafeComplete,
       degrade,
-      breaker: (now, endpoint) => Effect.sync(() => current(get(state, endpoint), now))
+      breaker: (now, endpoint) => Effect.sync(() => current(get(endpoint), now))
     })
   })
 

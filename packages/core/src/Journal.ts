@@ -13,12 +13,13 @@
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Context, Effect, Either, Layer, Ref, Schema } from "effect"
+import { Context, Duration, Effect, Either, Layer, Ref, Schema } from "effect"
 import { Endpoint } from "./Catalog.js"
 import { Contract } from "./Contract.js"
 import { FailureKind } from "./Failure.js"
 import { canonical, firstDifference } from "./internal/canonical.js"
 import { formatParseError } from "./internal/decode.js"
+import * as Derive from "./internal/spec.js"
 import * as Outcome from "./Outcome.js"
 import * as Planner from "./Planner.js"
 import { Usage } from "./Usage.js"
@@ -462,7 +463,11 @@ export const readJsonl = (
   })
 
 /**
- * A replay that did not reproduce: the first decision that differs, and the first field in it.
+ * A replay that did not reproduce: the first decision that differs, and the first field in it. Decision 0
+ * is the record itself: its spec is not the one its contract and catalog entries give, and `field` names
+ * the contract field (`contract.retry.max`) whose copies disagree. A decision whose snapshot does not fit
+ * the recorded contract (more time than `contract.deadline`, more budget than `contract.budget.cost`)
+ * names that contract field.
  *
  * @since 0.1.0
  */
@@ -489,7 +494,12 @@ export class ReplayMismatch extends Schema.TaggedError<ReplayMismatch>()("Replay
  * @since 0.1.0
  */
 export const replay = (record: JournalRecord): Either.Either<number, ReplayMismatch> => {
+  const derived = derivedSpec(record)
+  if (derived._tag === "Left") return Either.left(derived.left)
+  const contract = derived.right
   for (const [i, entry] of record.decisions.entries()) {
+    const misfit = outsideContract(record.requestId, contract, entry.snapshot, i + 1)
+    if (misfit !== undefined) return Either.left(misfit)
     const replayed = Planner.decide(record.spec, entry.snapshot)
     const a = canonical(entry.decision)
     const b = canonical(replayed)
@@ -507,6 +517,87 @@ export const replay = (record: JournalRecord): Either.Either<number, ReplayMisma
     }
   }
   return Either.right(record.decisions.length)
+}
+
+const decodeContract = Schema.decodeUnknownEither(Contract)
+const decodeEndpoint = Schema.decodeUnknownEither(Endpoint)
+
+/**
+ * The record holds the contract and the planner's spec: replay checks that the spec is the one the
+ * contract and the recorded catalog entries give (taking from it only what they do not decide: the
+ * request's token bounds, whether it streams, and what the providers said), so that neither copy can be
+ * edited alone. Succeeds with the decoded contract.
+ */
+const derivedSpec = (record: JournalRecord): Either.Either<Contract, ReplayMismatch> => {
+  const mismatch = (field: string, recorded: string, replayed: string) =>
+    new ReplayMismatch({ requestId: record.requestId, decision: 0, field, recorded, replayed })
+  const contract = decodeContract(record.contract)
+  if (contract._tag === "Left") {
+    return Either.left(mismatch("contract", canonical(record.contract), formatParseError(contract.left)))
+  }
+  const endpoints = new Map<string, Endpoint>()
+  for (const [i, encoded] of record.endpoints.entries()) {
+    const e = decodeEndpoint(encoded)
+    if (e._tag === "Left") {
+      return Either.left(mismatch(`endpoints[${i}]`, canonical(encoded), formatParseError(e.left)))
+    }
+    endpoints.set(e.right.id, e.right)
+  }
+  const recorded = record.spec
+  const facts = new Map(recorded.candidates.map((c) => [c.id, c]))
+  const spec = Derive.derive(
+    contract.right,
+    endpoints,
+    (e) => ({
+      hasProvider: facts.get(e.id)?.hasProvider ?? false,
+      simulated: facts.get(e.id)?.simulated ?? false
+    }),
+    recorded.inputTokens,
+    recorded.maxOutputTokens,
+    { streaming: recorded.requires.streaming }
+  )
+  const field = firstDifference(recorded, spec)
+  if (field === undefined) return Either.right(contract.right)
+  return Either.left(
+    mismatch(
+      `${Derive.sourceOf(contract.right, field)} (spec.${field})`,
+      canonical(pick(recorded, field)),
+      canonical(pick(spec, field))
+    )
+  )
+}
+
+/** Rounding of nanosecond readings to milliseconds. */
+const SLACK_MILLIS = 1e-6
+
+/**
+ * Whether a snapshot fits the recorded contract: no more time than its deadline (an enclosing deadline may
+ * give less), no more budget than its limits (a shared budget may leave less).
+ */
+const outsideContract = (
+  requestId: string,
+  contract: Contract,
+  snap: Planner.Snapshot,
+  decision: number
+): ReplayMismatch | undefined => {
+  const misfit = (field: string, recorded: string, replayed: string) =>
+    new ReplayMismatch({ requestId, decision, field, recorded, replayed })
+  const deadline = Duration.toMillis(contract.deadline)
+  if (snap.remainingMillis > 0 && snap.elapsedMillis + snap.remainingMillis > deadline + SLACK_MILLIS) {
+    return misfit(
+      "contract.deadline",
+      `${snap.elapsedMillis} ms elapsed + ${snap.remainingMillis} ms remaining`,
+      `a ${deadline} ms deadline`
+    )
+  }
+  for (const resource of ["cost", "tokens", "calls"] as const) {
+    const limit = contract.budget[resource]
+    const left = snap.budget[resource]
+    if (limit !== undefined && (left === null || left > limit * (1 + 1e-12))) {
+      return misfit(`contract.budget.${resource}`, `${left === null ? "unlimited" : left} left`, `a limit of ${limit}`)
+    }
+  }
+  return undefined
 }
 
 const pick = (value: unknown, path: string): unknown => {

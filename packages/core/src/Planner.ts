@@ -116,8 +116,9 @@ export interface Snapshot {
   /** How many of those ended `rate_limited`. */
   readonly rateLimitedOnCurrent: number
   readonly last: { readonly kind: FailureKind; readonly retryAfterMillis: number | null } | null
+  /** Breaker states by endpoint (an endpoint absent is closed); read as own entries only. */
   readonly health: { readonly [endpoint: string]: HealthView }
-  /** Retry/fallback tokens left (`null`: unlimited). */
+  /** Retry/fallback tokens left (`null`: unlimited; an endpoint absent has a full bucket). */
   readonly retryTokens: { readonly global: number | null; readonly endpoints: { readonly [endpoint: string]: number } }
   readonly committed: boolean
   /** A uniform draw in [0, 1) from Effect's `Random`, consumed by backoff jitter (null when none is needed). */
@@ -191,6 +192,24 @@ export interface Stop {
 export type Decision = Attempt | Stop
 
 const EPSILON = 1e-12
+
+/**
+ * Whether a retry-token bucket holds a whole token. Deposits are fractions (ten deposits of 0.1 sum to
+ * 0.999…), so a bucket within 1e-9 of a whole token holds it.
+ *
+ * @example
+ * ```ts
+ * import { Planner } from "@rein/core"
+ *
+ * Planner.hasToken(0.1 + 0.2 + 0.7) // true
+ * ```
+ * @since 0.1.0
+ */
+export const hasToken = (tokens: number): boolean => tokens >= 1 - 1e-9
+
+/** An own entry of a record (never one inherited from `Object.prototype`, such as `constructor`). */
+const own = <A>(record: { readonly [key: string]: A }, key: string): A | undefined =>
+  Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined
 
 const fmt = (n: number): string => (Number.isInteger(n) ? String(n) : String(Number(n.toPrecision(6))))
 
@@ -347,11 +366,11 @@ const evaluate = (spec: Spec, snap: Snapshot, c: CandidateSpec, role: Role, fail
   let retryBudget: true | string = true
   if (role !== "first") {
     const g = snap.retryTokens.global
-    const e = snap.retryTokens.endpoints[c.id]
-    if (g !== null && g < 1) retryBudget = `global retry tokens ${fmt(g)} < 1`
-    else if (e !== undefined && e < 1) retryBudget = `retry tokens for ${c.id} ${fmt(e)} < 1`
+    const e = own(snap.retryTokens.endpoints, c.id)
+    if (g !== null && !hasToken(g)) retryBudget = `global retry tokens ${fmt(g)} < 1`
+    else if (e !== undefined && !hasToken(e)) retryBudget = `retry tokens for ${c.id} ${fmt(e)} < 1`
   }
-  const h = snap.health[c.id]
+  const h = own(snap.health, c.id)
   const health: true | string = h === undefined || h.state === "closed"
     ? true
     : h.state === "open" && h.opensInMillis > waitMillis

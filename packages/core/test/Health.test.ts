@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Fake, Health, Rein } from "@rein/core"
+import { Failure, Fake, Health, Rein } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
 import { Clock, Effect, Either, FastCheck as fc, Fiber, Layer, Ref, TestClock } from "effect"
 import { catalog, contract, endpoint } from "./fixtures.js"
@@ -61,6 +61,45 @@ describe("Health: breakers", () => {
       expect(yield* health.breaker(30_000, "a")).toBe("half_open")
       const view = yield* health.view(10_000, ["a"])
       expect(view.health.a).toMatchObject({ state: "open", opensInMillis: 20_000 })
+    }))
+
+  it.effect.each(
+    [
+      ["retry-after-ms", { "retry-after-ms": "1000000000000000" }],
+      ["retry-after seconds", { "retry-after": "1000000000000" }],
+      ["retry-after seconds beyond a double", { "retry-after": "9".repeat(400) }],
+      ["an HTTP date a year away", { "retry-after": "Fri, 01 Jan 2027 00:00:00 GMT" }]
+    ] as const
+  )(
+    "a 429 whose %s is huge opens the breaker for the contract's maxRetryAfter (10 minutes), no longer",
+    ([, headers]) =>
+      Effect.gen(function*() {
+        const health = yield* Health.make()
+        const retryAfterMillis = Failure.parseRetryAfter(headers, Date.UTC(2026, 0, 1))
+        const provider: Provider.Provider = {
+          internalMaxAttempts: 1,
+          call: (_req, ctx) =>
+            ctx.endpoint.id === "a"
+              ? Effect.fail(Failure.fromEvidence({ status: 429 }, { dispatched: true, retryAfterMillis }))
+              : Effect.succeed({ text: "ok", usage: { inputTokens: 1, outputTokens: 1 } })
+        }
+        const c = contract({ deadline: "10 seconds", retry: { perEndpoint: 0 } })
+        const answer = yield* Rein.execute(request, c).pipe(Effect.provide(withHealth(health, provider)))
+        expect(answer.endpoint).toBe("b")
+        expect(answer.attempts[0]!.retryAfterMillis).toBe(600_000)
+        expect(yield* health.breaker(599_999, "a")).toBe("open")
+        expect(yield* health.breaker(600_000, "a")).toBe("half_open")
+      })
+  )
+
+  it.effect("the contract's retry.maxRetryAfter is the one bound on every provider's Retry-After", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make()
+      const fake = Fake.make({ a: [Fake.fail("rate_limited", { retryAfter: "1000 days" })], b: [Fake.succeed()] })
+      const c = contract({ deadline: "10 seconds", retry: { perEndpoint: 0, maxRetryAfter: "1 minute" } })
+      const answer = yield* Rein.execute(request, c).pipe(Effect.provide(withHealth(health, fake.provider)))
+      expect(answer.attempts[0]!.retryAfterMillis).toBe(60_000)
+      expect(yield* health.breaker(60_000, "a")).toBe("half_open")
     }))
 
   it.effect("a probe failure reopens with a grown cooldown; a probe success closes", () =>
@@ -133,6 +172,43 @@ describe("Health: retry budgets", () => {
   )
 })
 
+describe("Health: retry budgets per endpoint", () => {
+  const op = fc.oneof(
+    fc.record({ first: fc.constantFrom("a", "b", "c"), candidates: fc.subarray(["a", "b", "c"]) }),
+    fc.record({ extra: fc.constantFrom("a", "b", "c"), role: fc.constantFrom("retry" as const, "fallback" as const) })
+  )
+  it.effect.prop(
+    "extra attempts on an endpoint ≤ capacity + ratio × first attempts of the requests listing it; globally ≤ capacity + ratio × first attempts",
+    [fc.integer({ min: 1, max: 5 }), fc.constantFrom(0.1, 0.2, 0.5), fc.array(op, { maxLength: 200 })],
+    ([capacity, depositRatio, ops]) =>
+      Effect.gen(function*() {
+        const health = yield* Health.make({ capacity, depositRatio })
+        const listed: Record<string, number> = { a: 0, b: 0, c: 0 }
+        const extras: Record<string, number> = { a: 0, b: 0, c: 0 }
+        let firsts = 0
+        let total = 0
+        for (const o of ops) {
+          if ("first" in o) {
+            const candidates = [o.first, ...o.candidates.filter((c) => c !== o.first)]
+            yield* health.acquire(0, o.first, "first", candidates)
+            firsts++
+            for (const c of candidates) listed[c]!++
+          } else {
+            const permit = yield* Effect.either(health.acquire(0, o.extra, o.role))
+            if (Either.isRight(permit)) {
+              extras[o.extra]!++
+              total++
+            }
+          }
+        }
+        expect(total).toBeLessThanOrEqual(capacity + depositRatio * firsts + 1e-9)
+        for (const id of ["a", "b", "c"]) {
+          expect(extras[id]).toBeLessThanOrEqual(capacity + depositRatio * listed[id]! + 1e-9)
+        }
+      })
+  )
+})
+
 describe("Health: attribution under traffic", () => {
   it.effect(
     "an outage: a opens, traffic falls back to b, a is probed each cooldown and closes after recovery",
@@ -201,25 +277,39 @@ describe("Health: attribution under traffic", () => {
     { timeout: 120_000 }
   )
 
-  it.effect("a stalling endpoint never opens its breaker; its fallbacks are bounded by the retry budget", () =>
-    Effect.gen(function*() {
-      const health = yield* Health.make()
-      const fake = Fake.make({ a: [Fake.hang], b: [Fake.succeed()] })
-      const c = contract({ deadline: "10 seconds", attemptTimeout: "1 second", retry: { perEndpoint: 0 } })
-      const results: Array<Either.Either<Outcome.Completion, Outcome.Terminal>> = []
-      for (let i = 0; i < 20; i++) {
-        const fiber = yield* Effect.fork(
-          Effect.either(Rein.execute(request, c).pipe(Effect.provide(withHealth(health, fake.provider))))
-        )
-        yield* TestClock.adjust("2 seconds")
-        results.push(yield* Fiber.join(fiber))
-      }
-      // b's bucket starts with 10 tokens and b never gets a first attempt to refill it: exactly 10 fallbacks.
-      expect(results.filter(Either.isRight).length).toBe(10)
-      expect(results.slice(10).every((r) => Either.isLeft(r) && r.left._tag === "PlanExhausted")).toBe(true)
-      expect(yield* health.breaker(40_000, "a")).toBe("closed")
-      expect((yield* fake.calls).filter((x) => x.endpoint === "a").length).toBe(20)
-    }))
+  it.effect.prop(
+    "a stalling endpoint never opens its breaker; its fallbacks track capacity + depositRatio × first attempts",
+    [
+      fc.integer({ min: 1, max: 10 }),
+      fc.constantFrom(0.1, 0.2, 0.25, 0.5),
+      fc.integer({ min: 20, max: 120 })
+    ],
+    ([capacity, depositRatio, n]) =>
+      Effect.gen(function*() {
+        const health = yield* Health.make({ capacity, depositRatio })
+        const fake = Fake.make({ a: [Fake.hang], b: [Fake.succeed()] })
+        const c = contract({ deadline: "10 seconds", attemptTimeout: "1 second", retry: { perEndpoint: 0 } })
+        let fallbacks = 0
+        for (let k = 1; k <= n; k++) {
+          const fiber = yield* Effect.fork(
+            Effect.either(Rein.execute(request, c).pipe(Effect.provide(withHealth(health, fake.provider))))
+          )
+          yield* TestClock.adjust("2 seconds")
+          const result = yield* Fiber.join(fiber)
+          if (Either.isRight(result)) fallbacks++
+          else expect(result.left._tag).toBe("PlanExhausted")
+          // Every request's first attempt is on a: the bound after k of them is capacity + ratio × k. The
+          // fallbacks never exceed it, and (one per request at most) never fall more than a token plus the
+          // first deposit (lost to the full bucket) behind it: one fallback per 1 / ratio requests, for good.
+          const bound = capacity + depositRatio * k
+          expect(fallbacks).toBeLessThanOrEqual(bound + 1e-9)
+          expect(fallbacks).toBeGreaterThanOrEqual(Math.min(k, bound - depositRatio - 1 - 1e-9))
+        }
+        expect(yield* health.breaker(4 * n * 1_000, "a")).toBe("closed")
+        expect((yield* fake.calls).filter((x) => x.endpoint === "a").length).toBe(n)
+      }),
+    { timeout: 120_000, fastCheck: { numRuns: 10 } }
+  )
 
   it.effect("an impatient caller (50 ms deadline) never opens a healthy 100 ms endpoint's breaker", () =>
     Effect.gen(function*() {

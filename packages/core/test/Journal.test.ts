@@ -269,3 +269,72 @@ describe("Journal", () => {
       fs.rmSync(dir, { recursive: true, force: true })
     }))
 })
+
+describe("Journal: the record's two copies of the contract", () => {
+  /** One request that retries a 503 and falls back, recorded; `c` is its contract. */
+  const recorded = (c: ReturnType<typeof contract>) =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("overloaded", { latency: 5 })], b: [Fake.succeed({ latency: 5 })] })
+      const fiber = yield* Effect.fork(
+        Rein.execute(request, c).pipe(
+          Effect.zipRight(Effect.flatMap(Journal.MemoryJournal, (j) => j.records)),
+          Effect.provide(Layer.mergeAll(
+            Rein.layer({ catalog: catalog(endpoint("a"), endpoint("b")), providers: { fake: fake.provider } }),
+            Journal.layerMemory
+          ))
+        )
+      )
+      yield* TestClock.adjust("1 minute")
+      const line = JSON.parse(Journal.encode((yield* Fiber.join(fiber))[0]!))
+      expect(Journal.replay(Either.getOrThrow(Journal.decodeLine(JSON.stringify(line)))).pipe(Either.isRight)).toBe(
+        true
+      )
+      return line as { contract: Record<string, unknown> }
+    })
+  const replayEdited = (line: { contract: Record<string, unknown> }, edit: (c: Record<string, unknown>) => void) => {
+    const copy = JSON.parse(JSON.stringify(line)) as { contract: Record<string, unknown> }
+    edit(copy.contract)
+    const decoded = Journal.decodeLine(JSON.stringify(copy))
+    expect(Either.isRight(decoded)).toBe(true)
+    return Journal.replay(Either.getOrThrow(decoded))
+  }
+
+  it.effect("an edited contract.retry fails replay naming the field, before any decision", () =>
+    Effect.gen(function*() {
+      const line = yield* recorded(contract({ budget: { cost: 1, calls: 5 } }))
+      const edits: ReadonlyArray<readonly [string, (c: Record<string, unknown>) => void]> = [
+        ["contract.retry.max", (c) => void (c.retry = { ...(c.retry as object), max: 9_000 })],
+        ["contract.retry.perEndpoint", (c) => void (c.retry = { ...(c.retry as object), perEndpoint: 5 })],
+        ["contract.retry.base", (c) => void (c.retry = { ...(c.retry as object), base: "1 second" })],
+        ["contract.candidates", (c) => void (c.candidates = ["b", "a"])],
+        ["contract.failures", (c) => void (c.failures = { noFallback: ["overloaded"] })]
+      ]
+      for (const [field, edit] of edits) {
+        const result = replayEdited(line, edit)
+        expect(Either.isLeft(result) && result.left).toMatchObject({ decision: 0 })
+        expect(Either.isLeft(result) && result.left.field).toMatch(new RegExp(`^${field.replace(/\./g, "\\.")}\\b`))
+      }
+    }))
+
+  it.effect("an edited contract.deadline fails replay naming the field, with or without an attempt timeout", () =>
+    Effect.gen(function*() {
+      // Without an attempt timeout, the deadline is the spec's attempt timeout.
+      const bare = yield* recorded(contract({ deadline: "30 seconds" }))
+      const longer = replayEdited(bare, (c) => void (c.deadline = "60 seconds"))
+      expect(Either.isLeft(longer) && longer.left).toMatchObject({
+        decision: 0,
+        field: "contract.deadline (spec.attemptTimeoutMillis)"
+      })
+      // With one, the snapshots say how much time the request had: more than the edited deadline.
+      const timed = yield* recorded(contract({ deadline: "30 seconds", attemptTimeout: "5 seconds" }))
+      const shorter = replayEdited(timed, (c) => void (c.deadline = "10 seconds"))
+      expect(Either.isLeft(shorter) && shorter.left).toMatchObject({ decision: 1, field: "contract.deadline" })
+    }))
+
+  it.effect("an edited contract.budget that the snapshots exceed fails replay naming the field", () =>
+    Effect.gen(function*() {
+      const line = yield* recorded(contract({ budget: { cost: 1, calls: 5 } }))
+      const result = replayEdited(line, (c) => void (c.budget = { cost: 1, calls: 2 }))
+      expect(Either.isLeft(result) && result.left).toMatchObject({ decision: 1, field: "contract.budget.calls" })
+    }))
+})

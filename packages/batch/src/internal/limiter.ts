@@ -67,8 +67,9 @@ export interface Limiter {
 export const make = (config: Config, origin: number): Limiter => {
   const rpm = config.requestsPerMinute === undefined ? undefined : bucket(config.requestsPerMinute, origin)
   const tpm = config.tokensPerMinute === undefined ? undefined : bucket(config.tokensPerMinute, origin)
-  const capacity = config.capacity
-  const hasCapacity = Object.keys(capacity).length > 0
+  // By id in a Map: an endpoint called `constructor` has no capacity unless the guardrails give it one.
+  const capacity = new Map(Object.entries(config.capacity))
+  const hasCapacity = capacity.size > 0
   const byEndpoint = new Map<string, number>()
   const cooldowns = new Map<string, number>()
   let inFlight = 0
@@ -86,7 +87,7 @@ export const make = (config: Config, origin: number): Limiter => {
         return Math.max(1, ((inFlight + 1) * config.rampMillis) / config.concurrency - elapsed)
       }
     }
-    const cap = hasCapacity ? capacity[endpoint] : undefined
+    const cap = hasCapacity ? capacity.get(endpoint) : undefined
     if (cap !== undefined && (byEndpoint.get(endpoint) ?? 0) >= cap) return Number.POSITIVE_INFINITY
     if (rpm !== undefined) {
       refill(rpm, now)
@@ -109,7 +110,7 @@ export const make = (config: Config, origin: number): Limiter => {
 
   const release = (ticket: Ticket, actualTokens: number | undefined): void => {
     inFlight--
-    if (hasCapacity && capacity[ticket.endpoint] !== undefined) {
+    if (hasCapacity && capacity.has(ticket.endpoint)) {
       byEndpoint.set(ticket.endpoint, (byEndpoint.get(ticket.endpoint) ?? 1) - 1)
     }
     // Reconcile to actual usage: refund what was reserved but not used, or charge the excess (a debt).

@@ -8,11 +8,9 @@ import type { Fiber } from "effect"
 import { Clock, Context, Duration, Effect, Option, Random, STM } from "effect"
 import * as Budget from "../Budget.js"
 import type { Endpoint } from "../Catalog.js"
-import { scopeOf } from "../Catalog.js"
 import type { Contract } from "../Contract.js"
 import * as Deadline from "../Deadline.js"
-import type { FailureKind, Rule } from "../Failure.js"
-import { defaultTable } from "../Failure.js"
+import type { FailureKind } from "../Failure.js"
 import type { Ask } from "../Gate.js"
 import { Gate } from "../Gate.js"
 import type * as Health from "../Health.js"
@@ -28,6 +26,7 @@ import * as Attempt from "./attempt.js"
 import { Rein } from "./context.js"
 import { describe } from "./decode.js"
 import { clampMillis } from "./duration.js"
+import * as Spec from "./spec.js"
 import { stackless } from "./stackless.js"
 
 /**
@@ -35,32 +34,10 @@ import { stackless } from "./stackless.js"
  *
  * @since 0.1.0
  */
-export const effectiveTable = (contract: Contract): { readonly [K in FailureKind]: Rule } => {
-  const f = contract.failures
-  if (f.noRetry.length + f.noFallback.length + f.alsoRetry.length + f.alsoFallback.length === 0) return defaultTable
-  const table: Record<FailureKind, Rule> = { ...defaultTable }
-  for (const kind of f.alsoRetry) table[kind] = { ...table[kind], retry: true }
-  for (const kind of f.alsoFallback) table[kind] = { ...table[kind], fallback: "any" }
-  for (const kind of f.noRetry) table[kind] = { ...table[kind], retry: false }
-  for (const kind of f.noFallback) table[kind] = { ...table[kind], fallback: "none" }
-  return table
-}
+export const effectiveTable = Spec.effectiveTable
 
 const isSimulated = (endpoint: Endpoint, provider: Provider | undefined): boolean =>
   endpoint.simulated || provider?.simulated === true
-
-const UNKNOWN_CANDIDATE = {
-  known: false,
-  hasProvider: false,
-  scope: "",
-  contextWindow: 0,
-  maxOutputTokens: 0,
-  tools: false,
-  structuredOutput: false,
-  streaming: false,
-  simulated: false,
-  prices: { inputTokens: 0, outputTokens: 0, request: 0 }
-} as const
 
 /**
  * Builds the planner's static view of a request: the candidates in order with their capabilities and
@@ -85,49 +62,21 @@ export const makeSpec = (
   maxOutputTokens: number | null,
   options: { readonly streaming?: boolean; readonly order?: ReadonlyArray<string> } = {}
 ): Planner.Spec => {
-  const listed = new Set(contract.candidates)
   const streaming = options.streaming === true
-  return {
-    candidates: (options.order ?? contract.candidates).map((id): Planner.CandidateSpec => {
-      const e = endpoints.get(id)
-      if (e === undefined) return { id, listed: listed.has(id), ...UNKNOWN_CANDIDATE }
+  return Spec.derive(
+    contract,
+    endpoints,
+    (e) => {
       const provider = providers.get(e.provider)
       return {
-        id,
-        listed: listed.has(id),
-        known: true,
         hasProvider: provider !== undefined && (!streaming || provider.stream !== undefined),
-        scope: scopeOf(e),
-        contextWindow: e.capabilities.contextWindow,
-        maxOutputTokens: e.capabilities.maxOutputTokens,
-        tools: e.capabilities.tools,
-        structuredOutput: e.capabilities.structuredOutput,
-        streaming: e.capabilities.streaming,
-        simulated: isSimulated(e, provider),
-        prices: { inputTokens: e.prices.inputTokens, outputTokens: e.prices.outputTokens, request: e.prices.request }
+        simulated: provider?.simulated === true
       }
-    }),
-    requires: {
-      tools: contract.requires.tools,
-      structuredOutput: contract.requires.structuredOutput,
-      streaming: contract.requires.streaming || streaming
     },
-    mode: contract.mode,
-    allowSimulated: contract.allowSimulated,
     inputTokens,
     maxOutputTokens,
-    attemptTimeoutMillis: Duration.toMillis(contract.attemptTimeout ?? contract.deadline),
-    minAttemptMillis: contract.minAttempt === undefined ? 0 : Duration.toMillis(contract.minAttempt),
-    retry: {
-      perEndpoint: contract.retry.perEndpoint,
-      rateLimited: contract.retry.rateLimited ?? null,
-      baseMillis: Duration.toMillis(contract.retry.base),
-      factor: contract.retry.factor,
-      maxMillis: Duration.toMillis(contract.retry.max),
-      jitter: contract.retry.jitter
-    },
-    table: effectiveTable(contract)
-  }
+    options
+  )
 }
 
 /** What a contract resolves to under one Rein: the nested-retry check, and its specs per request shape. */
@@ -326,10 +275,10 @@ export interface Committed<S> {
 export const causeOf = (p: Progress): Outcome.Cause | null =>
   p.last === null || p.current === null ? null : { kind: p.last.kind, code: p.last.code, endpoint: p.current }
 
-const NO_HEALTH: Planner.Snapshot["health"] = {}
+const NO_HEALTH: Planner.Snapshot["health"] = Object.freeze(Object.create(null))
 const SUCCESS: Health.Result = { _tag: "success" }
 const NEUTRAL: Health.Result = { _tag: "neutral" }
-const NO_TOKENS: Planner.Snapshot["retryTokens"] = { global: null, endpoints: {} }
+const NO_TOKENS: Planner.Snapshot["retryTokens"] = { global: null, endpoints: Object.freeze(Object.create(null)) }
 const nowMillis = (nanos: bigint): number => Number(nanos) / 1e6
 
 /** Resolves the request's environment, or refuses before any call. */
@@ -565,7 +514,7 @@ const acquire = <S, B>(
   if (health !== undefined) {
     // The slot is for when the attempt starts: after its wait.
     const at = nowMillis(env.clock.unsafeCurrentTimeNanos()) + decision.waitMillis
-    const acquired = health.unsafeAcquire(at, decision.endpoint, decision.role)
+    const acquired = health.unsafeAcquire(at, decision.endpoint, decision.role, env.ids)
     if (acquired._tag === "Left") {
       return Effect.zipRight(
         settle(env, decision.reservation, ZERO),
@@ -725,7 +674,7 @@ const start = <S, B>(
       status,
       failure: kind,
       code: failure !== undefined ? failure.code : end._tag === "Timeout" ? `${status}_expired` : null,
-      retryAfterMillis: failure?.retryAfterMillis ?? null,
+      retryAfterMillis: failure === undefined ? null : boundRetryAfter(failure.retryAfterMillis, env.contract),
       backoffMillis: 0,
       reservation: decision.reservation,
       usage,
@@ -868,6 +817,16 @@ const start = <S, B>(
   }
   return driver.attempt(provider, context, timeoutMillis, { then, interrupted: onInterrupted })
 }
+
+/**
+ * A provider's Retry-After as Rein honours it: clamped to the contract's `retry.maxRetryAfter`, whatever
+ * the provider (an adapter, the fake, a user's own) put there, so no wait, breaker or shared cooldown
+ * downstream ever sees more. Not a number, or negative: no hint.
+ */
+const boundRetryAfter = (millis: number | undefined, contract: Contract): number | null =>
+  millis === undefined || !(millis >= 0)
+    ? null
+    : Math.min(millis, Duration.toMillis(contract.retry.maxRetryAfter))
 
 /** The deadline expired before an attempt could start on `endpoint`. */
 const expiredAtAdmission = (progress: Progress, endpoint: Endpoint) =>
