@@ -43,20 +43,7 @@ export const AttemptStatus = Schema.Literal("success", "failure", "timeout", "de
  */
 export type AttemptStatus = typeof AttemptStatus.Type
 
-/**
- * One physical attempt. Offsets are milliseconds from the request's monotonic origin. `attempt` is the
- * logical attempt (a try after a 429 repeats the attempt it retries), `call` the physical call number (every
- * call, from 1, with no gap).
- *
- * @example
- * ```ts
- * import { Outcome } from "@rein/core"
- *
- * const describe = (r: Outcome.AttemptRecord) => `#${r.attempt} ${r.endpoint} ${r.status} ${r.failure ?? ""}`
- * ```
- * @since 0.1.0
- */
-export const AttemptRecord = Schema.Struct({
+const recordFields = {
   /** The logical attempt: earlier attempts of the request that were not rate-limited, plus one. */
   attempt: Schema.Number,
   /** The physical call: every earlier call of the request, plus one. */
@@ -85,7 +72,27 @@ export const AttemptRecord = Schema.Struct({
   /** Teardown was not confirmed within the grace: the endpoint may still be working on it. */
   teardownUnconfirmed: Schema.Boolean,
   simulated: Schema.Boolean
-}).annotations({ identifier: "AttemptRecord" })
+}
+
+/**
+ * One physical attempt. Offsets are milliseconds from the request's monotonic origin. `attempt` is the
+ * logical attempt (a try after a 429 repeats the attempt it retries), `call` the physical call number (every
+ * call, from 1, with no gap). A record written before `call` existed (journals and artifacts of 0.1.0,
+ * whose `attempt` numbered every physical call) decodes with its call equal to its attempt.
+ *
+ * @example
+ * ```ts
+ * import { Outcome } from "@rein/core"
+ *
+ * const describe = (r: Outcome.AttemptRecord) => `#${r.attempt} ${r.endpoint} ${r.status} ${r.failure ?? ""}`
+ * ```
+ * @since 0.1.0
+ */
+export const AttemptRecord = Schema.transform(
+  Schema.Struct({ ...recordFields, call: Schema.optional(recordFields.call) }),
+  Schema.typeSchema(Schema.Struct(recordFields)),
+  { strict: true, decode: (r) => ({ ...r, call: r.call ?? r.attempt }), encode: (r) => r }
+).annotations({ identifier: "AttemptRecord" })
 
 /**
  * @since 0.1.0

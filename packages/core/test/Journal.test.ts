@@ -146,6 +146,31 @@ describe("Journal", () => {
     expect(Either.isLeft(bad) && bad.left.reason).toBe("json")
   })
 
+  it.effect("a record written before attempt records had a call number still decodes and replays", () =>
+    Effect.gen(function*() {
+      const overloaded = Fake.fail("overloaded", { code: "503", latency: 10 })
+      const records = yield* record({
+        a: [overloaded, overloaded],
+        b: [Fake.succeed({ latency: 10 })],
+        c: [Fake.succeed({ latency: 10 })],
+        deadline: 10_000,
+        cost: undefined,
+        calls: undefined,
+        consecutiveFailures: 3,
+        seed: 1
+      })
+      const r = records.find((x) => x.attempts.length > 1)!
+      // A 0.1.0 line: the same record without `call` in its attempts (its `attempt` numbered every call).
+      const json = JSON.parse(Journal.encode(r)) as { attempts: Array<Record<string, unknown>> }
+      for (const a of json.attempts) delete a.call
+      const decoded = Journal.decodeLine(JSON.stringify(json))
+      expect(Either.isRight(decoded)).toBe(true)
+      if (Either.isRight(decoded)) {
+        expect(decoded.right.attempts.map((a) => a.call)).toEqual(decoded.right.attempts.map((a) => a.attempt))
+        expect(Journal.replay(decoded.right)).toEqual(Either.right(r.decisions.length))
+      }
+    }))
+
   it.effect("explain on a fallback after a 429 names the Retry-After, the budget left and the skipped candidate", () =>
     Effect.gen(function*() {
       const fake = Fake.make({ a: [Fake.fail("rate_limited", { retryAfter: "30 seconds" })], b: [Fake.succeed()] })
