@@ -16,7 +16,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { Context, Effect, Either, Layer, Ref, Schema } from "effect"
 import { Endpoint } from "./Catalog.js"
 import { Contract } from "./Contract.js"
-import { FailureKind } from "./Failure.js"
+import { defaultTable, FailureKind } from "./Failure.js"
 import { canonical, firstDifference } from "./internal/canonical.js"
 import { formatParseError } from "./internal/decode.js"
 import * as Outcome from "./Outcome.js"
@@ -24,11 +24,12 @@ import * as Planner from "./Planner.js"
 import { Usage } from "./Usage.js"
 
 /**
- * The journal format version this build writes and reads.
+ * The journal format version this build writes. It also reads version 1 (before finish reasons, tool
+ * calls and the `truncated` failure kind: its table lacks that row, which decodes to the default).
  *
  * @since 0.1.0
  */
-export const VERSION = 1
+export const VERSION = 2
 
 const Num = Schema.Number
 const NullNum = Schema.NullOr(Schema.Number)
@@ -36,9 +37,33 @@ const Verdict = Schema.Union(Schema.Literal(true), Schema.String)
 
 const Rule = Schema.Struct({
   retry: Schema.Boolean,
-  fallback: Schema.Literal("any", "larger_window", "other_scope", "none"),
+  fallback: Schema.Literal("any", "larger_window", "larger_output", "other_scope", "none"),
   health: Schema.Boolean
 })
+
+/** The failure table; version 1 had no `truncated` row (read as the default one). */
+const Table = Schema.extend(
+  Schema.Record({
+    key: Schema.Literal(
+      "timeout",
+      "transport",
+      "rate_limited",
+      "overloaded",
+      "server_error",
+      "malformed_response",
+      "context_length",
+      "content_filtered",
+      "authentication",
+      "permission_denied",
+      "insufficient_balance",
+      "quota_exhausted",
+      "invalid_request",
+      "unknown"
+    ),
+    value: Rule
+  }),
+  Schema.Struct({ truncated: Schema.optionalWith(Rule, { default: () => defaultTable.truncated }) })
+)
 
 /**
  * The planner's static inputs as a Schema.
@@ -58,9 +83,15 @@ export const SpecSchema = Schema.Struct({
     structuredOutput: Schema.Boolean,
     streaming: Schema.Boolean,
     simulated: Schema.Boolean,
-    prices: Schema.Struct({ inputTokens: Num, outputTokens: Num, request: Num })
+    prices: Schema.Struct({ inputTokens: Num, outputTokens: Num, request: Num }),
+    vendor: Schema.optional(Schema.String)
   })),
-  requires: Schema.Struct({ tools: Schema.Boolean, structuredOutput: Schema.Boolean, streaming: Schema.Boolean }),
+  requires: Schema.Struct({
+    tools: Schema.Boolean,
+    structuredOutput: Schema.Boolean,
+    streaming: Schema.Boolean,
+    vendors: Schema.optional(Schema.Array(Schema.String))
+  }),
   mode: Schema.Literal("read-only", "advisory", "effectful"),
   allowSimulated: Schema.Boolean,
   inputTokens: NullNum,
@@ -75,7 +106,7 @@ export const SpecSchema = Schema.Struct({
     maxMillis: Num,
     jitter: Num
   }),
-  table: Schema.Record({ key: FailureKind, value: Rule })
+  table: Table
 })
 
 /**
@@ -163,7 +194,8 @@ export const RecordedOutcome = Schema.Union(
     endpoint: Schema.String,
     usage: Usage,
     cost: Schema.Union(Schema.Number, Schema.Literal("unknown")),
-    simulated: Schema.Boolean
+    simulated: Schema.Boolean,
+    finishReason: Schema.optional(Outcome.FinishReason)
   }),
   Schema.Struct({
     _tag: Schema.Literal("DeadlineExceeded", "BudgetExhausted", "PlanExhausted", "FailedSafe", "Refused", "Halted"),
@@ -187,7 +219,7 @@ export const RecordedOutcome = Schema.Union(
  * @since 0.1.0
  */
 export const JournalRecord = Schema.Struct({
-  version: Schema.Literal(VERSION),
+  version: Schema.Literal(1, VERSION),
   requestId: Schema.String,
   contract: Schema.encodedSchema(Contract),
   endpoints: Schema.Array(Schema.encodedSchema(Endpoint)),
@@ -276,7 +308,8 @@ const recordedOutcome = (
       endpoint: outcome.endpoint,
       usage: outcome.usage,
       cost: outcome.cost,
-      simulated: outcome.simulated
+      simulated: outcome.simulated,
+      ...(outcome.finishReason === undefined ? {} : { finishReason: outcome.finishReason })
     }
   }
   switch (outcome._tag) {

@@ -197,7 +197,9 @@ const usageOf = (usage: Response.Usage): Provider.ProviderResponse["usage"] =>
   Internal.usageOf(usage.inputTokens, usage.outputTokens)
 
 const promptOf = (request: Provider.CompletionRequest) =>
-  request.system === undefined
+  request.messages !== undefined
+    ? request.messages
+    : request.system === undefined
     ? request.prompt
     : [
       { role: "system" as const, content: request.system },

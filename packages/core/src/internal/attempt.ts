@@ -19,6 +19,8 @@ import {
   Stream
 } from "effect"
 import { ProviderFailure } from "../Failure.js"
+import type { FinishReason, ToolCallCount } from "../Outcome.js"
+import { countToolCalls } from "../Outcome.js"
 import type { ProviderResponse, StreamPart } from "../Provider.js"
 import type { Usage } from "../Usage.js"
 import { clampMillis } from "./duration.js"
@@ -26,14 +28,20 @@ import * as Timers from "./timers.js"
 
 /** How one attempt ended, before it becomes a record. @internal */
 export type AttemptEnd<S> =
-  | { readonly _tag: "Success"; readonly payload: S; readonly usage: Usage }
-  | { readonly _tag: "Failure"; readonly failure: ProviderFailure }
+  | { readonly _tag: "Success"; readonly payload: S; readonly usage: Usage } & Answer
+  | { readonly _tag: "Failure"; readonly failure: ProviderFailure } & Answer
   | {
     readonly _tag: "Timeout"
     readonly confirmed: boolean
     /** Completes when an unconfirmed teardown finally ends. */
     readonly settled: Effect.Effect<void>
   }
+
+/** What an attempt's record keeps of the answer (never its text or tool parameters). @internal */
+export interface Answer {
+  readonly finishReason?: FinishReason | undefined
+  readonly toolCalls?: ReadonlyArray<ToolCallCount> | undefined
+}
 
 /** A defect or self-interruption inside provider code: unclassifiable, so `unknown` (never retried). @internal */
 export const DEFECT = new ProviderFailure({ kind: "unknown", code: "provider_defect", dispatched: true })
@@ -214,18 +222,45 @@ export const bounded = <A, E, S, B, E2>(
 
 const TIMED_OUT = Effect.succeed(undefined)
 
-const callEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd<string> =>
-  Exit.isSuccess(exit)
-    ? { _tag: "Success", payload: exit.value.text, usage: exit.value.usage }
-    : { _tag: "Failure", failure: failureOf(exit.cause) }
+const callEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd<ProviderResponse> => {
+  if (!Exit.isSuccess(exit)) return { _tag: "Failure", failure: failureOf(exit.cause) }
+  const response = exit.value
+  return response.finishReason === undefined && response.toolCalls === undefined
+    ? { _tag: "Success", payload: response, usage: response.usage }
+    : {
+      _tag: "Success",
+      payload: response,
+      usage: response.usage,
+      finishReason: response.finishReason,
+      toolCalls: countToolCalls(response.toolCalls)
+    }
+}
 
-/** One call as an attempt. @internal */
+/** An answer cut at the output limit, as a failure (the contract's `truncation: "fail"`). @internal */
+export const truncated = (usage: Usage): ProviderFailure =>
+  new ProviderFailure({
+    kind: "truncated",
+    code: "finish_length",
+    dispatched: true,
+    ...(usage === "unknown" ? {} : { usage })
+  })
+
+/** `callEnd`, where a `length` finish is the failure `truncated`. */
+const strictCallEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd<ProviderResponse> => {
+  const end = callEnd(exit)
+  return end._tag === "Success" && end.finishReason === "length"
+    ? { _tag: "Failure", failure: truncated(end.usage), finishReason: "length", toolCalls: end.toolCalls }
+    : end
+}
+
+/** One call as an attempt; with `truncationFails`, an answer cut at the output limit is a failure. @internal */
 export const call = <B, E2>(
   effect: Effect.Effect<ProviderResponse, ProviderFailure>,
   timeoutMillis: number,
   graceMillis: number,
-  k: Continue<string, B, E2>
-): Effect.Effect<B, E2> => bounded(effect, callEnd, timeoutMillis, graceMillis, k)
+  k: Continue<ProviderResponse, B, E2>,
+  truncationFails = false
+): Effect.Effect<B, E2> => bounded(effect, truncationFails ? strictCallEnd : callEnd, timeoutMillis, graceMillis, k)
 
 /** A stream that delivered its first visible delta: the rest is pulled from `pull` until `scope` closes. @internal */
 export interface Opened {
@@ -244,7 +279,8 @@ export const open = <B, E2>(
   stream: Stream.Stream<StreamPart, ProviderFailure>,
   timeoutMillis: number,
   graceMillis: number,
-  k: Continue<Opened, B, E2>
+  k: Continue<Opened, B, E2>,
+  truncationFails = false
 ): Effect.Effect<B, E2> =>
   Effect.flatMap(Scope.make(), (scope) => {
     const work = Effect.gen(function*() {
@@ -259,6 +295,9 @@ export const open = <B, E2>(
             const done = seen.some((p) => p.done === true)
             const usage = seen.reduce<Usage>((u, p) => p.usage ?? u, "unknown")
             yield* Scope.close(scope, Exit.void)
+            if (done && truncationFails && seen.some((p) => p.finishReason === "length")) {
+              return { _tag: "Failure", failure: truncated(usage), finishReason: "length" } as AttemptEnd<Opened>
+            }
             return done
               ? { _tag: "Success", payload: { first: seen, pull: EMPTY_PULL, scope }, usage } as AttemptEnd<Opened>
               : { _tag: "Failure", failure: TRUNCATED } as AttemptEnd<Opened>
@@ -269,7 +308,9 @@ export const open = <B, E2>(
         }
         const parts = Chunk.toReadonlyArray(exit.value)
         seen.push(...parts)
-        if (parts.some((p) => p.delta.length > 0) || parts.some((p) => p.done === true)) {
+        // The first visible part commits: text, or a part the adapter marks visible (reasoning, tool-call
+        // deltas). Metadata before it is held and emitted after commit, from this endpoint only.
+        if (parts.some((p) => p.delta.length > 0 || p.visible === true || p.done === true)) {
           return { _tag: "Success", payload: { first: seen, pull, scope }, usage: "unknown" } as AttemptEnd<Opened>
         }
       }

@@ -8,7 +8,7 @@ import type { Fiber } from "effect"
 import { Clock, Context, Duration, Effect, Option, Random, STM } from "effect"
 import * as Budget from "../Budget.js"
 import type { Endpoint } from "../Catalog.js"
-import { scopeOf } from "../Catalog.js"
+import { scopeOf, vendorOf } from "../Catalog.js"
 import type { Contract } from "../Contract.js"
 import * as Deadline from "../Deadline.js"
 import type { FailureKind, Rule } from "../Failure.js"
@@ -82,10 +82,16 @@ export const makeSpec = (
   providers: ReadonlyMap<string, Provider>,
   inputTokens: number | null,
   maxOutputTokens: number | null,
-  options: { readonly streaming?: boolean; readonly order?: ReadonlyArray<string> } = {}
+  options: {
+    readonly streaming?: boolean
+    readonly order?: ReadonlyArray<string>
+    /** What the request itself uses (tools, a JSON response format, provider-defined tools' vendors). */
+    readonly uses?: Uses | undefined
+  } = {}
 ): Planner.Spec => {
   const listed = new Set(contract.candidates)
   const streaming = options.streaming === true
+  const uses = options.uses
   return {
     candidates: (options.order ?? contract.candidates).map((id): Planner.CandidateSpec => {
       const e = endpoints.get(id)
@@ -103,13 +109,15 @@ export const makeSpec = (
         structuredOutput: e.capabilities.structuredOutput,
         streaming: e.capabilities.streaming,
         simulated: isSimulated(e, provider),
-        prices: { inputTokens: e.prices.inputTokens, outputTokens: e.prices.outputTokens, request: e.prices.request }
+        prices: { inputTokens: e.prices.inputTokens, outputTokens: e.prices.outputTokens, request: e.prices.request },
+        ...(uses?.vendors === undefined ? {} : { vendor: vendorOf(e) })
       }
     }),
     requires: {
-      tools: contract.requires.tools,
-      structuredOutput: contract.requires.structuredOutput,
-      streaming: contract.requires.streaming || streaming
+      tools: contract.requires.tools || uses?.tools === true,
+      structuredOutput: contract.requires.structuredOutput || uses?.structuredOutput === true,
+      streaming: contract.requires.streaming || streaming,
+      ...(uses?.vendors === undefined ? {} : { vendors: uses.vendors })
     },
     mode: contract.mode,
     allowSimulated: contract.allowSimulated,
@@ -129,6 +137,38 @@ export const makeSpec = (
   }
 }
 
+/**
+ * What a request itself uses that a candidate must support: tools, a JSON response format, and the
+ * vendors of its provider-defined tools.
+ *
+ * @internal
+ */
+export interface Uses {
+  readonly tools: boolean
+  readonly structuredOutput: boolean
+  readonly vendors: ReadonlyArray<string> | undefined
+  /** The cache key of this shape of use. */
+  readonly key: string
+}
+
+/** What `request` uses, or `undefined` for a plain prompt (the common case: nothing allocated). @internal */
+export const usesOf = (request: CompletionRequest): Uses | undefined => {
+  const tools = request.tools
+  const json = request.responseFormat === "json"
+  if ((tools === undefined || tools.length === 0) && !json) return undefined
+  let vendors: Array<string> | undefined
+  for (const tool of tools ?? []) {
+    if (tool.vendor !== undefined && !(vendors ??= []).includes(tool.vendor)) vendors.push(tool.vendor)
+  }
+  const uses = tools !== undefined && tools.length > 0
+  return {
+    tools: uses,
+    structuredOutput: json,
+    vendors,
+    key: `${uses ? 1 : 0}${json ? 1 : 0}${vendors === undefined ? "" : JSON.stringify(vendors)}`
+  }
+}
+
 /** What a contract resolves to under one Rein: the nested-retry check, and its specs per request shape. */
 interface Resolved {
   /** Why a candidate's provider is refused (it retries internally), or `null`. */
@@ -139,6 +179,7 @@ interface Resolved {
     readonly input: number | null
     readonly output: number | null
     readonly streaming: boolean
+    readonly uses: string | undefined
     readonly spec: Planner.Spec
   } | undefined
 }
@@ -173,22 +214,24 @@ const cachedSpec = (
   entry: Resolved,
   inputTokens: number | null,
   maxOutputTokens: number | null,
-  streaming: boolean
+  streaming: boolean,
+  uses: Uses | undefined
 ): Planner.Spec => {
   const last = entry.last
   if (
-    last !== undefined && last.input === inputTokens && last.output === maxOutputTokens && last.streaming === streaming
+    last !== undefined && last.input === inputTokens && last.output === maxOutputTokens &&
+    last.streaming === streaming && last.uses === uses?.key
   ) {
     return last.spec
   }
-  const key = `${inputTokens}:${maxOutputTokens}:${streaming ? 1 : 0}`
+  const key = `${inputTokens}:${maxOutputTokens}:${streaming ? 1 : 0}${uses === undefined ? "" : `:${uses.key}`}`
   let spec = entry.byShape.get(key)
   if (spec === undefined) {
     if (entry.byShape.size >= SPECS_PER_CONTRACT) entry.byShape.clear()
-    spec = makeSpec(contract, rein.catalog.byId, rein.providers, inputTokens, maxOutputTokens, { streaming })
+    spec = makeSpec(contract, rein.catalog.byId, rein.providers, inputTokens, maxOutputTokens, { streaming, uses })
     entry.byShape.set(key, spec)
   }
-  entry.last = { input: inputTokens, output: maxOutputTokens, streaming, spec }
+  entry.last = { input: inputTokens, output: maxOutputTokens, streaming, uses: uses?.key, spec }
   return spec
 }
 
@@ -312,7 +355,7 @@ export const prepareIn = (
   }
   const entry = resolve(rein, contract)
   if (entry.nested !== null) return refuse("nested_retries", entry.nested)
-  const spec = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming)
+  const spec = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming, usesOf(request))
   const deadline = Deadline.starting(
     clock.unsafeCurrentTimeNanos(),
     contract.deadline,
@@ -636,7 +679,7 @@ const start = <S, B>(
       : end._tag === "Timeout"
       ? "timeout"
       : null
-    const record: Outcome.AttemptRecord = {
+    let record: Outcome.AttemptRecord = {
       attempt: decision.attempt,
       endpoint: decision.endpoint,
       role: decision.role,
@@ -656,6 +699,9 @@ const start = <S, B>(
       billingBoundViolation: charged.violation,
       teardownUnconfirmed: end._tag === "Timeout" && !end.confirmed,
       simulated: isSimulated(endpoint, provider)
+    }
+    if (end._tag !== "Timeout" && (end.finishReason !== undefined || end.toolCalls !== undefined)) {
+      record = withAnswer(record, end)
     }
     progress.records.push(record)
     env.writer?.attempt(record)
@@ -786,6 +832,16 @@ const start = <S, B>(
   }
   return driver.attempt(provider, context, timeoutMillis, { then, interrupted: onInterrupted })
 }
+
+/** A record with what it may keep of the answer: the finish reason and tool-call names and counts. */
+const withAnswer = (
+  record: Outcome.AttemptRecord,
+  end: { readonly finishReason?: Outcome.FinishReason | undefined; readonly toolCalls?: ReadonlyArray<Outcome.ToolCallCount> | undefined }
+): Outcome.AttemptRecord => ({
+  ...record,
+  ...(end.finishReason === undefined ? {} : { finishReason: end.finishReason }),
+  ...(end.toolCalls === undefined ? {} : { toolCalls: end.toolCalls })
+})
 
 /** The deadline expired before an attempt could start on `endpoint`. */
 const expiredAtAdmission = (progress: Progress, endpoint: Endpoint) =>
