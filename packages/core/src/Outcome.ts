@@ -301,7 +301,9 @@ export const Completion = Schema.Struct({
   attempts,
   /** Why the model stopped (absent when the provider did not say). */
   finishReason: Schema.optional(FinishReason),
-  toolCalls: Schema.optional(Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, params: Schema.Unknown }))),
+  toolCalls: Schema.optional(
+    Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, params: Schema.Unknown }))
+  ),
   reasoning: Schema.optional(Schema.Array(Schema.String)),
   /** The provider's opaque payload (for an `@effect/ai` model: its response parts). Never recorded. */
   payload: Schema.optional(Schema.Unknown)

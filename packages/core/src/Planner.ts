@@ -267,7 +267,9 @@ const computeStaticVerdicts = (spec: Spec, c: CandidateSpec): StaticVerdicts => 
     else if (spec.requires.streaming && !c.streaming) capable = "no streaming"
     else if (spec.requires.vendors !== undefined) {
       const other = spec.requires.vendors.find((v) => v !== c.vendor)
-      if (other !== undefined) capable = `provider-defined tool of ${other}; endpoint of ${c.vendor ?? "unknown vendor"}`
+      if (other !== undefined) {
+        capable = `provider-defined tool of ${other}; endpoint of ${c.vendor ?? "unknown vendor"}`
+      }
     }
   }
   const mode: true | string = spec.mode === "effectful" ? "effectful mode is not executed here" : true

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer, Schema, Stream } from "effect"
 import { Journal, Rein } from "@rein/core"
 import type { Provider } from "@rein/core"
+import { Effect, Either, Layer, Schema, Stream } from "effect"
 import { catalog, contract, endpoint } from "./fixtures.js"
 
 /** A provider whose answer per endpoint is given by `answers` (and that counts its calls). */
@@ -50,7 +50,11 @@ describe("answers: finish reasons, tools, response formats", () => {
       expect(calls).toEqual(["a", "b"])
       const completion = Either.getOrThrow(result)
       expect(completion.endpoint).toBe("b")
-      expect(completion.attempts[0]).toMatchObject({ failure: "truncated", code: "finish_length", finishReason: "length" })
+      expect(completion.attempts[0]).toMatchObject({
+        failure: "truncated",
+        code: "finish_length",
+        finishReason: "length"
+      })
       expect(completion.attempts[0]!.usage).toEqual({ inputTokens: 5, outputTokens: 7 })
     }))
 
@@ -139,7 +143,10 @@ describe("answers: finish reasons, tools, response formats", () => {
       const line = JSON.stringify(Schema.encodeSync(Journal.JournalRecord)(records[0]!))
       expect(line).not.toContain("CANARY")
       expect(records[0]!.version).toBe(Journal.VERSION)
-      expect(records[0]!.attempts[0]).toMatchObject({ finishReason: "tool-calls", toolCalls: [{ name: "t", count: 1 }] })
+      expect(records[0]!.attempts[0]).toMatchObject({
+        finishReason: "tool-calls",
+        toolCalls: [{ name: "t", count: 1 }]
+      })
       expect(records[0]!.outcome).toMatchObject({ _tag: "Completion", finishReason: "tool-calls" })
       const decoded = Journal.decodeLine(line)
       expect(Either.isRight(decoded) && Journal.replay(decoded.right)).toEqual(Either.right(1))

@@ -355,7 +355,8 @@ export const prepareIn = (
   }
   const entry = resolve(rein, contract)
   if (entry.nested !== null) return refuse("nested_retries", entry.nested)
-  const spec = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming, usesOf(request))
+  const uses = usesOf(request)
+  const spec = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming, uses)
   const deadline = Deadline.starting(
     clock.unsafeCurrentTimeNanos(),
     contract.deadline,
@@ -836,7 +837,10 @@ const start = <S, B>(
 /** A record with what it may keep of the answer: the finish reason and tool-call names and counts. */
 const withAnswer = (
   record: Outcome.AttemptRecord,
-  end: { readonly finishReason?: Outcome.FinishReason | undefined; readonly toolCalls?: ReadonlyArray<Outcome.ToolCallCount> | undefined }
+  end: {
+    readonly finishReason?: Outcome.FinishReason | undefined
+    readonly toolCalls?: ReadonlyArray<Outcome.ToolCallCount> | undefined
+  }
 ): Outcome.AttemptRecord => ({
   ...record,
   ...(end.finishReason === undefined ? {} : { finishReason: end.finishReason }),
