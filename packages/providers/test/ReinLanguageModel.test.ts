@@ -1,4 +1,4 @@
-import { AiError, LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
+import { AiError, LanguageModel, Prompt, Tokenizer, Tool, Toolkit } from "@effect/ai"
 import type { Response } from "@effect/ai"
 import { OpenAiTool } from "@effect/ai-openai"
 import { describe, expect, it } from "@effect/vitest"
@@ -298,4 +298,42 @@ describe("ReinLanguageModel: an @effect/ai LanguageModel backed by Rein", () => 
         failure: "truncated"
       })
     }))
+
+  it.effect("generateObject whose JSON was cut at the output limit is truncated, with its usage (span-transformer order pinned)", () =>
+    Effect.gen(function*() {
+      const a = memoryModel([[text("{\"name\":\"Ad"), finish("length", 30, 1000)]])
+      const b = memoryModel([[text("{\"name\":\"Ada\"}"), finish("stop")]])
+      const response = yield* LanguageModel.generateObject({
+        prompt: "who?",
+        schema: Schema.Struct({ name: Schema.String })
+      })
+        .pipe(Effect.provide(underRein({ a: a.model, b: b.model })))
+      expect(response.value).toEqual({ name: "Ada" })
+      const [record] = yield* Effect.flatMap(Journal.MemoryJournal, (j) => j.records)
+      expect(record!.attempts[0]).toMatchObject({
+        failure: "truncated",
+        usage: { inputTokens: 30, outputTokens: 1000 }
+      })
+    }).pipe(Effect.provide(Journal.layerMemory)))
+
+  it.effect("without a given bound, a hard budget admits against the models' Tokenizer; with none it refuses", () =>
+    Effect.gen(function*() {
+      const a = memoryModel([[text("ok"), finish("stop")]])
+      const tokenizer = Tokenizer.make({
+        tokenize: (prompt) => Effect.succeed(Array.from({ length: 7 * prompt.content.length }, (_, i) => i))
+      })
+      const withTokenizer = Layer.merge(a.model, Layer.succeed(Tokenizer.Tokenizer, tokenizer))
+      const budgeted = contract({ budget: { cost: 1 }, candidates: ["a"] })
+      yield* LanguageModel.generateText({ prompt: "hi" }).pipe(
+        Effect.provide(ReinLanguageModel.layer({ contract: budgeted, catalog, models: { a: withTokenizer } }))
+      )
+      const [record] = yield* Effect.flatMap(Journal.MemoryJournal, (j) => j.records)
+      expect(record!.attempts[0]!.reservation.tokens).toBe(7 + 1_000)
+      const refused = yield* LanguageModel.generateText({ prompt: "hi" }).pipe(
+        ReinLanguageModel.withOutcomes,
+        Effect.flip,
+        Effect.provide(ReinLanguageModel.layer({ contract: budgeted, catalog, models: { a: a.model } }))
+      )
+      expect(refused).toMatchObject({ _tag: "Refused", refusal: "no_input_bound" })
+    }).pipe(Effect.provide(Journal.layerMemory)))
 })

@@ -8,7 +8,7 @@
  * @internal
  */
 import type { AiError, LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
-import { Response, Tokenizer } from "@effect/ai"
+import { Response, Telemetry, Tokenizer } from "@effect/ai"
 import { AnthropicLanguageModel } from "@effect/ai-anthropic"
 import { OpenAiLanguageModel } from "@effect/ai-openai"
 import * as AiModel from "@effect/ai/Model"
@@ -146,7 +146,8 @@ export const generate = (
       })
       : inner.model.generateText(innerOptions(call))
   const schema = Schema.Array(Response.Part(call.toolkit))
-  return oneShotCall(configured(inner, context, response)).pipe(
+  const attempt = oneShotCall(configured(inner, context, response))
+  return (format.type === "json" ? finishSeen(attempt) : attempt).pipe(
     Effect.flatMap((r) =>
       r.finishReason === "content-filter"
         ? Effect.fail(FILTERED)
@@ -156,6 +157,41 @@ export const generate = (
         )
     )
   )
+}
+
+/**
+ * `generateObject` that fails to decode loses its finish reason and usage; the span transformer sees the
+ * parts just before the decode (`LanguageModel.make` calls it first: pinned by a test). A JSON answer cut
+ * at the output limit is then the failure `truncated`, with its usage, rather than an unexplained
+ * malformed response. The caller's own transformer, if any, still runs.
+ */
+const finishSeen = <A>(
+  effect: Effect.Effect<A, Failure.ProviderFailure>
+): Effect.Effect<A, Failure.ProviderFailure> =>
+  Effect.flatMap(Effect.serviceOption(Telemetry.CurrentSpanTransformer), (outer) => {
+    let finish: Response.FinishPart | undefined
+    const transformer: Telemetry.SpanTransformer = (options) => {
+      for (const part of options.response) if (part.type === "finish") finish = part
+      if (Option.isSome(outer)) outer.value(options)
+    }
+    return effect.pipe(
+      Effect.provideService(Telemetry.CurrentSpanTransformer, transformer),
+      Effect.catchAll((failure) =>
+        Effect.fail(
+          failure.kind === "malformed_response" && finish?.reason === "length" ? truncatedJson(finish) : failure
+        )
+      )
+    )
+  })
+
+const truncatedJson = (finish: Response.FinishPart): Failure.ProviderFailure => {
+  const usage = usageOf(finish.usage.inputTokens, finish.usage.outputTokens)
+  return new Failure.ProviderFailure({
+    kind: "truncated",
+    code: "finish_length",
+    dispatched: true,
+    ...(usage === "unknown" ? {} : { usage })
+  })
 }
 
 /** What Rein keeps of an inner answer (records keep only the finish reason and tool-call counts). */
