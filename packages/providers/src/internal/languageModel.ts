@@ -15,15 +15,56 @@ import * as AiModel from "@effect/ai/Model"
 import { Failure } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
 import { Context, Effect, Option, Schema, Stream } from "effect"
+import type { ParseResult } from "effect"
 import { oneShotCall, oneShotStream } from "../EffectAi.js"
 import { usageOf } from "./http.js"
 
 /** The outer call, carried through Rein as the request's opaque payload. @internal */
 export class Call {
   readonly toolkit: HandlerlessToolkit
+  readonly codecs: Codecs
   constructor(readonly options: LanguageModel.ProviderOptions) {
-    this.toolkit = toolkitOf(options.tools)
+    this.codecs = codecsOf(options.tools)
+    this.toolkit = this.codecs.toolkit
   }
+}
+
+/** The encoders of inner parts for one set of tools: compiled once per set, not once per call. */
+interface Codecs {
+  readonly tools: ReadonlyArray<Tool.Any>
+  readonly toolkit: HandlerlessToolkit
+  readonly parts: (
+    parts: ReadonlyArray<Response.Part<Record<string, Tool.Any>>>
+  ) => Effect.Effect<ReadonlyArray<Response.PartEncoded>, ParseResult.ParseError>
+  readonly streamPart: (
+    part: Response.StreamPart<Record<string, Tool.Any>>
+  ) => Effect.Effect<Response.StreamPartEncoded, ParseResult.ParseError>
+}
+
+const makeCodecs = (tools: ReadonlyArray<Tool.Any>): Codecs => {
+  const toolkit = toolkitOf(tools)
+  return {
+    tools,
+    toolkit,
+    parts: Schema.encode(Schema.Array(Response.Part(toolkit))),
+    streamPart: Schema.encode(Response.StreamPart(toolkit))
+  }
+}
+
+let noTools: Codecs | undefined
+const CODECS_KEPT = 32
+const codecs = new Map<string, Codecs>()
+
+/** The codecs of `tools` (the same tool objects: the cached ones). */
+const codecsOf = (tools: ReadonlyArray<Tool.Any>): Codecs => {
+  if (tools.length === 0) return noTools ??= makeCodecs([])
+  const key = tools.map((t) => t.name).join("\u0000")
+  const found = codecs.get(key)
+  if (found !== undefined && found.tools.every((t, i) => t === tools[i])) return found
+  if (codecs.size >= CODECS_KEPT) codecs.clear()
+  const made = makeCodecs(tools)
+  codecs.set(key, made)
+  return made
 }
 
 /** The inner parts of a successful attempt, carried back as the completion's payload. @internal */
@@ -145,14 +186,13 @@ export const generate = (
         schema: format.schema as Schema.Schema<unknown, Record<string, unknown>>
       })
       : inner.model.generateText(innerOptions(call))
-  const schema = Schema.Array(Response.Part(call.toolkit))
   const attempt = oneShotCall(configured(inner, context, response))
   return (format.type === "json" ? finishSeen(attempt) : attempt).pipe(
     Effect.flatMap((r) =>
       r.finishReason === "content-filter"
         ? Effect.fail(FILTERED)
         : Effect.map(
-          Effect.orDie(Schema.encode(schema)(r.content)),
+          Effect.orDie(call.codecs.parts(r.content)),
           (parts): Provider.ProviderResponse => answerOf(r, new Parts([...parts]))
         )
     )
@@ -232,7 +272,6 @@ export const stream = (
   call: Call,
   context: Provider.AttemptContext
 ): Stream.Stream<Provider.StreamPart, Failure.ProviderFailure> => {
-  const encode = Schema.encode(Response.StreamPart(call.toolkit))
   const parts: Stream.Stream<Response.StreamPart<Record<string, Tool.Any>>, AiError.AiError> = inner.model
     .streamText(innerOptions(call))
   const configuredParts = inner.override === undefined
@@ -244,7 +283,10 @@ export const stream = (
         ? Effect.fail(STREAM_ERROR)
         : part.type === "finish" && part.reason === "content-filter"
         ? Effect.fail(FILTERED)
-        : Effect.map(Effect.orDie(encode(part)), (encoded) => streamPartOf(part, new StreamPart(encoded)))
+        : Effect.map(
+          Effect.orDie(call.codecs.streamPart(part)),
+          (encoded) => streamPartOf(part, new StreamPart(encoded))
+        )
     )
   )
 }
