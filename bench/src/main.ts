@@ -16,11 +16,21 @@ import { batch } from "./batch.js"
 import { deadline } from "./deadline.js"
 import type { Benchmark, Goal } from "./harness.js"
 import { canImport, machine, nowMillis, table } from "./harness.js"
+import { languageModel } from "./languageModel.js"
 import { memory } from "./memory.js"
 import { overhead } from "./overhead.js"
 import { simulation } from "./simulation.js"
 
-const benchmarks: ReadonlyArray<Benchmark> = [overhead, batch, memory, deadline, abort, simulation, artifacts]
+const benchmarks: ReadonlyArray<Benchmark> = [
+  overhead,
+  batch,
+  memory,
+  deadline,
+  abort,
+  simulation,
+  artifacts,
+  languageModel
+]
 
 const args = process.argv.slice(2)
 const flag = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)

@@ -57,7 +57,9 @@ export class Endpoint extends Schema.Class<Endpoint>("Endpoint")({
   capabilities: Capabilities,
   prices: Prices,
   /** A simulated endpoint runs only when the contract allows simulation; its results are labelled. */
-  simulated: Schema.optionalWith(Schema.Boolean, { default: () => false })
+  simulated: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  /** Whose provider-defined tools it runs (`openai`, `anthropic`, …); default: `provider`. */
+  vendor: Schema.optional(Schema.NonEmptyTrimmedString)
 }) {}
 
 /**
@@ -66,6 +68,20 @@ export class Endpoint extends Schema.Class<Endpoint>("Endpoint")({
  * @since 0.1.0
  */
 export const scopeOf = (endpoint: Endpoint): string => endpoint.credentialScope ?? endpoint.provider
+
+/**
+ * The vendor whose provider-defined tools an endpoint runs: `vendor`, else `provider`.
+ *
+ * @example
+ * ```ts
+ * import { Catalog } from "@rein/core"
+ *
+ * declare const endpoint: Catalog.Endpoint
+ * const vendor = Catalog.vendorOf(endpoint)
+ * ```
+ * @since 0.1.0
+ */
+export const vendorOf = (endpoint: Endpoint): string => endpoint.vendor ?? endpoint.provider
 
 /**
  * The encoded (JSON) form of a catalog.

@@ -118,7 +118,13 @@ export class Contract extends Schema.Class<Contract>("Contract")({
   requires: Schema.optionalWith(Requirements, { default: () => Requirements.make({}) }),
   mode: Schema.optionalWith(Mode, { default: () => "read-only" as const }),
   allowSimulated: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  failures: Schema.optionalWith(FailurePolicy, { default: () => FailurePolicy.make({}) })
+  failures: Schema.optionalWith(FailurePolicy, { default: () => FailurePolicy.make({}) }),
+  /**
+   * What an answer cut at the output limit (finish reason `length`) is: `"fail"` (the default) makes it a
+   * failure of kind `truncated` (fallback only to a candidate with a larger output limit, never a retry
+   * on the same endpoint); `"accept"` makes it a success whose `finishReason` says `length`.
+   */
+  truncation: Schema.optionalWith(Schema.Literal("fail", "accept"), { default: () => "fail" as const })
 }) {}
 
 /**

@@ -13,7 +13,7 @@ import * as Attempt from "./internal/attempt.js"
 import type { Rein } from "./internal/context.js"
 import * as Loop from "./internal/loop.js"
 import * as Outcome from "./Outcome.js"
-import type { CompletionRequest } from "./Provider.js"
+import type { CompletionRequest, ProviderResponse } from "./Provider.js"
 
 /**
  * The failure table after a contract's narrowing and widening.
@@ -78,19 +78,38 @@ export const execute = (
 const run = (request: CompletionRequest, env: Loop.Env): Effect.Effect<Outcome.Completion, Outcome.Terminal> =>
   journaled(
     env,
-    Loop.run<string, Outcome.Completion>(env, {
+    Loop.run<ProviderResponse, Outcome.Completion>(env, {
       attempt: (provider, context, timeoutMillis, k) =>
-        Attempt.call(provider, request, context, timeoutMillis, env.graceMillis, k),
+        Attempt.call(
+          provider,
+          request,
+          context,
+          timeoutMillis,
+          env.graceMillis,
+          k,
+          env.contract.truncation === "fail"
+        ),
       commit
     }),
     (completion) => completion
   )
 
 /** A committed answer becomes the completion (its record settled in the same step). */
-const commit = (committed: Loop.Committed<string>): Effect.Effect<Outcome.Completion> => {
-  const [record, settling] = committed.finishNow({ _tag: "Success", payload: undefined, usage: committed.usage })
-  const completion: Outcome.Completion = {
-    text: committed.payload,
+const commit = (committed: Loop.Committed<ProviderResponse>): Effect.Effect<Outcome.Completion> => {
+  const response = committed.payload
+  const [record, settling] = committed.finishNow(
+    response.finishReason === undefined && response.toolCalls === undefined
+      ? { _tag: "Success", payload: undefined, usage: committed.usage }
+      : {
+        _tag: "Success",
+        payload: undefined,
+        usage: committed.usage,
+        finishReason: response.finishReason,
+        toolCalls: Outcome.countToolCalls(response.toolCalls)
+      }
+  )
+  const base: Outcome.Completion = {
+    text: response.text,
     endpoint: committed.endpoint.id,
     provider: committed.endpoint.provider,
     model: committed.endpoint.model,
@@ -99,5 +118,19 @@ const commit = (committed: Loop.Committed<string>): Effect.Effect<Outcome.Comple
     simulated: record.simulated,
     attempts: committed.progress.records
   }
+  const completion = answerOf(base, response)
   return settling === undefined ? Effect.succeed(completion) : Effect.as(settling, completion)
 }
+
+/** The completion with what the answer carries beyond text (only when it does: a plain answer allocates nothing). */
+const answerOf = (base: Outcome.Completion, response: ProviderResponse): Outcome.Completion =>
+  response.finishReason === undefined && response.toolCalls === undefined && response.reasoning === undefined &&
+    response.payload === undefined
+    ? base
+    : {
+      ...base,
+      ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason }),
+      ...(response.toolCalls === undefined ? {} : { toolCalls: response.toolCalls }),
+      ...(response.reasoning === undefined ? {} : { reasoning: response.reasoning }),
+      ...(response.payload === undefined ? {} : { payload: response.payload })
+    }

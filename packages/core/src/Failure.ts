@@ -27,6 +27,7 @@ export const FailureKind = Schema.Literal(
   "server_error",
   "malformed_response",
   "context_length",
+  "truncated",
   "content_filtered",
   "authentication",
   "permission_denied",
@@ -46,12 +47,13 @@ export type FailureKind = typeof FailureKind.Type
  *
  * - `any`: any other legal candidate;
  * - `larger_window`: only a candidate with a larger context window than the one that failed;
+ * - `larger_output`: only a candidate with a larger output limit than the one that failed;
  * - `other_scope`: only a candidate with another credential scope;
  * - `none`: nowhere.
  *
  * @since 0.1.0
  */
-export type FallbackRule = "any" | "larger_window" | "other_scope" | "none"
+export type FallbackRule = "any" | "larger_window" | "larger_output" | "other_scope" | "none"
 
 /**
  * One row of the failure table.
@@ -85,6 +87,8 @@ export const defaultTable: { readonly [K in FailureKind]: Rule } = {
   server_error: { retry: true, fallback: "any", health: true },
   malformed_response: { retry: false, fallback: "any", health: true },
   context_length: { retry: false, fallback: "larger_window", health: false },
+  // The answer was cut at the output limit: the same endpoint would cut it again.
+  truncated: { retry: false, fallback: "larger_output", health: false },
   content_filtered: { retry: false, fallback: "none", health: false },
   authentication: { retry: false, fallback: "other_scope", health: false },
   permission_denied: { retry: false, fallback: "other_scope", health: false },

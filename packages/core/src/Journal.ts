@@ -16,7 +16,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { Context, Duration, Effect, Either, Layer, Ref, Schema } from "effect"
 import { Endpoint } from "./Catalog.js"
 import { Contract } from "./Contract.js"
-import { FailureKind } from "./Failure.js"
+import { defaultTable, FailureKind } from "./Failure.js"
 import { canonical, firstDifference } from "./internal/canonical.js"
 import { formatParseError } from "./internal/decode.js"
 import * as Derive from "./internal/spec.js"
@@ -25,11 +25,12 @@ import * as Planner from "./Planner.js"
 import { Usage } from "./Usage.js"
 
 /**
- * The journal format version this build writes and reads.
+ * The journal format version this build writes. It also reads version 1 (before finish reasons, tool
+ * calls and the `truncated` failure kind: its table lacks that row, which decodes to the default).
  *
  * @since 0.1.0
  */
-export const VERSION = 1
+export const VERSION = 2
 
 const Num = Schema.Number
 const NullNum = Schema.NullOr(Schema.Number)
@@ -37,9 +38,33 @@ const Verdict = Schema.Union(Schema.Literal(true), Schema.String)
 
 const Rule = Schema.Struct({
   retry: Schema.Boolean,
-  fallback: Schema.Literal("any", "larger_window", "other_scope", "none"),
+  fallback: Schema.Literal("any", "larger_window", "larger_output", "other_scope", "none"),
   health: Schema.Boolean
 })
+
+/** The failure table; version 1 had no `truncated` row (read as the default one). */
+const Table = Schema.extend(
+  Schema.Record({
+    key: Schema.Literal(
+      "timeout",
+      "transport",
+      "rate_limited",
+      "overloaded",
+      "server_error",
+      "malformed_response",
+      "context_length",
+      "content_filtered",
+      "authentication",
+      "permission_denied",
+      "insufficient_balance",
+      "quota_exhausted",
+      "invalid_request",
+      "unknown"
+    ),
+    value: Rule
+  }),
+  Schema.Struct({ truncated: Schema.optionalWith(Rule, { default: () => defaultTable.truncated }) })
+)
 
 /**
  * The planner's static inputs as a Schema.
@@ -59,9 +84,15 @@ export const SpecSchema = Schema.Struct({
     structuredOutput: Schema.Boolean,
     streaming: Schema.Boolean,
     simulated: Schema.Boolean,
-    prices: Schema.Struct({ inputTokens: Num, outputTokens: Num, request: Num })
+    prices: Schema.Struct({ inputTokens: Num, outputTokens: Num, request: Num }),
+    vendor: Schema.optional(Schema.String)
   })),
-  requires: Schema.Struct({ tools: Schema.Boolean, structuredOutput: Schema.Boolean, streaming: Schema.Boolean }),
+  requires: Schema.Struct({
+    tools: Schema.Boolean,
+    structuredOutput: Schema.Boolean,
+    streaming: Schema.Boolean,
+    vendors: Schema.optional(Schema.Array(Schema.String))
+  }),
   mode: Schema.Literal("read-only", "advisory", "effectful"),
   allowSimulated: Schema.Boolean,
   inputTokens: NullNum,
@@ -76,7 +107,7 @@ export const SpecSchema = Schema.Struct({
     maxMillis: Num,
     jitter: Num
   }),
-  table: Schema.Record({ key: FailureKind, value: Rule })
+  table: Table
 })
 
 /**
@@ -164,7 +195,8 @@ export const RecordedOutcome = Schema.Union(
     endpoint: Schema.String,
     usage: Usage,
     cost: Schema.Union(Schema.Number, Schema.Literal("unknown")),
-    simulated: Schema.Boolean
+    simulated: Schema.Boolean,
+    finishReason: Schema.optional(Outcome.FinishReason)
   }),
   Schema.Struct({
     _tag: Schema.Literal("DeadlineExceeded", "BudgetExhausted", "PlanExhausted", "FailedSafe", "Refused", "Halted"),
@@ -188,7 +220,7 @@ export const RecordedOutcome = Schema.Union(
  * @since 0.1.0
  */
 export const JournalRecord = Schema.Struct({
-  version: Schema.Literal(VERSION),
+  version: Schema.Literal(1, VERSION),
   requestId: Schema.String,
   contract: Schema.encodedSchema(Contract),
   endpoints: Schema.Array(Schema.encodedSchema(Endpoint)),
@@ -277,7 +309,8 @@ const recordedOutcome = (
       endpoint: outcome.endpoint,
       usage: outcome.usage,
       cost: outcome.cost,
-      simulated: outcome.simulated
+      simulated: outcome.simulated,
+      ...(outcome.finishReason === undefined ? {} : { finishReason: outcome.finishReason })
     }
   }
   switch (outcome._tag) {
@@ -554,7 +587,7 @@ const derivedSpec = (record: JournalRecord): Either.Either<Contract, ReplayMisma
     }),
     recorded.inputTokens,
     recorded.maxOutputTokens,
-    { streaming: recorded.requires.streaming }
+    { streaming: recorded.requires.streaming, uses: usesOf(recorded) }
   )
   const field = firstDifference(recorded, spec)
   if (field === undefined) return Either.right(contract.right)
@@ -565,6 +598,17 @@ const derivedSpec = (record: JournalRecord): Either.Either<Contract, ReplayMisma
       canonical(pick(spec, field))
     )
   )
+}
+
+/**
+ * What the recorded request used (tools, a JSON response format, provider-defined tools' vendors): like its
+ * token bounds, an input of the request, not of the contract. A contract's own `requires` is within it.
+ */
+const usesOf = (spec: JournalRecord["spec"]): Derive.Uses | undefined => {
+  const r = spec.requires
+  return r.tools || r.structuredOutput || r.vendors !== undefined
+    ? { tools: r.tools, structuredOutput: r.structuredOutput, vendors: r.vendors, key: "" }
+    : undefined
 }
 
 /** Rounding of nanosecond readings to milliseconds. */

@@ -11,6 +11,79 @@ import { FailureKind } from "./Failure.js"
 import { Usage } from "./Usage.js"
 
 /**
+ * Why a model stopped (the `@effect/ai` reasons). `length` is truncation at the output limit: the
+ * contract's `truncation` makes it a failure of kind `truncated` (the default) or an annotated success.
+ *
+ * @example
+ * ```ts
+ * import { Outcome } from "@rein/core"
+ *
+ * const reason: Outcome.FinishReason = "tool-calls"
+ * ```
+ * @since 0.1.0
+ */
+export const FinishReason = Schema.Literal(
+  "stop",
+  "length",
+  "content-filter",
+  "tool-calls",
+  "error",
+  "pause",
+  "other",
+  "unknown"
+)
+
+/**
+ * @since 0.1.0
+ */
+export type FinishReason = typeof FinishReason.Type
+
+/**
+ * A tool call the model made. Handed to the caller on the completion; records and journals keep only
+ * the names and counts (`ToolCallCount`), never the parameters.
+ *
+ * @since 0.1.0
+ */
+export interface ToolCall {
+  readonly id: string
+  readonly name: string
+  readonly params: unknown
+}
+
+/**
+ * How many calls of one tool an answer made: all that records keep of tool calls.
+ *
+ * @since 0.1.0
+ */
+export const ToolCallCount = Schema.Struct({ name: Schema.String, count: Schema.Number })
+
+/**
+ * @since 0.1.0
+ */
+export type ToolCallCount = typeof ToolCallCount.Type
+
+/**
+ * Counts tool calls by name, in first-call order (`undefined` when there are none).
+ *
+ * @example
+ * ```ts
+ * import { Outcome } from "@rein/core"
+ *
+ * Outcome.countToolCalls([{ id: "1", name: "a", params: {} }, { id: "2", name: "a", params: {} }])
+ * // [{ name: "a", count: 2 }]
+ * ```
+ * @since 0.1.0
+ */
+export const countToolCalls = (
+  calls: ReadonlyArray<{ readonly name: string }> | undefined
+): ReadonlyArray<ToolCallCount> | undefined => {
+  if (calls === undefined || calls.length === 0) return undefined
+  const counts = new Map<string, number>()
+  for (const call of calls) counts.set(call.name, (counts.get(call.name) ?? 0) + 1)
+  return Array.from(counts, ([name, count]) => ({ name, count }))
+}
+
+/**
  * What an attempt reserved against the hard budget (`null`: that dimension is not limited / unknown).
  *
  * @since 0.1.0
@@ -71,7 +144,11 @@ const recordFields = {
   billingBoundViolation: Schema.Boolean,
   /** Teardown was not confirmed within the grace: the endpoint may still be working on it. */
   teardownUnconfirmed: Schema.Boolean,
-  simulated: Schema.Boolean
+  simulated: Schema.Boolean,
+  /** Why the model stopped, when the attempt got an answer that said. */
+  finishReason: Schema.optional(FinishReason),
+  /** Tool calls of the answer, by name (never their parameters). */
+  toolCalls: Schema.optional(Schema.Array(ToolCallCount))
 }
 
 /**
@@ -235,7 +312,15 @@ export const Completion = Schema.Struct({
   usage: Usage,
   cost: Schema.Union(Schema.Number, Schema.Literal("unknown")),
   simulated: Schema.Boolean,
-  attempts
+  attempts,
+  /** Why the model stopped (absent when the provider did not say). */
+  finishReason: Schema.optional(FinishReason),
+  toolCalls: Schema.optional(
+    Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, params: Schema.Unknown }))
+  ),
+  reasoning: Schema.optional(Schema.Array(Schema.String)),
+  /** The provider's opaque payload (for an `@effect/ai` model: its response parts). Never recorded. */
+  payload: Schema.optional(Schema.Unknown)
 }).annotations({ identifier: "Completion" })
 
 /**

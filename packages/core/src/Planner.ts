@@ -58,6 +58,8 @@ export interface CandidateSpec {
   readonly streaming: boolean
   readonly simulated: boolean
   readonly prices: { readonly inputTokens: number; readonly outputTokens: number; readonly request: number }
+  /** Whose provider-defined tools it runs (absent in journals written before tools were checked). */
+  readonly vendor?: string | undefined
 }
 
 /**
@@ -67,7 +69,13 @@ export interface CandidateSpec {
  */
 export interface Spec {
   readonly candidates: ReadonlyArray<CandidateSpec>
-  readonly requires: { readonly tools: boolean; readonly structuredOutput: boolean; readonly streaming: boolean }
+  readonly requires: {
+    readonly tools: boolean
+    readonly structuredOutput: boolean
+    readonly streaming: boolean
+    /** The vendors of the request's provider-defined tools: a candidate must be each one's. */
+    readonly vendors?: ReadonlyArray<string> | undefined
+  }
   readonly mode: "read-only" | "advisory" | "effectful"
   readonly allowSimulated: boolean
   readonly inputTokens: number | null
@@ -276,6 +284,12 @@ const computeStaticVerdicts = (spec: Spec, c: CandidateSpec): StaticVerdicts => 
     } else if (spec.requires.tools && !c.tools) capable = "no tool support"
     else if (spec.requires.structuredOutput && !c.structuredOutput) capable = "no structured output"
     else if (spec.requires.streaming && !c.streaming) capable = "no streaming"
+    else if (spec.requires.vendors !== undefined) {
+      const other = spec.requires.vendors.find((v) => v !== c.vendor)
+      if (other !== undefined) {
+        capable = `provider-defined tool of ${other}; endpoint of ${c.vendor ?? "unknown vendor"}`
+      }
+    }
   }
   const mode: true | string = spec.mode === "effectful" ? "effectful mode is not executed here" : true
   const simulation: true | string = c.simulated && !spec.allowSimulated
@@ -315,6 +329,12 @@ const failureAllows = (
       return failed !== undefined && c.contextWindow <= failed.contextWindow
         ? `${last.kind}: window ${c.contextWindow} is not larger than ${failed.contextWindow}`
         : true
+    case "larger_output": {
+      const limit = (x: CandidateSpec) => spec.maxOutputTokens ?? x.maxOutputTokens
+      return failed !== undefined && limit(c) <= limit(failed)
+        ? `${last.kind}: output limit ${limit(c)} is not larger than ${limit(failed)}`
+        : true
+    }
     case "other_scope":
       return failed !== undefined && c.scope === failed.scope
         ? `${last.kind}: same credential scope ${JSON.stringify(c.scope)}`

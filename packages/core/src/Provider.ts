@@ -6,17 +6,52 @@
  *
  * @since 0.1.0
  */
+import type { Prompt } from "@effect/ai"
 import type { Effect, Stream } from "effect"
 import { Context } from "effect"
 import type { Endpoint } from "./Catalog.js"
 import type { ProviderFailure } from "./Failure.js"
-import type { Reservation } from "./Outcome.js"
+import type { FinishReason, Reservation, ToolCall } from "./Outcome.js"
 import type { Usage } from "./Usage.js"
 
 /**
- * What a caller asks for. `inputTokens` is an upper bound on the prompt's tokens: without it (or a
- * tokenizer), a hard cost or token budget cannot admit anything. `maxOutputTokens` defaults to the
- * endpoint's maximum.
+ * A tool a request offers the model. A provider-defined tool (`vendor` set, e.g. OpenAI's web search,
+ * `@effect/ai` id `openai.web_search`) runs only on that vendor's endpoints: the `capable` predicate
+ * excludes the others before anything is sent.
+ *
+ * @example
+ * ```ts
+ * import type { Provider } from "@rein/core"
+ *
+ * const tools: ReadonlyArray<Provider.Tool> = [{ name: "getWeather" }, { name: "web_search", vendor: "openai" }]
+ * ```
+ * @since 0.1.0
+ */
+export interface Tool {
+  readonly name: string
+  /** The vendor of a provider-defined tool (the catalog's `vendor`, else `provider`); absent: user-defined. */
+  readonly vendor?: string | undefined
+}
+
+/**
+ * Which tools the model may or must call (the `@effect/ai` shape).
+ *
+ * @since 0.1.0
+ */
+export type ToolChoice =
+  | "auto"
+  | "none"
+  | "required"
+  | { readonly tool: string }
+  | { readonly mode?: "auto" | "required" | undefined; readonly oneOf: ReadonlyArray<string> }
+
+/**
+ * What a caller asks for. `prompt` (with `system` before it) is the shorthand for a one-message
+ * conversation; `messages`, an `@effect/ai` `Prompt` (system, user, assistant and tool messages; text and
+ * file parts), is the whole conversation and, when present, is what providers send. `inputTokens` is an upper bound on the prompt's tokens: without it (or a tokenizer), a hard cost or token
+ * budget cannot admit anything. `maxOutputTokens` defaults to the endpoint's maximum. A request with
+ * `tools` runs only on endpoints with tool support, one with `responseFormat: "json"` only on endpoints
+ * with structured output. `payload` is opaque to Rein (handed to the provider as is, never journaled).
  *
  * @example
  * ```ts
@@ -31,8 +66,16 @@ export interface CompletionRequest {
   readonly id?: string | undefined
   readonly prompt: string
   readonly system?: string | undefined
+  /** The conversation, sent instead of `system` + `prompt` when present (never recorded). */
+  readonly messages?: Prompt.Prompt | undefined
   readonly inputTokens?: number | undefined
   readonly maxOutputTokens?: number | undefined
+  readonly tools?: ReadonlyArray<Tool> | undefined
+  readonly toolChoice?: ToolChoice | undefined
+  /** `"json"`: the answer must be a JSON object (the endpoint needs structured output). Default `"text"`. */
+  readonly responseFormat?: "text" | "json" | undefined
+  /** Opaque to Rein: handed to the provider as is, never recorded. */
+  readonly payload?: unknown
 }
 
 /**
@@ -43,6 +86,13 @@ export interface CompletionRequest {
 export interface ProviderResponse {
   readonly text: string
   readonly usage: Usage
+  /** Why the model stopped. `"length"` is truncation: the contract's `truncation` decides what it means. */
+  readonly finishReason?: FinishReason | undefined
+  readonly toolCalls?: ReadonlyArray<ToolCall> | undefined
+  /** Reasoning text the model returned beside its answer. */
+  readonly reasoning?: ReadonlyArray<string> | undefined
+  /** Opaque to Rein: handed back on the completion as is, never recorded. */
+  readonly payload?: unknown
 }
 
 /**
@@ -58,6 +108,15 @@ export interface StreamPart {
   readonly usage?: Usage | undefined
   /** The stream's own terminator was seen (a stream that ends without it was truncated). */
   readonly done?: boolean | undefined
+  /**
+   * The caller sees this part: it commits the stream even with an empty `delta` (reasoning and tool-call
+   * deltas). Metadata parts are not visible: they never commit. A non-empty `delta` is always visible.
+   */
+  readonly visible?: boolean | undefined
+  /** Why the model stopped (on the last part). */
+  readonly finishReason?: FinishReason | undefined
+  /** Opaque to Rein: emitted with the part's event as is, never recorded. */
+  readonly payload?: unknown
 }
 
 /**

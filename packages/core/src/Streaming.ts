@@ -34,7 +34,13 @@ import type { Usage } from "./Usage.js"
  * @since 0.1.0
  */
 export type Event =
-  | { readonly _tag: "Delta"; readonly text: string; readonly endpoint: string }
+  | {
+    readonly _tag: "Delta"
+    readonly text: string
+    readonly endpoint: string
+    /** The provider part's opaque payload (for an `@effect/ai` model: the stream part), when it has one. */
+    readonly payload?: unknown
+  }
   | { readonly _tag: "Completed"; readonly completion: Outcome.Completion }
 
 type Step =
@@ -65,11 +71,12 @@ export const executeStream = (
 ): Stream.Stream<Event, Outcome.Terminal, Rein> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const env = yield* Loop.prepare(request, contract, true)
+    const truncationFails = contract.truncation === "fail"
     const committed = yield* journaled(
       env,
       Loop.loop<Attempt.Opened, Loop.Committed<Attempt.Opened>>(env, {
         attempt: (provider, context, timeoutMillis, k) =>
-          Attempt.open(provider, request, context, timeoutMillis, env.graceMillis, k),
+          Attempt.open(provider, request, context, timeoutMillis, env.graceMillis, k, truncationFails),
         commit: Effect.succeed
       })
     )
@@ -77,6 +84,7 @@ export const executeStream = (
     const endpoint = committed.endpoint.id
     let usage: Usage = "unknown"
     let sawDone = false
+    let finishReason: Outcome.FinishReason | undefined = undefined
     const text: Array<string> = []
     let finished = false
 
@@ -104,6 +112,7 @@ export const executeStream = (
       if (part.done === true) {
         sawDone = true
       }
+      if (part.finishReason !== undefined) finishReason = part.finishReason
       text.push(part.delta)
     }
 
@@ -145,7 +154,8 @@ export const executeStream = (
             usage: end.usage,
             cost: Loop.totalCost(committed.progress.records),
             simulated: committed.progress.records[committed.progress.records.length - 1]!.simulated,
-            attempts: committed.progress.records
+            attempts: committed.progress.records,
+            ...(finishReason === undefined ? {} : { finishReason })
           }
           if (env.writer !== undefined) yield* env.writer.end(completed)
           return Stream.succeed<Event>({ _tag: "Completed", completion: completed })
@@ -177,16 +187,21 @@ export const executeStream = (
         switch (s._tag) {
           case "Part": {
             absorb(s.part)
+            if (s.part.payload !== undefined) {
+              return Stream.succeed<Event>({ _tag: "Delta", text: s.part.delta, endpoint, payload: s.part.payload })
+            }
             return s.part.delta.length === 0
               ? Stream.empty
               : Stream.succeed<Event>({ _tag: "Delta", text: s.part.delta, endpoint })
           }
           case "End":
             return Stream.unwrap(finishWith(
-              sawDone ? { _tag: "Success", payload: undefined, usage } : {
-                _tag: "Failure",
-                failure: Attempt.TRUNCATED
-              }
+              !sawDone
+                ? { _tag: "Failure", failure: Attempt.TRUNCATED }
+                : truncationFails && finishReason === "length"
+                // Cut at the output limit after commit: a failure, never a clean end.
+                ? { _tag: "Failure", failure: Attempt.truncated(usage), finishReason }
+                : { _tag: "Success", payload: undefined, usage, finishReason }
             ))
           case "Failed":
             return Stream.unwrap(finishWith({ _tag: "Failure", failure: s.failure }))

@@ -228,7 +228,9 @@ const usageOf = (usage: Response.Usage): Provider.ProviderResponse["usage"] =>
   Internal.usageOf(usage.inputTokens, usage.outputTokens)
 
 const promptOf = (request: Provider.CompletionRequest) =>
-  request.system === undefined
+  request.messages !== undefined
+    ? request.messages
+    : request.system === undefined
     ? request.prompt
     : [
       { role: "system" as const, content: request.system },
@@ -406,4 +408,57 @@ export const vendorTransport = (
     })
     if (Either.isLeft(checked)) return yield* checked.left
     return { apiUrl: checked.right.href.replace(/\/+$/, ""), http: oneShot(yield* HttpClient.HttpClient) }
+  })
+
+/** Classifies an error of a guarded call: a 2xx body whose stream failed at the socket is `transport`. */
+const classifyGuarded = (ticket: CallTicket["Type"]) => (error: AiError.AiError) =>
+  error._tag === "HttpResponseError" && ticket.bodyErrno !== undefined && error.response.status < 300
+    ? Effect.succeed(Internal.fromTransport(ticket.bodyErrno))
+    : classify(error)
+
+/**
+ * Runs one `@effect/ai` call as one physical attempt: under the `oneShot` guard (a second HTTP request
+ * within the call is refused, with no traffic) and with its `AiError` classified (`classify`).
+ *
+ * @example
+ * ```ts
+ * import { LanguageModel } from "@effect/ai"
+ * import { EffectAi } from "@rein/providers"
+ *
+ * const attempt = EffectAi.oneShotCall(LanguageModel.generateText({ prompt: "hi" }))
+ * ```
+ * @since 0.1.0
+ */
+export const oneShotCall = <A, R>(
+  effect: Effect.Effect<A, AiError.AiError, R>
+): Effect.Effect<A, Failure.ProviderFailure, R> =>
+  Effect.suspend(() => {
+    const ticket: CallTicket["Type"] = { sent: 0 }
+    return effect.pipe(
+      Effect.provideService(CallTicket, ticket),
+      Effect.catchAll((error) => Effect.flip(classifyGuarded(ticket)(error)))
+    )
+  })
+
+/**
+ * `oneShotCall` for a stream: one physical streamed call, guarded and classified.
+ *
+ * @example
+ * ```ts
+ * import { LanguageModel } from "@effect/ai"
+ * import { EffectAi } from "@rein/providers"
+ *
+ * const parts = EffectAi.oneShotStream(LanguageModel.streamText({ prompt: "hi" }))
+ * ```
+ * @since 0.1.0
+ */
+export const oneShotStream = <A, R>(
+  stream: Stream.Stream<A, AiError.AiError, R>
+): Stream.Stream<A, Failure.ProviderFailure, R> =>
+  Stream.suspend(() => {
+    const ticket: CallTicket["Type"] = { sent: 0 }
+    return stream.pipe(
+      Stream.provideService(CallTicket, ticket),
+      Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyGuarded(ticket)(error))))
+    )
   })

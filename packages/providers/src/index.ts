@@ -47,3 +47,10 @@ export * as Subprocess from "./Subprocess.js"
  * @since 0.1.0
  */
 export * as FaultServer from "./testing/FaultServer.js"
+
+/**
+ * An `@effect/ai` `LanguageModel` backed by Rein: one Layer puts an existing program under a contract.
+ *
+ * @since 0.1.0
+ */
+export * as ReinLanguageModel from "./ReinLanguageModel.js"

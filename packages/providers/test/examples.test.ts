@@ -1,6 +1,7 @@
 import { NodeCommandExecutor, NodeFileSystem, NodeHttpClient } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { program as agent } from "../../../examples/providers/agent.js"
 import { program as effectAi } from "../../../examples/providers/effect-ai.js"
 import { program as openAiCompatible } from "../../../examples/providers/openai-compatible.js"
 import { program as subprocess } from "../../../examples/providers/subprocess.js"
@@ -18,6 +19,12 @@ describe("examples/providers", () => {
 
   it.live("effect-ai: an overloaded model falls back to the next", () =>
     Effect.map(http(effectAi), (c) => expect([c.endpoint, c.text]).toEqual(["openai/mini", "Bonjour."])))
+
+  it.effect("agent: a tool-using agent answers under one contract, every turn recorded", () =>
+    Effect.map(agent, (r) => {
+      expect(r.answer).toBe("Paris 21°C, Oslo 4°C")
+      expect([r.turns, r.turnsRecorded]).toEqual([3, 3])
+    }))
 
   it.live("subprocess: a local program answers", () =>
     Effect.map(Effect.provide(subprocess, commands), (c) => expect(c.text).toBe("echo: ping")))

@@ -19,6 +19,8 @@ import {
   Stream
 } from "effect"
 import { ProviderFailure } from "../Failure.js"
+import type { FinishReason, ToolCallCount } from "../Outcome.js"
+import { countToolCalls } from "../Outcome.js"
 import type { AttemptContext, CompletionRequest, Provider, ProviderResponse, StreamPart } from "../Provider.js"
 import type { Usage } from "../Usage.js"
 import { clampMillis } from "./duration.js"
@@ -26,8 +28,8 @@ import * as Timers from "./timers.js"
 
 /** How one attempt ended, before it becomes a record. @internal */
 export type AttemptEnd<S> =
-  | { readonly _tag: "Success"; readonly payload: S; readonly usage: Usage }
-  | { readonly _tag: "Failure"; readonly failure: ProviderFailure }
+  | { readonly _tag: "Success"; readonly payload: S; readonly usage: Usage } & Answer
+  | { readonly _tag: "Failure"; readonly failure: ProviderFailure } & Answer
   | {
     readonly _tag: "Timeout"
     readonly confirmed: boolean
@@ -40,6 +42,12 @@ export type AttemptEnd<S> =
     readonly confirmed: boolean
     readonly settled: Effect.Effect<void>
   }
+
+/** What an attempt's record keeps of the answer (never its text or tool parameters). @internal */
+export interface Answer {
+  readonly finishReason?: FinishReason | undefined
+  readonly toolCalls?: ReadonlyArray<ToolCallCount> | undefined
+}
 
 /** A defect or self-interruption inside provider code: unclassifiable, so `unknown` (never retried). @internal */
 export const DEFECT = new ProviderFailure({ kind: "unknown", code: "provider_defect", dispatched: true })
@@ -224,17 +232,44 @@ export const bounded = <A, E, S, B, E2>(
 
 const TIMED_OUT = Effect.succeed(undefined)
 
-const callEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd<string> =>
-  Exit.isSuccess(exit)
-    ? { _tag: "Success", payload: exit.value.text, usage: exit.value.usage }
-    : { _tag: "Failure", failure: failureOf(exit.cause) }
+const callEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd<ProviderResponse> => {
+  if (!Exit.isSuccess(exit)) return { _tag: "Failure", failure: failureOf(exit.cause) }
+  const response = exit.value
+  return response.finishReason === undefined && response.toolCalls === undefined
+    ? { _tag: "Success", payload: response, usage: response.usage }
+    : {
+      _tag: "Success",
+      payload: response,
+      usage: response.usage,
+      finishReason: response.finishReason,
+      toolCalls: countToolCalls(response.toolCalls)
+    }
+}
 
 const DEFECT_END: AttemptEnd<never> = { _tag: "Failure", failure: DEFECT }
 
+/** An answer cut at the output limit, as a failure (the contract's `truncation: "fail"`). @internal */
+export const truncated = (usage: Usage): ProviderFailure =>
+  new ProviderFailure({
+    kind: "truncated",
+    code: "finish_length",
+    dispatched: true,
+    ...(usage === "unknown" ? {} : { usage })
+  })
+
+/** `callEnd`, where a `length` finish is the failure `truncated`. */
+const strictCallEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd<ProviderResponse> => {
+  const end = callEnd(exit)
+  return end._tag === "Success" && end.finishReason === "length"
+    ? { _tag: "Failure", failure: truncated(end.usage), finishReason: "length", toolCalls: end.toolCalls }
+    : end
+}
+
 /**
- * One call as an attempt. Provider code that throws before it returns its effect ends the attempt exactly
- * like a defect inside the effect (`unknown`, never retried; what it threw is dropped), handed to `k.then`
- * at once: the throw happens in the caller's synchronous step, so no interruption can land before it.
+ * One call as an attempt; with `truncationFails`, an answer cut at the output limit is a failure. Provider
+ * code that throws before it returns its effect ends the attempt exactly like a defect inside the effect
+ * (`unknown`, never retried; what it threw is dropped), handed to `k.then` at once: the throw happens in the
+ * caller's synchronous step, so no interruption can land before it.
  *
  * @internal
  */
@@ -244,7 +279,8 @@ export const call = <B, E2>(
   context: AttemptContext,
   timeoutMillis: number,
   graceMillis: number,
-  k: Continue<string, B, E2>
+  k: Continue<ProviderResponse, B, E2>,
+  truncationFails = false
 ): Effect.Effect<B, E2> => {
   let effect: Effect.Effect<ProviderResponse, ProviderFailure>
   try {
@@ -252,7 +288,7 @@ export const call = <B, E2>(
   } catch {
     return k.then(DEFECT_END)
   }
-  return bounded(effect, callEnd, timeoutMillis, graceMillis, k)
+  return bounded(effect, truncationFails ? strictCallEnd : callEnd, timeoutMillis, graceMillis, k)
 }
 
 /** A stream that delivered its first visible delta: the rest is pulled from `pull` until `scope` closes. @internal */
@@ -274,7 +310,8 @@ export const open = <B, E2>(
   context: AttemptContext,
   timeoutMillis: number,
   graceMillis: number,
-  k: Continue<Opened, B, E2>
+  k: Continue<Opened, B, E2>,
+  truncationFails = false
 ): Effect.Effect<B, E2> => {
   // Like `call`: a stream function that throws is a defect of the attempt, never of the caller.
   let stream: Stream.Stream<StreamPart, ProviderFailure>
@@ -296,6 +333,9 @@ export const open = <B, E2>(
             const done = seen.some((p) => p.done === true)
             const usage = seen.reduce<Usage>((u, p) => p.usage ?? u, "unknown")
             yield* Scope.close(scope, Exit.void)
+            if (done && truncationFails && seen.some((p) => p.finishReason === "length")) {
+              return { _tag: "Failure", failure: truncated(usage), finishReason: "length" } as AttemptEnd<Opened>
+            }
             return done
               ? { _tag: "Success", payload: { first: seen, pull: EMPTY_PULL, scope }, usage } as AttemptEnd<Opened>
               : { _tag: "Failure", failure: TRUNCATED } as AttemptEnd<Opened>
@@ -306,7 +346,9 @@ export const open = <B, E2>(
         }
         const parts = Chunk.toReadonlyArray(exit.value)
         seen.push(...parts)
-        if (parts.some((p) => p.delta.length > 0) || parts.some((p) => p.done === true)) {
+        // The first visible part commits: text, or a part the adapter marks visible (reasoning, tool-call
+        // deltas). Metadata before it is held and emitted after commit, from this endpoint only.
+        if (parts.some((p) => p.delta.length > 0 || p.visible === true || p.done === true)) {
           return { _tag: "Success", payload: { first: seen, pull, scope }, usage: "unknown" } as AttemptEnd<Opened>
         }
       }

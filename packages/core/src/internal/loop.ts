@@ -60,7 +60,12 @@ export const makeSpec = (
   providers: ReadonlyMap<string, Provider>,
   inputTokens: number | null,
   maxOutputTokens: number | null,
-  options: { readonly streaming?: boolean; readonly order?: ReadonlyArray<string> } = {}
+  options: {
+    readonly streaming?: boolean
+    readonly order?: ReadonlyArray<string>
+    /** What the request itself uses (tools, a JSON response format, provider-defined tools' vendors). */
+    readonly uses?: Uses | undefined
+  } = {}
 ): Planner.Spec => {
   const streaming = options.streaming === true
   return Spec.derive(
@@ -79,6 +84,27 @@ export const makeSpec = (
   )
 }
 
+/** What a request itself uses that a candidate must support (see `Spec.Uses`). @internal */
+export type Uses = Spec.Uses
+
+/** What `request` uses, or `undefined` for a plain prompt (the common case: nothing allocated). @internal */
+export const usesOf = (request: CompletionRequest): Uses | undefined => {
+  const tools = request.tools
+  const json = request.responseFormat === "json"
+  if ((tools === undefined || tools.length === 0) && !json) return undefined
+  let vendors: Array<string> | undefined
+  for (const tool of tools ?? []) {
+    if (tool.vendor !== undefined && !(vendors ??= []).includes(tool.vendor)) vendors.push(tool.vendor)
+  }
+  const uses = tools !== undefined && tools.length > 0
+  return {
+    tools: uses,
+    structuredOutput: json,
+    vendors,
+    key: `${uses ? 1 : 0}${json ? 1 : 0}${vendors === undefined ? "" : JSON.stringify(vendors)}`
+  }
+}
+
 /** What a contract resolves to under one Rein: the nested-retry check, and its specs per request shape. */
 interface Resolved {
   /** The candidates the catalog does not know (a likely typo, refused before any call), or `null`. */
@@ -91,6 +117,7 @@ interface Resolved {
     readonly input: number | null
     readonly output: number | null
     readonly streaming: boolean
+    readonly uses: string | undefined
     readonly spec: Planner.Spec
   } | undefined
 }
@@ -136,22 +163,24 @@ const cachedSpec = (
   entry: Resolved,
   inputTokens: number | null,
   maxOutputTokens: number | null,
-  streaming: boolean
+  streaming: boolean,
+  uses: Uses | undefined
 ): Planner.Spec => {
   const last = entry.last
   if (
-    last !== undefined && last.input === inputTokens && last.output === maxOutputTokens && last.streaming === streaming
+    last !== undefined && last.input === inputTokens && last.output === maxOutputTokens &&
+    last.streaming === streaming && last.uses === uses?.key
   ) {
     return last.spec
   }
-  const key = `${inputTokens}:${maxOutputTokens}:${streaming ? 1 : 0}`
+  const key = `${inputTokens}:${maxOutputTokens}:${streaming ? 1 : 0}${uses === undefined ? "" : `:${uses.key}`}`
   let spec = entry.byShape.get(key)
   if (spec === undefined) {
     if (entry.byShape.size >= SPECS_PER_CONTRACT) entry.byShape.clear()
-    spec = makeSpec(contract, rein.catalog.byId, rein.providers, inputTokens, maxOutputTokens, { streaming })
+    spec = makeSpec(contract, rein.catalog.byId, rein.providers, inputTokens, maxOutputTokens, { streaming, uses })
     entry.byShape.set(key, spec)
   }
-  entry.last = { input: inputTokens, output: maxOutputTokens, streaming, spec }
+  entry.last = { input: inputTokens, output: maxOutputTokens, streaming, uses: uses?.key, spec }
   return spec
 }
 
@@ -338,7 +367,8 @@ export const prepareIn = (
   if (entry.nested !== null) {
     return refuse({ context, rein, request, contract, streaming }, "nested_retries", entry.nested)
   }
-  const spec = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming)
+  const uses = usesOf(request)
+  const spec = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming, uses)
   const deadline = Deadline.starting(
     clock.unsafeCurrentTimeNanos(),
     contract.deadline,
@@ -661,7 +691,7 @@ const start = <S, B>(
       : end._tag === "Timeout"
       ? "timeout"
       : null
-    const record: Outcome.AttemptRecord = {
+    let record: Outcome.AttemptRecord = {
       attempt: context.attempt,
       call: context.call,
       endpoint: decision.endpoint,
@@ -682,6 +712,12 @@ const start = <S, B>(
       billingBoundViolation: charged.violation,
       teardownUnconfirmed: (end._tag === "Timeout" || end._tag === "Interrupted") && !end.confirmed,
       simulated: isSimulated(endpoint, provider)
+    }
+    if (
+      (end._tag === "Success" || end._tag === "Failure") &&
+      (end.finishReason !== undefined || end.toolCalls !== undefined)
+    ) {
+      record = withAnswer(record, end)
     }
     progress.records.push(record)
     env.writer?.attempt(record)
@@ -827,6 +863,19 @@ const boundRetryAfter = (millis: number | undefined, contract: Contract): number
   millis === undefined || !(millis >= 0)
     ? null
     : Math.min(millis, Duration.toMillis(contract.retry.maxRetryAfter))
+
+/** A record with what it may keep of the answer: the finish reason and tool-call names and counts. */
+const withAnswer = (
+  record: Outcome.AttemptRecord,
+  end: {
+    readonly finishReason?: Outcome.FinishReason | undefined
+    readonly toolCalls?: ReadonlyArray<Outcome.ToolCallCount> | undefined
+  }
+): Outcome.AttemptRecord => ({
+  ...record,
+  ...(end.finishReason === undefined ? {} : { finishReason: end.finishReason }),
+  ...(end.toolCalls === undefined ? {} : { toolCalls: end.toolCalls })
+})
 
 /** The deadline expired before an attempt could start on `endpoint`. */
 const expiredAtAdmission = (progress: Progress, endpoint: Endpoint) =>

@@ -7,7 +7,7 @@
  */
 import { Duration } from "effect"
 import type { Endpoint } from "../Catalog.js"
-import { scopeOf } from "../Catalog.js"
+import { scopeOf, vendorOf } from "../Catalog.js"
 import type { Contract } from "../Contract.js"
 import type { FailureKind, Rule } from "../Failure.js"
 import { defaultTable } from "../Failure.js"
@@ -27,6 +27,20 @@ export const effectiveTable = (contract: Contract): { readonly [K in FailureKind
   for (const kind of f.noRetry) table[kind] = { ...table[kind], retry: false }
   for (const kind of f.noFallback) table[kind] = { ...table[kind], fallback: "none" }
   return table
+}
+
+/**
+ * What a request itself uses that a candidate must support: tools, a JSON response format, and the
+ * vendors of its provider-defined tools.
+ *
+ * @internal
+ */
+export interface Uses {
+  readonly tools: boolean
+  readonly structuredOutput: boolean
+  readonly vendors: ReadonlyArray<string> | undefined
+  /** The cache key of this shape of use. */
+  readonly key: string
 }
 
 /** What the providers say about one catalog entry: whether one can run it, and whether it is simulated. @internal */
@@ -60,9 +74,15 @@ export const derive = (
   facts: (endpoint: Endpoint) => ProviderFacts,
   inputTokens: number | null,
   maxOutputTokens: number | null,
-  options: { readonly streaming?: boolean; readonly order?: ReadonlyArray<string> } = {}
+  options: {
+    readonly streaming?: boolean
+    readonly order?: ReadonlyArray<string>
+    /** What the request itself uses (tools, a JSON response format, provider-defined tools' vendors). */
+    readonly uses?: Uses | undefined
+  } = {}
 ): Planner.Spec => {
   const listed = new Set(contract.candidates)
+  const uses = options.uses
   return {
     candidates: (options.order ?? contract.candidates).map((id): Planner.CandidateSpec => {
       const e = endpoints.get(id)
@@ -80,13 +100,15 @@ export const derive = (
         structuredOutput: e.capabilities.structuredOutput,
         streaming: e.capabilities.streaming,
         simulated: e.simulated || f.simulated,
-        prices: { inputTokens: e.prices.inputTokens, outputTokens: e.prices.outputTokens, request: e.prices.request }
+        prices: { inputTokens: e.prices.inputTokens, outputTokens: e.prices.outputTokens, request: e.prices.request },
+        ...(uses?.vendors === undefined ? {} : { vendor: vendorOf(e) })
       }
     }),
     requires: {
-      tools: contract.requires.tools,
-      structuredOutput: contract.requires.structuredOutput,
-      streaming: contract.requires.streaming || options.streaming === true
+      tools: contract.requires.tools || uses?.tools === true,
+      structuredOutput: contract.requires.structuredOutput || uses?.structuredOutput === true,
+      streaming: contract.requires.streaming || options.streaming === true,
+      ...(uses?.vendors === undefined ? {} : { vendors: uses.vendors })
     },
     mode: contract.mode,
     allowSimulated: contract.allowSimulated,

@@ -1,0 +1,265 @@
+/**
+ * An `@effect/ai` `LanguageModel` backed by Rein: swap one Layer and every `generateText`,
+ * `generateObject` and `streamText` of an existing program runs under one contract — planner, deadline,
+ * budget, breakers, retry budgets, journal — over the contract's candidates, each an `@effect/ai` model.
+ * Call sites do not change.
+ *
+ * - Each provider-level call is one Rein request: its prompt, tools, tool choice and response format go
+ *   with it (the planner checks tool support, structured output, and that a provider-defined tool runs
+ *   only on its vendor's endpoints). Per attempt, the chosen endpoint's inner model is called with
+ *   tool-call resolution off; the outer `LanguageModel.make` resolves tool calls once, with the caller's
+ *   handlers.
+ * - The endpoint's model name and Rein's output bound reach the inner model through its vendor's
+ *   `Config` (OpenAI, Anthropic), merged over the caller's own config.
+ * - Hidden retries are refused up front: the `clients` are built on a one-shot `HttpClient`, and probed at
+ *   layer build (no traffic) so that a client that retries makes Rein refuse every request
+ *   (`nested_retries`) before any HTTP call.
+ * - Rein's terminal outcomes travel as `AiError.UnknownError` whose `cause` is the outcome (still
+ *   serialisable); `withOutcomes` widens the error back so `Effect.catchTag("PlanExhausted", …)` works.
+ * - An agent loop of many turns shares one deadline, call cap and budget under `Refine.sharing`.
+ *
+ * @since 0.1.0
+ */
+import { AiError, LanguageModel } from "@effect/ai"
+import type { Tokenizer } from "@effect/ai"
+import type * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientTag from "@effect/platform/HttpClient"
+import { Outcome, Rein } from "@rein/core"
+import type { Catalog, Contract, Health, Provider } from "@rein/core"
+import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
+import { oneShot } from "./EffectAi.js"
+import * as Inner from "./internal/languageModel.js"
+import { requestsPerCall } from "./internal/probe.js"
+
+/**
+ * One endpoint's `@effect/ai` model: a model layer (`OpenAiLanguageModel.model("gpt-4.1-mini")`, or any
+ * `Layer` providing `LanguageModel`), or a function of the endpoint's model name
+ * (`OpenAiLanguageModel.model` itself: the name is then written once, in the catalog).
+ *
+ * @since 0.1.0
+ */
+export type Model<R> =
+  | Layer.Layer<LanguageModel.LanguageModel, never, R>
+  | ((model: string) => Layer.Layer<LanguageModel.LanguageModel, never, R>)
+
+/**
+ * What the layer is built from.
+ *
+ * @since 0.1.0
+ */
+export interface Options<R> {
+  readonly contract: Contract.Contract
+  readonly catalog: Catalog.Catalog
+  /** Per endpoint id of the contract's candidates: its model. */
+  readonly models: Readonly<Record<string, Model<R>>>
+  /** Rein's output bound per call (default: each endpoint's maximum). */
+  readonly maxOutputTokens?: number | undefined
+  /**
+   * An upper bound on a prompt's input tokens. Default: the largest count of the models' `Tokenizer`s
+   * (`OpenAiLanguageModel.modelWithTokenizer`, …); without either, a hard budget refuses (fail closed).
+   */
+  readonly inputTokens?: ((prompt: LanguageModel.ProviderOptions["prompt"]) => number) | undefined
+  /** Breaker and retry-budget settings (see `Rein.layer`). */
+  readonly health?: Partial<Health.Config> | false | undefined
+}
+
+/**
+ * Provides `LanguageModel.LanguageModel` backed by Rein. With `clients` (the layer of the models' clients,
+ * e.g. `OpenAiClient.layer({ apiKey })`), the clients are built on a one-shot `HttpClient` and probed for
+ * hidden retries at build; without it, the models' requirements come from the context as they are.
+ *
+ * @example
+ * ```ts
+ * import { LanguageModel } from "@effect/ai"
+ * import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
+ * import { NodeHttpClient } from "@effect/platform-node"
+ * import { Effect, Redacted } from "effect"
+ * import type { Catalog, Contract } from "@rein/core"
+ * import { ReinLanguageModel } from "@rein/providers"
+ *
+ * declare const contract: Contract.Contract
+ * declare const catalog: Catalog.Catalog
+ * const program = LanguageModel.generateText({ prompt: "Say hi" }).pipe(
+ *   Effect.provide(ReinLanguageModel.layer({
+ *     contract, catalog,
+ *     models: { "openai/mini": OpenAiLanguageModel.model },
+ *     clients: OpenAiClient.layer({ apiKey: Redacted.make("sk-…") })
+ *   })),
+ *   Effect.provide(NodeHttpClient.layerUndici)
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export function layer<RM, E, RC>(
+  options: Options<RM> & { readonly clients: Layer.Layer<RM, E, RC> }
+): Layer.Layer<LanguageModel.LanguageModel, E, RC | HttpClient.HttpClient>
+export function layer<R>(options: Options<R>): Layer.Layer<LanguageModel.LanguageModel, never, R>
+export function layer<R>(
+  options: Options<R> & { readonly clients?: Layer.Layer<R, unknown, unknown> | undefined }
+): Layer.Layer<LanguageModel.LanguageModel, unknown, unknown> {
+  return Layer.scoped(LanguageModel.LanguageModel, make(options))
+}
+
+/** Builds the service: the inner models (probed), Rein over them, and the outer `LanguageModel.make`. */
+const make = <R>(
+  options: Options<R> & { readonly clients?: Layer.Layer<R, unknown, unknown> | undefined }
+): Effect.Effect<LanguageModel.Service, unknown, unknown> =>
+  Effect.gen(function*() {
+    const clients = options.clients
+    const built = new Map<string, Inner.Inner>()
+    const retries = new Map<string, number>()
+    for (const [id, model] of Object.entries(options.models)) {
+      const endpoint = options.catalog.byId.get(id)
+      const modelLayer = typeof model === "function" ? model(endpoint?.model ?? id) : model
+      if (clients === undefined) {
+        built.set(id, Inner.innerOf(yield* Layer.build(modelLayer), LanguageModel.LanguageModel))
+        continue
+      }
+      const on = (http: HttpClient.HttpClient) =>
+        Layer.build(Layer.provide(modelLayer, Layer.provide(clients, Layer.succeed(HttpClientTag.HttpClient, http))))
+      const http = oneShot(yield* HttpClientTag.HttpClient)
+      built.set(id, Inner.innerOf(yield* on(http), LanguageModel.LanguageModel))
+      retries.set(
+        endpoint?.provider ?? id,
+        Math.max(
+          retries.get(endpoint?.provider ?? id) ?? 1,
+          yield* requestsPerCall((probe) =>
+            Effect.scoped(Effect.map(on(probe), (c) => Context.get(c, LanguageModel.LanguageModel)))
+          )
+        )
+      )
+    }
+    const rein = yield* Layer.build(Rein.layer({
+      catalog: options.catalog,
+      providers: providersOf(options.catalog, built, retries),
+      health: options.health
+    }))
+    const tokenizers = Array.from(built.values(), (i) => i.tokenizer).filter((t): t is Tokenizer.Service =>
+      t !== undefined
+    )
+    return yield* serviceOf(options, rein, tokenizers)
+  })
+
+/** One Rein provider per catalog provider name, each dispatching by endpoint to its inner model. */
+const providersOf = (
+  catalog: Catalog.Catalog,
+  built: ReadonlyMap<string, Inner.Inner>,
+  retries: ReadonlyMap<string, number>
+): Map<string, Provider.Provider> => {
+  const providers = new Map<string, Provider.Provider>()
+  const missing = (id: string) =>
+    new Outcome.FailedSafe({
+      reason: `no model for ${id}`,
+      cause: { kind: "invalid_request", code: "no_model", endpoint: id },
+      attempts: []
+    })
+  for (const id of built.keys()) {
+    const name = catalog.byId.get(id)?.provider ?? id
+    if (providers.has(name)) continue
+    const inner = (context: Provider.AttemptContext) => built.get(context.endpoint.id)
+    const callOf = (request: Provider.CompletionRequest) =>
+      request.payload instanceof Inner.Call ? request.payload : undefined
+    providers.set(name, {
+      internalMaxAttempts: retries.get(name) ?? 1,
+      call: (request, context) => {
+        const model = inner(context)
+        const call = callOf(request)
+        return model === undefined || call === undefined
+          ? Effect.die(missing(context.endpoint.id))
+          : Inner.generate(model, call, context)
+      },
+      stream: (request, context) => {
+        const model = inner(context)
+        const call = callOf(request)
+        return model === undefined || call === undefined
+          ? Stream.die(missing(context.endpoint.id))
+          : Inner.stream(model, call, context)
+      }
+    })
+  }
+  return providers
+}
+
+/** The outer `LanguageModel`: every provider-level call is one Rein request. */
+const serviceOf = <R>(
+  options: Options<R>,
+  rein: Context.Context<Rein.Rein | Health.Health>,
+  tokenizers: ReadonlyArray<Tokenizer.Service>
+): Effect.Effect<LanguageModel.Service> => {
+  const request = (call: LanguageModel.ProviderOptions) =>
+    Effect.map(
+      options.inputTokens !== undefined
+        ? Effect.succeed(options.inputTokens(call.prompt))
+        : Inner.tokensOf(tokenizers, call.prompt),
+      (inputTokens) => Inner.requestOf(call, inputTokens, options.maxOutputTokens)
+    )
+  return LanguageModel.make({
+    generateText: (call) =>
+      Effect.flatMap(request(call), (r) => Rein.execute(r, options.contract)).pipe(
+        Effect.flatMap((completion) =>
+          completion.payload instanceof Inner.Parts
+            ? Effect.succeed(completion.payload.parts)
+            : Effect.die("a Rein LanguageModel answer without its parts")
+        ),
+        Effect.mapError((outcome) => toAiError(outcome, "generateText")),
+        Effect.provide(rein)
+      ),
+    streamText: (call) =>
+      Stream.unwrap(Effect.map(request(call), (r) => Rein.executeStream(r, options.contract))).pipe(
+        Stream.filterMap((event) =>
+          event._tag === "Delta" && event.payload instanceof Inner.StreamPart
+            ? Option.some(event.payload.part)
+            : Option.none()
+        ),
+        Stream.mapError((outcome) => toAiError(outcome, "streamText")),
+        Stream.provideSomeContext(rein)
+      )
+  })
+}
+
+/** A terminal outcome as the `AiError` a `LanguageModel` may fail with (the outcome as its cause). */
+const toAiError = (outcome: Outcome.Terminal, method: string): AiError.AiError =>
+  new AiError.UnknownError({
+    module: "Rein",
+    method,
+    description: `${outcome._tag}: ${outcome.reason}`,
+    cause: outcome
+  })
+
+const isTerminal = Schema.is(Outcome.Terminal)
+
+/**
+ * The Rein outcome an `AiError` carries, if any.
+ *
+ * @example
+ * ```ts
+ * import type { AiError } from "@effect/ai"
+ * import { ReinLanguageModel } from "@rein/providers"
+ *
+ * declare const error: AiError.AiError
+ * const outcome = ReinLanguageModel.outcomeOf(error) // Option<Outcome.Terminal>
+ * ```
+ * @since 0.1.0
+ */
+export const outcomeOf = (error: unknown): Option.Option<Outcome.Terminal> =>
+  error instanceof AiError.UnknownError && isTerminal(error.cause) ? Option.some(error.cause) : Option.none()
+
+/**
+ * Widens the error of a `LanguageModel` call back to Rein's outcomes: an `AiError` that carries one
+ * becomes the outcome itself, so `Effect.catchTag("PlanExhausted", …)` works.
+ *
+ * @example
+ * ```ts
+ * import { LanguageModel } from "@effect/ai"
+ * import { Effect } from "effect"
+ * import { ReinLanguageModel } from "@rein/providers"
+ *
+ * const answer = LanguageModel.generateText({ prompt: "hi" }).pipe(
+ *   ReinLanguageModel.withOutcomes,
+ *   Effect.catchTag("BudgetExhausted", (e) => Effect.succeed(`out of ${e.resource}`))
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const withOutcomes = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Outcome.Terminal, R> =>
+  Effect.mapError(self, (error) => Option.getOrElse(outcomeOf(error), (): E | Outcome.Terminal => error))

@@ -1,0 +1,328 @@
+/**
+ * One attempt of a Rein-backed `LanguageModel` call on one endpoint's inner `@effect/ai` model: the outer
+ * call's `ProviderOptions` become a Rein request (facts for the planner, the options as its opaque
+ * payload); per attempt the inner model is called with tool-call resolution off and a handler-less
+ * toolkit rebuilt from the options' tools, and its parts are re-encoded for the outer `LanguageModel.make`
+ * (which resolves tool calls once, with the caller's handlers).
+ *
+ * @internal
+ */
+import type { AiError, LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
+import { Response, Telemetry, Tokenizer } from "@effect/ai"
+import { AnthropicLanguageModel } from "@effect/ai-anthropic"
+import { OpenAiLanguageModel } from "@effect/ai-openai"
+import * as AiModel from "@effect/ai/Model"
+import { Failure } from "@rein/core"
+import type { Outcome, Provider } from "@rein/core"
+import { Context, Effect, Option, Schema, Stream } from "effect"
+import type { ParseResult } from "effect"
+import { oneShotCall, oneShotStream } from "../EffectAi.js"
+import { usageOf } from "./http.js"
+
+/** The outer call, carried through Rein as the request's opaque payload. @internal */
+export class Call {
+  readonly toolkit: HandlerlessToolkit
+  readonly codecs: Codecs
+  constructor(readonly options: LanguageModel.ProviderOptions) {
+    this.codecs = codecsOf(options.tools)
+    this.toolkit = this.codecs.toolkit
+  }
+}
+
+/** The encoders of inner parts for one set of tools: compiled once per set, not once per call. */
+interface Codecs {
+  readonly tools: ReadonlyArray<Tool.Any>
+  readonly toolkit: HandlerlessToolkit
+  readonly parts: (
+    parts: ReadonlyArray<Response.Part<Record<string, Tool.Any>>>
+  ) => Effect.Effect<ReadonlyArray<Response.PartEncoded>, ParseResult.ParseError>
+  readonly streamPart: (
+    part: Response.StreamPart<Record<string, Tool.Any>>
+  ) => Effect.Effect<Response.StreamPartEncoded, ParseResult.ParseError>
+}
+
+const makeCodecs = (tools: ReadonlyArray<Tool.Any>): Codecs => {
+  const toolkit = toolkitOf(tools)
+  return {
+    tools,
+    toolkit,
+    parts: Schema.encode(Schema.Array(Response.Part(toolkit))),
+    streamPart: Schema.encode(Response.StreamPart(toolkit))
+  }
+}
+
+let noTools: Codecs | undefined
+const CODECS_KEPT = 32
+const codecs = new Map<string, Codecs>()
+
+/** The codecs of `tools` (the same tool objects: the cached ones). */
+const codecsOf = (tools: ReadonlyArray<Tool.Any>): Codecs => {
+  if (tools.length === 0) return noTools ??= makeCodecs([])
+  const key = tools.map((t) => t.name).join("\u0000")
+  const found = codecs.get(key)
+  if (found !== undefined && found.tools.every((t, i) => t === tools[i])) return found
+  if (codecs.size >= CODECS_KEPT) codecs.clear()
+  const made = makeCodecs(tools)
+  codecs.set(key, made)
+  return made
+}
+
+/** The inner parts of a successful attempt, carried back as the completion's payload. @internal */
+export class Parts {
+  constructor(readonly parts: Array<Response.PartEncoded>) {}
+}
+
+/** One inner stream part, carried as a stream part's payload. @internal */
+export class StreamPart {
+  constructor(readonly part: Response.StreamPartEncoded) {}
+}
+
+type HandlerlessToolkit = Toolkit.WithHandler<Record<string, Tool.Any>>
+
+/** The caller's tools without handlers: the inner call never resolves them (the outer `make` does). */
+const toolkitOf = (tools: ReadonlyArray<Tool.Any>): HandlerlessToolkit => {
+  const byName: Record<string, Tool.Any> = {}
+  for (const tool of tools) byName[tool.name] = tool
+  return {
+    tools: byName,
+    handle: (name: PropertyKey) => Effect.dieMessage(`tool ${String(name)} is resolved above Rein, not here`)
+  }
+}
+
+/** The vendor of a provider-defined tool (`openai.web_search` → `openai`). */
+const vendorOf = (tool: Tool.Any): string | undefined => {
+  if (!("providerName" in tool)) return undefined
+  const dot = tool.id.indexOf(".")
+  return dot > 0 ? tool.id.slice(0, dot) : tool.id
+}
+
+/** The Rein request for one provider-level call (the prompt goes as `messages`, never recorded). @internal */
+export const requestOf = (
+  options: LanguageModel.ProviderOptions,
+  inputTokens: number | undefined,
+  maxOutputTokens: number | undefined
+): Provider.CompletionRequest => ({
+  prompt: "",
+  messages: options.prompt,
+  inputTokens,
+  maxOutputTokens,
+  ...(options.tools.length === 0 ? {} : {
+    tools: options.tools.map((tool) => ({ name: tool.name, vendor: vendorOf(tool) })),
+    toolChoice: options.toolChoice
+  }),
+  responseFormat: options.responseFormat.type,
+  payload: new Call(options)
+})
+
+/** Per-attempt overrides of one vendor's `Config`: the endpoint's model and Rein's output bound. */
+type Override = (context: Provider.AttemptContext) => Effect.Effect<Context.Context<never>>
+
+const overrides: Record<string, Override> = {
+  openai: (context) =>
+    Effect.map(OpenAiLanguageModel.Config.getOrUndefined, (config) =>
+      Context.make(OpenAiLanguageModel.Config, {
+        ...config,
+        model: context.endpoint.model,
+        max_output_tokens: context.maxOutputTokens
+      }) as Context.Context<never>),
+  anthropic: (context) =>
+    Effect.map(AnthropicLanguageModel.Config.getOrUndefined, (config) =>
+      Context.make(AnthropicLanguageModel.Config, {
+        ...config,
+        model: context.endpoint.model,
+        max_tokens: context.maxOutputTokens
+      }) as Context.Context<never>)
+}
+
+/** One endpoint's inner model, built. @internal */
+export interface Inner {
+  readonly model: LanguageModel.Service
+  readonly tokenizer: Tokenizer.Service | undefined
+  /** Applies the vendor's per-attempt `Config` (merged over the caller's), when the vendor is known. */
+  readonly override: Override | undefined
+}
+
+/** Reads what a built model layer provides. @internal */
+export const innerOf = (
+  context: Context.Context<LanguageModel.LanguageModel>,
+  tag: Context.Tag<LanguageModel.LanguageModel, LanguageModel.Service>
+): Inner => {
+  const vendor = Option.getOrUndefined(Context.getOption(context as Context.Context<unknown>, AiModel.ProviderName))
+  return {
+    model: Context.get(context, tag),
+    tokenizer: Option.getOrUndefined(Context.getOption(context as Context.Context<unknown>, Tokenizer.Tokenizer)),
+    override: vendor === undefined ? undefined : overrides[vendor]
+  }
+}
+
+const FILTERED = Failure.fromEvidence({ code: "content_filter" }, { dispatched: true })
+const STREAM_ERROR = Failure.fromEvidence({ code: "stream_error_event" }, { dispatched: true })
+
+const configured = <A, E>(inner: Inner, context: Provider.AttemptContext, effect: Effect.Effect<A, E>) =>
+  inner.override === undefined
+    ? effect
+    : Effect.flatMap(inner.override(context), (config) => Effect.provide(effect, config))
+
+/** The caller's prompt, tools and choice, for an inner call that leaves tool calls to the caller. */
+const innerOptions = (call: Call) => ({
+  prompt: call.options.prompt,
+  toolkit: call.toolkit,
+  toolChoice: call.options.toolChoice,
+  disableToolCallResolution: true as const
+})
+
+/** One attempt of `generateText` / `generateObject` on an inner model. @internal */
+export const generate = (
+  inner: Inner,
+  call: Call,
+  context: Provider.AttemptContext
+): Effect.Effect<Provider.ProviderResponse, Failure.ProviderFailure> => {
+  const format = call.options.responseFormat
+  const response: Effect.Effect<LanguageModel.GenerateTextResponse<Record<string, Tool.Any>>, AiError.AiError> =
+    format.type === "json"
+      ? inner.model.generateObject({
+        ...innerOptions(call),
+        objectName: format.objectName,
+        schema: format.schema as Schema.Schema<unknown, Record<string, unknown>>
+      })
+      : inner.model.generateText(innerOptions(call))
+  const attempt = oneShotCall(configured(inner, context, response))
+  return (format.type === "json" ? finishSeen(attempt) : attempt).pipe(
+    Effect.flatMap((r) =>
+      r.finishReason === "content-filter"
+        ? Effect.fail(FILTERED)
+        : Effect.map(
+          Effect.orDie(call.codecs.parts(r.content)),
+          (parts): Provider.ProviderResponse => answerOf(r, new Parts([...parts]))
+        )
+    )
+  )
+}
+
+/**
+ * `generateObject` that fails to decode loses its finish reason and usage; the span transformer sees the
+ * parts just before the decode (`LanguageModel.make` calls it first: pinned by a test). A JSON answer cut
+ * at the output limit is then the failure `truncated`, with its usage, rather than an unexplained
+ * malformed response. The caller's own transformer, if any, still runs.
+ */
+const finishSeen = <A>(
+  effect: Effect.Effect<A, Failure.ProviderFailure>
+): Effect.Effect<A, Failure.ProviderFailure> =>
+  Effect.flatMap(Effect.serviceOption(Telemetry.CurrentSpanTransformer), (outer) => {
+    let finish: Response.FinishPart | undefined
+    const transformer: Telemetry.SpanTransformer = (options) => {
+      for (const part of options.response) if (part.type === "finish") finish = part
+      if (Option.isSome(outer)) outer.value(options)
+    }
+    return effect.pipe(
+      Effect.provideService(Telemetry.CurrentSpanTransformer, transformer),
+      Effect.catchAll((failure) =>
+        Effect.fail(
+          failure.kind === "malformed_response" && finish?.reason === "length" ? truncatedJson(finish) : failure
+        )
+      )
+    )
+  })
+
+const truncatedJson = (finish: Response.FinishPart): Failure.ProviderFailure => {
+  const usage = usageOf(finish.usage.inputTokens, finish.usage.outputTokens)
+  return new Failure.ProviderFailure({
+    kind: "truncated",
+    code: "finish_length",
+    dispatched: true,
+    ...(usage === "unknown" ? {} : { usage })
+  })
+}
+
+/** What Rein keeps of an inner answer (records keep only the finish reason and tool-call counts). */
+const answerOf = (
+  response: LanguageModel.GenerateTextResponse<Record<string, Tool.Any>>,
+  payload: Parts
+): Provider.ProviderResponse => {
+  const calls = response.toolCalls
+  const reasoning = response.reasoning
+  return {
+    text: response.text,
+    usage: usageOf(response.usage.inputTokens, response.usage.outputTokens),
+    finishReason: response.finishReason,
+    ...(calls.length === 0
+      ? {}
+      : { toolCalls: calls.map((c): Outcome.ToolCall => ({ id: c.id, name: c.name, params: c.params })) }),
+    ...(reasoning.length === 0 ? {} : { reasoning: reasoning.map((r) => r.text) }),
+    payload
+  }
+}
+
+/** Parts a caller sees: they commit the stream (metadata and starts do not). */
+const VISIBLE = new Set<string>([
+  "text-delta",
+  "reasoning-delta",
+  "tool-params-start",
+  "tool-params-delta",
+  "tool-params-end",
+  "tool-call",
+  "tool-result",
+  "file",
+  "source"
+])
+
+/** One attempt of `streamText` on an inner model. @internal */
+export const stream = (
+  inner: Inner,
+  call: Call,
+  context: Provider.AttemptContext
+): Stream.Stream<Provider.StreamPart, Failure.ProviderFailure> => {
+  const parts: Stream.Stream<Response.StreamPart<Record<string, Tool.Any>>, AiError.AiError> = inner.model
+    .streamText(innerOptions(call))
+  const configuredParts = inner.override === undefined
+    ? parts
+    : Stream.unwrap(Effect.map(inner.override(context), (config) => Stream.provideSomeContext(parts, config)))
+  return oneShotStream(configuredParts).pipe(
+    Stream.mapEffect((part) =>
+      part.type === "error"
+        ? Effect.fail(STREAM_ERROR)
+        : part.type === "finish" && part.reason === "content-filter"
+        ? Effect.fail(FILTERED)
+        : Effect.map(
+          Effect.orDie(call.codecs.streamPart(part)),
+          (encoded) => streamPartOf(part, new StreamPart(encoded))
+        )
+    )
+  )
+}
+
+const streamPartOf = (
+  part: Response.StreamPart<Record<string, Tool.Any>>,
+  payload: StreamPart
+): Provider.StreamPart => {
+  switch (part.type) {
+    case "text-delta":
+      return { delta: part.delta, visible: true, payload }
+    case "finish":
+      return {
+        delta: "",
+        done: true,
+        usage: usageOf(part.usage.inputTokens, part.usage.outputTokens),
+        finishReason: part.reason,
+        payload
+      }
+    default:
+      return { delta: "", visible: VISIBLE.has(part.type), payload }
+  }
+}
+
+/** The input-token bound of a prompt: the largest count of the models' tokenizers (none: `undefined`). @internal */
+export const tokensOf = (
+  tokenizers: ReadonlyArray<Tokenizer.Service>,
+  prompt: Prompt.Prompt
+): Effect.Effect<number | undefined> =>
+  tokenizers.length === 0
+    ? Effect.succeed(undefined)
+    : Effect.map(
+      Effect.forEach(tokenizers, (t) =>
+        Effect.orElseSucceed(Effect.map(t.tokenize(prompt), (ts) => ts.length), () => -1)),
+      (counts) => {
+        const max = Math.max(...counts)
+        return max < 0 ? undefined : max
+      }
+    )

@@ -1,0 +1,89 @@
+import { LanguageModel } from "@effect/ai"
+import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
+import { HttpClient } from "@effect/platform"
+import { describe, expect, it } from "@effect/vitest"
+import { Catalog, Contract } from "@rein/core"
+import { FaultServer, ReinLanguageModel } from "@rein/providers"
+import { Chunk, Effect, Either, Redacted, Stream } from "effect"
+import { withHttp } from "./fixtures.js"
+
+const catalog = Catalog.make({
+  endpoints: [{
+    id: "openai/test",
+    provider: "openai",
+    model: "gpt-test",
+    capabilities: { contextWindow: 8_000, maxOutputTokens: 256, streaming: true },
+    prices: { inputTokens: 1e-6, outputTokens: 2e-6 }
+  }]
+})
+const contract = Contract.make({
+  deadline: "10 seconds",
+  attemptTimeout: "2 seconds",
+  candidates: ["openai/test"],
+  retry: { perEndpoint: 2, base: "10 millis", max: "50 millis", jitter: 0 }
+})
+
+const underRein = (
+  server: FaultServer.FaultServer,
+  transformClient?: (c: HttpClient.HttpClient) => HttpClient.HttpClient
+) =>
+  ReinLanguageModel.layer({
+    contract,
+    catalog,
+    models: { "openai/test": OpenAiLanguageModel.model },
+    clients: OpenAiClient.layer({
+      apiKey: Redacted.make("sk-test"),
+      apiUrl: server.baseUrl,
+      ...(transformClient === undefined ? {} : { transformClient })
+    })
+  })
+
+describe("ReinLanguageModel over @effect/ai-openai (loopback server)", () => {
+  it.live("a 503 is retried by Rein; each attempt sends the catalog's model and Rein's output bound", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({
+        faults: [FaultServer.faults.unavailable, FaultServer.ok({ text: "through rein" })]
+      })
+      const response = yield* LanguageModel.generateText({ prompt: "hello" }).pipe(
+        Effect.provide(underRein(server))
+      )
+      expect(response.text).toBe("through rein")
+      const seen = yield* server.requests
+      expect(seen.length).toBe(2)
+      expect(seen[1]!.body).toMatchObject({ model: "gpt-test", max_output_tokens: 256 })
+    })).pipe(withHttp))
+
+  it.live("a retrying client is refused at layer build: the request is Refused with zero HTTP calls", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({ faults: [FaultServer.faults.unavailable, FaultServer.ok()] })
+      const result = yield* LanguageModel.generateText({ prompt: "hello" }).pipe(
+        ReinLanguageModel.withOutcomes,
+        Effect.either,
+        Effect.provide(underRein(server, HttpClient.retryTransient({ times: 2 })))
+      )
+      expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "Refused", refusal: "nested_retries" })
+      expect(Either.isLeft(result) && "reason" in result.left && result.left.reason).toContain("3 attempts")
+      expect((yield* server.requests).length).toBe(0)
+    })).pipe(withHttp))
+
+  it.live("streamText through Rein: the deltas arrive, a stream cut before its end is a failure", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({
+        faults: [FaultServer.ok({ deltas: ["str", "eam"] }), FaultServer.faults.cutStream]
+      })
+      const layer = underRein(server)
+      const parts = yield* LanguageModel.streamText({ prompt: "hello" }).pipe(
+        Stream.runCollect,
+        Effect.provide(layer)
+      )
+      const deltas = Chunk.toReadonlyArray(parts).flatMap((p) => p.type === "text-delta" ? [p.delta] : [])
+      expect(deltas.join("")).toBe("stream")
+      const cut = yield* LanguageModel.streamText({ prompt: "hello" }).pipe(
+        Stream.runCollect,
+        ReinLanguageModel.withOutcomes,
+        Effect.either,
+        Effect.provide(layer)
+      )
+      expect(Either.isLeft(cut)).toBe(true)
+    })).pipe(withHttp))
+})
