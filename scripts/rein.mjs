@@ -3,7 +3,7 @@
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const bin = path.join(root, "packages/cli/dist/bin.js")
@@ -37,8 +37,8 @@ if (stale()) {
   fs.utimesSync(bin, now, now)
 }
 
-// The user's working directory (pnpm runs scripts from the root), so relative paths mean what they typed.
-const cwd = process.env.INIT_CWD ?? process.cwd()
-const run = spawnSync(process.execPath, [bin, ...process.argv.slice(2)], { cwd, stdio: "inherit" })
-if (run.signal !== null) process.kill(process.pid, run.signal)
-process.exit(run.status ?? 1)
+// In this process (no second start-up; Ctrl-C and the exit code are the binary's own), from the user's
+// working directory (pnpm runs scripts from the root), so relative paths mean what they typed.
+process.chdir(process.env.INIT_CWD ?? process.cwd())
+process.argv = [process.argv[0], bin, ...process.argv.slice(2)]
+await import(pathToFileURL(bin).href)
