@@ -11,7 +11,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { Checkpoint, Guardrails, Identity, JsonlStore } from "@rein/batch"
 import type { Batch, Events, Resume, Stats, Termination } from "@rein/batch"
 import { Rein } from "@rein/core"
-import { Clock, Console, Effect, Either, Layer, Option, SubscriptionRef } from "effect"
+import { Clock, Console, Effect, Either, Layer, Option } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import * as Breakers from "./internal/breakers.js"
@@ -274,9 +274,11 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       )),
       Effect.onInterrupt(() =>
         Effect.flatMap(
-          SubscriptionRef.get(display.progress),
-          (p) =>
-            display.interrupted(Interrupt.message({ out: options.out, done: p.done, total: items.length }, options))
+          Effect.orElseSucceed(fs.readFileString(options.out), () => ""),
+          (text) =>
+            display.interrupted(
+              Interrupt.message({ out: options.out, saved: Interrupt.reusable(text), total: items.length }, options)
+            )
         )
       ),
       Effect.mapError((e) =>

@@ -549,7 +549,7 @@ describe("Ctrl-C during rein batch", () => {
       await someDone
       child.kill("SIGINT")
       expect(await exited).toBe(130)
-      const saved = /interrupted: (\d+) of 48 items are done and saved in (.+)\n/.exec(stderr)
+      const saved = /interrupted: (\d+) of 48 items are saved in (.+) \(--resume reuses them\)\n/.exec(stderr)
       expect(saved).not.toBeNull()
       expect(saved![2]).toBe(out)
       const command = /resume with: (.+)\n/.exec(stderr)![1]!

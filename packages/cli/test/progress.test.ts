@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
+import * as Interrupt from "../src/internal/interrupt.js"
 import { barLine } from "../src/internal/progress.js"
 import * as Story from "../src/internal/story.js"
 
@@ -74,5 +75,28 @@ describe("an item's line", () => {
       category: "timeout",
       attempts: [{ endpoint: "fake/a", role: "first", failure: "timeout", code: null }]
     })).toBe("failed: timeout (timeout)")
+  })
+})
+
+describe("an interrupted run", () => {
+  it("resumes with the same arguments, --resume instead of --overwrite, behind the command the user typed", () => {
+    const argv = ["node", "/repo/packages/cli/dist/bin.js", "batch", "--input", "my prompts.jsonl", "--overwrite"]
+    expect(Interrupt.resumeCommand(argv, "/repo", {})).toBe(
+      "node packages/cli/dist/bin.js batch --input 'my prompts.jsonl' --resume"
+    )
+    expect(Interrupt.resumeCommand(argv, "/repo", { npm_lifecycle_event: "rein" })).toBe(
+      "pnpm rein batch --input 'my prompts.jsonl' --resume"
+    )
+  })
+
+  it("counts the successes a resume reuses, once each, and ignores a torn last line", () => {
+    const ok = (id: string) => JSON.stringify({ kind: "item", itemId: id, outcome: "success", reusable: true })
+    const audit = JSON.stringify({ kind: "item", itemId: "c", outcome: "failure", reusable: false })
+    expect(
+      Interrupt.reusable(
+        [ok("a"), ok("b"), ok("a"), audit, "{\"kind\":\"item\",\"reusable\":true,\"outcome\":\"success\""].join("\n")
+      )
+    )
+      .toBe(2)
   })
 })

@@ -1,7 +1,7 @@
 /**
  * What `rein batch` says when it is interrupted (Ctrl-C): what the artifact holds and the exact command
- * that resumes the run. Every finished item's record was appended and flushed before it counted, so the
- * items done are the items saved.
+ * that resumes the run. The count is read from the artifact itself once the run has stopped: records are
+ * appended before progress counts them, and items in flight may finish while the run winds down.
  *
  * @internal
  */
@@ -32,11 +32,28 @@ export const resumeCommand = (
   return [prefix, ...args.map(quote)].join(" ")
 }
 
+/** The items `--resume` (reusing successes) would reuse: distinct ids of reusable successes. @internal */
+export const reusable = (artifact: string): number => {
+  const ids = new Set<string>()
+  for (const line of artifact.split("\n")) {
+    if (!line.includes("\"reusable\":true") || !line.includes("\"outcome\":\"success\"")) continue
+    try {
+      const record: unknown = JSON.parse(line)
+      if (typeof record === "object" && record !== null && "itemId" in record && typeof record.itemId === "string") {
+        ids.add(record.itemId)
+      }
+    } catch {
+      // A torn last line (the process was cut mid-write) is not a record.
+    }
+  }
+  return ids.size
+}
+
 /** The lines printed on an interruption. @internal */
 export const message = (
-  state: { readonly out: string; readonly done: number; readonly total: number },
+  state: { readonly out: string; readonly saved: number; readonly total: number },
   options: { readonly resumeWith?: string | undefined }
 ): ReadonlyArray<string> => [
-  `interrupted: ${state.done} of ${state.total} items are done and saved in ${state.out}`,
+  `interrupted: ${state.saved} of ${state.total} items are saved in ${state.out} (--resume reuses them)`,
   `resume with: ${options.resumeWith ?? `rein batch … --out ${state.out} --resume`}`
 ]
