@@ -127,7 +127,7 @@ const RecordedUsage = Schema.Union(
  *   kind: "item", itemId: "inv-1", index: 0,
  *   promptFingerprint: "sha256:…", inputFingerprint: "sha256:…", identityFingerprint: "sha256:…",
  *   outcome: "success", category: "ok", reusable: true,
- *   usage: { inputTokens: 900, outputTokens: 120 }, cost: 0.00055, attempts: 1, durationMillis: 840,
+ *   usage: { inputTokens: 900, outputTokens: 120 }, cost: 0.00055, attempts: 1, endpoint: "openai/mini", durationMillis: 840,
  *   result: { total: 118.5 }
  * }
  * ```
@@ -150,6 +150,8 @@ export const ItemRecord = Schema.Struct({
   usage: RecordedUsage,
   cost: Schema.Union(NonNegative, Schema.Literal("unknown")),
   attempts: NonNegativeInt,
+  /** The endpoint that answered (a success's); absent in records written before it was kept. */
+  endpoint: Schema.optional(Schema.String),
   durationMillis: NonNegative,
   /** The result (a success's text or parsed value); absent for audit-only runs. */
   result: Schema.optional(Schema.Unknown),

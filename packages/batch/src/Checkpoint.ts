@@ -143,6 +143,7 @@ export const artifacts = <I>(
             usage: c.usage,
             cost: c.cost,
             attempts: c.attempts.length,
+            endpoint: c.endpoint,
             ...(options.result === false ? {} : {
               result: options.result === undefined ? c.text : options.result(c, result.item)
             })

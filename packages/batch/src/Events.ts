@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import { Outcome } from "@rein/core"
 import { Schema } from "effect"
 import { Category } from "./Category.js"
 import { Stats } from "./Stats.js"
@@ -62,7 +63,42 @@ export const ItemAdmitted = Schema.TaggedStruct("ItemAdmitted", {
 })
 
 /**
- * An item succeeded.
+ * One attempt of a finished item, as a progress display tells it: where it ran, why it ran (first try,
+ * retry, fallback) and how it failed, if it did (a kind and a normalised code, never provider text).
+ *
+ * @example
+ * ```ts
+ * import { Events } from "@rein/batch"
+ *
+ * const failed = Events.AttemptSummary.make({ endpoint: "fake/a", role: "first", failure: "overloaded", code: "http_503" })
+ * ```
+ * @since 0.1.0
+ */
+export const AttemptSummary = Outcome.AttemptRecord.pipe(Schema.pick("endpoint", "role", "failure", "code"))
+
+/**
+ * @since 0.1.0
+ */
+export type AttemptSummary = typeof AttemptSummary.Type
+
+/**
+ * The attempts of an item as `AttemptSummary`s, in order.
+ *
+ * @example
+ * ```ts
+ * import { Events } from "@rein/batch"
+ * import type { Outcome } from "@rein/core"
+ *
+ * declare const completion: Outcome.Completion
+ * Events.summarise(completion.attempts) // [{ endpoint: "fake/a", role: "first", failure: "overloaded", … }, …]
+ * ```
+ * @since 0.1.0
+ */
+export const summarise = (attempts: ReadonlyArray<Outcome.AttemptRecord>): ReadonlyArray<AttemptSummary> =>
+  attempts.map((a) => ({ endpoint: a.endpoint, role: a.role, failure: a.failure, code: a.code }))
+
+/**
+ * An item succeeded: on `endpoint`, after `attempts` (absent in a dry run).
  *
  * @example
  * ```ts
@@ -72,10 +108,16 @@ export const ItemAdmitted = Schema.TaggedStruct("ItemAdmitted", {
  * ```
  * @since 0.1.0
  */
-export const ItemCompleted = Schema.TaggedStruct("ItemCompleted", { at, index: Schema.Number, itemId: Schema.String })
+export const ItemCompleted = Schema.TaggedStruct("ItemCompleted", {
+  at,
+  index: Schema.Number,
+  itemId: Schema.String,
+  endpoint: Schema.optional(Schema.String),
+  attempts: Schema.optional(Schema.Array(AttemptSummary))
+})
 
 /**
- * An item failed (terminally, or as collateral of a stop).
+ * An item failed (terminally, or as collateral of a stop), after `attempts`.
  *
  * @example
  * ```ts
@@ -89,7 +131,9 @@ export const ItemFailed = Schema.TaggedStruct("ItemFailed", {
   at,
   index: Schema.Number,
   itemId: Schema.String,
-  category: Category
+  category: Category,
+  /** The attempts made before the item failed. */
+  attempts: Schema.optional(Schema.Array(AttemptSummary))
 })
 
 /**

@@ -14,8 +14,10 @@ import { Rein } from "@rein/core"
 import { Clock, Console, Effect, Either, Layer, Option } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
+import * as Breakers from "./internal/breakers.js"
 import { inFile, loadCatalogAndContract, readDecoded, readJson } from "./internal/files.js"
 import { json, millis, num, table } from "./internal/format.js"
+import * as Interrupt from "./internal/interrupt.js"
 import * as Shared from "./internal/options.js"
 import * as Progress from "./internal/progress.js"
 import type { PromptItem } from "./internal/prompts.js"
@@ -47,6 +49,8 @@ export interface BatchReport {
   /** Item durations (inside the item deadline), in milliseconds. */
   readonly latency: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number }
   readonly elapsedMillis: number
+  /** Breaker transitions, per endpoint and target state (`open`, `half_open`, `closed`). */
+  readonly breakers: Progress.BreakerCounts
 }
 
 /**
@@ -65,6 +69,11 @@ export const quantile = (values: ReadonlyArray<number>, q: number): number => {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!
 }
+
+const unknownUsage = (n: number): string =>
+  n === 0
+    ? "none: every call reported its tokens"
+    : `${n} call${n === 1 ? "" : "s"} reported no token counts: not in the totals above`
 
 /**
  * Renders the summary table.
@@ -94,7 +103,8 @@ export const render = (r: BatchReport): string => {
     ["attempts", `${s.attempts} (${s.retries} retries, ${s.fallbacks} fallbacks, ${s.rateLimited} rate-limited)`],
     ["tokens used", String(s.tokensUsed)],
     ["cost used", `${num(s.costUsed)}${s.costComplete ? "" : " (incomplete: the cost function failed)"}`],
-    ["unknown usage", `${s.unknownUsageAttempts} attempts`],
+    ["breakers", Progress.breakerSummary(r.breakers)],
+    ["unknown usage", unknownUsage(s.unknownUsageAttempts)],
     ["admission waits", `${s.admissionWaits} (${millis(s.admissionWaitMillis)})`],
     [
       "item latency",
@@ -136,6 +146,8 @@ export interface BatchOptions {
   readonly scenario?: string | undefined
   readonly baseUrl?: string | undefined
   readonly progress: Progress.Mode
+  /** The command that resumes this run, printed when it is interrupted (Ctrl-C). */
+  readonly resumeWith?: string | undefined
 }
 
 // Guardrail fields and the flags that set them, so that a bad value names the flag the user typed.
@@ -261,14 +273,21 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       checkpoint: { identity, resume: options.resume ?? "none" }
     }).pipe(
       Effect.provide(Layer.merge(
-        Rein.layer({
-          catalog,
-          providers,
-          tokenizer,
-          health: scenario === undefined ? {} : Scenario.healthConfig(scenario)
-        }),
-        store
+        Rein.layer({ catalog, providers, tokenizer, health: false }),
+        Layer.merge(
+          Breakers.layer(scenario === undefined ? {} : Scenario.healthConfig(scenario), display.transitions),
+          store
+        )
       )),
+      Effect.onInterrupt(() =>
+        Effect.flatMap(
+          Effect.orElseSucceed(fs.readFileString(options.out), () => ""),
+          (text) =>
+            display.interrupted(
+              Interrupt.message({ out: options.out, saved: Interrupt.reusable(text), total }, options)
+            )
+        )
+      ),
       Effect.mapError((e) =>
         e._tag === "InputError" ? e : new InputError({
           message: e._tag === "ArtifactError"
@@ -302,7 +321,8 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
         p99: quantile(durations, 0.99),
         max: quantile(durations, 1)
       },
-      elapsedMillis: ended - started
+      elapsedMillis: ended - started,
+      breakers: yield* display.breakers
     }
   }))
 
@@ -411,7 +431,8 @@ export const command = Command.make(
         guardrails: flags,
         scenario: Option.getOrUndefined(o.scenario),
         baseUrl: Option.getOrUndefined(o.baseUrl),
-        progress: o.json ? "off" : process.stderr.isTTY === true ? "tty" : "plain"
+        progress: o.json ? "off" : process.stderr.isTTY === true ? "tty" : "plain",
+        resumeWith: Interrupt.resumeCommand(process.argv, process.cwd(), process.env)
       })
       yield* Console.log(o.json ? json(report) : render(report))
       yield* exitWith(report.ok ? ExitCode.ok : ExitCode.failed)

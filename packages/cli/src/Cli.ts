@@ -11,6 +11,7 @@ import { Cause, Console, Effect, Option, Ref } from "effect"
 import * as BatchCommand from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Explain from "./Explain.js"
+import * as Help from "./internal/help.js"
 import { ExitStatus, exitWith } from "./internal/status.js"
 import * as Plan from "./Plan.js"
 import * as Replay from "./Replay.js"
@@ -93,7 +94,10 @@ const firstLine = (u: unknown): string => {
 export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode.ExitCode, never, CliApp.CliApp.Environment> =>
   Effect.gen(function*() {
     const status = yield* Ref.make<ExitCode.ExitCode>(ExitCode.ok)
-    return yield* cli(argv).pipe(
+    const run = Help.asksHelp(argv)
+      ? Effect.flatMap(Effect.console, (c) => Effect.withConsole(cli(argv), Help.console(c)))
+      : cli(argv)
+    return yield* run.pipe(
       Effect.provideService(ExitStatus, status),
       Effect.zipRight(Ref.get(status)),
       Effect.catchAllCause((cause) => {

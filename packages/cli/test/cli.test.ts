@@ -3,7 +3,7 @@
  * before the suite) and checks its output and exit code. Outputs go to a temporary directory.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { execFile, execFileSync } from "node:child_process"
+import { execFile, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -83,7 +83,10 @@ describe("rein", () => {
     expect(help.code).toBe(0)
     expect(help.stdout).toMatch(/plan/)
     expect(help.stdout).toMatch(/simulate/)
-    expect(help.stdout).toMatch(/Exit codes: 0 ok; 1 request or run failed; 2 usage or bad input; 3 replay mismatch/)
+    // Help is wrapped at the terminal's width (80 columns when piped): read it with line breaks as spaces.
+    expect(help.stdout.replace(/\s+/g, " ")).toMatch(
+      /Exit codes: 0 ok; 1 request or run failed; 2 usage or bad input; 3 replay mismatch/
+    )
     const version = await rein(["--version"])
     expect(version.code).toBe(0)
     expect(version.stdout).toMatch(/0\.1\.0/)
@@ -517,5 +520,175 @@ describe("bad input", () => {
     )
     expectBadInput(await rein(["replay", file("empty.jsonl", "")]), /empty\.jsonl: no records/)
     expectBadInput(await rein(["replay", path.join(tmp, "absent.jsonl")]), /absent\.jsonl: no such file/)
+  }, 120_000)
+})
+
+// ---- what a newcomer meets: the demo on a terminal, Ctrl-C, `pnpm rein`, `--help` piped ----------------
+
+const demoArgs = (out: string): Array<string> => [
+  "batch",
+  "--input",
+  "examples/prompts.jsonl",
+  "--catalog",
+  catalog,
+  "--contract",
+  contract,
+  "--scenario",
+  `${scenarios}/brief-outage.json`,
+  "--concurrency",
+  "4",
+  "--out",
+  out,
+  "--overwrite"
+]
+
+/** Runs the binary in a pseudo-terminal of `columns` columns (util-linux `script`); its raw output. */
+const inTerminal = (args: ReadonlyArray<string>, columns: number): Promise<Result> => {
+  const quoted = [process.execPath, bin, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ")
+  return new Promise((resolve) => {
+    execFile(
+      "script",
+      ["-qfec", `stty cols ${columns} rows 50; exec ${quoted}`, "/dev/null"],
+      { cwd: root, encoding: "utf8", timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+        resolve({ code, stdout, stderr })
+      }
+    )
+  })
+}
+
+/** What a terminal of `columns` columns shows after `output`: \r, \n, erase-line, and wrapping at the edge. */
+const screen = (output: string, columns: number): Array<string> => {
+  const rows: Array<Array<string>> = [[]]
+  let row = 0
+  let col = 0
+  const chars = [...output]
+  for (let i = 0; i < chars.length; i++) {
+    const ch = chars[i]!
+    if (ch === "\r") col = 0
+    else if (ch === "\n") {
+      row++
+      col = 0
+      rows[row] ??= []
+    } else if (ch === "\x1b") {
+      // eslint-disable-next-line no-control-regex
+      const m = /^\x1b\[(\d*)([A-Za-z])/.exec(chars.slice(i, i + 8).join(""))
+      if (m !== null) {
+        if (m[2] === "K") rows[row] = []
+        i += m[0].length - 1
+      }
+    } else {
+      if (col === columns) {
+        row++
+        col = 0
+        rows[row] ??= []
+      }
+      rows[row]![col++] = ch
+    }
+  }
+  return rows.map((r) => Array.from(r, (c) => c ?? " ").join("").trimEnd())
+}
+
+const BAR = /^\[[█░]+\] \d+\/48/
+
+describe("the demo on a terminal", () => {
+  it("at 80 columns shows the breaker open, half-open and closed, the items that fell back, and one bar", async () => {
+    const out = path.join(tmp, "pty", "demo.jsonl")
+    const r = await inTerminal(demoArgs(out), 80)
+    expect(r.code).toBe(0)
+    // Every row of progress fits: nothing wrapped, so every redraw erased the whole bar. (The summary after
+    // it names the artifact's path, which may be as long as it is.)
+    const progress = r.stdout.slice(0, r.stdout.indexOf("batch completed"))
+    const long = progress.replaceAll("\x1b[2K", "").split(/\r|\n/).filter((segment) => [...segment].length > 80)
+    expect(long).toEqual([])
+    const shown = screen(r.stdout, 80)
+    expect(shown.filter((line) => BAR.test(line))).toHaveLength(1)
+    const text = shown.join("\n")
+    expect(text).toMatch(/breaker of fake\/a open: later items skip it/)
+    expect(text).toMatch(/breaker of fake\/a half-open/)
+    expect(text).toMatch(/breaker of fake\/a closed: the probe succeeded/)
+    expect(text).toMatch(/q\d\d ok on fake\/b after 503( ×2)?\n/)
+    expect(text).toMatch(/breakers +fake\/a opened \d+, half-open \d+, closed 1/)
+    expect(text).toMatch(/unknown usage +\d+ calls reported no token counts: not in the totals above/)
+    expect(text).toMatch(/answered by +fake\/a \d+, fake\/b \d+/)
+    // Before any item finished, the bar shows no tokens or cost.
+    const first = r.stdout.split("\r\x1b[2K").find((s) => / 0\/48 /.test(s))
+    if (first !== undefined) expect(first).not.toMatch(/tokens|cost/)
+    // The artifact says which endpoint answered each success.
+    const records = fs.readFileSync(out, "utf8").trim().split("\n").slice(1).map((l) => JSON.parse(l))
+    expect(records.every((rec) => rec.endpoint === "fake/a" || rec.endpoint === "fake/b")).toBe(true)
+    expect(records.some((rec) => rec.endpoint === "fake/b")).toBe(true)
+  }, 120_000)
+
+  it("at 70 columns the bar still fits on one row", async () => {
+    const r = await inTerminal(demoArgs(path.join(tmp, "pty", "demo70.jsonl")), 70)
+    expect(r.code).toBe(0)
+    const bars = r.stdout.replaceAll("\x1b[2K", "").split(/\r|\n/).filter((s) => BAR.test(s))
+    expect(bars.length).toBeGreaterThan(0)
+    for (const bar of bars) expect([...bar].length).toBeLessThanOrEqual(70)
+    expect(screen(r.stdout, 70).filter((line) => BAR.test(line))).toHaveLength(1)
+  }, 120_000)
+})
+
+describe("Ctrl-C during rein batch", () => {
+  it(
+    "says what was saved and the command that resumes, exits 130, and that command reuses the saved items",
+    async () => {
+      const out = path.join(tmp, "interrupted", "run.jsonl")
+      const child = spawn(process.execPath, [bin, ...demoArgs(out)], { cwd: root })
+      let stderr = ""
+      child.stderr.setEncoding("utf8")
+      const someDone = new Promise<void>((resolve) => {
+        child.stderr.on("data", (chunk: string) => {
+          stderr += chunk
+          if (/\[ 5\/48\]/.test(stderr)) resolve()
+        })
+      })
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+      await someDone
+      child.kill("SIGINT")
+      expect(await exited).toBe(130)
+      const saved = /interrupted: (\d+) of 48 items are saved in (.+) \(--resume reuses them\)\n/.exec(stderr)
+      expect(saved).not.toBeNull()
+      expect(saved![2]).toBe(out)
+      const command = /resume with: (.+)\n/.exec(stderr)![1]!
+      expect(command).toMatch(/^node packages\/cli\/dist\/bin\.js batch .* --resume$/)
+      expect(command).not.toMatch(/--overwrite/)
+      const words = command.split(" ").slice(1)
+      const resumed = await rein([...words.slice(1), "--json"])
+      expect(resumed.code).toBe(0)
+      expect(JSON.parse(resumed.stdout).stats.reused).toBe(Number(saved![1]))
+    },
+    120_000
+  )
+})
+
+describe("the command as a newcomer finds it", () => {
+  it("pnpm rein --version works from the root, and the package's bin is rein", async () => {
+    const r = await new Promise<Result>((resolve) =>
+      execFile(
+        "pnpm",
+        ["-s", "rein", "--version"],
+        { cwd: root, encoding: "utf8", timeout: 120_000 },
+        (e, stdout, stderr) =>
+          resolve({ code: e === null ? 0 : typeof e.code === "number" ? e.code : null, stdout, stderr })
+      )
+    )
+    expect(r.code).toBe(0)
+    expect(r.stdout.trim()).toBe("0.1.0")
+    const pkg = JSON.parse(fs.readFileSync(path.join(root, "packages/cli/package.json"), "utf8"))
+    expect(pkg.bin).toEqual({ rein: "dist/bin.js" })
+    expect(fs.readFileSync(bin, "utf8").startsWith("#!/usr/bin/env node\n")).toBe(true)
+  }, 120_000)
+
+  it("--help piped has no ANSI escapes and no line past 80 columns", async () => {
+    for (const args of [["--help"], ["batch", "--help"]]) {
+      const r = await rein(args)
+      expect(r.code).toBe(0)
+      expect(r.stdout).not.toContain("\x1b")
+      for (const line of r.stdout.split("\n")) expect([...line].length).toBeLessThanOrEqual(80)
+      expect(r.stdout).toMatch(/batch --input file/)
+    }
   }, 120_000)
 })

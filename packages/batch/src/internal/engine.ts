@@ -34,6 +34,7 @@ import * as Categories from "../Category.js"
 import type { CostFunction } from "../Cost.js"
 import { price } from "../Cost.js"
 import type * as Events from "../Events.js"
+import { summarise } from "../Events.js"
 import type { Guardrails } from "../Guardrails.js"
 import type { Failed, ItemError, ItemResult, Succeeded } from "../Result.js"
 import { ArtifactFailed, BatchAborted, BatchBudgetExceeded, BatchDeadlineExceeded, categoryOf } from "../Result.js"
@@ -495,9 +496,16 @@ export const run = <I, E, R>(
         const ids = { at, index: result.index, itemId: result.itemId }
         switch (result._tag) {
           case "Failed":
-            return { _tag: "ItemFailed", ...ids, category: result.category }
+            return { _tag: "ItemFailed", ...ids, category: result.category, attempts: summarise(result.error.attempts) }
           case "Reused":
             return { _tag: "ItemReused", ...ids }
+          case "Succeeded":
+            return {
+              _tag: "ItemCompleted",
+              ...ids,
+              endpoint: result.completion.endpoint,
+              attempts: summarise(result.completion.attempts)
+            }
           default:
             return { _tag: "ItemCompleted", ...ids }
         }

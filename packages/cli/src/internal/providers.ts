@@ -29,6 +29,20 @@ const SIMULATED_TEXT = "(simulated answer)"
 
 type Step = Fake.Step
 
+// The status an HTTP provider would answer with, so that progress reads `503` as it would against a real one.
+const HTTP_STATUS: Readonly<Record<string, string>> = {
+  rate_limited: "http_429",
+  overloaded: "http_503",
+  server_error: "http_500",
+  authentication: "http_401",
+  permission_denied: "http_403",
+  invalid_request: "http_400"
+}
+const codeOf = (kind: string): { readonly code?: string } => {
+  const code = HTTP_STATUS[kind]
+  return code === undefined ? {} : { code }
+}
+
 const toStep = (
   scenario: Scenario | undefined,
   behaviour: Scenario["default"],
@@ -52,6 +66,7 @@ const toStep = (
     case "fail": {
       if (u < behaviour.probability) {
         return Fake.fail(behaviour.failure, {
+          ...codeOf(behaviour.failure),
           latency: `${behaviour.latency} millis`,
           ...(behaviour.retryAfter === undefined ? {} : { retryAfter: `${behaviour.retryAfter} millis` })
         })
@@ -66,7 +81,7 @@ const toStep = (
       const position = offsetMillis % (behaviour.up + behaviour.down)
       return position < behaviour.up
         ? ok(behaviour.latency, 100)
-        : Fake.fail(behaviour.failure, { latency: `${behaviour.latency} millis` })
+        : Fake.fail(behaviour.failure, { ...codeOf(behaviour.failure), latency: `${behaviour.latency} millis` })
     }
   }
 }

@@ -1,0 +1,64 @@
+/**
+ * The words of `rein batch`'s progress: what happened to a finished item (where it answered, after which
+ * failures), what a breaker transition means, and a line cut to the terminal's width.
+ *
+ * @internal
+ */
+import type { Events } from "@rein/batch"
+import type { Transition } from "./breakers.js"
+
+/** `http_503` → `503`; other codes as they are; no code: the failure kind. */
+const label = (a: Events.AttemptSummary): string => {
+  const code = a.code ?? a.failure ?? "failure"
+  return code.startsWith("http_") ? code.slice(5) : code
+}
+
+/** The failed attempts as `503 ×2, timeout` (runs of the same label counted). @internal */
+export const failures = (attempts: ReadonlyArray<Events.AttemptSummary>): string => {
+  const runs: Array<{ label: string; count: number }> = []
+  for (const a of attempts) {
+    if (a.failure === null && a.code === null) continue
+    const l = label(a)
+    const last = runs[runs.length - 1]
+    if (last !== undefined && last.label === l) last.count++
+    else runs.push({ label: l, count: 1 })
+  }
+  return runs.map((r) => (r.count === 1 ? r.label : `${r.label} ×${r.count}`)).join(", ")
+}
+
+/** How a completed item went: `ok on fake/a`, or `ok on fake/b after 503 ×2`. @internal */
+export const completed = (event: typeof Events.ItemCompleted.Type): string => {
+  if (event.endpoint === undefined) return "ok"
+  const before = failures(event.attempts ?? [])
+  return `ok on ${event.endpoint}${before === "" ? "" : ` after ${before}`}`
+}
+
+/** How a failed item went: `failed: overloaded (503 ×2)`. @internal */
+export const failed = (event: typeof Events.ItemFailed.Type): string => {
+  const before = failures(event.attempts ?? [])
+  return `failed: ${event.category}${before === "" ? "" : ` (${before})`}`
+}
+
+/** Whether an item's line is worth printing above a live bar: it retried, fell back or failed. @internal */
+export const notable = (event: Events.Event): boolean =>
+  event._tag === "ItemFailed" || (event._tag === "ItemCompleted" && (event.attempts?.length ?? 0) > 1)
+
+/** A breaker transition in words. @internal */
+export const transition = (t: Transition): string => {
+  switch (t.to) {
+    case "open":
+      return t.from === "half_open"
+        ? `breaker of ${t.endpoint} open again: its probe failed, a longer cooldown`
+        : `breaker of ${t.endpoint} open: later items skip it until a probe succeeds`
+    case "half_open":
+      return `breaker of ${t.endpoint} half-open: cooldown over, a probe call tests it`
+    case "closed":
+      return `breaker of ${t.endpoint} closed: the probe succeeded, traffic returns`
+  }
+}
+
+/** A line cut to `width` columns (an ellipsis marks the cut). @internal */
+export const fit = (line: string, width: number): string => {
+  const chars = [...line]
+  return chars.length <= width ? line : `${chars.slice(0, Math.max(0, width - 1)).join("")}…`
+}

@@ -1,0 +1,102 @@
+/**
+ * The words and the live bar of `rein batch`'s progress: the bar fits any width, shows only figures it
+ * knows, and an item's line says where it answered after which failures.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { FastCheck as fc } from "effect"
+import * as Interrupt from "../src/internal/interrupt.js"
+import { barLine } from "../src/internal/progress.js"
+import * as Story from "../src/internal/story.js"
+
+const progress = fc.record({
+  accepted: fc.nat(100_000),
+  done: fc.nat(100_000),
+  succeeded: fc.nat(100_000),
+  failed: fc.nat(100_000),
+  reused: fc.nat(100_000),
+  inFlight: fc.nat(1_000),
+  tokens: fc.nat(10_000_000_000),
+  cost: fc.double({ min: 0, max: 1e6, noNaN: true })
+})
+
+describe("the live bar", () => {
+  it("never takes more columns than it is given", () => {
+    fc.assert(
+      fc.property(
+        progress,
+        fc.integer({ min: 1, max: 100_000 }),
+        fc.integer({ min: 20, max: 300 }),
+        (p, total, w) => [...barLine(p, total, w)].length <= w
+      )
+    )
+  })
+
+  it("before any attempt reported usage, shows no tokens and no cost", () => {
+    const line = barLine(
+      { accepted: 4, done: 0, succeeded: 0, failed: 0, reused: 0, inFlight: 4, tokens: 0, cost: 0 },
+      48,
+      79
+    )
+    expect(line).toMatch(/\] 0\/48 +ok 0 +failed 0 +in flight 4$/)
+    expect(line).not.toMatch(/tokens|cost/)
+  })
+
+  it("at 70 columns keeps the counts and drops what does not fit", () => {
+    const line = barLine(
+      { accepted: 48, done: 30, succeeded: 30, failed: 0, reused: 0, inFlight: 4, tokens: 9666, cost: 0.0531816 },
+      48,
+      69
+    )
+    expect([...line].length).toBeLessThanOrEqual(69)
+    expect(line).toMatch(/30\/48 +ok 30 +failed 0 +in flight 4/)
+  })
+})
+
+describe("an item's line", () => {
+  it("says where it answered, after which failures", () => {
+    expect(Story.completed({
+      _tag: "ItemCompleted",
+      at: 0,
+      index: 18,
+      itemId: "q19",
+      endpoint: "fake/b",
+      attempts: [
+        { endpoint: "fake/a", role: "first", failure: "overloaded", code: "http_503" },
+        { endpoint: "fake/a", role: "retry", failure: "overloaded", code: "http_503" },
+        { endpoint: "fake/b", role: "fallback", failure: null, code: null }
+      ]
+    })).toBe("ok on fake/b after 503 ×2")
+    expect(Story.completed({ _tag: "ItemCompleted", at: 0, index: 0, itemId: "q1" })).toBe("ok")
+    expect(Story.failed({
+      _tag: "ItemFailed",
+      at: 0,
+      index: 0,
+      itemId: "q1",
+      category: "timeout",
+      attempts: [{ endpoint: "fake/a", role: "first", failure: "timeout", code: null }]
+    })).toBe("failed: timeout (timeout)")
+  })
+})
+
+describe("an interrupted run", () => {
+  it("resumes with the same arguments, --resume instead of --overwrite, behind the command the user typed", () => {
+    const argv = ["node", "/repo/packages/cli/dist/bin.js", "batch", "--input", "my prompts.jsonl", "--overwrite"]
+    expect(Interrupt.resumeCommand(argv, "/repo", {})).toBe(
+      "node packages/cli/dist/bin.js batch --input 'my prompts.jsonl' --resume"
+    )
+    expect(Interrupt.resumeCommand(argv, "/repo", { npm_lifecycle_event: "rein" })).toBe(
+      "pnpm rein batch --input 'my prompts.jsonl' --resume"
+    )
+  })
+
+  it("counts the successes a resume reuses, once each, and ignores a torn last line", () => {
+    const ok = (id: string) => JSON.stringify({ kind: "item", itemId: id, outcome: "success", reusable: true })
+    const audit = JSON.stringify({ kind: "item", itemId: "c", outcome: "failure", reusable: false })
+    expect(
+      Interrupt.reusable(
+        [ok("a"), ok("b"), ok("a"), audit, "{\"kind\":\"item\",\"reusable\":true,\"outcome\":\"success\""].join("\n")
+      )
+    )
+      .toBe(2)
+  })
+})
