@@ -74,7 +74,9 @@ export const ItemAdmitted = Schema.TaggedStruct("ItemAdmitted", {
  * ```
  * @since 0.1.0
  */
-export const AttemptSummary = Schema.typeSchema(Outcome.AttemptRecord).pipe(Schema.pick("endpoint", "role", "failure", "code"))
+export const AttemptSummary = Schema.typeSchema(Outcome.AttemptRecord).pipe(
+  Schema.pick("endpoint", "role", "failure", "code")
+)
 
 /**
  * @since 0.1.0
