@@ -46,6 +46,12 @@ export interface Options {
   readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
   /** Extra non-secret headers. */
   readonly headers?: Readonly<Record<string, string>> | undefined
+  /**
+   * The largest answer read, in bytes: a whole non-streamed body, one SSE event, the text of a streamed
+   * answer. Over it the call fails `malformed_response` (code `body_too_large`) and the connection is
+   * closed without reading the rest. Default 8 MiB. Error bodies are always read up to 64 KiB only.
+   */
+  readonly maxResponseBytes?: number | undefined
 }
 
 const OptionsSchema = Schema.Struct({
@@ -53,7 +59,8 @@ const OptionsSchema = Schema.Struct({
   apiKey: Schema.optional(Schema.RedactedFromSelf(Schema.String)),
   allowInsecureHttp: Schema.optional(Schema.Boolean),
   maxTokensField: Schema.optional(Schema.Literal("max_tokens", "max_completion_tokens")),
-  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
+  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  maxResponseBytes: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
 })
 
 const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
@@ -116,7 +123,9 @@ export const ChatChunk = Schema.Struct({
     { default: () => [] }
   ),
   usage: Schema.optional(Schema.NullOr(ChatUsage)),
-  error: Schema.optional(Schema.Unknown)
+  error: Schema.optional(Schema.Unknown),
+  /** `"error"` in vLLM's older in-stream error shape (`{ object: "error", code: 503, type, message }`). */
+  object: Schema.optional(Schema.Unknown)
 })
 
 const decodeCompletion = Schema.decodeUnknownEither(Schema.parseJson(ChatCompletion))
@@ -190,6 +199,7 @@ export const make = (
     })
     const endpointUrl = `${url.href.replace(/\/+$/, "")}/chat/completions`
     const maxTokensField = config.maxTokensField ?? "max_tokens"
+    const maxResponseBytes = config.maxResponseBytes ?? Internal.DEFAULT_MAX_RESPONSE_BYTES
     // Each request gets its own scope and abort signal: closing the scope (success, failure or
     // interruption) aborts the socket if it is still open.
     const client = HttpClient.withScope(yield* HttpClient.HttpClient)
@@ -219,7 +229,7 @@ export const make = (
         if (response.status < 200 || response.status >= 300) {
           return yield* Effect.flip(Internal.fromErrorResponse(response))
         }
-        const text = yield* Internal.readBody(response)
+        const text = yield* Internal.readBody(response, maxResponseBytes)
         const body = decodeCompletion(text)
         if (Either.isLeft(body)) return yield* Effect.fail(Internal.malformed(response.status, "malformed_body"))
         const usage = body.right.usage == null
@@ -246,7 +256,7 @@ export const make = (
         if (response.status < 200 || response.status >= 300) {
           return yield* Effect.flip(Internal.fromErrorResponse(response))
         }
-        return decodeStream(response)
+        return decodeStream(response, maxResponseBytes)
       }))
 
     return { internalMaxAttempts: 1, call, stream }
@@ -259,14 +269,18 @@ export const make = (
  * @internal
  */
 const decodeStream = (
-  response: HttpClientResponse.HttpClientResponse
+  response: HttpClientResponse.HttpClientResponse,
+  maxResponseBytes: number
 ): Stream.Stream<Provider.StreamPart, Failure.ProviderFailure> =>
   Stream.suspend(() => {
     let usage: Provider.StreamPart["usage"] = "unknown"
     let done = false
+    let textLength = 0
     const status = response.status
+    const tooLarge = () => Internal.malformed(status, Internal.BODY_TOO_LARGE)
     const parts = response.stream.pipe(
       Stream.mapError((e) => Internal.fromTransport(Internal.errnoOf(e.cause))),
+      Internal.boundEvents(maxResponseBytes, tooLarge),
       Stream.decodeText(),
       Stream.pipeThroughChannel(Sse.makeChannel()),
       Stream.mapEffect((event): Effect.Effect<ReadonlyArray<Provider.StreamPart>, Failure.ProviderFailure> => {
@@ -276,10 +290,10 @@ const decodeStream = (
         }
         const chunk = decodeChunk(event.data)
         if (Either.isLeft(chunk)) return Effect.fail(Internal.malformed(status, "malformed_chunk"))
-        if (chunk.right.error !== undefined) {
-          return Effect.fail(
-            Failure.fromEvidence({ code: Internal.codeFromBody(event.data) }, { dispatched: true })
-          )
+        // An error sent inside the stream (HTTP 200 already went out) classifies as the same error sent as a
+        // status: from the body's structured code and status, never its message.
+        if (chunk.right.error !== undefined || chunk.right.object === "error") {
+          return Effect.fail(Internal.fromStreamError(event.data))
         }
         if (chunk.right.usage != null) {
           usage = Internal.usageOf(chunk.right.usage.prompt_tokens, chunk.right.usage.completion_tokens)
@@ -291,8 +305,9 @@ const decodeStream = (
           }
           const delta = choice.delta?.content
           if (typeof delta === "string" && delta !== "") out.push({ delta })
+          textLength += delta?.length ?? 0
         }
-        return Effect.succeed(out)
+        return textLength > maxResponseBytes ? Effect.fail(tooLarge()) : Effect.succeed(out)
       }),
       // Stop reading at the terminator.
       Stream.takeUntil(() => done),

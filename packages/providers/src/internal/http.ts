@@ -7,7 +7,7 @@
 import type { HttpClientError } from "@effect/platform"
 import type { HttpClientResponse } from "@effect/platform"
 import { Failure } from "@rein/core"
-import { Clock, Effect, Either, Option, Schema } from "effect"
+import { Clock, Effect, Either, Option, Schema, Stream } from "effect"
 
 /** A machine code: short, no spaces. Anything else in a `code` field is prose and is ignored. @internal */
 const MachineCode = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9_.:-]{1,64}$/))
@@ -23,13 +23,14 @@ const ErrorDetail = Schema.Struct({
  *
  * @internal
  */
-const ErrorBody = Schema.parseJson(Schema.Struct({
+const ErrorBody = Schema.Struct({
   error: Schema.optional(Schema.Union(ErrorDetail, Schema.Unknown)),
   code: Schema.optional(Schema.Unknown),
   type: Schema.optional(Schema.Unknown)
-}))
+})
 
 const decodeErrorBody = Schema.decodeUnknownEither(ErrorBody)
+const decodeJson = Schema.decodeUnknownEither(Schema.parseJson())
 const isMachineCode = Schema.is(MachineCode)
 
 const pick = (...candidates: ReadonlyArray<unknown>): string | undefined => {
@@ -37,22 +38,49 @@ const pick = (...candidates: ReadonlyArray<unknown>): string | undefined => {
   return undefined
 }
 
+/** An HTTP status a server wrote into a body (`"code": 503`): an integer error status, else ignored. */
+const statusIn = (value: unknown): number | undefined => {
+  const n = typeof value === "string" && /^\d{3}$/.test(value) ? Number(value) : value
+  return typeof n === "number" && Number.isInteger(n) && n >= 400 && n <= 599 ? n : undefined
+}
+
 /**
- * The provider's machine error code from an error body: `error.code`, else `error.type`, else the top-level
- * `code` / `type`. A generic type (`error`, `invalid_request_error`) is kept: it classifies by status anyway.
+ * The structured evidence of a decoded error body: the provider's machine code (`error.code`, else `error.type`,
+ * else the top-level `code` / `type`; a generic type such as `error` is kept, it classifies by status
+ * anyway) and the HTTP status the server wrote into it as a number (`"code": 503`), as vLLM and llama.cpp
+ * do in errors sent inside a stream.
  *
  * @internal
  */
-export const codeFromBody = (text: string | undefined): string | undefined => {
-  if (text === undefined || text === "") return undefined
-  const decoded = decodeErrorBody(text)
-  if (Either.isLeft(decoded)) return undefined
+export const evidenceOf = (value: unknown): { readonly status?: number; readonly code?: string } => {
+  const decoded = decodeErrorBody(value)
+  if (Either.isLeft(decoded)) return {}
   const body = decoded.right
   const detail = typeof body.error === "object" && body.error !== null
     ? body.error as { readonly code?: unknown; readonly type?: unknown }
     : {}
-  return pick(detail.code, detail.type, body.code, body.type === "error" ? undefined : body.type)
+  const code = pick(detail.code, detail.type, body.code, body.type === "error" ? undefined : body.type)
+  const status = statusIn(detail.code) ?? statusIn(body.code)
+  return { ...(status !== undefined ? { status } : {}), ...(code !== undefined ? { code } : {}) }
 }
+
+/**
+ * `evidenceOf` the JSON text of an error body; text that is not JSON is no evidence.
+ *
+ * @internal
+ */
+export const evidenceFromBody = (text: string | undefined): { readonly status?: number; readonly code?: string } => {
+  if (text === undefined || text === "") return {}
+  const json = decodeJson(text)
+  return Either.isLeft(json) ? {} : evidenceOf(json.right)
+}
+
+/**
+ * The provider's machine error code from an error body (see `evidenceOf`).
+ *
+ * @internal
+ */
+export const codeFromBody = (text: string | undefined): string | undefined => evidenceFromBody(text).code
 
 const ERRNO = /^[A-Z][A-Z0-9_]{1,40}$/
 
@@ -129,11 +157,110 @@ export const fromStatus = (
     )
   })
 
-/** The largest error body read for classification; the rest is never read. @internal */
-const MAX_ERROR_BODY = 64 * 1024
+/**
+ * The largest error body read for classification. Reading stops there and the connection is closed (the
+ * caller's request scope aborts it): the rest is never transferred.
+ *
+ * @internal
+ */
+export const MAX_ERROR_BODY = 64 * 1024
 
 /**
- * Reads a non-2xx response and classifies it. A body that cannot be read still classifies by status.
+ * The default bound of an answer: a whole non-streamed body, one event of a stream, the text of a streamed
+ * answer. Over it the call fails `malformed_response` / `body_too_large`.
+ *
+ * @internal
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+
+/** A valid byte bound: a positive integer. @internal */
+export const isByteBound = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n > 0
+
+/** The code of an answer over its byte bound. @internal */
+export const BODY_TOO_LARGE = "body_too_large"
+
+/** A body read up to a bound: its text and whether it ended within the bound. @internal */
+export interface Bounded {
+  readonly text: string
+  readonly complete: boolean
+}
+
+/**
+ * Reads a body stream up to `limit` bytes and stops pulling there: a body over the bound costs `limit`
+ * bytes, whatever its size. `complete` is false when bytes beyond `limit` arrived (they are dropped).
+ *
+ * @internal
+ */
+export const readAtMost = <E>(body: Stream.Stream<Uint8Array, E>, limit: number): Effect.Effect<Bounded, E> =>
+  Effect.suspend(() => {
+    const parts: Array<Uint8Array> = []
+    let size = 0
+    let over = false
+    return body.pipe(
+      Stream.runForEachWhile((chunk) =>
+        Effect.sync(() => {
+          const room = limit - size
+          if (chunk.length > room) {
+            parts.push(chunk.subarray(0, room))
+            size = limit
+            over = true
+            return false
+          }
+          parts.push(chunk)
+          size += chunk.length
+          return true
+        })
+      ),
+      Effect.map(() => {
+        const bytes = new Uint8Array(size)
+        let at = 0
+        for (const part of parts) {
+          bytes.set(part, at)
+          at += part.length
+        }
+        return { text: new TextDecoder().decode(bytes), complete: !over }
+      })
+    )
+  })
+
+/**
+ * Bounds each event of an SSE byte stream (the bytes since the last blank line, any line ending) to `limit`:
+ * over it the stream fails with `onTooLarge()` before the oversized event reaches a parser, so a single
+ * endless line or event costs at most `limit` bytes.
+ *
+ * @internal
+ */
+export const boundEvents =
+  <E2>(limit: number, onTooLarge: () => E2) =>
+  <E>(body: Stream.Stream<Uint8Array, E>): Stream.Stream<Uint8Array, E | E2> =>
+    Stream.suspend(() => {
+      let size = 0
+      let lineStart = true
+      let afterCr = false
+      return Stream.mapEffect(body, (chunk) => {
+        for (let i = 0; i < chunk.length; i++) {
+          const byte = chunk[i]!
+          if (byte === 10 && afterCr) {
+            afterCr = false
+            continue
+          }
+          afterCr = byte === 13
+          if (byte === 10 || byte === 13) {
+            if (lineStart) size = 0
+            lineStart = true
+          } else {
+            lineStart = false
+            size += 1
+            if (size > limit) return Effect.fail(onTooLarge())
+          }
+        }
+        return Effect.succeed(chunk)
+      })
+    })
+
+/**
+ * Reads a non-2xx response (at most `MAX_ERROR_BODY` bytes) and classifies it. A body that cannot be read
+ * still classifies by status.
  *
  * @internal
  */
@@ -141,25 +268,35 @@ export const fromErrorResponse = (
   response: HttpClientResponse.HttpClientResponse
 ): Effect.Effect<Failure.ProviderFailure> =>
   Effect.flatMap(
-    Effect.option(response.text),
-    (text) =>
-      fromStatus(
-        response.status,
-        response.headers,
-        Option.getOrUndefined(Option.map(text, (t) => t.slice(0, MAX_ERROR_BODY)))
-      )
+    Effect.option(readAtMost(response.stream, MAX_ERROR_BODY)),
+    (body) => fromStatus(response.status, response.headers, Option.getOrUndefined(body)?.text)
   )
 
 /**
- * Reads a 2xx body as text. A read that fails is a transport failure after dispatch (the socket went away
- * mid-body), never a malformed response.
+ * Reads a 2xx body as text, at most `limit` bytes: a longer body fails `malformed_response` /
+ * `body_too_large` without reading the rest. A read that fails is a transport failure after dispatch (the
+ * socket went away mid-body), never a malformed response.
  *
  * @internal
  */
 export const readBody = (
-  response: HttpClientResponse.HttpClientResponse
+  response: HttpClientResponse.HttpClientResponse,
+  limit: number
 ): Effect.Effect<string, Failure.ProviderFailure> =>
-  Effect.mapError(response.text, (error) => fromTransport(errnoOf(error.cause)))
+  readAtMost(response.stream, limit).pipe(
+    Effect.mapError((error) => fromTransport(errnoOf(error.cause))),
+    Effect.filterOrFail((body) => body.complete, () => malformed(response.status, BODY_TOO_LARGE)),
+    Effect.map((body) => body.text)
+  )
+
+/**
+ * A failure from an error event inside a stream whose HTTP status was 2xx: classified from the event's
+ * structured status and code (`evidenceFromBody`) through the same table as an HTTP status.
+ *
+ * @internal
+ */
+export const fromStreamError = (data: string): Failure.ProviderFailure =>
+  Failure.fromEvidence(evidenceFromBody(data), { dispatched: true })
 
 /**
  * A 2xx body that did not decode.

@@ -50,6 +50,22 @@ export type Fault =
   | { readonly _tag: "Malformed" }
   | { readonly _tag: "Reset" }
   | { readonly _tag: "CutStream"; readonly deltas: ReadonlyArray<string>; readonly clean: boolean }
+  | {
+    /**
+     * A body of `bytes` bytes (`Infinity`: endless), generated lazily as the client reads it: an error body
+     * for a non-2xx `status`, else an answer whose text is the padding (a single SSE event when streamed).
+     */
+    readonly _tag: "HugeBody"
+    readonly status: number
+    readonly bytes: number
+    readonly headers: Readonly<Record<string, string>>
+  }
+  | {
+    /** HTTP 200 and an SSE stream: the head, `deltas`, then `data: <error>` and the end of the body. */
+    readonly _tag: "StreamError"
+    readonly deltas: ReadonlyArray<string>
+    readonly error: unknown
+  }
 
 /**
  * What the server saw of one request.
@@ -78,6 +94,8 @@ export interface SeenRequest {
   readonly clientClosed: boolean
   /** The response was written completely. */
   readonly finished: boolean
+  /** Body bytes the server handed to the socket (counted for `HugeBody`, else 0). */
+  readonly bodyBytes: number
 }
 
 /**
@@ -231,6 +249,49 @@ export const rateLimited = (options: {
       ...(options.retryAfterDate !== undefined ? { "retry-after": options.retryAfterDate } : {})
     }
   })
+
+/**
+ * A body of `bytes` bytes (default 100 MB; `Infinity` never ends), written lazily as the client reads, so
+ * neither side holds it whole: `SeenRequest.bodyBytes` tells how much the client made the server write.
+ * With a non-2xx `status` it is an error body; with 2xx an answer whose text is the padding (streamed: one
+ * SSE event, a single line that never ends before `bytes`).
+ *
+ * @example
+ * ```ts
+ * import { FaultServer } from "@rein/providers"
+ *
+ * FaultServer.hugeBody({ status: 500 })              // a 100 MB error body
+ * FaultServer.hugeBody({ status: 200, bytes: Infinity }) // an endless answer
+ * ```
+ * @since 0.1.0
+ */
+export const hugeBody = (options: {
+  readonly status: number
+  readonly bytes?: number
+  readonly headers?: Readonly<Record<string, string>>
+}): Fault => ({
+  _tag: "HugeBody",
+  status: options.status,
+  bytes: options.bytes ?? 100 * 1024 * 1024,
+  headers: options.headers ?? {}
+})
+
+/**
+ * HTTP 200, then an error inside the SSE stream (`data: {"error": …}`), as vLLM- and llama.cpp-style
+ * servers report a failure after the headers went out; `deltas` are sent before it.
+ *
+ * @example
+ * ```ts
+ * import { FaultServer } from "@rein/providers"
+ *
+ * FaultServer.streamError({ error: { message: "busy", type: "server_error", code: 503 } })
+ * ```
+ * @since 0.1.0
+ */
+export const streamError = (options: {
+  readonly error: unknown
+  readonly deltas?: ReadonlyArray<string>
+}): Fault => ({ _tag: "StreamError", deltas: options.deltas ?? [], error: options.error })
 
 /**
  * The named faults of the issue, ready to script.
@@ -491,6 +552,7 @@ interface Entry {
   fault: Fault["_tag"]
   clientClosed: boolean
   finished: boolean
+  bodyBytes: number
 }
 
 const readBody = (req: Http.IncomingMessage): Effect.Effect<string, Error> =>
@@ -511,6 +573,68 @@ const parseJson = (text: string): unknown => {
 
 const field = (body: unknown, key: string): unknown =>
   typeof body === "object" && body !== null && key in body ? (body as Record<string, unknown>)[key] : undefined
+
+const PADDING = Buffer.alloc(64 * 1024, "x")
+
+/** Writes `bytes` of padding (or forever), waiting for the socket to drain: never more than a chunk queued. */
+const writePadding = (res: Http.ServerResponse, entry: Entry, bytes: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    let left = bytes
+    while (left > 0 && !res.destroyed) {
+      const chunk = left >= PADDING.length ? PADDING : PADDING.subarray(0, left)
+      left -= chunk.length
+      entry.bodyBytes += chunk.length
+      if (!res.write(chunk)) {
+        yield* Effect.async<void>((resume) => {
+          const done = () => {
+            res.off("drain", done)
+            res.off("close", done)
+            resume(Effect.void)
+          }
+          res.on("drain", done)
+          res.on("close", done)
+        })
+      }
+    }
+  })
+
+const MARK = "@@padding@@"
+
+const writeHuge = (
+  res: Http.ServerResponse,
+  entry: Entry,
+  fault: Extract<Fault, { _tag: "HugeBody" }>,
+  shape: Shape,
+  model: string,
+  stream: boolean
+): Effect.Effect<void> => {
+  const ok = fault.status >= 200 && fault.status < 300
+  const sseBody = ok && stream
+  const events = sseBody ? streamEvents(shape, model, [MARK], null, false) : undefined
+  // The body in the shape's own framing, the padding where the text (or the error message) goes.
+  const framed = !ok
+    ? errorBody(shape, {
+      _tag: "Status",
+      status: fault.status,
+      code: null,
+      type: "server_error",
+      message: MARK,
+      headers: {}
+    })
+    : events !== undefined
+    ? [...events.head, ...events.deltas, ...events.tail].join("")
+    : completeBody(shape, model, MARK, null)
+  const [head, tail] = framed.split(MARK) as [string, string]
+  return Effect.gen(function*() {
+    res.writeHead(fault.status, {
+      "content-type": sseBody ? "text/event-stream" : "application/json",
+      ...fault.headers
+    })
+    res.write(head)
+    yield* writePadding(res, entry, fault.bytes)
+    res.end(tail)
+  })
+}
 
 /**
  * Starts a fault server on `127.0.0.1` at a random port; it stops when the scope closes.
@@ -574,7 +698,8 @@ export const make = (options: {
           stream,
           fault: fault._tag,
           clientClosed: false,
-          finished: false
+          finished: false,
+          bodyBytes: 0
         }
         entries.push(entry)
         let destroyedByServer = false
@@ -651,6 +776,15 @@ export const make = (options: {
               })
               destroyedByServer = true
               req.socket.destroy()
+              return
+            }
+            case "HugeBody":
+              return yield* writeHuge(res, entry, fault, shape, name, stream)
+            case "StreamError": {
+              const events = streamEvents(shape, name, fault.deltas, null, false)
+              res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+              for (const e of [...events.head, ...events.deltas]) yield* write(e)
+              res.end(sse({ error: fault.error }))
               return
             }
             case "Ok": {
