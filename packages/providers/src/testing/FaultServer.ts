@@ -61,10 +61,10 @@ export type Fault =
     readonly headers: Readonly<Record<string, string>>
   }
   | {
-    /** HTTP 200 and an SSE stream: the head, `deltas`, then `data: <error>` and the end of the body. */
+    /** HTTP 200 and an SSE stream: the head, `deltas`, then `data: <event>` and the end of the body. */
     readonly _tag: "StreamError"
     readonly deltas: ReadonlyArray<string>
-    readonly error: unknown
+    readonly event: unknown
   }
 
 /**
@@ -277,21 +277,28 @@ export const hugeBody = (options: {
 })
 
 /**
- * HTTP 200, then an error inside the SSE stream (`data: {"error": …}`), as vLLM- and llama.cpp-style
- * servers report a failure after the headers went out; `deltas` are sent before it.
+ * HTTP 200, then an error inside the SSE stream, as vLLM- and llama.cpp-style servers report a failure
+ * after the headers went out: `data: {"error": <error>}`, or `event` as the whole event (another shape,
+ * such as vLLM's top-level `{ object: "error", … }` or a Responses `error` event). `deltas` go before it.
  *
  * @example
  * ```ts
  * import { FaultServer } from "@rein/providers"
  *
  * FaultServer.streamError({ error: { message: "busy", type: "server_error", code: 503 } })
+ * FaultServer.streamError({ event: { object: "error", type: "BadRequestError", code: 400 } })
  * ```
  * @since 0.1.0
  */
 export const streamError = (options: {
-  readonly error: unknown
+  readonly error?: unknown
+  readonly event?: unknown
   readonly deltas?: ReadonlyArray<string>
-}): Fault => ({ _tag: "StreamError", deltas: options.deltas ?? [], error: options.error })
+}): Fault => ({
+  _tag: "StreamError",
+  deltas: options.deltas ?? [],
+  event: options.event !== undefined ? options.event : { error: options.error }
+})
 
 /**
  * The named faults of the issue, ready to script.
@@ -784,7 +791,7 @@ export const make = (options: {
               const events = streamEvents(shape, name, fault.deltas, null, false)
               res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
               for (const e of [...events.head, ...events.deltas]) yield* write(e)
-              res.end(sse({ error: fault.error }))
+              res.end(sse(fault.event))
               return
             }
             case "Ok": {
