@@ -101,6 +101,32 @@ describe("bodies are read with a byte bound, and the connection is closed at it"
       })).pipe(withHttp))
   }
 
+  for (const [name, adapter] of adapters) {
+    it.live(`${name}: a 1 MB header is malformed_response / headers_too_large, refused at the parser's bound`, () =>
+      Effect.scoped(Effect.gen(function*() {
+        const server = yield* FaultServer.make({
+          faults: [FaultServer.status(503, { headers: { "x-padding": "a".repeat(MB) } })]
+        })
+        const provider = yield* adapter(server)
+        const failure = yield* call(provider)
+        expect([failure.kind, failure.code, failure.dispatched]).toEqual([
+          "malformed_response",
+          "headers_too_large",
+          true
+        ])
+      })).pipe(withHttp))
+
+    it.live(`${name}: a 12,000-digit Retry-After still classifies as rate_limited at once`, () =>
+      Effect.scoped(Effect.gen(function*() {
+        const server = yield* FaultServer.make({
+          faults: [FaultServer.status(429, { headers: { "retry-after": "9".repeat(12_000) } })]
+        })
+        const provider = yield* adapter(server)
+        const failure = yield* call(provider).pipe(Effect.timeoutFail({ duration: WITHIN, onTimeout: () => "slow" }))
+        expect(failure.kind).toBe("rate_limited")
+      })).pipe(withHttp))
+  }
+
   it.live("four concurrent 100 MB answers stay within four bounds", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* FaultServer.make({

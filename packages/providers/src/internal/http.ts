@@ -118,15 +118,27 @@ export const CONNECT_PHASE = new Set([
 ])
 
 /**
- * A failure from a transport-level error (no HTTP status). Connect-phase errors are not dispatched.
+ * The HTTP parser refused the response's headers as too large (Node's `--max-http-header-size`, 16 KiB by
+ * default; undici's `maxHeaderSize`): absurd headers cost that bound, never more. The response arrived
+ * and was unusable: a malformed response, not a transport failure.
+ *
+ * @internal
+ */
+const HEADER_OVERFLOW = new Set(["HPE_HEADER_OVERFLOW", "UND_ERR_HEADERS_OVERFLOW"])
+
+/**
+ * A failure from a transport-level error (no HTTP status). Connect-phase errors are not dispatched; headers
+ * over the parser's bound are `malformed_response` / `headers_too_large`.
  *
  * @internal
  */
 export const fromTransport = (errno: string | undefined): Failure.ProviderFailure =>
-  Failure.fromEvidence(
-    { errno: errno ?? "ECONNRESET" },
-    { dispatched: errno === undefined || !CONNECT_PHASE.has(errno) }
-  )
+  errno !== undefined && HEADER_OVERFLOW.has(errno)
+    ? Failure.fromEvidence({ code: "headers_too_large", malformed: true }, { dispatched: true })
+    : Failure.fromEvidence(
+      { errno: errno ?? "ECONNRESET" },
+      { dispatched: errno === undefined || !CONNECT_PHASE.has(errno) }
+    )
 
 /**
  * A failure from a platform `RequestError`: `Transport` → by errno; `InvalidUrl` / `Encode` → the request
