@@ -605,6 +605,16 @@ const writePadding = (res: Http.ServerResponse, entry: Entry, bytes: number): Ef
     }
   })
 
+const writeStreamError = (
+  res: Http.ServerResponse,
+  fault: Extract<Fault, { _tag: "StreamError" }>,
+  events: { readonly head: ReadonlyArray<string>; readonly deltas: ReadonlyArray<string> }
+): void => {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+  for (const e of [...events.head, ...events.deltas]) res.write(e)
+  res.end(sse(fault.event))
+}
+
 const MARK = "@@padding@@"
 
 const writeHuge = (
@@ -787,13 +797,8 @@ export const make = (options: {
             }
             case "HugeBody":
               return yield* writeHuge(res, entry, fault, shape, name, stream)
-            case "StreamError": {
-              const events = streamEvents(shape, name, fault.deltas, null, false)
-              res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
-              for (const e of [...events.head, ...events.deltas]) yield* write(e)
-              res.end(sse(fault.event))
-              return
-            }
+            case "StreamError":
+              return writeStreamError(res, fault, streamEvents(shape, name, fault.deltas, null, false))
             case "Ok": {
               if (stream) {
                 const events = streamEvents(shape, name, fault.deltas, fault.usage, wantUsage)
