@@ -81,7 +81,9 @@ const watch = (
   }
   const text = Effect.suspend(() =>
     read !== undefined ? read : Effect.onExit(
-      Internal.readAtMost(response.stream, ok ? ticket.maxResponseBytes : Internal.MAX_ERROR_BODY),
+      ok
+        ? Internal.readAtMost(response.stream, ticket.maxResponseBytes, "drop")
+        : Internal.readAtMost(response.stream, Internal.MAX_ERROR_BODY, "keep"),
       (exit) => Effect.sync(() => void (read = exit))
     )
   ).pipe(

@@ -199,11 +199,16 @@ export interface Bounded {
 
 /**
  * Reads a body stream up to `limit` bytes and stops pulling there: a body over the bound costs `limit`
- * bytes, whatever its size. `complete` is false when bytes beyond `limit` arrived (they are dropped).
+ * bytes, whatever its size. `complete` is false when bytes beyond `limit` arrived; the first `limit` bytes
+ * are then the text with `truncated: "keep"` (an error body, read for its code), else dropped unread.
  *
  * @internal
  */
-export const readAtMost = <E>(body: Stream.Stream<Uint8Array, E>, limit: number): Effect.Effect<Bounded, E> =>
+export const readAtMost = <E>(
+  body: Stream.Stream<Uint8Array, E>,
+  limit: number,
+  truncated: "keep" | "drop"
+): Effect.Effect<Bounded, E> =>
   Effect.suspend(() => {
     const parts: Array<Uint8Array> = []
     let size = 0
@@ -224,6 +229,7 @@ export const readAtMost = <E>(body: Stream.Stream<Uint8Array, E>, limit: number)
         })
       ),
       Effect.map(() => {
+        if (over && truncated === "drop") return { text: "", complete: false }
         const bytes = new Uint8Array(size)
         let at = 0
         for (const part of parts) {
@@ -280,7 +286,7 @@ export const fromErrorResponse = (
   response: HttpClientResponse.HttpClientResponse
 ): Effect.Effect<Failure.ProviderFailure> =>
   Effect.flatMap(
-    Effect.option(readAtMost(response.stream, MAX_ERROR_BODY)),
+    Effect.option(readAtMost(response.stream, MAX_ERROR_BODY, "keep")),
     (body) => fromStatus(response.status, response.headers, Option.getOrUndefined(body)?.text)
   )
 
@@ -295,7 +301,7 @@ export const readBody = (
   response: HttpClientResponse.HttpClientResponse,
   limit: number
 ): Effect.Effect<string, Failure.ProviderFailure> =>
-  readAtMost(response.stream, limit).pipe(
+  readAtMost(response.stream, limit, "drop").pipe(
     Effect.mapError((error) => fromTransport(errnoOf(error.cause))),
     Effect.filterOrFail((body) => body.complete, () => malformed(response.status, BODY_TOO_LARGE)),
     Effect.map((body) => body.text)
