@@ -79,11 +79,24 @@ const watch = (
     ticket.tooLarge = true
     return decodeError()
   }
+  // A body that failed at the socket: its errno on the ticket, the error on the proxy.
+  const bodyFailed = (error: HttpClientError.ResponseError) => {
+    ticket.bodyErrno = Internal.errnoOf(error.cause) ?? "ECONNRESET"
+    return new HttpClientError.ResponseError({
+      request: error.request,
+      response: proxy,
+      reason: error.reason,
+      cause: error.cause
+    })
+  }
   const text = Effect.suspend(() =>
     read !== undefined ? read : Effect.onExit(
-      ok
-        ? Internal.readAtMost(response.stream, ticket.maxResponseBytes, "drop")
-        : Internal.readAtMost(response.stream, Internal.MAX_ERROR_BODY, "keep"),
+      Effect.mapError(
+        ok
+          ? Internal.readAtMost(response.stream, ticket.maxResponseBytes, "drop")
+          : Internal.readAtMost(response.stream, Internal.MAX_ERROR_BODY, "keep"),
+        bodyFailed
+      ),
       (exit) => Effect.sync(() => void (read = exit))
     )
   ).pipe(
@@ -100,15 +113,7 @@ const watch = (
       if (property === "stream") {
         streamed = true
         return target.stream.pipe(
-          Stream.mapError((error) => {
-            ticket.bodyErrno = Internal.errnoOf(error.cause) ?? "ECONNRESET"
-            return new HttpClientError.ResponseError({
-              request: error.request,
-              response: proxy,
-              reason: error.reason,
-              cause: error.cause
-            })
-          }),
+          Stream.mapError(bodyFailed),
           Internal.boundEvents(ok ? ticket.maxResponseBytes : Internal.MAX_ERROR_BODY, tooLarge)
         )
       }
