@@ -12,7 +12,6 @@
  *
  * @since 0.1.0
  */
-import * as Sse from "@effect/experimental/Sse"
 import type { HttpClientResponse } from "@effect/platform"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -282,7 +281,7 @@ const decodeStream = (
       Stream.mapError((e) => Internal.fromTransport(Internal.errnoOf(e.cause))),
       Internal.boundEvents(maxResponseBytes, tooLarge),
       Stream.decodeText(),
-      Stream.pipeThroughChannel(Sse.makeChannel()),
+      Internal.parseSse(maxResponseBytes, tooLarge),
       Stream.mapEffect((event): Effect.Effect<ReadonlyArray<Provider.StreamPart>, Failure.ProviderFailure> => {
         if (event.data.trim() === "[DONE]") {
           done = true

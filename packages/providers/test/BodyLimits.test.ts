@@ -127,6 +127,24 @@ describe("bodies are read with a byte bound, and the connection is closed at it"
       })).pipe(withHttp))
   }
 
+  it.live("OpenAiCompatible: an SSE retry: field of an hour is ignored, never slept on mid-stream", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({
+        faults: [
+          FaultServer.rawSse(
+            "retry: 3600000\n\n",
+            "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n",
+            "data: [DONE]\n\n"
+          )
+        ]
+      })
+      const provider = yield* OpenAiCompatible.make({ baseUrl: server.baseUrl })
+      const parts = yield* Stream.runCollect(provider.stream!(request, ctx)).pipe(
+        Effect.timeoutFail({ duration: WITHIN, onTimeout: () => "slept on retry:" })
+      )
+      expect(Array.from(parts).map((p) => p.delta)).toEqual(["hi", ""])
+    })).pipe(withHttp))
+
   it.live("four concurrent 100 MB answers stay within four bounds", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* FaultServer.make({

@@ -4,6 +4,7 @@
  *
  * @internal
  */
+import * as Sse from "@effect/experimental/Sse"
 import type { HttpClientError } from "@effect/platform"
 import type { HttpClientResponse } from "@effect/platform"
 import { Failure } from "@rein/core"
@@ -274,6 +275,32 @@ export const boundEvents =
         }
         return Effect.succeed(chunk)
       })
+    })
+
+/**
+ * Parses SSE text into its events, each bounded to `maxEventBytes` (over it: `onTooLarge()`). A `retry:`
+ * field is ignored: it is a reconnection hint for `EventSource`, and a one-shot call never reconnects (the
+ * platform channel would sleep for it mid-stream, however absurd its value).
+ *
+ * @internal
+ */
+export const parseSse =
+  <E2>(maxEventBytes: number, onTooLarge: () => E2) =>
+  <E>(text: Stream.Stream<string, E>): Stream.Stream<Sse.Event, E | E2> =>
+    Stream.suspend(() => {
+      let events: Array<Sse.Event> = []
+      const parser = Sse.makeParser((event) => {
+        if (event._tag === "Event") events.push(event)
+      }, { maxEventSize: maxEventBytes })
+      return text.pipe(
+        Stream.mapEffect((chunk) => {
+          if (parser.feed(chunk) !== undefined) return Effect.fail(onTooLarge())
+          const parsed = events
+          events = []
+          return Effect.succeed(parsed)
+        }),
+        Stream.flattenIterables
+      )
     })
 
 /**

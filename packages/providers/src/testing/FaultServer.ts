@@ -60,6 +60,7 @@ export type Fault =
     readonly bytes: number
     readonly headers: Readonly<Record<string, string>>
   }
+  | { readonly _tag: "RawSse"; readonly chunks: ReadonlyArray<string> }
   | {
     /** HTTP 200 and an SSE stream: the head, `deltas`, then `data: <event>` and the end of the body. */
     readonly _tag: "StreamError"
@@ -299,6 +300,20 @@ export const streamError = (options: {
   deltas: options.deltas ?? [],
   event: options.event !== undefined ? options.event : { error: options.error }
 })
+
+/**
+ * HTTP 200 and `chunks` verbatim as an SSE stream, 20 ms apart, for fields no other fault sends (`retry:`,
+ * comments, …).
+ *
+ * @example
+ * ```ts
+ * import { FaultServer } from "@rein/providers"
+ *
+ * FaultServer.rawSse("retry: 3600000\n\n", "data: [DONE]\n\n")
+ * ```
+ * @since 0.1.0
+ */
+export const rawSse = (...chunks: ReadonlyArray<string>): Fault => ({ _tag: "RawSse", chunks })
 
 /**
  * The named faults of the issue, ready to script.
@@ -797,6 +812,11 @@ export const make = (options: {
             }
             case "HugeBody":
               return yield* writeHuge(res, entry, fault, shape, name, stream)
+            case "RawSse": {
+              res.writeHead(200, { "content-type": "text/event-stream" })
+              for (const chunk of fault.chunks) yield* Effect.zipRight(write(chunk), pause(20))
+              return void res.end()
+            }
             case "StreamError":
               return writeStreamError(res, fault, streamEvents(shape, name, fault.deltas, null, false))
             case "Ok": {
