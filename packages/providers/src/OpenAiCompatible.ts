@@ -47,7 +47,7 @@ export interface Options {
   readonly headers?: Readonly<Record<string, string>> | undefined
   /**
    * The largest answer read, in bytes: a whole non-streamed body, one SSE event, the text of a streamed
-   * answer. Over it the call fails `malformed_response` (code `body_too_large`) and the connection is
+   * answer (counted in UTF-16 units). Over it the call fails `malformed_response` (code `body_too_large`) and the connection is
    * closed without reading the rest. Default 8 MiB. Error bodies are always read up to 64 KiB only.
    */
   readonly maxResponseBytes?: number | undefined

@@ -1,8 +1,8 @@
 /**
  * A real HTTP server on loopback that speaks the OpenAI chat-completions, OpenAI Responses and Anthropic
  * messages shapes, with faults scripted per request: statuses with provider error codes and Retry-After,
- * hangs before headers and mid-body, slow drips, malformed JSON, connection resets and SSE streams cut
- * before their terminator. It records what it saw — every request, and whether the client closed the
+ * hangs before headers and mid-body, slow drips, malformed JSON, connection resets, SSE streams cut
+ * before their terminator, errors inside SSE streams and huge or endless bodies generated lazily. It records what it saw — every request, and whether the client closed the
  * connection before the response finished — so a test can prove that interruption reached the socket.
  *
  * It is a `Scope`d resource: `FaultServer.make` listens on `127.0.0.1` at a random port and closes the
