@@ -62,8 +62,9 @@ const FORM_READERS = new Set<PropertyKey>(["formData", "urlParamsBody"])
  * of the stream, shared by later reads: an error body stops at `MAX_ERROR_BODY` bytes, an answer fails at
  * `maxResponseBytes` (`tooLarge` on the ticket), a streamed answer fails at an event over that bound.
  * Stopping the read ends the platform's response stream, which aborts the request: the rest of the body
- * is never transferred. A failed streaming body also records its errno on the ticket (`@effect/ai` drops
- * the cause), and a second read of a consumed stream fails at once instead of hanging.
+ * is never transferred. `retry:` lines of a stream are dropped (`@effect/ai`'s SSE channel would sleep
+ * on them). A failed streaming body also records its errno on the ticket (`@effect/ai` drops the cause),
+ * and a second read of a consumed stream fails at once instead of hanging.
  */
 const watch = (
   response: HttpClientResponse.HttpClientResponse,
@@ -114,7 +115,8 @@ const watch = (
         streamed = true
         return target.stream.pipe(
           Stream.mapError(bodyFailed),
-          Internal.boundEvents(ok ? ticket.maxResponseBytes : Internal.MAX_ERROR_BODY, tooLarge)
+          Internal.boundEvents(ok ? ticket.maxResponseBytes : Internal.MAX_ERROR_BODY, tooLarge),
+          Internal.dropSseRetry
         )
       }
       const reader = typeof property === "string" && Object.hasOwn(readers, property) ? readers[property] : undefined

@@ -40,6 +40,30 @@ const measured = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     return { value, heap: after.heapUsed - before.heapUsed, rss: after.rss - before.rss }
   })
 
+/** A Responses `response.completed` event, as the fault server sends it. */
+const COMPLETED = {
+  type: "response.completed",
+  sequence_number: 2,
+  response: {
+    id: "resp",
+    object: "response",
+    status: "completed",
+    created_at: 0,
+    error: null,
+    incomplete_details: null,
+    output: [],
+    instructions: null,
+    usage: null,
+    model: "gpt-test",
+    parallel_tool_calls: true,
+    tools: [],
+    tool_choice: "auto",
+    temperature: 1,
+    top_p: 1,
+    metadata: {}
+  }
+}
+
 const call = (provider: Provider.Provider) => Effect.flip(provider.call(request, ctx))
 const stream = (provider: Provider.Provider) => Effect.flip(Stream.runDrain(provider.stream!(request, ctx)))
 
@@ -127,23 +151,32 @@ describe("bodies are read with a byte bound, and the connection is closed at it"
       })).pipe(withHttp))
   }
 
-  it.live("OpenAiCompatible: an SSE retry: field of an hour is ignored, never slept on mid-stream", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const server = yield* FaultServer.make({
-        faults: [
-          FaultServer.rawSse(
-            "retry: 3600000\n\n",
-            "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n",
-            "data: [DONE]\n\n"
-          )
-        ]
-      })
-      const provider = yield* OpenAiCompatible.make({ baseUrl: server.baseUrl })
-      const parts = yield* Stream.runCollect(provider.stream!(request, ctx)).pipe(
-        Effect.timeoutFail({ duration: WITHIN, onTimeout: () => "slept on retry:" })
-      )
-      expect(Array.from(parts).map((p) => p.delta)).toEqual(["hi", ""])
-    })).pipe(withHttp))
+  for (const [name, adapter] of adapters) {
+    it.live(`${name}: an SSE retry: field of an hour is ignored, never slept on mid-stream`, () =>
+      Effect.scoped(Effect.gen(function*() {
+        const server = yield* FaultServer.make({
+          faults: [
+            name === "OpenAiCompatible"
+              ? FaultServer.rawSse(
+                "retry: 3600000\n\n",
+                "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n",
+                "data: [DONE]\n\n"
+              )
+              : FaultServer.rawSse(
+                "retry: 3600000\r\n\r\n",
+                "data: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"output_index\":0," +
+                  "\"content_index\":0,\"item_id\":\"msg\",\"delta\":\"hi\"}\n\n",
+                `data: ${JSON.stringify(COMPLETED)}\n\n`
+              )
+          ]
+        })
+        const provider = yield* adapter(server)
+        const parts = yield* Stream.runCollect(provider.stream!(request, ctx)).pipe(
+          Effect.timeoutFail({ duration: WITHIN, onTimeout: () => "slept on retry:" })
+        )
+        expect(Array.from(parts).map((p) => p.delta)).toEqual(["hi", ""])
+      })).pipe(withHttp))
+  }
 
   it.live("four concurrent 100 MB answers stay within four bounds", () =>
     Effect.scoped(Effect.gen(function*() {

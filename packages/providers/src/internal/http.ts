@@ -277,6 +277,57 @@ export const boundEvents =
       })
     })
 
+const RETRY_FIELD = new TextEncoder().encode("retry:")
+
+/**
+ * Drops the `retry:` lines of an SSE byte stream, for SSE parsers we do not own (`@effect/ai`'s): a
+ * `retry:` field is a reconnection hint for `EventSource`, and the platform channel sleeps for it
+ * mid-stream, however absurd its value. Other bytes pass unchanged.
+ *
+ * @internal
+ */
+export const dropSseRetry = <E>(body: Stream.Stream<Uint8Array, E>): Stream.Stream<Uint8Array, E> =>
+  Stream.suspend(() => {
+    // At a line start, `matched` bytes of "retry:" are held back until the line proves to be one or not.
+    let matched = 0
+    let lineStart = true
+    let dropping = false
+    let afterDroppedCr = false
+    return Stream.map(body, (chunk) => {
+      const out = new Uint8Array(chunk.length + RETRY_FIELD.length)
+      let n = 0
+      for (const byte of chunk) {
+        const terminator = byte === 10 || byte === 13
+        if (afterDroppedCr) {
+          afterDroppedCr = false
+          if (byte === 10) continue
+        }
+        if (dropping) {
+          if (terminator) {
+            dropping = false
+            lineStart = true
+            afterDroppedCr = byte === 13
+          }
+          continue
+        }
+        if (lineStart && !terminator && byte === RETRY_FIELD[matched]) {
+          matched += 1
+          if (matched === RETRY_FIELD.length) {
+            dropping = true
+            matched = 0
+          }
+          continue
+        }
+        out.set(RETRY_FIELD.subarray(0, matched), n)
+        n += matched
+        matched = 0
+        lineStart = terminator
+        out[n++] = byte
+      }
+      return out.subarray(0, n)
+    })
+  })
+
 /**
  * Parses SSE text into its events, each bounded to `maxEventBytes` (over it: `onTooLarge()`). A `retry:`
  * field is ignored: it is a reconnection hint for `EventSource`, and a one-shot call never reconnects (the
