@@ -630,6 +630,16 @@ const writeStreamError = (
   res.end(sse(fault.event))
 }
 
+const writeRawSse = (res: Http.ServerResponse, chunks: ReadonlyArray<string>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    res.writeHead(200, { "content-type": "text/event-stream" })
+    for (const chunk of chunks) {
+      res.write(chunk)
+      yield* Effect.sleep(Duration.millis(20))
+    }
+    res.end()
+  })
+
 const MARK = "@@padding@@"
 
 const writeHuge = (
@@ -812,11 +822,8 @@ export const make = (options: {
             }
             case "HugeBody":
               return yield* writeHuge(res, entry, fault, shape, name, stream)
-            case "RawSse": {
-              res.writeHead(200, { "content-type": "text/event-stream" })
-              for (const chunk of fault.chunks) yield* Effect.zipRight(write(chunk), pause(20))
-              return void res.end()
-            }
+            case "RawSse":
+              return yield* writeRawSse(res, fault.chunks)
             case "StreamError":
               return writeStreamError(res, fault, streamEvents(shape, name, fault.deltas, null, false))
             case "Ok": {
