@@ -1,11 +1,12 @@
 import type { HttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import type { Provider } from "@rein/core"
-import { FaultServer, OpenAiCompatible } from "@rein/providers"
+import { Azure, FaultServer, OpenAiCompatible } from "@rein/providers"
 import * as EffectAiAnthropic from "@rein/providers/EffectAiAnthropic"
 import * as EffectAiGoogle from "@rein/providers/EffectAiGoogle"
 import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
-import { Effect, Redacted, Stream } from "effect"
+import * as openaiResponses from "@rein/providers/testing/dialects/openaiResponses"
+import { Effect, Either, Redacted, Stream } from "effect"
 import { attemptContext, catalog, endpoint, request, withHttp, WITHIN } from "./fixtures.js"
 
 const cat = catalog(endpoint("a", "compat", "model-a"))
@@ -43,29 +44,12 @@ const measured = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     return { value, heap: after.heapUsed - before.heapUsed, rss: after.rss - before.rss }
   })
 
-/** A Responses `response.completed` event, as the fault server sends it. */
-const COMPLETED = {
-  type: "response.completed",
-  sequence_number: 2,
-  response: {
-    id: "resp",
-    object: "response",
-    status: "completed",
-    created_at: 0,
-    error: null,
-    incomplete_details: null,
-    output: [],
-    instructions: null,
-    usage: null,
-    model: "gpt-test",
-    parallel_tool_calls: true,
-    tools: [],
-    tool_choice: "auto",
-    temperature: 1,
-    top_p: 1,
-    metadata: {}
-  }
-}
+/** The fault server's own Responses events of the answer "hi": its delta and its `response.completed`. */
+const RESPONSES_HI = openaiResponses.dialect.events(
+  "gpt-test",
+  { deltas: ["hi"], usage: null, toolCalls: [], finish: "stop" },
+  false
+)
 
 const call = (provider: Provider.Provider) => Effect.flip(provider.call(request, ctx))
 const stream = (provider: Provider.Provider) => Effect.flip(Stream.runDrain(provider.stream!(request, ctx)))
@@ -167,9 +151,8 @@ describe("bodies are read with a byte bound, and the connection is closed at it"
               )
               : FaultServer.rawSse(
                 "retry: 3600000\r\n\r\n",
-                "data: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"output_index\":0," +
-                  "\"content_index\":0,\"item_id\":\"msg\",\"delta\":\"hi\"}\n\n",
-                `data: ${JSON.stringify(COMPLETED)}\n\n`
+                ...RESPONSES_HI.deltas,
+                ...RESPONSES_HI.tail
               )
           ]
         })
@@ -195,6 +178,28 @@ describe("bodies are read with a byte bound, and the connection is closed at it"
       for (const r of seen) expect(r.bodyBytes).toBeLessThan(MB + WRITTEN_BEYOND_BOUND)
       expect(rss).toBeLessThan(MEMORY_GROWTH)
     })).pipe(withHttp))
+
+  it.live("every vendor bridge and Azure bound the answer with their maxResponseBytes", () =>
+    Effect.gen(function*() {
+      const key = Redacted.make("sk-test")
+      const bounded: ReadonlyArray<Adapter> = [
+        (server, maxResponseBytes) => EffectAiAnthropic.make({ apiUrl: server.url, apiKey: key, maxResponseBytes }),
+        (server, maxResponseBytes) => EffectAiGoogle.make({ apiUrl: server.url, apiKey: key, maxResponseBytes }),
+        (server, maxResponseBytes) =>
+          Azure.make({ resourceUrl: server.url, apiKey: key, apiVersion: "2024-10-21", maxResponseBytes })
+      ]
+      for (const make of bounded) {
+        yield* Effect.scoped(Effect.gen(function*() {
+          const server = yield* FaultServer.make({
+            faults: [FaultServer.hugeBody({ status: 200, bytes: 2 * MB }), FaultServer.ok({ text: "small" })]
+          })
+          const provider = yield* make(server, MB)
+          const first = yield* Effect.either(provider.call(request, ctx))
+          expect(Either.isLeft(first) ? first.left.code : "answered in full").toBe("body_too_large")
+          expect((yield* provider.call(request, ctx)).text).toBe("small")
+        }))
+      }
+    }).pipe(withHttp))
 
   it.effect("maxResponseBytes that is not a positive integer is refused at construction, naming the field", () =>
     Effect.gen(function*() {
