@@ -39,6 +39,8 @@ export interface Options {
   readonly allowInsecureHttp?: boolean | undefined
   /** The request field for the output bound (newer models want `max_completion_tokens`). */
   readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
+  /** The largest answer read, in bytes (see `OpenAiCompatible.Options.maxResponseBytes`). Default 8 MiB. */
+  readonly maxResponseBytes?: number | undefined
 }
 
 /**
@@ -70,5 +72,6 @@ export const make = (
     urlParams: { "api-version": options.apiVersion },
     pathFor: (deployment) => `/openai/deployments/${encodeURIComponent(deployment)}/chat/completions`,
     allowInsecureHttp: options.allowInsecureHttp,
-    maxTokensField: options.maxTokensField
+    maxTokensField: options.maxTokensField,
+    maxResponseBytes: options.maxResponseBytes
   })

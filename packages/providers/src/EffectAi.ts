@@ -24,7 +24,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
 import { Failure } from "@rein/core"
 import type { Provider } from "@rein/core"
-import { Clock, Context, Data, Effect, Either, Layer, Option, Stream } from "effect"
+import { Clock, Context, Data, Effect, Either, Exit, Layer, Option, Stream } from "effect"
 import type { Redacted } from "effect"
 import * as Internal from "./internal/http.js"
 import * as Vendors from "./internal/vendors.js"
@@ -53,41 +53,80 @@ class CallTicket extends Context.Tag("@rein/providers/EffectAi/CallTicket")<Call
   bodyErrno?: string | undefined
   /** The status and headers of the response, for errors the vendor client could not decode. */
   response?: { readonly status: number; readonly headers: Readonly<Record<string, string | undefined>> } | undefined
+  /** The largest answer read (see `BridgeOptions.maxResponseBytes`). */
+  readonly maxResponseBytes: number
+  /** An answer went over `maxResponseBytes`: the call is `malformed_response` / `body_too_large`. */
+  tooLarge?: boolean | undefined
 }>() {}
 
-const BODY_READERS = new Set<PropertyKey>(["text", "json", "arrayBuffer", "formData", "urlParamsBody"])
+const FORM_READERS = new Set<PropertyKey>(["formData", "urlParamsBody"])
 
 /**
- * Watches a response's body within a bridged call. `@effect/ai` turns a failed streaming body into an
- * `HttpResponseError` without its cause, and to build that error it reads the body again — which never
- * completes once the stream has been consumed. So: record the stream's errno on the ticket (for
- * classification), and make a second read of a consumed body fail at once instead of hanging.
+ * Watches a response's body within a bridged call, and bounds it. `@effect/ai` reads bodies whole (an error
+ * body twice: once for the description, once for the body), so every read goes through one bounded read
+ * of the stream, shared by later reads: an error body stops at `MAX_ERROR_BODY` bytes, an answer fails at
+ * `maxResponseBytes` (`tooLarge` on the ticket), a streamed answer fails at an event over that bound.
+ * Stopping the read ends the platform's response stream, which aborts the request: the rest of the body
+ * is never transferred. `retry:` lines of a stream are dropped (`@effect/ai`'s SSE channel would sleep
+ * on them). A failed streaming body also records its errno on the ticket (`@effect/ai` drops the cause),
+ * and a second read of a consumed stream fails at once instead of hanging.
  */
 const watch = (
   response: HttpClientResponse.HttpClientResponse,
   ticket: CallTicket["Type"]
 ): HttpClientResponse.HttpClientResponse => {
   let streamed = false
+  let read: Exit.Exit<Internal.Bounded, HttpClientError.ResponseError> | undefined
+  const ok = response.status >= 200 && response.status < 300
+  // Errors carry the proxy, never the raw response: `@effect/ai` reads the body again from the error's.
+  const decodeError = () =>
+    new HttpClientError.ResponseError({ request: response.request, response: proxy, reason: "Decode" })
+  const tooLarge = () => {
+    ticket.tooLarge = true
+    return decodeError()
+  }
+  // A body that failed at the socket: its errno on the ticket, the error on the proxy.
+  const bodyFailed = (error: HttpClientError.ResponseError) => {
+    ticket.bodyErrno = Internal.errnoOf(error.cause) ?? "ECONNRESET"
+    return new HttpClientError.ResponseError({
+      request: error.request,
+      response: proxy,
+      reason: error.reason,
+      cause: error.cause
+    })
+  }
+  const text = Effect.suspend(() =>
+    read !== undefined ? read : Effect.onExit(
+      Effect.mapError(
+        ok
+          ? Internal.readAtMost(response.stream, ticket.maxResponseBytes, "drop")
+          : Internal.readAtMost(response.stream, Internal.MAX_ERROR_BODY, "keep"),
+        bodyFailed
+      ),
+      (exit) => Effect.sync(() => void (read = exit))
+    )
+  ).pipe(
+    Effect.filterOrFail((body) => body.complete || !ok, tooLarge),
+    Effect.map((body) => body.text)
+  )
+  const readers: Record<PropertyKey, Effect.Effect<unknown, HttpClientError.ResponseError>> = {
+    text,
+    json: Effect.flatMap(text, (body) => Effect.try({ try: () => JSON.parse(body) as unknown, catch: decodeError })),
+    arrayBuffer: Effect.map(text, (body) => new TextEncoder().encode(body).buffer)
+  }
   const proxy: HttpClientResponse.HttpClientResponse = new Proxy(response, {
     get(target, property) {
       if (property === "stream") {
         streamed = true
-        // The error must carry this proxy, not the raw response: `@effect/ai` reads the body from it.
-        return Stream.mapError(target.stream, (error) => {
-          ticket.bodyErrno = Internal.errnoOf(error.cause) ?? "ECONNRESET"
-          return new HttpClientError.ResponseError({
-            request: error.request,
-            response: proxy,
-            reason: error.reason,
-            cause: error.cause
-          })
-        })
-      }
-      if (streamed && BODY_READERS.has(property)) {
-        return Effect.fail(
-          new HttpClientError.ResponseError({ request: target.request, response: target, reason: "Decode" })
+        return target.stream.pipe(
+          Stream.mapError(bodyFailed),
+          Internal.boundEvents(ok ? ticket.maxResponseBytes : Internal.MAX_ERROR_BODY, tooLarge),
+          Internal.dropSseRetry
         )
       }
+      const reader = typeof property === "string" && Object.hasOwn(readers, property) ? readers[property] : undefined
+      if (streamed && (reader !== undefined || FORM_READERS.has(property))) return Effect.fail(decodeError())
+      if (reader !== undefined) return reader
       return Reflect.get(target, property, target)
     }
   })
@@ -205,8 +244,9 @@ export const classify = (error: AiError.AiError): Effect.Effect<Failure.Provider
 
 /**
  * Classifies an in-stream error part (`@effect/ai` delivers a vendor's SSE error event as an `error` part,
- * not a failure): Anthropic's `overloaded_error`, an OpenAI `error` event's `code`, … by the vendor tables;
- * anything else is `unknown` / `stream_error_event`.
+ * not a failure) like the same error sent as an HTTP status: Anthropic's `overloaded_error`, an OpenAI
+ * `error` event's `code`, … by the vendor tables, an HTTP status written into the error as its `code`
+ * (`503`) as that status; anything else is `unknown` / `stream_error_event`.
  *
  * @example
  * ```ts
@@ -219,10 +259,7 @@ export const classify = (error: AiError.AiError): Effect.Effect<Failure.Provider
  * @since 0.1.0
  */
 export const classifyStreamError = (error: unknown): Effect.Effect<Failure.ProviderFailure> =>
-  Effect.map(
-    Clock.currentTimeMillis,
-    (nowMillis) => Vendors.failureOf({ body: error, fallbackCode: "stream_error_event", nowMillis })
-  )
+  Internal.fromStreamError(error)
 
 const usageOf = (usage: Response.Usage): Provider.ProviderResponse["usage"] =>
   Internal.usageOf(usage.inputTokens, usage.outputTokens)
@@ -257,6 +294,29 @@ export type Configure<R> = (context: Provider.AttemptContext) => Context.Context
 const FILTERED = Failure.fromEvidence({ code: "content_filter" }, { dispatched: true })
 
 /**
+ * Options of `fromLanguageModel`.
+ *
+ * @example
+ * ```ts
+ * import type { EffectAi } from "@rein/providers"
+ *
+ * const options: EffectAi.BridgeOptions = { maxResponseBytes: 1024 * 1024 }
+ * ```
+ * @since 0.1.0
+ */
+export interface BridgeOptions<R = never> {
+  /** Per-attempt services: the endpoint's model and Rein's output bound. */
+  readonly configure?: Configure<R> | undefined
+  /**
+   * The largest answer read, in bytes (a positive integer; anything else is the default, 8 MiB): a whole
+   * body, one SSE event, the text of a streamed answer. Over it the call fails `malformed_response` /
+   * `body_too_large` and the connection is closed. Error bodies are read up to 64 KiB only. Bounded only
+   * when the model's HTTP client is built on `oneShotLayer` (or `oneShot`), which reads every body.
+   */
+  readonly maxResponseBytes?: number | undefined
+}
+
+/**
  * Turns a `LanguageModel` into a one-shot Rein provider. Build the model's HTTP client on
  * `oneShotLayer` so a retrying `transformClient` is refused (see the module summary); `configure` applies
  * the endpoint's model and Rein's output bound per attempt.
@@ -274,19 +334,26 @@ const FILTERED = Failure.fromEvidence({ code: "content_filter" }, { dispatched: 
  */
 export const fromLanguageModel = <R = never>(
   languageModel: LanguageModel.Service,
-  options: { readonly configure?: Configure<R> | undefined } = {}
+  options: BridgeOptions<R> = {}
 ): Provider.Provider => {
+  const maxResponseBytes = Internal.isByteBound(options.maxResponseBytes)
+    ? options.maxResponseBytes
+    : Internal.DEFAULT_MAX_RESPONSE_BYTES
+  const ticketOf = (): CallTicket["Type"] => ({ sent: 0, maxResponseBytes })
   const configure = (ctx: Provider.AttemptContext, ticket: CallTicket["Type"]): Context.Context<R | CallTicket> =>
     Context.add(
       options.configure === undefined ? Context.empty() as Context.Context<R> : options.configure(ctx),
       CallTicket,
       ticket
     )
-  // A 2xx body whose stream failed at the socket is a transport failure, not a malformed response; an error
-  // status whose body the vendor client could not decode (`@effect/ai-anthropic` 0.27 has no schema for a
-  // 413 `request_too_large`) is classified by that status, not as a malformed answer.
+  // An answer over the bound is `body_too_large`, whatever `@effect/ai` made of the failed read; a 2xx body
+  // whose stream failed at the socket is a transport failure, not a malformed response; an error status
+  // whose body the vendor client could not decode (`@effect/ai-anthropic` 0.27 has no schema for a 413
+  // `request_too_large`) is classified by that status, not as a malformed answer.
   const classifyIn = (ticket: CallTicket["Type"]) => (error: AiError.AiError) =>
-    error._tag === "HttpResponseError" && ticket.bodyErrno !== undefined && error.response.status < 300
+    ticket.tooLarge === true
+      ? Effect.succeed(Internal.malformed(200, Internal.BODY_TOO_LARGE))
+      : error._tag === "HttpResponseError" && ticket.bodyErrno !== undefined && error.response.status < 300
       ? Effect.succeed(Internal.fromTransport(ticket.bodyErrno))
       : error._tag === "MalformedOutput" && ticket.response !== undefined && ticket.response.status >= 400
       ? Internal.fromStatus(ticket.response.status, ticket.response.headers, undefined)
@@ -297,7 +364,7 @@ export const fromLanguageModel = <R = never>(
     ctx: Provider.AttemptContext
   ): Effect.Effect<Provider.ProviderResponse, Failure.ProviderFailure> =>
     Effect.suspend(() => {
-      const ticket = { sent: 0 }
+      const ticket = ticketOf()
       return languageModel.generateText({ prompt: promptOf(request) }).pipe(
         Effect.provide(configure(ctx, ticket)),
         Effect.catchAll((error) => Effect.flip(classifyIn(ticket)(error)))
@@ -316,13 +383,16 @@ export const fromLanguageModel = <R = never>(
   ): Stream.Stream<Provider.StreamPart, Failure.ProviderFailure> =>
     Stream.suspend(() => {
       let done = false
-      const ticket = { sent: 0 }
+      let textLength = 0
+      const ticket = ticketOf()
       const parts = languageModel.streamText({ prompt: promptOf(request) }).pipe(
         Stream.provideSomeContext(configure(ctx, ticket)),
         Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyIn(ticket)(error)))),
         Stream.mapEffect((part): Effect.Effect<Option.Option<Provider.StreamPart>, Failure.ProviderFailure> => {
           switch (part.type) {
             case "text-delta":
+              textLength += part.delta.length
+              if (textLength > maxResponseBytes) return Effect.fail(Internal.malformed(200, Internal.BODY_TOO_LARGE))
               return Effect.succeed(part.delta === "" ? Option.none() : Option.some({ delta: part.delta }))
             case "finish":
               if (part.reason === "content-filter") return Effect.fail(FILTERED)
@@ -373,6 +443,11 @@ export interface VendorOptions {
   readonly allowInsecureHttp?: boolean | undefined
   /** Applied above the one-shot guard: a transform that retries is refused at run time. */
   readonly transformClient?: ((client: HttpClient.HttpClient) => HttpClient.HttpClient) | undefined
+  /**
+   * The largest answer read, in bytes (see `BridgeOptions.maxResponseBytes`), by the bridge's `make`; a
+   * value that is not a positive integer is a `ProviderConfigError`. Default 8 MiB.
+   */
+  readonly maxResponseBytes?: number | undefined
 }
 
 /**
@@ -407,6 +482,12 @@ export const vendorTransport = (
       allowInsecureHttp: options.allowInsecureHttp === true
     })
     if (Either.isLeft(checked)) return yield* checked.left
+    if (options.maxResponseBytes !== undefined && !Internal.isByteBound(options.maxResponseBytes)) {
+      return yield* new ProviderConfigError({
+        field: "maxResponseBytes",
+        message: "maxResponseBytes: Expected a positive integer number of bytes"
+      })
+    }
     return { apiUrl: checked.right.href.replace(/\/+$/, ""), http: oneShot(yield* HttpClient.HttpClient) }
   })
 

@@ -84,6 +84,7 @@ export const make = (
       Effect.provideService(AnthropicClient.AnthropicClient, client)
     )
     return EffectAi.fromLanguageModel(languageModel, {
+      maxResponseBytes: options.maxResponseBytes,
       configure: (ctx) =>
         Context.make(AnthropicLanguageModel.Config, {
           ...options.config,

@@ -83,6 +83,7 @@ export const make = (
       Effect.provideService(GoogleClient.GoogleClient, client)
     )
     return EffectAi.fromLanguageModel(languageModel, {
+      maxResponseBytes: options.maxResponseBytes,
       configure: (ctx) =>
         Context.make(GoogleLanguageModel.Config, {
           ...options.config,

@@ -83,6 +83,7 @@ export const make = (
       Effect.provideService(OpenAiClient.OpenAiClient, client)
     )
     return EffectAi.fromLanguageModel(languageModel, {
+      maxResponseBytes: options.maxResponseBytes,
       configure: (ctx) =>
         Context.make(OpenAiLanguageModel.Config, {
           ...options.config,

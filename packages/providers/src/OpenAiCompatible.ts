@@ -12,7 +12,6 @@
  *
  * @since 0.1.0
  */
-import * as Sse from "@effect/experimental/Sse"
 import type { HttpClientResponse } from "@effect/platform"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
@@ -54,6 +53,12 @@ export interface Options {
    * Default `/chat/completions`.
    */
   readonly pathFor?: ((model: string) => string) | undefined
+  /**
+   * The largest answer read, in bytes: a whole non-streamed body, one SSE event, the text of a streamed
+   * answer (counted in UTF-16 units). Over it the call fails `malformed_response` (code `body_too_large`) and the connection is
+   * closed without reading the rest. Default 8 MiB. Error bodies are always read up to 64 KiB only.
+   */
+  readonly maxResponseBytes?: number | undefined
 }
 
 const OptionsSchema = Schema.Struct({
@@ -63,7 +68,8 @@ const OptionsSchema = Schema.Struct({
   maxTokensField: Schema.optional(Schema.Literal("max_tokens", "max_completion_tokens")),
   headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
   apiKeyHeader: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]{1,64}$/))),
-  urlParams: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
+  urlParams: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  maxResponseBytes: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
 })
 
 const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
@@ -126,7 +132,9 @@ export const ChatChunk = Schema.Struct({
     { default: () => [] }
   ),
   usage: Schema.optional(Schema.NullOr(ChatUsage)),
-  error: Schema.optional(Schema.Unknown)
+  error: Schema.optional(Schema.Unknown),
+  /** `"error"` in vLLM's older in-stream error shape (`{ object: "error", code: 503, type, message }`). */
+  object: Schema.optional(Schema.Unknown)
 })
 
 const decodeCompletion = Schema.decodeUnknownEither(Schema.parseJson(ChatCompletion))
@@ -207,6 +215,7 @@ export const make = (
       ? HttpClientRequest.bearerToken(apiKey)
       : HttpClientRequest.setHeader(config.apiKeyHeader, Redacted.value(apiKey))
     const maxTokensField = config.maxTokensField ?? "max_tokens"
+    const maxResponseBytes = config.maxResponseBytes ?? Internal.DEFAULT_MAX_RESPONSE_BYTES
     // Each request gets its own scope and abort signal: closing the scope (success, failure or
     // interruption) aborts the socket if it is still open.
     const client = HttpClient.withScope(yield* HttpClient.HttpClient)
@@ -237,7 +246,7 @@ export const make = (
         if (response.status < 200 || response.status >= 300) {
           return yield* Effect.flip(Internal.fromErrorResponse(response))
         }
-        const text = yield* Internal.readBody(response)
+        const text = yield* Internal.readBody(response, maxResponseBytes)
         const body = decodeCompletion(text)
         if (Either.isLeft(body)) return yield* Effect.fail(Internal.malformed(response.status, "malformed_body"))
         const usage = body.right.usage == null
@@ -264,7 +273,7 @@ export const make = (
         if (response.status < 200 || response.status >= 300) {
           return yield* Effect.flip(Internal.fromErrorResponse(response))
         }
-        return decodeStream(response)
+        return decodeStream(response, maxResponseBytes)
       }))
 
     return { internalMaxAttempts: 1, call, stream }
@@ -277,16 +286,20 @@ export const make = (
  * @internal
  */
 const decodeStream = (
-  response: HttpClientResponse.HttpClientResponse
+  response: HttpClientResponse.HttpClientResponse,
+  maxResponseBytes: number
 ): Stream.Stream<Provider.StreamPart, Failure.ProviderFailure> =>
   Stream.suspend(() => {
     let usage: Provider.StreamPart["usage"] = "unknown"
     let done = false
+    let textLength = 0
     const status = response.status
+    const tooLarge = () => Internal.malformed(status, Internal.BODY_TOO_LARGE)
     const parts = response.stream.pipe(
       Stream.mapError((e) => Internal.fromTransport(Internal.errnoOf(e.cause))),
+      Internal.boundEvents(maxResponseBytes, tooLarge),
       Stream.decodeText(),
-      Stream.pipeThroughChannel(Sse.makeChannel()),
+      Internal.parseSse(maxResponseBytes, tooLarge),
       Stream.mapEffect((event): Effect.Effect<ReadonlyArray<Provider.StreamPart>, Failure.ProviderFailure> => {
         if (event.data.trim() === "[DONE]") {
           done = true
@@ -294,7 +307,11 @@ const decodeStream = (
         }
         const chunk = decodeChunk(event.data)
         if (Either.isLeft(chunk)) return Effect.fail(Internal.malformed(status, "malformed_chunk"))
-        if (chunk.right.error !== undefined) return Effect.flip(Internal.fromStreamError(event.data))
+        // An error sent inside the stream (HTTP 200 already went out) classifies as the same error sent as a
+        // status: by the vendor tables and the body's structured code and status, never its message.
+        if (chunk.right.error !== undefined || chunk.right.object === "error") {
+          return Effect.flip(Internal.fromStreamError(event.data))
+        }
         if (chunk.right.usage != null) {
           usage = Internal.usageOf(chunk.right.usage.prompt_tokens, chunk.right.usage.completion_tokens)
         }
@@ -305,8 +322,9 @@ const decodeStream = (
           }
           const delta = choice.delta?.content
           if (typeof delta === "string" && delta !== "") out.push({ delta })
+          textLength += delta?.length ?? 0
         }
-        return Effect.succeed(out)
+        return textLength > maxResponseBytes ? Effect.fail(tooLarge()) : Effect.succeed(out)
       }),
       // Stop reading at the terminator.
       Stream.takeUntil(() => done),

@@ -129,4 +129,14 @@ describe("EffectAi bridge (@effect/ai-openai against the fault server)", () => {
         "stream_truncated"
       ])
     })).pipe(withHttp))
+
+  it.live("an answer cut mid-body is a transport failure after dispatch, read once, never a hang", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({ faults: [FaultServer.faults.cutStream] })
+      const provider = yield* bridge(server)
+      const failure = yield* Effect.flip(provider.call(request, ctx)).pipe(
+        Effect.timeoutFail({ duration: "3 seconds", onTimeout: () => "hung" })
+      )
+      expect([failure.kind, failure.code, failure.dispatched]).toEqual(["transport", "ECONNRESET", true])
+    })).pipe(withHttp))
 })

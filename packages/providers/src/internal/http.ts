@@ -4,10 +4,11 @@
  *
  * @internal
  */
+import * as Sse from "@effect/experimental/Sse"
 import type { HttpClientError } from "@effect/platform"
 import type { HttpClientResponse } from "@effect/platform"
 import { Failure } from "@rein/core"
-import { Clock, Effect, Either, Option, Schema } from "effect"
+import { Clock, Effect, Either, Option, Schema, Stream } from "effect"
 import * as Vendors from "./vendors.js"
 
 /** A machine code: short, no spaces. Anything else in a `code` field is prose and is ignored. @internal */
@@ -24,13 +25,14 @@ const ErrorDetail = Schema.Struct({
  *
  * @internal
  */
-const ErrorBody = Schema.parseJson(Schema.Struct({
+const ErrorBody = Schema.Struct({
   error: Schema.optional(Schema.Union(ErrorDetail, Schema.Unknown)),
   code: Schema.optional(Schema.Unknown),
   type: Schema.optional(Schema.Unknown)
-}))
+})
 
 const decodeErrorBody = Schema.decodeUnknownEither(ErrorBody)
+const decodeJson = Schema.decodeUnknownEither(Schema.parseJson())
 const isMachineCode = Schema.is(MachineCode)
 
 const pick = (...candidates: ReadonlyArray<unknown>): string | undefined => {
@@ -39,21 +41,42 @@ const pick = (...candidates: ReadonlyArray<unknown>): string | undefined => {
 }
 
 /**
- * The provider's machine error code from an error body: `error.code`, else `error.type`, else the top-level
- * `code` / `type`. A generic type (`error`, `invalid_request_error`) is kept: it classifies by status anyway.
+ * The structured evidence of a decoded error body: the provider's machine code (`error.code`, else `error.type`,
+ * else the top-level `code` / `type`; a generic type such as `error` is kept, it classifies by status
+ * anyway) and the HTTP status the server wrote into it as a number (`"code": 503`), as vLLM and llama.cpp
+ * do in errors sent inside a stream.
  *
  * @internal
  */
-export const codeFromBody = (text: string | undefined): string | undefined => {
-  if (text === undefined || text === "") return undefined
-  const decoded = decodeErrorBody(text)
-  if (Either.isLeft(decoded)) return undefined
+export const evidenceOf = (value: unknown): { readonly status?: number; readonly code?: string } => {
+  const decoded = decodeErrorBody(value)
+  if (Either.isLeft(decoded)) return {}
   const body = decoded.right
   const detail = typeof body.error === "object" && body.error !== null
     ? body.error as { readonly code?: unknown; readonly type?: unknown }
     : {}
-  return pick(detail.code, detail.type, body.code, body.type === "error" ? undefined : body.type)
+  const code = pick(detail.code, detail.type, body.code, body.type === "error" ? undefined : body.type)
+  const status = Vendors.statusIn(detail.code) ?? Vendors.statusIn(body.code)
+  return { ...(status !== undefined ? { status } : {}), ...(code !== undefined ? { code } : {}) }
 }
+
+/**
+ * `evidenceOf` the JSON text of an error body; text that is not JSON is no evidence.
+ *
+ * @internal
+ */
+export const evidenceFromBody = (text: string | undefined): { readonly status?: number; readonly code?: string } => {
+  if (text === undefined || text === "") return {}
+  const json = decodeJson(text)
+  return Either.isLeft(json) ? {} : evidenceOf(json.right)
+}
+
+/**
+ * The provider's machine error code from an error body (see `evidenceOf`).
+ *
+ * @internal
+ */
+export const codeFromBody = (text: string | undefined): string | undefined => evidenceFromBody(text).code
 
 const ERRNO = /^[A-Z][A-Z0-9_]{1,40}$/
 
@@ -91,15 +114,27 @@ export const CONNECT_PHASE = new Set([
 ])
 
 /**
- * A failure from a transport-level error (no HTTP status). Connect-phase errors are not dispatched.
+ * The HTTP parser refused the response's headers as too large (Node's `--max-http-header-size`, 16 KiB by
+ * default; undici's `maxHeaderSize`): absurd headers cost that bound, never more. The response arrived
+ * and was unusable: a malformed response, not a transport failure.
+ *
+ * @internal
+ */
+const HEADER_OVERFLOW = new Set(["HPE_HEADER_OVERFLOW", "UND_ERR_HEADERS_OVERFLOW"])
+
+/**
+ * A failure from a transport-level error (no HTTP status). Connect-phase errors are not dispatched; headers
+ * over the parser's bound are `malformed_response` / `headers_too_large`.
  *
  * @internal
  */
 export const fromTransport = (errno: string | undefined): Failure.ProviderFailure =>
-  Failure.fromEvidence(
-    { errno: errno ?? "ECONNRESET" },
-    { dispatched: errno === undefined || !CONNECT_PHASE.has(errno) }
-  )
+  errno !== undefined && HEADER_OVERFLOW.has(errno)
+    ? Failure.fromEvidence({ code: "headers_too_large", malformed: true }, { dispatched: true })
+    : Failure.fromEvidence(
+      { errno: errno ?? "ECONNRESET" },
+      { dispatched: errno === undefined || !CONNECT_PHASE.has(errno) }
+    )
 
 /**
  * A failure from a platform `RequestError`: `Transport` → by errno; `InvalidUrl` / `Encode` → the request
@@ -129,22 +164,213 @@ export const fromStatus = (
   )
 
 /**
- * A failure from an error inside a 2xx stream (an SSE `data:` with an `error` object: OpenAI, Azure, and
- * OpenRouter with its numeric status code), by the vendor tables.
+ * A failure from an error sent inside a stream whose HTTP status was 2xx (the event's JSON text, or the
+ * decoded error `@effect/ai` hands over), classified like the same error sent as an HTTP status: the
+ * vendor tables decide from the structured fields (Anthropic `overloaded_error`, an OpenAI / Azure `code`,
+ * Gemini's `status`, OpenRouter's numeric code), and an HTTP status the server wrote into the error as its
+ * `code` (`503`, as vLLM and llama.cpp do; see `evidenceOf`) counts as that status. Never the prose; an
+ * error with neither status nor code is `unknown` / `stream_error_event`.
  *
  * @internal
  */
-export const fromStreamError = (data: string): Effect.Effect<Failure.ProviderFailure> =>
-  Effect.map(
-    Clock.currentTimeMillis,
-    (nowMillis) => Vendors.failureOf({ body: data, fallbackCode: codeFromBody(data), nowMillis })
-  )
-
-/** The largest error body read for classification; the rest is never read. @internal */
-const MAX_ERROR_BODY = 64 * 1024
+export const fromStreamError = (error: unknown): Effect.Effect<Failure.ProviderFailure> =>
+  Effect.map(Clock.currentTimeMillis, (nowMillis) => {
+    const evidence = typeof error === "string" ? evidenceFromBody(error) : evidenceOf(error)
+    return Vendors.failureOf({
+      status: evidence.status,
+      body: error,
+      fallbackCode: evidence.code ?? "stream_error_event",
+      nowMillis
+    })
+  })
 
 /**
- * Reads a non-2xx response and classifies it. A body that cannot be read still classifies by status.
+ * The largest error body read for classification. Reading stops there and the connection is closed (the
+ * caller's request scope aborts it): the rest is never transferred.
+ *
+ * @internal
+ */
+export const MAX_ERROR_BODY = 64 * 1024
+
+/**
+ * The default bound of an answer: a whole non-streamed body, one event of a stream, the text of a streamed
+ * answer. Over it the call fails `malformed_response` / `body_too_large`.
+ *
+ * @internal
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+
+/** A valid byte bound: a positive integer. @internal */
+export const isByteBound = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n > 0
+
+/** The code of an answer over its byte bound. @internal */
+export const BODY_TOO_LARGE = "body_too_large"
+
+/** A body read up to a bound: its text and whether it ended within the bound. @internal */
+export interface Bounded {
+  readonly text: string
+  readonly complete: boolean
+}
+
+/**
+ * Reads a body stream up to `limit` bytes and stops pulling there: a body over the bound costs `limit`
+ * bytes, whatever its size. `complete` is false when bytes beyond `limit` arrived; the first `limit` bytes
+ * are then the text with `truncated: "keep"` (an error body, read for its code), else dropped unread.
+ *
+ * @internal
+ */
+export const readAtMost = <E>(
+  body: Stream.Stream<Uint8Array, E>,
+  limit: number,
+  truncated: "keep" | "drop"
+): Effect.Effect<Bounded, E> =>
+  Effect.suspend(() => {
+    const parts: Array<Uint8Array> = []
+    let size = 0
+    let over = false
+    return body.pipe(
+      Stream.runForEachWhile((chunk) =>
+        Effect.sync(() => {
+          const room = limit - size
+          if (chunk.length > room) {
+            parts.push(chunk.subarray(0, room))
+            size = limit
+            over = true
+            return false
+          }
+          parts.push(chunk)
+          size += chunk.length
+          return true
+        })
+      ),
+      Effect.map(() => {
+        if (over && truncated === "drop") return { text: "", complete: false }
+        const bytes = new Uint8Array(size)
+        let at = 0
+        for (const part of parts) {
+          bytes.set(part, at)
+          at += part.length
+        }
+        return { text: new TextDecoder().decode(bytes), complete: !over }
+      })
+    )
+  })
+
+/**
+ * Bounds each event of an SSE byte stream (the bytes since the last blank line, any line ending) to `limit`:
+ * over it the stream fails with `onTooLarge()` before the oversized event reaches a parser, so a single
+ * endless line or event costs at most `limit` bytes.
+ *
+ * @internal
+ */
+export const boundEvents =
+  <E2>(limit: number, onTooLarge: () => E2) =>
+  <E>(body: Stream.Stream<Uint8Array, E>): Stream.Stream<Uint8Array, E | E2> =>
+    Stream.suspend(() => {
+      let size = 0
+      let lineStart = true
+      let afterCr = false
+      return Stream.mapEffect(body, (chunk) => {
+        for (let i = 0; i < chunk.length; i++) {
+          const byte = chunk[i]!
+          if (byte === 10 && afterCr) {
+            afterCr = false
+            continue
+          }
+          afterCr = byte === 13
+          if (byte === 10 || byte === 13) {
+            if (lineStart) size = 0
+            lineStart = true
+          } else {
+            lineStart = false
+            size += 1
+            if (size > limit) return Effect.fail(onTooLarge())
+          }
+        }
+        return Effect.succeed(chunk)
+      })
+    })
+
+const RETRY_FIELD = new TextEncoder().encode("retry:")
+
+/**
+ * Drops the `retry:` lines of an SSE byte stream, for SSE parsers we do not own (`@effect/ai`'s): a
+ * `retry:` field is a reconnection hint for `EventSource`, and the platform channel sleeps for it
+ * mid-stream, however absurd its value. Other bytes pass unchanged.
+ *
+ * @internal
+ */
+export const dropSseRetry = <E>(body: Stream.Stream<Uint8Array, E>): Stream.Stream<Uint8Array, E> =>
+  Stream.suspend(() => {
+    // At a line start, `matched` bytes of "retry:" are held back until the line proves to be one or not.
+    let matched = 0
+    let lineStart = true
+    let dropping = false
+    let afterDroppedCr = false
+    return Stream.map(body, (chunk) => {
+      const out = new Uint8Array(chunk.length + RETRY_FIELD.length)
+      let n = 0
+      for (const byte of chunk) {
+        const terminator = byte === 10 || byte === 13
+        if (afterDroppedCr) {
+          afterDroppedCr = false
+          if (byte === 10) continue
+        }
+        if (dropping) {
+          if (terminator) {
+            dropping = false
+            lineStart = true
+            afterDroppedCr = byte === 13
+          }
+          continue
+        }
+        if (lineStart && !terminator && byte === RETRY_FIELD[matched]) {
+          matched += 1
+          if (matched === RETRY_FIELD.length) {
+            dropping = true
+            matched = 0
+          }
+          continue
+        }
+        out.set(RETRY_FIELD.subarray(0, matched), n)
+        n += matched
+        matched = 0
+        lineStart = terminator
+        out[n++] = byte
+      }
+      return out.subarray(0, n)
+    })
+  })
+
+/**
+ * Parses SSE text into its events, each bounded to `maxEventBytes` (over it: `onTooLarge()`). A `retry:`
+ * field is ignored: it is a reconnection hint for `EventSource`, and a one-shot call never reconnects (the
+ * platform channel would sleep for it mid-stream, however absurd its value).
+ *
+ * @internal
+ */
+export const parseSse =
+  <E2>(maxEventBytes: number, onTooLarge: () => E2) =>
+  <E>(text: Stream.Stream<string, E>): Stream.Stream<Sse.Event, E | E2> =>
+    Stream.suspend(() => {
+      let events: Array<Sse.Event> = []
+      const parser = Sse.makeParser((event) => {
+        if (event._tag === "Event") events.push(event)
+      }, { maxEventSize: maxEventBytes })
+      return text.pipe(
+        Stream.mapEffect((chunk) => {
+          if (parser.feed(chunk) !== undefined) return Effect.fail(onTooLarge())
+          const parsed = events
+          events = []
+          return Effect.succeed(parsed)
+        }),
+        Stream.flattenIterables
+      )
+    })
+
+/**
+ * Reads a non-2xx response (at most `MAX_ERROR_BODY` bytes) and classifies it. A body that cannot be read
+ * still classifies by status.
  *
  * @internal
  */
@@ -152,25 +378,26 @@ export const fromErrorResponse = (
   response: HttpClientResponse.HttpClientResponse
 ): Effect.Effect<Failure.ProviderFailure> =>
   Effect.flatMap(
-    Effect.option(response.text),
-    (text) =>
-      fromStatus(
-        response.status,
-        response.headers,
-        Option.getOrUndefined(Option.map(text, (t) => t.slice(0, MAX_ERROR_BODY)))
-      )
+    Effect.option(readAtMost(response.stream, MAX_ERROR_BODY, "keep")),
+    (body) => fromStatus(response.status, response.headers, Option.getOrUndefined(body)?.text)
   )
 
 /**
- * Reads a 2xx body as text. A read that fails is a transport failure after dispatch (the socket went away
- * mid-body), never a malformed response.
+ * Reads a 2xx body as text, at most `limit` bytes: a longer body fails `malformed_response` /
+ * `body_too_large` without reading the rest. A read that fails is a transport failure after dispatch (the
+ * socket went away mid-body), never a malformed response.
  *
  * @internal
  */
 export const readBody = (
-  response: HttpClientResponse.HttpClientResponse
+  response: HttpClientResponse.HttpClientResponse,
+  limit: number
 ): Effect.Effect<string, Failure.ProviderFailure> =>
-  Effect.mapError(response.text, (error) => fromTransport(errnoOf(error.cause)))
+  readAtMost(response.stream, limit, "drop").pipe(
+    Effect.mapError((error) => fromTransport(errnoOf(error.cause))),
+    Effect.filterOrFail((body) => body.complete, () => malformed(response.status, BODY_TOO_LARGE)),
+    Effect.map((body) => body.text)
+  )
 
 /**
  * A 2xx body that did not decode.

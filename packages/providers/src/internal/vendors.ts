@@ -151,18 +151,14 @@ const google = (error: Readonly<Record<string, unknown>>): VendorVerdict | undef
 }
 
 /**
- * OpenRouter: the OpenAI shape with a numeric `error.code` (the HTTP status, also inside a 200 stream) and
- * `metadata`; a 403 with `metadata.reasons` is its moderation refusal.
+ * An HTTP status a server wrote into an error as its `code` (`503`, or `"503"`): an integer error status
+ * (400–599), else not a status.
+ *
+ * @internal
  */
-const openRouter = (error: Readonly<Record<string, unknown>>): VendorVerdict | undefined => {
-  const code = error.code
-  if (typeof code !== "number" || !Number.isInteger(code)) return undefined
-  const metadata = record(error.metadata)
-  if (code === 403 && metadata !== undefined && Array.isArray(metadata.reasons)) {
-    return { kind: "content_filtered", code: "moderation", status: code }
-  }
-  const kind = Failure.classify({ status: code })
-  return { kind, code: `http_${code}`, status: code }
+export const statusIn = (value: unknown): number | undefined => {
+  const n = typeof value === "string" && /^\d{3}$/.test(value) ? Number(value) : value
+  return typeof n === "number" && Number.isInteger(n) && n >= 400 && n <= 599 ? n : undefined
 }
 
 const openAi = (error: Readonly<Record<string, unknown>>): VendorVerdict | undefined => {
@@ -172,6 +168,24 @@ const openAi = (error: Readonly<Record<string, unknown>>): VendorVerdict | undef
   if (byCode !== undefined) return { kind: byCode, code: code! }
   const byType = type === undefined ? undefined : OPENAI_TYPES[type]
   return byType === undefined ? undefined : { kind: byType, code: code ?? type!, generic: true }
+}
+
+/**
+ * A numeric `error.code` that is an HTTP status: OpenRouter's shape (also inside a 200 stream), with
+ * `metadata`, where a 403 with `metadata.reasons` is its moderation refusal; vLLM and llama.cpp send the
+ * OpenAI shape with the status as its `code` (`{ code: 503, type: "server_error" }`), whose `type` then
+ * names the failure (generic: the status decides the kind).
+ */
+const openRouter = (error: Readonly<Record<string, unknown>>): VendorVerdict | undefined => {
+  const status = statusIn(error.code)
+  if (status === undefined) return undefined
+  const metadata = record(error.metadata)
+  if (status === 403 && metadata !== undefined && Array.isArray(metadata.reasons)) {
+    return { kind: "content_filtered", code: "moderation", status }
+  }
+  const named = openAi(error)
+  if (named !== undefined) return { ...named, status }
+  return { kind: Failure.classify({ status }), code: `http_${status}`, status }
 }
 
 /**

@@ -1,9 +1,10 @@
 /**
  * A real HTTP server on loopback that speaks each vendor's wire format — OpenAI chat completions and
  * Responses, Anthropic Messages, Google Gemini, Azure OpenAI deployments, OpenRouter (one module per
- * dialect under `./dialects`, chosen by the request's path) — with faults scripted per request: statuses with provider error codes and Retry-After,
- * hangs before headers and mid-body, slow drips, malformed JSON, connection resets and SSE streams cut
- * before their terminator. It records what it saw — every request, and whether the client closed the
+ * dialect under `./dialects`, chosen by the request's path) — with faults scripted per request: statuses
+ * with provider error codes and Retry-After, hangs before headers and mid-body, slow drips, malformed
+ * JSON, connection resets, SSE streams cut before their terminator, errors inside SSE streams and huge or
+ * endless bodies generated lazily. It records what it saw — every request, and whether the client closed the
  * connection before the response finished — so a test can prove that interruption reached the socket.
  *
  * It is a `Scope`d resource: `FaultServer.make` listens on `127.0.0.1` at a random port and closes the
@@ -59,13 +60,30 @@ export type Fault =
   | { readonly _tag: "Reset" }
   | { readonly _tag: "CutStream"; readonly deltas: ReadonlyArray<string>; readonly clean: boolean }
   | {
-    /** SSE: some deltas, then the vendor's in-stream error event (Anthropic `event: error`, …). */
+    /**
+     * A body of `bytes` bytes (`Infinity`: endless), generated lazily as the client reads it: an error body
+     * for a non-2xx `status`, else an answer whose text is the padding (a single SSE event when streamed).
+     */
+    readonly _tag: "HugeBody"
+    readonly status: number
+    readonly bytes: number
+    readonly headers: Readonly<Record<string, string>>
+  }
+  | { readonly _tag: "RawSse"; readonly chunks: ReadonlyArray<string> }
+  | {
+    /**
+     * HTTP 200 and an SSE stream: the head, `deltas`, then an error event and the end of the body. The
+     * event is the dialect's own in-stream error (Anthropic `event: error`, an OpenAI `error` event or
+     * chunk, OpenRouter's numeric code) carrying `status`, `code`, `type` and `message`; or, when `event`
+     * is set, `data: <event>` verbatim (vLLM's and llama.cpp's shapes).
+     */
     readonly _tag: "StreamError"
     readonly deltas: ReadonlyArray<string>
     readonly status: number
     readonly code: string | null
     readonly type: string | null
     readonly message: string
+    readonly event?: unknown
   }
 
 /**
@@ -99,6 +117,8 @@ export interface SeenRequest {
   readonly clientClosed: boolean
   /** The response was written completely. */
   readonly finished: boolean
+  /** Body bytes the server handed to the socket (counted for `HugeBody`, else 0). */
+  readonly bodyBytes: number
 }
 
 /**
@@ -186,33 +206,6 @@ export const ok = (options: {
 })
 
 /**
- * SSE: `deltas`, then the dialect's in-stream error event carrying the vendor's error type (Anthropic
- * `event: error` with `overloaded_error`, an OpenAI `error` event or chunk, OpenRouter's numeric code).
- *
- * @example
- * ```ts
- * import { FaultServer } from "@rein/providers"
- *
- * FaultServer.streamError({ deltas: ["par"], status: 529, type: "overloaded_error" })
- * ```
- * @since 0.1.0
- */
-export const streamError = (options: {
-  readonly deltas?: ReadonlyArray<string>
-  readonly status: number
-  readonly code?: string | null
-  readonly type?: string | null
-  readonly message?: string
-}): Fault => ({
-  _tag: "StreamError",
-  deltas: options.deltas ?? [],
-  status: options.status,
-  code: options.code ?? null,
-  type: options.type ?? null,
-  message: options.message ?? `in-stream error ${options.status} from the fault server`
-})
-
-/**
  * A complete answer whose body arrives piece by piece, `every` apart.
  *
  * @example
@@ -289,6 +282,105 @@ export const rateLimited = (options: {
       ...(options.retryAfterDate !== undefined ? { "retry-after": options.retryAfterDate } : {})
     }
   })
+
+/**
+ * A body of `bytes` bytes (default 100 MB; `Infinity` never ends), written lazily as the client reads, so
+ * neither side holds it whole: `SeenRequest.bodyBytes` tells how much the client made the server write.
+ * With a non-2xx `status` it is an error body; with 2xx an answer whose text is the padding (streamed: one
+ * SSE event, a single line that never ends before `bytes`).
+ *
+ * @example
+ * ```ts
+ * import { FaultServer } from "@rein/providers"
+ *
+ * FaultServer.hugeBody({ status: 500 })              // a 100 MB error body
+ * FaultServer.hugeBody({ status: 200, bytes: Infinity }) // an endless answer
+ * ```
+ * @since 0.1.0
+ */
+export const hugeBody = (options: {
+  readonly status: number
+  readonly bytes?: number
+  readonly headers?: Readonly<Record<string, string>>
+}): Fault => ({
+  _tag: "HugeBody",
+  status: options.status,
+  bytes: options.bytes ?? 100 * 1024 * 1024,
+  headers: options.headers ?? {}
+})
+
+/**
+ * HTTP 200, some `deltas`, then an error inside the SSE stream, as a server reports a failure after the
+ * headers went out. Either the dialect's own in-stream error event carrying a vendor error (`status`,
+ * `code`, `type`, `message`: Anthropic `event: error` with `overloaded_error`, an OpenAI `error` event or
+ * chunk, OpenRouter's numeric code), or a raw event as vLLM- and llama.cpp-style servers send it:
+ * `data: {"error": <error>}`, or `event` as the whole event (vLLM's top-level `{ object: "error", … }`, a
+ * Responses `error` event).
+ *
+ * @example
+ * ```ts
+ * import { FaultServer } from "@rein/providers"
+ *
+ * FaultServer.streamError({ deltas: ["par"], status: 529, type: "overloaded_error" })
+ * FaultServer.streamError({ error: { message: "busy", type: "server_error", code: 503 } })
+ * FaultServer.streamError({ event: { object: "error", type: "BadRequestError", code: 400 } })
+ * ```
+ * @since 0.1.0
+ */
+export const streamError = (options: StreamErrorOptions): Fault => {
+  const deltas = options.deltas ?? []
+  if ("status" in options) {
+    return {
+      _tag: "StreamError",
+      deltas,
+      status: options.status,
+      code: options.code ?? null,
+      type: options.type ?? null,
+      message: options.message ?? `in-stream error ${options.status} from the fault server`
+    }
+  }
+  // A raw event carries its own status, if any: the dialect fields are not written.
+  const event = "event" in options ? options.event : { error: options.error }
+  return { _tag: "StreamError", deltas, status: 200, code: null, type: null, message: "", event }
+}
+
+/**
+ * What `streamError` takes: a vendor error the dialect writes in its own in-stream shape, or a raw
+ * `error` object (sent as `data: {"error": <error>}`), or a raw `event`.
+ *
+ * @example
+ * ```ts
+ * import type { FaultServer } from "@rein/providers"
+ *
+ * const overloaded: FaultServer.StreamErrorOptions = { status: 529, type: "overloaded_error" }
+ * const vllm: FaultServer.StreamErrorOptions = { error: { code: 503, type: "server_error" } }
+ * ```
+ * @since 0.1.0
+ */
+export type StreamErrorOptions =
+  | {
+    readonly deltas?: ReadonlyArray<string>
+    readonly status: number
+    readonly code?: string | null
+    readonly type?: string | null
+    readonly message?: string
+  }
+  | { readonly deltas?: ReadonlyArray<string>; readonly error: unknown }
+  | { readonly deltas?: ReadonlyArray<string>; readonly event: unknown }
+
+/**
+ * HTTP 200 and `chunks` verbatim as an SSE stream, 20 ms apart, for fields no other fault sends (`retry:`,
+ * comments, …).
+ *
+ * @example
+ * ```ts
+ * import { FaultServer } from "@rein/providers"
+ *
+ * FaultServer.rawSse("retry: 3600000\n\n", "data: [DONE]\n\n")
+ * ```
+ * @since 0.1.0
+ */
+export const rawSse = (...chunks: ReadonlyArray<string>): Fault => ({ _tag: "RawSse", chunks })
 
 /**
  * The named faults of the issue, ready to script.
@@ -403,6 +495,7 @@ interface Entry {
   fault: Fault["_tag"]
   clientClosed: boolean
   finished: boolean
+  bodyBytes: number
 }
 
 const readBody = (req: Http.IncomingMessage): Effect.Effect<string, Error> =>
@@ -441,6 +534,90 @@ const describeRequest = (req: Http.IncomingMessage, body: unknown) => {
   const model = shape?.model?.(incoming) ?? bodyModel
   const stream = shape?.streams?.(incoming) ?? field(body, "stream") === true
   return { headers, incoming, model, path, query, shape, stream }
+}
+
+const PADDING = Buffer.alloc(64 * 1024, "x")
+
+/** Writes `bytes` of padding (or forever), waiting for the socket to drain: never more than a chunk queued. */
+const writePadding = (res: Http.ServerResponse, entry: Entry, bytes: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    let left = bytes
+    while (left > 0 && !res.destroyed) {
+      const chunk = left >= PADDING.length ? PADDING : PADDING.subarray(0, left)
+      left -= chunk.length
+      entry.bodyBytes += chunk.length
+      if (!res.write(chunk)) {
+        yield* Effect.async<void>((resume) => {
+          const done = () => {
+            res.off("drain", done)
+            res.off("close", done)
+            resume(Effect.void)
+          }
+          res.on("drain", done)
+          res.on("close", done)
+        })
+      }
+    }
+  })
+
+const writeStreamError = (
+  res: Http.ServerResponse,
+  fault: Extract<Fault, { _tag: "StreamError" }>,
+  shape: Shape,
+  model: string
+): void => {
+  const events = streamEvents(shape, model, fault.deltas, null, false)
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+  for (const e of [...events.head, ...events.deltas]) res.write(e)
+  res.end(fault.event !== undefined ? sse(fault.event) : shape.streamError(fault))
+}
+
+const writeRawSse = (res: Http.ServerResponse, chunks: ReadonlyArray<string>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    res.writeHead(200, { "content-type": "text/event-stream" })
+    for (const chunk of chunks) {
+      res.write(chunk)
+      yield* Effect.sleep(Duration.millis(20))
+    }
+    res.end()
+  })
+
+const MARK = "@@padding@@"
+
+const writeHuge = (
+  res: Http.ServerResponse,
+  entry: Entry,
+  fault: Extract<Fault, { _tag: "HugeBody" }>,
+  shape: Shape,
+  model: string,
+  stream: boolean
+): Effect.Effect<void> => {
+  const ok = fault.status >= 200 && fault.status < 300
+  const sseBody = ok && stream
+  const events = sseBody ? streamEvents(shape, model, [MARK], null, false) : undefined
+  // The body in the shape's own framing, the padding where the text (or the error message) goes.
+  const framed = !ok
+    ? errorBody(shape, {
+      _tag: "Status",
+      status: fault.status,
+      code: null,
+      type: "server_error",
+      message: MARK,
+      headers: {}
+    })
+    : events !== undefined
+    ? [...events.head, ...events.deltas, ...events.tail].join("")
+    : completeBody(shape, model, MARK, null)
+  const [head, tail] = framed.split(MARK) as [string, string]
+  return Effect.gen(function*() {
+    res.writeHead(fault.status, {
+      "content-type": sseBody ? "text/event-stream" : "application/json",
+      ...fault.headers
+    })
+    res.write(head)
+    yield* writePadding(res, entry, fault.bytes)
+    res.end(tail)
+  })
 }
 
 /**
@@ -504,7 +681,8 @@ export const make = (options: {
           stream,
           fault: fault._tag,
           clientClosed: false,
-          finished: false
+          finished: false,
+          bodyBytes: 0
         }
         entries.push(entry)
         let destroyedByServer = false
@@ -587,13 +765,12 @@ export const make = (options: {
               req.socket.destroy()
               return
             }
-            case "StreamError": {
-              const events = streamEvents(shape, name, fault.deltas, null, false)
-              res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
-              for (const e of [...events.head, ...events.deltas]) yield* write(e)
-              res.end(shape.streamError(fault))
-              return
-            }
+            case "HugeBody":
+              return yield* writeHuge(res, entry, fault, shape, name, stream)
+            case "RawSse":
+              return yield* writeRawSse(res, fault.chunks)
+            case "StreamError":
+              return writeStreamError(res, fault, shape, name)
             case "Ok": {
               if (stream) {
                 const events = streamEvents(shape, name, fault.deltas, fault.usage, wantUsage, fault)
