@@ -317,6 +317,21 @@ export interface BridgeOptions<R = never> {
 }
 
 /**
+ * Classifies an error of a guarded call. An answer over the bound is `body_too_large`, whatever `@effect/ai`
+ * made of the failed read; a 2xx body whose stream failed at the socket is a transport failure, not a
+ * malformed response; an error status whose body the vendor client could not decode (`@effect/ai-anthropic`
+ * 0.27 has no schema for a 413 `request_too_large`) is classified by that status, not as a malformed answer.
+ */
+const classifyGuarded = (ticket: CallTicket["Type"]) => (error: AiError.AiError) =>
+  ticket.tooLarge === true
+    ? Effect.succeed(Internal.malformed(200, Internal.BODY_TOO_LARGE))
+    : error._tag === "HttpResponseError" && ticket.bodyErrno !== undefined && error.response.status < 300
+    ? Effect.succeed(Internal.fromTransport(ticket.bodyErrno))
+    : error._tag === "MalformedOutput" && ticket.response !== undefined && ticket.response.status >= 400
+    ? Internal.fromStatus(ticket.response.status, ticket.response.headers, undefined)
+    : classify(error)
+
+/**
  * Turns a `LanguageModel` into a one-shot Rein provider. Build the model's HTTP client on
  * `oneShotLayer` so a retrying `transformClient` is refused (see the module summary); `configure` applies
  * the endpoint's model and Rein's output bound per attempt.
@@ -346,19 +361,6 @@ export const fromLanguageModel = <R = never>(
       CallTicket,
       ticket
     )
-  // An answer over the bound is `body_too_large`, whatever `@effect/ai` made of the failed read; a 2xx body
-  // whose stream failed at the socket is a transport failure, not a malformed response; an error status
-  // whose body the vendor client could not decode (`@effect/ai-anthropic` 0.27 has no schema for a 413
-  // `request_too_large`) is classified by that status, not as a malformed answer.
-  const classifyIn = (ticket: CallTicket["Type"]) => (error: AiError.AiError) =>
-    ticket.tooLarge === true
-      ? Effect.succeed(Internal.malformed(200, Internal.BODY_TOO_LARGE))
-      : error._tag === "HttpResponseError" && ticket.bodyErrno !== undefined && error.response.status < 300
-      ? Effect.succeed(Internal.fromTransport(ticket.bodyErrno))
-      : error._tag === "MalformedOutput" && ticket.response !== undefined && ticket.response.status >= 400
-      ? Internal.fromStatus(ticket.response.status, ticket.response.headers, undefined)
-      : classify(error)
-
   const call = (
     request: Provider.CompletionRequest,
     ctx: Provider.AttemptContext
@@ -367,7 +369,7 @@ export const fromLanguageModel = <R = never>(
       const ticket = ticketOf()
       return languageModel.generateText({ prompt: promptOf(request) }).pipe(
         Effect.provide(configure(ctx, ticket)),
-        Effect.catchAll((error) => Effect.flip(classifyIn(ticket)(error)))
+        Effect.catchAll((error) => Effect.flip(classifyGuarded(ticket)(error)))
       )
     }).pipe(
       Effect.flatMap((response) =>
@@ -387,7 +389,7 @@ export const fromLanguageModel = <R = never>(
       const ticket = ticketOf()
       const parts = languageModel.streamText({ prompt: promptOf(request) }).pipe(
         Stream.provideSomeContext(configure(ctx, ticket)),
-        Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyIn(ticket)(error)))),
+        Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyGuarded(ticket)(error)))),
         Stream.mapEffect((part): Effect.Effect<Option.Option<Provider.StreamPart>, Failure.ProviderFailure> => {
           switch (part.type) {
             case "text-delta":
@@ -491,12 +493,6 @@ export const vendorTransport = (
     return { apiUrl: checked.right.href.replace(/\/+$/, ""), http: oneShot(yield* HttpClient.HttpClient) }
   })
 
-/** Classifies an error of a guarded call: a 2xx body whose stream failed at the socket is `transport`. */
-const classifyGuarded = (ticket: CallTicket["Type"]) => (error: AiError.AiError) =>
-  error._tag === "HttpResponseError" && ticket.bodyErrno !== undefined && error.response.status < 300
-    ? Effect.succeed(Internal.fromTransport(ticket.bodyErrno))
-    : classify(error)
-
 /**
  * Runs one `@effect/ai` call as one physical attempt: under the `oneShot` guard (a second HTTP request
  * within the call is refused, with no traffic) and with its `AiError` classified (`classify`).
@@ -511,10 +507,11 @@ const classifyGuarded = (ticket: CallTicket["Type"]) => (error: AiError.AiError)
  * @since 0.1.0
  */
 export const oneShotCall = <A, R>(
-  effect: Effect.Effect<A, AiError.AiError, R>
+  effect: Effect.Effect<A, AiError.AiError, R>,
+  maxResponseBytes: number = Internal.DEFAULT_MAX_RESPONSE_BYTES
 ): Effect.Effect<A, Failure.ProviderFailure, R> =>
   Effect.suspend(() => {
-    const ticket: CallTicket["Type"] = { sent: 0 }
+    const ticket: CallTicket["Type"] = { sent: 0, maxResponseBytes }
     return effect.pipe(
       Effect.provideService(CallTicket, ticket),
       Effect.catchAll((error) => Effect.flip(classifyGuarded(ticket)(error)))
@@ -534,10 +531,11 @@ export const oneShotCall = <A, R>(
  * @since 0.1.0
  */
 export const oneShotStream = <A, R>(
-  stream: Stream.Stream<A, AiError.AiError, R>
+  stream: Stream.Stream<A, AiError.AiError, R>,
+  maxResponseBytes: number = Internal.DEFAULT_MAX_RESPONSE_BYTES
 ): Stream.Stream<A, Failure.ProviderFailure, R> =>
   Stream.suspend(() => {
-    const ticket: CallTicket["Type"] = { sent: 0 }
+    const ticket: CallTicket["Type"] = { sent: 0, maxResponseBytes }
     return stream.pipe(
       Stream.provideService(CallTicket, ticket),
       Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyGuarded(ticket)(error))))
