@@ -60,12 +60,7 @@ export const makeSpec = (
   providers: ReadonlyMap<string, Provider>,
   inputTokens: number | null,
   maxOutputTokens: number | null,
-  options: {
-    readonly streaming?: boolean
-    readonly order?: ReadonlyArray<string>
-    /** What the request itself uses (tools, a JSON response format, provider-defined tools' vendors). */
-    readonly uses?: Uses | undefined
-  } = {}
+  options: Spec.DeriveOptions = {}
 ): Planner.Spec => {
   const streaming = options.streaming === true
   return Spec.derive(

@@ -43,6 +43,14 @@ export interface Uses {
   readonly key: string
 }
 
+/** How a request shapes its spec beyond its contract. @internal */
+export interface DeriveOptions {
+  readonly streaming?: boolean
+  readonly order?: ReadonlyArray<string>
+  /** What the request itself uses (tools, a JSON response format, provider-defined tools' vendors). */
+  readonly uses?: Uses | undefined
+}
+
 /** What the providers say about one catalog entry: whether one can run it, and whether it is simulated. @internal */
 export interface ProviderFacts {
   readonly hasProvider: boolean
@@ -74,12 +82,7 @@ export const derive = (
   facts: (endpoint: Endpoint) => ProviderFacts,
   inputTokens: number | null,
   maxOutputTokens: number | null,
-  options: {
-    readonly streaming?: boolean
-    readonly order?: ReadonlyArray<string>
-    /** What the request itself uses (tools, a JSON response format, provider-defined tools' vendors). */
-    readonly uses?: Uses | undefined
-  } = {}
+  options: DeriveOptions = {}
 ): Planner.Spec => {
   const listed = new Set(contract.candidates)
   const uses = options.uses
