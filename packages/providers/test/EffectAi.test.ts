@@ -143,20 +143,27 @@ describe("EffectAi bridge (@effect/ai-openai against the fault server)", () => {
 
   it.live("so the contract's truncation applies: fail falls back as truncated, accept annotates the success", () =>
     Effect.scoped(Effect.gen(function*() {
-      const larger = { ...endpoint("b", "openai", "gpt-b"), capabilities: { contextWindow: 8_000, maxOutputTokens: 4_000 } }
+      const larger = {
+        ...endpoint("b", "openai", "gpt-b"),
+        capabilities: { contextWindow: 8_000, maxOutputTokens: 4_000 }
+      }
       const two = catalog(endpoint("a", "openai", "gpt-a"), larger)
       const server = yield* FaultServer.make({
         scripts: {
-          "gpt-a": [FaultServer.ok({ text: "cut", finish: "length" }), FaultServer.ok({ text: "cut", finish: "length" })],
+          "gpt-a": [
+            FaultServer.ok({ text: "cut", finish: "length" }),
+            FaultServer.ok({ text: "cut", finish: "length" })
+          ],
           "gpt-b": [FaultServer.ok({ text: "whole" })]
         }
       })
       const rein = Rein.layer({ catalog: two, providers: { openai: yield* bridge(server) } })
       // Without a bound of its own, the request's output limit is each endpoint's: b's is larger.
       const unbounded = { prompt: "hello", inputTokens: 20 }
-      const failed = yield* Rein.execute(unbounded, contract({ candidates: ["a", "b"], retry: { perEndpoint: 0 } })).pipe(
-        Effect.provide(rein)
-      )
+      const failed = yield* Rein.execute(unbounded, contract({ candidates: ["a", "b"], retry: { perEndpoint: 0 } }))
+        .pipe(
+          Effect.provide(rein)
+        )
       expect([failed.text, failed.attempts.map((a) => [a.endpoint, a.failure])]).toEqual([
         "whole",
         [["a", "truncated"], ["b", null]]
