@@ -332,6 +332,16 @@ const classifyGuarded = (ticket: CallTicket["Type"]) => (error: AiError.AiError)
     : classify(error)
 
 /**
+ * What Rein keeps of an answer: text, usage and the finish reason (so the contract's `truncation`
+ * applies). The bridge sends no tools, so an answer never carries tool calls.
+ */
+const responseOf = (response: LanguageModel.GenerateTextResponse<{}>): Provider.ProviderResponse => ({
+  text: response.text,
+  usage: usageOf(response.usage),
+  finishReason: response.finishReason
+})
+
+/**
  * Turns a `LanguageModel` into a one-shot Rein provider. Build the model's HTTP client on
  * `oneShotLayer` so a retrying `transformClient` is refused (see the module summary); `configure` applies
  * the endpoint's model and Rein's output bound per attempt.
@@ -375,7 +385,7 @@ export const fromLanguageModel = <R = never>(
       Effect.flatMap((response) =>
         response.finishReason === "content-filter"
           ? Effect.fail(FILTERED)
-          : Effect.succeed({ text: response.text, usage: usageOf(response.usage) })
+          : Effect.succeed(responseOf(response))
       )
     )
 
@@ -399,7 +409,9 @@ export const fromLanguageModel = <R = never>(
             case "finish":
               if (part.reason === "content-filter") return Effect.fail(FILTERED)
               done = true
-              return Effect.succeed(Option.some({ delta: "", usage: usageOf(part.usage), done: true }))
+              return Effect.succeed(
+                Option.some({ delta: "", usage: usageOf(part.usage), done: true, finishReason: part.reason })
+              )
             case "error":
               return Effect.flip(classifyStreamError(part.error))
             default:

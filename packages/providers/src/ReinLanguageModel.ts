@@ -10,7 +10,7 @@
  *   tool-call resolution off; the outer `LanguageModel.make` resolves tool calls once, with the caller's
  *   handlers.
  * - The endpoint's model name and Rein's output bound reach the inner model through its vendor's
- *   `Config` (OpenAI, Anthropic), merged over the caller's own config.
+ *   `Config` (OpenAI, Anthropic, Google), merged over the caller's own config.
  * - Hidden retries are refused up front: the `clients` are built on a one-shot `HttpClient`, and probed at
  *   layer build (no traffic) so that a client that retries makes Rein refuse every request
  *   (`nested_retries`) before any HTTP call.

@@ -1,10 +1,11 @@
 import { HttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
+import { Rein } from "@rein/core"
 import type { Failure } from "@rein/core"
 import { FaultServer } from "@rein/providers"
 import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
 import { Chunk, Effect, Either, Redacted, Stream } from "effect"
-import { attemptContext, catalog, endpoint, request, withHttp } from "./fixtures.js"
+import { attemptContext, catalog, contract, endpoint, request, withHttp } from "./fixtures.js"
 
 const cat = catalog(endpoint("a", "openai", "gpt-test"))
 const ctx = attemptContext(cat.byId.get("a")!)
@@ -48,7 +49,7 @@ describe("EffectAi bridge (@effect/ai-openai against the fault server)", () => {
       const provider = yield* bridge(server)
       expect(provider.internalMaxAttempts).toBe(1)
       const response = yield* provider.call(request, ctx)
-      expect(response).toEqual({ text: "bridged", usage: { inputTokens: 11, outputTokens: 4 } })
+      expect(response).toEqual({ text: "bridged", usage: { inputTokens: 11, outputTokens: 4 }, finishReason: "stop" })
       const [seen] = yield* server.requests
       expect(seen!.path).toBe("/v1/responses")
       expect(seen!.body).toMatchObject({ model: "gpt-test", max_output_tokens: 64 })
@@ -111,7 +112,7 @@ describe("EffectAi bridge (@effect/ai-openai against the fault server)", () => {
       expect(parts).toEqual([
         { delta: "brid" },
         { delta: "ged" },
-        { delta: "", usage: { inputTokens: 5, outputTokens: 2 }, done: true }
+        { delta: "", usage: { inputTokens: 5, outputTokens: 2 }, done: true, finishReason: "stop" }
       ])
     })).pipe(withHttp))
 
@@ -138,5 +139,48 @@ describe("EffectAi bridge (@effect/ai-openai against the fault server)", () => {
         Effect.timeoutFail({ duration: "3 seconds", onTimeout: () => "hung" })
       )
       expect([failure.kind, failure.code, failure.dispatched]).toEqual(["transport", "ECONNRESET", true])
+    })).pipe(withHttp))
+
+  it.live("an answer reports its finish reason: a call cut at the output limit says length", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({ faults: [FaultServer.ok({ text: "cut at the lim", finish: "length" })] })
+      const provider = yield* bridge(server)
+      const cut = yield* provider.call(request, ctx)
+      expect([cut.text, cut.finishReason]).toEqual(["cut at the lim", "length"])
+      const parts = yield* Stream.runCollect(provider.stream!(request, ctx))
+      expect(Chunk.toReadonlyArray(parts).at(-1)).toMatchObject({ done: true, finishReason: "stop" })
+    })).pipe(withHttp))
+
+  it.live("so the contract's truncation applies: fail falls back as truncated, accept annotates the success", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const larger = {
+        ...endpoint("b", "openai", "gpt-b"),
+        capabilities: { contextWindow: 8_000, maxOutputTokens: 4_000 }
+      }
+      const two = catalog(endpoint("a", "openai", "gpt-a"), larger)
+      const server = yield* FaultServer.make({
+        scripts: {
+          "gpt-a": [
+            FaultServer.ok({ text: "cut", finish: "length" }),
+            FaultServer.ok({ text: "cut", finish: "length" })
+          ],
+          "gpt-b": [FaultServer.ok({ text: "whole" })]
+        }
+      })
+      const rein = Rein.layer({ catalog: two, providers: { openai: yield* bridge(server) } })
+      // Without a bound of its own, the request's output limit is each endpoint's: b's is larger.
+      const unbounded = { prompt: "hello", inputTokens: 20 }
+      const failed = yield* Rein.execute(unbounded, contract({ candidates: ["a", "b"], retry: { perEndpoint: 0 } }))
+        .pipe(
+          Effect.provide(rein)
+        )
+      expect([failed.text, failed.attempts.map((a) => [a.endpoint, a.failure])]).toEqual([
+        "whole",
+        [["a", "truncated"], ["b", null]]
+      ])
+      const accepted = yield* Rein.execute(unbounded, contract({ candidates: ["a"], truncation: "accept" })).pipe(
+        Effect.provide(rein)
+      )
+      expect([accepted.text, accepted.finishReason]).toEqual(["cut", "length"])
     })).pipe(withHttp))
 })

@@ -10,6 +10,7 @@
 import type { AiError, LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
 import { Response, Telemetry, Tokenizer } from "@effect/ai"
 import { AnthropicLanguageModel } from "@effect/ai-anthropic"
+import { GoogleLanguageModel } from "@effect/ai-google"
 import { OpenAiLanguageModel } from "@effect/ai-openai"
 import * as AiModel from "@effect/ai/Model"
 import { Failure } from "@rein/core"
@@ -131,6 +132,14 @@ const overrides: Record<string, Override> = {
         ...config,
         model: context.endpoint.model,
         max_tokens: context.maxOutputTokens
+      }) as Context.Context<never>),
+  google: (context) =>
+    Effect.map(GoogleLanguageModel.Config.getOrUndefined, (config) =>
+      Context.make(GoogleLanguageModel.Config, {
+        ...config,
+        toolConfig: config?.toolConfig ?? {},
+        model: context.endpoint.model,
+        generationConfig: { ...config?.generationConfig, maxOutputTokens: context.maxOutputTokens }
       }) as Context.Context<never>)
 }
 
