@@ -160,7 +160,7 @@ export const innerOf = (
   return {
     model: Context.get(context, tag),
     tokenizer: Option.getOrUndefined(Context.getOption(context as Context.Context<unknown>, Tokenizer.Tokenizer)),
-    override: vendor === undefined ? undefined : overrides[vendor]
+    override: vendor !== undefined && Object.hasOwn(overrides, vendor) ? overrides[vendor] : undefined
   }
 }
 
