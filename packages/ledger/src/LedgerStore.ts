@@ -8,13 +8,13 @@
  * @since 0.1.0
  */
 import { SqlClient } from "@effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Context, Duration, Effect, Layer, Schema } from "effect"
 import { chmodSync, closeSync, openSync } from "node:fs"
 import type { Sha256 } from "./Digest.js"
 import { Execution, isLegal, Receipt, type State } from "./Execution.js"
 import * as Leases from "./internal/leases.js"
 import * as Schema_ from "./internal/schema.js"
+import * as Sqlite from "./internal/sqlite.js"
 import { immediate } from "./internal/transaction.js"
 import type { Guard, Lease } from "./Lease.js"
 import {
@@ -293,8 +293,7 @@ const toReceipt = (row: ReceiptRow) =>
  *
  * @example
  * ```ts
- * import { SqliteClient } from "@effect/sql-sqlite-node"
- * import { Layer } from "effect"
+ *  * import { Layer } from "effect"
  * import { LedgerStore } from "@rein/ledger"
  *
  * const store = LedgerStore.layerSql.pipe(Layer.provide(SqliteClient.layer({ filename: ":memory:" })))
@@ -537,7 +536,8 @@ export const createPrivateFile = (filename: string): Effect.Effect<void, LedgerS
   })
 
 /**
- * The embedded default: the store on a SQLite file (better-sqlite3, WAL mode), created with mode 0600.
+ * The embedded default: the store on a SQLite file (libsql, WAL mode), created with mode 0600. libsql's npm
+ * package ships its native binary for each platform, so nothing is compiled at install.
  * Several processes may share the file: each write transaction waits up to `busyTimeout` (default 5 seconds)
  * for the write lock, and a file being migrated by one process is found current by the others.
  *
@@ -559,14 +559,10 @@ export const layerSqlite = (options: {
       Layer.unwrapEffect(Effect.gen(function*() {
         const busyTimeout = yield* positiveDuration("busyTimeout", options.busyTimeout ?? "5 seconds")
         yield* createPrivateFile(options.filename)
-        return Layer.tap(
-          SqliteClient.layer({ filename: options.filename }),
-          (context) =>
-            Context.get(context, SqlClient.SqlClient).unsafe(
-              // SQLite keeps the timeout in a C int.
-              `PRAGMA busy_timeout = ${Math.min(2 ** 31 - 1, Math.ceil(Duration.toMillis(busyTimeout)))}`
-            )
-        )
+        return Sqlite.layer({
+          filename: options.filename,
+          busyTimeoutMillis: Math.ceil(Duration.toMillis(busyTimeout))
+        })
       })).pipe(
         Layer.mapError((cause) =>
           cause instanceof LedgerStoreError || cause instanceof LedgerConfigError

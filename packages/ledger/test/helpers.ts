@@ -1,13 +1,13 @@
 // Shared fixtures: a temp SQLite file per test, an Ed25519 issuer, a "send_email" operation whose dispatcher
 // and reconciler are scripted and counted.
 import { SqlClient } from "@effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Authorisation, Digest, Ledger, Operation } from "@rein/ledger"
 import { Context, type Duration, Effect, Layer, Schema } from "effect"
 import { generateKeyPairSync, randomUUID } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
+import * as Sqlite from "../src/internal/sqlite.js"
 
 export const ORG = "acme"
 export const AUDIENCE = "rein-ledger-test"
@@ -111,7 +111,7 @@ export const submission = (overrides: Record<string, unknown> = {}) => ({
 })
 
 /** A second, independent connection to the same file (what another process would see). */
-export const rawSql = (filename: string) => SqliteClient.layer({ filename })
+export const rawSql = (filename: string) => Sqlite.layer({ filename, busyTimeoutMillis: 5_000 })
 
 export const withRaw = <A, E>(filename: string, f: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
   Effect.flatMap(SqlClient.SqlClient, f).pipe(Effect.provide(rawSql(filename)))
