@@ -185,19 +185,20 @@ export interface Stranded {
 }
 
 /**
- * The store service.
+ * What a ledger store does: each member one transaction. The SQL implementation is `layerSql`; another store
+ * (a remote database) implements the same members with the same compare-and-set semantics.
  *
  * @example
  * ```ts
- * import { Effect } from "effect"
- * import { LedgerStore } from "@rein/ledger"
+ * import type { LedgerStore } from "@rein/ledger"
  *
- * const states = Effect.flatMap(LedgerStore.LedgerStore, (store) => store.receipts("acme", "exec-1"))
+ * const stranded = (store: LedgerStore.Service) => store.stranded
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
-export class LedgerStore extends Context.Tag("@rein/ledger/LedgerStore")<LedgerStore, {
+export interface Service {
   readonly begin: (begin: Begin) => Effect.Effect<BeginResult, LedgerStoreError>
   readonly refuse: (refusal: Refusal) => Effect.Effect<Execution, LedgerStoreError>
   readonly transition: (
@@ -225,7 +226,23 @@ export class LedgerStore extends Context.Tag("@rein/ledger/LedgerStore")<LedgerS
     id: string
   ) => Effect.Effect<ReadonlyArray<Receipt>, ExecutionNotFound | LedgerStoreError>
   readonly stranded: Effect.Effect<ReadonlyArray<Stranded>, LedgerStoreError>
-}>() {}
+}
+
+/**
+ * The store service.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { LedgerStore } from "@rein/ledger"
+ *
+ * const states = Effect.flatMap(LedgerStore.LedgerStore, (store) => store.receipts("acme", "exec-1"))
+ * ```
+ *
+ * @category tags
+ * @since 0.1.0
+ */
+export class LedgerStore extends Context.Tag("@rein/ledger/LedgerStore")<LedgerStore, Service>() {}
 
 interface ExecutionRow {
   readonly id: string
