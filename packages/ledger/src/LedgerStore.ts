@@ -8,11 +8,12 @@
  * @since 0.1.0
  */
 import { SqlClient } from "@effect/sql"
-import { Context, Duration, Effect, Layer, Schema } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import { chmodSync, closeSync, openSync } from "node:fs"
 import type { Sha256 } from "./Digest.js"
 import { Execution, isLegal, Receipt, type State } from "./Execution.js"
 import * as Leases from "./internal/leases.js"
+import * as Rows from "./internal/rows.js"
 import * as Schema_ from "./internal/schema.js"
 import * as Sqlite from "./internal/sqlite.js"
 import { immediate } from "./internal/transaction.js"
@@ -244,78 +245,54 @@ export interface Service {
  */
 export class LedgerStore extends Context.Tag("@rein/ledger/LedgerStore")<LedgerStore, Service>() {}
 
-interface ExecutionRow {
-  readonly id: string
-  readonly organisation: string
-  readonly connection: string
-  readonly operation: string
-  readonly origin: string
-  readonly idempotency_key: string | null
-  readonly request_digest: string
-  readonly state: string
-  readonly code: string
-  readonly confirmation: string | null
-  readonly created_at: number
-  readonly updated_at: number
-}
-
-interface ReceiptRow {
-  readonly execution_id: string
-  readonly seq: number
-  readonly kind: string
-  readonly from_state: string | null
-  readonly to_state: string
-  readonly code: string
-  readonly source: string
-  readonly digest: string | null
-  readonly refers_to: number | null
-  readonly at: number
-}
-
-const decodeExecution = Schema.decodeUnknown(Execution)
-const decodeReceipt = Schema.decodeUnknown(Receipt)
-
-const toExecution = (row: ExecutionRow) =>
-  decodeExecution({
-    id: row.id,
-    organisation: row.organisation,
-    connection: row.connection,
-    operation: row.operation,
-    origin: row.origin,
-    idempotencyKey: row.idempotency_key,
-    requestDigest: row.request_digest,
-    state: row.state,
-    code: row.code,
-    confirmation: row.confirmation,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at
-  })
-
-const toReceipt = (row: ReceiptRow) =>
-  decodeReceipt({
-    executionId: row.execution_id,
-    seq: row.seq,
-    kind: row.kind,
-    from: row.from_state,
-    to: row.to_state,
-    code: row.code,
-    source: row.source,
-    digest: row.digest,
-    refersTo: row.refers_to,
-    at: row.at
+// `created → authorised` under the idempotency key, consuming the nonce; the existing execution for the key
+// (consuming nothing), or nothing at all for a replayed nonce.
+const begin = (
+  sql: SqlClient.SqlClient,
+  rows: Rows.Rows,
+  move: (t: Transition) => Effect.Effect<Receipt, unknown>
+) =>
+(b: Begin) =>
+  Effect.gen(function*() {
+    const existing = yield* sql<Rows.ExecutionRow>`SELECT * FROM ledger_executions
+      WHERE organisation = ${b.organisation} AND idempotency_key = ${b.idempotencyKey}`
+    if (existing[0] !== undefined) {
+      return { _tag: "Existing", execution: yield* Rows.toExecution(existing[0]) } as const
+    }
+    const used = yield* sql`SELECT 1 FROM ledger_nonces WHERE issuer = ${b.issuer} AND nonce = ${b.nonce}`
+    if (used.length > 0) return { _tag: "NonceReplayed" } as const
+    yield* sql`INSERT INTO ledger_nonces (issuer, nonce, execution_id, used_at)
+      VALUES (${b.issuer}, ${b.nonce}, ${b.id}, ${b.at})`
+    yield* rows.insertCreated(b)
+    yield* move({
+      organisation: b.organisation,
+      executionId: b.id,
+      from: "created",
+      to: "authorised",
+      code: "authorised",
+      source: "authorisation",
+      digest: b.authorisationDigest,
+      refersTo: null,
+      confirmation: null,
+      at: b.at
+    })
+    return { _tag: "Created", execution: yield* rows.selectExecution(b.organisation, b.id) } as const
   })
 
 /**
- * The store on any `@effect/sql` client that speaks SQLite's dialect. Creates the schema on construction.
+ * The store on any `@effect/sql` client that speaks SQLite's dialect (for example `@effect/sql-sqlite-node`'s
+ * or `@effect/sql-libsql`'s). Creates the schema on construction.
  *
  * @example
  * ```ts
- *  * import { Layer } from "effect"
+ * import type { SqlClient } from "@effect/sql"
+ * import { Layer } from "effect"
  * import { LedgerStore } from "@rein/ledger"
  *
- * const store = LedgerStore.layerSql.pipe(Layer.provide(SqliteClient.layer({ filename: ":memory:" })))
+ * const store = (client: Layer.Layer<SqlClient.SqlClient>) => LedgerStore.layerSql.pipe(Layer.provide(client))
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlClient> = Layer.effect(
@@ -323,90 +300,14 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    type Known = IllegalTransition | StateConflict | ExecutionNotFound | LeaseHeld | LeaseLost | LedgerStoreError
-    const isKnown = (error: unknown): error is Known =>
-      error instanceof IllegalTransition || error instanceof StateConflict || error instanceof ExecutionNotFound ||
-      error instanceof LeaseHeld || error instanceof LeaseLost || error instanceof LedgerStoreError
-    // Typed ledger errors pass through; anything else (SQL errors, rows that do not decode) becomes a
-    // LedgerStoreError naming the operation. Either way the transaction has been rolled back.
-    const wrap = <A, E, R>(operation: string, effect: Effect.Effect<A, E, R>) =>
-      Effect.mapError(
-        effect,
-        (error): Extract<E, Known> | LedgerStoreError =>
-          isKnown(error) ? error as Extract<E, Known> : new LedgerStoreError({ operation, cause: error })
-      )
-    // For composite writes whose inner steps cannot legitimately conflict: any failure is a store failure.
-    const wrapAll = <A, E, R>(operation: string, effect: Effect.Effect<A, E, R>) =>
-      Effect.mapError(
-        effect,
-        (error) => error instanceof LedgerStoreError ? error : new LedgerStoreError({ operation, cause: error })
-      )
-
     // Every write transaction takes the write lock up front, so that processes sharing the file wait for
     // each other (up to the busy timeout) instead of failing with `database is locked`.
     const transaction = immediate(sql)
     const leases = Leases.make(sql)
-    yield* wrapAll("migrate", Schema_.migrate(sql))
+    yield* Rows.wrapAll("migrate", Schema_.migrate(sql))
 
-    const selectExecution = (organisation: string, id: string) =>
-      Effect.gen(function*() {
-        const rows = yield* sql<ExecutionRow>`SELECT * FROM ledger_executions
-          WHERE id = ${id} AND organisation = ${organisation}`
-        const row = rows[0]
-        if (row === undefined) return yield* new ExecutionNotFound({ executionId: id })
-        return yield* toExecution(row)
-      })
-
-    const appendReceipt = (receipt: {
-      readonly executionId: string
-      readonly kind: "transition" | "evidence"
-      readonly from: State | null
-      readonly to: State
-      readonly code: string
-      readonly source: Receipt["source"]
-      readonly digest: string | null
-      readonly refersTo: number | null
-      readonly at: number
-    }) =>
-      Effect.flatMap(
-        sql<ReceiptRow>`INSERT INTO ledger_receipts
-          (execution_id, seq, kind, from_state, to_state, code, source, digest, refers_to, at)
-          VALUES (${receipt.executionId},
-            (SELECT COALESCE(MAX(seq), 0) + 1 FROM ledger_receipts WHERE execution_id = ${receipt.executionId}),
-            ${receipt.kind}, ${receipt.from}, ${receipt.to}, ${receipt.code}, ${receipt.source}, ${receipt.digest},
-            ${receipt.refersTo}, ${receipt.at})
-          RETURNING *`,
-        (rows) => toReceipt(rows[0]!)
-      )
-
-    const insertCreated = (row: {
-      readonly id: string
-      readonly organisation: string
-      readonly connection: string
-      readonly operation: string
-      readonly origin: string
-      readonly idempotencyKey: string | null
-      readonly requestDigest: string
-      readonly at: number
-    }) =>
-      Effect.zipRight(
-        sql`INSERT INTO ledger_executions
-          (id, organisation, connection, operation, origin, idempotency_key, request_digest, state, code,
-           confirmation, created_at, updated_at)
-          VALUES (${row.id}, ${row.organisation}, ${row.connection}, ${row.operation}, ${row.origin},
-            ${row.idempotencyKey}, ${row.requestDigest}, 'created', 'created', NULL, ${row.at}, ${row.at})`,
-        appendReceipt({
-          executionId: row.id,
-          kind: "transition",
-          from: null,
-          to: "created",
-          code: "created",
-          source: "ledger",
-          digest: row.requestDigest,
-          refersTo: null,
-          at: row.at
-        })
-      )
+    const rows = Rows.make(sql)
+    const { appendReceipt, insertCreated, selectExecution } = rows
 
     const moveWith = <E>(t: Transition, step: (t: Transition) => Effect.Effect<unknown, E>) =>
       Effect.gen(function*() {
@@ -427,37 +328,9 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
     const move = (t: Transition) => moveWith(t, leases.step)
 
     return LedgerStore.of({
-      begin: (b) =>
-        wrapAll(
-          "begin",
-          transaction(Effect.gen(function*() {
-            const existing = yield* sql<ExecutionRow>`SELECT * FROM ledger_executions
-              WHERE organisation = ${b.organisation} AND idempotency_key = ${b.idempotencyKey}`
-            if (existing[0] !== undefined) {
-              return { _tag: "Existing", execution: yield* toExecution(existing[0]) } as const
-            }
-            const used = yield* sql`SELECT 1 FROM ledger_nonces WHERE issuer = ${b.issuer} AND nonce = ${b.nonce}`
-            if (used.length > 0) return { _tag: "NonceReplayed" } as const
-            yield* sql`INSERT INTO ledger_nonces (issuer, nonce, execution_id, used_at)
-              VALUES (${b.issuer}, ${b.nonce}, ${b.id}, ${b.at})`
-            yield* insertCreated(b)
-            yield* move({
-              organisation: b.organisation,
-              executionId: b.id,
-              from: "created",
-              to: "authorised",
-              code: "authorised",
-              source: "authorisation",
-              digest: b.authorisationDigest,
-              refersTo: null,
-              confirmation: null,
-              at: b.at
-            })
-            return { _tag: "Created", execution: yield* selectExecution(b.organisation, b.id) } as const
-          }))
-        ),
+      begin: (b) => Rows.wrapAll("begin", transaction(begin(sql, rows, move)(b))),
       refuse: (r) =>
-        wrapAll(
+        Rows.wrapAll(
           "refuse",
           transaction(Effect.gen(function*() {
             yield* insertCreated({ ...r, idempotencyKey: null })
@@ -476,11 +349,11 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
             return yield* selectExecution(r.organisation, r.id)
           }))
         ),
-      transition: (t) => wrap("transition", transaction(move(t))),
-      leasedTransition: (t, guard) => wrap("transition", transaction(moveWith(t, leases.guardedStep(guard)))),
-      renew: (r) => wrapAll("renew", leases.renew(r.organisation, r.executionId, r.token, r.expiresAt)),
+      transition: (t) => Rows.wrap("transition", transaction(move(t))),
+      leasedTransition: (t, guard) => Rows.wrap("transition", transaction(moveWith(t, leases.guardedStep(guard)))),
+      renew: (r) => Rows.wrapAll("renew", leases.renew(r.organisation, r.executionId, r.token, r.expiresAt)),
       evidence: (e) =>
-        wrap(
+        Rows.wrap(
           "evidence",
           transaction(Effect.gen(function*() {
             const current = yield* selectExecution(e.organisation, e.executionId)
@@ -504,17 +377,19 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
             })
           }))
         ),
-      execution: (organisation, id) => wrap("execution", selectExecution(organisation, id)),
+      execution: (organisation, id) => Rows.wrap("execution", selectExecution(organisation, id)),
       receipts: (organisation, id) =>
-        wrap(
+        Rows.wrap(
           "receipts",
           Effect.gen(function*() {
             yield* selectExecution(organisation, id)
-            const rows = yield* sql<ReceiptRow>`SELECT * FROM ledger_receipts WHERE execution_id = ${id} ORDER BY seq`
-            return yield* Effect.forEach(rows, toReceipt)
+            const found = yield* sql<
+              Rows.ReceiptRow
+            >`SELECT * FROM ledger_receipts WHERE execution_id = ${id} ORDER BY seq`
+            return yield* Effect.forEach(found, Rows.toReceipt)
           })
         ),
-      stranded: wrapAll(
+      stranded: Rows.wrapAll(
         "stranded",
         Effect.map(
           sql<
