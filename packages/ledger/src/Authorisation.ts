@@ -32,6 +32,7 @@ const NonEmpty = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
  * })
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Grant extends Schema.Class<Grant>("@rein/ledger/Grant")({
@@ -56,6 +57,7 @@ export class Grant extends Schema.Class<Grant>("@rein/ledger/Grant")({
  * const decode = Schema.decodeUnknown(Authorisation.Authorisation)
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Authorisation extends Schema.Class<Authorisation>("@rein/ledger/Authorisation")({
@@ -73,6 +75,7 @@ export class Authorisation extends Schema.Class<Authorisation>("@rein/ledger/Aut
  * const verifier: Authorisation.Verifier = Authorisation.ed25519
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Verifier {
@@ -90,6 +93,7 @@ export interface Verifier {
  * Authorisation.ed25519.algorithm // "ed25519"
  * ```
  *
+ * @category verifiers
  * @since 0.1.0
  */
 export const ed25519: Verifier = {
@@ -116,6 +120,7 @@ export const ed25519: Verifier = {
  * const roots = Authorisation.trustRoots({ approvals: publicKey })
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface TrustRoots {
@@ -135,6 +140,7 @@ export interface TrustRoots {
  * const roots = Authorisation.trustRoots({ approvals: publicKey.export({ type: "spki", format: "pem" }) })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const trustRoots = (keys: Readonly<Record<string, KeyObject | string | Buffer>>): TrustRoots => {
@@ -158,6 +164,7 @@ export const trustRoots = (keys: Readonly<Record<string, KeyObject | string | Bu
  * const bytes = (g: Authorisation.Grant) => Authorisation.signedBytes(g)
  * ```
  *
+ * @category signing
  * @since 0.1.0
  */
 export const signedBytes = (grant: Grant): Uint8Array =>
@@ -175,6 +182,7 @@ export const signedBytes = (grant: Grant): Uint8Array =>
  * const sign = (grant: Authorisation.Grant) => Authorisation.signEd25519(grant, privateKey)
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const signEd25519 = (grant: Grant, privateKey: KeyObject): Authorisation =>
@@ -192,6 +200,7 @@ export const signEd25519 = (grant: Grant, privateKey: KeyObject): Authorisation 
  * }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Expected {
@@ -217,6 +226,7 @@ export interface Expected {
  *   Either.isRight(Authorisation.check(a, e, { verifier: Authorisation.ed25519, trustRoots: roots }))
  * ```
  *
+ * @category checking
  * @since 0.1.0
  */
 export const check = (

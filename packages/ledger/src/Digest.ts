@@ -19,6 +19,7 @@ import * as internal from "./internal/canonical.js"
  * const d = Schema.decodeUnknownSync(Digest.Sha256)("a".repeat(64))
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Sha256 = Schema.String.pipe(
@@ -34,6 +35,7 @@ export const Sha256 = Schema.String.pipe(
  * const show = (d: Digest.Sha256) => d.slice(0, 12)
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type Sha256 = typeof Sha256.Type
@@ -48,6 +50,7 @@ export type Sha256 = typeof Sha256.Type
  * const confirmation = Digest.sha256("provider message id 1234")
  * ```
  *
+ * @category digests
  * @since 0.1.0
  */
 export const sha256 = (data: string | Uint8Array): Sha256 =>
@@ -63,6 +66,7 @@ export const sha256 = (data: string | Uint8Array): Sha256 =>
  * Digest.canonicalJson({ b: 1, a: [true] }) // '{"a":[true],"b":1}'
  * ```
  *
+ * @category digests
  * @since 0.1.0
  */
 export const canonicalJson: (value: unknown) => string = internal.canonicalJson
@@ -77,6 +81,7 @@ export const canonicalJson: (value: unknown) => string = internal.canonicalJson
  * Digest.ofJson({ to: "ops@example.com", subject: "hi" }) === Digest.ofJson({ subject: "hi", to: "ops@example.com" })
  * ```
  *
+ * @category digests
  * @since 0.1.0
  */
 export const ofJson = (value: unknown): Sha256 => sha256(internal.canonicalJson(value))

@@ -25,6 +25,7 @@ import { Sha256 } from "./Digest.js"
  * Execution.states.includes("ambiguous") // true
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export const states = [
@@ -47,6 +48,7 @@ export const states = [
  * Schema.decodeUnknownSync(Execution.State)("prepared")
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const State = Schema.Literal(...states)
@@ -59,6 +61,7 @@ export const State = Schema.Literal(...states)
  * const done = (s: Execution.State) => s === "succeeded" || s === "failed_safe"
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type State = typeof State.Type
@@ -73,6 +76,7 @@ export type State = typeof State.Type
  * Execution.transitions.length
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export const transitions: ReadonlyArray<readonly [State, State]> = [
@@ -99,6 +103,7 @@ export const transitions: ReadonlyArray<readonly [State, State]> = [
  * Execution.isLegal("dispatch_started", "refused") // false: refusal is only possible before dispatch
  * ```
  *
+ * @category predicates
  * @since 0.1.0
  */
 export const isLegal = (from: State, to: State): boolean => transitions.some(([f, t]) => f === from && t === to)
@@ -113,6 +118,7 @@ export const isLegal = (from: State, to: State): boolean => transitions.some(([f
  * Execution.isTerminal("succeeded") // true
  * ```
  *
+ * @category predicates
  * @since 0.1.0
  */
 export const isTerminal = (state: State): boolean =>
@@ -129,6 +135,7 @@ export const isTerminal = (state: State): boolean =>
  * Schema.decodeUnknownSync(Execution.Code)("dispatch_timeout")
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Code = Schema.String.pipe(
@@ -147,6 +154,7 @@ export const Code = Schema.String.pipe(
  * Execution.Source.literals
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Source = Schema.Literal("ledger", "authorisation", "dispatcher", "reconciler", "recovery")
@@ -163,6 +171,7 @@ export const Source = Schema.Literal("ledger", "authorisation", "dispatcher", "r
  * const show = (r: Execution.Receipt) => `${r.seq}: ${r.from ?? "∅"} → ${r.to} (${r.code})`
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Receipt extends Schema.Class<Receipt>("@rein/ledger/Receipt")({
@@ -189,6 +198,7 @@ export class Receipt extends Schema.Class<Receipt>("@rein/ledger/Receipt")({
  * const summary = (e: Execution.Execution) => `${e.operation}@${e.connection}: ${e.state}`
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Execution extends Schema.Class<Execution>("@rein/ledger/Execution")({

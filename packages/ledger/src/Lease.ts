@@ -25,6 +25,7 @@ import { positiveDuration } from "./Operation.js"
  * const show = (l: Lease.Lease) => `${l.owner} until ${new Date(l.expiresAt).toISOString()}`
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Lease extends Schema.Class<Lease>("@rein/ledger/Lease")({
@@ -46,6 +47,7 @@ export class Lease extends Schema.Class<Lease>("@rein/ledger/Lease")({
  * const expired: Lease.Guard = { _tag: "Expired" }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type Guard =
@@ -64,6 +66,7 @@ export type Guard =
  * const options: Lease.Options = { duration: "1 minute", owner: "worker-3" }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -82,6 +85,7 @@ export interface Options {
  * const settings = Either.getOrThrow(Lease.settings({ duration: "10 seconds" }))
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Settings {
@@ -100,6 +104,7 @@ export interface Settings {
  * Lease.settings({ duration: "-1 seconds" }) // Left: lease.duration: Expected a positive finite duration
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const settings = (options: Options = {}): Either.Either<Settings, LedgerConfigError> =>
@@ -132,6 +137,7 @@ const expiryFrom = (settings: Settings) =>
  * const lease = Lease.grant(Either.getOrThrow(Lease.settings()))
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const grant = (settings: Settings): Effect.Effect<{ readonly at: number; readonly lease: Lease }> =>
@@ -154,6 +160,7 @@ export const grant = (settings: Settings): Effect.Effect<{ readonly at: number; 
  * const kept = Lease.keep(settings, () => Effect.succeed(true))(Effect.sleep("20 seconds"))
  * ```
  *
+ * @category combinators
  * @since 0.1.0
  */
 export const keep =

@@ -40,6 +40,7 @@ import * as Operation from "./Operation.js"
  * const decode = Schema.decodeUnknown(Ledger.Submission, { onExcessProperty: "error" })
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Submission extends Schema.Class<Submission>("@rein/ledger/Submission")(Submit.submissionFields) {}
@@ -55,6 +56,7 @@ export class Submission extends Schema.Class<Submission>("@rein/ledger/Submissio
  * const show = (s: Ledger.Settled) => `${s.executionId} confirmed by ${s.resolvedBy}`
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Settled extends Schema.Class<Settled>("@rein/ledger/Settled")({
@@ -74,6 +76,7 @@ export class Settled extends Schema.Class<Settled>("@rein/ledger/Settled")({
  * const show = (r: Ledger.Recovered) => `${r.executionId}: ${r.state} (${r.code})`
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Recovered extends Schema.Class<Recovered>("@rein/ledger/Recovered")({
@@ -93,6 +96,7 @@ export class Recovered extends Schema.Class<Recovered>("@rein/ledger/Recovered")
  * const tag = (e: Ledger.SubmitError) => e._tag
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type SubmitError = Outcome.SubmitError
@@ -107,6 +111,7 @@ export type SubmitError = Outcome.SubmitError
  * const audience = (c: Ledger.Config) => c.audience
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Config {
@@ -176,6 +181,8 @@ export interface Service {
  */
 export class Ledger extends Context.Tag("@rein/ledger/Ledger")<Ledger, Service>() {}
 
+// Effect's TreeFormatter, not core's crash-proof formatter (`core/src/internal/decode.ts` `describe`): that one
+// is not part of @rein/core's public API, and the ledger does not depend on core.
 const decodeSubmission = Schema.decodeUnknownEither(Submission, { onExcessProperty: "error", errors: "all" })
 
 // Configuration is checked once, when the ledger is built; a ledger that cannot verify is not built.
@@ -223,6 +230,7 @@ const checkConfig = (config: Config) =>
  * const build = (config: Ledger.Config) => Effect.provide(Ledger.make(config), LedgerStore.layerSqlite({ filename: "ledger.db" }))
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (config: Config): Effect.Effect<Service, LedgerConfigError, LedgerStore.LedgerStore> =>
@@ -272,6 +280,7 @@ export const make = (config: Config): Effect.Effect<Service, LedgerConfigError, 
  *   Ledger.layer(config).pipe(Layer.provide(LedgerStore.layerSqlite({ filename: "ledger.db" })))
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (config: Config): Layer.Layer<Ledger, LedgerConfigError, LedgerStore.LedgerStore> =>
@@ -287,6 +296,7 @@ export const layer = (config: Config): Layer.Layer<Ledger, LedgerConfigError, Le
  * const live = (config: Ledger.Config) => Ledger.layerSqlite({ ...config, filename: "/var/lib/agent/ledger.db" })
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerSqlite = (

@@ -17,6 +17,7 @@ import { Code, State } from "./Execution.js"
  * LedgerError.RefusalReason.literals.includes("nonce_replayed") // true
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const RefusalReason = Schema.Literal(
@@ -43,6 +44,7 @@ export const RefusalReason = Schema.Literal(
  * const reason: LedgerError.RefusalReason = "expired"
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type RefusalReason = typeof RefusalReason.Type
@@ -59,6 +61,7 @@ export type RefusalReason = typeof RefusalReason.Type
  * const onRefused = (e: LedgerError.Refused) => Effect.logWarning(`refused: ${e.reason}`)
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class Refused extends Schema.TaggedError<Refused>()("Refused", {
@@ -77,6 +80,7 @@ export class Refused extends Schema.TaggedError<Refused>()("Refused", {
  * const explain = (e: LedgerError.FailedSafe) => `no effect (${e.code})`
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class FailedSafe extends Schema.TaggedError<FailedSafe>()("FailedSafe", {
@@ -95,6 +99,7 @@ export class FailedSafe extends Schema.TaggedError<FailedSafe>()("FailedSafe", {
  * const explain = (e: LedgerError.Ambiguous) => `unknown outcome for ${e.executionId} (${e.code})`
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class Ambiguous extends Schema.TaggedError<Ambiguous>()("Ambiguous", {
@@ -113,6 +118,7 @@ export class Ambiguous extends Schema.TaggedError<Ambiguous>()("Ambiguous", {
  * const explain = (e: LedgerError.InFlight) => `${e.executionId} is ${e.state}`
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class InFlight extends Schema.TaggedError<InFlight>()("InFlight", {
@@ -130,6 +136,7 @@ export class InFlight extends Schema.TaggedError<InFlight>()("InFlight", {
  * const explain = (e: LedgerError.IdempotencyConflict) => `key ${e.idempotencyKey} reused`
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class IdempotencyConflict extends Schema.TaggedError<IdempotencyConflict>()("IdempotencyConflict", {
@@ -148,6 +155,7 @@ export class IdempotencyConflict extends Schema.TaggedError<IdempotencyConflict>
  * const explain = (e: LedgerError.InvalidRequest) => e.message
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
@@ -164,6 +172,7 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
  * const explain = (e: LedgerError.IllegalTransition) => `${e.from} → ${e.to} is not allowed`
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class IllegalTransition extends Schema.TaggedError<IllegalTransition>()("IllegalTransition", {
@@ -182,6 +191,7 @@ export class IllegalTransition extends Schema.TaggedError<IllegalTransition>()("
  * const explain = (e: LedgerError.StateConflict) => `expected ${e.expected}, found ${e.actual}`
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class StateConflict extends Schema.TaggedError<StateConflict>()("StateConflict", {
@@ -200,6 +210,7 @@ export class StateConflict extends Schema.TaggedError<StateConflict>()("StateCon
  * const explain = (e: LedgerError.ExecutionNotFound) => `no ${e.executionId}`
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class ExecutionNotFound extends Schema.TaggedError<ExecutionNotFound>()("ExecutionNotFound", {
@@ -217,6 +228,7 @@ export class ExecutionNotFound extends Schema.TaggedError<ExecutionNotFound>()("
  * const explain = (e: LedgerError.LeaseHeld) => `${e.owner} holds ${e.executionId} until ${e.expiresAt}`
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class LeaseHeld extends Schema.TaggedError<LeaseHeld>()("LeaseHeld", {
@@ -236,6 +248,7 @@ export class LeaseHeld extends Schema.TaggedError<LeaseHeld>()("LeaseHeld", {
  * const explain = (e: LedgerError.LeaseLost) => `${e.executionId} was recovered by another process`
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
@@ -252,6 +265,7 @@ export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
  * const explain = (e: LedgerError.LedgerStoreError) => `store failed during ${e.operation}`
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class LedgerStoreError extends Schema.TaggedError<LedgerStoreError>()("LedgerStoreError", {
@@ -270,6 +284,7 @@ export class LedgerStoreError extends Schema.TaggedError<LedgerStoreError>()("Le
  * const explain = (e: LedgerError.LedgerConfigError) => e.message
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class LedgerConfigError extends Schema.TaggedError<LedgerConfigError>()("LedgerConfigError", {

@@ -40,6 +40,7 @@ import { positiveDuration } from "./Operation.js"
  * const key = (b: LedgerStore.Begin) => `${b.organisation}/${b.idempotencyKey}`
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Begin {
@@ -67,6 +68,7 @@ export interface Begin {
  * const isNew = (r: LedgerStore.BeginResult) => r._tag === "Created"
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type BeginResult =
@@ -84,6 +86,7 @@ export type BeginResult =
  * const why = (r: LedgerStore.Refusal) => r.reason
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Refusal {
@@ -110,6 +113,7 @@ export interface Refusal {
  * const show = (t: LedgerStore.Transition) => `${t.from} → ${t.to}`
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Transition {
@@ -136,6 +140,7 @@ export interface Transition {
  * const show = (r: LedgerStore.Renewal) => `${r.executionId} until ${r.expiresAt}`
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Renewal {
@@ -155,6 +160,7 @@ export interface Renewal {
  * const show = (e: LedgerStore.Evidence) => e.code
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Evidence {
@@ -177,6 +183,7 @@ export interface Evidence {
  * const show = (s: LedgerStore.Stranded) => `${s.organisation}/${s.id}`
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Stranded {
@@ -414,6 +421,7 @@ export const layerSql: Layer.Layer<LedgerStore, LedgerStoreError, SqlClient.SqlC
  * const prepare = LedgerStore.createPrivateFile("/var/lib/app/ledger.db")
  * ```
  *
+ * @category files
  * @since 0.1.0
  */
 export const createPrivateFile = (filename: string): Effect.Effect<void, LedgerStoreError> =>
@@ -440,6 +448,7 @@ export const createPrivateFile = (filename: string): Effect.Effect<void, LedgerS
  * const store = LedgerStore.layerSqlite({ filename: "/var/lib/app/ledger.db", busyTimeout: "10 seconds" })
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerSqlite = (options: {

@@ -25,6 +25,7 @@ import { InvalidRequest, LedgerConfigError } from "./LedgerError.js"
  * const mail = Operation.Connection.make({ id: "mail", organisation: "acme", origin: "https://mail.example" })
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Connection extends Schema.Class<Connection>("@rein/ledger/Connection")({
@@ -47,6 +48,7 @@ export class Connection extends Schema.Class<Connection>("@rein/ledger/Connectio
  * Operation.NoEffectProof.literals
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const NoEffectProof = Schema.Literal("not_sent", "rejected_before_effect", "confirmed_absent")
@@ -62,6 +64,7 @@ export const NoEffectProof = Schema.Literal("not_sent", "rejected_before_effect"
  * const ok = Operation.Confirmed.make({ confirmation: Digest.sha256("msg_123") })
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Confirmed extends Schema.TaggedClass<Confirmed>()("Confirmed", {
@@ -78,6 +81,7 @@ export class Confirmed extends Schema.TaggedClass<Confirmed>()("Confirmed", {
  * const no = Operation.NoEffect.make({ code: "recipient_rejected", proof: "rejected_before_effect", evidence: Digest.sha256("422") })
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class NoEffect extends Schema.TaggedClass<NoEffect>()("NoEffect", {
@@ -97,6 +101,7 @@ export class NoEffect extends Schema.TaggedClass<NoEffect>()("NoEffect", {
  * const later = Operation.Unresolved.make({ code: "provider_unreachable", evidence: null })
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export class Unresolved extends Schema.TaggedClass<Unresolved>()("Unresolved", {
@@ -115,6 +120,7 @@ export class Unresolved extends Schema.TaggedClass<Unresolved>()("Unresolved", {
  * const isConfirmed = (r: Operation.DispatchResult) => r._tag === "Confirmed"
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const DispatchResult = Schema.Union(Confirmed, NoEffect)
@@ -127,6 +133,7 @@ export const DispatchResult = Schema.Union(Confirmed, NoEffect)
  * const tag = (r: Operation.DispatchResult) => r._tag
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type DispatchResult = typeof DispatchResult.Type
@@ -141,6 +148,7 @@ export type DispatchResult = typeof DispatchResult.Type
  * const settled = (r: Operation.ReconcileResult) => r._tag !== "Unresolved"
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const ReconcileResult = Schema.Union(Confirmed, NoEffect, Unresolved)
@@ -153,6 +161,7 @@ export const ReconcileResult = Schema.Union(Confirmed, NoEffect, Unresolved)
  * const tag = (r: Operation.ReconcileResult) => r._tag
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type ReconcileResult = typeof ReconcileResult.Type
@@ -168,6 +177,7 @@ export type ReconcileResult = typeof ReconcileResult.Type
  * const key = (c: Operation.ReconcileContext) => c.idempotencyKey
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ReconcileContext {
@@ -190,6 +200,7 @@ export interface ReconcileContext {
  * const url = (c: Operation.DispatchContext<{ readonly to: string }>) => new URL("/v1/send", c.origin)
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface DispatchContext<A> extends ReconcileContext {
@@ -206,6 +217,7 @@ export interface DispatchContext<A> extends ReconcileContext {
  * type Def = Operation.Definition<{ readonly to: string }, { readonly to: string }>
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Definition<A, I> {
@@ -228,6 +240,7 @@ export interface Definition<A, I> {
  * const digest = (a: Operation.Admitted) => a.requestDigest
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Admitted {
@@ -246,6 +259,7 @@ export interface Admitted {
  * const names = (ops: ReadonlyArray<Operation.Operation>) => ops.map((op) => op.name)
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Operation {
@@ -361,6 +375,7 @@ export const positiveDuration = (
  * })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = <A, I>(definition: Definition<A, I>): Either.Either<Operation, LedgerConfigError> =>
