@@ -678,7 +678,11 @@ describe("the command as a newcomer finds it", () => {
     expect(r.code).toBe(0)
     expect(r.stdout.trim()).toBe("0.1.0")
     const pkg = JSON.parse(fs.readFileSync(path.join(root, "packages/cli/package.json"), "utf8"))
-    expect(pkg.bin).toEqual({ rein: "dist/bin.js" })
+    // The bin is a committed shim that runs the built binary, so that a fresh install can link it.
+    expect(pkg.bin).toEqual({ rein: "bin/rein.mjs" })
+    const shim = fs.readFileSync(path.join(root, "packages/cli/bin/rein.mjs"), "utf8")
+    expect(shim.startsWith("#!/usr/bin/env node\n")).toBe(true)
+    expect(shim).toContain(`import "../dist/bin.js"`)
     expect(fs.readFileSync(bin, "utf8").startsWith("#!/usr/bin/env node\n")).toBe(true)
   }, 120_000)
 
