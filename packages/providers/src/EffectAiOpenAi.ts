@@ -84,6 +84,7 @@ export const make = (
     )
     return EffectAi.fromLanguageModel(languageModel, {
       maxResponseBytes: options.maxResponseBytes,
+      toolkit: options.toolkit,
       configure: (ctx) => configOf(options.config, ctx)
     })
   }))

@@ -191,7 +191,10 @@ const scriptsOf = (
 
 /** The requests a server saw, their models without the vendor's prefix. */
 const seenBy = (vendor: Vendor, server: FaultServer.FaultServer) =>
-  Effect.map(server.requests, (seen) => seen.map((r) => ({ ...r, model: r.model.slice(vendor.prefix.length) })))
+  Effect.map(
+    server.requests,
+    (seen) => seen.map((r) => ({ ...r, model: r.model?.slice(vendor.prefix.length) ?? null }))
+  )
 
 const run = <A, E>(
   vendor: Vendor,

@@ -7,9 +7,9 @@
 import { LanguageModel } from "@effect/ai"
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import { describe, expect, it } from "@effect/vitest"
-import { vi } from "vitest"
 import { Catalog, Contract } from "@rein/core"
 import { Effect, Redacted } from "effect"
+import { vi } from "vitest"
 import { withHttp } from "./fixtures.js"
 
 // (vi.mock is hoisted above every declaration: each factory stands alone.)
@@ -57,7 +57,8 @@ describe("optional vendor peers", () => {
         )
         const seen = yield* server.requests
         expect(answer.text).toBe("one vendor")
-        expect([seen.length, seen[0]!.model, (seen[0]!.body as { max_output_tokens?: unknown }).max_output_tokens]).toEqual([1, "model-a", 700])
+        expect([seen.length, seen[0]!.model, (seen[0]!.body as { max_output_tokens?: unknown }).max_output_tokens])
+          .toEqual([1, "model-a", 700])
       }))
     }).pipe(withHttp))
 })

@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import type { AiError, LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
+import type { AiError, LanguageModel, Prompt, Tool } from "@effect/ai"
 import { Response, Telemetry, Tokenizer } from "@effect/ai"
 import * as AiModel from "@effect/ai/Model"
 import { Failure } from "@rein/core"
@@ -16,6 +16,8 @@ import { Context, Effect, Option, Schema, Stream } from "effect"
 import type { ParseResult } from "effect"
 import { oneShotCall, oneShotStream } from "../EffectAi.js"
 import { usageOf } from "./http.js"
+import type { HandlerlessToolkit } from "./toolkit.js"
+import { handlerless } from "./toolkit.js"
 
 /** The outer call, carried through Rein as the request's opaque payload. @internal */
 export class Call {
@@ -40,7 +42,8 @@ interface Codecs {
 }
 
 const makeCodecs = (tools: ReadonlyArray<Tool.Any>): Codecs => {
-  const toolkit = toolkitOf(tools)
+  // The caller's tools without handlers: the inner call never resolves them (the outer `make` does).
+  const toolkit = handlerless(tools)
   return {
     tools,
     toolkit,
@@ -73,18 +76,6 @@ export class Parts {
 /** One inner stream part, carried as a stream part's payload. @internal */
 export class StreamPart {
   constructor(readonly part: Response.StreamPartEncoded) {}
-}
-
-type HandlerlessToolkit = Toolkit.WithHandler<Record<string, Tool.Any>>
-
-/** The caller's tools without handlers: the inner call never resolves them (the outer `make` does). */
-const toolkitOf = (tools: ReadonlyArray<Tool.Any>): HandlerlessToolkit => {
-  const byName: Record<string, Tool.Any> = {}
-  for (const tool of tools) byName[tool.name] = tool
-  return {
-    tools: byName,
-    handle: (name: PropertyKey) => Effect.dieMessage(`tool ${String(name)} is resolved above Rein, not here`)
-  }
 }
 
 /** The vendor of a provider-defined tool (`openai.web_search` → `openai`). */
