@@ -122,7 +122,10 @@ export class Contract extends Schema.Class<Contract>("Contract")({
   /**
    * What an answer cut at the output limit (finish reason `length`) is: `"fail"` (the default) makes it a
    * failure of kind `truncated` (fallback only to a candidate with a larger output limit, never a retry
-   * on the same endpoint); `"accept"` makes it a success whose `finishReason` says `length`.
+   * on the same endpoint); `"accept"` makes it a success whose `finishReason` says `length`. The limits
+   * compared are the bounds each candidate would be sent: the request's own `maxOutputTokens` when it has
+   * one — the same for every candidate, so a truncated answer under an own bound never falls back (it ends
+   * `PlanExhausted` with the `truncated` cause) — else each endpoint's catalog `maxOutputTokens`.
    */
   truncation: Schema.optionalWith(Schema.Literal("fail", "accept"), { default: () => "fail" as const })
 }) {}

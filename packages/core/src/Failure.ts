@@ -47,25 +47,43 @@ export type FailureKind = typeof FailureKind.Type
  *
  * - `any`: any other legal candidate;
  * - `larger_window`: only a candidate with a larger context window than the one that failed;
- * - `larger_output`: only a candidate with a larger output limit than the one that failed;
+ * - `larger_output`: only a candidate with a larger output limit than the one that failed (the limit it
+ *   would be sent: a request's own bound is the same for all, so under one there is no such candidate);
  * - `other_scope`: only a candidate with another credential scope;
  * - `none`: nowhere.
  *
  * @since 0.1.0
  */
-export type FallbackRule = "any" | "larger_window" | "larger_output" | "other_scope" | "none"
+export const FallbackRule = Schema.Literal("any", "larger_window", "larger_output", "other_scope", "none")
 
 /**
- * One row of the failure table.
- *
  * @since 0.1.0
  */
-export interface Rule {
-  readonly retry: boolean
-  readonly fallback: FallbackRule
-  /** Provider-attributed: counts against the endpoint's health. */
-  readonly health: boolean
-}
+export type FallbackRule = typeof FallbackRule.Type
+
+/**
+ * One row of the failure table: whether the kind is retried, where it may fall back, and whether it is
+ * provider-attributed (counts against the endpoint's health).
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Failure } from "@rein/core"
+ *
+ * const rule = Schema.decodeUnknownSync(Failure.Rule)({ retry: true, fallback: "any", health: true })
+ * ```
+ * @since 0.1.0
+ */
+export const Rule = Schema.Struct({
+  retry: Schema.Boolean,
+  fallback: FallbackRule,
+  health: Schema.Boolean
+})
+
+/**
+ * @since 0.1.0
+ */
+export interface Rule extends Schema.Schema.Type<typeof Rule> {}
 
 /**
  * The default failure table of the design. A contract may narrow it, and may widen retry only to

@@ -11,6 +11,7 @@ import { Clock, Duration, Effect, Ref } from "effect"
 import { Stream } from "effect"
 import type { FailureKind } from "./Failure.js"
 import { ProviderFailure } from "./Failure.js"
+import type { FinishReason, ToolCall } from "./Outcome.js"
 import type { AttemptContext, CompletionRequest, Provider, ProviderResponse, StreamPart } from "./Provider.js"
 import type { Tokens } from "./Usage.js"
 
@@ -26,6 +27,10 @@ export type Step =
     readonly usage: Tokens | "unknown"
     readonly latency: Duration.Duration
     readonly deltas?: ReadonlyArray<string> | undefined
+    /** Why the model stopped (`"length"`: cut at the output limit; the contract's `truncation` decides). */
+    readonly finishReason?: FinishReason | undefined
+    /** Tool calls the answer makes (on `call`: a stream part has no tool calls, only its opaque payload). */
+    readonly toolCalls?: ReadonlyArray<ToolCall> | undefined
   }
   | {
     readonly _tag: "Fail"
@@ -49,13 +54,21 @@ export type Step =
   | { readonly _tag: "Dynamic"; readonly choose: (nowMillis: number) => Step }
 
 /**
- * A successful call after `latency` (default 0), with usage (default 10 in / 10 out; `"unknown"` for none).
+ * A successful call after `latency` (default 0), with usage (default 10 in / 10 out; `"unknown"` for none),
+ * and optionally a finish reason and tool calls (a `"length"` finish is a truncated answer: what it means
+ * is the contract's `truncation`).
  *
  * @example
  * ```ts
  * import { Fake } from "@rein/core"
  *
  * Fake.succeed({ text: "ok", usage: { inputTokens: 100, outputTokens: 20 }, latency: "50 millis" })
+ * Fake.succeed({ text: "cut at the li", finishReason: "length" })
+ * Fake.succeed({
+ *   text: "",
+ *   finishReason: "tool-calls",
+ *   toolCalls: [{ id: "call_1", name: "weather", params: { city: "Oslo" } }]
+ * })
  * ```
  * @since 0.1.0
  */
@@ -64,12 +77,16 @@ export const succeed = (options: {
   readonly usage?: Tokens | "unknown"
   readonly latency?: Duration.DurationInput
   readonly deltas?: ReadonlyArray<string>
+  readonly finishReason?: FinishReason
+  readonly toolCalls?: ReadonlyArray<ToolCall>
 } = {}): Step => ({
   _tag: "Succeed",
   text: options.text ?? options.deltas?.join("") ?? "ok",
   usage: options.usage ?? { inputTokens: 10, outputTokens: 10 },
   latency: Duration.decode(options.latency ?? 0),
-  deltas: options.deltas
+  deltas: options.deltas,
+  finishReason: options.finishReason,
+  toolCalls: options.toolCalls
 })
 
 /**
@@ -237,7 +254,7 @@ export const make = (
   const play = (step: Step): Effect.Effect<ProviderResponse, ProviderFailure> => {
     switch (step._tag) {
       case "Succeed":
-        return Effect.as(sleep(step.latency), { text: step.text, usage: step.usage })
+        return Effect.as(sleep(step.latency), answerOf(step))
       case "Fail":
         return Effect.zipRight(sleep(step.latency), Effect.fail(toFailure(step)))
       case "Hang":
@@ -265,7 +282,14 @@ export const make = (
         case "Succeed": {
           const deltas = step.deltas ?? [step.text]
           const parts = deltas.map((delta, i): StreamPart =>
-            i === deltas.length - 1 ? { delta, usage: step.usage, done: true } : { delta }
+            i === deltas.length - 1
+              ? {
+                delta,
+                usage: step.usage,
+                done: true,
+                ...(step.finishReason === undefined ? {} : { finishReason: step.finishReason })
+              }
+              : { delta }
           )
           return Stream.concat(head, Stream.fromIterable(parts).pipe(Stream.tap(() => sleep(step.latency))))
         }
@@ -292,6 +316,14 @@ export const make = (
     teardowns: Ref.get(teardowns)
   }
 }
+
+/** A scripted success as the provider's answer (finish reason and tool calls only when scripted). */
+const answerOf = (step: Extract<Step, { _tag: "Succeed" }>): ProviderResponse => ({
+  text: step.text,
+  usage: step.usage,
+  ...(step.finishReason === undefined ? {} : { finishReason: step.finishReason }),
+  ...(step.toolCalls === undefined ? {} : { toolCalls: step.toolCalls })
+})
 
 const DEFAULT: Step = succeed()
 

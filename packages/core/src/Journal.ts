@@ -16,7 +16,6 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { Context, Duration, Effect, Either, Layer, Ref, Schema } from "effect"
 import { Endpoint } from "./Catalog.js"
 import { Contract } from "./Contract.js"
-import { defaultTable, FailureKind } from "./Failure.js"
 import { canonical, firstDifference } from "./internal/canonical.js"
 import { formatParseError } from "./internal/decode.js"
 import * as Derive from "./internal/spec.js"
@@ -32,157 +31,44 @@ import { Usage } from "./Usage.js"
  */
 export const VERSION = 2
 
-const Num = Schema.Number
-const NullNum = Schema.NullOr(Schema.Number)
-const Verdict = Schema.Union(Schema.Literal(true), Schema.String)
-
-const Rule = Schema.Struct({
-  retry: Schema.Boolean,
-  fallback: Schema.Literal("any", "larger_window", "larger_output", "other_scope", "none"),
-  health: Schema.Boolean
-})
-
-/** The failure table; version 1 had no `truncated` row (read as the default one). */
-const Table = Schema.extend(
-  Schema.Record({
-    key: Schema.Literal(
-      "timeout",
-      "transport",
-      "rate_limited",
-      "overloaded",
-      "server_error",
-      "malformed_response",
-      "context_length",
-      "content_filtered",
-      "authentication",
-      "permission_denied",
-      "insufficient_balance",
-      "quota_exhausted",
-      "invalid_request",
-      "unknown"
-    ),
-    value: Rule
-  }),
-  Schema.Struct({ truncated: Schema.optionalWith(Rule, { default: () => defaultTable.truncated }) })
-)
-
 /**
- * The planner's static inputs as a Schema.
+ * The planner's static inputs as a Schema (`Planner.Spec`: defined once, there).
  *
+ * @example
+ * ```ts
+ * import { Journal, Planner } from "@rein/core"
+ *
+ * Journal.SpecSchema === Planner.Spec // true
+ * ```
  * @since 0.1.0
  */
-export const SpecSchema = Schema.Struct({
-  candidates: Schema.Array(Schema.Struct({
-    id: Schema.String,
-    listed: Schema.Boolean,
-    known: Schema.Boolean,
-    hasProvider: Schema.Boolean,
-    scope: Schema.String,
-    contextWindow: Num,
-    maxOutputTokens: Num,
-    tools: Schema.Boolean,
-    structuredOutput: Schema.Boolean,
-    streaming: Schema.Boolean,
-    simulated: Schema.Boolean,
-    prices: Schema.Struct({ inputTokens: Num, outputTokens: Num, request: Num }),
-    vendor: Schema.optional(Schema.String)
-  })),
-  requires: Schema.Struct({
-    tools: Schema.Boolean,
-    structuredOutput: Schema.Boolean,
-    streaming: Schema.Boolean,
-    vendors: Schema.optional(Schema.Array(Schema.String))
-  }),
-  mode: Schema.Literal("read-only", "advisory", "effectful"),
-  allowSimulated: Schema.Boolean,
-  inputTokens: NullNum,
-  maxOutputTokens: NullNum,
-  attemptTimeoutMillis: Num,
-  minAttemptMillis: Num,
-  retry: Schema.Struct({
-    perEndpoint: Num,
-    rateLimited: NullNum,
-    baseMillis: Num,
-    factor: Num,
-    maxMillis: Num,
-    jitter: Num
-  }),
-  table: Table
-})
+export const SpecSchema = Planner.Spec
 
 /**
- * A decision's inputs as a Schema.
+ * A decision's inputs as a Schema (`Planner.Snapshot`).
  *
+ * @example
+ * ```ts
+ * import { Journal, Planner } from "@rein/core"
+ *
+ * Journal.SnapshotSchema === Planner.Snapshot // true
+ * ```
  * @since 0.1.0
  */
-export const SnapshotSchema = Schema.Struct({
-  elapsedMillis: Num,
-  remainingMillis: Num,
-  budget: Schema.Struct({ cost: NullNum, tokens: NullNum, calls: NullNum }),
-  attempts: Num,
-  current: Schema.NullOr(Schema.String),
-  triesOnCurrent: Num,
-  rateLimitedOnCurrent: Num,
-  last: Schema.NullOr(Schema.Struct({ kind: FailureKind, retryAfterMillis: NullNum })),
-  health: Schema.Record({
-    key: Schema.String,
-    value: Schema.Struct({
-      state: Schema.Literal("closed", "open", "half_open"),
-      probesFree: Num,
-      opensInMillis: Num
-    })
-  }),
-  retryTokens: Schema.Struct({ global: NullNum, endpoints: Schema.Record({ key: Schema.String, value: Num }) }),
-  committed: Schema.Boolean,
-  jitter: NullNum
-})
-
-const CandidateVerdict = Schema.Struct({
-  endpoint: Schema.String,
-  role: Schema.Literal("first", "retry", "fallback"),
-  legal: Schema.Boolean,
-  verdicts: Schema.Struct({
-    listed: Verdict,
-    capable: Verdict,
-    mode: Verdict,
-    simulation: Verdict,
-    deadline: Verdict,
-    budget: Verdict,
-    calls: Verdict,
-    retryBudget: Verdict,
-    health: Verdict,
-    failureAllows: Verdict,
-    uncommitted: Verdict
-  })
-})
+export const SnapshotSchema = Planner.Snapshot
 
 /**
- * A decision as a Schema.
+ * A decision as a Schema (`Planner.Decision`).
  *
+ * @example
+ * ```ts
+ * import { Journal, Planner } from "@rein/core"
+ *
+ * Journal.DecisionSchema === Planner.Decision // true
+ * ```
  * @since 0.1.0
  */
-export const DecisionSchema = Schema.Union(
-  Schema.Struct({
-    _tag: Schema.Literal("Attempt"),
-    endpoint: Schema.String,
-    role: Schema.Literal("first", "retry", "fallback"),
-    attempt: Num,
-    waitMillis: Num,
-    waitReason: Schema.Literal("none", "backoff", "retry_after"),
-    timeoutMillis: Num,
-    binding: Schema.Literal("attempt", "deadline"),
-    reservation: Schema.Struct({ cost: NullNum, tokens: NullNum }),
-    candidates: Schema.Array(CandidateVerdict)
-  }),
-  Schema.Struct({
-    _tag: Schema.Literal("Stop"),
-    outcome: Schema.Literal("DeadlineExceeded", "BudgetExhausted", "PlanExhausted", "FailedSafe", "Refused"),
-    phase: Schema.NullOr(Schema.Literal("admission", "backoff")),
-    resource: Schema.NullOr(Schema.Literal("cost", "tokens", "calls")),
-    reason: Schema.String,
-    candidates: Schema.Array(CandidateVerdict)
-  })
-)
+export const DecisionSchema = Planner.Decision
 
 /**
  * How the request ended, without the answer's text.
@@ -357,7 +243,7 @@ export const make = (sink: (record: JournalRecord) => Effect.Effect<void>): Jour
               requestId: header.requestId,
               contract: encodeContract(header.contract),
               endpoints: header.endpoints.map((e) => encodeEndpoint(e)),
-              spec: header.spec as JournalRecord["spec"],
+              spec: header.spec,
               decisions,
               attempts,
               outcome: recordedOutcome(outcome)

@@ -42,13 +42,20 @@ export type FinishReason = typeof FinishReason.Type
  * A tool call the model made. Handed to the caller on the completion; records and journals keep only
  * the names and counts (`ToolCallCount`), never the parameters.
  *
+ * @example
+ * ```ts
+ * import type { Outcome } from "@rein/core"
+ *
+ * const call: Outcome.ToolCall = { id: "call_1", name: "weather", params: { city: "Oslo" } }
+ * ```
  * @since 0.1.0
  */
-export interface ToolCall {
-  readonly id: string
-  readonly name: string
-  readonly params: unknown
-}
+export const ToolCall = Schema.Struct({ id: Schema.String, name: Schema.String, params: Schema.Unknown })
+
+/**
+ * @since 0.1.0
+ */
+export interface ToolCall extends Schema.Schema.Type<typeof ToolCall> {}
 
 /**
  * How many calls of one tool an answer made: all that records keep of tool calls.
@@ -315,9 +322,7 @@ export const Completion = Schema.Struct({
   attempts,
   /** Why the model stopped (absent when the provider did not say). */
   finishReason: Schema.optional(FinishReason),
-  toolCalls: Schema.optional(
-    Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, params: Schema.Unknown }))
-  ),
+  toolCalls: Schema.optional(Schema.Array(ToolCall)),
   reasoning: Schema.optional(Schema.Array(Schema.String)),
   /** The provider's opaque payload (for an `@effect/ai` model: its response parts). Never recorded. */
   payload: Schema.optional(Schema.Unknown)

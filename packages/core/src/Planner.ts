@@ -7,18 +7,33 @@
  *
  * Retries and fallbacks are an ordered fold: the current endpoint is retried while its failure kind,
  * its retry count, the deadline and the budgets allow; otherwise the next legal candidate after it runs.
- * Nothing behind the current position is tried again.
+ * Nothing behind the current position is tried again. The fallback fold is `firstSuccessOf` over the
+ * legal candidates, in the contract's order: each is tried (with its retries) until one succeeds, and a
+ * candidate the predicates rule out is skipped, never run. One endpoint's retries are the `Schedule`
+ * `RetrySchedule.make(contract)`, which asks `decide` at every step.
  *
  * @since 0.1.0
  */
-import type { FailureKind, Rule } from "./Failure.js"
+import { Schema } from "effect"
+import { defaultTable, FailureKind, Rule } from "./Failure.js"
+import { Reservation } from "./Outcome.js"
+
+// The planner's inputs and answers are defined once, here, as Schemas: the journal records and decodes
+// them with these, and the types below are derived from them (`replay` feeds decoded records straight back
+// to `decide`).
 
 /**
  * The predicates, in the order they are checked and recorded.
  *
+ * @example
+ * ```ts
+ * import { Planner } from "@rein/core"
+ *
+ * Planner.predicates[0] // "listed"
+ * ```
  * @since 0.1.0
  */
-export const predicates = [
+export const predicates: ReadonlyArray<Predicate> = [
   "listed",
   "capable",
   "mode",
@@ -30,169 +45,320 @@ export const predicates = [
   "health",
   "failureAllows",
   "uncommitted"
-] as const
+]
 
 /**
- * @since 0.1.0
- */
-export type Predicate = typeof predicates[number]
-
-/**
- * A candidate as the planner sees it: everything static it may consult.
+ * A legality predicate: a field of `Verdicts`.
  *
  * @since 0.1.0
  */
-export interface CandidateSpec {
-  readonly id: string
-  /** In the contract's candidate list. */
-  readonly listed: boolean
-  /** In the catalog. */
-  readonly known: boolean
-  /** A provider is registered for it. */
-  readonly hasProvider: boolean
-  readonly scope: string
-  readonly contextWindow: number
-  readonly maxOutputTokens: number
-  readonly tools: boolean
-  readonly structuredOutput: boolean
-  readonly streaming: boolean
-  readonly simulated: boolean
-  readonly prices: { readonly inputTokens: number; readonly outputTokens: number; readonly request: number }
-  /** Whose provider-defined tools it runs (absent in journals written before tools were checked). */
-  readonly vendor?: string | undefined
-}
+export type Predicate = keyof Verdicts
+
+const Num = Schema.Number
+const NullNum = Schema.NullOr(Schema.Number)
 
 /**
- * Everything static about one request that the planner consults: fixed when execution starts.
+ * A candidate as the planner sees it: everything static it may consult. `listed`: in the contract's
+ * candidate list; `known`: in the catalog; `hasProvider`: a provider is registered for it; `vendor`: whose
+ * provider-defined tools it runs (absent in journals written before tools were checked).
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Planner } from "@rein/core"
+ *
+ * const isCandidate = Schema.is(Planner.CandidateSpec)
+ * ```
  * @since 0.1.0
  */
-export interface Spec {
-  readonly candidates: ReadonlyArray<CandidateSpec>
-  readonly requires: {
-    readonly tools: boolean
-    readonly structuredOutput: boolean
-    readonly streaming: boolean
-    /** The vendors of the request's provider-defined tools: a candidate must be each one's. */
-    readonly vendors?: ReadonlyArray<string> | undefined
-  }
-  readonly mode: "read-only" | "advisory" | "effectful"
-  readonly allowSimulated: boolean
-  readonly inputTokens: number | null
-  readonly maxOutputTokens: number | null
-  readonly attemptTimeoutMillis: number
-  readonly minAttemptMillis: number
-  readonly retry: {
-    readonly perEndpoint: number
-    /** A separate cap for 429 retries (null: they count against `perEndpoint`). */
-    readonly rateLimited: number | null
-    readonly baseMillis: number
-    readonly factor: number
-    readonly maxMillis: number
-    readonly jitter: number
-  }
-  readonly table: { readonly [K in FailureKind]: Rule }
-}
+export const CandidateSpec = Schema.Struct({
+  id: Schema.String,
+  listed: Schema.Boolean,
+  known: Schema.Boolean,
+  hasProvider: Schema.Boolean,
+  scope: Schema.String,
+  contextWindow: Num,
+  maxOutputTokens: Num,
+  tools: Schema.Boolean,
+  structuredOutput: Schema.Boolean,
+  streaming: Schema.Boolean,
+  simulated: Schema.Boolean,
+  prices: Schema.Struct({ inputTokens: Num, outputTokens: Num, request: Num }),
+  vendor: Schema.optional(Schema.String)
+})
 
 /**
- * Breaker state of an endpoint as the planner sees it (absent: closed).
- *
  * @since 0.1.0
  */
-export interface HealthView {
-  readonly state: "closed" | "open" | "half_open"
-  /** Probe slots free once half-open. */
-  readonly probesFree: number
-  /** For an open breaker: milliseconds until it half-opens (a wait at least this long may probe). */
-  readonly opensInMillis: number
-}
+export interface CandidateSpec extends Schema.Schema.Type<typeof CandidateSpec> {}
+
+/** The failure table; journals of version 1 had no `truncated` row (read as the default one). */
+const Table = Schema.extend(
+  Schema.Record({ key: Schema.Literal(...FailureKind.literals.filter((k) => k !== "truncated")), value: Rule }),
+  Schema.Struct({ truncated: Schema.optionalWith(Rule, { default: () => defaultTable.truncated }) })
+)
 
 /**
- * The state a decision consumes: time, budgets, breakers, retry tokens, progress so far, commit state and
- * the random draw used for jitter.
+ * Everything static about one request that the planner consults, fixed when execution starts: the
+ * candidates in order, what the request requires (`vendors`: of its provider-defined tools, a candidate
+ * must be each one's), the retry policy (`rateLimited`: a separate cap for 429 retries, null: they count
+ * against `perEndpoint`) and the effective failure table.
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Planner } from "@rein/core"
+ *
+ * declare const json: unknown
+ * const spec: Planner.Spec = Schema.decodeUnknownSync(Planner.Spec)(json)
+ * ```
  * @since 0.1.0
  */
-export interface Snapshot {
-  readonly elapsedMillis: number
-  readonly remainingMillis: number
-  readonly budget: { readonly cost: number | null; readonly tokens: number | null; readonly calls: number | null }
-  readonly attempts: number
-  /** The endpoint of the last attempt, and how many attempts it has had. */
-  readonly current: string | null
-  readonly triesOnCurrent: number
-  /** How many of those ended `rate_limited`. */
-  readonly rateLimitedOnCurrent: number
-  readonly last: { readonly kind: FailureKind; readonly retryAfterMillis: number | null } | null
-  /** Breaker states by endpoint (an endpoint absent is closed); read as own entries only. */
-  readonly health: { readonly [endpoint: string]: HealthView }
-  /** Retry/fallback tokens left (`null`: unlimited; an endpoint absent has a full bucket). */
-  readonly retryTokens: { readonly global: number | null; readonly endpoints: { readonly [endpoint: string]: number } }
-  readonly committed: boolean
-  /** A uniform draw in [0, 1) from Effect's `Random`, consumed by backoff jitter (null when none is needed). */
-  readonly jitter: number | null
-}
+export const Spec = Schema.Struct({
+  candidates: Schema.Array(CandidateSpec),
+  requires: Schema.Struct({
+    tools: Schema.Boolean,
+    structuredOutput: Schema.Boolean,
+    streaming: Schema.Boolean,
+    vendors: Schema.optional(Schema.Array(Schema.String))
+  }),
+  mode: Schema.Literal("read-only", "advisory", "effectful"),
+  allowSimulated: Schema.Boolean,
+  inputTokens: NullNum,
+  maxOutputTokens: NullNum,
+  attemptTimeoutMillis: Num,
+  minAttemptMillis: Num,
+  retry: Schema.Struct({
+    perEndpoint: Num,
+    rateLimited: NullNum,
+    baseMillis: Num,
+    factor: Num,
+    maxMillis: Num,
+    jitter: Num
+  }),
+  table: Table
+})
+
+/**
+ * @since 0.1.0
+ */
+export interface Spec extends Schema.Schema.Type<typeof Spec> {}
+
+/**
+ * Breaker state of an endpoint as the planner sees it (absent: closed): probe slots free once half-open,
+ * and for an open breaker the milliseconds until it half-opens (a wait at least this long may probe).
+ *
+ * @example
+ * ```ts
+ * import { Planner } from "@rein/core"
+ *
+ * const view: Planner.HealthView = { state: "open", probesFree: 1, opensInMillis: 2_000 }
+ * ```
+ * @since 0.1.0
+ */
+export const HealthView = Schema.Struct({
+  state: Schema.Literal("closed", "open", "half_open"),
+  probesFree: Num,
+  opensInMillis: Num
+})
+
+/**
+ * @since 0.1.0
+ */
+export interface HealthView extends Schema.Schema.Type<typeof HealthView> {}
+
+/**
+ * The state a decision consumes: time, budgets, breakers (by endpoint, own entries only; absent: closed),
+ * retry tokens (`null`: unlimited; an endpoint absent has a full bucket), progress so far (the endpoint of
+ * the last attempt, its attempts and how many of them ended `rate_limited`), commit state, and the uniform
+ * draw in [0, 1) from Effect's `Random` that backoff jitter consumes (null when none is needed).
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Planner } from "@rein/core"
+ *
+ * declare const json: unknown
+ * const snapshot: Planner.Snapshot = Schema.decodeUnknownSync(Planner.Snapshot)(json)
+ * ```
+ * @since 0.1.0
+ */
+export const Snapshot = Schema.Struct({
+  elapsedMillis: Num,
+  remainingMillis: Num,
+  budget: Schema.Struct({ cost: NullNum, tokens: NullNum, calls: NullNum }),
+  attempts: Num,
+  current: Schema.NullOr(Schema.String),
+  triesOnCurrent: Num,
+  rateLimitedOnCurrent: Num,
+  last: Schema.NullOr(Schema.Struct({ kind: FailureKind, retryAfterMillis: NullNum })),
+  health: Schema.Record({ key: Schema.String, value: HealthView }),
+  retryTokens: Schema.Struct({ global: NullNum, endpoints: Schema.Record({ key: Schema.String, value: Num }) }),
+  committed: Schema.Boolean,
+  jitter: NullNum
+})
+
+/**
+ * @since 0.1.0
+ */
+export interface Snapshot extends Schema.Schema.Type<typeof Snapshot> {}
+
+const Verdict = Schema.Union(Schema.Literal(true), Schema.String)
 
 /**
  * Each predicate's verdict: `true` when it holds, else the reason (with the numbers) it does not.
  *
+ * @example
+ * ```ts
+ * import { Planner } from "@rein/core"
+ *
+ * declare const verdicts: Planner.Verdicts
+ * const fits = verdicts.deadline === true
+ * ```
  * @since 0.1.0
  */
-export type Verdicts = { readonly [P in Predicate]: true | string }
+export const Verdicts = Schema.Struct({
+  listed: Verdict,
+  capable: Verdict,
+  mode: Verdict,
+  simulation: Verdict,
+  deadline: Verdict,
+  budget: Verdict,
+  calls: Verdict,
+  retryBudget: Verdict,
+  health: Verdict,
+  failureAllows: Verdict,
+  uncommitted: Verdict
+})
+
+/**
+ * @since 0.1.0
+ */
+export interface Verdicts extends Schema.Schema.Type<typeof Verdicts> {}
+
+/**
+ * @example
+ * ```ts
+ * import { Planner } from "@rein/core"
+ *
+ * const role: Planner.Role = "fallback"
+ * ```
+ * @since 0.1.0
+ */
+export const Role = Schema.Literal("first", "retry", "fallback")
+
+/**
+ * @since 0.1.0
+ */
+export type Role = typeof Role.Type
 
 /**
  * The planner's view of one candidate at one decision.
  *
+ * @example
+ * ```ts
+ * import { Planner } from "@rein/core"
+ *
+ * declare const decision: Planner.Decision
+ * const legal = decision.candidates.filter((c) => c.legal).map((c) => c.endpoint)
+ * ```
  * @since 0.1.0
  */
-export interface CandidateVerdict {
-  readonly endpoint: string
-  readonly role: Role
-  readonly legal: boolean
-  readonly verdicts: Verdicts
-}
+export const CandidateVerdict = Schema.Struct({
+  endpoint: Schema.String,
+  role: Role,
+  legal: Schema.Boolean,
+  verdicts: Verdicts
+})
 
 /**
  * @since 0.1.0
  */
-export type Role = "first" | "retry" | "fallback"
+export interface CandidateVerdict extends Schema.Schema.Type<typeof CandidateVerdict> {}
 
 /**
+ * The worst case of one attempt (the same type as `Outcome.Reservation`: one Schema).
+ *
+ * @example
+ * ```ts
+ * import { Planner } from "@rein/core"
+ *
+ * const unknown: Planner.Reservation = { cost: null, tokens: null }
+ * ```
  * @since 0.1.0
  */
-export type Reservation = { readonly cost: number | null; readonly tokens: number | null }
+export { Reservation }
 
 /**
  * Attempt `endpoint` after `waitMillis`, bounded by `timeoutMillis`.
  *
+ * @example
+ * ```ts
+ * import { Planner } from "@rein/core"
+ *
+ * declare const decision: Planner.Decision
+ * if (decision._tag === "Attempt") console.log(decision.endpoint, decision.waitMillis)
+ * ```
  * @since 0.1.0
  */
-export interface Attempt {
-  readonly _tag: "Attempt"
-  readonly endpoint: string
-  readonly role: Role
-  readonly attempt: number
-  readonly waitMillis: number
-  readonly waitReason: "none" | "backoff" | "retry_after"
-  readonly timeoutMillis: number
-  readonly binding: "attempt" | "deadline"
-  readonly reservation: Reservation
-  readonly candidates: ReadonlyArray<CandidateVerdict>
-}
+export const Attempt = Schema.Struct({
+  _tag: Schema.Literal("Attempt"),
+  endpoint: Schema.String,
+  role: Role,
+  attempt: Num,
+  waitMillis: Num,
+  waitReason: Schema.Literal("none", "backoff", "retry_after"),
+  timeoutMillis: Num,
+  binding: Schema.Literal("attempt", "deadline"),
+  reservation: Reservation,
+  candidates: Schema.Array(CandidateVerdict)
+})
+
+/**
+ * @since 0.1.0
+ */
+export interface Attempt extends Schema.Schema.Type<typeof Attempt> {}
 
 /**
  * Stop with a terminal outcome.
  *
+ * @example
+ * ```ts
+ * import { Planner } from "@rein/core"
+ *
+ * declare const decision: Planner.Decision
+ * if (decision._tag === "Stop") console.log(decision.outcome, decision.reason)
+ * ```
  * @since 0.1.0
  */
-export interface Stop {
-  readonly _tag: "Stop"
-  readonly outcome: "DeadlineExceeded" | "BudgetExhausted" | "PlanExhausted" | "FailedSafe" | "Refused"
-  readonly phase: "admission" | "backoff" | null
-  readonly resource: "cost" | "tokens" | "calls" | null
-  readonly reason: string
-  readonly candidates: ReadonlyArray<CandidateVerdict>
-}
+export const Stop = Schema.Struct({
+  _tag: Schema.Literal("Stop"),
+  outcome: Schema.Literal("DeadlineExceeded", "BudgetExhausted", "PlanExhausted", "FailedSafe", "Refused"),
+  phase: Schema.NullOr(Schema.Literal("admission", "backoff")),
+  resource: Schema.NullOr(Schema.Literal("cost", "tokens", "calls")),
+  reason: Schema.String,
+  candidates: Schema.Array(CandidateVerdict)
+})
+
+/**
+ * @since 0.1.0
+ */
+export interface Stop extends Schema.Schema.Type<typeof Stop> {}
+
+/**
+ * A decision: attempt or stop.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Planner } from "@rein/core"
+ *
+ * declare const json: unknown
+ * const decision: Planner.Decision = Schema.decodeUnknownSync(Planner.Decision)(json)
+ * ```
+ * @since 0.1.0
+ */
+export const Decision = Schema.Union(Attempt, Stop)
 
 /**
  * @since 0.1.0

@@ -68,6 +68,13 @@ export * as Provider from "./Provider.js"
 export * as Planner from "./Planner.js"
 
 /**
+ * A contract's retry policy as an Effect `Schedule`, every step decided by the planner itself.
+ *
+ * @since 0.1.0
+ */
+export * as RetrySchedule from "./RetrySchedule.js"
+
+/**
  * The interpreter of planner decisions.
  *
  * @since 0.1.0

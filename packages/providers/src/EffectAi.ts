@@ -18,7 +18,7 @@
  *
  * @since 0.1.0
  */
-import type { AiError, LanguageModel, Response } from "@effect/ai"
+import type { AiError, LanguageModel, Response, Tool, Toolkit } from "@effect/ai"
 import type { HttpClientResponse } from "@effect/platform"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
@@ -27,6 +27,8 @@ import type { Provider } from "@rein/core"
 import { Clock, Context, Data, Effect, Either, Exit, Layer, Option, Stream } from "effect"
 import type { Redacted } from "effect"
 import * as Internal from "./internal/http.js"
+import type { HandlerlessToolkit } from "./internal/toolkit.js"
+import { handlerless } from "./internal/toolkit.js"
 import * as Vendors from "./internal/vendors.js"
 import { checkBaseUrl, ProviderConfigError } from "./Transport.js"
 
@@ -314,6 +316,13 @@ export interface BridgeOptions<R = never> {
    * when the model's HTTP client is built on `oneShotLayer` (or `oneShot`), which reads every body.
    */
   readonly maxResponseBytes?: number | undefined
+  /**
+   * The definitions of the tools requests may name (`CompletionRequest.tools`, by name): a request's tools
+   * are sent with its `toolChoice`, and the model's tool calls come back on the answer (`toolCalls`),
+   * never resolved here — the caller runs them. A request naming a tool not in it fails
+   * `invalid_request` / `unknown_tool` before anything is sent.
+   */
+  readonly toolkit?: Toolkit.Any | undefined
 }
 
 /**
@@ -332,14 +341,58 @@ const classifyGuarded = (ticket: CallTicket["Type"]) => (error: AiError.AiError)
     : classify(error)
 
 /**
- * What Rein keeps of an answer: text, usage and the finish reason (so the contract's `truncation`
- * applies). The bridge sends no tools, so an answer never carries tool calls.
+ * What Rein keeps of an answer: text, usage, the finish reason (so the contract's `truncation` applies)
+ * and the tool calls, if the request sent tools.
  */
-const responseOf = (response: LanguageModel.GenerateTextResponse<{}>): Provider.ProviderResponse => ({
-  text: response.text,
-  usage: usageOf(response.usage),
-  finishReason: response.finishReason
-})
+const responseOf = <Tools extends Record<string, Tool.Any>>(
+  response: LanguageModel.GenerateTextResponse<Tools>
+): Provider.ProviderResponse => {
+  const calls = response.toolCalls
+  return {
+    text: response.text,
+    usage: usageOf(response.usage),
+    finishReason: response.finishReason,
+    ...(calls.length === 0 ? {} : { toolCalls: calls.map((c) => ({ id: c.id, name: c.name, params: c.params })) })
+  }
+}
+
+const unknownTool = new Failure.ProviderFailure({ kind: "invalid_request", code: "unknown_tool", dispatched: false })
+
+/** The request's tools from the bridge's toolkit (none named: `undefined`, nothing sent). */
+const toolsOf = (
+  toolkit: Toolkit.Any | undefined,
+  request: Provider.CompletionRequest
+): Either.Either<HandlerlessToolkit | undefined, Failure.ProviderFailure> => {
+  const named = request.tools
+  if (named === undefined || named.length === 0) return Either.right(undefined)
+  const tools: Array<Tool.Any> = []
+  for (const { name } of named) {
+    const tool = toolkit !== undefined && Object.hasOwn(toolkit.tools, name) ? toolkit.tools[name] : undefined
+    if (tool === undefined) return Either.left(unknownTool)
+    tools.push(tool)
+  }
+  return Either.right(handlerless(tools))
+}
+
+/** What one bridged call sends: the prompt, and the request's tools (reported, never resolved here). */
+const optionsOf = (request: Provider.CompletionRequest, toolkit: HandlerlessToolkit | undefined) =>
+  toolkit === undefined
+    ? { prompt: promptOf(request) }
+    : {
+      prompt: promptOf(request),
+      toolkit,
+      toolChoice: choiceOf(request.toolChoice ?? "auto"),
+      disableToolCallResolution: true as const
+    }
+
+/** Rein's tool choice as `@effect/ai` spells it (no `mode: undefined` key). */
+const choiceOf = (choice: Provider.ToolChoice): LanguageModel.ToolChoice<string> =>
+  typeof choice === "object" && "oneOf" in choice
+    ? choice.mode === undefined ? { oneOf: choice.oneOf } : { mode: choice.mode, oneOf: choice.oneOf }
+    : choice
+
+/** Tool-call parts are visible output: they commit a stream like text does. */
+const TOOL_PARTS = new Set<string>(["tool-params-start", "tool-params-delta", "tool-params-end", "tool-call"])
 
 /**
  * Turns a `LanguageModel` into a one-shot Rein provider. Build the model's HTTP client on
@@ -376,8 +429,10 @@ export const fromLanguageModel = <R = never>(
     ctx: Provider.AttemptContext
   ): Effect.Effect<Provider.ProviderResponse, Failure.ProviderFailure> =>
     Effect.suspend(() => {
+      const tools = toolsOf(options.toolkit, request)
+      if (Either.isLeft(tools)) return Effect.fail(tools.left)
       const ticket = ticketOf()
-      return languageModel.generateText({ prompt: promptOf(request) }).pipe(
+      return languageModel.generateText(optionsOf(request, tools.right)).pipe(
         Effect.provide(configure(ctx, ticket)),
         Effect.catchAll((error) => Effect.flip(classifyGuarded(ticket)(error)))
       )
@@ -394,10 +449,12 @@ export const fromLanguageModel = <R = never>(
     ctx: Provider.AttemptContext
   ): Stream.Stream<Provider.StreamPart, Failure.ProviderFailure> =>
     Stream.suspend(() => {
+      const tools = toolsOf(options.toolkit, request)
+      if (Either.isLeft(tools)) return Stream.fail(tools.left)
       let done = false
       let textLength = 0
       const ticket = ticketOf()
-      const parts = languageModel.streamText({ prompt: promptOf(request) }).pipe(
+      const parts = languageModel.streamText(optionsOf(request, tools.right)).pipe(
         Stream.provideSomeContext(configure(ctx, ticket)),
         Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyGuarded(ticket)(error)))),
         Stream.mapEffect((part): Effect.Effect<Option.Option<Provider.StreamPart>, Failure.ProviderFailure> => {
@@ -415,7 +472,9 @@ export const fromLanguageModel = <R = never>(
             case "error":
               return Effect.flip(classifyStreamError(part.error))
             default:
-              return Effect.succeed(Option.none())
+              return Effect.succeed(
+                TOOL_PARTS.has(part.type) ? Option.some({ delta: "", visible: true }) : Option.none()
+              )
           }
         }),
         Stream.filterMap((part) => part),
@@ -462,6 +521,8 @@ export interface VendorOptions {
    * value that is not a positive integer is a `ProviderConfigError`. Default 8 MiB.
    */
   readonly maxResponseBytes?: number | undefined
+  /** The definitions of the tools requests may name, for the bridge's `make` (see `BridgeOptions.toolkit`). */
+  readonly toolkit?: Toolkit.Any | undefined
 }
 
 /**

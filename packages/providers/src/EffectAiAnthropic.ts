@@ -85,11 +85,38 @@ export const make = (
     )
     return EffectAi.fromLanguageModel(languageModel, {
       maxResponseBytes: options.maxResponseBytes,
-      configure: (ctx) =>
-        Context.make(AnthropicLanguageModel.Config, {
-          ...options.config,
-          model: ctx.endpoint.model,
-          max_tokens: ctx.maxOutputTokens
-        })
+      toolkit: options.toolkit,
+      configure: (ctx) => configOf(options.config, ctx)
     })
   }))
+
+/** `config` with the endpoint's model and Rein's output bound. */
+const configOf = (
+  config: Options["config"] | AnthropicLanguageModel.Config.Service | undefined,
+  context: Provider.AttemptContext
+): Context.Context<AnthropicLanguageModel.Config> =>
+  Context.make(AnthropicLanguageModel.Config, {
+    ...config,
+    model: context.endpoint.model,
+    max_tokens: context.maxOutputTokens
+  })
+
+/**
+ * The `AnthropicLanguageModel.Config` of one attempt: the caller's own (from the context, if any) with the
+ * endpoint's `model` and Rein's output bound as `max_tokens`. `ReinLanguageModel` loads this module on
+ * demand, only for models of the `anthropic` provider, so other vendors' packages need not be installed.
+ *
+ * @example
+ * ```ts
+ * import type { Provider } from "@rein/core"
+ * import * as EffectAiAnthropic from "@rein/providers/EffectAiAnthropic"
+ *
+ * declare const context: Provider.AttemptContext
+ * const services = EffectAiAnthropic.attemptConfig(context) // Effect<Context<AnthropicLanguageModel.Config>>
+ * ```
+ * @since 0.1.0
+ */
+export const attemptConfig = (
+  context: Provider.AttemptContext
+): Effect.Effect<Context.Context<AnthropicLanguageModel.Config>> =>
+  Effect.map(AnthropicLanguageModel.Config.getOrUndefined, (config) => configOf(config, context))

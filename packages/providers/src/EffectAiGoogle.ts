@@ -84,12 +84,39 @@ export const make = (
     )
     return EffectAi.fromLanguageModel(languageModel, {
       maxResponseBytes: options.maxResponseBytes,
-      configure: (ctx) =>
-        Context.make(GoogleLanguageModel.Config, {
-          ...options.config,
-          toolConfig: options.config?.toolConfig ?? {},
-          model: ctx.endpoint.model,
-          generationConfig: { ...options.config?.generationConfig, maxOutputTokens: ctx.maxOutputTokens }
-        })
+      toolkit: options.toolkit,
+      configure: (ctx) => configOf(options.config, ctx)
     })
   }))
+
+/** `config` with the endpoint's model and Rein's output bound. */
+const configOf = (
+  config: Options["config"] | GoogleLanguageModel.Config.Service | undefined,
+  context: Provider.AttemptContext
+): Context.Context<GoogleLanguageModel.Config> =>
+  Context.make(GoogleLanguageModel.Config, {
+    ...config,
+    toolConfig: config?.toolConfig ?? {},
+    model: context.endpoint.model,
+    generationConfig: { ...config?.generationConfig, maxOutputTokens: context.maxOutputTokens }
+  })
+
+/**
+ * The `GoogleLanguageModel.Config` of one attempt: the caller's own (from the context, if any) with the
+ * endpoint's `model` and Rein's output bound as `generationConfig.maxOutputTokens`. `ReinLanguageModel` loads this module on
+ * demand, only for models of the `google` provider, so other vendors' packages need not be installed.
+ *
+ * @example
+ * ```ts
+ * import type { Provider } from "@rein/core"
+ * import * as EffectAiGoogle from "@rein/providers/EffectAiGoogle"
+ *
+ * declare const context: Provider.AttemptContext
+ * const services = EffectAiGoogle.attemptConfig(context) // Effect<Context<GoogleLanguageModel.Config>>
+ * ```
+ * @since 0.1.0
+ */
+export const attemptConfig = (
+  context: Provider.AttemptContext
+): Effect.Effect<Context.Context<GoogleLanguageModel.Config>> =>
+  Effect.map(GoogleLanguageModel.Config.getOrUndefined, (config) => configOf(config, context))

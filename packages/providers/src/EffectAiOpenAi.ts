@@ -84,11 +84,38 @@ export const make = (
     )
     return EffectAi.fromLanguageModel(languageModel, {
       maxResponseBytes: options.maxResponseBytes,
-      configure: (ctx) =>
-        Context.make(OpenAiLanguageModel.Config, {
-          ...options.config,
-          model: ctx.endpoint.model,
-          max_output_tokens: ctx.maxOutputTokens
-        })
+      toolkit: options.toolkit,
+      configure: (ctx) => configOf(options.config, ctx)
     })
   }))
+
+/** `config` with the endpoint's model and Rein's output bound. */
+const configOf = (
+  config: Options["config"] | OpenAiLanguageModel.Config.Service | undefined,
+  context: Provider.AttemptContext
+): Context.Context<OpenAiLanguageModel.Config> =>
+  Context.make(OpenAiLanguageModel.Config, {
+    ...config,
+    model: context.endpoint.model,
+    max_output_tokens: context.maxOutputTokens
+  })
+
+/**
+ * The `OpenAiLanguageModel.Config` of one attempt: the caller's own (from the context, if any) with the
+ * endpoint's `model` and Rein's output bound as `max_output_tokens`. `ReinLanguageModel` loads this module on
+ * demand, only for models of the `openai` provider, so other vendors' packages need not be installed.
+ *
+ * @example
+ * ```ts
+ * import type { Provider } from "@rein/core"
+ * import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
+ *
+ * declare const context: Provider.AttemptContext
+ * const services = EffectAiOpenAi.attemptConfig(context) // Effect<Context<OpenAiLanguageModel.Config>>
+ * ```
+ * @since 0.1.0
+ */
+export const attemptConfig = (
+  context: Provider.AttemptContext
+): Effect.Effect<Context.Context<OpenAiLanguageModel.Config>> =>
+  Effect.map(OpenAiLanguageModel.Config.getOrUndefined, (config) => configOf(config, context))

@@ -10,7 +10,9 @@
  *   tool-call resolution off; the outer `LanguageModel.make` resolves tool calls once, with the caller's
  *   handlers.
  * - The endpoint's model name and Rein's output bound reach the inner model through its vendor's
- *   `Config` (OpenAI, Anthropic, Google), merged over the caller's own config.
+ *   `Config` (OpenAI, Anthropic, Google, OpenRouter), merged over the caller's own config. The vendor
+ *   module (`EffectAiOpenAi`, …) is loaded on demand, for the vendors of the models given only: a user of
+ *   one `@effect/ai-*` package installs only that one.
  * - Hidden retries are refused up front: the `clients` are built on a one-shot `HttpClient`, and probed at
  *   layer build (no traffic) so that a client that retries makes Rein refuse every request
  *   (`nested_retries`) before any HTTP call.
@@ -112,13 +114,13 @@ const make = <R>(
       const endpoint = options.catalog.byId.get(id)
       const modelLayer = typeof model === "function" ? model(endpoint?.model ?? id) : model
       if (clients === undefined) {
-        built.set(id, Inner.innerOf(yield* Layer.build(modelLayer), LanguageModel.LanguageModel))
+        built.set(id, yield* Inner.innerOf(yield* Layer.build(modelLayer), LanguageModel.LanguageModel))
         continue
       }
       const on = (http: HttpClient.HttpClient) =>
         Layer.build(Layer.provide(modelLayer, Layer.provide(clients, Layer.succeed(HttpClientTag.HttpClient, http))))
       const http = oneShot(yield* HttpClientTag.HttpClient)
-      built.set(id, Inner.innerOf(yield* on(http), LanguageModel.LanguageModel))
+      built.set(id, yield* Inner.innerOf(yield* on(http), LanguageModel.LanguageModel))
       retries.set(
         endpoint?.provider ?? id,
         Math.max(

@@ -1,10 +1,11 @@
+import { Tool, Toolkit } from "@effect/ai"
 import { HttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Rein } from "@rein/core"
 import type { Failure } from "@rein/core"
 import { FaultServer } from "@rein/providers"
 import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
-import { Chunk, Effect, Either, Redacted, Stream } from "effect"
+import { Chunk, Effect, Either, Redacted, Schema, Stream } from "effect"
 import { attemptContext, catalog, contract, endpoint, request, withHttp } from "./fixtures.js"
 
 const cat = catalog(endpoint("a", "openai", "gpt-test"))
@@ -139,6 +140,36 @@ describe("EffectAi bridge (@effect/ai-openai against the fault server)", () => {
         Effect.timeoutFail({ duration: "3 seconds", onTimeout: () => "hung" })
       )
       expect([failure.kind, failure.code, failure.dispatched]).toEqual(["transport", "ECONNRESET", true])
+    })).pipe(withHttp))
+
+  it.live("a request's tools are sent from the bridge's toolkit; the model's tool calls come back, unresolved", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const Weather = Tool.make("weather", { parameters: { city: Schema.String }, success: Schema.String })
+      const Clock = Tool.make("clock", { success: Schema.String })
+      const server = yield* FaultServer.make({
+        faults: [FaultServer.ok({
+          text: "",
+          toolCalls: [{ id: "call_1", name: "weather", arguments: JSON.stringify({ city: "Oslo" }) }]
+        })]
+      })
+      const provider = yield* bridge(server, { toolkit: Toolkit.make(Weather, Clock) })
+      const answer = yield* provider.call({ ...request, tools: [{ name: "weather" }], toolChoice: "required" }, ctx)
+      expect(answer.toolCalls).toEqual([{ id: "call_1", name: "weather", params: { city: "Oslo" } }])
+      const body = (yield* server.requests)[0]!.body as {
+        tools?: ReadonlyArray<{ name: string }>
+        tool_choice?: unknown
+      }
+      // Only the tools the request names are sent, with its choice.
+      expect([body.tools?.map((t) => t.name), body.tool_choice]).toEqual([["weather"], "required"])
+    })).pipe(withHttp))
+
+  it.live("a request naming a tool the bridge's toolkit lacks fails invalid_request before anything is sent", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({ faults: [FaultServer.ok()] })
+      const provider = yield* bridge(server)
+      const failure = yield* Effect.flip(provider.call({ ...request, tools: [{ name: "weather" }] }, ctx))
+      expect([failure.kind, failure.code, failure.dispatched]).toEqual(["invalid_request", "unknown_tool", false])
+      expect((yield* server.requests).length).toBe(0)
     })).pipe(withHttp))
 
   it.live("an answer reports its finish reason: a call cut at the output limit says length", () =>

@@ -162,3 +162,14 @@ export const sourceOf = (contract: Contract, specField: string): string => {
       return `contract.${specField}`
   }
 }
+
+/**
+ * A provider's Retry-After as Rein honours it: clamped to the contract's `retry.maxRetryAfter`, whatever
+ * the provider put there. Not a number, or negative: no hint.
+ *
+ * @internal
+ */
+export const boundRetryAfter = (millis: number | null | undefined, contract: Contract): number | null =>
+  millis === undefined || millis === null || !(millis >= 0)
+    ? null
+    : Math.min(millis, Duration.toMillis(contract.retry.maxRetryAfter))

@@ -7,11 +7,8 @@
  *
  * @internal
  */
-import type { AiError, LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
+import type { AiError, LanguageModel, Prompt, Tool } from "@effect/ai"
 import { Response, Telemetry, Tokenizer } from "@effect/ai"
-import { AnthropicLanguageModel } from "@effect/ai-anthropic"
-import { GoogleLanguageModel } from "@effect/ai-google"
-import { OpenAiLanguageModel } from "@effect/ai-openai"
 import * as AiModel from "@effect/ai/Model"
 import { Failure } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
@@ -19,6 +16,8 @@ import { Context, Effect, Option, Schema, Stream } from "effect"
 import type { ParseResult } from "effect"
 import { oneShotCall, oneShotStream } from "../EffectAi.js"
 import { usageOf } from "./http.js"
+import type { HandlerlessToolkit } from "./toolkit.js"
+import { handlerless } from "./toolkit.js"
 
 /** The outer call, carried through Rein as the request's opaque payload. @internal */
 export class Call {
@@ -43,7 +42,8 @@ interface Codecs {
 }
 
 const makeCodecs = (tools: ReadonlyArray<Tool.Any>): Codecs => {
-  const toolkit = toolkitOf(tools)
+  // The caller's tools without handlers: the inner call never resolves them (the outer `make` does).
+  const toolkit = handlerless(tools)
   return {
     tools,
     toolkit,
@@ -78,18 +78,6 @@ export class StreamPart {
   constructor(readonly part: Response.StreamPartEncoded) {}
 }
 
-type HandlerlessToolkit = Toolkit.WithHandler<Record<string, Tool.Any>>
-
-/** The caller's tools without handlers: the inner call never resolves them (the outer `make` does). */
-const toolkitOf = (tools: ReadonlyArray<Tool.Any>): HandlerlessToolkit => {
-  const byName: Record<string, Tool.Any> = {}
-  for (const tool of tools) byName[tool.name] = tool
-  return {
-    tools: byName,
-    handle: (name: PropertyKey) => Effect.dieMessage(`tool ${String(name)} is resolved above Rein, not here`)
-  }
-}
-
 /** The vendor of a provider-defined tool (`openai.web_search` → `openai`). */
 const vendorOf = (tool: Tool.Any): string | undefined => {
   if (!("providerName" in tool)) return undefined
@@ -118,29 +106,23 @@ export const requestOf = (
 /** Per-attempt overrides of one vendor's `Config`: the endpoint's model and Rein's output bound. */
 type Override = (context: Provider.AttemptContext) => Effect.Effect<Context.Context<never>>
 
-const overrides: Record<string, Override> = {
-  openai: (context) =>
-    Effect.map(OpenAiLanguageModel.Config.getOrUndefined, (config) =>
-      Context.make(OpenAiLanguageModel.Config, {
-        ...config,
-        model: context.endpoint.model,
-        max_output_tokens: context.maxOutputTokens
-      }) as Context.Context<never>),
-  anthropic: (context) =>
-    Effect.map(AnthropicLanguageModel.Config.getOrUndefined, (config) =>
-      Context.make(AnthropicLanguageModel.Config, {
-        ...config,
-        model: context.endpoint.model,
-        max_tokens: context.maxOutputTokens
-      }) as Context.Context<never>),
-  google: (context) =>
-    Effect.map(GoogleLanguageModel.Config.getOrUndefined, (config) =>
-      Context.make(GoogleLanguageModel.Config, {
-        ...config,
-        toolConfig: config?.toolConfig ?? {},
-        model: context.endpoint.model,
-        generationConfig: { ...config?.generationConfig, maxOutputTokens: context.maxOutputTokens }
-      }) as Context.Context<never>)
+/**
+ * The vendor modules that know each provider's `Config`, loaded on demand: a model layer naming the
+ * provider `openai` means `@effect/ai-openai` is installed and loaded, and no other vendor's package is
+ * ever imported (they are optional peers).
+ */
+const vendors: Readonly<Record<string, () => Promise<{ readonly attemptConfig: Override }>>> = {
+  openai: () => import("../EffectAiOpenAi.js"),
+  anthropic: () => import("../EffectAiAnthropic.js"),
+  google: () => import("../EffectAiGoogle.js"),
+  openrouter: () => import("../EffectAiOpenRouter.js")
+}
+
+/** The override of a provider name (only the table's own keys: `constructor` is no vendor). */
+const overrideOf = (vendor: string | undefined): Effect.Effect<Override | undefined> => {
+  if (vendor === undefined || !Object.hasOwn(vendors, vendor)) return Effect.succeed(undefined)
+  const load = vendors[vendor]!
+  return Effect.map(Effect.promise(load), (module) => module.attemptConfig)
 }
 
 /** One endpoint's inner model, built. @internal */
@@ -151,18 +133,19 @@ export interface Inner {
   readonly override: Override | undefined
 }
 
-/** Reads what a built model layer provides. @internal */
+/** Reads what a built model layer provides (loading its vendor's module, if Rein knows the vendor). @internal */
 export const innerOf = (
   context: Context.Context<LanguageModel.LanguageModel>,
   tag: Context.Tag<LanguageModel.LanguageModel, LanguageModel.Service>
-): Inner => {
-  const vendor = Option.getOrUndefined(Context.getOption(context as Context.Context<unknown>, AiModel.ProviderName))
-  return {
-    model: Context.get(context, tag),
-    tokenizer: Option.getOrUndefined(Context.getOption(context as Context.Context<unknown>, Tokenizer.Tokenizer)),
-    override: vendor !== undefined && Object.hasOwn(overrides, vendor) ? overrides[vendor] : undefined
-  }
-}
+): Effect.Effect<Inner> =>
+  Effect.map(
+    overrideOf(Option.getOrUndefined(Context.getOption(context as Context.Context<unknown>, AiModel.ProviderName))),
+    (override) => ({
+      model: Context.get(context, tag),
+      tokenizer: Option.getOrUndefined(Context.getOption(context as Context.Context<unknown>, Tokenizer.Tokenizer)),
+      override
+    })
+  )
 
 const FILTERED = Failure.fromEvidence({ code: "content_filter" }, { dispatched: true })
 const STREAM_ERROR = Failure.fromEvidence({ code: "stream_error_event" }, { dispatched: true })
