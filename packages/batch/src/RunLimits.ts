@@ -18,10 +18,11 @@
  *
  * @since 0.1.0
  */
-import type { Option } from "effect"
-import { Context, Duration, Effect, Layer } from "effect"
+import type { Clock } from "effect"
+import { Context, Deferred, Duration, Effect, Exit, FiberId, Layer, Option } from "effect"
 import type { Guardrails } from "./Guardrails.js"
-import { makeMemory } from "./internal/memoryLimits.js"
+import * as Limiter from "./internal/limiter.js"
+import { addFinite, costCapReached, overflowed, tokenCapReached } from "./internal/totals.js"
 import type { Stop } from "./Termination.js"
 
 /**
@@ -36,16 +37,8 @@ import type { Stop } from "./Termination.js"
  * @category models
  * @since 0.1.0
  */
-export interface Config {
-  readonly concurrency: number
-  readonly requestsPerMinute?: number | undefined
-  readonly tokensPerMinute?: number | undefined
-  /** At most this many attempts in flight per endpoint id. */
-  readonly capacity?: Readonly<Record<string, number>> | undefined
-  /** Startup ramp: the allowed attempts in flight grow from 1 to `concurrency` over this many ms. */
-  readonly startupRampMillis?: number | undefined
-  /** The cooldown after a 429 (absent: a 429 cools nothing). */
-  readonly cooldownMillis?: number | undefined
+export interface Config extends Limiter.Config {
+  /** Soft caps: reaching one (equality counts) stops the run. */
   readonly maxTotalTokens?: number | undefined
   readonly maxTotalCost?: number | undefined
 }
@@ -62,12 +55,7 @@ export interface Config {
  * @category models
  * @since 0.1.0
  */
-export interface Hold {
-  readonly _tag: "Hold"
-  readonly endpoint: string
-  /** Tokens reserved in the tokens-per-minute bucket (reconciled to the actual usage on release). */
-  readonly tokens: number
-}
+export interface Hold extends Limiter.Hold {}
 
 /**
  * Admission must wait: for `millis` at most (`Infinity`: until something is released).
@@ -238,3 +226,97 @@ export const memory = (config: Config): Effect.Effect<Service> =>
  * @since 0.1.0
  */
 export const layerMemory = (config: Config): Layer.Layer<RunLimits> => Layer.effect(RunLimits, memory(config))
+
+// The in-memory limits: the limiter's buckets, capacity, cooldowns and ramp, the soft-cap totals and the stop,
+// as plain state mutated in one synchronous step per call (fibers interleave only at effect boundaries, so each
+// step is atomic with respect to every other worker). Time is the run's own: readings of Effect's `Clock` from
+// the moment the limits were made.
+const makeMemory = (config: Config, clock: Clock.Clock): Service => {
+  const origin = clock.unsafeCurrentTimeNanos()
+  const now = (): number => Number(clock.unsafeCurrentTimeNanos() - origin) / 1e6
+  const limiter = Limiter.make(config, 0)
+  const waits = limiter.active() || config.cooldownMillis !== undefined
+
+  // Waiting admissions wake on a release as well as on their timers. The signal exists only while someone
+  // waits for it: a release with no waiter costs nothing.
+  let changed: Deferred.Deferred<void> | undefined = undefined
+  const notify = (): void => {
+    const d = changed
+    if (d === undefined) return
+    changed = undefined
+    Deferred.unsafeDone(d, Exit.void)
+  }
+  const released = Effect.suspend(() => Deferred.await(changed ??= Deferred.unsafeMake<void>(FiberId.none)))
+
+  const unsafeAdmit = (endpoint: string, tokens: number): Admission => {
+    const taken = limiter.take(now(), endpoint, tokens)
+    return typeof taken === "number" ? { _tag: "Wait", millis: taken } : taken
+  }
+  const unsafeRelease = (hold: Hold, actualTokens: number | undefined): void => {
+    limiter.release(hold, actualTokens)
+    notify()
+  }
+
+  let tokensUsed = 0
+  let costUsed = 0
+  // A cost overflow is reported before a token overflow, and either before a cap.
+  const unsafeCharge = (usage: Usage): Stop | undefined => {
+    let trip: Stop | undefined
+    const tokens = addFinite(tokensUsed, usage.tokens)
+    if (tokens === undefined) trip = overflowed("tokens", tokensUsed, usage.tokens)
+    else tokensUsed = tokens
+    const cost = addFinite(costUsed, usage.cost)
+    if (cost === undefined) trip = overflowed("cost", costUsed, usage.cost)
+    else costUsed = cost
+    if (trip !== undefined) return trip
+    if (config.maxTotalTokens !== undefined && tokensUsed >= config.maxTotalTokens) {
+      return tokenCapReached(tokensUsed, config.maxTotalTokens)
+    }
+    if (config.maxTotalCost !== undefined && costUsed >= config.maxTotalCost) {
+      return costCapReached(costUsed, config.maxTotalCost)
+    }
+    return undefined
+  }
+
+  let stopped: Stop | undefined
+  const stopSignal = Deferred.unsafeMake<Stop>(FiberId.none)
+  const unsafeStop = (stop: Stop): Stop => {
+    if (stopped !== undefined) return stopped
+    stopped = stop
+    Deferred.unsafeDone(stopSignal, Exit.succeed(stop))
+    return stop
+  }
+
+  const cooldownLeft = (endpoint: string): Option.Option<number> => {
+    const until = limiter.coolingUntil(endpoint)
+    if (until === undefined) return Option.none()
+    const t = now()
+    if (t < until) return Option.some(until - t)
+    if (limiter.endCooldown(endpoint, t)) notify()
+    return Option.some(0)
+  }
+
+  return {
+    waits,
+    admit: (endpoint, tokens) => Effect.sync(() => unsafeAdmit(endpoint, tokens)),
+    release: (hold, actualTokens) => Effect.sync(() => unsafeRelease(hold, actualTokens)),
+    released,
+    charge: (usage) => Effect.sync(() => Option.fromNullable(unsafeCharge(usage))),
+    totals: Effect.sync(() => ({ tokens: tokensUsed, cost: costUsed })),
+    cool: (endpoint, retryAfterMillis) =>
+      Effect.sync(() => {
+        const t = now()
+        if (!limiter.cool(endpoint, t, retryAfterMillis)) return Option.none()
+        return Option.some(limiter.coolingUntil(endpoint)! - t)
+      }),
+    cooldownLeft: (endpoint) => Effect.sync(() => cooldownLeft(endpoint)),
+    stop: (stop) => Effect.sync(() => unsafeStop(stop)),
+    stopped: Effect.sync(() => Option.fromNullable(stopped)),
+    whenStopped: Deferred.await(stopSignal),
+    unsafeAdmit,
+    unsafeRelease,
+    unsafeCharge,
+    unsafeStop,
+    unsafeStopped: () => stopped
+  }
+}

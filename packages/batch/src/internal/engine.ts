@@ -56,7 +56,14 @@ export const run = <I, E, R>(
     const deliver = g.order === "completion" ? publish : Results.inSubmissionOrder(publish, windowLock)
     const results = Results.make(state, deliver)
     const pulling = yield* Pull.make(state, puller, windowLock !== undefined)
-    const pool = Pool.make(state, Gate.make(state), gated(settings) || Option.isSome(shared), results, pulling, windowLock)
+    const pool = Pool.make(
+      state,
+      Gate.make(state),
+      gated(settings) || Option.isSome(shared),
+      results,
+      pulling,
+      windowLock
+    )
 
     yield* state.event((at) => ({ _tag: "RunStarted", at }))
     if (g.batchDeadline !== undefined) {

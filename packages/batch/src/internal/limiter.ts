@@ -7,7 +7,26 @@
  * @internal
  */
 
-import type { Config, Hold } from "../RunLimits.js"
+/** The limits the limiter enforces (`RunLimits.Config` has them). @internal */
+export interface Config {
+  readonly concurrency: number
+  readonly requestsPerMinute?: number | undefined
+  readonly tokensPerMinute?: number | undefined
+  /** At most this many attempts in flight per endpoint id. */
+  readonly capacity?: Readonly<Record<string, number>> | undefined
+  /** Startup ramp: the attempts allowed in flight grow from 1 to `concurrency` over this many ms. */
+  readonly startupRampMillis?: number | undefined
+  /** The cooldown after a 429 (absent: a 429 cools nothing). */
+  readonly cooldownMillis?: number | undefined
+}
+
+/** What an admitted attempt holds (`RunLimits.Hold`). @internal */
+export interface Hold {
+  readonly _tag: "Hold"
+  readonly endpoint: string
+  /** Tokens reserved in the tokens-per-minute bucket (reconciled to the actual usage on release). */
+  readonly tokens: number
+}
 
 interface Bucket {
   readonly capacity: number
