@@ -55,6 +55,7 @@ import type { Termination } from "./Termination.js"
  * declare const toRecord: Batch.Artifacts<string>["toRecord"]
  * const artifacts: Batch.Artifacts<string> = { opened, lookup: () => Option.none(), toRecord }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Artifacts<I> extends Settings.Artifacts<I> {}
@@ -84,6 +85,7 @@ type RequestOption<I> = [I] extends [string | Provider.CompletionRequest] ? {
  *   itemId: (doc) => doc.id
  * }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type Options<I> = RequestOption<I> & {
@@ -108,6 +110,7 @@ export type Options<I> = RequestOption<I> & {
  *
  * const failures = (s: Batch.Summary<string>) => s.results.filter((r) => r._tag === "Failed").length
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Summary<I> {
@@ -161,6 +164,7 @@ const settingsOf = <I>(options: Options<I>): Settings.Settings<I> => {
  * })
  * const report = Effect.map(summary, (s) => `${s.termination.kind}: ${s.stats.succeeded} of ${s.stats.accepted}`)
  * ```
+ * @category running
  * @since 0.1.0
  */
 export const run = <I, E = never, R = never>(
@@ -200,6 +204,7 @@ export const run = <I, E = never, R = never>(
  *   Stream.runForEach((r) => Effect.log(r.itemId, r._tag))
  * )
  * ```
+ * @category running
  * @since 0.1.0
  */
 export const stream = <I, E = never, R = never>(
