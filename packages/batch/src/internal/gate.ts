@@ -23,7 +23,7 @@ export interface RunGate {
   /** The worker's gate: its admissions and settlements belong to the item the worker is executing. */
   readonly of: (worker: Worker) => Gate.Gate["Type"]
   /** Tickets of attempts the executor never settled (the item was interrupted or timed out at admission). */
-  readonly releaseOpen: (it: ItemState) => Effect.Effect<void>
+  readonly releaseOpen: (it: ItemState) => Effect.Effect<void> | undefined
   /** Counts an ungated item's attempts when it ends; the effect still to run (a stop), if any. */
   readonly countRecords: (records: ReadonlyArray<Outcome.AttemptRecord>) => Effect.Effect<void> | undefined
 }
@@ -64,9 +64,10 @@ export const make = <I>(state: RunState<I>): RunGate => {
       ticket
     )
 
+  const unsafeAdmit = limits.unsafeAdmit
   const take = (ask: Gate.Ask): Effect.Effect<Admission> =>
-    limits.unsafeAdmit !== undefined
-      ? Effect.sync(() => limits.unsafeAdmit!(ask.endpoint.id, ask.reservation.tokens ?? 0))
+    unsafeAdmit !== undefined
+      ? Effect.sync(() => unsafeAdmit(ask.endpoint.id, ask.reservation.tokens ?? 0))
       : limits.admit(ask.endpoint.id, ask.reservation.tokens ?? 0)
 
   // The gate bounds its own wait by the request's remaining time (the executor sets no timer around it).
@@ -100,15 +101,16 @@ export const make = <I>(state: RunState<I>): RunGate => {
   const tryAdmit = (ask: Gate.Ask, it: ItemState): Option.Option<Ticket> => {
     if (state.stopped !== undefined || onEvent !== undefined) return Option.none()
     if (!limits.waits) return Option.some(hold(it, undefined, 0))
-    if (limits.unsafeAdmit === undefined) return Option.none()
-    const taken = limits.unsafeAdmit(ask.endpoint.id, ask.reservation.tokens ?? 0)
+    if (unsafeAdmit === undefined) return Option.none()
+    const taken = unsafeAdmit(ask.endpoint.id, ask.reservation.tokens ?? 0)
     return taken._tag === "Hold" ? Option.some(hold(it, taken, 0)) : Option.none()
   }
 
-  const release = (held: Hold, tokens: number | undefined): Effect.Effect<void> => {
+  /** Releases a hold now when the limits can; else the effect that releases it. */
+  const release = (held: Hold, tokens: number | undefined): Effect.Effect<void> | undefined => {
     if (limits.unsafeRelease === undefined) return limits.release(held, tokens)
     limits.unsafeRelease(held, tokens)
-    return Effect.void
+    return undefined
   }
 
   const cooling = makeCooling(state)
@@ -120,7 +122,7 @@ export const make = <I>(state: RunState<I>): RunGate => {
     ticket.settled = true
     const usage = record.usage
     const tokens = usage === "unknown" ? undefined : usage.inputTokens + usage.outputTokens
-    const released = ticket.hold === undefined ? Effect.void : release(ticket.hold, tokens)
+    const released = ticket.hold === undefined ? undefined : release(ticket.hold, tokens)
     if (record.role === "retry") stats.retries++
     else if (record.role === "fallback") stats.fallbacks++
     let next: Effect.Effect<void> = state.progress
@@ -131,17 +133,21 @@ export const make = <I>(state: RunState<I>): RunGate => {
       }
     }
     const charged = charging.attempt(record, it)
-    return Effect.zipRight(released, charged === undefined ? next : Effect.zipRight(charged, next))
+    const rest = charged === undefined ? next : Effect.zipRight(charged, next)
+    return released === undefined ? rest : Effect.zipRight(released, rest)
   }
 
-  const releaseOpen = (it: ItemState): Effect.Effect<void> => {
-    let released: Effect.Effect<void> = Effect.void
+  /** The effect still to run (releases through the limits' effects), if any. */
+  const releaseOpen = (it: ItemState): Effect.Effect<void> | undefined => {
+    let released: Effect.Effect<void> | undefined
     for (const ticket of it.tickets) {
       if (ticket.settled) continue
       ticket.settled = true
       // It may have reached the provider: its usage is unknown, and its token reservation stays spent.
       stats.unknownUsageAttempts++
-      if (ticket.hold !== undefined) released = Effect.zipRight(released, release(ticket.hold, undefined))
+      if (ticket.hold === undefined) continue
+      const rest = release(ticket.hold, undefined)
+      if (rest !== undefined) released = released === undefined ? rest : Effect.zipRight(released, rest)
     }
     return released
   }

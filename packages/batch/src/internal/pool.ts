@@ -64,8 +64,12 @@ export const make = <I, E, R>(
     const done = Exit.isSuccess(exit)
       ? results.complete({ _tag: "Succeeded", ...base, completion: exit.value })
       : Effect.flatMap(results.toResult(exit, base), results.complete)
-    const before = counted === undefined ? released : Effect.zipRight(released, counted)
-    return before === Effect.void ? done : Effect.zipRight(before, done)
+    const before = released === undefined
+      ? counted
+      : counted === undefined
+      ? released
+      : Effect.zipRight(released, counted)
+    return before === undefined ? done : Effect.zipRight(before, done)
   }
 
   /** Called when the worker has pulled the item (a synchronous step); the effect executes it. */

@@ -130,8 +130,10 @@ export const stop = <I>(state: RunState<I>, termination: Stop, except?: ItemStat
   Effect.suspend(() => {
     if (state.stopped !== undefined) return Effect.void
     const limits = state.limits
-    if (limits.unsafeStop !== undefined) return applyStop(state, limits.unsafeStop(termination), except)
-    return Effect.flatMap(limits.stop(termination), (winner) => applyStop(state, winner, except))
+    // The item that tripped this stop keeps its outcome; under another's stop it is interrupted like the rest.
+    const apply = (winner: Stop) => applyStop(state, winner, winner === termination ? except : undefined)
+    if (limits.unsafeStop !== undefined) return apply(limits.unsafeStop(termination))
+    return Effect.flatMap(limits.stop(termination), apply)
   })
 
 /**
