@@ -21,6 +21,7 @@ export {
   /**
    * The identity of a run (re-exported from `Identity`).
    *
+   * @category models
    * @since 0.1.0
    */
   Identity
@@ -35,6 +36,7 @@ export {
  *
  * ArtifactStore.SCHEMA_VERSION // 1
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const SCHEMA_VERSION = 1
@@ -48,6 +50,7 @@ export const SCHEMA_VERSION = 1
  *
  * ArtifactStore.PACKAGE_VERSION // "0.1.0"
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const PACKAGE_VERSION = "0.1.0"
@@ -65,6 +68,7 @@ export const PACKAGE_VERSION = "0.1.0"
  *   identityFingerprint: "sha256:…", createdAt: "2025-01-01T00:00:00.000Z", packageVersion: "0.1.0"
  * }
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Manifest = Schema.Struct({
@@ -78,6 +82,7 @@ export const Manifest = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Manifest = typeof Manifest.Type
@@ -96,6 +101,7 @@ export type Manifest = typeof Manifest.Type
  * }))
  * // Effect<Manifest>
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const makeManifest = (identity: Identity): Effect.Effect<Manifest> =>
@@ -131,6 +137,7 @@ const RecordedUsage = Schema.Union(
  *   result: { total: 118.5 }
  * }
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const ItemRecord = Schema.Struct({
@@ -160,6 +167,7 @@ export const ItemRecord = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type ItemRecord = typeof ItemRecord.Type
@@ -181,11 +189,13 @@ export type ItemRecord = typeof ItemRecord.Type
  *
  * const repairable = (reason: ArtifactStore.ArtifactErrorReason) => reason === "io" || reason === "closed"
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const ArtifactErrorReason = Schema.Literal("format", "version", "missing", "exists", "encode", "io", "closed")
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type ArtifactErrorReason = typeof ArtifactErrorReason.Type
@@ -204,6 +214,7 @@ export type ArtifactErrorReason = typeof ArtifactErrorReason.Type
  *   Effect.catchTag("ArtifactError", (e) => Effect.logError(`${e.reason} at line ${e.line ?? "-"}: ${e.message}`))
  * )
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class ArtifactError extends Schema.TaggedError<ArtifactError>()("ArtifactError", {
@@ -225,6 +236,7 @@ export class ArtifactError extends Schema.TaggedError<ArtifactError>()("Artifact
  * declare const record: ArtifactStore.ItemRecord
  * const publish = (result: string) => Effect.zipRight(opened.append(record), Effect.log(result))
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Opened {
@@ -253,11 +265,37 @@ export interface Opened {
  *   Effect.map((contents) => contents.records.filter((r) => r.outcome === "success").length)
  * )
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Contents {
   readonly manifest: Manifest
   readonly records: ReadonlyArray<ItemRecord>
+}
+
+/**
+ * The artifact store service: where a run's manifest and item records live (the embedded default is a
+ * JSONL file, see `JsonlStore`).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { ArtifactStore } from "@rein/batch"
+ *
+ * const records = (store: ArtifactStore.Service) => Effect.map(store.read, (contents) => contents.records.length)
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Service {
+  /** Creates a new artifact with this manifest (fails with `exists` when there is one). */
+  readonly create: (manifest: Manifest) => Effect.Effect<Opened, ArtifactError, Scope.Scope>
+  /** Opens the existing artifact for appending (its manifest as written). */
+  readonly resume: Effect.Effect<Opened, ArtifactError, Scope.Scope>
+  /** Opens the existing artifact for appending, or creates one with this manifest when there is none. */
+  readonly open: (manifest: Manifest) => Effect.Effect<Opened, ArtifactError, Scope.Scope>
+  /** Reads the manifest and every record. */
+  readonly read: Effect.Effect<Contents, ArtifactError>
 }
 
 /**
@@ -280,11 +318,7 @@ export interface Contents {
  *   Effect.map(({ records }) => records.length)
  * )
  * ```
+ * @category tags
  * @since 0.1.0
  */
-export class ArtifactStore extends Context.Tag("@rein/batch/ArtifactStore")<ArtifactStore, {
-  readonly create: (manifest: Manifest) => Effect.Effect<Opened, ArtifactError, Scope.Scope>
-  readonly resume: Effect.Effect<Opened, ArtifactError, Scope.Scope>
-  readonly open: (manifest: Manifest) => Effect.Effect<Opened, ArtifactError, Scope.Scope>
-  readonly read: Effect.Effect<Contents, ArtifactError>
-}>() {}
+export class ArtifactStore extends Context.Tag("@rein/batch/ArtifactStore")<ArtifactStore, Service>() {}

@@ -24,15 +24,15 @@
  */
 import { Contract } from "@rein/core"
 import type { Provider, Rein } from "@rein/core"
-import type { Option, SubscriptionRef } from "effect"
+import type { SubscriptionRef } from "effect"
 import { Effect, Exit, Queue, Stream, Take } from "effect"
-import type { ArtifactError, ItemRecord, Opened } from "./ArtifactStore.js"
 import type { CostFunction } from "./Cost.js"
 import type * as Events from "./Events.js"
 import * as Guardrails from "./Guardrails.js"
 import * as Engine from "./internal/engine.js"
+import type * as Settings from "./internal/settings.js"
 import * as Pull from "./internal/source.js"
-import type { Failed, ItemResult, Succeeded } from "./Result.js"
+import type { ItemResult } from "./Result.js"
 import type { Source, SourceError } from "./Source.js"
 import type { Stats } from "./Stats.js"
 import type { Termination } from "./Termination.js"
@@ -55,13 +55,10 @@ import type { Termination } from "./Termination.js"
  * declare const toRecord: Batch.Artifacts<string>["toRecord"]
  * const artifacts: Batch.Artifacts<string> = { opened, lookup: () => Option.none(), toRecord }
  * ```
+ * @category models
  * @since 0.1.0
  */
-export interface Artifacts<I> {
-  readonly opened: Opened
-  readonly lookup?: ((item: I, index: number, itemId: string) => Option.Option<ItemRecord>) | undefined
-  readonly toRecord: (result: Succeeded<I> | Failed<I>) => Effect.Effect<ItemRecord, ArtifactError>
-}
+export interface Artifacts<I> extends Settings.Artifacts<I> {}
 
 type RequestOption<I> = [I] extends [string | Provider.CompletionRequest] ? {
     /** The request of an item (default: a string is the prompt; a request is itself). */
@@ -88,6 +85,7 @@ type RequestOption<I> = [I] extends [string | Provider.CompletionRequest] ? {
  *   itemId: (doc) => doc.id
  * }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type Options<I> = RequestOption<I> & {
@@ -112,6 +110,7 @@ export type Options<I> = RequestOption<I> & {
  *
  * const failures = (s: Batch.Summary<string>) => s.results.filter((r) => r._tag === "Failed").length
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Summary<I> {
@@ -125,7 +124,7 @@ const DEFAULT_GUARDRAILS = Guardrails.make()
 const defaultRequest = (item: unknown): Provider.CompletionRequest =>
   typeof item === "string" ? { prompt: item } : item as Provider.CompletionRequest
 
-const settingsOf = <I>(options: Options<I>): Engine.Settings<I> => {
+const settingsOf = <I>(options: Options<I>): Settings.Settings<I> => {
   const guardrails = options.guardrails ?? DEFAULT_GUARDRAILS
   const contract = guardrails.rateLimitRetries === undefined
     ? options.contract
@@ -165,6 +164,7 @@ const settingsOf = <I>(options: Options<I>): Engine.Settings<I> => {
  * })
  * const report = Effect.map(summary, (s) => `${s.termination.kind}: ${s.stats.succeeded} of ${s.stats.accepted}`)
  * ```
+ * @category running
  * @since 0.1.0
  */
 export const run = <I, E = never, R = never>(
@@ -204,6 +204,7 @@ export const run = <I, E = never, R = never>(
  *   Stream.runForEach((r) => Effect.log(r.itemId, r._tag))
  * )
  * ```
+ * @category running
  * @since 0.1.0
  */
 export const stream = <I, E = never, R = never>(

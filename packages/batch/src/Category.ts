@@ -20,6 +20,7 @@ import { Schema } from "effect"
  *
  * Category.RunCategory.literals // ["batch_deadline_exceeded", "batch_aborted", "batch_budget_exceeded", "artifact_error"]
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const RunCategory = Schema.Literal(
@@ -30,6 +31,7 @@ export const RunCategory = Schema.Literal(
 )
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type RunCategory = typeof RunCategory.Type
@@ -43,6 +45,7 @@ export type RunCategory = typeof RunCategory.Type
  *
  * Category.OutcomeCategory.literals.includes("deadline_exceeded") // true
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const OutcomeCategory = Schema.Literal(
@@ -54,6 +57,7 @@ export const OutcomeCategory = Schema.Literal(
 )
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type OutcomeCategory = typeof OutcomeCategory.Type
@@ -69,6 +73,7 @@ export type OutcomeCategory = typeof OutcomeCategory.Type
  *
  * Schema.decodeUnknownSync(Category.Category)("authentication") // "authentication"
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Category = Schema.Union(Failure.FailureKind, OutcomeCategory, RunCategory).annotations({
@@ -82,6 +87,7 @@ export const Category = Schema.Union(Failure.FailureKind, OutcomeCategory, RunCa
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Category = typeof Category.Type
@@ -99,6 +105,7 @@ const RUN: ReadonlySet<string> = new Set(RunCategory.literals)
  * Category.isCollateral("batch_aborted") // true
  * Category.isCollateral("authentication") // false
  * ```
+ * @category guards
  * @since 0.1.0
  */
 export const isCollateral = (category: Category): category is RunCategory => RUN.has(category)
@@ -121,6 +128,7 @@ export const isCollateral = (category: Category): category is RunCategory => RUN
  * })
  * Category.ofTerminal(e) // "authentication"
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const ofTerminal = (error: Outcome.Terminal): Category => {

@@ -43,6 +43,7 @@ import type { Source, SourceError } from "./Source.js"
  *   result: (completion) => JSON.parse(completion.text)
  * }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Options<I> {
@@ -103,6 +104,7 @@ const unfingerprintable = (itemId: string, e: Fingerprint.FingerprintError) =>
  * declare const contract: Contract.Contract
  * const summary = Batch.run(["a", "b"], { contract, artifacts: Checkpoint.artifacts(session, {}) })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const artifacts = <I>(
@@ -188,6 +190,7 @@ export const artifacts = <I>(
  *   (artifacts) => Batch.run(["a", "b"], { contract, artifacts })
  * ))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const open = <I>(
@@ -212,6 +215,7 @@ export const open = <I>(
  * declare const identity: Identity.Identity
  * const options: Checkpoint.RunOptions<string> = { contract, checkpoint: { identity, resume: "reuse-all" } }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type RunOptions<I> = Batch.Options<I> & { readonly artifacts?: never; readonly checkpoint: Options<I> }
@@ -244,6 +248,7 @@ const split = <I>(options: RunOptions<I>) => {
  *   checkpoint: { identity, resume: "reuse-successes" }
  * }).pipe(Effect.provide(JsonlStore.layer({ path: "run.jsonl" })), Effect.provide(NodeFileSystem.layer))
  * ```
+ * @category running
  * @since 0.1.0
  */
 export const run = <I, E = never, R = never>(
@@ -274,6 +279,7 @@ export const run = <I, E = never, R = never>(
  *   Stream.runForEach((r) => Effect.log(r.itemId, r._tag))
  * )
  * ```
+ * @category running
  * @since 0.1.0
  */
 export const stream = <I, E = never, R = never>(

@@ -19,6 +19,7 @@ import type { Outcome, Usage } from "@rein/core"
  *
  * const tokens = (u: Cost.AttemptUsage) => u.usage.inputTokens + u.usage.outputTokens
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface AttemptUsage {
@@ -43,6 +44,7 @@ export interface AttemptUsage {
  *
  * const price: Cost.CostFunction = (u) => (u.usage.inputTokens * 0.15 + u.usage.outputTokens * 0.6) / 1e6
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type CostFunction = (usage: AttemptUsage) => unknown
@@ -67,6 +69,7 @@ const describe = (value: unknown): string => {
  * declare const usage: Cost.AttemptUsage
  * Cost.price(() => -1, usage) // { _tag: "Invalid", reason: "the cost function returned -1, not a finite non-negative number" }
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const price = (

@@ -25,6 +25,7 @@ const at = Schema.Number
  *
  * Schema.decodeUnknownSync(Events.RunStarted)({ _tag: "RunStarted", at: 0 })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const RunStarted = Schema.TaggedStruct("RunStarted", { at })
@@ -38,6 +39,7 @@ export const RunStarted = Schema.TaggedStruct("RunStarted", { at })
  *
  * const started = Events.ItemStarted.make({ at: 12, index: 3, itemId: "doc-3" })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const ItemStarted = Schema.TaggedStruct("ItemStarted", { at, index: Schema.Number, itemId: Schema.String })
@@ -51,6 +53,7 @@ export const ItemStarted = Schema.TaggedStruct("ItemStarted", { at, index: Schem
  *
  * const admitted = Events.ItemAdmitted.make({ at: 40, index: 3, itemId: "doc-3", endpoint: "openai/mini", attempt: 1, waitedMillis: 28 })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const ItemAdmitted = Schema.TaggedStruct("ItemAdmitted", {
@@ -72,6 +75,7 @@ export const ItemAdmitted = Schema.TaggedStruct("ItemAdmitted", {
  *
  * const failed = Events.AttemptSummary.make({ endpoint: "fake/a", role: "first", failure: "overloaded", code: "http_503" })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const AttemptSummary = Schema.typeSchema(Outcome.AttemptRecord).pipe(
@@ -79,6 +83,7 @@ export const AttemptSummary = Schema.typeSchema(Outcome.AttemptRecord).pipe(
 )
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type AttemptSummary = typeof AttemptSummary.Type
@@ -94,6 +99,7 @@ export type AttemptSummary = typeof AttemptSummary.Type
  * declare const completion: Outcome.Completion
  * Events.summarise(completion.attempts) // [{ endpoint: "fake/a", role: "first", failure: "overloaded", … }, …]
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const summarise = (attempts: ReadonlyArray<Outcome.AttemptRecord>): ReadonlyArray<AttemptSummary> =>
@@ -108,6 +114,7 @@ export const summarise = (attempts: ReadonlyArray<Outcome.AttemptRecord>): Reado
  *
  * const completed = Events.ItemCompleted.make({ at: 900, index: 3, itemId: "doc-3" })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const ItemCompleted = Schema.TaggedStruct("ItemCompleted", {
@@ -127,6 +134,7 @@ export const ItemCompleted = Schema.TaggedStruct("ItemCompleted", {
  *
  * const failed = Events.ItemFailed.make({ at: 900, index: 3, itemId: "doc-3", category: "authentication" })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const ItemFailed = Schema.TaggedStruct("ItemFailed", {
@@ -147,6 +155,7 @@ export const ItemFailed = Schema.TaggedStruct("ItemFailed", {
  *
  * const reused = Events.ItemReused.make({ at: 0, index: 3, itemId: "doc-3" })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const ItemReused = Schema.TaggedStruct("ItemReused", { at, index: Schema.Number, itemId: Schema.String })
@@ -160,6 +169,7 @@ export const ItemReused = Schema.TaggedStruct("ItemReused", { at, index: Schema.
  *
  * const cooling = Events.CooldownStarted.make({ at: 100, endpoint: "openai/mini", untilMillis: 2_100 })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const CooldownStarted = Schema.TaggedStruct("CooldownStarted", {
@@ -177,6 +187,7 @@ export const CooldownStarted = Schema.TaggedStruct("CooldownStarted", {
  *
  * const ended = Events.CooldownEnded.make({ at: 2_100, endpoint: "openai/mini" })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const CooldownEnded = Schema.TaggedStruct("CooldownEnded", { at, endpoint: Schema.String })
@@ -190,6 +201,7 @@ export const CooldownEnded = Schema.TaggedStruct("CooldownEnded", { at, endpoint
  *
  * const why = (e: typeof Events.RunAborted.Type) => `${e.termination.kind}: ${e.termination.reason}`
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const RunAborted = Schema.TaggedStruct("RunAborted", { at, termination: Termination })
@@ -203,6 +215,7 @@ export const RunAborted = Schema.TaggedStruct("RunAborted", { at, termination: T
  *
  * const line = (e: typeof Events.RunCompleted.Type) => `${e.termination.kind} after ${e.stats.accepted} items`
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const RunCompleted = Schema.TaggedStruct("RunCompleted", { at, termination: Termination, stats: Stats })
@@ -218,6 +231,7 @@ export const RunCompleted = Schema.TaggedStruct("RunCompleted", { at, terminatio
  * const onEvent = (event: Events.Event) =>
  *   event._tag === "RunAborted" ? Effect.logWarning(event.termination.reason) : Effect.void
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Event = Schema.Union(
@@ -234,6 +248,7 @@ export const Event = Schema.Union(
 )
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Event = typeof Event.Type
@@ -248,6 +263,7 @@ export type Event = typeof Event.Type
  *
  * const progress = SubscriptionRef.make(Events.initialProgress)
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Progress = Schema.Struct({
@@ -262,6 +278,7 @@ export const Progress = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Progress = typeof Progress.Type
@@ -276,6 +293,7 @@ export type Progress = typeof Progress.Type
  *
  * const progress = SubscriptionRef.make(Events.initialProgress)
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const initialProgress: Progress = {

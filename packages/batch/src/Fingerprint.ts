@@ -26,6 +26,7 @@ import { canonicalJson } from "./internal/canonical.js"
  * const result = Fingerprint.input({ price: Number.NaN })
  * if (Either.isLeft(result)) console.error(`${result.left.path}: ${result.left.message}`) // "$.price: Expected a finite number, actual NaN"
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class FingerprintError extends Schema.TaggedError<FingerprintError>()("FingerprintError", {
@@ -43,6 +44,7 @@ export class FingerprintError extends Schema.TaggedError<FingerprintError>()("Fi
  * Fingerprint.canonical({ b: [1, "x"], a: null })
  * // Right('{"a":null,"b":[1,"x"]}')
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const canonical = (value: unknown): Either.Either<string, FingerprintError> =>
@@ -58,6 +60,7 @@ export const canonical = (value: unknown): Either.Either<string, FingerprintErro
  * Fingerprint.sha256("")
  * // "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const sha256 = (text: string): string => `sha256:${createHash("sha256").update(text, "utf8").digest("hex")}`
@@ -73,6 +76,7 @@ export const sha256 = (text: string): string => `sha256:${createHash("sha256").u
  * Either.getOrThrow(Fingerprint.of({ a: 1, b: 2 })) === Either.getOrThrow(Fingerprint.of({ b: 2, a: 1 }))
  * // true
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const of = (value: unknown): Either.Either<string, FingerprintError> => Either.map(canonical(value), sha256)
@@ -88,6 +92,7 @@ export const of = (value: unknown): Either.Either<string, FingerprintError> => E
  * const fp = Fingerprint.input({ id: "inv-1", text: "Invoice #1 …", pages: 2 })
  * // Right("sha256:…")
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const input = (item: unknown): Either.Either<string, FingerprintError> => of(item)
@@ -103,6 +108,7 @@ export const input = (item: unknown): Either.Either<string, FingerprintError> =>
  * Fingerprint.prompt("Summarise …") === Fingerprint.prompt({ prompt: "Summarise …" })
  * // true
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const prompt = (
@@ -127,6 +133,7 @@ export const prompt = (
  *   provider: "openai", model: "gpt-4.1-mini", promptVersion: "p4", parserVersion: "j2", applicationVersion: "a7"
  * }))
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const identity = (value: Identity): string =>

@@ -31,6 +31,7 @@ import {
  *
  * Guardrails.make({ batchDeadline: "1 hour", abortMode: "cancel-active" })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const AbortMode = Schema.Literal("drain-active", "cancel-active").annotations({
@@ -41,6 +42,7 @@ export const AbortMode = Schema.Literal("drain-active", "cancel-active").annotat
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type AbortMode = typeof AbortMode.Type
@@ -54,6 +56,7 @@ export type AbortMode = typeof AbortMode.Type
  *
  * Guardrails.make({ order: "submission" })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Order = Schema.Literal("completion", "submission").annotations({
@@ -64,6 +67,7 @@ export const Order = Schema.Literal("completion", "submission").annotations({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Order = typeof Order.Type
@@ -84,6 +88,7 @@ export type Order = typeof Order.Type
  *   maxTotalTokens: 5_000_000
  * })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export class Guardrails extends Schema.Class<Guardrails>("Guardrails")({
@@ -126,6 +131,7 @@ export class Guardrails extends Schema.Class<Guardrails>("Guardrails")({
 /**
  * The encoded (JSON) form of the guardrails.
  *
+ * @category models
  * @since 0.1.0
  */
 export type GuardrailsInput = typeof Guardrails.Encoded
@@ -140,6 +146,7 @@ export type GuardrailsInput = typeof Guardrails.Encoded
  *
  * const message = Either.match(Guardrails.decode({ concurrency: 0 }), { onLeft: (e) => e.message, onRight: () => "ok" })
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class GuardrailsError extends Schema.TaggedError<GuardrailsError>()("GuardrailsError", {
@@ -158,6 +165,7 @@ const decodeGuardrails = decodeWith(Guardrails)
  * Guardrails.decode({ batchDeadline: 0 })
  * // Left(GuardrailsError: "batchDeadline: Expected a positive finite duration …, actual 0")
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const decode = (input: unknown): Either.Either<Guardrails, GuardrailsError> =>
@@ -173,6 +181,7 @@ export const decode = (input: unknown): Either.Either<Guardrails, GuardrailsErro
  *
  * const guardrails = Guardrails.make({ concurrency: 200, order: "submission" })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (input: GuardrailsInput = {}): Guardrails => Either.getOrThrow(decode(input))

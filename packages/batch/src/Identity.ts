@@ -32,6 +32,7 @@ const Name = Schema.String.pipe(
  *   extra: { temperature: "0" }
  * }
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Identity = Schema.Struct({
@@ -44,6 +45,7 @@ export const Identity = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Identity = typeof Identity.Type
@@ -51,6 +53,7 @@ export type Identity = typeof Identity.Type
 /**
  * The encoded (JSON) form of an identity: `extra` may be left out.
  *
+ * @category models
  * @since 0.1.0
  */
 export type IdentityInput = typeof Identity.Encoded
@@ -67,6 +70,7 @@ export type IdentityInput = typeof Identity.Encoded
  * const result = Identity.decode({ provider: "openai" })
  * if (Either.isLeft(result)) console.error(result.left.message) // "model: is missing" …
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class IdentityError extends Schema.TaggedError<IdentityError>()("IdentityError", {
@@ -85,6 +89,7 @@ const decodeIdentity = Schema.decodeUnknownEither(Identity, { errors: "all", onE
  * Identity.decode({ provider: "openai", model: "", promptVersion: "p1", parserVersion: "j1", applicationVersion: "a1" })
  * // Left(IdentityError: "model: Expected a non-empty string")
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const decode = (input: unknown): Either.Either<Identity, IdentityError> =>
@@ -102,6 +107,7 @@ export const decode = (input: unknown): Either.Either<Identity, IdentityError> =
  *   promptVersion: "invoice-v4", parserVersion: "invoice-schema-v2", applicationVersion: "billing-v7"
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (input: IdentityInput): Identity => Either.getOrThrow(decode(input))
@@ -118,6 +124,7 @@ export const make = (input: IdentityInput): Identity => Either.getOrThrow(decode
  *   extra: { temperature: "0" }
  * }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Versions {
@@ -137,6 +144,7 @@ export interface Versions {
  * declare const identity: Identity.Identity
  * const candidates = identity.extra[Identity.CANDIDATES_KEY] // "openai/mini=openai/gpt-4.1-mini,…"
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const CANDIDATES_KEY = "rein.candidates"
@@ -158,6 +166,7 @@ export const CANDIDATES_KEY = "rein.candidates"
  * })
  * // Either<Identity, IdentityError>
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const fromContract = (

@@ -19,7 +19,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import type { Scope } from "effect"
 import { Effect, Layer, Option } from "effect"
 import * as path from "node:path"
-import type { Contents, Manifest, Opened } from "./ArtifactStore.js"
+import type { Contents, Manifest, Opened, Service } from "./ArtifactStore.js"
 import { ArtifactError, ArtifactStore } from "./ArtifactStore.js"
 import type { Parsed } from "./internal/jsonl.js"
 import { isTornManifest, manifestLine, parse } from "./internal/jsonl.js"
@@ -34,6 +34,7 @@ import { makeWriter } from "./internal/writer.js"
  *
  * const options: JsonlStore.Options = { path: "run.jsonl", fsync: true }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -59,6 +60,7 @@ export interface Options {
  *
  * JsonlStore.defaultMode.toString(8) // "600"
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const defaultMode = 0o600
@@ -77,9 +79,10 @@ const isAlreadyExists = (e: PlatformError) => e._tag === "SystemError" && e.reas
  *
  * const store = JsonlStore.make({ path: "run.jsonl" }).pipe(Effect.provide(NodeFileSystem.layer))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
-export const make = (options: Options): Effect.Effect<ArtifactStore["Type"], never, FileSystem.FileSystem> =>
+export const make = (options: Options): Effect.Effect<Service, never, FileSystem.FileSystem> =>
   Effect.map(FileSystem.FileSystem, (fs) => {
     const file = options.path
     const fsync = options.fsync === true
@@ -218,6 +221,7 @@ export const make = (options: Options): Effect.Effect<ArtifactStore["Type"], nev
  *
  * const artifacts = JsonlStore.layer({ path: "run.jsonl", fsync: true }).pipe(Layer.provide(NodeFileSystem.layer))
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (options: Options): Layer.Layer<ArtifactStore, never, FileSystem.FileSystem> =>

@@ -28,6 +28,7 @@ const collateral = {
  *
  * const error = new Result.BatchDeadlineExceeded({ reason: "the batch deadline of 3600000 ms expired", cause: null, attempts: [] })
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class BatchDeadlineExceeded extends Schema.TaggedError<BatchDeadlineExceeded>()(
@@ -44,6 +45,7 @@ export class BatchDeadlineExceeded extends Schema.TaggedError<BatchDeadlineExcee
  *
  * const error = new Result.BatchAborted({ reason: "fail-fast: item \"7\" failed with authentication", cause: null, attempts: [] })
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class BatchAborted extends Schema.TaggedError<BatchAborted>()("BatchAborted", collateral) {}
@@ -62,6 +64,7 @@ export class BatchAborted extends Schema.TaggedError<BatchAborted>()("BatchAbort
  *   attempts: []
  * })
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class BatchBudgetExceeded extends Schema.TaggedError<BatchBudgetExceeded>()(
@@ -79,6 +82,7 @@ export class BatchBudgetExceeded extends Schema.TaggedError<BatchBudgetExceeded>
  *
  * const lost = (e: Result.ArtifactFailed) => `${e.original} not persisted: ${e.reason}`
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class ArtifactFailed extends Schema.TaggedError<ArtifactFailed>()("ArtifactFailed", {
@@ -95,6 +99,7 @@ export class ArtifactFailed extends Schema.TaggedError<ArtifactFailed>()("Artifa
  *
  * const isCollateral = (e: Result.ItemError) => e._tag.startsWith("Batch")
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type ItemError = Outcome.Terminal | BatchDeadlineExceeded | BatchAborted | BatchBudgetExceeded | ArtifactFailed
@@ -108,6 +113,7 @@ export type ItemError = Outcome.Terminal | BatchDeadlineExceeded | BatchAborted 
  *
  * const text = (r: Result.Succeeded<string>) => r.completion.text
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Succeeded<I> {
@@ -129,6 +135,7 @@ export interface Succeeded<I> {
  *
  * const why = (r: Result.Failed<string>) => `${r.itemId}: ${r.category} (${r.error._tag})`
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Failed<I> {
@@ -150,6 +157,7 @@ export interface Failed<I> {
  *
  * const kept = (r: Result.Reused<string>) => r.record.result
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Reused<I> {
@@ -169,6 +177,7 @@ export interface Reused<I> {
  *
  * const prompt = (r: Result.Planned<string>) => r.request.prompt
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Planned<I> {
@@ -189,6 +198,7 @@ export interface Planned<I> {
  * const line = (r: Result.ItemResult<string>) =>
  *   r._tag === "Succeeded" ? `${r.itemId}: ${r.completion.text}` : r._tag === "Failed" ? `${r.itemId}: ${r.category}` : r.itemId
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type ItemResult<I> = Succeeded<I> | Failed<I> | Reused<I> | Planned<I>
@@ -204,6 +214,7 @@ export type ItemResult<I> = Succeeded<I> | Failed<I> | Reused<I> | Planned<I>
  * declare const r: Result.ItemResult<string>
  * R.categoryOf(r)
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const categoryOf = <I>(result: ItemResult<I>): string => {

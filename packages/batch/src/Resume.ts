@@ -35,6 +35,7 @@ import { describe } from "./internal/schema.js"
  *
  * Schema.decodeUnknownSync(Resume.Policy)("reuse-successes") // "reuse-successes"
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Policy = Schema.Literal("none", "reuse-successes", "reuse-all").annotations({
@@ -44,6 +45,7 @@ export const Policy = Schema.Literal("none", "reuse-successes", "reuse-all").ann
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Policy = typeof Policy.Type
@@ -58,6 +60,7 @@ export type Policy = typeof Policy.Type
  *
  * Resume.NEVER_REUSED.has("batch_aborted") // true
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const NEVER_REUSED: ReadonlySet<string> = new Set([
@@ -79,6 +82,7 @@ export const NEVER_REUSED: ReadonlySet<string> = new Set([
  * Resume.isReusable("failure", "content_filtered") // true (under reuse-all)
  * Resume.isReusable("failure", "batch_deadline_exceeded") // false
  * ```
+ * @category guards
  * @since 0.1.0
  */
 export const isReusable = (outcome: ItemRecord["outcome"], category: string): boolean =>
@@ -94,6 +98,7 @@ export const isReusable = (outcome: ItemRecord["outcome"], category: string): bo
  * declare const fields: Resume.RecordFields
  * const auditOnly: Resume.RecordFields = { ...fields, result: undefined, reusable: false }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type RecordFields = Omit<ItemRecord, "kind" | "reusable"> & {
@@ -115,6 +120,7 @@ export type RecordFields = Omit<ItemRecord, "kind" | "reusable"> & {
  * })
  * audit.reusable // false
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const makeRecord = (fields: RecordFields): ItemRecord => {
@@ -133,6 +139,7 @@ export const makeRecord = (fields: RecordFields): ItemRecord => {
  * declare const index: Resume.Index
  * const reused = Option.map(index.lookup("inv-1", "sha256:…"), (record) => record.result)
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Index {
@@ -161,6 +168,7 @@ const accepts = (policy: Policy, record: ItemRecord): boolean =>
  * const index = Resume.index(opened.existing, { policy: "reuse-successes", identityFingerprint: opened.manifest.identityFingerprint })
  * const reused = Option.isSome(index.lookup("inv-1", "sha256:…"))
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const index = (
@@ -198,6 +206,7 @@ export const index = (
  *   ? Effect.void
  *   : session.append(record)
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Session {
@@ -230,6 +239,7 @@ export interface Session {
  *   Effect.map(Resume.open({ identity, policy: "reuse-successes" }), (session) => session.index.size)
  * ).pipe(Effect.provide(JsonlStore.layer({ path: "run.jsonl" })), Effect.provide(NodeFileSystem.layer))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const open = (options: {
@@ -265,6 +275,7 @@ export const open = (options: {
  * declare const identity: Identity.Identity
  * const wouldReuse = Effect.map(Resume.inspect({ identity, policy: "reuse-all" }), (index) => index.size)
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const inspect = (options: {

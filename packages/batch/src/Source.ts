@@ -32,6 +32,7 @@ import type { Stream } from "effect"
  * }
  * const source: Source.Source<string> = forever()
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type Source<I, E = never, R = never> = Iterable<I> | AsyncIterable<I> | Stream.Stream<I, E, R>
@@ -47,6 +48,7 @@ export type Source<I, E = never, R = never> = Iterable<I> | AsyncIterable<I> | S
  * Source.isCollection(["a", "b"]) // true
  * Source.isCollection(["a", "b"].values()) // false: pulled lazily
  * ```
+ * @category guards
  * @since 0.1.0
  */
 export const isCollection = (source: unknown): boolean =>
@@ -64,6 +66,7 @@ export const isCollection = (source: unknown): boolean =>
  * declare const run: Effect.Effect<Batch.Summary<string>, Source.SourceError>
  * const safe = run.pipe(Effect.catchTag("SourceError", (e) => Effect.die(e.cause)))
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class SourceError extends Schema.TaggedError<SourceError>()("SourceError", {

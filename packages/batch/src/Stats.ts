@@ -17,6 +17,7 @@ import { Schema } from "effect"
  *
  * const line = (s: Stats.Stats) => `${s.succeeded}/${s.accepted} ok, ${s.tokensUsed} tokens, cost ${s.costUsed}`
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Stats = Schema.Struct({
@@ -48,6 +49,7 @@ export const Stats = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Stats = typeof Stats.Type
@@ -61,6 +63,7 @@ export type Stats = typeof Stats.Type
  *
  * Stats.empty().accepted // 0
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const empty = (): { -readonly [K in keyof Stats]: Stats[K] } => ({

@@ -19,6 +19,7 @@ import { Category } from "./Category.js"
  *
  * const done = Termination.Completed.make({ kind: "completed", reason: "all 10 accepted items finished" })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Completed = Schema.TaggedStruct("Completed", {
@@ -35,6 +36,7 @@ export const Completed = Schema.TaggedStruct("Completed", {
  *
  * const late = Termination.BatchTimeout.make({ kind: "batch_timeout", reason: "the batch deadline of 3600000 ms expired" })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const BatchTimeout = Schema.TaggedStruct("BatchTimeout", {
@@ -51,6 +53,7 @@ export const BatchTimeout = Schema.TaggedStruct("BatchTimeout", {
  *
  * const stopped = Termination.FailFast.make({ kind: "fail_fast", reason: "fail-fast", itemId: "7", category: "authentication" })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const FailFast = Schema.TaggedStruct("FailFast", {
@@ -70,6 +73,7 @@ export const FailFast = Schema.TaggedStruct("FailFast", {
  *
  * const capped = Termination.BudgetExceeded.make({ kind: "budget_exceeded", reason: "cost cap reached: 25 of 25", resource: "cost" })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const BudgetExceeded = Schema.TaggedStruct("BudgetExceeded", {
@@ -87,6 +91,7 @@ export const BudgetExceeded = Schema.TaggedStruct("BudgetExceeded", {
  *
  * const lost = Termination.ArtifactFailure.make({ kind: "artifact_error", reason: "disk full", itemId: "7" })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const ArtifactFailure = Schema.TaggedStruct("ArtifactFailure", {
@@ -110,11 +115,13 @@ export const ArtifactFailure = Schema.TaggedStruct("ArtifactFailure", {
  *   resource: "tokens"
  * })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Termination = Schema.Union(Completed, BatchTimeout, FailFast, BudgetExceeded, ArtifactFailure)
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Termination = typeof Termination.Type
@@ -122,6 +129,7 @@ export type Termination = typeof Termination.Type
 /**
  * The termination kinds.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Kind = Termination["kind"]
@@ -129,6 +137,7 @@ export type Kind = Termination["kind"]
 /**
  * The terminations that stop a run early.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Stop = Exclude<Termination, { readonly kind: "completed" }>

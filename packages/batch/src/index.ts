@@ -44,6 +44,14 @@ export * as Batch from "./Batch.js"
 export * as Guardrails from "./Guardrails.js"
 
 /**
+ * Run limits: the state a run shares between workers (and processes) — soft caps, rate limits, capacity,
+ * cooldowns, the stop — behind one service with an in-memory default.
+ *
+ * @since 0.1.0
+ */
+export * as RunLimits from "./RunLimits.js"
+
+/**
  * Error categories: failure kinds, executor outcomes and the run's collateral categories.
  *
  * @since 0.1.0

@@ -127,7 +127,7 @@ describe("rate limits and admission", () => {
       requestsPerMinute: undefined,
       tokensPerMinute: undefined,
       capacity: {},
-      rampMillis: undefined,
+      startupRampMillis: undefined,
       cooldownMillis: 1_000
     }, 0)
     expect(limiter.cool("a", 0, 5_000)).toBe(true)
@@ -137,9 +137,9 @@ describe("rate limits and admission", () => {
     expect(limiter.cool("a", 200, 9_000)).toBe(false)
     expect(limiter.coolingUntil("a")).toBe(9_200)
     expect(limiter.endCooldown("a", 9_000)).toBe(false)
-    expect(limiter.take(9_000, "a", 0, 0)).toBe(200)
+    expect(limiter.take(9_000, "a", 0)).toBe(200)
     expect(limiter.endCooldown("a", 9_200)).toBe(true)
-    expect(typeof limiter.take(9_200, "a", 0, 0)).toBe("object")
+    expect(typeof limiter.take(9_200, "a", 0)).toBe("object")
   })
 
   it.effect("429 retries have their own cap and do not use up the normal attempts", () =>

@@ -7,23 +7,25 @@
  * @internal
  */
 
-/** @internal */
+/** The limits the limiter enforces (`RunLimits.Config` has them). @internal */
 export interface Config {
   readonly concurrency: number
-  readonly requestsPerMinute: number | undefined
-  readonly tokensPerMinute: number | undefined
-  readonly capacity: Readonly<Record<string, number>>
-  readonly rampMillis: number | undefined
-  readonly cooldownMillis: number
+  readonly requestsPerMinute?: number | undefined
+  readonly tokensPerMinute?: number | undefined
+  /** At most this many attempts in flight per endpoint id. */
+  readonly capacity?: Readonly<Record<string, number>> | undefined
+  /** Startup ramp: the attempts allowed in flight grow from 1 to `concurrency` over this many ms. */
+  readonly startupRampMillis?: number | undefined
+  /** The cooldown after a 429 (absent: a 429 cools nothing). */
+  readonly cooldownMillis?: number | undefined
 }
 
-/** What an admitted attempt holds until it settles. @internal */
-export interface Ticket {
+/** What an admitted attempt holds (`RunLimits.Hold`). @internal */
+export interface Hold {
+  readonly _tag: "Hold"
   readonly endpoint: string
   /** Tokens reserved in the tokens-per-minute bucket (reconciled to the actual usage on release). */
   readonly tokens: number
-  readonly waitedMillis: number
-  settled: boolean
 }
 
 interface Bucket {
@@ -52,9 +54,9 @@ export interface Limiter {
   /** Whether any limit may make an attempt wait (else admission is immediate). */
   readonly active: () => boolean
   /** Takes what an attempt needs, or says how long to wait (`Infinity`: until something is released). */
-  readonly take: (now: number, endpoint: string, tokens: number, waitedMillis: number) => Ticket | number
-  /** Gives back what a ticket held; `actualTokens` reconciles the tokens-per-minute reservation. */
-  readonly release: (ticket: Ticket, actualTokens: number | undefined) => void
+  readonly take: (now: number, endpoint: string, tokens: number) => Hold | number
+  /** Gives back what a hold took; `actualTokens` reconciles the tokens-per-minute reservation. */
+  readonly release: (hold: Hold, actualTokens: number | undefined) => void
   /** Starts or lengthens an endpoint's cooldown; `true` when a new cooldown started. */
   readonly cool: (endpoint: string, now: number, retryAfterMillis: number | null) => boolean
   /** The end of an endpoint's cooldown (`undefined`: none). */
@@ -68,23 +70,25 @@ export const make = (config: Config, origin: number): Limiter => {
   const rpm = config.requestsPerMinute === undefined ? undefined : bucket(config.requestsPerMinute, origin)
   const tpm = config.tokensPerMinute === undefined ? undefined : bucket(config.tokensPerMinute, origin)
   // By id in a Map: an endpoint called `constructor` has no capacity unless the guardrails give it one.
-  const capacity = new Map(Object.entries(config.capacity))
+  const capacity = new Map(Object.entries(config.capacity ?? {}))
+  const rampMillis = config.startupRampMillis
+  const cooldownMillis = config.cooldownMillis ?? 0
   const hasCapacity = capacity.size > 0
   const byEndpoint = new Map<string, number>()
   const cooldowns = new Map<string, number>()
   let inFlight = 0
-  const rampEnd = config.rampMillis === undefined ? origin : origin + config.rampMillis
-  const static_ = rpm !== undefined || tpm !== undefined || hasCapacity || config.rampMillis !== undefined
+  const rampEnd = rampMillis === undefined ? origin : origin + rampMillis
+  const static_ = rpm !== undefined || tpm !== undefined || hasCapacity || rampMillis !== undefined
 
-  const take = (now: number, endpoint: string, tokens: number, waitedMillis: number): Ticket | number => {
+  const take = (now: number, endpoint: string, tokens: number): Hold | number => {
     const until = cooldowns.get(endpoint)
     if (until !== undefined && now < until) return until - now
-    if (config.rampMillis !== undefined && now < rampEnd) {
+    if (rampMillis !== undefined && now < rampEnd) {
       const elapsed = now - origin
-      const allowed = Math.max(1, Math.floor((config.concurrency * elapsed) / config.rampMillis))
+      const allowed = Math.max(1, Math.floor((config.concurrency * elapsed) / rampMillis))
       if (inFlight >= allowed) {
         // The ramp allows one more when concurrency × elapsed / ramp reaches inFlight + 1 (or on a release).
-        return Math.max(1, ((inFlight + 1) * config.rampMillis) / config.concurrency - elapsed)
+        return Math.max(1, ((inFlight + 1) * rampMillis) / config.concurrency - elapsed)
       }
     }
     const cap = hasCapacity ? capacity.get(endpoint) : undefined
@@ -105,10 +109,10 @@ export const make = (config: Config, origin: number): Limiter => {
     if (rpm !== undefined) rpm.level -= 1
     inFlight++
     if (cap !== undefined) byEndpoint.set(endpoint, (byEndpoint.get(endpoint) ?? 0) + 1)
-    return { endpoint, tokens: reserved, waitedMillis, settled: false }
+    return { _tag: "Hold", endpoint, tokens: reserved }
   }
 
-  const release = (ticket: Ticket, actualTokens: number | undefined): void => {
+  const release = (ticket: Hold, actualTokens: number | undefined): void => {
     inFlight--
     if (hasCapacity && capacity.has(ticket.endpoint)) {
       byEndpoint.set(ticket.endpoint, (byEndpoint.get(ticket.endpoint) ?? 1) - 1)
@@ -122,7 +126,7 @@ export const make = (config: Config, origin: number): Limiter => {
 
   const cool = (endpoint: string, now: number, retryAfterMillis: number | null): boolean => {
     const current = cooldowns.get(endpoint)
-    const until = now + Math.max(config.cooldownMillis, retryAfterMillis ?? 0)
+    const until = now + Math.max(cooldownMillis, retryAfterMillis ?? 0)
     // Lengthen, never shorten.
     if (current !== undefined && current >= until) return false
     cooldowns.set(endpoint, until)

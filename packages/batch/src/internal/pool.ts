@@ -1,0 +1,131 @@
+/**
+ * The worker pool: `concurrency` workers, each pulling one item when it is free, executing it under the
+ * item's contract (with the run's gate, when the run has one), and completing it with exactly one result.
+ *
+ * @internal
+ */
+import type { Outcome } from "@rein/core"
+import { Contract, Gate, Rein } from "@rein/core"
+import { Cause, Duration, Effect, Exit, Fiber, FiberId, Option } from "effect"
+import type { RunGate } from "./gate.js"
+import type { Pulled, Pulling } from "./pull.js"
+import type { Results } from "./results.js"
+import type { ItemState, RunState, Worker } from "./state.js"
+
+/** @internal */
+export interface Pool<R> {
+  /** One worker: pulls and executes items until there is nothing more to pull. */
+  readonly worker: Effect.Effect<void, never, Rein.Rein | R>
+}
+
+/** @internal */
+export const make = <I, E, R>(
+  state: RunState<I>,
+  gate: RunGate,
+  gated: boolean,
+  results: Results<I>,
+  pulling: Pulling<I, E, R>,
+  window: Effect.Semaphore | undefined
+): Pool<R> => {
+  const settings = state.settings
+  const g = settings.guardrails
+  const contract = settings.contract
+  const clock = state.clock
+  const cancelActive = state.cancelActive
+  // The item deadline starts with the item's execution, like the contract's own deadline: the contract run
+  // for each item carries the earlier of the two (made once per run, not a `Deadline.within` per item).
+  const itemContract = g.itemDeadline === undefined || Duration.lessThanOrEqualTo(contract.deadline, g.itemDeadline)
+    ? contract
+    : new Contract.Contract({ ...contract, deadline: Duration.decode(g.itemDeadline) })
+  const quiet = settings.onEvent === undefined && settings.progress === undefined
+
+  const finishItem = (
+    worker: Worker,
+    it: ItemState,
+    item: I,
+    startNanos: bigint,
+    exit: Exit.Exit<Outcome.Completion, Outcome.Terminal>
+  ): Effect.Effect<void> => {
+    if (worker.current === it) worker.current = undefined
+    state.executing.delete(it)
+    const released = gate.releaseOpen(it)
+    state.inFlight--
+    let counted: Effect.Effect<void> | undefined
+    if (!gated) {
+      const failure = Exit.isSuccess(exit) ? undefined : Cause.failureOption(exit.cause)
+      counted = gate.countRecords(
+        Exit.isSuccess(exit) ? exit.value.attempts : failure !== undefined && Option.isSome(failure)
+          ? failure.value.attempts
+          : []
+      )
+    }
+    const durationMillis = Number(clock.unsafeCurrentTimeNanos() - startNanos) / 1e6
+    const base = { index: it.index, itemId: it.itemId, item, durationMillis }
+    const done = Exit.isSuccess(exit)
+      ? results.complete({ _tag: "Succeeded", ...base, completion: exit.value })
+      : Effect.flatMap(results.toResult(exit, base), results.complete)
+    const before = released === undefined
+      ? counted
+      : counted === undefined
+      ? released
+      : Effect.zipRight(released, counted)
+    return before === undefined ? done : Effect.zipRight(before, done)
+  }
+
+  /** Called when the worker has pulled the item (a synchronous step); the effect executes it. */
+  const processItem = (worker: Worker, item: I, index: number): Effect.Effect<void, never, Rein.Rein> => {
+    const request = settings.request(item, index)
+    const itemId = settings.itemId?.(item, index) ?? request.id ?? String(index)
+    const artifacts = settings.artifacts
+    if (artifacts?.lookup !== undefined) {
+      const found = artifacts.lookup(item, index, itemId)
+      if (Option.isSome(found)) return results.complete({ _tag: "Reused", index, itemId, item, record: found.value })
+    }
+    if (state.stopped !== undefined) {
+      // Accepted but never started: the stop's collateral result, no call.
+      return results.complete(results.collateral({ index, itemId, item, durationMillis: 0 }, state.stopped, null, []))
+    }
+    if (g.dryRun) return results.complete({ _tag: "Planned", index, itemId, item, request })
+
+    const it: ItemState = { index, itemId, tickets: [], fiber: undefined }
+    worker.current = it
+    state.inFlight++
+    const execute = (): Effect.Effect<void, never, Rein.Rein> => {
+      const startNanos = clock.unsafeCurrentTimeNanos()
+      const executed = Rein.execute(request, itemContract)
+      if (!cancelActive) {
+        state.executing.add(it)
+        return Effect.flatMap(Effect.exit(executed), (exit) => finishItem(worker, it, item, startNanos, exit))
+      }
+      // Its own fiber, so that a stop can interrupt the call while this worker publishes the result.
+      return Effect.flatMap(Effect.fork(executed), (fiber) => {
+        it.fiber = fiber
+        state.executing.add(it)
+        if (state.stopped !== undefined) fiber.unsafeInterruptAsFork(FiberId.none)
+        return Effect.flatMap(Fiber.await(fiber), (exit) => finishItem(worker, it, item, startNanos, exit))
+      })
+    }
+    return quiet
+      ? execute()
+      : Effect.zipRight(
+        Effect.zipRight(state.event((at) => ({ _tag: "ItemStarted", at, index, itemId })), state.progress),
+        Effect.suspend(execute)
+      )
+  }
+
+  const worker: Effect.Effect<void, never, Rein.Rein | R> = Effect.suspend(() => {
+    const self: Worker = { current: undefined }
+    // Without anything that acts on single attempts, the executor runs without a gate (see `gated`).
+    const process = (next: Pulled<I>): Effect.Effect<void, never, Rein.Rein | R> => {
+      if (Option.isNone(next)) return window === undefined ? Effect.void : window.release(1)
+      return Effect.zipRight(processItem(self, next.value[0], next.value[1]), loop)
+    }
+    const pullNow = pulling.pullNow
+    const loop: Effect.Effect<void, never, Rein.Rein | R> = pullNow !== undefined
+      ? Effect.suspend(() => process(pullNow()))
+      : Effect.flatMap(window === undefined ? pulling.pull : Effect.zipRight(window.take(1), pulling.pull), process)
+    return gated ? Effect.provideService(loop, Gate.Gate, gate.of(self)) : loop
+  })
+
+  return { worker }
+}

@@ -1,0 +1,166 @@
+/**
+ * The run's own state: its counters, the items executing, its view of the stop, and the observers. The
+ * state shared beyond this run (caps, rate limits, cooldowns, the stop itself) lives in the run limits;
+ * this module keeps only what one process needs to act on it. Mutated in synchronous steps only: fibers
+ * interleave at effect boundaries, so each check-and-update is atomic with respect to the other workers.
+ *
+ * @internal
+ */
+import { Gate } from "@rein/core"
+import type { Scope } from "effect"
+import { Clock, Context, Deferred, Effect, SubscriptionRef } from "effect"
+import type { FiberId } from "effect"
+import type { Category } from "../Category.js"
+import type * as Events from "../Events.js"
+import type { Hold, Service as Limits } from "../RunLimits.js"
+import * as Stats from "../Stats.js"
+import type { Stop } from "../Termination.js"
+import type { Settings } from "./settings.js"
+
+/** An attempt's hold at the gate, until it settles. @internal */
+export interface Ticket {
+  /** What the run limits hold for it (`undefined`: admitted without the limits). */
+  readonly hold: Hold | undefined
+  readonly waitedMillis: number
+  settled: boolean
+}
+
+/** An item being executed. @internal */
+export interface ItemState {
+  readonly index: number
+  readonly itemId: string
+  readonly tickets: Array<Ticket>
+  fiber: { readonly unsafeInterruptAsFork: (id: FiberId.FiberId) => void } | undefined
+}
+
+/** A worker: the item it is executing (`undefined` between items). @internal */
+export interface Worker {
+  current: ItemState | undefined
+}
+
+/** @internal */
+export type Counters = ReturnType<typeof Stats.empty>
+
+/** @internal */
+export interface RunState<I> {
+  readonly settings: Settings<I>
+  readonly limits: Limits
+  readonly stats: Counters
+  readonly byCategory: Record<string, number>
+  readonly abortOn: ReadonlySet<Category>
+  readonly cancelActive: boolean
+  readonly executing: Set<ItemState>
+  readonly clock: Clock.Clock
+  readonly scope: Scope.Scope
+  /** Completes when the run stops (the gate's `closed`). */
+  readonly closed: Deferred.Deferred<Gate.Closed>
+  readonly closedAwait: Effect.Effect<Gate.Closed>
+  /** Milliseconds since the run started. */
+  readonly nowMillis: Effect.Effect<number>
+  readonly sinceStart: (nanos: bigint) => number
+  /** Raises an event (outside the run's gate: an observer's own calls are not an item's attempts). */
+  readonly event: (make: (at: number) => Events.Event) => Effect.Effect<void>
+  progress: Effect.Effect<void>
+  inFlight: number
+  /** The run's view of the stop: the run limits' stop, once this run learned of it. */
+  stopped: Stop | undefined
+}
+
+/** @internal */
+export const make = <I>(settings: Settings<I>, limits: Limits): Effect.Effect<RunState<I>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const clock = yield* Effect.clock
+    const originNanos = clock.unsafeCurrentTimeNanos()
+    const sinceStart = (nanos: bigint): number => Number(nanos - originNanos) / 1e6
+    const nowMillis = Effect.map(Clock.currentTimeNanos, sinceStart)
+    const closed = yield* Deferred.make<Gate.Closed>()
+    const onEvent = settings.onEvent
+    const stats = Stats.empty()
+    const byCategory: Record<string, number> = {}
+    stats.byCategory = byCategory
+    const event = (make: (at: number) => Events.Event): Effect.Effect<void> =>
+      onEvent === undefined
+        ? Effect.void
+        : Effect.flatMap(nowMillis, (at) => Effect.mapInputContext(onEvent(make(at)), Context.omit(Gate.Gate)))
+    const progressRef = settings.progress
+    const state: RunState<I> = {
+      settings,
+      limits,
+      stats,
+      byCategory,
+      abortOn: new Set(settings.guardrails.abortOn),
+      cancelActive: settings.guardrails.abortMode === "cancel-active",
+      executing: new Set(),
+      clock,
+      scope,
+      closed,
+      closedAwait: Deferred.await(closed),
+      nowMillis,
+      sinceStart,
+      event,
+      progress: Effect.void,
+      inFlight: 0,
+      stopped: undefined
+    }
+    if (progressRef !== undefined) {
+      state.progress = Effect.suspend(() =>
+        SubscriptionRef.set(progressRef, {
+          accepted: stats.accepted,
+          done: stats.succeeded + stats.failed + stats.reused + stats.planned,
+          succeeded: stats.succeeded,
+          failed: stats.failed,
+          reused: stats.reused,
+          inFlight: state.inFlight,
+          tokens: stats.tokensUsed,
+          cost: stats.costUsed
+        })
+      )
+    }
+    return state
+  })
+
+/**
+ * Stops the run: the run limits decide which stop wins (the first, wherever it came from); this run then
+ * applies the winner once (see `applyStop`).
+ *
+ * @internal
+ */
+export const stop = <I>(state: RunState<I>, termination: Stop, except?: ItemState): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (state.stopped !== undefined) return Effect.void
+    const limits = state.limits
+    // The item that tripped this stop keeps its outcome; under another's stop it is interrupted like the rest.
+    const apply = (winner: Stop) => applyStop(state, winner, winner === termination ? except : undefined)
+    if (limits.unsafeStop !== undefined) return apply(limits.unsafeStop(termination))
+    return Effect.flatMap(limits.stop(termination), apply)
+  })
+
+/**
+ * Applies the stop that won, once: it closes the gate (waits end at once), and in `cancel-active`
+ * interrupts the calls in flight, except the item whose own attempt tripped a cap (it keeps its outcome).
+ *
+ * @internal
+ */
+export const applyStop = <I>(state: RunState<I>, winner: Stop, except?: ItemState): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (state.stopped !== undefined) return Effect.void
+    state.stopped = winner
+    const cancel = state.cancelActive
+      ? Effect.fiberIdWith((id) =>
+        Effect.sync(() => {
+          for (const s of state.executing) if (s !== except && s.fiber !== undefined) s.fiber.unsafeInterruptAsFork(id)
+        })
+      )
+      : Effect.void
+    return Effect.zipRight(
+      Deferred.succeed(state.closed, { _tag: "GateClosed" as const, reason: winner.reason }),
+      Effect.zipRight(cancel, state.event((at) => ({ _tag: "RunAborted", at, termination: winner })))
+    )
+  })
+
+/** The gate's refusal once the run stopped. @internal */
+export const closedOf = <I>(state: RunState<I>): Gate.Closed => ({
+  _tag: "GateClosed",
+  reason: state.stopped?.reason ?? "the run stopped"
+})
