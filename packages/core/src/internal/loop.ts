@@ -20,6 +20,7 @@ import type { Writer } from "../Journal.js"
 import { Journal } from "../Journal.js"
 import * as Outcome from "../Outcome.js"
 import * as Planner from "../Planner.js"
+import { Telemetry as TelemetryTag } from "../Telemetry.js"
 import type { AttemptContext, CompletionRequest, Provider } from "../Provider.js"
 import * as Usage from "../Usage.js"
 import * as Attempt from "./attempt.js"
@@ -28,6 +29,7 @@ import { describe } from "./decode.js"
 import { clampMillis } from "./duration.js"
 import * as Spec from "./spec.js"
 import { stackless } from "./stackless.js"
+import * as Telemetry from "./telemetry.js"
 
 /**
  * The failure table after a contract's narrowing and widening.
@@ -392,7 +394,18 @@ export const prepareIn = (
     limited: shared !== undefined || ownLimits,
     graceMillis: Duration.toMillis(contract.teardownGrace)
   })
-  if (!ownLimits && Option.isNone(journal)) return env(Budget.unlimited, undefined)
+  // Telemetry hook: spans and metrics ride on the journal's writer hooks (nothing when no `Telemetry`).
+  const observed = Telemetry.open(fiber, Context.getOption(context, TelemetryTag), {
+    requestId: request.id,
+    contract,
+    spec,
+    endpoints: rein.catalog.byId,
+    streaming,
+    clock,
+    originNanos: deadline.originNanos,
+    expiresNanos: deadline.expiresNanos
+  })
+  if (!ownLimits && Option.isNone(journal)) return env(Budget.unlimited, observed)
   return Effect.gen(function*() {
     const budget = ownLimits ? yield* Budget.make(limits) : Budget.unlimited
     const writer = Option.isNone(journal) ? undefined : yield* journal.value.begin({
@@ -401,7 +414,7 @@ export const prepareIn = (
       endpoints: consulted(rein, spec),
       spec
     })
-    return env(budget, writer)
+    return env(budget, Telemetry.tee(writer, observed))
   })
 }
 
