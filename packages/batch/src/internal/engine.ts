@@ -41,6 +41,7 @@ import { ArtifactFailed, BatchAborted, BatchBudgetExceeded, BatchDeadlineExceede
 import * as Stats from "../Stats.js"
 import type { Stop, Termination } from "../Termination.js"
 import * as Limiter from "./limiter.js"
+import * as Telemetry from "./telemetry.js"
 import { clampMillis } from "./schema.js"
 import type { Puller } from "./source.js"
 
@@ -96,6 +97,20 @@ export const run = <I, E, R>(
   publish: (result: ItemResult<I>) => Effect.Effect<void>,
   window: number | undefined
 ): Effect.Effect<Ending, E, Rein.Rein | Scope.Scope | R> =>
+  // Telemetry hook: the run span (nothing without `Telemetry`).
+  Telemetry.run(runUntraced(puller, settings, publish, window), (ending) => ({
+    "rein.batch.termination": ending.termination.kind,
+    "rein.batch.accepted": ending.stats.accepted,
+    "rein.batch.succeeded": ending.stats.succeeded,
+    "rein.batch.failed": ending.stats.failed
+  }))
+
+const runUntraced = <I, E, R>(
+  puller: Puller<I, E, R>,
+  settings: Settings<I>,
+  publish: (result: ItemResult<I>) => Effect.Effect<void>,
+  window: number | undefined
+): Effect.Effect<Ending, E, Rein.Rein | Scope.Scope | R> =>
   Effect.gen(function*() {
     const g = settings.guardrails
     const contract = settings.contract
@@ -105,6 +120,7 @@ export const run = <I, E, R>(
     const abortOn: ReadonlySet<Category> = new Set(g.abortOn)
     const itemDeadline = g.itemDeadline
     const scope = yield* Effect.scope
+    const observer = yield* Telemetry.observe
     const originNanos = yield* Clock.currentTimeNanos
     const sinceStart = (nanos: bigint): number => Number(nanos - originNanos) / 1e6
     const nowMillis = Effect.map(Clock.currentTimeNanos, sinceStart)
@@ -516,6 +532,7 @@ export const run = <I, E, R>(
     const complete = (result: ItemResult<I>): Effect.Effect<void> => {
       const finish = (r: ItemResult<I>) => {
         count(r)
+        observer?.done(r)
         return onEvent === undefined && progressRef === undefined
           ? deliver(r)
           : Effect.zipRight(announce(r), Effect.zipRight(progress, deliver(r)))
@@ -655,7 +672,9 @@ export const run = <I, E, R>(
       inFlight++
       const execute = (): Effect.Effect<void, never, Rein.Rein> => {
         const startNanos = clock.unsafeCurrentTimeNanos()
-        const executed = Rein.execute(request, itemContract)
+        const executed = observer === undefined
+          ? Rein.execute(request, itemContract)
+          : observer.item(Rein.execute(request, itemContract), index, itemId)
         if (!cancelActive) {
           executing.add(it)
           return Effect.flatMap(Effect.exit(executed), (exit) => finishItem(worker, it, item, startNanos, exit))
@@ -684,6 +703,7 @@ export const run = <I, E, R>(
         return Option.none()
       }
       const index = stats.accepted++
+      observer?.accepted()
       return Option.some([next.value, index] as const)
     }
 
