@@ -15,6 +15,15 @@ import type { ItemResult } from "../Result.js"
 const metrics = Telemetry.metrics
 const NO_LABELS: ReadonlyArray<MetricLabel.MetricLabel> = []
 
+// One label array per value: Effect caches a metric's hook by the array's identity.
+const labelSets = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
+const label = (key: string, value: string): ReadonlyArray<MetricLabel.MetricLabel> => {
+  const id = `${key}=${value}`
+  let found = labelSets.get(id)
+  if (found === undefined) labelSets.set(id, found = [MetricLabel.make(key, value)])
+  return found
+}
+
 /** What the engine tells telemetry. @internal */
 export interface Observer {
   readonly accepted: () => void
@@ -66,9 +75,9 @@ const spanned = <A, E, R>(
 const observer: Observer = {
   accepted: () => metrics.batchAccepted.unsafeUpdate(1, NO_LABELS),
   done: (result) => {
-    metrics.batchDone.unsafeUpdate(1, [MetricLabel.make("rein.batch.item.result", result._tag)])
+    metrics.batchDone.unsafeUpdate(1, label("rein.batch.item.result", result._tag))
     if (result._tag === "Failed") {
-      metrics.batchFailed.unsafeUpdate(1, [MetricLabel.make("rein.batch.item.category", result.category)])
+      metrics.batchFailed.unsafeUpdate(1, label("rein.batch.item.category", result.category))
     }
   },
   item: (executed, index, itemId) =>

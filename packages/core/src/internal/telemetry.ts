@@ -38,7 +38,24 @@ type Ended = Parameters<Writer["end"]>[0]
 
 const rein = GenAI.addSpanAttributes("rein", Str.camelToSnake)
 const reinAttempt = GenAI.addSpanAttributes("rein.attempt", Str.camelToSnake)
-const label = MetricLabel.make
+/**
+ * Label sets, made once per combination: Effect caches a metric's hook by the identity of the label array,
+ * so a fresh array per update would cost a registry lookup (hashing the whole key) every time.
+ */
+const labelSets = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
+const LABEL_SETS = 4096
+const labels = (...pairs: ReadonlyArray<string>): ReadonlyArray<MetricLabel.MetricLabel> => {
+  const key = pairs.join("\u0000")
+  let found = labelSets.get(key)
+  if (found === undefined) {
+    if (labelSets.size >= LABEL_SETS) labelSets.clear()
+    const made: Array<MetricLabel.MetricLabel> = []
+    for (let i = 0; i + 1 < pairs.length; i += 2) made.push(MetricLabel.make(pairs[i]!, pairs[i + 1]!))
+    labelSets.set(key, found = made)
+  }
+  return found
+}
+const NO_LABELS: ReadonlyArray<MetricLabel.MetricLabel> = []
 const NOOP_END = (): Effect.Effect<void> => Effect.void
 
 const nanosAt = (start: Start, offsetMillis: number): bigint =>
@@ -134,7 +151,7 @@ const wait = (state: State, kind: string, millis: number, at: bigint, endpoint: 
   state.waits++
   state.waitedMillis += millis
   state.span?.event("rein.wait", at, { "rein.wait.kind": kind, "rein.wait.millis": millis, "rein.endpoint": endpoint })
-  if (state.metrics) metrics.waits.unsafeUpdate(millis, [label("rein.wait.kind", kind)])
+  if (state.metrics) metrics.waits.unsafeUpdate(millis, labels("rein.wait.kind", kind))
 }
 
 /** A wait at the gate (rate limits, capacity, a shared cooldown) shows as a late start; below this it is noise. */
@@ -202,32 +219,28 @@ const reasonOf = (state: State, record: Outcome.AttemptRecord): string =>
   record.role === "first" || state.lastEnd === null ? record.role : `${record.role} after ${state.lastEnd}`
 
 const attemptMetrics = (record: Outcome.AttemptRecord, endpoint: Endpoint | undefined): void => {
-  const at = [label("rein.endpoint", record.endpoint)]
-  metrics.attempts.unsafeUpdate(1, [
-    ...at,
-    label("rein.attempt.role", record.role),
-    label("rein.outcome", record.failure ?? record.status)
-  ])
+  const at = labels("rein.endpoint", record.endpoint)
+  const outcome = record.failure ?? record.status
+  metrics.attempts.unsafeUpdate(
+    1,
+    labels("rein.endpoint", record.endpoint, "rein.attempt.role", record.role, "rein.outcome", outcome)
+  )
   if (record.role === "retry") metrics.retries.unsafeUpdate(1, at)
   else if (record.role === "fallback") metrics.fallbacks.unsafeUpdate(1, at)
   if (record.reservation.cost !== null) metrics.reservedCost.unsafeUpdate(record.reservation.cost, at)
   if (record.reservation.tokens !== null) metrics.reservedTokens.unsafeUpdate(record.reservation.tokens, at)
   metrics.chargedCost.unsafeUpdate(record.charged.cost, at)
   metrics.chargedTokens.unsafeUpdate(record.charged.tokens, at)
-  const genAi = [
-    label("gen_ai.operation.name", "chat"),
-    label("gen_ai.system", endpoint?.provider ?? "unknown"),
-    label("gen_ai.request.model", endpoint?.model ?? record.endpoint)
-  ]
+  const system = endpoint?.provider ?? "unknown"
+  const model = endpoint?.model ?? record.endpoint
+  const genAi = ["gen_ai.operation.name", "chat", "gen_ai.system", system, "gen_ai.request.model", model] as const
   metrics.operationDuration.unsafeUpdate(
     (record.endMillis - record.startMillis) / 1000,
-    record.failure === null && record.status === "success"
-      ? genAi
-      : [...genAi, label("error.type", record.failure ?? record.status)]
+    record.status === "success" ? labels(...genAi) : labels(...genAi, "error.type", outcome)
   )
   if (record.usage !== "unknown") {
-    metrics.tokenUsage.unsafeUpdate(record.usage.inputTokens, [...genAi, label("gen_ai.token.type", "input")])
-    metrics.tokenUsage.unsafeUpdate(record.usage.outputTokens, [...genAi, label("gen_ai.token.type", "output")])
+    metrics.tokenUsage.unsafeUpdate(record.usage.inputTokens, labels(...genAi, "gen_ai.token.type", "input"))
+    metrics.tokenUsage.unsafeUpdate(record.usage.outputTokens, labels(...genAi, "gen_ai.token.type", "output"))
   }
 }
 
@@ -236,8 +249,10 @@ const onEnd = (state: State, outcome: Ended): void => {
   const now = start.clock.unsafeCurrentTimeNanos()
   const tag = "_tag" in outcome ? outcome._tag : "Completion"
   if (state.metrics) {
-    metrics.requests.unsafeUpdate(1, [label("rein.outcome", tag)])
-    if (now > start.expiresNanos) metrics.deadlineOvershoot.unsafeUpdate(Number(now - start.expiresNanos) / 1e6, [])
+    metrics.requests.unsafeUpdate(1, labels("rein.outcome", tag))
+    if (now > start.expiresNanos) {
+      metrics.deadlineOvershoot.unsafeUpdate(Number(now - start.expiresNanos) / 1e6, NO_LABELS)
+    }
   }
   const span = state.span
   if (span === undefined) return
