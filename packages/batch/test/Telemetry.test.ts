@@ -50,7 +50,9 @@ describe("batch telemetry", () => {
           "rein.batch.succeeded": 3,
           "rein.batch.failed": 1
         })
-        expect(items.map((s) => [s.parent, s.attributes["rein.batch.item.id"], s.attributes["rein.batch.item.outcome"]]))
+        expect(
+          items.map((s) => [s.parent, s.attributes["rein.batch.item.id"], s.attributes["rein.batch.item.outcome"]])
+        )
           .toEqual([
             ["rein.batch.run", "0", "Completion"],
             ["rein.batch.run", "1", "Completion"],

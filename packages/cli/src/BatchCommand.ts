@@ -23,9 +23,9 @@ import * as Progress from "./internal/progress.js"
 import type { PromptItem } from "./internal/prompts.js"
 import { countPrompts, streamPrompts } from "./internal/prompts.js"
 import { forCalls, tokenizer } from "./internal/providers.js"
-import * as Telemetry from "./internal/telemetry.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
+import * as Telemetry from "./internal/telemetry.js"
 import * as Scenario from "./Scenario.js"
 
 /**

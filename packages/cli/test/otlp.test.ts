@@ -18,7 +18,11 @@ const bin = path.join(root, "packages/cli/dist/bin.js")
 let tmp = ""
 
 beforeAll(() => {
-  execFileSync(process.execPath, [path.join(root, "node_modules/typescript/bin/tsc"), "-b", "packages/cli/tsconfig.src.json"], {
+  execFileSync(process.execPath, [
+    path.join(root, "node_modules/typescript/bin/tsc"),
+    "-b",
+    "packages/cli/tsconfig.src.json"
+  ], {
     cwd: root,
     stdio: "inherit"
   })
@@ -79,8 +83,13 @@ const receiver = async () => {
 
 const rein = (args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    execFile(process.execPath, [bin, ...args], { cwd: root, encoding: "utf8", env: { ...process.env, ...env } }, (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr }))
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      { cwd: root, encoding: "utf8", env: { ...process.env, ...env } },
+      (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
+    )
   })
 
 const canary = "CANARY-otlp-4be1"
@@ -90,9 +99,12 @@ describe("rein --otlp", () => {
     const server = await receiver()
     try {
       const scenario = path.join(tmp, "a-down.json")
-      fs.writeFileSync(scenario, JSON.stringify({
-        endpoints: { "fake/a": [{ behaviour: { kind: "fail", failure: "server_error", latency: "10 millis" } }] }
-      }))
+      fs.writeFileSync(
+        scenario,
+        JSON.stringify({
+          endpoints: { "fake/a": [{ behaviour: { kind: "fail", failure: "server_error", latency: "10 millis" } }] }
+        })
+      )
       const r = await rein([
         "run",
         "--catalog",
@@ -122,7 +134,11 @@ describe("rein --otlp", () => {
       expect(attrs(request.attributes)).toMatchObject({ "rein.outcome": "Completion", "rein.endpoint": "fake/b" })
       const children = spans.filter((s) => s.parentSpanId === request.spanId)
       expect(children.map((s) => attrs(s.attributes)["rein.attempt.role"])).toEqual(["first", "retry", "fallback"])
-      expect(children.map((s) => attrs(s.attributes)["error.type"])).toEqual(["server_error", "server_error", undefined])
+      expect(children.map((s) => attrs(s.attributes)["error.type"])).toEqual([
+        "server_error",
+        "server_error",
+        undefined
+      ])
       expect(request.events?.map((e) => e.name)).toContain("rein.wait")
       const names = metrics.flatMap((m) =>
         Schema.decodeUnknownSync(Schema.parseJson(Metrics))(m.body).resourceMetrics.flatMap((rm) =>
@@ -136,47 +152,54 @@ describe("rein --otlp", () => {
     }
   }, 120_000)
 
-  it("rein batch takes the collector from OTEL_EXPORTER_OTLP_ENDPOINT and --metrics prints the run's metrics", async () => {
-    const server = await receiver()
-    try {
-      const input = path.join(tmp, "prompts.jsonl")
-      fs.writeFileSync(input, ["q1", "q2", "q3"].map((id) => JSON.stringify({ id, prompt: `${id} ${canary}` })).join("\n"))
-      const r = await rein([
-        "batch",
-        "--input",
-        input,
-        "--catalog",
-        "examples/catalog.json",
-        "--contract",
-        "examples/contract.json",
-        "--scenario",
-        "examples/scenarios/outage.json",
-        "--out",
-        path.join(tmp, "batch.jsonl"),
-        "--overwrite",
-        "--metrics",
-        "--json"
-      ], { OTEL_EXPORTER_OTLP_ENDPOINT: server.url })
-      expect(r.code).toBe(0)
-      expect(r.stderr).toMatch(/^rein\.batch\.items\.accepted 3$/m)
-      expect(r.stderr).toMatch(/^rein\.batch\.items\.done\{rein\.batch\.item\.result=Succeeded\} 3$/m)
-      expect(r.stderr).toMatch(/^rein\.attempts\{.*rein\.outcome=success\} 3$/m)
-      const spans = server.bodies.filter((b) => b.path === "/v1/traces").flatMap((t) =>
-        Schema.decodeUnknownSync(Schema.parseJson(Traces))(t.body).resourceSpans.flatMap((rs) =>
-          rs.scopeSpans.flatMap((s) => s.spans)
+  it(
+    "rein batch takes the collector from OTEL_EXPORTER_OTLP_ENDPOINT and --metrics prints the run's metrics",
+    async () => {
+      const server = await receiver()
+      try {
+        const input = path.join(tmp, "prompts.jsonl")
+        fs.writeFileSync(
+          input,
+          ["q1", "q2", "q3"].map((id) => JSON.stringify({ id, prompt: `${id} ${canary}` })).join("\n")
         )
-      )
-      const run = spans.find((s) => s.name === "rein.batch.run")!
-      const items = spans.filter((s) => s.parentSpanId === run.spanId)
-      expect(items.map((s) => s.name)).toEqual(["rein.batch.item", "rein.batch.item", "rein.batch.item"])
-      const requests = spans.filter((s) => s.name === "rein.request")
-      expect(requests.map((s) => items.some((i) => i.spanId === s.parentSpanId))).toEqual([true, true, true])
-      for (const b of server.bodies) expect(b.body).not.toContain(canary)
-      expect(r.stderr).not.toContain(canary)
-    } finally {
-      await server.close()
-    }
-  }, 120_000)
+        const r = await rein([
+          "batch",
+          "--input",
+          input,
+          "--catalog",
+          "examples/catalog.json",
+          "--contract",
+          "examples/contract.json",
+          "--scenario",
+          "examples/scenarios/outage.json",
+          "--out",
+          path.join(tmp, "batch.jsonl"),
+          "--overwrite",
+          "--metrics",
+          "--json"
+        ], { OTEL_EXPORTER_OTLP_ENDPOINT: server.url })
+        expect(r.code).toBe(0)
+        expect(r.stderr).toMatch(/^rein\.batch\.items\.accepted 3$/m)
+        expect(r.stderr).toMatch(/^rein\.batch\.items\.done\{rein\.batch\.item\.result=Succeeded\} 3$/m)
+        expect(r.stderr).toMatch(/^rein\.attempts\{.*rein\.outcome=success\} 3$/m)
+        const spans = server.bodies.filter((b) => b.path === "/v1/traces").flatMap((t) =>
+          Schema.decodeUnknownSync(Schema.parseJson(Traces))(t.body).resourceSpans.flatMap((rs) =>
+            rs.scopeSpans.flatMap((s) => s.spans)
+          )
+        )
+        const run = spans.find((s) => s.name === "rein.batch.run")!
+        const items = spans.filter((s) => s.parentSpanId === run.spanId)
+        expect(items.map((s) => s.name)).toEqual(["rein.batch.item", "rein.batch.item", "rein.batch.item"])
+        const requests = spans.filter((s) => s.name === "rein.request")
+        expect(requests.map((s) => items.some((i) => i.spanId === s.parentSpanId))).toEqual([true, true, true])
+        for (const b of server.bodies) expect(b.body).not.toContain(canary)
+        expect(r.stderr).not.toContain(canary)
+      } finally {
+        await server.close()
+      }
+    },
+    120_000
+  )
 
   it("a --otlp that is not an http(s) URL is bad input naming the flag", async () => {
     const r = await rein([

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Fake, Failure, Rein, Telemetry } from "@rein/core"
+import { Failure, Fake, Rein, Telemetry } from "@rein/core"
 import type { Provider } from "@rein/core"
 import { Duration, Effect, Fiber, Metric, MetricLabel, Redacted, TestClock } from "effect"
 import { catalog, contract, endpoint } from "./fixtures.js"
@@ -162,17 +162,33 @@ describe("Telemetry", () => {
       )
       const before = (yield* completions).count
       for (let i = 0; i < 4; i++) {
-        yield* runFor(Rein.execute(request, c).pipe(
-          Effect.provide(Rein.layer({ catalog: outage, providers: { fake: fake.provider }, health: false })),
-          Effect.provide(Telemetry.layer)
-        ))
+        yield* runFor(
+          Rein.execute(request, c).pipe(
+            Effect.provide(Rein.layer({ catalog: outage, providers: { fake: fake.provider }, health: false })),
+            Effect.provide(Telemetry.layer)
+          )
+        )
       }
       const attempts = Telemetry.metrics.attempts
-      expect(yield* counter(attempts, { "rein.endpoint": "out-a", "rein.attempt.role": "first", "rein.outcome": "overloaded" }))
+      expect(
+        yield* counter(attempts, {
+          "rein.endpoint": "out-a",
+          "rein.attempt.role": "first",
+          "rein.outcome": "overloaded"
+        })
+      )
         .toBe(3)
-      expect(yield* counter(attempts, { "rein.endpoint": "out-a", "rein.attempt.role": "first", "rein.outcome": "success" }))
+      expect(
+        yield* counter(attempts, { "rein.endpoint": "out-a", "rein.attempt.role": "first", "rein.outcome": "success" })
+      )
         .toBe(1)
-      expect(yield* counter(attempts, { "rein.endpoint": "out-b", "rein.attempt.role": "fallback", "rein.outcome": "success" }))
+      expect(
+        yield* counter(attempts, {
+          "rein.endpoint": "out-b",
+          "rein.attempt.role": "fallback",
+          "rein.outcome": "success"
+        })
+      )
         .toBe(3)
       expect(yield* counter(Telemetry.metrics.fallbacks, { "rein.endpoint": "out-b" })).toBe(3)
       expect(yield* counter(Telemetry.metrics.retries, { "rein.endpoint": "out-a" })).toBe(0)
@@ -212,10 +228,12 @@ describe("Telemetry", () => {
         Metric.taggedWithLabels(Telemetry.metrics.waits, [MetricLabel.make("rein.wait.kind", "backoff")])
       )
       const [o0, b0] = [yield* overshoot, yield* backoff]
-      const error = yield* runFor(Effect.flip(Rein.execute(request, c).pipe(
-        Effect.provide(Rein.layer({ catalog: late, providers: { fake: fake.provider }, health: false })),
-        Effect.provide(Telemetry.layer)
-      )))
+      const error = yield* runFor(Effect.flip(
+        Rein.execute(request, c).pipe(
+          Effect.provide(Rein.layer({ catalog: late, providers: { fake: fake.provider }, health: false })),
+          Effect.provide(Telemetry.layer)
+        )
+      ))
       expect(error._tag).toBe("DeadlineExceeded")
       const [o1, b1] = [yield* overshoot, yield* backoff]
       expect([o1.count - o0.count, o1.sum - o0.sum]).toEqual([1, 300])
@@ -236,11 +254,17 @@ describe("Telemetry", () => {
       }
       const fake = Fake.make({ b: [Fake.fail("overloaded", { rawMessage: canary }), Fake.succeed({ text: canary })] })
       const c = contract({ candidates: ["a", "b", "c"], retry: { perEndpoint: 1 } })
-      const providers = catalog(endpoint("a", { provider: "keyed" }), endpoint("b"), endpoint("c", { provider: "keyed" }))
-      const answer = yield* runFor(Rein.execute({ ...request, prompt: `prompt ${canary}` }, c).pipe(
-        Effect.provide(Rein.layer({ catalog: providers, providers: { fake: fake.provider, keyed } })),
-        Effect.provide(Telemetry.layer)
-      )).pipe(Effect.provide(tracing))
+      const providers = catalog(
+        endpoint("a", { provider: "keyed" }),
+        endpoint("b"),
+        endpoint("c", { provider: "keyed" })
+      )
+      const answer = yield* runFor(
+        Rein.execute({ ...request, prompt: `prompt ${canary}` }, c).pipe(
+          Effect.provide(Rein.layer({ catalog: providers, providers: { fake: fake.provider, keyed } })),
+          Effect.provide(Telemetry.layer)
+        )
+      ).pipe(Effect.provide(tracing))
       expect(answer.text).toContain(canary)
       const exported = dump(exporter)
       expect(exported).toContain("overloaded")

@@ -57,11 +57,13 @@ export const tree = (exporter: InMemorySpanExporter): ReadonlyArray<Node> => {
 
 /** Everything exported, as one string (for canary checks). */
 export const dump = (exporter: InMemorySpanExporter): string =>
-  JSON.stringify(exporter.getFinishedSpans().map((s) => ({
-    name: s.name,
-    attributes: s.attributes,
-    events: s.events,
-    status: s.status,
-    links: s.links,
-    resource: s.resource.attributes
-  })))
+  JSON.stringify(
+    exporter.getFinishedSpans().map((s) => ({
+      name: s.name,
+      attributes: s.attributes,
+      events: s.events,
+      status: s.status,
+      links: s.links,
+      resource: s.resource.attributes
+    }))
+  )

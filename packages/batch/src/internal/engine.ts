@@ -41,9 +41,9 @@ import { ArtifactFailed, BatchAborted, BatchBudgetExceeded, BatchDeadlineExceede
 import * as Stats from "../Stats.js"
 import type { Stop, Termination } from "../Termination.js"
 import * as Limiter from "./limiter.js"
-import * as Telemetry from "./telemetry.js"
 import { clampMillis } from "./schema.js"
 import type { Puller } from "./source.js"
+import * as Telemetry from "./telemetry.js"
 
 /** Everything a run needs besides its source. @internal */
 export interface Settings<I> {

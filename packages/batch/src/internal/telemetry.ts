@@ -106,7 +106,10 @@ export const run = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
   annotate: (a: A) => Record<string, unknown>
 ): Effect.Effect<A, E, R> =>
-  Effect.flatMap(Effect.serviceOption(Telemetry.Telemetry), (t) =>
-    Option.isNone(t) ? effect : spanned("rein.batch.run", {}, effect, (span, exit) => {
-      if (Exit.isSuccess(exit)) for (const [k, v] of Object.entries(annotate(exit.value))) span.attribute(k, v)
-    }))
+  Effect.flatMap(
+    Effect.serviceOption(Telemetry.Telemetry),
+    (t) =>
+      Option.isNone(t) ? effect : spanned("rein.batch.run", {}, effect, (span, exit) => {
+        if (Exit.isSuccess(exit)) { for (const [k, v] of Object.entries(annotate(exit.value))) span.attribute(k, v) }
+      })
+  )

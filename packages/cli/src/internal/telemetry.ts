@@ -23,7 +23,9 @@ export const otlp = Options.text("otlp").pipe(
 
 /** `--metrics`: print the run's metrics at the end. @internal */
 export const printMetrics = Options.boolean("metrics").pipe(
-  Options.withDescription("Print Rein's metrics (attempts, fallbacks, waits, tokens, batch progress) at the end, on stderr")
+  Options.withDescription(
+    "Print Rein's metrics (attempts, fallbacks, waits, tokens, batch progress) at the end, on stderr"
+  )
 )
 
 /** Where the collector's URL came from, and the URL. */
@@ -54,18 +56,21 @@ const endpoint = (option: Option.Option<string>): Effect.Effect<Option.Option<st
  *
  * @internal
  */
-export const around = (url: Option.Option<string>, print: boolean) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | InputError, R> =>
-  Effect.flatMap(endpoint(url), (baseUrl) => {
-    if (Option.isNone(baseUrl) && !print) return effect
-    const exporter = Option.isNone(baseUrl)
-      ? Layer.empty
-      : Otlp.layerJson({ baseUrl: baseUrl.value, resource: { serviceName: "rein", serviceVersion: "0.1.0" } }).pipe(
-        Layer.provide(FetchHttpClient.layer)
-      )
-    const observed = Effect.provide(effect, Layer.merge(Telemetry.layer, exporter))
-    return print ? Effect.tap(observed, () => Effect.flatMap(Metric.snapshot, (m) => Console.error(render(m)))) : observed
-  })
+export const around =
+  (url: Option.Option<string>, print: boolean) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | InputError, R> =>
+    Effect.flatMap(endpoint(url), (baseUrl) => {
+      if (Option.isNone(baseUrl) && !print) return effect
+      const exporter = Option.isNone(baseUrl)
+        ? Layer.empty
+        : Otlp.layerJson({ baseUrl: baseUrl.value, resource: { serviceName: "rein", serviceVersion: "0.1.0" } }).pipe(
+          Layer.provide(FetchHttpClient.layer)
+        )
+      const observed = Effect.provide(effect, Layer.merge(Telemetry.layer, exporter))
+      return print
+        ? Effect.tap(observed, () => Effect.flatMap(Metric.snapshot, (m) => Console.error(render(m))))
+        : observed
+    })
 
 /** Rein's metrics (and the GenAI ones), one line each: `name{label=value,…} value`. @internal */
 export const render = (pairs: ReadonlyArray<MetricPair.MetricPair.Untyped>): string =>
