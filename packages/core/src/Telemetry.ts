@@ -90,11 +90,13 @@ export const make = (options: { readonly spans?: boolean; readonly metrics?: boo
  *
  * @example
  * ```ts
- * import { Layer } from "effect"
- * import { Telemetry } from "@rein/core"
+ * import { Effect } from "effect"
+ * import { Rein, Telemetry } from "@rein/core"
+ * import type { Contract } from "@rein/core"
  *
- * // const Observed = Layer.merge(Telemetry.layer, Otlp.layerJson({ baseUrl: "http://localhost:4318" }))
- * const Observed = Telemetry.layer
+ * declare const contract: Contract.Contract
+ * // With an exporter: Layer.merge(Telemetry.layer, Otlp.layerJson({ baseUrl: "http://localhost:4318" }))
+ * const observed = Rein.execute({ prompt: "hi", inputTokens: 5 }, contract).pipe(Effect.provide(Telemetry.layer))
  * ```
  * @since 0.1.0
  */
@@ -107,7 +109,7 @@ export const layer: Layer.Layer<Telemetry> = Layer.sync(Telemetry, () => make())
  *
  * @example
  * ```ts
- * import { Effect, Metric, MetricLabel } from "effect"
+ * import { Metric, MetricLabel } from "effect"
  * import { Telemetry } from "@rein/core"
  *
  * const fallbacksToB = Metric.value(
