@@ -290,22 +290,21 @@ const onEnd = (state: State, outcome: Ended): void => {
 }
 
 /**
- * Opens a request's telemetry when the `Telemetry` service is present (else `undefined`, at the cost of one
- * context lookup). The span's parent and tracer are the running fiber's.
+ * Opens a request's telemetry with the `Telemetry` service (the caller looks it up: without it, a request
+ * pays that one context lookup and nothing else). The span's parent and tracer are the running fiber's.
  *
  * @internal
  */
 export const open = (
   fiber: Fiber.RuntimeFiber<unknown, unknown>,
-  service: Option.Option<Service>,
+  service: Service,
   start: Omit<Start, "tracer" | "parent">
-): Writer | undefined => {
-  if (Option.isNone(service)) return undefined
+): Writer => {
   const context = fiber.currentContext
   const tracer = fiber.getFiberRef(FiberRef.currentTracerEnabled)
     ? Context.get(fiber.currentDefaultServices, T.Tracer)
     : undefined
-  return service.value.begin({ ...start, tracer, parent: Context.getOption(context, T.ParentSpan) })
+  return service.begin({ ...start, tracer, parent: Context.getOption(context, T.ParentSpan) })
 }
 
 /** Both writers, or the one there is. @internal */
