@@ -395,7 +395,8 @@ export const prepareIn = (
     graceMillis: Duration.toMillis(contract.teardownGrace)
   })
   // Telemetry hook: spans and metrics ride on the journal's writer hooks (nothing when no `Telemetry`).
-  const observed = Telemetry.open(fiber, Context.getOption(context, TelemetryTag), {
+  const telemetry = Context.getOption(context, TelemetryTag)
+  const observed = Option.isNone(telemetry) ? undefined : Telemetry.open(fiber, telemetry.value, {
     requestId: request.id,
     contract,
     spec,
