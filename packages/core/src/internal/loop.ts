@@ -404,7 +404,8 @@ export const prepareIn = (
     streaming,
     clock,
     originNanos: deadline.originNanos,
-    expiresNanos: deadline.expiresNanos
+    expiresNanos: deadline.expiresNanos,
+    gated: Option.isSome(Context.getOption(context, Gate))
   })
   if (!ownLimits && Option.isNone(journal)) return env(Budget.unlimited, observed)
   return Effect.gen(function*() {

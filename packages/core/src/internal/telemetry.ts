@@ -25,6 +25,8 @@ export interface Start {
   readonly clock: Clock.Clock
   readonly originNanos: bigint
   readonly expiresNanos: bigint
+  /** Whether a `Gate` admits the request's attempts (only then is a late start a wait at the gate). */
+  readonly gated: boolean
   readonly tracer: Tracer.Tracer | undefined
   readonly parent: Option.Option<Tracer.AnySpan>
 }
@@ -154,12 +156,15 @@ const wait = (state: State, kind: string, millis: number, at: bigint, endpoint: 
   if (state.metrics) metrics.waits.unsafeUpdate(millis, labels("rein.wait.kind", kind))
 }
 
-/** A wait at the gate (rate limits, capacity, a shared cooldown) shows as a late start; below this it is noise. */
+/**
+ * A wait at the gate (rate limits, capacity, a shared cooldown) shows as a start later than decided, when
+ * there is a gate; below this it is the executor's own work between the decision and the call.
+ */
 const GATE_NOISE_MILLIS = 1
 
 const onAttempt = (state: State, record: Outcome.AttemptRecord): void => {
   const expected = state.expectedStart
-  if (expected !== null && record.startMillis - expected >= GATE_NOISE_MILLIS) {
+  if (state.start.gated && expected !== null && record.startMillis - expected >= GATE_NOISE_MILLIS) {
     wait(state, "gate", record.startMillis - expected, nanosAt(state.start, expected), record.endpoint)
   }
   state.expectedStart = null
