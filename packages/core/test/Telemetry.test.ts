@@ -247,7 +247,7 @@ describe("Telemetry", () => {
       const { exporter, layer: tracing } = memoryTracing()
       const keyed: Provider.Provider = {
         internalMaxAttempts: 1,
-        call: (req, ctx) =>
+        call: (_request, ctx) =>
           ctx.endpoint.id === "a"
             ? Effect.fail(withCause(Failure.fromEvidence({ status: 503 }, { dispatched: true }), Redacted.value(key)))
             : Effect.succeed({ text: `answer ${canary}`, usage: { inputTokens: 5, outputTokens: 5 } })
