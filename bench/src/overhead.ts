@@ -9,7 +9,10 @@
  * would use them). All contenders of one table are timed side by side, interleaved, and the median of the
  * rounds is reported.
  */
-import { Rein } from "@rein/core"
+import * as OtelTracer from "@effect/opentelemetry/Tracer"
+import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
+import type { ReadableSpan, SpanExporter } from "@opentelemetry/sdk-trace-base"
+import { Rein, Telemetry } from "@rein/core"
 import type { Provider } from "@rein/core"
 import {
   circuitBreaker,
@@ -22,7 +25,7 @@ import {
   wrap
 } from "cockatiel"
 import type { Context } from "effect"
-import { Effect, ExecutionPlan, Layer, Runtime } from "effect"
+import { Effect, ExecutionPlan, Layer, Runtime, Tracer } from "effect"
 import pRetry from "p-retry"
 import {
   attemptContext,
@@ -131,6 +134,35 @@ const reinEntries: ReadonlyArray<Entry> = reinVariants.map((variant) => ({
   }
 }))
 
+/**
+ * An OpenTelemetry SDK tracer, as a program exporting to a collector would run it (a `BatchSpanProcessor`),
+ * whose exporter drops the batches: the figure is what Rein's spans and metrics cost, not the network.
+ */
+const sdkTracer = (): Tracer.Tracer => {
+  const dropping: SpanExporter = {
+    export: (_spans: Array<ReadableSpan>, done: Parameters<SpanExporter["export"]>[1]) => done({ code: 0 }),
+    shutdown: () => Promise.resolve()
+  }
+  const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropping)] })
+  return Effect.runSync(Effect.provideService(OtelTracer.make, OtelTracer.OtelTracer, provider.getTracer("bench")))
+}
+
+/** Rein with telemetry on: `Telemetry.layer` and an SDK tracer (not part of the goals: its row says the cost). */
+const tracedEntry: Entry = {
+  name: "Rein (health on, tracing on)",
+  rein: true,
+  make: async (path) => {
+    const p = providerOf(path)
+    const [base] = reinVariants.filter((v) => v.name === "Rein (journal off, health on)")
+    const context = await contextOf(
+      { name: "traced", layer: (providers) => Layer.merge(base!.layer(providers), Telemetry.layer) },
+      { mem: p }
+    )
+    const effect = Effect.withTracer(Rein.execute(request, overheadContract), sdkTracer())
+    return { kind: "effect", effect, context, counted: p }
+  }
+}
+
 const toContender = (entry: Entry, made: Made, mode: Mode, path: Path): Contender => {
   const perCall = path === "success" ? 1 : 3
   let run: (n: number) => Promise<void>
@@ -210,7 +242,7 @@ const MODES: ReadonlyArray<[Mode, string]> = [
 const run = async (options: RunOptions): Promise<Section> => {
   const rounds = options.quick ? 3 : 15
   const sampleMillis = options.quick ? 30 : 120
-  const entries = [...reinEntries, ...peers]
+  const entries = [...reinEntries, tracedEntry, ...peers]
   const parts: Array<string> = []
   const results = new Map<string, ReadonlyArray<Timing>>()
   for (const [path, pathTitle] of PATHS) {
@@ -235,7 +267,11 @@ const run = async (options: RunOptions): Promise<Section> => {
         fmtNs(t.max),
         ...reinTimings.map((r) => (r === t ? "1.00×" : fmtRatio(r.median / t.median)))
       ])
-      parts.push(`### ${pathTitle}; ${modeTitle}\n\n${table(header, rows)}`)
+      const untraced = timings.find((t) => t.name === "Rein (journal off, health on)")!
+      const traced = timings.find((t) => t.name === tracedEntry.name)!
+      const added = `Tracing on adds ${fmtNs(traced.median - untraced.median)} ns per request to Rein (journal off, ` +
+        `health on) (${fmtRatio(traced.median / untraced.median)}).`
+      parts.push(`### ${pathTitle}; ${modeTitle}\n\n${table(header, rows)}\n\n${added}`)
     }
   }
   const goals: Array<Goal> = []
@@ -272,6 +308,9 @@ const run = async (options: RunOptions): Promise<Section> => {
     "- Rein: `Rein.execute` with a 30 s deadline, candidates `mem/a` then `mem/b`, 2 retries per endpoint and",
     "  a backoff that rounds to 0 ms (no timer), no budget limit; the layer is built once, and each call runs",
     "  on a runtime holding its services (as with a `ManagedRuntime`; in-fiber: provided once per loop).",
+    "- Rein (health on, tracing on): the same with `Telemetry.layer` and an OpenTelemetry SDK tracer",
+    "  (`@effect/opentelemetry`, a `BatchSpanProcessor` whose exporter drops the batches), set per call with",
+    "  `Effect.withTracer`: a request span, an attempt span per attempt, events, metrics. Not part of the goals.",
     "- bare provider Effect: the provider's `call` Effect itself; on the flaky path three hand-chained tries",
     "  (`Effect.orElse`).",
     "- `Effect.retry({ times: 2 })` around `Effect.timeout(\"30 seconds\")` per attempt.",

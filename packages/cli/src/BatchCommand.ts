@@ -25,6 +25,7 @@ import { countPrompts, streamPrompts } from "./internal/prompts.js"
 import { forCalls, tokenizer } from "./internal/providers.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
+import * as Telemetry from "./internal/telemetry.js"
 import * as Scenario from "./Scenario.js"
 
 /**
@@ -399,6 +400,8 @@ export const command = Command.make(
     dryRun: Options.boolean("dry-run").pipe(Options.withDescription("Walk the input without calling any provider")),
     scenario: Shared.scenario,
     baseUrl: Shared.baseUrl,
+    otlp: Telemetry.otlp,
+    metrics: Telemetry.printMetrics,
     json: Shared.json
   },
   (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
@@ -433,7 +436,7 @@ export const command = Command.make(
         baseUrl: Option.getOrUndefined(o.baseUrl),
         progress: o.json ? "off" : process.stderr.isTTY === true ? "tty" : "plain",
         resumeWith: Interrupt.resumeCommand(process.argv, process.cwd(), process.env)
-      })
+      }).pipe(Telemetry.around(o.otlp, o.metrics))
       yield* Console.log(o.json ? json(report) : render(report))
       yield* exitWith(report.ok ? ExitCode.ok : ExitCode.failed)
     })

@@ -20,6 +20,7 @@ import * as Shared from "./internal/options.js"
 import { forCalls, tokenizer } from "./internal/providers.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
+import * as Telemetry from "./internal/telemetry.js"
 import * as Scenario from "./Scenario.js"
 
 /**
@@ -254,6 +255,7 @@ export const command = Command.make(
     fileMode: Shared.fileMode,
     scenario: Shared.scenario,
     baseUrl: Shared.baseUrl,
+    otlp: Telemetry.otlp,
     json: Shared.json
   },
   (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
@@ -269,7 +271,7 @@ export const command = Command.make(
         fileMode: yield* Shared.decodeFileMode(o.fileMode),
         scenario: Option.getOrUndefined(o.scenario),
         baseUrl: Option.getOrUndefined(o.baseUrl)
-      })
+      }).pipe(Telemetry.around(o.otlp, false))
       yield* Console.log(o.json ? json(r) : render(r))
       yield* exitWith(r.ok ? ExitCode.ok : ExitCode.failed)
     })

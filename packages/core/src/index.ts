@@ -137,3 +137,10 @@ export * as Rein from "./Rein.js"
  * @since 0.1.0
  */
 export * as Refine from "./Refine.js"
+
+/**
+ * OpenTelemetry spans and metrics for every request: off (and free) unless `Telemetry.layer` is provided.
+ *
+ * @since 0.1.0
+ */
+export * as Telemetry from "./Telemetry.js"

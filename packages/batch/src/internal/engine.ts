@@ -22,6 +22,7 @@ import { clampMillis } from "./schema.js"
 import type { Settings } from "./settings.js"
 import type { Puller } from "./source.js"
 import * as State from "./state.js"
+import * as Telemetry from "./telemetry.js"
 import { fmt } from "./totals.js"
 
 /** @internal */
@@ -38,6 +39,20 @@ export interface Ending {
  * @internal
  */
 export const run = <I, E, R>(
+  puller: Puller<I, E, R>,
+  settings: Settings<I>,
+  publish: (result: ItemResult<I>) => Effect.Effect<void>,
+  window: number | undefined
+): Effect.Effect<Ending, E, Rein.Rein | Scope.Scope | R> =>
+  // The run span (nothing without `Telemetry`).
+  Telemetry.run(runUntraced(puller, settings, publish, window), (ending) => ({
+    "rein.batch.termination": ending.termination.kind,
+    "rein.batch.accepted": ending.stats.accepted,
+    "rein.batch.succeeded": ending.stats.succeeded,
+    "rein.batch.failed": ending.stats.failed
+  }))
+
+const runUntraced = <I, E, R>(
   puller: Puller<I, E, R>,
   settings: Settings<I>,
   publish: (result: ItemResult<I>) => Effect.Effect<void>,

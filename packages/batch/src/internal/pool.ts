@@ -92,7 +92,9 @@ export const make = <I, E, R>(
     state.inFlight++
     const execute = (): Effect.Effect<void, never, Rein.Rein> => {
       const startNanos = clock.unsafeCurrentTimeNanos()
-      const executed = Rein.execute(request, itemContract)
+      const executed = state.observer === undefined
+        ? Rein.execute(request, itemContract)
+        : state.observer.item(Rein.execute(request, itemContract), index, itemId)
       if (!cancelActive) {
         state.executing.add(it)
         return Effect.flatMap(Effect.exit(executed), (exit) => finishItem(worker, it, item, startNanos, exit))

@@ -43,6 +43,7 @@ export const make = <I, E, R>(
         return Option.none()
       }
       const index = stats.accepted++
+      state.observer?.accepted()
       return Option.some([next.value, index] as const)
     }
     const failed = (e: E): Pulled<I> => {

@@ -129,6 +129,7 @@ export const make = <I>(
   const quiet = state.settings.onEvent === undefined && state.settings.progress === undefined
   const finish = (r: ItemResult<I>): Effect.Effect<void> => {
     count(state, r)
+    state.observer?.done(r)
     return quiet ? deliver(r) : Effect.zipRight(announce(r), Effect.zipRight(state.progress, deliver(r)))
   }
 

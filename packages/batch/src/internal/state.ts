@@ -16,6 +16,7 @@ import type { Hold, Service as Limits } from "../RunLimits.js"
 import * as Stats from "../Stats.js"
 import type { Stop } from "../Termination.js"
 import type { Settings } from "./settings.js"
+import * as Telemetry from "./telemetry.js"
 
 /** An attempt's hold at the gate, until it settles. @internal */
 export interface Ticket {
@@ -64,6 +65,8 @@ export interface RunState<I> {
   inFlight: number
   /** The run's view of the stop: the run limits' stop, once this run learned of it. */
   stopped: Stop | undefined
+  /** Telemetry's observer of the run (`undefined` without `Telemetry`: nothing is paid). */
+  readonly observer: Telemetry.Observer | undefined
 }
 
 /** @internal */
@@ -84,6 +87,7 @@ export const make = <I>(settings: Settings<I>, limits: Limits): Effect.Effect<Ru
         ? Effect.void
         : Effect.flatMap(nowMillis, (at) => Effect.mapInputContext(onEvent(make(at)), Context.omit(Gate.Gate)))
     const progressRef = settings.progress
+    const observer = yield* Telemetry.observe
     const state: RunState<I> = {
       settings,
       limits,
@@ -101,7 +105,8 @@ export const make = <I>(settings: Settings<I>, limits: Limits): Effect.Effect<Ru
       event,
       progress: Effect.void,
       inFlight: 0,
-      stopped: undefined
+      stopped: undefined,
+      observer
     }
     if (progressRef !== undefined) {
       state.progress = Effect.suspend(() =>

@@ -21,6 +21,7 @@ import { Journal } from "../Journal.js"
 import * as Outcome from "../Outcome.js"
 import * as Planner from "../Planner.js"
 import type { AttemptContext, CompletionRequest, Provider } from "../Provider.js"
+import { Telemetry as TelemetryTag } from "../Telemetry.js"
 import * as Usage from "../Usage.js"
 import * as Attempt from "./attempt.js"
 import { Rein } from "./context.js"
@@ -28,6 +29,7 @@ import { describe } from "./decode.js"
 import { clampMillis } from "./duration.js"
 import * as Spec from "./spec.js"
 import { stackless } from "./stackless.js"
+import * as Telemetry from "./telemetry.js"
 
 /**
  * The failure table after a contract's narrowing and widening.
@@ -392,7 +394,20 @@ export const prepareIn = (
     limited: shared !== undefined || ownLimits,
     graceMillis: Duration.toMillis(contract.teardownGrace)
   })
-  if (!ownLimits && Option.isNone(journal)) return env(Budget.unlimited, undefined)
+  // Telemetry hook: spans and metrics ride on the journal's writer hooks (nothing when no `Telemetry`).
+  const telemetry = Context.getOption(context, TelemetryTag)
+  const observed = Option.isNone(telemetry) ? undefined : Telemetry.open(fiber, telemetry.value, {
+    requestId: request.id,
+    contract,
+    spec,
+    endpoints: rein.catalog.byId,
+    streaming,
+    clock,
+    originNanos: deadline.originNanos,
+    expiresNanos: deadline.expiresNanos,
+    gated: Option.isSome(Context.getOption(context, Gate))
+  })
+  if (!ownLimits && Option.isNone(journal)) return env(Budget.unlimited, observed)
   return Effect.gen(function*() {
     const budget = ownLimits ? yield* Budget.make(limits) : Budget.unlimited
     const writer = Option.isNone(journal) ? undefined : yield* journal.value.begin({
@@ -401,7 +416,7 @@ export const prepareIn = (
       endpoints: consulted(rein, spec),
       spec
     })
-    return env(budget, writer)
+    return env(budget, Telemetry.tee(writer, observed))
   })
 }
 
