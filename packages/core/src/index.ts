@@ -110,6 +110,13 @@ export * as Journal from "./Journal.js"
 export * as Outcome from "./Outcome.js"
 
 /**
+ * Canonical JSON: sorted keys, no whitespace, non-finite numbers and other lossy values refused.
+ *
+ * @since 0.1.0
+ */
+export * as Canonical from "./Canonical.js"
+
+/**
  * Scripted providers for tests, examples and simulation.
  *
  * @since 0.1.0
