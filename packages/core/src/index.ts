@@ -117,6 +117,13 @@ export * as Outcome from "./Outcome.js"
 export * as Canonical from "./Canonical.js"
 
 /**
+ * Errors built without a stack trace, as Rein's executors build theirs.
+ *
+ * @since 0.1.0
+ */
+export * as Stackless from "./Stackless.js"
+
+/**
  * Scripted providers for tests, examples and simulation.
  *
  * @since 0.1.0

@@ -12,7 +12,7 @@
  */
 import type { Outcome, Provider } from "@rein/core"
 import { Contract, Gate, Rein } from "@rein/core"
-import { stackless } from "@rein/core/internal/stackless"
+import { stackless } from "@rein/core/Stackless"
 import type { Scope } from "effect"
 import {
   Cause,
