@@ -18,6 +18,7 @@ import * as Canonical from "./Canonical.js"
 import { Endpoint } from "./Catalog.js"
 import { Contract } from "./Contract.js"
 import { defaultTable, FailureKind } from "./Failure.js"
+import { number as num } from "./Format.js"
 import { formatParseError } from "./internal/decode.js"
 import * as Derive from "./internal/spec.js"
 import * as Outcome from "./Outcome.js"
@@ -689,8 +690,6 @@ export interface Explanation {
   }>
   readonly outcome: string
 }
-
-const num = (n: number): string => (Number.isInteger(n) ? String(n) : String(Number(n.toPrecision(6))))
 
 const budgetText = (
   b: { readonly cost: number | null; readonly tokens: number | null; readonly calls: number | null }

@@ -12,6 +12,7 @@
  * @since 0.1.0
  */
 import type { FailureKind, Rule } from "./Failure.js"
+import { number as fmt } from "./Format.js"
 
 /**
  * The predicates, in the order they are checked and recorded.
@@ -218,8 +219,6 @@ export const hasToken = (tokens: number): boolean => tokens >= 1 - 1e-9
 /** An own entry of a record (never one inherited from `Object.prototype`, such as `constructor`). */
 const own = <A>(record: { readonly [key: string]: A }, key: string): A | undefined =>
   Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined
-
-const fmt = (n: number): string => (Number.isInteger(n) ? String(n) : String(Number(n.toPrecision(6))))
 
 /**
  * The worst case of one attempt on a candidate.

@@ -117,6 +117,13 @@ export * as Outcome from "./Outcome.js"
 export * as Canonical from "./Canonical.js"
 
 /**
+ * Numbers as Rein's messages write them (six significant digits).
+ *
+ * @since 0.1.0
+ */
+export * as Format from "./Format.js"
+
+/**
  * Errors built without a stack trace, as Rein's executors build theirs.
  *
  * @since 0.1.0

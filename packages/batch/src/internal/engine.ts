@@ -12,6 +12,7 @@
  */
 import type { Outcome, Provider } from "@rein/core"
 import { Contract, Gate, Rein } from "@rein/core"
+import { number as fmt } from "@rein/core/Format"
 import { stackless } from "@rein/core/Stackless"
 import type { Scope } from "effect"
 import {
@@ -79,8 +80,6 @@ interface ItemState {
 }
 
 const errorCause = (e: ItemError): Outcome.Cause | null => e._tag === "Refused" ? null : e.cause
-
-const fmt = (n: number): string => (Number.isInteger(n) ? String(n) : String(Number(n.toPrecision(6))))
 
 const causeOf = (e: Outcome.Terminal): Outcome.Cause | null => (e._tag === "Refused" ? null : e.cause)
 
