@@ -7,20 +7,8 @@
  *
  * @since 0.1.0
  */
-import {
-  Cause,
-  Context,
-  Deferred,
-  Duration,
-  Effect,
-  Either,
-  Exit,
-  Layer,
-  Option,
-  ParseResult,
-  Ref,
-  Schema
-} from "effect"
+import { formatParseError } from "@rein/core/Input"
+import { Cause, Context, Deferred, Duration, Effect, Either, Exit, Layer, Option, Ref, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import * as Authorisation from "./Authorisation.js"
 import * as Digest from "./Digest.js"
@@ -558,7 +546,7 @@ export const make = (config: Config) =>
       Effect.gen(function*() {
         const submission = yield* Either.mapLeft(
           decodeSubmission(input),
-          (error) => new InvalidRequest({ message: ParseResult.TreeFormatter.formatErrorSync(error) })
+          (error) => new InvalidRequest({ message: formatParseError(error) })
         )
         const operation = operations.get(submission.operation)
         if (operation === undefined) return yield* new Refused({ reason: "unknown_operation", executionId: null })
