@@ -1,6 +1,6 @@
 /**
  * Test support, published apart from the library (`@rein/core/testing`): hostile input for property tests of
- * decoders at the edge, and a harness that runs a child process and kills it with `SIGKILL`.
+ * decoders at the edge.
  *
  * @since 0.1.0
  */
