@@ -11,7 +11,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
  */
 const knownFailing: ReadonlyArray<string> = [
   "packages/core/src/Outcome.ts:70",
-  "packages/core/src/Planner.ts:244",
+  "packages/core/src/Planner.ts:243",
   "packages/core/src/Streaming.ts:28"
 ]
 
