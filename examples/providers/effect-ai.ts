@@ -7,8 +7,8 @@
  * overloaded (529), so Rein falls back to the second, within one deadline and one budget.
  */
 import { Catalog, Contract, Rein } from "@rein/core"
-import { FaultServer } from "@rein/providers"
 import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
+import { FaultServer } from "@rein/providers/testing"
 import { Console, Effect, Redacted } from "effect"
 
 const endpoint = (id: string, model: string) => ({

@@ -6,7 +6,8 @@
  * Then the same request as a stream: deltas from the one committed endpoint, then the completion.
  */
 import { Catalog, Contract, Rein } from "@rein/core"
-import { FaultServer, OpenAiCompatible } from "@rein/providers"
+import { OpenAiCompatible } from "@rein/providers"
+import { FaultServer } from "@rein/providers/testing"
 import { Console, Effect, Stream } from "effect"
 
 const catalog = Catalog.make({

@@ -73,7 +73,7 @@ export const ItemAdmitted = Schema.TaggedStruct("ItemAdmitted", {
  * ```ts
  * import { Events } from "@rein/batch"
  *
- * const failed = Events.AttemptSummary.make({ endpoint: "fake/a", role: "first", failure: "overloaded", code: "http_503" })
+ * const failed: Events.AttemptSummary = { endpoint: "fake/a", role: "first", failure: "overloaded", code: "http_503" }
  * ```
  * @category schemas
  * @since 0.1.0

@@ -10,10 +10,10 @@
  *
  * @since 0.1.0
  */
+import { Canonical } from "@rein/core"
 import { Either, Schema } from "effect"
 import { createHash } from "node:crypto"
 import type { Identity } from "./Identity.js"
-import { canonicalJson } from "./internal/canonical.js"
 
 /**
  * A value with no faithful JSON form. `path` says where (`$.items[3].price`).
@@ -48,7 +48,7 @@ export class FingerprintError extends Schema.TaggedError<FingerprintError>()("Fi
  * @since 0.1.0
  */
 export const canonical = (value: unknown): Either.Either<string, FingerprintError> =>
-  Either.mapLeft(canonicalJson(value), (p) => new FingerprintError(p))
+  Either.mapLeft(Canonical.encode(value), ({ message, path }) => new FingerprintError({ path, message }))
 
 /**
  * SHA-256 of a text's UTF-8 bytes, as `sha256:<64 hex digits>`.

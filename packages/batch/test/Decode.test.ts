@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Guardrails } from "@rein/batch"
-import * as Hostile from "@rein/core/testing/Hostile"
+import { Hostile } from "@rein/core/testing"
 import { Either, FastCheck as fc } from "effect"
 import * as Jsonl from "../src/internal/jsonl.js"
 

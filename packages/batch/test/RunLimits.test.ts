@@ -1,6 +1,6 @@
 import { describe, it } from "@effect/vitest"
 import { RunLimits } from "@rein/batch"
-import * as RunLimitsLaws from "@rein/batch/testing/RunLimitsLaws"
+import { RunLimitsLaws } from "@rein/batch/testing"
 
 // The laws any RunLimits implementation must pass, run against the in-memory one: through its effectful
 // members, and through its synchronous fast paths (what a batch run uses when they are present).

@@ -1,10 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import type { Plugin } from "esbuild"
-import { build } from "esbuild"
-import { spawn } from "node:child_process"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { bundle, spawnChild } from "../../../test/support/processes.js"
 import { ArtifactStore, Checkpoint, Guardrails } from "../src/index.js"
 import { nodeStore, tempFile, text } from "./artifact-helpers.js"
 import { identity } from "./fixtures/artifact-identity.js"
@@ -12,62 +10,15 @@ import type { Item } from "./fixtures/artifact-run.js"
 import { contract, runItems, scriptedProvider } from "./fixtures/artifact-run.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
-const packages = path.join(here, "..", "..")
-
-// Node 20 cannot run TypeScript, so the child is bundled with esbuild: the fixture, this package's src/ and
-// core's src/ (the same code the tests run, not a build that may be stale); other packages stay external
-// and resolve from packages/batch/node_modules, which is why the bundle is written under packages/batch/build/.
-const workspaceSources: Plugin = {
-  name: "rein-sources",
-  setup(b) {
-    b.onResolve({ filter: /^@rein\/core(\/.*)?$/ }, (args) => ({
-      path: path.join(packages, "core", "src", `${args.path === "@rein/core" ? "index" : args.path.slice(11)}.ts`)
-    }))
-  }
-}
-
-const bundle = Effect.promise(async () => {
-  const outfile = path.join(here, "..", "build", "fixtures", "artifact-crash-child.mjs")
-  await build({
-    entryPoints: [path.join(here, "fixtures", "artifact-crash-child.ts")],
-    outfile,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    packages: "external",
-    plugins: [workspaceSources],
-    logLevel: "silent"
-  })
-  return outfile
-})
 
 /** Runs the child until it has published `after` items, then kills it with SIGKILL. */
 const runAndKill = (script: string, input: unknown, after: number) =>
-  Effect.async<{ readonly published: ReadonlyArray<string>; readonly signal: string | null }, Error>((resume) => {
-    const child = spawn(process.execPath, [script, JSON.stringify(input)], { stdio: ["ignore", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    let killed = false
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString()
-      if (!killed && (stdout.match(/PUBLISHED /g) ?? []).length >= after) {
-        killed = true
-        child.kill("SIGKILL")
-      }
-    })
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString()
-    })
-    child.on("exit", (_code, signal) => {
-      if (!killed) resume(Effect.fail(new Error(`child ended before the kill: ${stdout} ${stderr}`)))
-      else {
-        const published = [...stdout.matchAll(/PUBLISHED (\S+)\n/g)].map((m) => m[1]!)
-        resume(Effect.succeed({ published, signal }))
-      }
-    })
-    return Effect.sync(() => child.kill("SIGKILL"))
-  })
+  Effect.scoped(Effect.gen(function*() {
+    const child = yield* spawnChild(script, input)
+    const { signal } = yield* child.killWhen((out) => (out.match(/PUBLISHED /g) ?? []).length >= after, "SIGKILL")
+    const published = [...child.stdout().matchAll(/PUBLISHED (\S+)\n/g)].map((m) => m[1]!)
+    return { published, signal }
+  }))
 
 const CANARY = "CANARY-PROMPT-TEXT-7f3a"
 const ITEMS: ReadonlyArray<Item> = Array.from({ length: 300 }, (_, i) => ({
@@ -112,7 +63,7 @@ describe("artifacts: a real crash", () => {
       () =>
         Effect.scoped(Effect.gen(function*() {
           const file = yield* tempFile
-          const child = yield* bundle
+          const child = yield* bundle(here, "artifact-crash-child")
           const killed = yield* runAndKill(
             child,
             { path: file, items: ITEMS, latencyMillis: 20, concurrency: 8, runner },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as Hostile from "@rein/core/testing/Hostile"
+import { Hostile } from "@rein/core/testing"
 import { Either, FastCheck as fc } from "effect"
 import { decodeLine } from "../src/internal/prompts.js"
 import { RequestFile } from "../src/internal/request.js"

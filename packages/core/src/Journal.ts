@@ -14,9 +14,10 @@
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Context, Duration, Effect, Either, Layer, Ref, Schema } from "effect"
+import * as Canonical from "./Canonical.js"
 import { Endpoint } from "./Catalog.js"
 import { Contract } from "./Contract.js"
-import { canonical, firstDifference } from "./internal/canonical.js"
+import { number as num } from "./Format.js"
 import { formatParseError } from "./internal/decode.js"
 import * as Derive from "./internal/spec.js"
 import * as Outcome from "./Outcome.js"
@@ -285,11 +286,13 @@ export const layerMemory: Layer.Layer<Journal | MemoryJournal> = Layer.effectCon
 )
 
 /**
- * Encodes a record as one canonical JSON line (no trailing newline).
+ * Encodes a record as one canonical JSON line (no trailing newline). A record holding a value JSON cannot
+ * carry faithfully (a non-finite number) could not be read back, so it throws `Canonical.CanonicalError`,
+ * a defect, instead of writing a line that replay would misread.
  *
  * @since 0.1.0
  */
-export const encode = (record: JournalRecord): string => canonical(record)
+export const encode = (record: JournalRecord): string => Canonical.unsafeEncode(record)
 
 const decodeRecord = Schema.decodeUnknownEither(JournalRecord, { errors: "all", onExcessProperty: "error" })
 
@@ -420,17 +423,15 @@ export const replay = (record: JournalRecord): Either.Either<number, ReplayMisma
     const misfit = outsideContract(record.requestId, contract, entry.snapshot, i + 1)
     if (misfit !== undefined) return Either.left(misfit)
     const replayed = Planner.decide(record.spec, entry.snapshot)
-    const a = canonical(entry.decision)
-    const b = canonical(replayed)
-    if (a !== b) {
-      const field = firstDifference(entry.decision, replayed) ?? "(root)"
+    const field = Canonical.firstDifference(entry.decision, replayed)
+    if (field !== undefined) {
       return Either.left(
         new ReplayMismatch({
           requestId: record.requestId,
           decision: i + 1,
           field,
-          recorded: canonical(pick(entry.decision, field)),
-          replayed: canonical(pick(replayed, field))
+          recorded: shown(pick(entry.decision, field)),
+          replayed: shown(pick(replayed, field))
         })
       )
     }
@@ -452,13 +453,13 @@ const derivedSpec = (record: JournalRecord): Either.Either<Contract, ReplayMisma
     new ReplayMismatch({ requestId: record.requestId, decision: 0, field, recorded, replayed })
   const contract = decodeContract(record.contract)
   if (contract._tag === "Left") {
-    return Either.left(mismatch("contract", canonical(record.contract), formatParseError(contract.left)))
+    return Either.left(mismatch("contract", shown(record.contract), formatParseError(contract.left)))
   }
   const endpoints = new Map<string, Endpoint>()
   for (const [i, encoded] of record.endpoints.entries()) {
     const e = decodeEndpoint(encoded)
     if (e._tag === "Left") {
-      return Either.left(mismatch(`endpoints[${i}]`, canonical(encoded), formatParseError(e.left)))
+      return Either.left(mismatch(`endpoints[${i}]`, shown(encoded), formatParseError(e.left)))
     }
     endpoints.set(e.right.id, e.right)
   }
@@ -475,13 +476,13 @@ const derivedSpec = (record: JournalRecord): Either.Either<Contract, ReplayMisma
     recorded.maxOutputTokens,
     { streaming: recorded.requires.streaming, uses: usesOf(recorded) }
   )
-  const field = firstDifference(recorded, spec)
+  const field = Canonical.firstDifference(recorded, spec)
   if (field === undefined) return Either.right(contract.right)
   return Either.left(
     mismatch(
       `${Derive.sourceOf(contract.right, field)} (spec.${field})`,
-      canonical(pick(recorded, field)),
-      canonical(pick(spec, field))
+      shown(pick(recorded, field)),
+      shown(pick(spec, field))
     )
   )
 }
@@ -530,6 +531,10 @@ const outsideContract = (
   return undefined
 }
 
+/** A value as a mismatch shows it: its canonical JSON (`null` when absent), else what it is (`NaN`). */
+const shown = (value: unknown): string =>
+  Either.getOrElse(Canonical.encode(value === undefined ? null : value), () => String(value))
+
 const pick = (value: unknown, path: string): unknown => {
   if (path === "(root)" || path === "") return value
   let current: unknown = value
@@ -571,8 +576,6 @@ export interface Explanation {
   }>
   readonly outcome: string
 }
-
-const num = (n: number): string => (Number.isInteger(n) ? String(n) : String(Number(n.toPrecision(6))))
 
 const budgetText = (
   b: { readonly cost: number | null; readonly tokens: number | null; readonly calls: number | null }

@@ -76,7 +76,7 @@ export type ToolCallCount = typeof ToolCallCount.Type
  * ```ts
  * import { Outcome } from "@rein/core"
  *
- * Outcome.countToolCalls([{ id: "1", name: "a", params: {} }, { id: "2", name: "a", params: {} }])
+ * Outcome.countToolCalls([{ name: "a" }, { name: "a" }])
  * // [{ name: "a", count: 2 }]
  * ```
  * @since 0.1.0

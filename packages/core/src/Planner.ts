@@ -16,6 +16,7 @@
  */
 import { Schema } from "effect"
 import { defaultTable, FailureKind, Rule } from "./Failure.js"
+import { number as fmt } from "./Format.js"
 import { Reservation } from "./Outcome.js"
 
 // The planner's inputs and answers are defined once, here, as Schemas: the journal records and decodes
@@ -385,8 +386,6 @@ export const hasToken = (tokens: number): boolean => tokens >= 1 - 1e-9
 const own = <A>(record: { readonly [key: string]: A }, key: string): A | undefined =>
   Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined
 
-const fmt = (n: number): string => (Number.isInteger(n) ? String(n) : String(Number(n.toPrecision(6))))
-
 /**
  * The worst case of one attempt on a candidate.
  *
@@ -409,7 +408,7 @@ export const reservationFor = (spec: Spec, c: CandidateSpec): Reservation => {
  * ```ts
  * import { Planner } from "@rein/core"
  *
- * Planner.backoffMillis({ perEndpoint: 2, baseMillis: 250, factor: 2, maxMillis: 4000, jitter: 0 }, 2, 0.5) // 500
+ * Planner.backoffMillis({ perEndpoint: 2, rateLimited: null, baseMillis: 250, factor: 2, maxMillis: 4000, jitter: 0 }, 2, 0.5) // 500
  * ```
  * @since 0.1.0
  */

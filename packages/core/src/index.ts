@@ -117,6 +117,27 @@ export * as Journal from "./Journal.js"
 export * as Outcome from "./Outcome.js"
 
 /**
+ * Canonical JSON: sorted keys, no whitespace, non-finite numbers and other lossy values refused.
+ *
+ * @since 0.1.0
+ */
+export * as Canonical from "./Canonical.js"
+
+/**
+ * Numbers as Rein's messages write them (six significant digits).
+ *
+ * @since 0.1.0
+ */
+export * as Format from "./Format.js"
+
+/**
+ * Errors built without a stack trace, as Rein's executors build theirs.
+ *
+ * @since 0.1.0
+ */
+export * as Stackless from "./Stackless.js"
+
+/**
  * Scripted providers for tests, examples and simulation.
  *
  * @since 0.1.0

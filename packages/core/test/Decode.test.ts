@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Catalog, Contract, Fake, Input, Rein } from "@rein/core"
-import * as Hostile from "@rein/core/testing/Hostile"
+import { Hostile } from "@rein/core/testing"
 import { Duration, Effect, Either, FastCheck as fc } from "effect"
 import { catalog, endpoint } from "./fixtures.js"
 

@@ -3,12 +3,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { Fake, Journal, Rein } from "@rein/core"
 import type { Failure, Outcome, Planner } from "@rein/core"
 import { Effect, Either, FastCheck as fc, Fiber, Layer, Random, Stream, TestClock } from "effect"
-import { build } from "esbuild"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import { bundle } from "../../../test/support/processes.js"
 import { catalog, contract, defaultCatalog, endpoint, failureStep } from "./fixtures.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -248,20 +248,7 @@ describe("Journal", () => {
     Effect.gen(function*() {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rein-journal-"))
       const file = path.join(dir, "rec.jsonl")
-      const script = yield* Effect.promise(async () => {
-        const outfile = path.join(here, "..", "build", "fixtures", "journal-child.mjs")
-        await build({
-          entryPoints: [path.join(here, "fixtures", "journal-child.ts")],
-          outfile,
-          bundle: true,
-          platform: "node",
-          format: "esm",
-          target: "node20",
-          packages: "external",
-          logLevel: "silent"
-        })
-        return outfile
-      })
+      const script = yield* bundle(here, "journal-child")
       const stdout = yield* Effect.async<string, Error>((resume) => {
         execFile(process.execPath, [script, file], (error, out) =>
           resume(error ? Effect.fail(error) : Effect.succeed(out)))

@@ -8,10 +8,10 @@
  *
  * @since 0.1.0
  */
+import { Canonical } from "@rein/core"
 import { Either, Schema } from "effect"
 import { createPublicKey, type KeyObject, sign as cryptoSign, verify as cryptoVerify } from "node:crypto"
 import { Sha256 } from "./Digest.js"
-import * as internal from "./internal/canonical.js"
 import type { RefusalReason } from "./LedgerError.js"
 
 const NonEmpty = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
@@ -168,7 +168,7 @@ export const trustRoots = (keys: Readonly<Record<string, KeyObject | string | Bu
  * @since 0.1.0
  */
 export const signedBytes = (grant: Grant): Uint8Array =>
-  Buffer.from(internal.canonicalJson(Schema.encodeSync(Grant)(grant)), "utf8")
+  Buffer.from(Canonical.unsafeEncode(Schema.encodeSync(Grant)(grant)), "utf8")
 
 /**
  * Signs a grant with an Ed25519 private key (for issuers and tests; the ledger itself only verifies).

@@ -4,9 +4,9 @@
  *
  * @since 0.1.0
  */
+import { Canonical } from "@rein/core"
 import { Schema } from "effect"
 import { createHash } from "node:crypto"
-import * as internal from "./internal/canonical.js"
 
 /**
  * A lowercase hexadecimal SHA-256 digest.
@@ -57,7 +57,8 @@ export const sha256 = (data: string | Uint8Array): Sha256 =>
   Sha256.make(createHash("sha256").update(data).digest("hex"))
 
 /**
- * The canonical JSON text of a value: keys sorted, no whitespace. Throws on values JSON cannot represent.
+ * The canonical JSON text of a value (`Canonical` of `@rein/core`): keys sorted, no whitespace. Throws
+ * `Canonical.CanonicalError` on values JSON cannot represent faithfully (a non-finite number).
  *
  * @example
  * ```ts
@@ -69,7 +70,7 @@ export const sha256 = (data: string | Uint8Array): Sha256 =>
  * @category digests
  * @since 0.1.0
  */
-export const canonicalJson: (value: unknown) => string = internal.canonicalJson
+export const canonicalJson: (value: unknown) => string = Canonical.unsafeEncode
 
 /**
  * The SHA-256 digest of a value's canonical JSON.
@@ -84,4 +85,4 @@ export const canonicalJson: (value: unknown) => string = internal.canonicalJson
  * @category digests
  * @since 0.1.0
  */
-export const ofJson = (value: unknown): Sha256 => sha256(internal.canonicalJson(value))
+export const ofJson = (value: unknown): Sha256 => sha256(Canonical.unsafeEncode(value))

@@ -7,7 +7,8 @@
  *
  * @since 0.1.0
  */
-import { Context, type Duration, Effect, Either, Layer, ParseResult, Schema } from "effect"
+import { formatParseError } from "@rein/core/Input"
+import { Context, type Duration, Effect, Either, Layer, Schema } from "effect"
 import type * as Authorisation from "./Authorisation.js"
 import * as Digest from "./Digest.js"
 import type { Execution, Receipt } from "./Execution.js"
@@ -181,8 +182,6 @@ export interface Service {
  */
 export class Ledger extends Context.Tag("@rein/ledger/Ledger")<Ledger, Service>() {}
 
-// Effect's TreeFormatter, not core's crash-proof formatter (`core/src/internal/decode.ts` `describe`): that one
-// is not part of @rein/core's public API, and the ledger does not depend on core.
 const decodeSubmission = Schema.decodeUnknownEither(Submission, { onExcessProperty: "error", errors: "all" })
 
 // Configuration is checked once, when the ledger is built; a ledger that cannot verify is not built.
@@ -248,7 +247,7 @@ export const make = (config: Config): Effect.Effect<Service, LedgerConfigError, 
       decodeSubmission: (input) =>
         Either.mapLeft(
           decodeSubmission(input),
-          (error) => new InvalidRequest({ message: ParseResult.TreeFormatter.formatErrorSync(error) })
+          (error) => new InvalidRequest({ message: formatParseError(error) })
         )
     }
     const submit = Submit.submit(checked, local)

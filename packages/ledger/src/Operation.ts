@@ -9,7 +9,8 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Either, ParseResult, Schema, SchemaAST } from "effect"
+import { formatParseError } from "@rein/core/Input"
+import { Duration, Effect, Either, Schema, SchemaAST } from "effect"
 import * as Digest from "./Digest.js"
 import { Code } from "./Execution.js"
 import { InvalidRequest, LedgerConfigError } from "./LedgerError.js"
@@ -416,11 +417,11 @@ export const make = <A, I>(definition: Definition<A, I>): Either.Either<Operatio
     const decodeRequest = (request: unknown) =>
       Either.flatMap(
         Either.mapLeft(decode(request), (error) =>
-          new InvalidRequest({ message: `${name}.request: ${ParseResult.TreeFormatter.formatErrorSync(error)}` })),
+          new InvalidRequest({ message: `${name}.request: ${formatParseError(error)}` })),
         (value) =>
           Either.mapBoth(encode(value), {
             onLeft: (error) =>
-              new InvalidRequest({ message: `${name}.request: ${ParseResult.TreeFormatter.formatErrorSync(error)}` }),
+              new InvalidRequest({ message: `${name}.request: ${formatParseError(error)}` }),
             // The digest binds the operation name and the request's canonical encoded form: the same request
             // given with its keys in another order, or with defaults spelt out, is the same request.
             onRight: (encoded) => ({ value, digest: Digest.ofJson({ operation: name, request: encoded }) })

@@ -17,6 +17,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Failure } from "@rein/core"
 import type { Provider } from "@rein/core"
+import { NonNegativeInt } from "@rein/core/Input"
 import { Effect, Either, Redacted, Schema, Stream } from "effect"
 import * as Internal from "./internal/http.js"
 import { checkBaseUrl, ProviderConfigError } from "./Transport.js"
@@ -71,8 +72,6 @@ const OptionsSchema = Schema.Struct({
   urlParams: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
   maxResponseBytes: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
 })
-
-const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 
 /**
  * Token usage in the chat-completions shape.

@@ -17,6 +17,7 @@ import * as Command from "@effect/platform/Command"
 import type { PlatformError } from "@effect/platform/Error"
 import { Failure } from "@rein/core"
 import type { Provider } from "@rein/core"
+import { NonNegativeInt } from "@rein/core/Input"
 import { Chunk, Duration, Effect, Either, Option, Schema, Stream } from "effect"
 import * as NodePath from "node:path"
 import * as NodeProcess from "node:process"
@@ -49,8 +50,6 @@ export const Input = Schema.Struct({
  * @since 0.1.0
  */
 export type Input = typeof Input.Type
-
-const NonNegativeInt = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 
 /**
  * What the program must print on stdout: an answer, or a structured error.

@@ -42,13 +42,6 @@ export * as EffectAi from "./EffectAi.js"
 export * as Subprocess from "./Subprocess.js"
 
 /**
- * A real HTTP server on loopback with scripted faults, for tests and demos.
- *
- * @since 0.1.0
- */
-export * as FaultServer from "./testing/FaultServer.js"
-
-/**
  * An `@effect/ai` `LanguageModel` backed by Rein: one Layer puts an existing program under a contract.
  *
  * @since 0.1.0

@@ -1,7 +1,7 @@
 import { HttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Rein } from "@rein/core"
-import { FaultServer } from "@rein/providers"
+import { FaultServer } from "@rein/providers/testing"
 import { Chunk, Effect, Either, Fiber, Redacted, Stream, TestClock } from "effect"
 import { awaitSleepAt, cases, KEY, reinLayer } from "./dialects.js"
 import { contract, request, withHttp, WITHIN } from "./fixtures.js"

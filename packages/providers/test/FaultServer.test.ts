@@ -1,6 +1,6 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { FaultServer } from "@rein/providers"
+import { FaultServer } from "@rein/providers/testing"
 import { Effect } from "effect"
 import { withHttp } from "./fixtures.js"
 

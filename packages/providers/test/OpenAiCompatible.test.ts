@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import type { Failure } from "@rein/core"
-import { FaultServer, OpenAiCompatible } from "@rein/providers"
+import { OpenAiCompatible } from "@rein/providers"
+import { FaultServer } from "@rein/providers/testing"
 import { Chunk, Effect, Either, Redacted, Stream } from "effect"
 import { attemptContext, catalog, endpoint, request, withHttp } from "./fixtures.js"
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Rein } from "@rein/core"
-import { FaultServer, OpenAiCompatible } from "@rein/providers"
+import { OpenAiCompatible } from "@rein/providers"
 import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
+import { FaultServer } from "@rein/providers/testing"
 import { Effect, Either, Fiber } from "effect"
 import { catalog, contract, endpoint, request, withHttp, WITHIN } from "./fixtures.js"
 

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Rein } from "@rein/core"
 import type { Failure, Streaming } from "@rein/core"
-import { FaultServer, OpenAiCompatible } from "@rein/providers"
+import { OpenAiCompatible } from "@rein/providers"
 import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
+import { FaultServer } from "@rein/providers/testing"
 import { Effect, Either, Redacted, Stream } from "effect"
 import { attemptContext, catalog, contract, endpoint, request, withHttp } from "./fixtures.js"
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Rein } from "@rein/core"
 import type { Streaming } from "@rein/core"
-import { FaultServer, OpenAiCompatible } from "@rein/providers"
+import { OpenAiCompatible } from "@rein/providers"
+import { FaultServer } from "@rein/providers/testing"
 import { Chunk, Effect, Either, Stream } from "effect"
 import { catalog, contract, endpoint, request, withHttp, WITHIN } from "./fixtures.js"
 

@@ -44,7 +44,8 @@ describe("optional vendor peers", () => {
 
   it.live("a program with OpenAI models only loads @rein/providers and runs under ReinLanguageModel", () =>
     Effect.gen(function*() {
-      const { FaultServer, ReinLanguageModel } = yield* Effect.promise(() => import("@rein/providers"))
+      const { ReinLanguageModel } = yield* Effect.promise(() => import("@rein/providers"))
+      const { FaultServer } = yield* Effect.promise(() => import("@rein/providers/testing"))
       return yield* Effect.scoped(Effect.gen(function*() {
         const server = yield* FaultServer.make({ scripts: { "model-a": [FaultServer.ok({ text: "one vendor" })] } })
         const answer = yield* LanguageModel.generateText({ prompt: "hello" }).pipe(

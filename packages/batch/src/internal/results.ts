@@ -6,7 +6,7 @@
  * @internal
  */
 import type { Outcome } from "@rein/core"
-import { stackless } from "@rein/core/internal/stackless"
+import { stackless } from "@rein/core/Stackless"
 import { Cause, Effect, Exit, Option } from "effect"
 import type { Category } from "../Category.js"
 import * as Categories from "../Category.js"

@@ -5,10 +5,11 @@
  *
  * @internal
  */
+import { Format } from "@rein/core"
 import type { Stop } from "../Termination.js"
 
 /** A number as a reason shows it: integers as they are, others to six significant digits. @internal */
-export const fmt = (n: number): string => (Number.isInteger(n) ? String(n) : String(Number(n.toPrecision(6))))
+export const fmt: (n: number) => string = Format.number
 
 /** `total + value` when that is finite, else `undefined` (the total stays). @internal */
 export const addFinite = (total: number, value: number): number | undefined => {

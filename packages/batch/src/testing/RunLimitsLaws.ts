@@ -24,7 +24,7 @@ import type { Stop } from "../Termination.js"
  *
  * @example
  * ```ts
- * import * as RunLimitsLaws from "@rein/batch/testing/RunLimitsLaws"
+ * import { RunLimitsLaws } from "@rein/batch/testing"
  *
  * const violated = new RunLimitsLaws.LawViolated({ law: "stop", message: "the second stop won" })
  * ```
@@ -42,7 +42,7 @@ export class LawViolated extends Schema.TaggedError<LawViolated>()("LawViolated"
  * @example
  * ```ts
  * import { RunLimits } from "@rein/batch"
- * import type * as RunLimitsLaws from "@rein/batch/testing/RunLimitsLaws"
+ * import type { RunLimitsLaws } from "@rein/batch/testing"
  *
  * const make: RunLimitsLaws.Make = RunLimits.memory
  * ```
@@ -56,7 +56,7 @@ export type Make = (config: Config) => Effect.Effect<Service, unknown, Scope.Sco
  *
  * @example
  * ```ts
- * import type * as RunLimitsLaws from "@rein/batch/testing/RunLimitsLaws"
+ * import type { RunLimitsLaws } from "@rein/batch/testing"
  *
  * const names = (laws: ReadonlyArray<RunLimitsLaws.Law>) => laws.map((law) => law.name)
  * ```
@@ -75,7 +75,7 @@ export interface Law {
  * ```ts
  * import { Effect } from "effect"
  * import { RunLimits } from "@rein/batch"
- * import * as RunLimitsLaws from "@rein/batch/testing/RunLimitsLaws"
+ * import { RunLimitsLaws } from "@rein/batch/testing"
  *
  * const all = Effect.forEach(RunLimitsLaws.laws(RunLimits.memory), (law) => law.check, { discard: true })
  * ```
@@ -126,7 +126,7 @@ type Sample<T> = T extends fc.Arbitrary<infer A> ? A : never
  * @example
  * ```ts
  * import { RunLimits } from "@rein/batch"
- * import * as RunLimitsLaws from "@rein/batch/testing/RunLimitsLaws"
+ * import { RunLimitsLaws } from "@rein/batch/testing"
  *
  * const fast = RunLimitsLaws.laws(RunLimitsLaws.viaFastPaths(RunLimits.memory))
  * ```

@@ -3,9 +3,10 @@
  *
  * @internal
  */
+import { number as num } from "@rein/core/Format"
 
-/** A number with at most six significant digits (integers as they are). @internal */
-export const num = (n: number): string => (Number.isInteger(n) ? String(n) : String(Number(n.toPrecision(6))))
+/** A number with at most six significant digits (integers as they are): core's `Format.number`. @internal */
+export { num }
 
 /** Milliseconds as `850 ms`, `12.5 s` or `3 min 20 s`. @internal */
 export const millis = (ms: number): string => {

@@ -8,7 +8,7 @@
 import { Options } from "@effect/cli"
 import * as Otlp from "@effect/opentelemetry/Otlp"
 import { FetchHttpClient } from "@effect/platform"
-import { Telemetry } from "@rein/core"
+import { Format, Telemetry } from "@rein/core"
 import type { MetricPair } from "effect"
 import { Config, Console, Effect, Layer, Metric, MetricState, Option } from "effect"
 import { InputError } from "../InputError.js"
@@ -83,7 +83,7 @@ export const render = (pairs: ReadonlyArray<MetricPair.MetricPair.Untyped>): str
     .sort()
     .join("\n")
 
-const num = (n: number): string => String(Number(n.toPrecision(6)))
+const num = Format.number
 
 const valueOf = (state: MetricState.MetricState.Untyped): string => {
   if (MetricState.isCounterState(state)) return num(Number(state.count))

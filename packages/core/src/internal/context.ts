@@ -1,21 +1,7 @@
 /**
- * The Rein service tag, apart from the facade so the executor can depend on it without a cycle.
+ * The Rein service tag, for the executor's modules: declared in the public `Services` module, so that the
+ * types of layers and effects that need it can be named by users' declaration files.
  *
  * @internal
  */
-import { Context } from "effect"
-import type { Catalog } from "../Catalog.js"
-import type { CompletionRequest, Provider } from "../Provider.js"
-
-/** @internal */
-export type Tokenizer = (request: CompletionRequest) => number
-
-/** @internal */
-export interface Services {
-  readonly catalog: Catalog
-  readonly providers: ReadonlyMap<string, Provider>
-  readonly tokenizer?: Tokenizer | undefined
-}
-
-/** @internal */
-export class Rein extends Context.Tag("@rein/core/Rein")<Rein, Services>() {}
+export { Rein, type Services, type Tokenizer } from "../Services.js"

@@ -28,7 +28,7 @@ const HUGE = "x".repeat(1 << 20)
  *
  * @example
  * ```ts
- * import { Hostile } from "@rein/core/testing/Hostile"
+ * import { Hostile } from "@rein/core/testing"
  *
  * Hostile.values.length > 30 // true
  * ```
@@ -91,7 +91,7 @@ export const values: ReadonlyArray<unknown> = [
  *
  * @example
  * ```ts
- * import { Hostile } from "@rein/core/testing/Hostile"
+ * import { Hostile } from "@rein/core/testing"
  *
  * const notANumber = Hostile.value((v) => typeof v !== "number")
  * ```
@@ -105,7 +105,7 @@ export const value = (bad: (v: unknown) => boolean = () => true): fc.Arbitrary<u
  *
  * @example
  * ```ts
- * import { Hostile } from "@rein/core/testing/Hostile"
+ * import { Hostile } from "@rein/core/testing"
  *
  * Hostile.keys.includes("__proto__") // true
  * ```
@@ -121,7 +121,7 @@ const isContainer = (v: unknown): v is Record<string | number, unknown> => typeo
  *
  * @example
  * ```ts
- * import { Hostile } from "@rein/core/testing/Hostile"
+ * import { Hostile } from "@rein/core/testing"
  *
  * Hostile.setAt({ retry: { base: 100 } }, ["retry", "base"], Number.NaN) // { retry: { base: NaN } }
  * ```
@@ -149,7 +149,7 @@ export const setAt = (doc: unknown, path: Path, value: unknown): unknown => {
  *
  * @example
  * ```ts
- * import { Hostile } from "@rein/core/testing/Hostile"
+ * import { Hostile } from "@rein/core/testing"
  *
  * Hostile.deleteAt({ a: 1, b: 2 }, ["a"]) // { b: 2 }
  * ```
@@ -171,7 +171,7 @@ export const deleteAt = (doc: unknown, path: Path): unknown => {
  *
  * @example
  * ```ts
- * import { Hostile } from "@rein/core/testing/Hostile"
+ * import { Hostile } from "@rein/core/testing"
  *
  * Object.getPrototypeOf(Hostile.withoutPrototypes({ a: {} })) // null
  * ```
@@ -191,7 +191,7 @@ export const withoutPrototypes = (doc: unknown, depth = 32): unknown => {
  *
  * @example
  * ```ts
- * import { Hostile } from "@rein/core/testing/Hostile"
+ * import { Hostile } from "@rein/core/testing"
  *
  * Hostile.printed(["endpoints", 0, "id"]) // "endpoints.0.id"
  * ```
@@ -204,7 +204,7 @@ export const printed = (path: Path): string => path.join(".")
  *
  * @example
  * ```ts
- * import { Hostile } from "@rein/core/testing/Hostile"
+ * import { Hostile } from "@rein/core/testing"
  *
  * Hostile.accepts.duration("0.4 ns") // false
  * ```
@@ -241,7 +241,7 @@ export const accepts = {
  *
  * @example
  * ```ts
- * import { Hostile } from "@rein/core/testing/Hostile"
+ * import { Hostile } from "@rein/core/testing"
  *
  * const deadline: Hostile.Field = { path: ["deadline"], accepts: Hostile.accepts.duration, required: true }
  * ```
@@ -258,7 +258,7 @@ export interface Field {
  *
  * @example
  * ```ts
- * import type { Hostile } from "@rein/core/testing/Hostile"
+ * import type { Hostile } from "@rein/core/testing"
  *
  * const show = (m: Hostile.Mutation) => `${m.path}: ${m.what}`
  * ```
@@ -278,7 +278,7 @@ export interface Mutation {
  *
  * @example
  * ```ts
- * import { Hostile } from "@rein/core/testing/Hostile"
+ * import { Hostile } from "@rein/core/testing"
  *
  * const bad = Hostile.mutations({ deadline: 1 }, [{ path: ["deadline"], accepts: Hostile.accepts.duration }], {
  *   structs: [[]],

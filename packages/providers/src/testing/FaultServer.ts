@@ -27,7 +27,7 @@ import { dialectOf } from "./dialects/index.js"
  *
  * @example
  * ```ts
- * import type { FaultServer } from "@rein/providers"
+ * import type { FaultServer } from "@rein/providers/testing"
  *
  * const hang: FaultServer.Fault = { _tag: "HangBeforeHeaders" }
  * ```
@@ -92,7 +92,7 @@ export type Fault =
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import type { FaultServer } from "@rein/providers"
+ * import type { FaultServer } from "@rein/providers/testing"
  *
  * declare const server: FaultServer.FaultServer
  * const closed = Effect.map(server.requests, (rs) => rs.filter((r) => r.clientClosed).length)
@@ -126,7 +126,7 @@ export interface SeenRequest {
  *
  * @example
  * ```ts
- * import type { FaultServer } from "@rein/providers"
+ * import type { FaultServer } from "@rein/providers/testing"
  *
  * declare const server: FaultServer.FaultServer
  * const sawClose = server.waitUntil((rs) => rs[0]?.clientClosed === true, "2 seconds")
@@ -162,7 +162,7 @@ export interface FaultServer {
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import type { FaultServer } from "@rein/providers"
+ * import type { FaultServer } from "@rein/providers/testing"
  *
  * declare const server: FaultServer.FaultServer
  * const waited = server.waitUntil((rs) => rs.length > 0).pipe(
@@ -182,7 +182,7 @@ export class FaultServerTimeout extends Data.TaggedError("FaultServerTimeout")<{
  *
  * @example
  * ```ts
- * import { FaultServer } from "@rein/providers"
+ * import { FaultServer } from "@rein/providers/testing"
  *
  * FaultServer.ok({ deltas: ["Hel", "lo"], usage: { inputTokens: 12, outputTokens: 2 } })
  * FaultServer.ok({ text: "cut at the lim", finish: "length" })
@@ -210,7 +210,7 @@ export const ok = (options: {
  *
  * @example
  * ```ts
- * import { FaultServer } from "@rein/providers"
+ * import { FaultServer } from "@rein/providers/testing"
  *
  * FaultServer.slowDrip({ deltas: ["a", "b", "c"], every: "20 millis" })
  * ```
@@ -232,7 +232,7 @@ export const slowDrip = (options: {
  *
  * @example
  * ```ts
- * import { FaultServer } from "@rein/providers"
+ * import { FaultServer } from "@rein/providers/testing"
  *
  * FaultServer.status(400, { code: "context_length_exceeded", type: "invalid_request_error" })
  * ```
@@ -259,7 +259,7 @@ export const status = (status: number, options: {
  *
  * @example
  * ```ts
- * import { FaultServer } from "@rein/providers"
+ * import { FaultServer } from "@rein/providers/testing"
  *
  * FaultServer.rateLimited({ retryAfterSeconds: 1 })
  * FaultServer.rateLimited({ retryAfterMillis: 300 })
@@ -291,7 +291,7 @@ export const rateLimited = (options: {
  *
  * @example
  * ```ts
- * import { FaultServer } from "@rein/providers"
+ * import { FaultServer } from "@rein/providers/testing"
  *
  * FaultServer.hugeBody({ status: 500 })              // a 100 MB error body
  * FaultServer.hugeBody({ status: 200, bytes: Infinity }) // an endless answer
@@ -319,7 +319,7 @@ export const hugeBody = (options: {
  *
  * @example
  * ```ts
- * import { FaultServer } from "@rein/providers"
+ * import { FaultServer } from "@rein/providers/testing"
  *
  * FaultServer.streamError({ deltas: ["par"], status: 529, type: "overloaded_error" })
  * FaultServer.streamError({ error: { message: "busy", type: "server_error", code: 503 } })
@@ -350,7 +350,7 @@ export const streamError = (options: StreamErrorOptions): Fault => {
  *
  * @example
  * ```ts
- * import type { FaultServer } from "@rein/providers"
+ * import type { FaultServer } from "@rein/providers/testing"
  *
  * const overloaded: FaultServer.StreamErrorOptions = { status: 529, type: "overloaded_error" }
  * const vllm: FaultServer.StreamErrorOptions = { error: { code: 503, type: "server_error" } }
@@ -374,7 +374,7 @@ export type StreamErrorOptions =
  *
  * @example
  * ```ts
- * import { FaultServer } from "@rein/providers"
+ * import { FaultServer } from "@rein/providers/testing"
  *
  * FaultServer.rawSse("retry: 3600000\n\n", "data: [DONE]\n\n")
  * ```
@@ -387,7 +387,7 @@ export const rawSse = (...chunks: ReadonlyArray<string>): Fault => ({ _tag: "Raw
  *
  * @example
  * ```ts
- * import { FaultServer } from "@rein/providers"
+ * import { FaultServer } from "@rein/providers/testing"
  *
  * FaultServer.faults.overloaded // 529 overloaded_error
  * ```
@@ -418,7 +418,7 @@ export const faults = {
  *
  * @example
  * ```ts
- * import { FaultServer } from "@rein/providers"
+ * import { FaultServer } from "@rein/providers/testing"
  *
  * FaultServer.byName("overloaded") // the 529 fault
  * ```
@@ -626,7 +626,7 @@ const writeHuge = (
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { FaultServer } from "@rein/providers"
+ * import { FaultServer } from "@rein/providers/testing"
  *
  * const program = Effect.scoped(Effect.gen(function*() {
  *   const server = yield* FaultServer.make()

@@ -13,7 +13,7 @@
  *
  * @example
  * ```ts
- * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ * import type { Dialect } from "@rein/providers/testing"
  *
  * const finish: Dialect.Finish = "length"
  * ```
@@ -26,7 +26,7 @@ export type Finish = "stop" | "length" | "tool_calls" | "content_filter"
  *
  * @example
  * ```ts
- * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ * import type { Dialect } from "@rein/providers/testing"
  *
  * const call: Dialect.ToolCall = { id: "call_1", name: "weather", arguments: "{\"city\":\"Oslo\"}" }
  * ```
@@ -43,7 +43,7 @@ export interface ToolCall {
  *
  * @example
  * ```ts
- * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ * import type { Dialect } from "@rein/providers/testing"
  *
  * const usage: Dialect.Usage = { inputTokens: 12, outputTokens: 5 }
  * ```
@@ -56,7 +56,7 @@ export type Usage = { readonly inputTokens: number; readonly outputTokens: numbe
  *
  * @example
  * ```ts
- * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ * import type { Dialect } from "@rein/providers/testing"
  *
  * const answer: Dialect.Answer = { deltas: ["hi"], usage: null, finish: "stop", toolCalls: [] }
  * ```
@@ -74,7 +74,7 @@ export interface Answer {
  *
  * @example
  * ```ts
- * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ * import type { Dialect } from "@rein/providers/testing"
  *
  * const error: Dialect.ErrorSpec = { status: 529, code: null, type: "overloaded_error", message: "busy" }
  * ```
@@ -94,7 +94,7 @@ export interface ErrorSpec {
  *
  * @example
  * ```ts
- * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ * import type { Dialect } from "@rein/providers/testing"
  *
  * declare const events: Dialect.StreamEvents
  * const cut = [...events.head, ...events.deltas] // what a cut stream sends
@@ -112,7 +112,7 @@ export interface StreamEvents {
  *
  * @example
  * ```ts
- * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ * import type { Dialect } from "@rein/providers/testing"
  *
  * const incoming: Dialect.Incoming = { path: "/v1/messages", query: {}, headers: {}, body: {} }
  * ```
@@ -131,7 +131,7 @@ export interface Incoming {
  *
  * @example
  * ```ts
- * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ * import type { Dialect } from "@rein/providers/testing"
  *
  * const refusal: Dialect.Refusal = { status: 401, body: "{}" }
  * ```
@@ -147,7 +147,7 @@ export interface Refusal {
  *
  * @example
  * ```ts
- * import type * as Dialect from "@rein/providers/testing/dialects/Dialect"
+ * import type { Dialect } from "@rein/providers/testing"
  *
  * declare const dialect: Dialect.Dialect
  * dialect.claims("/v1/chat/completions")
@@ -176,9 +176,9 @@ export interface Dialect {
  *
  * @example
  * ```ts
- * import { sse } from "@rein/providers/testing/dialects/Dialect"
+ * import { Dialect } from "@rein/providers/testing"
  *
- * sse({ type: "message_stop" }, "message_stop") // "event: message_stop\ndata: {…}\n\n"
+ * Dialect.sse({ type: "message_stop" }, "message_stop") // "event: message_stop\ndata: {…}\n\n"
  * ```
  * @since 0.1.0
  */
@@ -190,9 +190,9 @@ export const sse = (data: unknown, event?: string): string =>
  *
  * @example
  * ```ts
- * import { field } from "@rein/providers/testing/dialects/Dialect"
+ * import { Dialect } from "@rein/providers/testing"
  *
- * field({ model: "m" }, "model") // "m"
+ * Dialect.field({ model: "m" }, "model") // "m"
  * ```
  * @since 0.1.0
  */

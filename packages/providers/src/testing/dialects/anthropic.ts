@@ -129,9 +129,9 @@ const refuse = (request: Incoming) =>
  *
  * @example
  * ```ts
- * import { dialect } from "@rein/providers/testing/dialects/anthropic"
+ * import { anthropic } from "@rein/providers/testing"
  *
- * dialect.claims("/v1/messages") // true
+ * anthropic.dialect.claims("/v1/messages") // true
  * ```
  * @since 0.1.0
  */
@@ -151,9 +151,9 @@ export const dialect: Dialect = {
  *
  * @example
  * ```ts
- * import { rateLimitHeaders } from "@rein/providers/testing/dialects/anthropic"
+ * import { anthropic } from "@rein/providers/testing"
  *
- * rateLimitHeaders({ retryAfterSeconds: 1, resetAt: "2026-01-01T00:00:01Z" })
+ * anthropic.rateLimitHeaders({ retryAfterSeconds: 1, resetAt: "2026-01-01T00:00:01Z" })
  * ```
  * @since 0.1.0
  */

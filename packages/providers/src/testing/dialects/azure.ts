@@ -36,9 +36,9 @@ const refuse = (request: Incoming) =>
  *
  * @example
  * ```ts
- * import { dialect } from "@rein/providers/testing/dialects/azure"
+ * import { azure } from "@rein/providers/testing"
  *
- * dialect.claims("/openai/deployments/gpt4o/chat/completions") // true
+ * azure.dialect.claims("/openai/deployments/gpt4o/chat/completions") // true
  * ```
  * @since 0.1.0
  */

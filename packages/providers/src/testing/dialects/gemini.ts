@@ -101,9 +101,9 @@ const refuse = (request: Incoming) =>
  *
  * @example
  * ```ts
- * import { dialect } from "@rein/providers/testing/dialects/gemini"
+ * import { gemini } from "@rein/providers/testing"
  *
- * dialect.claims("/v1beta/models/gemini-2.5-flash:generateContent") // true
+ * gemini.dialect.claims("/v1beta/models/gemini-2.5-flash:generateContent") // true
  * ```
  * @since 0.1.0
  */
@@ -124,9 +124,9 @@ export const dialect: Dialect = {
  *
  * @example
  * ```ts
- * import { retryInfo } from "@rein/providers/testing/dialects/gemini"
+ * import { gemini } from "@rein/providers/testing"
  *
- * retryInfo("2s")
+ * gemini.retryInfo("2s")
  * ```
  * @since 0.1.0
  */
@@ -140,9 +140,9 @@ export const retryInfo = (retryDelay: string) => ({
  *
  * @example
  * ```ts
- * import { quotaFailure } from "@rein/providers/testing/dialects/gemini"
+ * import { gemini } from "@rein/providers/testing"
  *
- * quotaFailure("GenerateRequestsPerDayPerProjectPerModel-FreeTier")
+ * gemini.quotaFailure("GenerateRequestsPerDayPerProjectPerModel-FreeTier")
  * ```
  * @since 0.1.0
  */
@@ -156,9 +156,9 @@ export const quotaFailure = (quotaId: string) => ({
  *
  * @example
  * ```ts
- * import { errorInfo } from "@rein/providers/testing/dialects/gemini"
+ * import { gemini } from "@rein/providers/testing"
  *
- * errorInfo("API_KEY_INVALID")
+ * gemini.errorInfo("API_KEY_INVALID")
  * ```
  * @since 0.1.0
  */

@@ -17,9 +17,9 @@ import * as openRouter from "./openRouter.js"
  *
  * @example
  * ```ts
- * import { dialects } from "@rein/providers/testing/dialects/index"
+ * import { Dialects } from "@rein/providers/testing"
  *
- * dialects.find((d) => d.claims("/v1/messages"))?.name // "anthropic"
+ * Dialects.dialects.find((d) => d.claims("/v1/messages"))?.name // "anthropic"
  * ```
  * @since 0.1.0
  */
@@ -37,9 +37,9 @@ export const dialects: ReadonlyArray<Dialect> = [
  *
  * @example
  * ```ts
- * import { dialectOf } from "@rein/providers/testing/dialects/index"
+ * import { Dialects } from "@rein/providers/testing"
  *
- * dialectOf("/v1/chat/completions")?.name // "openai-chat"
+ * Dialects.dialectOf("/v1/chat/completions")?.name // "openai-chat"
  * ```
  * @since 0.1.0
  */

@@ -26,9 +26,9 @@ const errorBody = (error: ErrorSpec): string =>
  *
  * @example
  * ```ts
- * import { dialect } from "@rein/providers/testing/dialects/openRouter"
+ * import { openRouter } from "@rein/providers/testing"
  *
- * dialect.claims("/api/v1/chat/completions") // true
+ * openRouter.dialect.claims("/api/v1/chat/completions") // true
  * ```
  * @since 0.1.0
  */

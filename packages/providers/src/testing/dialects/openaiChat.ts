@@ -29,9 +29,9 @@ const toolCallsOf = (answer: Answer) =>
  *
  * @example
  * ```ts
- * import { openAiErrorBody } from "@rein/providers/testing/dialects/openaiChat"
+ * import { openaiChat } from "@rein/providers/testing"
  *
- * openAiErrorBody({ status: 429, code: "rate_limit_exceeded", type: "requests", message: "slow down" })
+ * openaiChat.openAiErrorBody({ status: 429, code: "rate_limit_exceeded", type: "requests", message: "slow down" })
  * ```
  * @since 0.1.0
  */
@@ -96,9 +96,9 @@ const events = (model: string, answer: Answer, withUsage: boolean) => {
  *
  * @example
  * ```ts
- * import { chat } from "@rein/providers/testing/dialects/openaiChat"
+ * import { openaiChat } from "@rein/providers/testing"
  *
- * const local = chat({ name: "local", claims: (path) => path === "/chat/completions" })
+ * const local = openaiChat.chat({ name: "local", claims: (path) => path === "/openaiChat.chat/completions" })
  * ```
  * @since 0.1.0
  */
@@ -116,9 +116,9 @@ export const chat = (options: Pick<Dialect, "name" | "claims"> & Partial<Dialect
  *
  * @example
  * ```ts
- * import { dialect } from "@rein/providers/testing/dialects/openaiChat"
+ * import { openaiChat } from "@rein/providers/testing"
  *
- * dialect.claims("/v1/chat/completions") // true
+ * openaiChat.dialect.claims("/v1/chat/completions") // true
  * ```
  * @since 0.1.0
  */
@@ -131,9 +131,9 @@ export const dialect: Dialect = chat({ name: "openai-chat", claims: (path) => pa
  *
  * @example
  * ```ts
- * import { rateLimitHeaders } from "@rein/providers/testing/dialects/openaiChat"
+ * import { openaiChat } from "@rein/providers/testing"
  *
- * rateLimitHeaders({ exhausted: "tokens", reset: "1m6.5s" })
+ * openaiChat.rateLimitHeaders({ exhausted: "tokens", reset: "1m6.5s" })
  * ```
  * @since 0.1.0
  */

@@ -95,9 +95,9 @@ const events = (model: string, answer: Answer) => {
  *
  * @example
  * ```ts
- * import { dialect } from "@rein/providers/testing/dialects/openaiResponses"
+ * import { openaiResponses } from "@rein/providers/testing"
  *
- * dialect.claims("/v1/responses") // true
+ * openaiResponses.dialect.claims("/v1/responses") // true
  * ```
  * @since 0.1.0
  */
