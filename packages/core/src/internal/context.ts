@@ -11,11 +11,14 @@ import type { CompletionRequest, Provider } from "../Provider.js"
 export type Tokenizer = (request: CompletionRequest) => number
 
 /** @internal */
-export interface Services {
+export interface Service {
   readonly catalog: Catalog
   readonly providers: ReadonlyMap<string, Provider>
   readonly tokenizer?: Tokenizer | undefined
 }
 
 /** @internal */
-export class Rein extends Context.Tag("@rein/core/Rein")<Rein, Services>() {}
+export type Services = Service
+
+/** @internal */
+export class Rein extends Context.Tag("@rein/core/Rein")<Rein, Service>() {}
