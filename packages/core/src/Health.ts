@@ -275,6 +275,142 @@ const same = (a: EndpointState, b: EndpointState): boolean =>
 
 const stateNumber = (s: BreakerState): number => (s === "closed" ? 0 : s === "half_open" ? 1 : 2)
 
+/** What the transitions need to know of the configuration. */
+interface Settings {
+  readonly config: Config
+  readonly windowSize: number
+  readonly baseCooldown: number
+  readonly maxCooldown: number
+}
+
+/** An open breaker whose cooldown has passed is half-open. */
+const current = (e: EndpointState, now: number): BreakerState =>
+  e.state === "open" && now >= e.openUntil ? "half_open" : e.state
+
+/** The breaker opened at `now` for `cooldown` (or longer: a Retry-After `hint`). */
+const open = (e: EndpointState, now: number, cooldown: number, hint: number | null): EndpointState => {
+  const until = Math.max(now + cooldown, hint === null ? 0 : now + hint)
+  return {
+    ...e,
+    state: "open",
+    consecutive: 0,
+    window: 0,
+    windowLength: 0,
+    // Retry-After may lengthen a cooldown, never shorten it.
+    openUntil: Math.max(e.state === "open" ? e.openUntil : 0, until),
+    cooldownMillis: cooldown
+  }
+}
+
+/** An endpoint's state after an admitted attempt ended with `result` at `now`. */
+const settle = (
+  settings: Settings,
+  e: EndpointState,
+  now: number,
+  permit: Permit,
+  result: Result
+): EndpointState => {
+  const { baseCooldown, config, maxCooldown, windowSize } = settings
+  const released = permit.probe ? { ...e, probesInFlight: Math.max(0, e.probesInFlight - 1) } : e
+  switch (result._tag) {
+    case "neutral":
+      // Not the provider's fault: no count, no transition; a probe slot is simply given back.
+      return released
+    case "success":
+      return permit.probe || current(released, now) !== "open"
+        ? {
+          ...released,
+          state: "closed",
+          consecutive: 0,
+          ...pushWindow(released, false, windowSize),
+          cooldownMillis: permit.probe ? baseCooldown : released.cooldownMillis
+        }
+        : released
+    case "failure": {
+      const hint = result.kind === "rate_limited" ? result.retryAfterMillis : null
+      if (permit.probe) {
+        return open(released, now, Math.min(maxCooldown, released.cooldownMillis * config.cooldownGrowth), hint)
+      }
+      if (released.state === "open") {
+        // Already open (another request's failure landed first): a longer Retry-After still extends it.
+        return hint === null ? released : { ...released, openUntil: Math.max(released.openUntil, now + hint) }
+      }
+      const window = pushWindow(released, true, windowSize)
+      const consecutive = released.consecutive + 1
+      const failures = popcount(window.window)
+      const trips = consecutive >= config.consecutiveFailures ||
+        (window.windowLength >= config.minimumVolume && failures / window.windowLength >= config.failureRatio)
+      if (trips) return open(released, now, released.cooldownMillis, hint)
+      // A server that says when to come back opens the breaker for exactly that long.
+      return hint !== null && hint > 0
+        ? { ...released, ...window, state: "open", consecutive, openUntil: now + hint }
+        : { ...released, ...window, consecutive }
+    }
+  }
+}
+
+/** The gauge values last published, and the buckets changed since (filled by another endpoint's first attempt). */
+interface Gauges {
+  readonly reported: Map<string, number>
+  readonly unreported: Set<string>
+}
+
+/**
+ * The metric updates after a completion on `endpoint` (its breaker went `from` → `to`). Gauges are set only
+ * when their value changed: a healthy endpoint with a full bucket costs nothing.
+ */
+const publish = (
+  gauges: Gauges,
+  endpoint: string,
+  from: BreakerState,
+  to: BreakerState,
+  get: (id: string) => EndpointState,
+  globalTokens: number
+): Effect.Effect<void> => {
+  const { reported, unreported } = gauges
+  const updates: Array<Effect.Effect<void>> = []
+  const m = metricsFor(endpoint)
+  if (from !== to) {
+    updates.push(
+      Metric.set(m.breaker, stateNumber(to)),
+      Metric.increment(Metric.taggedWithLabels(transitions, [label("endpoint", endpoint), label("to", to)]))
+    )
+  }
+  const tokens = get(endpoint).tokens
+  if (reported.get(endpoint) !== tokens) {
+    reported.set(endpoint, tokens)
+    updates.push(Metric.set(m.tokens, tokens))
+  }
+  if (unreported.size > 0) {
+    for (const id of unreported) {
+      const t = get(id).tokens
+      if (reported.get(id) !== t) {
+        reported.set(id, t)
+        updates.push(Metric.set(metricsFor(id).tokens, t))
+      }
+    }
+    unreported.clear()
+  }
+  if (reported.get(GLOBAL) !== globalTokens) {
+    reported.set(GLOBAL, globalTokens)
+    updates.push(Metric.set(globalTokensGauge, globalTokens))
+  }
+  return updates.length === 0 ? Effect.void : Effect.all(updates, { discard: true })
+}
+
+/** An endpoint nothing has happened to: closed, with a full bucket. */
+const freshState = (cooldownMillis: number, tokens: number): EndpointState => ({
+  state: "closed",
+  consecutive: 0,
+  window: 0,
+  windowLength: 0,
+  openUntil: 0,
+  cooldownMillis,
+  probesInFlight: 0,
+  tokens,
+  degraded: 0
+})
+
 /**
  * Makes a health service.
  *
@@ -300,26 +436,13 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Service> =>
     let globalTokens = config.capacity
     let version = 0
     const windowSize = Math.max(1, Math.min(30, Math.floor(config.windowSize)))
-    const reported = new Map<string, number>()
-    /** Buckets filled by a first attempt on another endpoint, whose gauges the next completion sets. */
-    const unreported = new Set<string>()
+    const gauges: Gauges = { reported: new Map(), unreported: new Set() }
+    const { unreported } = gauges
     const baseCooldown = toMillis(config.cooldown)
     const maxCooldown = toMillis(config.maxCooldown)
-    const fresh: EndpointState = {
-      state: "closed",
-      consecutive: 0,
-      window: 0,
-      windowLength: 0,
-      openUntil: 0,
-      cooldownMillis: baseCooldown,
-      probesInFlight: 0,
-      tokens: config.capacity,
-      degraded: 0
-    }
+    const fresh = freshState(baseCooldown, config.capacity)
     const get = (id: string): EndpointState => endpoints.get(id) ?? fresh
-    /** An open breaker whose cooldown has passed is half-open. */
-    const current = (e: EndpointState, now: number): BreakerState =>
-      e.state === "open" && now >= e.openUntil ? "half_open" : e.state
+    const settings: Settings = { config, windowSize, baseCooldown, maxCooldown }
     const put = (id: string, before: EndpointState, after: EndpointState): void => {
       if (endpoints.get(id) === before && same(before, after)) return
       endpoints.set(id, after)
@@ -408,95 +531,13 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Service> =>
       return Either.right(probe ? { endpoint, probe } : permitOf(endpoint))
     }
 
-    const open = (e: EndpointState, now: number, cooldown: number, hint: number | null): EndpointState => {
-      const until = Math.max(now + cooldown, hint === null ? 0 : now + hint)
-      return {
-        ...e,
-        state: "open",
-        consecutive: 0,
-        window: 0,
-        windowLength: 0,
-        // Retry-After may lengthen a cooldown, never shorten it.
-        openUntil: Math.max(e.state === "open" ? e.openUntil : 0, until),
-        cooldownMillis: cooldown
-      }
-    }
-
-    const settle = (e: EndpointState, now: number, permit: Permit, result: Result): EndpointState => {
-      const released = permit.probe ? { ...e, probesInFlight: Math.max(0, e.probesInFlight - 1) } : e
-      switch (result._tag) {
-        case "neutral":
-          // Not the provider's fault: no count, no transition; a probe slot is simply given back.
-          return released
-        case "success":
-          return permit.probe || current(released, now) !== "open"
-            ? {
-              ...released,
-              state: "closed",
-              consecutive: 0,
-              ...pushWindow(released, false, windowSize),
-              cooldownMillis: permit.probe ? baseCooldown : released.cooldownMillis
-            }
-            : released
-        case "failure": {
-          const hint = result.kind === "rate_limited" ? result.retryAfterMillis : null
-          if (permit.probe) {
-            return open(released, now, Math.min(maxCooldown, released.cooldownMillis * config.cooldownGrowth), hint)
-          }
-          if (released.state === "open") {
-            // Already open (another request's failure landed first): a longer Retry-After still extends it.
-            return hint === null ? released : { ...released, openUntil: Math.max(released.openUntil, now + hint) }
-          }
-          const window = pushWindow(released, true, windowSize)
-          const consecutive = released.consecutive + 1
-          const failures = popcount(window.window)
-          const trips = consecutive >= config.consecutiveFailures ||
-            (window.windowLength >= config.minimumVolume && failures / window.windowLength >= config.failureRatio)
-          if (trips) return open(released, now, released.cooldownMillis, hint)
-          // A server that says when to come back opens the breaker for exactly that long.
-          return hint !== null && hint > 0
-            ? { ...released, ...window, state: "open", consecutive, openUntil: now + hint }
-            : { ...released, ...window, consecutive }
-        }
-      }
-    }
-
     const completeAt = (now: number, permit: Permit, result: Result): Effect.Effect<void> => {
       const before = get(permit.endpoint)
-      const after = settle(before, now, permit, result)
+      const after = settle(settings, before, now, permit, result)
       put(permit.endpoint, before, after)
       const from = current(before, now)
       const to = current(after, now)
-      // Gauges are set only when their value changed: a healthy endpoint with a full bucket costs nothing.
-      const updates: Array<Effect.Effect<void>> = []
-      const m = metricsFor(permit.endpoint)
-      if (from !== to) {
-        updates.push(
-          Metric.set(m.breaker, stateNumber(to)),
-          Metric.increment(
-            Metric.taggedWithLabels(transitions, [label("endpoint", permit.endpoint), label("to", to)])
-          )
-        )
-      }
-      if (reported.get(permit.endpoint) !== after.tokens) {
-        reported.set(permit.endpoint, after.tokens)
-        updates.push(Metric.set(m.tokens, after.tokens))
-      }
-      if (unreported.size > 0) {
-        for (const id of unreported) {
-          const tokens = get(id).tokens
-          if (reported.get(id) !== tokens) {
-            reported.set(id, tokens)
-            updates.push(Metric.set(metricsFor(id).tokens, tokens))
-          }
-        }
-        unreported.clear()
-      }
-      if (reported.get(GLOBAL) !== globalTokens) {
-        reported.set(GLOBAL, globalTokens)
-        updates.push(Metric.set(globalTokensGauge, globalTokens))
-      }
-      return updates.length === 0 ? Effect.void : Effect.all(updates, { discard: true })
+      return publish(gauges, permit.endpoint, from, to, get, globalTokens)
     }
 
     const degrade = (endpoint: string) =>

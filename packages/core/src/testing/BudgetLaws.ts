@@ -5,7 +5,7 @@
  * ```ts
  * import { it } from "@effect/vitest"
  * import { Budget } from "@rein/core"
- * import { BudgetLaws } from "@rein/core/testing/BudgetLaws"
+ * import * as BudgetLaws from "@rein/core/testing/BudgetLaws"
  *
  * for (const law of BudgetLaws.laws(Budget.make)) it.effect.prop(law.name, [law.cases], ([check]) => check)
  * ```
@@ -302,7 +302,7 @@ const fastPathAgrees = (make: Make): Law => {
  * @example
  * ```ts
  * import { Budget } from "@rein/core"
- * import { BudgetLaws } from "@rein/core/testing/BudgetLaws"
+ * import * as BudgetLaws from "@rein/core/testing/BudgetLaws"
  *
  * const laws = BudgetLaws.laws(Budget.make)
  * laws.map((law) => law.name)

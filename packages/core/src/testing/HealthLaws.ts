@@ -7,7 +7,7 @@
  * ```ts
  * import { it } from "@effect/vitest"
  * import { Health } from "@rein/core"
- * import { HealthLaws } from "@rein/core/testing/HealthLaws"
+ * import * as HealthLaws from "@rein/core/testing/HealthLaws"
  *
  * for (const law of HealthLaws.laws(Health.make)) it.effect.prop(law.name, [law.cases], ([check]) => check)
  * ```
@@ -256,7 +256,7 @@ const degraded = (make: Make): Law => {
  * @example
  * ```ts
  * import { Health } from "@rein/core"
- * import { HealthLaws } from "@rein/core/testing/HealthLaws"
+ * import * as HealthLaws from "@rein/core/testing/HealthLaws"
  *
  * const laws = HealthLaws.laws(Health.make)
  * laws.map((law) => law.name)

@@ -5,6 +5,10 @@
  * registers them with its runner, so this module needs no test framework:
  *
  * ```ts
+ * import { it } from "@effect/vitest"
+ * import { Budget } from "@rein/core"
+ * import * as BudgetLaws from "@rein/core/testing/BudgetLaws"
+ *
  * for (const law of BudgetLaws.laws(Budget.make)) it.effect.prop(law.name, [law.cases], ([check]) => check)
  * ```
  *
@@ -18,7 +22,7 @@ import type { FastCheck as fc } from "effect"
  *
  * @example
  * ```ts
- * import { Laws } from "@rein/core/testing/Laws"
+ * import * as Laws from "@rein/core/testing/Laws"
  *
  * const broken = new Laws.LawBroken({ law: "settle keeps the call", message: "calls left 3, expected 2" })
  * ```
@@ -36,7 +40,7 @@ export class LawBroken extends Schema.TaggedError<LawBroken>()("LawBroken", {
  * @example
  * ```ts
  * import { Effect, FastCheck as fc } from "effect"
- * import type { Laws } from "@rein/core/testing/Laws"
+ * import type * as Laws from "@rein/core/testing/Laws"
  *
  * const law: Laws.Law = { name: "trivial", cases: fc.constant(Effect.void) }
  * ```
@@ -54,7 +58,7 @@ export interface Law {
  *
  * @example
  * ```ts
- * import { Laws } from "@rein/core/testing/Laws"
+ * import * as Laws from "@rein/core/testing/Laws"
  *
  * const check = Laws.expect("one is one", 1 === 1, () => "arithmetic broke")
  * ```
@@ -69,7 +73,7 @@ export const expect = (law: string, holds: boolean, message: () => string): Effe
  *
  * @example
  * ```ts
- * import { Laws } from "@rein/core/testing/Laws"
+ * import * as Laws from "@rein/core/testing/Laws"
  *
  * Laws.close(0.1 + 0.2, 0.3) // true
  * ```
