@@ -26,8 +26,8 @@ describe("Health: breakers", () => {
       Effect.gen(function*() {
         const health = yield* Health.make({ consecutiveFailures: 1, probes: k, cooldown: 1_000 })
         // Open the breaker, then let its cooldown pass: half-open.
-        const opener = yield* at(0, health.acquire("a", "first"))
-        yield* at(0, health.complete(opener, { _tag: "failure", kind: "overloaded", retryAfterMillis: null }))
+        const opener = yield* health.acquire("a", "first")
+        yield* health.complete(opener, { _tag: "failure", kind: "overloaded", retryAfterMillis: null })
         yield* TestClock.adjust(1_000)
         const inFlight = yield* Ref.make(0)
         const peak = yield* Ref.make(0)
