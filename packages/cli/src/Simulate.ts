@@ -156,21 +156,20 @@ export const simulate = (
       const health = yield* Health.make(Scenario.healthConfig(scenario))
       const observe = Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.forEach(ids, (id) =>
-          Effect.map(health.breaker(now, id), (state) => {
+          Effect.map(health.breaker(id), (state) => {
             const before = states.get(id) ?? "closed"
             if (state !== before) {
               transitions.push({ atMillis: now, endpoint: id, from: before, to: state })
               states.set(id, state)
             }
           }), { discard: true }))
-      const tokens = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.map(health.view(now, ids), (view) => {
-          const g = view.retryTokens.global
-          endGlobal = g
-          if (g !== null) {
-            minGlobal = minGlobal === null ? g : Math.min(minGlobal, g)
-          }
-        }))
+      const tokens = Effect.map(health.view(ids), (view) => {
+        const g = view.retryTokens.global
+        endGlobal = g
+        if (g !== null) {
+          minGlobal = minGlobal === null ? g : Math.min(minGlobal, g)
+        }
+      })
       const fake = scripted(scenario, 0)
       const observed: Provider.Provider = {
         ...fake,

@@ -1,7 +1,7 @@
 /**
  * Hard admission budgets. An attempt is admitted only after its worst-case cost and tokens are reserved
- * and a call is taken from the cap, in one STM transaction, so concurrent requests sharing a budget can
- * never each see the last unit. After the attempt, the reservation is settled:
+ * and a call is taken from the cap, in one atomic step, so concurrent requests sharing a budget can never
+ * each see the last unit. After the attempt, the reservation is settled:
  *
  * - reported usage → charged at actual; the rest is released (actual above the reservation is charged
  *   too and flagged `billingBoundViolation`, never hidden);
@@ -9,11 +9,18 @@
  * - failed, timed out or interrupted after it may have been sent with usage unknown → the full
  *   reservation stays charged.
  *
- * A call taken from the cap is never refunded.
+ * A call taken from the cap is never refunded by a settlement; only `release` (the attempt never started)
+ * gives it back.
+ *
+ * A budget is a service (`Service`): the required members are effects, so a remote store (a database
+ * shared by many processes) can implement them; the `unsafe*` members are an optional synchronous fast
+ * path that the executor takes only when present. `make` is the in-memory implementation: every
+ * check-and-update is one synchronous step (JavaScript runs one fiber at a time), so it is atomic without a
+ * transaction and costs no effect on the hot path.
  *
  * @since 0.1.0
  */
-import { Context, Effect, STM, TRef } from "effect"
+import { Context, Effect, Either } from "effect"
 import type { BudgetLimits } from "./Contract.js"
 import type { Reservation } from "./Outcome.js"
 import type { Tokens } from "./Usage.js"
@@ -21,6 +28,7 @@ import type { Tokens } from "./Usage.js"
 /**
  * What is left of a budget (`null`: unlimited).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Left {
@@ -29,15 +37,10 @@ export interface Left {
   readonly calls: number | null
 }
 
-interface State {
-  readonly cost: number
-  readonly tokens: number
-  readonly calls: number
-}
-
 /**
  * Why a reservation was refused.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Shortfall {
@@ -47,25 +50,70 @@ export interface Shortfall {
 }
 
 /**
- * A budget: limits and what has been committed against them (charged plus reserved).
+ * What a successful reservation holds until it is settled or released. Opaque to the executor: an
+ * implementation may carry more (a lease, the holds of a composed budget).
  *
+ * @category models
  * @since 0.1.0
  */
-export interface Budget {
+export interface Hold {
+  /** The attempt's worst case (cost or tokens `null`: not bounded). */
+  readonly reservation: Reservation
+}
+
+/**
+ * What an attempt is actually charged when its hold is settled.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface Charged {
+  readonly cost: number
+  readonly tokens: number
+}
+
+/**
+ * A budget: limits, and what has been committed against them (charged plus reserved).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Budget } from "@rein/core"
+ *
+ * // A budget that refuses everything: what a store that is down might answer.
+ * const closed: Budget.Service = {
+ *   limits: { cost: 0, tokens: 0, calls: 0 },
+ *   left: Effect.succeed({ cost: 0, tokens: 0, calls: 0 }),
+ *   reserve: () => Effect.fail({ resource: "calls", needed: 1, left: 0 }),
+ *   settle: () => Effect.void,
+ *   release: () => Effect.void
+ * }
+ * ```
+ * @category services
+ * @since 0.1.0
+ */
+export interface Service {
+  /** The configured caps (`null`: unlimited). */
   readonly limits: Left
-  readonly left: STM.STM<Left>
-  /** Reserves a worst case and takes one call, or fails with the first shortfall. Atomic. */
-  readonly reserve: (reservation: Reservation) => STM.STM<void, Shortfall>
-  /** Replaces a reservation by what is actually charged. */
-  readonly settle: (
-    reservation: Reservation,
-    charged: { readonly cost: number; readonly tokens: number }
-  ) => STM.STM<void>
+  /** What is left now (caps minus charged minus reserved). */
+  readonly left: Effect.Effect<Left>
+  /** Reserves the worst case and takes one call from the cap, or fails with the first shortfall. */
+  readonly reserve: (reservation: Reservation) => Effect.Effect<Hold, Shortfall>
+  /** Replaces the hold by what is actually charged (the call stays taken). */
+  readonly settle: (hold: Hold, charged: Charged) => Effect.Effect<void>
+  /** Gives the hold back entirely, call included: the attempt never started (e.g. a shortfall elsewhere). */
+  readonly release: (hold: Hold) => Effect.Effect<void>
+  /** Optional fast path: `reserve` as one synchronous step; `undefined` means "take the effectful path". */
+  readonly unsafeReserve?: (reservation: Reservation) => Either.Either<Hold, Shortfall> | undefined
+  /** Optional fast path: `settle` as one synchronous step. */
+  readonly unsafeSettle?: (hold: Hold, charged: Charged) => void
+  /** Optional fast path: `left` as one synchronous read. */
+  readonly unsafeLeft?: () => Left
 }
 
 /**
  * A budget shared by many requests (for instance one batch run, or one tenant): when present in the
- * context, every attempt reserves against it too, in the same transaction as the request's own budget.
+ * context, every attempt reserves against it too, after the request's own budget (see `both`).
  *
  * @example
  * ```ts
@@ -74,86 +122,234 @@ export interface Budget {
  *
  * const shared = Effect.map(Budget.make({ cost: 5 }), (b) => Budget.SharedBudget.of(b))
  * ```
+ * @category services
  * @since 0.1.0
  */
-export class SharedBudget extends Context.Tag("@rein/core/SharedBudget")<SharedBudget, Budget>() {}
+export class SharedBudget extends Context.Tag("@rein/core/SharedBudget")<SharedBudget, Service>() {}
 
 const orNull = (n: number | undefined): number | null => (n === undefined ? null : n)
 
 const EPSILON = 1e-12
 
+/** The synchronous release of the budgets made here (what `both` needs to undo its first half at once). */
+const releasers = new WeakMap<Service, (hold: Hold) => void>()
+
 /**
- * Makes a budget over the given limits (absent limits are unlimited).
+ * Makes an in-memory budget over the given limits (absent limits are unlimited), at once.
  *
  * @example
  * ```ts
- * import { Effect, STM } from "effect"
+ * import { Budget } from "@rein/core"
+ *
+ * const budget = Budget.unsafeMake({ cost: 0.01, calls: 3 })
+ * budget.unsafeReserve?.({ cost: 0.004, tokens: null })
+ * budget.unsafeLeft?.() // { cost: 0.006, tokens: null, calls: 2 }
+ * ```
+ * @category constructors
+ * @since 0.1.0
+ */
+export const unsafeMake = (input: Partial<Pick<BudgetLimits, "cost" | "tokens" | "calls">>): Service => {
+  const limits: Left = { cost: orNull(input.cost), tokens: orNull(input.tokens), calls: orNull(input.calls) }
+  // Committed: charged plus reserved. Replaced only by the synchronous steps below.
+  let cost = 0
+  let tokens = 0
+  let calls = 0
+  const unsafeLeft = (): Left => ({
+    cost: limits.cost === null ? null : Math.max(0, limits.cost - cost),
+    tokens: limits.tokens === null ? null : Math.max(0, limits.tokens - tokens),
+    calls: limits.calls === null ? null : Math.max(0, limits.calls - calls)
+  })
+  const unsafeReserve = (r: Reservation): Either.Either<Hold, Shortfall> => {
+    if (limits.calls !== null && calls + 1 > limits.calls) {
+      return Either.left({ resource: "calls", needed: 1, left: Math.max(0, limits.calls - calls) })
+    }
+    if (limits.cost !== null && r.cost !== null && cost + r.cost > limits.cost + EPSILON) {
+      return Either.left({ resource: "cost", needed: r.cost, left: Math.max(0, limits.cost - cost) })
+    }
+    if (limits.tokens !== null && r.tokens !== null && tokens + r.tokens > limits.tokens) {
+      return Either.left({ resource: "tokens", needed: r.tokens, left: Math.max(0, limits.tokens - tokens) })
+    }
+    cost += r.cost ?? 0
+    tokens += r.tokens ?? 0
+    calls += 1
+    return Either.right({ reservation: r })
+  }
+  const unsafeSettle = (hold: Hold, charged: Charged): void => {
+    cost += charged.cost - (hold.reservation.cost ?? 0)
+    tokens += charged.tokens - (hold.reservation.tokens ?? 0)
+  }
+  const unsafeRelease = (hold: Hold): void => {
+    cost -= hold.reservation.cost ?? 0
+    tokens -= hold.reservation.tokens ?? 0
+    calls -= 1
+  }
+  const service: Service = {
+    limits,
+    left: Effect.sync(unsafeLeft),
+    reserve: (r) => Effect.suspend(() => unsafeReserve(r)),
+    settle: (hold, charged) => Effect.sync(() => unsafeSettle(hold, charged)),
+    release: (hold) => Effect.sync(() => unsafeRelease(hold)),
+    unsafeReserve,
+    unsafeSettle,
+    unsafeLeft
+  }
+  releasers.set(service, unsafeRelease)
+  return service
+}
+
+/**
+ * Makes an in-memory budget over the given limits (absent limits are unlimited).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
  * import { Budget } from "@rein/core"
  *
  * const program = Effect.gen(function*() {
  *   const budget = yield* Budget.make({ cost: 0.01, calls: 3 })
- *   yield* STM.commit(budget.reserve({ cost: 0.004, tokens: null }))
- *   return yield* STM.commit(budget.left) // { cost: 0.006, tokens: null, calls: 2 }
+ *   const hold = yield* budget.reserve({ cost: 0.004, tokens: null })
+ *   yield* budget.settle(hold, { cost: 0.001, tokens: 0 })
+ *   return yield* budget.left // { cost: 0.009, tokens: null, calls: 2 }
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
-export const make = (limits: Partial<Pick<BudgetLimits, "cost" | "tokens" | "calls">>): Effect.Effect<Budget> =>
-  Effect.map(STM.commit(TRef.make<State>({ cost: 0, tokens: 0, calls: 0 })), (ref) => fromRef(ref, limits))
+export const make = (limits: Partial<Pick<BudgetLimits, "cost" | "tokens" | "calls">>): Effect.Effect<Service> =>
+  Effect.sync(() => unsafeMake(limits))
 
-const fromRef = (ref: TRef.TRef<State>, input: Partial<Pick<BudgetLimits, "cost" | "tokens" | "calls">>): Budget => {
-  const limits: Left = { cost: orNull(input.cost), tokens: orNull(input.tokens), calls: orNull(input.calls) }
-  const leftOf = (s: State): Left => ({
-    cost: limits.cost === null ? null : Math.max(0, limits.cost - s.cost),
-    tokens: limits.tokens === null ? null : Math.max(0, limits.tokens - s.tokens),
-    calls: limits.calls === null ? null : Math.max(0, limits.calls - s.calls)
-  })
-  return {
-    limits,
-    left: STM.map(TRef.get(ref), leftOf),
-    reserve: (r) =>
-      STM.flatMap(TRef.get(ref), (s): STM.STM<void, Shortfall> => {
-        if (limits.calls !== null && s.calls + 1 > limits.calls) {
-          return STM.fail({ resource: "calls", needed: 1, left: Math.max(0, limits.calls - s.calls) } as const)
-        }
-        if (limits.cost !== null && r.cost !== null && s.cost + r.cost > limits.cost + EPSILON) {
-          return STM.fail({ resource: "cost", needed: r.cost, left: Math.max(0, limits.cost - s.cost) } as const)
-        }
-        if (limits.tokens !== null && r.tokens !== null && s.tokens + r.tokens > limits.tokens) {
-          return STM.fail(
-            { resource: "tokens", needed: r.tokens, left: Math.max(0, limits.tokens - s.tokens) } as const
-          )
-        }
-        return TRef.set(ref, {
-          cost: s.cost + (r.cost ?? 0),
-          tokens: s.tokens + (r.tokens ?? 0),
-          calls: s.calls + 1
-        })
-      }),
-    settle: (r, charged) =>
-      TRef.update(ref, (s) => ({
-        cost: s.cost - (r.cost ?? 0) + charged.cost,
-        tokens: s.tokens - (r.tokens ?? 0) + charged.tokens,
-        calls: s.calls
-      }))
-  }
-}
+const UNLIMITED: Left = { cost: null, tokens: null, calls: null }
 
 /**
- * A budget with no limits: reserves and settles nothing.
+ * A budget with no limits: every reservation succeeds, nothing is counted.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Budget } from "@rein/core"
+ *
+ * const left = Budget.unlimited.left // Effect<{ cost: null, tokens: null, calls: null }>
+ * ```
+ * @category constructors
  * @since 0.1.0
  */
-export const unlimited: Budget = {
-  limits: { cost: null, tokens: null, calls: null },
-  left: STM.succeed({ cost: null, tokens: null, calls: null }),
-  reserve: () => STM.void,
-  settle: () => STM.void
+export const unlimited: Service = {
+  limits: UNLIMITED,
+  left: Effect.succeed(UNLIMITED),
+  reserve: (reservation) => Effect.succeed({ reservation }),
+  settle: () => Effect.void,
+  release: () => Effect.void,
+  unsafeReserve: (reservation) => Either.right({ reservation }),
+  unsafeSettle: () => {},
+  unsafeLeft: () => UNLIMITED
+}
+
+/** The hold of a composed budget: one of each. */
+interface BothHold extends Hold {
+  readonly own: Hold
+  readonly shared: Hold
+}
+
+// `both` hands out only its own holds, so the one it is given back is one of them.
+const split = (hold: Hold): BothHold => hold as BothHold
+
+/**
+ * A request's own budget composed with a shared one: what the executor reserves against when both apply.
+ *
+ * - `reserve`: reserves against `own`, then against `shared`; a shortfall in `own` is reported without
+ *   touching `shared`, and on a shortfall in `shared` the `own` hold is released (call included) before the
+ *   shortfall is reported. Interruption between the two halves releases `own` too.
+ * - `settle` and `release` apply to both, own first.
+ * - `left` and `limits` are the tighter of the two (`minLeft`).
+ *
+ * The synchronous fast path is present when both budgets have it and `own` can be released synchronously
+ * (a budget from `make` or `unsafeMake`).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Budget } from "@rein/core"
+ *
+ * const program = Effect.gen(function*() {
+ *   const run = yield* Budget.make({ cost: 1 })
+ *   const request = yield* Budget.make({ cost: 0.1, calls: 3 })
+ *   const budget = Budget.both(request, run)
+ *   const hold = yield* budget.reserve({ cost: 0.05, tokens: null })
+ *   yield* budget.settle(hold, { cost: 0.01, tokens: 0 })
+ * })
+ * ```
+ * @category combinators
+ * @since 0.1.0
+ */
+export const both = (own: Service, shared: Service): Service => {
+  const reserve = (reservation: Reservation): Effect.Effect<Hold, Shortfall> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(restore(own.reserve(reservation)), (ownHold) =>
+        Effect.onExit(
+          restore(shared.reserve(reservation)),
+          (exit) => exit._tag === "Success" ? Effect.void : own.release(ownHold)
+        ).pipe(Effect.map((sharedHold): Hold => {
+          const hold: BothHold = { reservation, own: ownHold, shared: sharedHold }
+          return hold
+        })))
+    )
+  const releaseOwn = releasers.get(own)
+  const ownReserve = own.unsafeReserve
+  const sharedReserve = shared.unsafeReserve
+  const unsafeReserve = releaseOwn === undefined || ownReserve === undefined || sharedReserve === undefined
+    ? undefined
+    : (reservation: Reservation): Either.Either<Hold, Shortfall> | undefined => {
+      const ownHold = ownReserve(reservation)
+      if (ownHold === undefined || Either.isLeft(ownHold)) return ownHold
+      const sharedHold = sharedReserve(reservation)
+      if (sharedHold === undefined || Either.isLeft(sharedHold)) {
+        releaseOwn(ownHold.right)
+        return sharedHold
+      }
+      const hold: BothHold = { reservation, own: ownHold.right, shared: sharedHold.right }
+      return Either.right(hold)
+    }
+  const ownSettle = own.unsafeSettle
+  const sharedSettle = shared.unsafeSettle
+  const ownLeft = own.unsafeLeft
+  const sharedLeft = shared.unsafeLeft
+  return {
+    limits: minLeft(own.limits, shared.limits),
+    left: Effect.zipWith(own.left, shared.left, minLeft),
+    reserve,
+    settle: (hold, charged) => {
+      const { own: a, shared: b } = split(hold)
+      return Effect.zipRight(own.settle(a, charged), shared.settle(b, charged))
+    },
+    release: (hold) => {
+      const { own: a, shared: b } = split(hold)
+      return Effect.zipRight(own.release(a), shared.release(b))
+    },
+    ...(unsafeReserve === undefined ? {} : { unsafeReserve }),
+    ...(ownSettle === undefined || sharedSettle === undefined ? {} : {
+      unsafeSettle: (hold: Hold, charged: Charged) => {
+        const { own: a, shared: b } = split(hold)
+        ownSettle(a, charged)
+        sharedSettle(b, charged)
+      }
+    }),
+    ...(ownLeft === undefined || sharedLeft === undefined
+      ? {}
+      : { unsafeLeft: () => minLeft(ownLeft(), sharedLeft()) })
+  }
 }
 
 /**
  * Takes the tighter of two budgets' remainders.
  *
+ * @example
+ * ```ts
+ * import { Budget } from "@rein/core"
+ *
+ * Budget.minLeft({ cost: 1, tokens: null, calls: 3 }, { cost: 2, tokens: 10, calls: null })
+ * // { cost: 1, tokens: 10, calls: 3 }
+ * ```
+ * @category combinators
  * @since 0.1.0
  */
 export const minLeft = (a: Left, b: Left): Left => ({
@@ -165,6 +361,14 @@ export const minLeft = (a: Left, b: Left): Left => ({
 /**
  * What an attempt is charged when it ends (see the module summary for the rules).
  *
+ * @example
+ * ```ts
+ * import { Budget } from "@rein/core"
+ *
+ * Budget.charge({ cost: 0.01, tokens: 100 }, { dispatched: true, usage: "unknown", actualCost: null })
+ * // { cost: 0.01, tokens: 100, violation: false }: sent, usage unknown, the whole reservation stays charged
+ * ```
+ * @category accounting
  * @since 0.1.0
  */
 export const charge = (

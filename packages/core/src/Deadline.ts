@@ -10,6 +10,23 @@ import { dual } from "effect/Function"
 import { clampMillis } from "./internal/duration.js"
 
 /**
+ * A deadline: its origin and expiry, in monotonic nanoseconds (`Clock.currentTimeNanos`).
+ *
+ * @example
+ * ```ts
+ * import type { Deadline } from "@rein/core"
+ *
+ * const twoSeconds: Deadline.Service = { originNanos: 0n, expiresNanos: 2_000_000_000n }
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Service {
+  readonly originNanos: bigint
+  readonly expiresNanos: bigint
+}
+
+/**
  * The deadline in force: its origin and expiry, in monotonic nanoseconds.
  *
  * @example
@@ -19,16 +36,15 @@ import { clampMillis } from "./internal/duration.js"
  *
  * const program = Deadline.remainingMillis.pipe(Deadline.within("5 seconds"))
  * ```
+ * @category services
  * @since 0.1.0
  */
-export class Deadline extends Context.Tag("@rein/core/Deadline")<Deadline, {
-  readonly originNanos: bigint
-  readonly expiresNanos: bigint
-}>() {}
+export class Deadline extends Context.Tag("@rein/core/Deadline")<Deadline, Service>() {}
 
 /**
  * Milliseconds between two monotonic readings.
  *
+ * @category utils
  * @since 0.1.0
  */
 export const millisBetween = (from: bigint, to: bigint): number => Number(to - from) / 1e6
@@ -45,13 +61,14 @@ export const millisBetween = (from: bigint, to: bigint): number => Number(to - f
  * const d = Deadline.starting(0n, "2 seconds", Option.some({ originNanos: 0n, expiresNanos: 1_000_000_000n }))
  * // d.expiresNanos === 1_000_000_000n: the enclosing deadline comes first
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const starting = (
   nowNanos: bigint,
   duration: Duration.DurationInput,
-  outer: Option.Option<Deadline["Type"]>
-): Deadline["Type"] => {
+  outer: Option.Option<Service>
+): Service => {
   const own = nowNanos + BigInt(Math.ceil(Duration.toMillis(duration) * 1e6))
   const expiresNanos = Option.isSome(outer) && outer.value.expiresNanos < own ? outer.value.expiresNanos : own
   return { originNanos: nowNanos, expiresNanos }
@@ -68,9 +85,10 @@ export const starting = (
  *
  * const program = Effect.map(Deadline.make("5 seconds"), (d) => d.expiresNanos - d.originNanos)
  * ```
+ * @category constructors
  * @since 0.1.0
  */
-export const make = (duration: Duration.DurationInput): Effect.Effect<Deadline["Type"]> =>
+export const make = (duration: Duration.DurationInput): Effect.Effect<Service> =>
   Effect.flatMap(
     Effect.serviceOption(Deadline),
     (outer) => Effect.map(Clock.currentTimeNanos, (now) => starting(now, duration, outer))
@@ -86,6 +104,7 @@ export const make = (duration: Duration.DurationInput): Effect.Effect<Deadline["
  *
  * const bounded = Deadline.within(Effect.succeed(1), "2 seconds")
  * ```
+ * @category combinators
  * @since 0.1.0
  */
 export const within: {
@@ -105,6 +124,7 @@ export const within: {
 /**
  * Milliseconds left before the deadline in force (never negative); `Infinity` when there is none.
  *
+ * @category utils
  * @since 0.1.0
  */
 export const remainingMillis: Effect.Effect<number> = Effect.flatMap(
@@ -125,6 +145,7 @@ export const remainingMillis: Effect.Effect<number> = Effect.flatMap(
  *
  * const waited = Deadline.sleep(250) // Effect<boolean>
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const sleep = (millis: number): Effect.Effect<boolean> =>

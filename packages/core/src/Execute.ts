@@ -18,6 +18,7 @@ import type { CompletionRequest, ProviderResponse } from "./Provider.js"
 /**
  * The failure table after a contract's narrowing and widening.
  *
+ * @category planning
  * @since 0.1.0
  */
 export const effectiveTable = Loop.effectiveTable
@@ -25,6 +26,7 @@ export const effectiveTable = Loop.effectiveTable
 /**
  * Builds the planner's static view of a request.
  *
+ * @category planning
  * @since 0.1.0
  */
 export const makeSpec = Loop.makeSpec
@@ -64,6 +66,7 @@ export const INTERRUPTED = { _tag: "Interrupted" } as const
  * declare const contract: Contract.Contract
  * const completion = Execute.execute({ prompt: "hi", inputTokens: 5 }, contract)
  * ```
+ * @category execution
  * @since 0.1.0
  */
 export const execute = (

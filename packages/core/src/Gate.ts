@@ -20,6 +20,7 @@ import type { Reservation, Role } from "./Planner.js"
 /**
  * What an attempt asks the gate for.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Ask {
@@ -37,6 +38,7 @@ export interface Ask {
 /**
  * The gate refused: the run stopped admitting attempts.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Closed {
@@ -53,6 +55,7 @@ export interface Closed {
  *
  * const expired: Gate.Expired = { _tag: "GateExpired" }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Expired {
@@ -60,23 +63,26 @@ export interface Expired {
 }
 
 /**
- * The gate service. `Ticket` is whatever the gate needs back when the attempt ends.
+ * The gate service. `Ticket` is whatever the gate needs back when the attempt ends. The required members
+ * are effects (a gate shared by many processes can implement them); the `unsafe*` members are an optional
+ * synchronous fast path, taken only when present.
  *
  * @example
  * ```ts
- * import { Effect, Option } from "effect"
- * import { Gate } from "@rein/core"
+ * import { Effect } from "effect"
+ * import type { Gate } from "@rein/core"
  *
  * // A gate that admits everything (what running without a gate means).
- * const open = Gate.Gate.of({
+ * const open: Gate.Service = {
  *   admit: () => Effect.succeed(undefined),
  *   settle: () => Effect.void,
  *   closed: Effect.never
- * })
+ * }
  * ```
+ * @category services
  * @since 0.1.0
  */
-export class Gate extends Context.Tag("@rein/core/Gate")<Gate, {
+export interface Service {
   /** Waits until the attempt may start, at most `ask.remainingMillis`; fails when the gate is closed or the
    * time ran out. */
   readonly admit: (ask: Ask) => Effect.Effect<unknown, Closed | Expired>
@@ -95,4 +101,23 @@ export class Gate extends Context.Tag("@rein/core/Gate")<Gate, {
    * nothing), for the executor's hot path.
    */
   readonly unsafeSettle?: (ticket: unknown, record: AttemptRecord) => Effect.Effect<void> | undefined
-}>() {}
+}
+
+/**
+ * The gate service tag.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Gate } from "@rein/core"
+ *
+ * const open = Gate.Gate.of({
+ *   admit: () => Effect.succeed(undefined),
+ *   settle: () => Effect.void,
+ *   closed: Effect.never
+ * })
+ * ```
+ * @category services
+ * @since 0.1.0
+ */
+export class Gate extends Context.Tag("@rein/core/Gate")<Gate, Service>() {}

@@ -23,14 +23,16 @@
  * attempt timeouts, transport failures and `unknown` never do: a stalling or refusing endpoint does not
  * trip its breaker; its fallbacks draw on the retry budget instead.
  *
- * The state is process-local and every check-and-update is one synchronous step: JavaScript runs one
- * fiber at a time, so an acquisition (probe slot and retry token together) is atomic without a
- * transaction, and costs no STM commit on the hot path. The `unsafe*` members are those steps, for callers
- * already inside an effect; the others wrap them.
+ * `Service` is the shape any implementation has (effectful members that read Effect's `Clock`, an optional
+ * synchronous fast path). `make` is the process-local one: every check-and-update is one synchronous step
+ * (JavaScript runs one fiber at a time), so an acquisition (probe slot and retry token together) is atomic
+ * without a transaction and costs no STM commit on the hot path. Its `unsafe*` members are those steps,
+ * taking the monotonic reading (`atNanos`) the executor already has; the effectful members read the clock
+ * and wrap them.
  *
  * @since 0.1.0
  */
-import type { Duration } from "effect"
+import type { Clock, Duration } from "effect"
 import { Context, Effect, Either, Layer, Metric, MetricLabel } from "effect"
 import type { FailureKind, Rule } from "./Failure.js"
 import { toMillis } from "./internal/duration.js"
@@ -40,6 +42,7 @@ import { hasToken } from "./Planner.js"
 /**
  * Breaker and retry-budget settings, with their defaults.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Config {
@@ -69,6 +72,7 @@ export interface Config {
  * The defaults. They follow gRPC's retry throttling (a bucket of 10, a ratio of a tenth to a fifth) and
  * Finagle's 20% retry budget: enough to ride out a blip, never enough to multiply an outage's load.
  *
+ * @category defaults
  * @since 0.1.0
  */
 export const defaults: Config = {
@@ -87,6 +91,7 @@ export const defaults: Config = {
 /**
  * An endpoint's breaker state.
  *
+ * @category models
  * @since 0.1.0
  */
 export type BreakerState = "closed" | "open" | "half_open"
@@ -107,8 +112,10 @@ interface EndpointState {
 }
 
 /**
- * What an admitted attempt holds until it completes.
+ * What an admitted attempt holds until it completes. An implementation may carry more (a probe slot's id in
+ * a shared store); the executor only hands it back.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Permit {
@@ -120,6 +127,7 @@ export interface Permit {
  * How an attempt ended, as health sees it. `neutral`: not provider-attributed (timeout, transport,
  * unknown, the caller's deadline or interruption).
  *
+ * @category models
  * @since 0.1.0
  */
 export type Result =
@@ -130,12 +138,74 @@ export type Result =
 /**
  * Why health refused an attempt.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Refusal = "breaker_open" | "no_probe_slot" | "no_retry_token" | "degraded"
 
 /**
- * The health service.
+ * What `acquire` may be told besides the endpoint and role.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface AcquireOptions {
+  /** Every endpoint the request may run on: a first attempt deposits into each one's bucket (default: the
+   * endpoint alone). */
+  readonly candidates?: ReadonlyArray<string> | undefined
+  /** When the attempt will start, in milliseconds from now (its backoff): the breaker is judged then. */
+  readonly afterMillis?: number | undefined
+}
+
+/**
+ * The health service. The required members are effects that read time from Effect's `Clock` (monotonic
+ * `Clock.currentTimeNanos`), so a shared store (breakers as database rows, probe slots counted fleet-wide,
+ * retry buckets refilled from the database clock) can implement them. The `unsafe*` members are an optional
+ * synchronous fast path for a process-local implementation; the executor takes them only when present,
+ * handing them the monotonic reading it already has (`atNanos`, from the same `Clock`).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Health } from "@rein/core"
+ *
+ * const states = Effect.flatMap(Health.Health, (health) => health.breaker("openai/mini"))
+ * ```
+ * @category services
+ * @since 0.1.0
+ */
+export interface Service {
+  readonly config: Config
+  /** The planner's view: breaker states and retry tokens, now. */
+  readonly view: (endpoints: ReadonlyArray<string>) => Effect.Effect<View>
+  /**
+   * Takes a probe slot on `endpoint` and, for a retry or fallback, a retry token from the global bucket and
+   * from `endpoint`'s, or refuses, in one atomic step. A first attempt deposits into the global bucket and
+   * into the bucket of each of the request's candidates.
+   */
+  readonly acquire: (endpoint: string, role: Role, options?: AcquireOptions) => Effect.Effect<Permit, Refusal>
+  /** Records how an admitted attempt ended (its probe slot, if any, is given back). */
+  readonly complete: (permit: Permit, result: Result) => Effect.Effect<void>
+  /** Marks an endpoint degraded while an abandoned attempt is still tearing down; the effect undoes it. */
+  readonly degrade: (endpoint: string) => Effect.Effect<Effect.Effect<void>>
+  /** The breaker state of an endpoint, now (for observability and tests). */
+  readonly breaker: (endpoint: string) => Effect.Effect<BreakerState>
+  /** Optional fast path: `view` as one synchronous read, as of the monotonic reading `atNanos`. */
+  readonly unsafeView?: (atNanos: bigint, endpoints: ReadonlyArray<string>) => View
+  /** Optional fast path: `acquire` as one synchronous check-and-update, for an attempt starting at `atNanos`. */
+  readonly unsafeAcquire?: (
+    atNanos: bigint,
+    endpoint: string,
+    role: Role,
+    candidates?: ReadonlyArray<string>
+  ) => Either.Either<Permit, Refusal>
+  /** Optional fast path: `complete` as one synchronous update at `atNanos`; the returned effect publishes the
+   * metrics that changed. */
+  readonly unsafeComplete?: (atNanos: bigint, permit: Permit, result: Result) => Effect.Effect<void>
+}
+
+/**
+ * The health service tag.
  *
  * @example
  * ```ts
@@ -145,46 +215,16 @@ export type Refusal = "breaker_open" | "no_probe_slot" | "no_retry_token" | "deg
  * // A process-wide health with a lower trip threshold and two probe slots.
  * const health = Health.layer({ consecutiveFailures: 3, probes: 2 })
  * ```
+ * @category services
  * @since 0.1.0
  */
-export class Health extends Context.Tag("@rein/core/Health")<Health, {
-  readonly config: Config
-  /** The planner's view: breaker states and retry tokens, as of `nowMillis` (monotonic). */
-  readonly view: (nowMillis: number, endpoints: ReadonlyArray<string>) => Effect.Effect<View>
-  /**
-   * Takes a probe slot on `endpoint` and, for a retry or fallback, a retry token from the global bucket and
-   * from `endpoint`'s, or refuses. A first attempt deposits into the global bucket and into the bucket of
-   * each of the request's `candidates` (default: `endpoint` alone).
-   */
-  readonly acquire: (
-    nowMillis: number,
-    endpoint: string,
-    role: Role,
-    candidates?: ReadonlyArray<string>
-  ) => Effect.Effect<Permit, Refusal>
-  /** Records how an admitted attempt ended. */
-  readonly complete: (nowMillis: number, permit: Permit, result: Result) => Effect.Effect<void>
-  /** `view` as one synchronous read. */
-  readonly unsafeView: (nowMillis: number, endpoints: ReadonlyArray<string>) => View
-  /** `acquire` as one synchronous check-and-update. */
-  readonly unsafeAcquire: (
-    nowMillis: number,
-    endpoint: string,
-    role: Role,
-    candidates?: ReadonlyArray<string>
-  ) => Either.Either<Permit, Refusal>
-  /** `complete` as one synchronous update; the returned effect publishes the metrics that changed. */
-  readonly unsafeComplete: (nowMillis: number, permit: Permit, result: Result) => Effect.Effect<void>
-  /** Marks an endpoint degraded while an abandoned attempt is still tearing down; the effect undoes it. */
-  readonly degrade: (endpoint: string) => Effect.Effect<Effect.Effect<void>>
-  /** The breaker state of an endpoint (for observability and tests). */
-  readonly breaker: (nowMillis: number, endpoint: string) => Effect.Effect<BreakerState>
-}>() {}
+export class Health extends Context.Tag("@rein/core/Health")<Health, Service>() {}
 
 /**
  * The planner's view of health. Both records have no prototype: an endpoint id such as `constructor` is
  * an entry like any other.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface View {
@@ -195,6 +235,7 @@ export interface View {
 /**
  * Whether a failure kind counts against an endpoint's health under a failure table.
  *
+ * @category predicates
  * @since 0.1.0
  */
 export const attributed = (table: { readonly [K in FailureKind]: Rule }, kind: FailureKind): boolean =>
@@ -234,6 +275,142 @@ const same = (a: EndpointState, b: EndpointState): boolean =>
 
 const stateNumber = (s: BreakerState): number => (s === "closed" ? 0 : s === "half_open" ? 1 : 2)
 
+/** What the transitions need to know of the configuration. */
+interface Settings {
+  readonly config: Config
+  readonly windowSize: number
+  readonly baseCooldown: number
+  readonly maxCooldown: number
+}
+
+/** An open breaker whose cooldown has passed is half-open. */
+const current = (e: EndpointState, now: number): BreakerState =>
+  e.state === "open" && now >= e.openUntil ? "half_open" : e.state
+
+/** The breaker opened at `now` for `cooldown` (or longer: a Retry-After `hint`). */
+const open = (e: EndpointState, now: number, cooldown: number, hint: number | null): EndpointState => {
+  const until = Math.max(now + cooldown, hint === null ? 0 : now + hint)
+  return {
+    ...e,
+    state: "open",
+    consecutive: 0,
+    window: 0,
+    windowLength: 0,
+    // Retry-After may lengthen a cooldown, never shorten it.
+    openUntil: Math.max(e.state === "open" ? e.openUntil : 0, until),
+    cooldownMillis: cooldown
+  }
+}
+
+/** An endpoint's state after an admitted attempt ended with `result` at `now`. */
+const settle = (
+  settings: Settings,
+  e: EndpointState,
+  now: number,
+  permit: Permit,
+  result: Result
+): EndpointState => {
+  const { baseCooldown, config, maxCooldown, windowSize } = settings
+  const released = permit.probe ? { ...e, probesInFlight: Math.max(0, e.probesInFlight - 1) } : e
+  switch (result._tag) {
+    case "neutral":
+      // Not the provider's fault: no count, no transition; a probe slot is simply given back.
+      return released
+    case "success":
+      return permit.probe || current(released, now) !== "open"
+        ? {
+          ...released,
+          state: "closed",
+          consecutive: 0,
+          ...pushWindow(released, false, windowSize),
+          cooldownMillis: permit.probe ? baseCooldown : released.cooldownMillis
+        }
+        : released
+    case "failure": {
+      const hint = result.kind === "rate_limited" ? result.retryAfterMillis : null
+      if (permit.probe) {
+        return open(released, now, Math.min(maxCooldown, released.cooldownMillis * config.cooldownGrowth), hint)
+      }
+      if (released.state === "open") {
+        // Already open (another request's failure landed first): a longer Retry-After still extends it.
+        return hint === null ? released : { ...released, openUntil: Math.max(released.openUntil, now + hint) }
+      }
+      const window = pushWindow(released, true, windowSize)
+      const consecutive = released.consecutive + 1
+      const failures = popcount(window.window)
+      const trips = consecutive >= config.consecutiveFailures ||
+        (window.windowLength >= config.minimumVolume && failures / window.windowLength >= config.failureRatio)
+      if (trips) return open(released, now, released.cooldownMillis, hint)
+      // A server that says when to come back opens the breaker for exactly that long.
+      return hint !== null && hint > 0
+        ? { ...released, ...window, state: "open", consecutive, openUntil: now + hint }
+        : { ...released, ...window, consecutive }
+    }
+  }
+}
+
+/** The gauge values last published, and the buckets changed since (filled by another endpoint's first attempt). */
+interface Gauges {
+  readonly reported: Map<string, number>
+  readonly unreported: Set<string>
+}
+
+/**
+ * The metric updates after a completion on `endpoint` (its breaker went `from` → `to`). Gauges are set only
+ * when their value changed: a healthy endpoint with a full bucket costs nothing.
+ */
+const publish = (
+  gauges: Gauges,
+  endpoint: string,
+  from: BreakerState,
+  to: BreakerState,
+  get: (id: string) => EndpointState,
+  globalTokens: number
+): Effect.Effect<void> => {
+  const { reported, unreported } = gauges
+  const updates: Array<Effect.Effect<void>> = []
+  const m = metricsFor(endpoint)
+  if (from !== to) {
+    updates.push(
+      Metric.set(m.breaker, stateNumber(to)),
+      Metric.increment(Metric.taggedWithLabels(transitions, [label("endpoint", endpoint), label("to", to)]))
+    )
+  }
+  const tokens = get(endpoint).tokens
+  if (reported.get(endpoint) !== tokens) {
+    reported.set(endpoint, tokens)
+    updates.push(Metric.set(m.tokens, tokens))
+  }
+  if (unreported.size > 0) {
+    for (const id of unreported) {
+      const t = get(id).tokens
+      if (reported.get(id) !== t) {
+        reported.set(id, t)
+        updates.push(Metric.set(metricsFor(id).tokens, t))
+      }
+    }
+    unreported.clear()
+  }
+  if (reported.get(GLOBAL) !== globalTokens) {
+    reported.set(GLOBAL, globalTokens)
+    updates.push(Metric.set(globalTokensGauge, globalTokens))
+  }
+  return updates.length === 0 ? Effect.void : Effect.all(updates, { discard: true })
+}
+
+/** An endpoint nothing has happened to: closed, with a full bucket. */
+const freshState = (cooldownMillis: number, tokens: number): EndpointState => ({
+  state: "closed",
+  consecutive: 0,
+  window: 0,
+  windowLength: 0,
+  openUntil: 0,
+  cooldownMillis,
+  probesInFlight: 0,
+  tokens,
+  degraded: 0
+})
+
 /**
  * Makes a health service.
  *
@@ -244,12 +421,13 @@ const stateNumber = (s: BreakerState): number => (s === "closed" ? 0 : s === "ha
  *
  * const program = Effect.gen(function*() {
  *   const health = yield* Health.make({ probes: 2 })
- *   return yield* health.breaker(0, "openai/mini") // "closed"
+ *   return yield* health.breaker("openai/mini") // "closed"
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
-export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"]> =>
+export const make = (options: Partial<Config> = {}): Effect.Effect<Service> =>
   Effect.sync(() => {
     const config: Config = { ...defaults, ...options }
     // The state: endpoint states by id (immutable values, replaced on change) and the global bucket.
@@ -258,26 +436,13 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
     let globalTokens = config.capacity
     let version = 0
     const windowSize = Math.max(1, Math.min(30, Math.floor(config.windowSize)))
-    const reported = new Map<string, number>()
-    /** Buckets filled by a first attempt on another endpoint, whose gauges the next completion sets. */
-    const unreported = new Set<string>()
+    const gauges: Gauges = { reported: new Map(), unreported: new Set() }
+    const { unreported } = gauges
     const baseCooldown = toMillis(config.cooldown)
     const maxCooldown = toMillis(config.maxCooldown)
-    const fresh: EndpointState = {
-      state: "closed",
-      consecutive: 0,
-      window: 0,
-      windowLength: 0,
-      openUntil: 0,
-      cooldownMillis: baseCooldown,
-      probesInFlight: 0,
-      tokens: config.capacity,
-      degraded: 0
-    }
+    const fresh = freshState(baseCooldown, config.capacity)
     const get = (id: string): EndpointState => endpoints.get(id) ?? fresh
-    /** An open breaker whose cooldown has passed is half-open. */
-    const current = (e: EndpointState, now: number): BreakerState =>
-      e.state === "open" && now >= e.openUntil ? "half_open" : e.state
+    const settings: Settings = { config, windowSize, baseCooldown, maxCooldown }
     const put = (id: string, before: EndpointState, after: EndpointState): void => {
       if (endpoints.get(id) === before && same(before, after)) return
       endpoints.set(id, after)
@@ -287,7 +452,7 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
     // The last view, reused while the state and the endpoints asked for are the same and no breaker in it is
     // open (an open breaker's view changes with the clock).
     let viewed: { version: number; endpoints: ReadonlyArray<string>; view: View } | undefined = undefined
-    const unsafeView = (now: number, ids: ReadonlyArray<string>): View => {
+    const viewAt = (now: number, ids: ReadonlyArray<string>): View => {
       if (viewed !== undefined && viewed.version === version && viewed.endpoints === ids) return viewed.view
       const health: Record<string, HealthView> = Object.create(null)
       const tokens: Record<string, number> = Object.create(null)
@@ -333,7 +498,7 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
       }
     }
 
-    const unsafeAcquire = (
+    const acquireAt = (
       now: number,
       endpoint: string,
       role: Role,
@@ -366,95 +531,13 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
       return Either.right(probe ? { endpoint, probe } : permitOf(endpoint))
     }
 
-    const open = (e: EndpointState, now: number, cooldown: number, hint: number | null): EndpointState => {
-      const until = Math.max(now + cooldown, hint === null ? 0 : now + hint)
-      return {
-        ...e,
-        state: "open",
-        consecutive: 0,
-        window: 0,
-        windowLength: 0,
-        // Retry-After may lengthen a cooldown, never shorten it.
-        openUntil: Math.max(e.state === "open" ? e.openUntil : 0, until),
-        cooldownMillis: cooldown
-      }
-    }
-
-    const settle = (e: EndpointState, now: number, permit: Permit, result: Result): EndpointState => {
-      const released = permit.probe ? { ...e, probesInFlight: Math.max(0, e.probesInFlight - 1) } : e
-      switch (result._tag) {
-        case "neutral":
-          // Not the provider's fault: no count, no transition; a probe slot is simply given back.
-          return released
-        case "success":
-          return permit.probe || current(released, now) !== "open"
-            ? {
-              ...released,
-              state: "closed",
-              consecutive: 0,
-              ...pushWindow(released, false, windowSize),
-              cooldownMillis: permit.probe ? baseCooldown : released.cooldownMillis
-            }
-            : released
-        case "failure": {
-          const hint = result.kind === "rate_limited" ? result.retryAfterMillis : null
-          if (permit.probe) {
-            return open(released, now, Math.min(maxCooldown, released.cooldownMillis * config.cooldownGrowth), hint)
-          }
-          if (released.state === "open") {
-            // Already open (another request's failure landed first): a longer Retry-After still extends it.
-            return hint === null ? released : { ...released, openUntil: Math.max(released.openUntil, now + hint) }
-          }
-          const window = pushWindow(released, true, windowSize)
-          const consecutive = released.consecutive + 1
-          const failures = popcount(window.window)
-          const trips = consecutive >= config.consecutiveFailures ||
-            (window.windowLength >= config.minimumVolume && failures / window.windowLength >= config.failureRatio)
-          if (trips) return open(released, now, released.cooldownMillis, hint)
-          // A server that says when to come back opens the breaker for exactly that long.
-          return hint !== null && hint > 0
-            ? { ...released, ...window, state: "open", consecutive, openUntil: now + hint }
-            : { ...released, ...window, consecutive }
-        }
-      }
-    }
-
-    const unsafeComplete = (now: number, permit: Permit, result: Result): Effect.Effect<void> => {
+    const completeAt = (now: number, permit: Permit, result: Result): Effect.Effect<void> => {
       const before = get(permit.endpoint)
-      const after = settle(before, now, permit, result)
+      const after = settle(settings, before, now, permit, result)
       put(permit.endpoint, before, after)
       const from = current(before, now)
       const to = current(after, now)
-      // Gauges are set only when their value changed: a healthy endpoint with a full bucket costs nothing.
-      const updates: Array<Effect.Effect<void>> = []
-      const m = metricsFor(permit.endpoint)
-      if (from !== to) {
-        updates.push(
-          Metric.set(m.breaker, stateNumber(to)),
-          Metric.increment(
-            Metric.taggedWithLabels(transitions, [label("endpoint", permit.endpoint), label("to", to)])
-          )
-        )
-      }
-      if (reported.get(permit.endpoint) !== after.tokens) {
-        reported.set(permit.endpoint, after.tokens)
-        updates.push(Metric.set(m.tokens, after.tokens))
-      }
-      if (unreported.size > 0) {
-        for (const id of unreported) {
-          const tokens = get(id).tokens
-          if (reported.get(id) !== tokens) {
-            reported.set(id, tokens)
-            updates.push(Metric.set(metricsFor(id).tokens, tokens))
-          }
-        }
-        unreported.clear()
-      }
-      if (reported.get(GLOBAL) !== globalTokens) {
-        reported.set(GLOBAL, globalTokens)
-        updates.push(Metric.set(globalTokensGauge, globalTokens))
-      }
-      return updates.length === 0 ? Effect.void : Effect.all(updates, { discard: true })
+      return publish(gauges, permit.endpoint, from, to, get, globalTokens)
     }
 
     const degrade = (endpoint: string) =>
@@ -467,25 +550,42 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Health["Type"
         })
       })
 
+    const unsafeAcquire = (
+      atNanos: bigint,
+      endpoint: string,
+      role: Role,
+      candidates?: ReadonlyArray<string>
+    ): Either.Either<Permit, Refusal> => acquireAt(millisOf(atNanos), endpoint, role, candidates)
     return Health.of({
       config,
-      view: (now, ids) => Effect.sync(() => unsafeView(now, ids)),
-      acquire: (now, endpoint, role, candidates) =>
-        Effect.suspend(() => unsafeAcquire(now, endpoint, role, candidates)),
-      complete: (now, permit, result) => Effect.suspend(() => unsafeComplete(now, permit, result)),
-      unsafeView,
-      unsafeAcquire,
-      unsafeComplete,
+      view: (ids) => Effect.clockWith((clock) => Effect.sync(() => viewAt(nowOf(clock), ids))),
+      acquire: (endpoint, role, options) =>
+        Effect.clockWith((clock) =>
+          Effect.suspend(() =>
+            acquireAt(nowOf(clock) + Math.max(0, options?.afterMillis ?? 0), endpoint, role, options?.candidates)
+          )
+        ),
+      complete: (permit, result) =>
+        Effect.clockWith((clock) => Effect.suspend(() => completeAt(nowOf(clock), permit, result))),
       degrade,
-      breaker: (now, endpoint) => Effect.sync(() => current(get(endpoint), now))
+      breaker: (endpoint) => Effect.clockWith((clock) => Effect.sync(() => current(get(endpoint), nowOf(clock)))),
+      unsafeView: (atNanos, ids) => viewAt(millisOf(atNanos), ids),
+      unsafeAcquire,
+      unsafeComplete: (atNanos, permit, result) => completeAt(millisOf(atNanos), permit, result)
     })
   })
+
+/** A monotonic reading in nanoseconds, as the milliseconds the state is kept in. */
+const millisOf = (nanos: bigint): number => Number(nanos) / 1e6
+
+const nowOf = (clock: Clock.Clock): number => millisOf(clock.unsafeCurrentTimeNanos())
 
 const label = (key: string, value: string) => MetricLabel.make(key, value)
 
 /**
  * Counts a refused admission in the metrics (the executor calls it after a refused acquire).
  *
+ * @category metrics
  * @since 0.1.0
  */
 export const countRefusal = (reason: Refusal): Effect.Effect<void> =>
@@ -515,6 +615,7 @@ const popcount = (n: number): number => {
  *
  * const HealthLive = Health.layer({ consecutiveFailures: 3 })
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (options: Partial<Config> = {}): Layer.Layer<Health> => Layer.effect(Health, make(options))

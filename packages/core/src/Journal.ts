@@ -161,14 +161,31 @@ export interface Writer {
 }
 
 /**
+ * What a journal does: opens one request's writer. A journal kept elsewhere (a file, a database) implements
+ * `begin`; the writer's appends stay synchronous and the record is handed over at `end`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Journal } from "@rein/core"
+ *
+ * const discard: Journal.Service = Journal.make(() => Effect.void)
+ * ```
+ * @category services
+ * @since 0.1.0
+ */
+export interface Service {
+  readonly begin: (header: Header) => Effect.Effect<Writer>
+}
+
+/**
  * The journal service. Provide one (`Journal.layerMemory`, `Journal.layerJsonl`) and every execution
  * records; without one, nothing is recorded and nothing is paid for.
  *
+ * @category services
  * @since 0.1.0
  */
-export class Journal extends Context.Tag("@rein/core/Journal")<Journal, {
-  readonly begin: (header: Header) => Effect.Effect<Writer>
-}>() {}
+export class Journal extends Context.Tag("@rein/core/Journal")<Journal, Service>() {}
 
 const encodeContractSync = Schema.encodeSync(Contract)
 const encodeEndpointSync = Schema.encodeSync(Endpoint)
@@ -222,7 +239,7 @@ const recordedOutcome = (
  *
  * @since 0.1.0
  */
-export const make = (sink: (record: JournalRecord) => Effect.Effect<void>): Journal["Type"] => ({
+export const make = (sink: (record: JournalRecord) => Effect.Effect<void>): Service => ({
   begin: (header) =>
     Effect.sync(() => {
       const decisions: Array<{ snapshot: Planner.Snapshot; decision: Planner.Decision }> = []

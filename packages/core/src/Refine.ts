@@ -392,9 +392,9 @@ const sharingImpl = <A, E, R>(self: Effect.Effect<A, E, R>, contract: Contract):
   Effect.gen(function*() {
     const own = yield* Budget.make(contract.budget)
     // An enclosing shared budget (a batch run, a tenant, an outer `sharing`) must keep binding: reserve
-    // against both, in one transaction, rather than shadow it.
+    // against both (`Budget.both`) rather than shadow it.
     const outer = yield* Effect.serviceOption(Budget.SharedBudget)
-    const budget = Option.isNone(outer) ? own : internal.both(own, outer.value)
+    const budget = Option.isNone(outer) ? own : Budget.both(own, outer.value)
     return yield* Effect.provideService(self, Budget.SharedBudget, budget)
   }).pipe(Deadline.within(contract.deadline))
 

@@ -19,13 +19,30 @@ import * as Streaming from "./Streaming.js"
  * Bounds a prompt's input tokens from above when the caller gives none (a declared tokenizer). Must never
  * under-estimate: hard budgets admit against it.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Tokenizer = Internal.Tokenizer
 
 /**
- * What Rein executes against: the catalog, the providers by name, and an optional tokenizer.
+ * The Rein service: what Rein executes against — the catalog, the providers by name, and an optional
+ * tokenizer.
  *
+ * @example
+ * ```ts
+ * import type { Rein } from "@rein/core"
+ *
+ * const endpoints = (rein: Rein.Service) => rein.catalog.endpoints.length
+ * ```
+ * @category services
+ * @since 0.1.0
+ */
+export type Service = Internal.Service
+
+/**
+ * The former name of `Service`.
+ *
+ * @category services
  * @since 0.1.0
  */
 export type Services = Internal.Services
@@ -40,11 +57,15 @@ export type Services = Internal.Services
  *
  * const endpointIds = Effect.map(Rein.Rein, (rein) => rein.catalog.endpoints.map((e) => e.id))
  * ```
+ * @category services
  * @since 0.1.0
  */
 export const Rein = Internal.Rein
 
 /**
+ * The Rein service tag's type.
+ *
+ * @category services
  * @since 0.1.0
  */
 export type Rein = Internal.Rein
@@ -69,6 +90,7 @@ export type Rein = Internal.Rein
  *   Effect.provide(Rein.layer({ catalog, providers: { fake: fake.provider } }))
  * )
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (options: {
@@ -103,6 +125,7 @@ export const layer = (options: {
  *   Effect.catchTag("DeadlineExceeded", (e) => Effect.succeed(`timed out in ${e.phase}`))
  * )
  * ```
+ * @category execution
  * @since 0.1.0
  */
 export const execute: (
@@ -123,6 +146,7 @@ export const execute: (
  *   Stream.runForEach((event) => Effect.log(event._tag === "Delta" ? event.text : "completed"))
  * )
  * ```
+ * @category execution
  * @since 0.1.0
  */
 export const executeStream: (

@@ -25,12 +25,13 @@ import type { Usage } from "./Usage.js"
  *
  * @example
  * ```ts
- * import { Stream } from "effect"
+ * import { Option, Stream } from "effect"
  * import type { Streaming } from "@rein/core"
  *
  * const textOnly = (events: Stream.Stream<Streaming.Event>) =>
  *   Stream.filterMap(events, (e) => (e._tag === "Delta" ? Option.some(e.text) : Option.none()))
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type Event =
@@ -63,6 +64,7 @@ type Step =
  *   Stream.runForEach((e) => Effect.log(e._tag === "Delta" ? e.text : "done"))
  * )
  * ```
+ * @category execution
  * @since 0.1.0
  */
 export const executeStream = (

@@ -7,8 +7,12 @@ import { catalog, contract, endpoint } from "./fixtures.js"
 const cat = catalog(endpoint("a"), endpoint("b"))
 const request = { prompt: "p", inputTokens: 10, maxOutputTokens: 10 }
 
+/** Runs `effect` with the test clock at `millis` (health reads its time from the clock). */
+const at = <A, E>(millis: number, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.zipRight(TestClock.setTime(millis), effect)
+
 /** A Rein layer over a given Health instance, so the test can inspect it. */
-const withHealth = (health: Health.Health["Type"], provider: Provider.Provider) =>
+const withHealth = (health: Health.Service, provider: Provider.Provider) =>
   Layer.merge(
     Rein.layer({ catalog: cat, providers: { fake: provider }, health: false }),
     Layer.succeed(Health.Health, health)
@@ -22,23 +26,22 @@ describe("Health: breakers", () => {
       Effect.gen(function*() {
         const health = yield* Health.make({ consecutiveFailures: 1, probes: k, cooldown: 1_000 })
         // Open the breaker, then let its cooldown pass: half-open.
-        const opener = yield* health.acquire(0, "a", "first")
-        yield* health.complete(0, opener, { _tag: "failure", kind: "overloaded", retryAfterMillis: null })
+        const opener = yield* health.acquire("a", "first")
+        yield* health.complete(opener, { _tag: "failure", kind: "overloaded", retryAfterMillis: null })
         yield* TestClock.adjust(1_000)
         const inFlight = yield* Ref.make(0)
         const peak = yield* Ref.make(0)
         const probe = (delay: number) =>
           Effect.gen(function*() {
             yield* Effect.sleep(delay)
-            const now = yield* Clock.currentTimeMillis
-            const permit = yield* Effect.either(health.acquire(now, "a", "first"))
+            const permit = yield* Effect.either(health.acquire("a", "first"))
             if (Either.isLeft(permit)) return
             const n = yield* Ref.updateAndGet(inFlight, (x) => x + 1)
             yield* Ref.update(peak, (p) => Math.max(p, n))
             yield* Effect.sleep(delay % 7 + 1)
             yield* Ref.update(inFlight, (x) => x - 1)
             // Neutral outcomes give the slot back without a transition, so probing goes on.
-            yield* health.complete(now, permit.right, { _tag: "neutral" })
+            yield* health.complete(permit.right, { _tag: "neutral" })
           })
         const fibers = yield* Effect.forEach(delays, (d) => Effect.fork(probe(d)))
         yield* TestClock.adjust(200)
@@ -51,15 +54,15 @@ describe("Health: breakers", () => {
   it.effect("a 429 with Retry-After 30 s opens the breaker for 30 s; a later 1 s Retry-After does not shorten it", () =>
     Effect.gen(function*() {
       const health = yield* Health.make()
-      const first = yield* health.acquire(0, "a", "first")
-      const second = yield* health.acquire(0, "a", "first")
-      yield* health.complete(0, first, { _tag: "failure", kind: "rate_limited", retryAfterMillis: 30_000 })
-      expect(yield* health.breaker(0, "a")).toBe("open")
-      yield* health.complete(1_000, second, { _tag: "failure", kind: "rate_limited", retryAfterMillis: 1_000 })
-      expect(yield* health.breaker(2_001, "a")).toBe("open")
-      expect(yield* health.breaker(29_999, "a")).toBe("open")
-      expect(yield* health.breaker(30_000, "a")).toBe("half_open")
-      const view = yield* health.view(10_000, ["a"])
+      const first = yield* at(0, health.acquire("a", "first"))
+      const second = yield* at(0, health.acquire("a", "first"))
+      yield* at(0, health.complete(first, { _tag: "failure", kind: "rate_limited", retryAfterMillis: 30_000 }))
+      expect(yield* at(0, health.breaker("a"))).toBe("open")
+      yield* at(1_000, health.complete(second, { _tag: "failure", kind: "rate_limited", retryAfterMillis: 1_000 }))
+      expect(yield* at(2_001, health.breaker("a"))).toBe("open")
+      expect(yield* at(29_999, health.breaker("a"))).toBe("open")
+      expect(yield* at(30_000, health.breaker("a"))).toBe("half_open")
+      const view = yield* at(10_000, health.view(["a"]))
       expect(view.health.a).toMatchObject({ state: "open", opensInMillis: 20_000 })
     }))
 
@@ -87,8 +90,8 @@ describe("Health: breakers", () => {
         const answer = yield* Rein.execute(request, c).pipe(Effect.provide(withHealth(health, provider)))
         expect(answer.endpoint).toBe("b")
         expect(answer.attempts[0]!.retryAfterMillis).toBe(600_000)
-        expect(yield* health.breaker(599_999, "a")).toBe("open")
-        expect(yield* health.breaker(600_000, "a")).toBe("half_open")
+        expect(yield* at(599_999, health.breaker("a"))).toBe("open")
+        expect(yield* at(600_000, health.breaker("a"))).toBe("half_open")
       })
   )
 
@@ -99,7 +102,7 @@ describe("Health: breakers", () => {
       const c = contract({ deadline: "10 seconds", retry: { perEndpoint: 0, maxRetryAfter: "1 minute" } })
       const answer = yield* Rein.execute(request, c).pipe(Effect.provide(withHealth(health, fake.provider)))
       expect(answer.attempts[0]!.retryAfterMillis).toBe(60_000)
-      expect(yield* health.breaker(60_000, "a")).toBe("half_open")
+      expect(yield* at(60_000, health.breaker("a"))).toBe("half_open")
     }))
 
   it.effect("a probe failure reopens with a grown cooldown; a probe success closes", () =>
@@ -111,18 +114,18 @@ describe("Health: breakers", () => {
         maxCooldown: 3_000
       })
       const fail = { _tag: "failure", kind: "server_error", retryAfterMillis: null } as const
-      yield* health.complete(0, yield* health.acquire(0, "a", "first"), fail)
-      const probe1 = yield* health.acquire(1_000, "a", "first")
+      yield* at(0, health.complete(yield* at(0, health.acquire("a", "first")), fail))
+      const probe1 = yield* at(1_000, health.acquire("a", "first"))
       expect(probe1.probe).toBe(true)
-      yield* health.complete(1_000, probe1, fail)
-      expect(yield* health.breaker(2_999, "a")).toBe("open")
-      const probe2 = yield* health.acquire(3_000, "a", "first")
-      yield* health.complete(3_000, probe2, fail)
+      yield* at(1_000, health.complete(probe1, fail))
+      expect(yield* at(2_999, health.breaker("a"))).toBe("open")
+      const probe2 = yield* at(3_000, health.acquire("a", "first"))
+      yield* at(3_000, health.complete(probe2, fail))
       // Grown to 4 s but bounded by the 3 s maximum.
-      expect(yield* health.breaker(5_999, "a")).toBe("open")
-      const probe3 = yield* health.acquire(6_000, "a", "first")
-      yield* health.complete(6_000, probe3, { _tag: "success" })
-      expect(yield* health.breaker(6_000, "a")).toBe("closed")
+      expect(yield* at(5_999, health.breaker("a"))).toBe("open")
+      const probe3 = yield* at(6_000, health.acquire("a", "first"))
+      yield* at(6_000, health.complete(probe3, { _tag: "success" }))
+      expect(yield* at(6_000, health.breaker("a"))).toBe("closed")
     }))
 
   it.effect("the failure ratio over the window opens the breaker once the minimum volume is reached", () =>
@@ -135,18 +138,20 @@ describe("Health: breakers", () => {
       })
       const outcome = (ok: boolean) =>
         Effect.flatMap(
-          health.acquire(0, "a", "first"),
+          at(0, health.acquire("a", "first")),
           (p) =>
-            health.complete(
+            at(
               0,
-              p,
-              ok ? { _tag: "success" } : { _tag: "failure", kind: "overloaded", retryAfterMillis: null }
+              health.complete(
+                p,
+                ok ? { _tag: "success" } : { _tag: "failure", kind: "overloaded", retryAfterMillis: null }
+              )
             )
         )
       for (const ok of [true, false, true, false, true, false, true, false, true]) yield* outcome(ok)
-      expect(yield* health.breaker(0, "a")).toBe("closed")
+      expect(yield* at(0, health.breaker("a"))).toBe("closed")
       yield* outcome(false)
-      expect(yield* health.breaker(0, "a")).toBe("open")
+      expect(yield* at(0, health.breaker("a"))).toBe("open")
     }))
 })
 
@@ -162,7 +167,7 @@ describe("Health: retry budgets", () => {
           Effect.fork(Effect.gen(function*() {
             yield* Effect.sleep(d)
             const role = i % 2 === 0 ? "retry" : "fallback"
-            const permit = yield* Effect.either(health.acquire(0, i % 3 === 0 ? "a" : "b", role))
+            const permit = yield* Effect.either(at(0, health.acquire(i % 3 === 0 ? "a" : "b", role)))
             if (Either.isRight(permit)) yield* Ref.update(admitted, (n) => n + 1)
           })))
         yield* TestClock.adjust(100)
@@ -190,11 +195,11 @@ describe("Health: retry budgets per endpoint", () => {
         for (const o of ops) {
           if ("first" in o) {
             const candidates = [o.first, ...o.candidates.filter((c) => c !== o.first)]
-            yield* health.acquire(0, o.first, "first", candidates)
+            yield* at(0, health.acquire(o.first, "first", { candidates }))
             firsts++
             for (const c of candidates) listed[c]!++
           } else {
-            const permit = yield* Effect.either(health.acquire(0, o.extra, o.role))
+            const permit = yield* Effect.either(at(0, health.acquire(o.extra, o.role)))
             if (Either.isRight(permit)) {
               extras[o.extra]!++
               total++
@@ -233,7 +238,7 @@ describe("Health: attribution under traffic", () => {
               const now = yield* Clock.currentTimeMillis
               if (ctx.endpoint.id !== "a") return yield* fake.provider.call(req, ctx)
               yield* Ref.update(callsToA, (xs) => [...xs, now])
-              const probing = (yield* health.breaker(now, "a")) === "half_open"
+              const probing = (yield* health.breaker("a")) === "half_open"
               if (!probing) return yield* fake.provider.call(req, ctx)
               const n = yield* Ref.updateAndGet(probesInFlight, (x) => x + 1)
               yield* Ref.update(peakProbes, (p) => Math.max(p, n))
@@ -265,7 +270,7 @@ describe("Health: attribution under traffic", () => {
         // Open for most of the outage: a handful of probes, not thousands of calls.
         expect(during.length).toBeLessThan(40)
         expect(during.length).toBeGreaterThan(5)
-        expect(yield* health.breaker(600_000, "a")).toBe("closed")
+        expect(yield* at(600_000, health.breaker("a"))).toBe("closed")
         // After recovery, traffic is back on a.
         expect(completions.slice(-20).every((c) => c.endpoint === "a")).toBe(true)
         // Extra attempts (retries and fallbacks) stay inside the retry budget: capacity + ratio × first attempts.
@@ -305,7 +310,7 @@ describe("Health: attribution under traffic", () => {
           expect(fallbacks).toBeLessThanOrEqual(bound + 1e-9)
           expect(fallbacks).toBeGreaterThanOrEqual(Math.min(k, bound - depositRatio - 1 - 1e-9))
         }
-        expect(yield* health.breaker(4 * n * 1_000, "a")).toBe("closed")
+        expect(yield* at(4 * n * 1_000, health.breaker("a"))).toBe("closed")
         expect((yield* fake.calls).filter((x) => x.endpoint === "a").length).toBe(n)
       }),
     { timeout: 120_000, fastCheck: { numRuns: 10 } }
@@ -324,6 +329,6 @@ describe("Health: attribution under traffic", () => {
         const result = yield* Fiber.join(fiber)
         expect(Either.isLeft(result) && result.left._tag).toBe("DeadlineExceeded")
       }
-      expect(yield* health.breaker(10_000, "a")).toBe("closed")
+      expect(yield* at(10_000, health.breaker("a"))).toBe("closed")
     }))
 })

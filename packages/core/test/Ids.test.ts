@@ -42,9 +42,9 @@ describe("endpoint ids that are Object.prototype names", () => {
         Effect.provide(layer)
       )
       expect(answer.endpoint).toBe(id)
-      expect(yield* h.breaker(0, id)).toBe("closed")
+      expect(yield* h.breaker(id)).toBe("closed")
       // The fallback took one token from the bucket of its own endpoint.
-      const view = yield* h.view(0, ["a", id])
+      const view = yield* h.view(["a", id])
       expect(Object.getOwnPropertyDescriptor(view.retryTokens.endpoints, id)?.value).toBe(9)
     }))
 

@@ -8,6 +8,7 @@
  * @internal
  */
 import { Health } from "@rein/core"
+import type { Planner } from "@rein/core"
 import { Effect, Either, Layer, Queue } from "effect"
 
 /** One breaker transition of an endpoint. @internal */
@@ -18,10 +19,7 @@ export interface Transition {
 }
 
 /** Wraps `inner` so that every breaker transition is offered to `transitions`. @internal */
-export const observe = (
-  inner: Health.Health["Type"],
-  transitions: Queue.Enqueue<Transition>
-): Health.Health["Type"] => {
+export const observe = (inner: Health.Service, transitions: Queue.Enqueue<Transition>): Health.Service => {
   const states = new Map<string, Health.BreakerState>()
   const saw = (endpoint: string, to: Health.BreakerState): void => {
     const from = states.get(endpoint) ?? "closed"
@@ -29,23 +27,29 @@ export const observe = (
     states.set(endpoint, to)
     Queue.unsafeOffer(transitions, { endpoint, from, to })
   }
-  const unsafeAcquire: Health.Health["Type"]["unsafeAcquire"] = (now, endpoint, role) => {
-    const acquired = inner.unsafeAcquire(now, endpoint, role)
-    // Only a half-open breaker hands out probe permits.
-    if (Either.isRight(acquired) && acquired.right.probe) saw(endpoint, "half_open")
-    return acquired
+  // Only a half-open breaker hands out probe permits.
+  const sawPermit = (endpoint: string, permit: Health.Permit): void => {
+    if (permit.probe) saw(endpoint, "half_open")
   }
-  const unsafeComplete: Health.Health["Type"]["unsafeComplete"] = (now, permit, result) =>
-    Effect.zipRight(
-      inner.unsafeComplete(now, permit, result),
-      Effect.map(inner.breaker(now, permit.endpoint), (state) => saw(permit.endpoint, state))
-    )
+  const sawCompletion = (permit: Health.Permit) =>
+    Effect.map(inner.breaker(permit.endpoint), (state) => saw(permit.endpoint, state))
+  const { unsafeAcquire, unsafeComplete } = inner
   return Health.Health.of({
     ...inner,
-    unsafeAcquire,
-    unsafeComplete,
-    acquire: (now, endpoint, role) => Effect.suspend(() => unsafeAcquire(now, endpoint, role)),
-    complete: (now, permit, result) => Effect.suspend(() => unsafeComplete(now, permit, result))
+    acquire: (endpoint, role, options) =>
+      Effect.tap(inner.acquire(endpoint, role, options), (permit) => sawPermit(endpoint, permit)),
+    complete: (permit, result) => Effect.zipRight(inner.complete(permit, result), sawCompletion(permit)),
+    ...(unsafeAcquire === undefined ? {} : {
+      unsafeAcquire: (atNanos: bigint, endpoint: string, role: Planner.Role, candidates?: ReadonlyArray<string>) => {
+        const acquired = unsafeAcquire(atNanos, endpoint, role, candidates)
+        if (Either.isRight(acquired)) sawPermit(endpoint, acquired.right)
+        return acquired
+      }
+    }),
+    ...(unsafeComplete === undefined ? {} : {
+      unsafeComplete: (atNanos: bigint, permit: Health.Permit, result: Health.Result) =>
+        Effect.zipRight(unsafeComplete(atNanos, permit, result), sawCompletion(permit))
+    })
   })
 }
 

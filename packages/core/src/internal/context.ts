@@ -4,4 +4,4 @@
  *
  * @internal
  */
-export { Rein, type Services, type Tokenizer } from "../Services.js"
+export { Rein, type Services, type Services as Service, type Tokenizer } from "../Services.js"

@@ -5,14 +5,14 @@
  * @internal
  */
 import type { Fiber } from "effect"
-import { Clock, Context, Duration, Effect, Option, Random, STM } from "effect"
+import { Clock, Context, Duration, Effect, Either, Option, Random } from "effect"
 import * as Budget from "../Budget.js"
 import type { Endpoint } from "../Catalog.js"
 import type { Contract } from "../Contract.js"
 import * as Deadline from "../Deadline.js"
 import type { FailureKind } from "../Failure.js"
-import type { Ask } from "../Gate.js"
-import { Gate } from "../Gate.js"
+import type * as Gate from "../Gate.js"
+import { Gate as GateTag } from "../Gate.js"
 import type * as Health from "../Health.js"
 import { Health as HealthTag } from "../Health.js"
 type Permit = Health.Permit
@@ -24,6 +24,7 @@ import type { AttemptContext, CompletionRequest, Provider } from "../Provider.js
 import { Telemetry as TelemetryTag } from "../Telemetry.js"
 import * as Usage from "../Usage.js"
 import * as Attempt from "./attempt.js"
+import type { Service as ReinService } from "./context.js"
 import { Rein } from "./context.js"
 import { describe } from "./decode.js"
 import { clampMillis } from "./duration.js"
@@ -119,7 +120,7 @@ interface Resolved {
   } | undefined
 }
 
-const resolved = new WeakMap<Rein["Type"], WeakMap<Contract, Resolved>>()
+const resolved = new WeakMap<ReinService, WeakMap<Contract, Resolved>>()
 const SPECS_PER_CONTRACT = 256
 
 /** Resolves a contract under a Rein once (its providers and catalog are fixed when the layer is built). */
@@ -130,7 +131,7 @@ const unknownCandidates = (ids: ReadonlyArray<string>): string | null =>
       ids.length === 1 ? "is" : "are"
     } not in the catalog`
 
-const resolve = (rein: Rein["Type"], contract: Contract): Resolved => {
+const resolve = (rein: ReinService, contract: Contract): Resolved => {
   let byContract = resolved.get(rein)
   if (byContract === undefined) resolved.set(rein, byContract = new WeakMap())
   let found = byContract.get(contract)
@@ -155,7 +156,7 @@ const resolve = (rein: Rein["Type"], contract: Contract): Resolved => {
 
 /** The spec is a pure function of these inputs: built once per contract and request shape. */
 const cachedSpec = (
-  rein: Rein["Type"],
+  rein: ReinService,
   contract: Contract,
   entry: Resolved,
   inputTokens: number | null,
@@ -192,7 +193,7 @@ const idsOf = (spec: Planner.Spec): ReadonlyArray<string> => {
 /** What a refusal knows about the request it refuses. */
 interface Refusing {
   readonly context: Context.Context<Rein>
-  readonly rein: Rein["Type"]
+  readonly rein: ReinService
   readonly request: CompletionRequest
   readonly contract: Contract
   readonly streaming: boolean
@@ -231,7 +232,7 @@ const refuse = (
 }
 
 /** The catalog entries a spec consults (its known candidates). */
-const consulted = (rein: Rein["Type"], spec: Planner.Spec): ReadonlyArray<Endpoint> =>
+const consulted = (rein: ReinService, spec: Planner.Spec): ReadonlyArray<Endpoint> =>
   spec.candidates.flatMap((c) => {
     const e = rein.catalog.byId.get(c.id)
     return e === undefined ? [] : [e]
@@ -243,24 +244,19 @@ const validCount = (n: number | undefined, min: number): boolean =>
 /** Everything one request needs, resolved once. */
 /** @internal */
 export interface Env {
-  readonly rein: Rein["Type"]
+  readonly rein: ReinService
   /** The request's clock, read synchronously on the hot path. */
   readonly clock: Clock.Clock
   readonly request: CompletionRequest
   readonly contract: Contract
   readonly spec: Planner.Spec
   readonly ids: ReadonlyArray<string>
-  readonly deadline: Deadline.Deadline["Type"]
-  readonly left: STM.STM<Budget.Left>
-  readonly reserve: (r: Planner.Reservation) => STM.STM<void, Budget.Shortfall>
-  readonly settle: (
-    r: Planner.Reservation,
-    charged: { readonly cost: number; readonly tokens: number }
-  ) => STM.STM<void>
-  /** Whether any hard budget applies (else budget bookkeeping is skipped). */
-  readonly limited: boolean
-  readonly health: HealthTag["Type"] | undefined
-  readonly gate: Gate["Type"] | undefined
+  readonly deadline: Deadline.Service
+  /** The hard budget in force (the request's own, the shared one, or both), or `undefined`: none applies and
+   * budget bookkeeping is skipped. */
+  readonly budget: Budget.Service | undefined
+  readonly health: Health.Service | undefined
+  readonly gate: Gate.Service | undefined
   readonly writer: Writer | undefined
   readonly graceMillis: number
 }
@@ -305,7 +301,6 @@ const NO_HEALTH: Planner.Snapshot["health"] = Object.freeze(Object.create(null))
 const SUCCESS: Health.Result = { _tag: "success" }
 const NEUTRAL: Health.Result = { _tag: "neutral" }
 const NO_TOKENS: Planner.Snapshot["retryTokens"] = { global: null, endpoints: Object.freeze(Object.create(null)) }
-const nowMillis = (nanos: bigint): number => Number(nanos) / 1e6
 
 /** Resolves the request's environment, or refuses before any call. */
 /** @internal */
@@ -374,8 +369,10 @@ export const prepareIn = (
   const limits = contract.budget
   const ownLimits = limits.cost !== undefined || limits.tokens !== undefined || limits.calls !== undefined
   const shared = Option.getOrUndefined(Context.getOption(context, Budget.SharedBudget))
+  // The request's own budget, then the shared one (see `Budget.both`).
+  const own = ownLimits ? Budget.unsafeMake(limits) : undefined
   const journal = Context.getOption(context, Journal)
-  const env = (budget: Budget.Budget, writer: Writer | undefined): Env => ({
+  const env = (writer: Writer | undefined): Env => ({
     rein,
     clock,
     request,
@@ -383,15 +380,10 @@ export const prepareIn = (
     spec,
     ids: idsOf(spec),
     deadline,
-    left: shared === undefined ? budget.left : STM.zipWith(budget.left, shared.left, Budget.minLeft),
-    reserve: shared === undefined ? budget.reserve : (r) => STM.zipRight(budget.reserve(r), shared.reserve(r)),
-    settle: shared === undefined
-      ? budget.settle
-      : (r, c) => STM.zipRight(budget.settle(r, c), shared.settle(r, c)),
+    budget: own === undefined ? shared : shared === undefined ? own : Budget.both(own, shared),
     health: Option.getOrUndefined(Context.getOption(context, HealthTag)),
-    gate: Option.getOrUndefined(Context.getOption(context, Gate)),
+    gate: Option.getOrUndefined(Context.getOption(context, GateTag)),
     writer,
-    limited: shared !== undefined || ownLimits,
     graceMillis: Duration.toMillis(contract.teardownGrace)
   })
   // Telemetry hook: spans and metrics ride on the journal's writer hooks (nothing when no `Telemetry`).
@@ -405,18 +397,17 @@ export const prepareIn = (
     clock,
     originNanos: deadline.originNanos,
     expiresNanos: deadline.expiresNanos,
-    gated: Option.isSome(Context.getOption(context, Gate))
+    gated: Option.isSome(Context.getOption(context, GateTag))
   })
-  if (!ownLimits && Option.isNone(journal)) return env(Budget.unlimited, observed)
+  if (Option.isNone(journal)) return env(observed)
   return Effect.gen(function*() {
-    const budget = ownLimits ? yield* Budget.make(limits) : Budget.unlimited
-    const writer = Option.isNone(journal) ? undefined : yield* journal.value.begin({
+    const writer = yield* journal.value.begin({
       requestId: request.id ?? (yield* requestId),
       contract,
       endpoints: consulted(rein, spec),
       spec
     })
-    return env(budget, Telemetry.tee(writer, observed))
+    return env(Telemetry.tee(writer, observed))
   })
 }
 
@@ -425,19 +416,41 @@ const requestId = Effect.map(Random.nextIntBetween(0, 0x7fffffff), (n) => `req-$
 const UNLIMITED: Budget.Left = { cost: null, tokens: null, calls: null }
 const ZERO = { cost: 0, tokens: 0 } as const
 
-/** Settles a reservation; nothing to do when no budget is limited. */
-const settle = (env: Env, r: Planner.Reservation, charged: { readonly cost: number; readonly tokens: number }) =>
-  env.limited ? STM.commit(env.settle(r, charged)) : Effect.void
+/** Settles a hold: at once on the budget's fast path (`undefined`), else the effect that settles it. */
+const settle = (
+  budget: Budget.Service,
+  hold: Budget.Hold,
+  charged: Budget.Charged
+): Effect.Effect<void> | undefined => {
+  if (budget.unsafeSettle === undefined) return budget.settle(hold, charged)
+  budget.unsafeSettle(hold, charged)
+  return undefined
+}
+
+/** Records an attempt's end with health: at once on its fast path (the metrics effect), else the effect. */
+const complete = (
+  health: Health.Service,
+  atNanos: bigint,
+  permit: Permit,
+  result: Health.Result
+): Effect.Effect<void> =>
+  health.unsafeComplete === undefined ? health.complete(permit, result) : health.unsafeComplete(atNanos, permit, result)
 
 /** The snapshot as of now, from the budget left and the jitter draw (health is read here, synchronously). */
 const snapshotOf = (
   env: Env,
   progress: Progress,
   budget: Budget.Left,
-  jitter: number | null
+  jitter: number | null,
+  viewed?: Health.View
 ): Planner.Snapshot => {
   const now = env.clock.unsafeCurrentTimeNanos()
-  const view = env.health === undefined ? undefined : env.health.unsafeView(nowMillis(now), env.ids)
+  const health = env.health
+  const view = health === undefined
+    ? undefined
+    : health.unsafeView === undefined
+    ? viewed
+    : health.unsafeView(now, env.ids)
   return {
     elapsedMillis: Deadline.millisBetween(env.deadline.originNanos, now),
     remainingMillis: Math.max(0, Deadline.millisBetween(now, env.deadline.expiresNanos)),
@@ -456,15 +469,30 @@ const snapshotOf = (
   }
 }
 
+/**
+ * The snapshot the planner will consume: at once when every input can be read synchronously (no jitter to
+ * draw, the budget and health on their fast paths), else the effect that reads them.
+ */
+const snapshotNow = (env: Env, progress: Progress): Planner.Snapshot | Effect.Effect<Planner.Snapshot> => {
+  const { budget, health } = env
+  const slowHealth = health !== undefined && health.unsafeView === undefined
+  const left = budget === undefined ? UNLIMITED : budget.unsafeLeft === undefined ? undefined : budget.unsafeLeft()
+  if (left !== undefined && progress.last === null && !slowHealth) return snapshotOf(env, progress, left, null)
+  return Effect.map(
+    Effect.all([
+      left !== undefined || budget === undefined ? Effect.succeed(left ?? UNLIMITED) : budget.left,
+      progress.last === null ? Effect.succeed(null) : Random.next,
+      slowHealth ? health.view(env.ids) : Effect.succeed(undefined)
+    ]),
+    ([left, jitter, view]) => snapshotOf(env, progress, left, jitter, view)
+  )
+}
+
 /** The snapshot the planner will consume. */
 const snapshot = (env: Env, progress: Progress): Effect.Effect<Planner.Snapshot> =>
   Effect.suspend(() => {
-    if (!env.limited && progress.last === null) return Effect.succeed(snapshotOf(env, progress, UNLIMITED, null))
-    return Effect.zipWith(
-      env.limited ? STM.commit(env.left) : Effect.succeed(UNLIMITED),
-      progress.last === null ? Effect.succeed(null) : Random.next,
-      (budget, jitter) => snapshotOf(env, progress, budget, jitter)
-    )
+    const snap = snapshotNow(env, progress)
+    return Effect.isEffect(snap) ? snap : Effect.succeed(snap)
   })
 
 const decide = (env: Env, snap: Planner.Snapshot): Planner.Decision => {
@@ -516,10 +544,12 @@ const next = <S, B>(
   env: Env,
   progress: Progress,
   driver: Driver<S, B>
-): Effect.Effect<B, Outcome.Terminal> =>
-  !env.limited && progress.last === null
-    ? plan(env, progress, snapshotOf(env, progress, UNLIMITED, null), driver)
-    : Effect.flatMap(snapshot(env, progress), (snap) => plan(env, progress, snap, driver))
+): Effect.Effect<B, Outcome.Terminal> => {
+  const snap = snapshotNow(env, progress)
+  return Effect.isEffect(snap)
+    ? Effect.flatMap(snap, (snap) => plan(env, progress, snap, driver))
+    : plan(env, progress, snap, driver)
+}
 
 /** Decides, then acquires: the budget reservation (a transaction over the request's and the shared budget). */
 const plan = <S, B>(
@@ -530,48 +560,85 @@ const plan = <S, B>(
 ): Effect.Effect<B, Outcome.Terminal> => {
   const decision = decide(env, snap)
   if (decision._tag === "Stop") return Effect.fail(terminal(decision, progress))
-  if (!env.limited) return acquire(env, progress, decision, driver)
+  const budget = env.budget
+  if (budget === undefined) return acquire(env, progress, decision, undefined, driver)
+  // Another request took the shared budget since the snapshot: decide again on the fresh state.
+  const reserved = budget.unsafeReserve === undefined ? undefined : budget.unsafeReserve(decision.reservation)
+  if (reserved !== undefined) {
+    return Either.isLeft(reserved)
+      ? Effect.suspend(() => next(env, progress, driver))
+      : acquire(env, progress, decision, reserved.right, driver)
+  }
   return Effect.flatMap(
-    Effect.either(STM.commit(env.reserve(decision.reservation))),
-    // Another request took the shared budget since the snapshot: decide again on the fresh state.
-    (reserved) => reserved._tag === "Left" ? next(env, progress, driver) : acquire(env, progress, decision, driver)
+    Effect.either(budget.reserve(decision.reservation)),
+    (reserved) =>
+      Either.isLeft(reserved) ? next(env, progress, driver) : acquire(env, progress, decision, reserved.right, driver)
   )
 }
 
 /**
- * Takes the probe slot and retry token, in one synchronous step right after the reservation (nothing runs
- * in between). Refused (another request took the slot or the last token since the snapshot): the
- * reservation is given back and the planner decides again.
+ * Takes the probe slot and retry token right after the reservation: on health's fast path in one synchronous
+ * step (nothing runs in between), else through its effect.
  */
 const acquire = <S, B>(
   env: Env,
   progress: Progress,
   decision: Planner.Attempt,
+  hold: Budget.Hold | undefined,
   driver: Driver<S, B>
 ): Effect.Effect<B, Outcome.Terminal> => {
   const health = env.health
-  let permit: Permit | undefined = undefined
-  if (health !== undefined) {
-    // The slot is for when the attempt starts: after its wait.
-    const at = nowMillis(env.clock.unsafeCurrentTimeNanos()) + decision.waitMillis
-    const acquired = health.unsafeAcquire(at, decision.endpoint, decision.role, env.ids)
-    if (acquired._tag === "Left") {
-      return Effect.zipRight(
-        settle(env, decision.reservation, ZERO),
-        Effect.suspend(() => next(env, progress, driver))
-      )
-    }
-    permit = acquired.right
+  if (health === undefined) return wait({ env, progress, decision, hold, permit: undefined }, driver)
+  // The slot is for when the attempt starts: after its wait.
+  if (health.unsafeAcquire === undefined) {
+    return Effect.flatMap(
+      Effect.either(
+        health.acquire(decision.endpoint, decision.role, { candidates: env.ids, afterMillis: decision.waitMillis })
+      ).pipe(Effect.onInterrupt(() => giveBack(env, hold))),
+      (acquired) => acquiredOrNot(env, progress, decision, hold, acquired, driver)
+    )
   }
-  const step: Step = { env, progress, decision, permit }
+  const atNanos = env.clock.unsafeCurrentTimeNanos() + millisToNanos(decision.waitMillis)
+  const acquired = health.unsafeAcquire(atNanos, decision.endpoint, decision.role, env.ids)
+  return acquiredOrNot(env, progress, decision, hold, acquired, driver)
+}
+
+const millisToNanos = (millis: number): bigint => millis <= 0 ? 0n : BigInt(Math.round(millis * 1e6))
+
+/** Gives back a reservation whose attempt never started (the call stays taken: calls are never refunded). */
+const giveBack = (env: Env, hold: Budget.Hold | undefined): Effect.Effect<void> => {
+  const budget = env.budget
+  return budget === undefined || hold === undefined ? Effect.void : Effect.suspend(() => {
+    const settling = settle(budget, hold, ZERO)
+    return settling === undefined ? Effect.void : settling
+  })
+}
+
+/** Refused (another request took the slot or the last token since the snapshot): the reservation is given
+ * back and the planner decides again. Else on to the wait. */
+const acquiredOrNot = <S, B>(
+  env: Env,
+  progress: Progress,
+  decision: Planner.Attempt,
+  hold: Budget.Hold | undefined,
+  acquired: Either.Either<Permit, Health.Refusal>,
+  driver: Driver<S, B>
+): Effect.Effect<B, Outcome.Terminal> =>
+  Either.isLeft(acquired)
+    ? Effect.zipRight(giveBack(env, hold), Effect.suspend(() => next(env, progress, driver)))
+    : wait({ env, progress, decision, hold, permit: acquired.right }, driver)
+
+/** Waits out the decision's backoff (stopped at once by a closing gate), then asks the gate. */
+const wait = <S, B>(step: Step, driver: Driver<S, B>): Effect.Effect<B, Outcome.Terminal> => {
+  const { decision, env, progress } = step
   if (decision.waitMillis <= 0) return admit(step, driver)
   const i = progress.records.length - 1
   progress.records[i] = { ...progress.records[i]!, backoffMillis: decision.waitMillis }
-  const wait = Effect.sleep(Duration.millis(clampMillis(decision.waitMillis)))
+  const sleep = Effect.sleep(Duration.millis(clampMillis(decision.waitMillis)))
   return Effect.flatMap(
     (env.gate === undefined
-      ? Effect.as(wait, undefined)
-      : Effect.raceFirst(Effect.as(wait, undefined), env.gate.closed))
+      ? Effect.as(sleep, undefined)
+      : Effect.raceFirst(Effect.as(sleep, undefined), env.gate.closed))
       .pipe(Effect.onInterrupt(() => release(step))),
     (closed) =>
       closed === undefined
@@ -585,17 +652,19 @@ interface Step {
   readonly env: Env
   readonly progress: Progress
   readonly decision: Planner.Attempt
+  /** The budget's hold, when a budget applies. */
+  readonly hold: Budget.Hold | undefined
   readonly permit: Permit | undefined
 }
 
 /** Gives back what an attempt that never started holds: its probe slot and its whole reservation. */
 const release = (step: Step): Effect.Effect<void> =>
   Effect.zipRight(
-    settle(step.env, step.decision.reservation, ZERO),
+    giveBack(step.env, step.hold),
     Effect.suspend(() =>
       step.permit === undefined || step.env.health === undefined
         ? Effect.void
-        : step.env.health.unsafeComplete(nowMillis(step.env.clock.unsafeCurrentTimeNanos()), step.permit, NEUTRAL)
+        : complete(step.env.health, step.env.clock.unsafeCurrentTimeNanos(), step.permit, NEUTRAL)
     )
   )
 
@@ -610,7 +679,7 @@ const admit = <S, B>(step: Step, driver: Driver<S, B>): Effect.Effect<B, Outcome
     Deadline.millisBetween(env.clock.unsafeCurrentTimeNanos(), env.deadline.expiresNanos)
   )
   if (remainingMillis <= 0) return Effect.zipRight(release(step), Effect.fail(expiredAtAdmission(progress, endpoint)))
-  const ask: Ask = {
+  const ask: Gate.Ask = {
     endpoint,
     role: decision.role,
     attempt: progress.counted + 1,
@@ -638,6 +707,21 @@ const admit = <S, B>(step: Step, driver: Driver<S, B>): Effect.Effect<B, Outcome
   )
 }
 
+/** One attempt under way: what its record and its settlement need. */
+interface Running {
+  readonly step: Step
+  readonly endpoint: Endpoint
+  readonly provider: Provider
+  /** The gate's ticket (`undefined` without a gate). */
+  readonly ticket: unknown
+  readonly startNanos: bigint
+  readonly timeoutMillis: number
+  readonly binding: "attempt" | "deadline"
+  readonly context: AttemptContext
+  /** Set once the attempt is recorded: it is never recorded twice. */
+  finished: boolean
+}
+
 /** Runs the attempt; a success is handed back (committed), a failure recorded and planned past. */
 const start = <S, B>(
   step: Step,
@@ -645,16 +729,13 @@ const start = <S, B>(
   ticket: unknown,
   driver: Driver<S, B>
 ): Effect.Effect<B, Outcome.Terminal> => {
-  const { decision, env, permit, progress } = step
-  const clock = env.clock
-  const health = env.health
+  const { decision, env, progress } = step
   const provider = env.rein.providers.get(endpoint.provider)!
-  const startNanos = clock.unsafeCurrentTimeNanos()
+  const startNanos = env.clock.unsafeCurrentTimeNanos()
   const remainingAtStart = Math.max(0, Deadline.millisBetween(startNanos, env.deadline.expiresNanos))
   // A late timer or a gate that waited too long: no attempt starts at or after the deadline. (The gate's
   // ticket, if any, is the gate's to close: this attempt never reached `settle`.)
   if (remainingAtStart <= 0) return Effect.zipRight(release(step), Effect.fail(expiredAtAdmission(progress, endpoint)))
-  let finished = false
   // The gate may have waited: the attempt never runs past the deadline.
   const timeoutMillis = Math.min(decision.timeoutMillis, remainingAtStart)
   const binding: "attempt" | "deadline" = decision.binding === "deadline" || remainingAtStart <= decision.timeoutMillis
@@ -671,197 +752,243 @@ const start = <S, B>(
     reservation: decision.reservation,
     maxOutputTokens: env.request.maxOutputTokens ?? endpoint.capabilities.maxOutputTokens
   }
-
-  /** Records the attempt; the effect settles budget, health and gate (only where there is work). */
-  const finishNow = (
-    end: Attempt.AttemptEnd<unknown>
-  ): readonly [Outcome.AttemptRecord, Effect.Effect<void> | undefined] => {
-    finished = true
-    const endNanos = clock.unsafeCurrentTimeNanos()
-    const usage: Usage.Usage = end._tag === "Success"
-      ? end.usage
-      : end._tag === "Failure" && end.failure.usage !== undefined
-      ? end.failure.usage
-      : "unknown"
-    const dispatched = end._tag === "Failure" ? end.failure.dispatched : true
-    const actualCost = usage === "unknown" ? null : Usage.cost(usage, endpoint.prices)
-    const charged = Budget.charge(decision.reservation, { dispatched, usage, actualCost })
-    const failure = end._tag === "Failure" ? end.failure : undefined
-    const status: Outcome.AttemptStatus = end._tag === "Success"
-      ? "success"
-      : failure !== undefined
-      ? "failure"
-      : end._tag === "Interrupted"
-      ? "interrupted"
-      : binding === "deadline"
-      ? "deadline"
-      : "timeout"
-    const kind: FailureKind | null = failure !== undefined
-      ? failure.kind
-      : end._tag === "Timeout"
-      ? "timeout"
-      : null
-    let record: Outcome.AttemptRecord = {
-      attempt: context.attempt,
-      call: context.call,
-      endpoint: decision.endpoint,
-      role: decision.role,
-      startMillis: Deadline.millisBetween(env.deadline.originNanos, startNanos),
-      endMillis: Deadline.millisBetween(env.deadline.originNanos, endNanos),
-      timeoutMillis,
-      binding,
-      dispatched,
-      status,
-      failure: kind,
-      code: failure !== undefined ? failure.code : end._tag === "Timeout" ? `${status}_expired` : null,
-      retryAfterMillis: failure === undefined ? null : boundRetryAfter(failure.retryAfterMillis, env.contract),
-      backoffMillis: 0,
-      reservation: decision.reservation,
-      usage,
-      charged: { cost: charged.cost, tokens: charged.tokens },
-      billingBoundViolation: charged.violation,
-      teardownUnconfirmed: (end._tag === "Timeout" || end._tag === "Interrupted") && !end.confirmed,
-      simulated: isSimulated(endpoint, provider)
-    }
-    if (
-      (end._tag === "Success" || end._tag === "Failure") &&
-      (end.finishReason !== undefined || end.toolCalls !== undefined)
-    ) {
-      record = withAnswer(record, end)
-    }
-    progress.records.push(record)
-    env.writer?.attempt(record)
-    if (progress.current === decision.endpoint) progress.tries++
-    else {
-      progress.current = decision.endpoint
-      progress.tries = 1
-      progress.rateLimited = 0
-    }
-    if (kind === "rate_limited") progress.rateLimited++
-    else progress.counted++
-    if (kind !== null) progress.last = { kind, retryAfterMillis: record.retryAfterMillis, code: record.code! }
-    // Only the effects that do something: most successful attempts have none.
-    const effects: Array<Effect.Effect<void>> = []
-    const then = (effect: Effect.Effect<void>): void => {
-      if (effect !== Effect.void) effects.push(effect)
-    }
-    if (env.limited) then(settle(env, decision.reservation, charged))
-    if (kind !== null) {
-      // Failures are logged with machine data only (kind, code, endpoint): never provider text.
-      then(
-        Effect.logDebug("rein: attempt failed").pipe(
-          Effect.annotateLogs({
-            endpoint: record.endpoint,
-            attempt: record.attempt,
-            kind,
-            code: record.code ?? "",
-            status: record.status
-          })
-        )
-      )
-    }
-    if (permit !== undefined && health !== undefined) {
-      // Caller interruption is not a failure kind, and says nothing about the endpoint.
-      const result: Health.Result = end._tag === "Success"
-        ? SUCCESS
-        : kind === null
-        ? NEUTRAL
-        : env.spec.table[kind].health
-        ? { _tag: "failure", kind, retryAfterMillis: record.retryAfterMillis }
-        : NEUTRAL
-      then(health.unsafeComplete(nowMillis(endNanos), permit, result))
-      if ((end._tag === "Timeout" || end._tag === "Interrupted") && !end.confirmed) {
-        // Degraded until the abandoned attempt finally ends.
-        then(Effect.flatMap(
-          health.degrade(endpoint.id),
-          (undo) => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(end.settled, undo)))
-        ))
-      }
-    }
-    const gate = env.gate
-    if (gate !== undefined) {
-      const settling = gate.unsafeSettle !== undefined ? gate.unsafeSettle(ticket, record) : gate.settle(ticket, record)
-      if (settling !== undefined) then(settling)
-    }
-    return [
-      record,
-      effects.length === 0 ? undefined : effects.length === 1 ? effects[0] : Effect.all(effects, { discard: true })
-    ]
+  const running: Running = {
+    step,
+    endpoint,
+    provider,
+    ticket,
+    startNanos,
+    timeoutMillis,
+    binding,
+    context,
+    finished: false
   }
-
+  const finishNow = (end: Attempt.AttemptEnd<unknown>) => finishAttempt(running, end)
   const finish = (end: Attempt.AttemptEnd<unknown>): Effect.Effect<Outcome.AttemptRecord> =>
     Effect.suspend(() => {
       const [record, settling] = finishNow(end)
       return settling === undefined ? Effect.succeed(record) : Effect.as(settling, record)
     })
-
   // Interrupted by the caller while the attempt ran: recorded as `interrupted`, and since it may have been
   // sent, its reservation stays charged. Never after the attempt was recorded (a guard: `bounded` hands the
   // end over before interruption lands).
   const onInterrupted = (end: Attempt.AttemptEnd<never>): Effect.Effect<void> => {
-    if (finished) return Effect.void
+    if (running.finished) return Effect.void
     const settling = finishNow(end)[1]
     return settling === undefined ? Effect.void : settling
   }
-
   // The attempt's end is handled while interruption is still held off (see `Attempt.bounded`): the record
   // and the settlement happen before any interruption can land.
-  const then = (end: Attempt.AttemptEnd<S>): Effect.Effect<B, Outcome.Terminal> => {
-    if (end._tag === "Success") {
-      const stopCommitted = Effect.suspend(() =>
-        Effect.map(snapshot(env, progress), (snap) => {
-          const decision = decide(env, { ...snap, committed: true })
-          return decision._tag === "Stop"
-            ? terminal(decision, progress)
-            : stackless(() =>
-              new Outcome.FailedSafe({
-                reason: "the stream has committed: no retry, no fallback",
-                cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
-                attempts: progress.records
-              }, true)
-            )
-        })
-      )
-      return driver.commit(
-        {
-          payload: end.payload,
-          usage: end.usage,
-          endpoint,
-          provider,
-          progress,
-          endsNanos: startNanos + BigInt(Math.round(timeoutMillis * 1e6)),
-          binding,
-          finish,
-          finishNow,
-          stopCommitted
-        } satisfies Committed<S>
+  const then = (end: Attempt.AttemptEnd<S>): Effect.Effect<B, Outcome.Terminal> =>
+    end._tag === "Success"
+      ? driver.commit(committedOf(running, end.payload, end.usage, finish, finishNow))
+      : failedAttempt(running, finishNow(end), end, driver)
+  return driver.attempt(provider, context, timeoutMillis, { then, interrupted: onInterrupted })
+}
+
+/** What the driver is handed once an attempt succeeded: the payload, and how to finish and judge it. */
+const committedOf = <S>(
+  running: Running,
+  payload: S,
+  usage: Usage.Usage,
+  finish: Committed<S>["finish"],
+  finishNow: Committed<S>["finishNow"]
+): Committed<S> => {
+  const { endpoint, step } = running
+  const { env, progress } = step
+  const stopCommitted = Effect.suspend(() =>
+    Effect.map(snapshot(env, progress), (snap) => {
+      const decision = decide(env, { ...snap, committed: true })
+      return decision._tag === "Stop"
+        ? terminal(decision, progress)
+        : stackless(() =>
+          new Outcome.FailedSafe({
+            reason: "the stream has committed: no retry, no fallback",
+            cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
+            attempts: progress.records
+          }, true)
+        )
+    })
+  )
+  return {
+    payload,
+    usage,
+    endpoint,
+    provider: running.provider,
+    progress,
+    endsNanos: running.startNanos + BigInt(Math.round(running.timeoutMillis * 1e6)),
+    binding: running.binding,
+    finish,
+    finishNow,
+    stopCommitted
+  }
+}
+
+/** A failed attempt, recorded: its settlement, then the deadline's verdict or the next decision. */
+const failedAttempt = <S, B>(
+  running: Running,
+  [record, settling]: readonly [Outcome.AttemptRecord, Effect.Effect<void> | undefined],
+  end: Attempt.AttemptEnd<S>,
+  driver: Driver<S, B>
+): Effect.Effect<B, Outcome.Terminal> => {
+  const { binding, context, step } = running
+  const { decision, env, progress } = step
+  const rest = Effect.suspend((): Effect.Effect<B, Outcome.Terminal> => {
+    if (
+      end._tag === "Timeout" &&
+      (binding === "deadline" || env.clock.unsafeCurrentTimeNanos() >= env.deadline.expiresNanos)
+    ) {
+      return Effect.fail(
+        stackless(() =>
+          new Outcome.DeadlineExceeded({
+            phase: binding === "deadline" ? "attempt" : "teardown",
+            reason: binding === "deadline"
+              ? `the deadline expired during call ${context.call} on ${decision.endpoint}`
+              : `the deadline expired while call ${context.call} tore down`,
+            cause: causeOf(progress),
+            teardownUnconfirmed: record.teardownUnconfirmed,
+            attempts: progress.records
+          }, true)
+        )
       )
     }
-    const [record, settling] = finishNow(end)
-    const rest = Effect.suspend((): Effect.Effect<B, Outcome.Terminal> => {
-      if (
-        end._tag === "Timeout" &&
-        (binding === "deadline" || clock.unsafeCurrentTimeNanos() >= env.deadline.expiresNanos)
-      ) {
-        return Effect.fail(
-          stackless(() =>
-            new Outcome.DeadlineExceeded({
-              phase: binding === "deadline" ? "attempt" : "teardown",
-              reason: binding === "deadline"
-                ? `the deadline expired during call ${context.call} on ${decision.endpoint}`
-                : `the deadline expired while call ${context.call} tore down`,
-              cause: causeOf(progress),
-              teardownUnconfirmed: record.teardownUnconfirmed,
-              attempts: progress.records
-            }, true)
-          )
-        )
-      }
-      return next(env, progress, driver)
-    })
-    return settling === undefined ? rest : Effect.zipRight(settling, rest)
+    return next(env, progress, driver)
+  })
+  return settling === undefined ? rest : Effect.zipRight(settling, rest)
+}
+
+/** Records the attempt; the effect settles budget, health and gate (only where there is work). */
+const finishAttempt = (
+  running: Running,
+  end: Attempt.AttemptEnd<unknown>
+): readonly [Outcome.AttemptRecord, Effect.Effect<void> | undefined] => {
+  running.finished = true
+  const endNanos = running.step.env.clock.unsafeCurrentTimeNanos()
+  const { charged, kind, record } = recordOf(running, end, endNanos)
+  const progress = running.step.progress
+  progress.records.push(record)
+  running.step.env.writer?.attempt(record)
+  if (progress.current === record.endpoint) progress.tries++
+  else {
+    progress.current = record.endpoint
+    progress.tries = 1
+    progress.rateLimited = 0
   }
-  return driver.attempt(provider, context, timeoutMillis, { then, interrupted: onInterrupted })
+  if (kind === "rate_limited") progress.rateLimited++
+  else progress.counted++
+  if (kind !== null) progress.last = { kind, retryAfterMillis: record.retryAfterMillis, code: record.code! }
+  return [record, settlements(running, end, record, kind, charged, endNanos)]
+}
+
+/** The record of an ended attempt, with its failure kind and what it is charged. */
+const recordOf = (running: Running, end: Attempt.AttemptEnd<unknown>, endNanos: bigint) => {
+  const { binding, context, endpoint, provider, startNanos, step, timeoutMillis } = running
+  const { decision, env } = step
+  const usage: Usage.Usage = end._tag === "Success"
+    ? end.usage
+    : end._tag === "Failure" && end.failure.usage !== undefined
+    ? end.failure.usage
+    : "unknown"
+  const dispatched = end._tag === "Failure" ? end.failure.dispatched : true
+  const actualCost = usage === "unknown" ? null : Usage.cost(usage, endpoint.prices)
+  const charged = Budget.charge(decision.reservation, { dispatched, usage, actualCost })
+  const failure = end._tag === "Failure" ? end.failure : undefined
+  const status: Outcome.AttemptStatus = end._tag === "Success"
+    ? "success"
+    : failure !== undefined
+    ? "failure"
+    : end._tag === "Interrupted"
+    ? "interrupted"
+    : binding === "deadline"
+    ? "deadline"
+    : "timeout"
+  const kind: FailureKind | null = failure !== undefined
+    ? failure.kind
+    : end._tag === "Timeout"
+    ? "timeout"
+    : null
+  const record: Outcome.AttemptRecord = {
+    attempt: context.attempt,
+    call: context.call,
+    endpoint: decision.endpoint,
+    role: decision.role,
+    startMillis: Deadline.millisBetween(env.deadline.originNanos, startNanos),
+    endMillis: Deadline.millisBetween(env.deadline.originNanos, endNanos),
+    timeoutMillis,
+    binding,
+    dispatched,
+    status,
+    failure: kind,
+    code: failure !== undefined ? failure.code : end._tag === "Timeout" ? `${status}_expired` : null,
+    retryAfterMillis: failure === undefined ? null : boundRetryAfter(failure.retryAfterMillis, env.contract),
+    backoffMillis: 0,
+    reservation: decision.reservation,
+    usage,
+    charged: { cost: charged.cost, tokens: charged.tokens },
+    billingBoundViolation: charged.violation,
+    teardownUnconfirmed: (end._tag === "Timeout" || end._tag === "Interrupted") && !end.confirmed,
+    simulated: isSimulated(endpoint, provider)
+  }
+  const answered = (end._tag === "Success" || end._tag === "Failure") &&
+    (end.finishReason !== undefined || end.toolCalls !== undefined)
+  return { charged, kind, record: answered ? withAnswer(record, end) : record }
+}
+
+/** Settles an ended attempt with budget, health and gate: only the effects that do something (most
+ * successful attempts have none). */
+const settlements = (
+  running: Running,
+  end: Attempt.AttemptEnd<unknown>,
+  record: Outcome.AttemptRecord,
+  kind: FailureKind | null,
+  charged: Budget.Charged,
+  endNanos: bigint
+): Effect.Effect<void> | undefined => {
+  const { endpoint, step, ticket } = running
+  const { env, hold, permit } = step
+  const effects: Array<Effect.Effect<void>> = []
+  const then = (effect: Effect.Effect<void> | undefined): void => {
+    if (effect !== undefined && effect !== Effect.void) effects.push(effect)
+  }
+  if (env.budget !== undefined && hold !== undefined) then(settle(env.budget, hold, charged))
+  if (kind !== null) {
+    // Failures are logged with machine data only (kind, code, endpoint): never provider text.
+    then(
+      Effect.logDebug("rein: attempt failed").pipe(
+        Effect.annotateLogs({
+          endpoint: record.endpoint,
+          attempt: record.attempt,
+          kind,
+          code: record.code ?? "",
+          status: record.status
+        })
+      )
+    )
+  }
+  const health = env.health
+  if (permit !== undefined && health !== undefined) {
+    // Caller interruption is not a failure kind, and says nothing about the endpoint.
+    const result: Health.Result = end._tag === "Success"
+      ? SUCCESS
+      : kind === null
+      ? NEUTRAL
+      : env.spec.table[kind].health
+      ? { _tag: "failure", kind, retryAfterMillis: record.retryAfterMillis }
+      : NEUTRAL
+    then(complete(health, endNanos, permit, result))
+    if ((end._tag === "Timeout" || end._tag === "Interrupted") && !end.confirmed) {
+      // Degraded until the abandoned attempt finally ends.
+      then(Effect.flatMap(
+        health.degrade(endpoint.id),
+        (undo) => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(end.settled, undo)))
+      ))
+    }
+  }
+  const gate = env.gate
+  if (gate !== undefined) {
+    then(gate.unsafeSettle !== undefined ? gate.unsafeSettle(ticket, record) : gate.settle(ticket, record))
+  }
+  return effects.length === 0 ? undefined : effects.length === 1 ? effects[0] : Effect.all(effects, { discard: true })
 }
 
 /**

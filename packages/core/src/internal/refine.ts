@@ -5,8 +5,7 @@
  * @internal
  */
 import type { SchemaAST as AST } from "effect"
-import { Either, ParseResult, Schema, STM } from "effect"
-import * as Budget from "../Budget.js"
+import { Either, ParseResult, Schema } from "effect"
 import type { AttemptRecord } from "../Outcome.js"
 
 /** @internal */
@@ -97,19 +96,6 @@ export const decodeJson = <A, I>(schema: Schema.Schema<A, I, never>) => {
     return Either.mapLeft(decode(parsed), feedbackOf)
   }
 }
-
-/**
- * A budget that reserves against both budgets in one transaction (a shortfall in either rolls back
- * both), settles both, and reports the tighter remainder.
- *
- * @internal
- */
-export const both = (a: Budget.Budget, b: Budget.Budget): Budget.Budget => ({
-  limits: Budget.minLeft(a.limits, b.limits),
-  left: STM.zipWith(a.left, b.left, Budget.minLeft),
-  reserve: (r) => STM.zipRight(a.reserve(r), b.reserve(r)),
-  settle: (r, c) => STM.zipRight(a.settle(r, c), b.settle(r, c))
-})
 
 /**
  * Total cost of attempts: unknown as soon as one dispatched attempt's usage is unknown (never 0).
