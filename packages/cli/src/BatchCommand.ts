@@ -22,9 +22,10 @@ import * as Shared from "./internal/options.js"
 import * as Progress from "./internal/progress.js"
 import type { PromptItem } from "./internal/prompts.js"
 import { countPrompts, streamPrompts } from "./internal/prompts.js"
-import { forCalls, tokenizer } from "./internal/providers.js"
+import { forCalls } from "./internal/providers.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
+import { tokenizer } from "./internal/tokens.js"
 import * as Scenario from "./Scenario.js"
 
 /**

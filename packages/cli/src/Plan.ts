@@ -19,11 +19,12 @@ import { InputError } from "./InputError.js"
 import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num, table } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
-import { forPlanning, tokenizer } from "./internal/providers.js"
+import { forPlanning } from "./internal/providers.js"
 import { RequestFile } from "./internal/request.js"
 import { decodeWith } from "./internal/schema.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
+import { tokenizer } from "./internal/tokens.js"
 
 /**
  * One predicate's verdict, with the numbers behind it whether it holds or not.

@@ -17,9 +17,10 @@ import { attemptsTable } from "./internal/attempts.js"
 import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
-import { forCalls, tokenizer } from "./internal/providers.js"
+import { forCalls } from "./internal/providers.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
+import { tokenizer } from "./internal/tokens.js"
 import * as Scenario from "./Scenario.js"
 
 /**
