@@ -11,6 +11,7 @@ import { Cause, Console, Effect, Option, Ref } from "effect"
 import * as BatchCommand from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Explain from "./Explain.js"
+import * as Argv from "./internal/argv.js"
 import * as Help from "./internal/help.js"
 import { ExitStatus, exitWith } from "./internal/status.js"
 import * as Plan from "./Plan.js"
@@ -64,6 +65,15 @@ export const command = root.pipe(
   ])
 )
 
+const flags: ReadonlyArray<Argv.Flags> = [
+  Argv.flagsOf(Plan.command),
+  Argv.flagsOf(Run.command),
+  Argv.flagsOf(Replay.command),
+  Argv.flagsOf(Explain.command),
+  Argv.flagsOf(Simulate.command),
+  Argv.flagsOf(BatchCommand.command)
+]
+
 const cli = Command.run(command, {
   name: "rein",
   version,
@@ -94,6 +104,8 @@ const firstLine = (u: unknown): string => {
 export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode.ExitCode, never, CliApp.CliApp.Environment> =>
   Effect.gen(function*() {
     const status = yield* Ref.make<ExitCode.ExitCode>(ExitCode.ok)
+    const typo = Argv.check(argv.slice(2), flags)
+    if (typo !== undefined) return yield* Effect.as(Console.error(typo), ExitCode.usage)
     const run = Help.asksHelp(argv)
       ? Effect.flatMap(Effect.console, (c) => Effect.withConsole(cli(argv), Help.console(c)))
       : cli(argv)

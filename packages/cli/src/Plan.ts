@@ -76,7 +76,12 @@ export interface CandidatePlan {
  * @since 0.1.0
  */
 export interface PlanReport {
-  readonly request: { readonly inputTokens: number | null; readonly maxOutputTokens: number | null }
+  readonly request: {
+    readonly inputTokens: number | null
+    readonly maxOutputTokens: number | null
+    /** Where the request's shape came from: a `--request` file, or the default when none was given. */
+    readonly source?: "file" | "default" | undefined
+  }
   readonly deadlineMillis: number
   readonly attemptTimeoutMillis: number
   readonly budget: Planner.Snapshot["budget"]
@@ -195,7 +200,7 @@ const holdsDetail = (
 export const make = (
   catalog: Catalog.Catalog,
   contract: Contract.Contract,
-  request: { readonly inputTokens: number | null; readonly maxOutputTokens: number | null },
+  request: PlanReport["request"],
   providers: ReadonlyMap<string, Provider.Provider> = forPlanning(catalog)
 ): PlanReport => {
   const spec = Execute.makeSpec(contract, catalog.byId, providers, request.inputTokens, request.maxOutputTokens)
@@ -264,7 +269,7 @@ export const render = (report: PlanReport): string => {
   const lines: Array<string> = [
     `request: ${r.inputTokens === null ? "no input bound" : `${r.inputTokens} input tokens`}, ${
       r.maxOutputTokens === null ? "max output per endpoint" : `${r.maxOutputTokens} max output tokens`
-    }`,
+    }${r.source === "default" ? " (the default: give yours with --request, e.g. examples/request.json)" : ""}`,
     `deadline ${num(report.deadlineMillis)} ms, attempt timeout ${num(report.attemptTimeoutMillis)} ms, budget ${
       budgetText(report.budget)
     }`,
@@ -294,6 +299,21 @@ export const render = (report: PlanReport): string => {
 const decodeRequest = decodeWith(RequestFile)
 
 /**
+ * The request `rein plan` plans without `--request`: the shape of `examples/request.json` (900 input tokens,
+ * 400 output tokens), so that the budget and window predicates are checked with numbers, not left unchecked.
+ *
+ * @example
+ * ```ts
+ * import { Plan } from "@rein/cli"
+ *
+ * Plan.defaultRequest // { inputTokens: 900, maxOutputTokens: 400 }
+ * ```
+ * @since 0.1.0
+ * @category request
+ */
+export const defaultRequest = { inputTokens: 900, maxOutputTokens: 400 } as const
+
+/**
  * Loads the catalog, contract and optional request file, and plans.
  *
  * @example
@@ -311,12 +331,13 @@ export const fromFiles = (files: {
 }): Effect.Effect<PlanReport, InputError, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const { catalog, contract } = yield* loadCatalogAndContract(files.catalog, files.contract)
-    const request = files.request === undefined
-      ? {}
-      : yield* readDecoded(files.request, "request", decodeRequest)
+    if (files.request === undefined) {
+      return make(catalog, contract, { ...defaultRequest, source: "default" })
+    }
+    const request = yield* readDecoded(files.request, "request", decodeRequest)
     const inputTokens = request.inputTokens ??
       (request.prompt === undefined ? null : tokenizer({ prompt: request.prompt, system: request.system }))
-    return make(catalog, contract, { inputTokens, maxOutputTokens: request.maxOutputTokens ?? null })
+    return make(catalog, contract, { inputTokens, maxOutputTokens: request.maxOutputTokens ?? null, source: "file" })
   })
 
 /**
@@ -336,7 +357,10 @@ export const command = Command.make(
     catalog: Shared.catalog,
     contract: Shared.contract,
     request: Options.file("request").pipe(
-      Options.withDescription("A request (JSON): { inputTokens, maxOutputTokens } or { prompt }"),
+      Options.withDescription(
+        "A request (JSON): { inputTokens, maxOutputTokens } or { prompt } (default 900 input, 400 output tokens; " +
+          "see examples/request.json)"
+      ),
       Options.optional
     ),
     json: Shared.json

@@ -240,11 +240,11 @@ export const command = Command.make(
     contract: Shared.contract,
     prompt: Options.text("prompt").pipe(Options.withDescription("The prompt (never recorded)")),
     system: Options.text("system").pipe(Options.withDescription("A system prompt"), Options.optional),
-    inputTokens: Options.integer("input-tokens").pipe(
+    inputTokens: Shared.number("input-tokens", "a positive integer").pipe(
       Options.withDescription("An upper bound of the prompt's tokens (default: its UTF-8 bytes + 16)"),
       Options.optional
     ),
-    maxOutputTokens: Options.integer("max-output-tokens").pipe(
+    maxOutputTokens: Shared.number("max-output-tokens", "a positive integer").pipe(
       Options.withDescription("The output bound (default: the endpoint's maximum)"),
       Options.optional
     ),

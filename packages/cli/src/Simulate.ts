@@ -444,7 +444,7 @@ export const command = Command.make(
     scenario: Options.file("scenario").pipe(
       Options.withDescription("The scenario (JSON): traffic, duration, endpoint phases, price changes")
     ),
-    seed: Options.integer("seed").pipe(
+    seed: Shared.number("seed", "an integer").pipe(
       Options.withDescription("Seed of arrivals, jitter and failure draws (the same seed gives the same report)"),
       Options.withDefault(1)
     ),

@@ -610,7 +610,7 @@ describe("the demo on a terminal", () => {
     expect(text).toMatch(/breaker of fake\/a closed: the probe succeeded/)
     expect(text).toMatch(/q\d\d ok on fake\/b after 503( ×2)?\n/)
     expect(text).toMatch(/breakers +fake\/a opened \d+, half-open \d+, closed 1/)
-    expect(text).toMatch(/unknown usage +\d+ calls reported no token counts: not in the totals above/)
+    expect(text).toMatch(/unknown usage +\d+ calls reported no tokens: not in the totals above/)
     expect(text).toMatch(/answered by +fake\/a \d+, fake\/b \d+/)
     // Before any item finished, the bar shows no tokens or cost.
     const first = r.stdout.split("\r\x1b[2K").find((s) => / 0\/48 /.test(s))
