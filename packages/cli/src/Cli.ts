@@ -14,6 +14,7 @@ import * as Explain from "./Explain.js"
 import * as Argv from "./internal/argv.js"
 import * as Help from "./internal/help.js"
 import { ExitStatus, exitWith } from "./internal/status.js"
+import { version as internalVersion } from "./internal/version.js"
 import * as Plan from "./Plan.js"
 import * as Replay from "./Replay.js"
 import * as Run from "./Run.js"
@@ -30,7 +31,7 @@ import * as Simulate from "./Simulate.js"
  * ```
  * @since 0.1.0
  */
-export const version = "0.1.0"
+export const version: string = internalVersion
 
 const root = Command.make("rein", {}, () =>
   Effect.zipRight(
