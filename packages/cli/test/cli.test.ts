@@ -116,6 +116,28 @@ describe("rein plan", () => {
     expect(r.stdout).toMatch(/first decision: attempt fake\/a with a 4000 ms timeout/)
   }, 60_000)
 
+  it("without --request plans the default request, with numbers, and says where to give one", async () => {
+    const r = await rein(["plan", "--catalog", catalog, "--contract", contract])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(
+      /^request: 900 input tokens, 400 max output tokens \(the default: give yours with --request, e\.g\. examples\/request\.json\)/
+    )
+    expect(r.stdout).toMatch(/#1 fake\/a: legal — reserves cost 0\.001 \/ 1300 tokens per attempt/)
+    expect(r.stdout).toMatch(/✓ +budget +worst-case cost 0\.001 ≤ 0\.1 left/)
+    expect(r.stdout).not.toMatch(/no reservation|unchecked/)
+    // The shipped example request gives the same plan.
+    const given = await rein([
+      "plan",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--request",
+      "examples/request.json"
+    ])
+    expect(given.stdout.split("\n").slice(1)).toEqual(r.stdout.split("\n").slice(1))
+  }, 60_000)
+
   it("--json gives each candidate's eleven verdicts", async () => {
     const r = await rein(["plan", "--catalog", catalog, "--contract", contract, "--json"])
     expect(r.code).toBe(0)
@@ -305,6 +327,34 @@ describe("rein run, replay, explain", () => {
   }, 120_000)
 })
 
+describe("the shipped retry-and-fallback scenario", () => {
+  it("rein run retries fake/a after its 503, falls back to fake/b, and the record replays", async () => {
+    const record = path.join(tmp, "retry-fallback.jsonl")
+    const r = await rein([
+      "run",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--prompt",
+      "Summarise the water cycle",
+      "--scenario",
+      `${scenarios}/retry-and-fallback.json`,
+      "--record",
+      record
+    ])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/^outcome: success on fake\/b \(simulated\)/)
+    expect(r.stdout).toMatch(/attempts: 3\n/)
+    expect(r.stdout).toMatch(/1 +1 +fake\/a +first +failure +overloaded \(http_503\)/)
+    expect(r.stdout).toMatch(/2 +2 +fake\/a +retry +failure +overloaded \(http_503\)/)
+    expect(r.stdout).toMatch(/3 +3 +fake\/b +fallback +success/)
+    const replay = await rein(["replay", record])
+    expect(replay.code).toBe(0)
+    expect(replay.stdout).toMatch(/replayed 3 decisions of 1 request/)
+  }, 60_000)
+})
+
 describe("rein simulate", () => {
   it("the same seed gives the same report; virtual time makes ten minutes take seconds", async () => {
     const args = ["simulate", "--catalog", catalog, "--contract", contract, "--scenario", `${scenarios}/outage.json`]
@@ -351,6 +401,18 @@ describe("rein simulate", () => {
     120_000
   )
 })
+
+const batchArgs = (out: string): Array<string> => [
+  "batch",
+  "--input",
+  "examples/prompts.jsonl",
+  "--catalog",
+  catalog,
+  "--contract",
+  contract,
+  "--out",
+  out
+]
 
 describe("rein batch", () => {
   it("runs the prompts through the outage with plain progress, a summary and a resumable artifact", async () => {
@@ -421,6 +483,42 @@ describe("rein batch", () => {
     ])
     expectBadInput(mode, /--file-mode: Expected octal permissions like 600 or 640, actual "999"/)
   }, 60_000)
+
+  it("refuses --resume with --overwrite, saying why", async () => {
+    const r = await rein([...batchArgs(path.join(tmp, "both.jsonl")), "--resume", "--overwrite"])
+    expectBadInput(r, /--resume and --overwrite together: .*pass one of them/)
+  }, 60_000)
+
+  it("names the artifact's file and line when a record is not valid JSON", async () => {
+    const out = path.join(tmp, "corrupt", "run.jsonl")
+    expect((await rein([...batchArgs(out), "--json"])).code).toBe(0)
+    const lines = fs.readFileSync(out, "utf8").split("\n")
+    lines[9] = "garbage{"
+    fs.writeFileSync(out, lines.join("\n"))
+    const r = await rein([...batchArgs(out), "--resume"])
+    expectBadInput(r, new RegExp(`${out.replaceAll("/", "\\/").replaceAll(".", "\\.")}:10: not valid JSON`))
+  }, 60_000)
+
+  it("resuming under a changed contract says what changed and how many records are not reusable", async () => {
+    const out = path.join(tmp, "drift", "run.jsonl")
+    expect((await rein([...batchArgs(out), "--json"])).code).toBe(0)
+    const swapped = file(
+      "contract-swapped.json",
+      JSON.stringify({ ...JSON.parse(fs.readFileSync(path.join(root, contract), "utf8")), candidates: ["fake/b"] })
+    )
+    const args = batchArgs(out).map((a) => (a === contract ? swapped : a))
+    const r = await rein([...args, "--resume", "--json"])
+    expect(r.code).toBe(0)
+    expect(r.stderr).toMatch(/run\.jsonl was written under another contract or version than this run's/)
+    expect(r.stderr).toMatch(/changed: model: "fast-small" → "steady-large"/)
+    expect(r.stderr).toMatch(/changed: extra\.rein\.candidates: /)
+    expect(r.stderr).toMatch(/48 of its 48 items have records only under another contract or version: they run/)
+    expect(r.stderr).toMatch(/give another --out; to start again, pass --overwrite instead of --resume/)
+    expect(JSON.parse(r.stdout).stats.reused).toBe(0)
+    // Resumed under the contract it was written with, nothing is said.
+    const same = await rein([...batchArgs(out), "--resume", "--json"])
+    expect(same.stderr).not.toMatch(/another contract/)
+  }, 120_000)
 
   it("names the line of a bad prompt", async () => {
     const input = file("prompts.jsonl", "{\"id\":\"a\",\"prompt\":\"x\"}\n{\"id\":\"b\"}\n")
@@ -508,6 +606,49 @@ describe("bad input", () => {
     expect(r.stderr).toMatch(/--bogus/)
     expect(r.stderr).not.toMatch(/\n\s+at /)
   }, 60_000)
+
+  it("a mistyped flag or command gets a did-you-mean", async () => {
+    const out = path.join(tmp, "never.jsonl")
+    expectBadInput(
+      await rein([...batchArgs(out), "--overwirte"]),
+      /^rein batch: unknown flag --overwirte; did you mean --overwrite\? \(see rein batch --help\)\n$/
+    )
+    expectBadInput(await rein([...batchArgs(out), "--concurency", "4"]), /did you mean --concurrency\?/)
+    expectBadInput(await rein(["run", "--promt", "hi"]), /rein run: unknown flag --promt; did you mean --prompt\?/)
+    expectBadInput(await rein(["pln"]), /^rein: unknown command "pln"; did you mean plan\? \(the commands: plan, run,/)
+    expectBadInput(await rein(["simulte"]), /did you mean simulate\?/)
+    expectBadInput(await rein(["--verison"]), /rein: unknown flag --verison; did you mean --version\?/)
+    // Nothing close: no guess, the list.
+    expectBadInput(await rein(["frobnicate"]), /^rein: unknown command "frobnicate" \(the commands: /)
+    // A value that looks like a flag is the value of the flag before it.
+    const r = await rein(["run", "--catalog", catalog, "--contract", contract, "--prompt", "--not-a-flag", "--json"])
+    expect(r.code).toBe(0)
+  }, 120_000)
+
+  it("a bad flag value names the flag and what it takes", async () => {
+    const out = path.join(tmp, "never.jsonl")
+    for (
+      const [flag, value, expected] of [
+        ["--concurrency", "x", /^--concurrency: Expected a positive integer, actual "x"$/m],
+        ["--rate-limit-retries", "-1", /^--rate-limit-retries: Expected a non-negative integer, actual -1$/m],
+        ["--max-total-cost", "abc", /^--max-total-cost: Expected a number, actual "abc"$/m],
+        ["--order", "random", /^--order: Expected one of completion, submission, actual "random"$/m],
+        [
+          "--resume-policy",
+          "some",
+          /^--resume-policy: Expected one of reuse-successes, reuse-all, none, actual "some"$/m
+        ]
+      ] as const
+    ) {
+      const r = await rein([...batchArgs(out), flag, value])
+      expectBadInput(r, expected)
+      expect(r.stderr).not.toMatch(/is not a|Expected one of the following cases/)
+    }
+    expectBadInput(
+      await rein(["run", "--catalog", catalog, "--contract", contract, "--prompt", "hi", "--input-tokens", "1.5"]),
+      /--input-tokens: Expected a positive integer, actual 1\.5/
+    )
+  }, 120_000)
 
   it("an unreadable record: garbage, a future version, an empty file", async () => {
     expectBadInput(
@@ -628,6 +769,12 @@ describe("the demo on a terminal", () => {
     expect(bars.length).toBeGreaterThan(0)
     for (const bar of bars) expect([...bar].length).toBeLessThanOrEqual(70)
     expect(screen(r.stdout, 70).filter((line) => BAR.test(line))).toHaveLength(1)
+    // The summary fits too: its long values wrap under their column (the raw lines, not the terminal's rows,
+    // which the terminal would wrap anyway).
+    const summary = r.stdout.slice(r.stdout.indexOf("batch completed")).split(/\r?\n/)
+    expect(summary.length).toBeGreaterThan(10)
+    for (const line of summary) expect([...line].length).toBeLessThanOrEqual(70)
+    expect(summary.join("\n")).toMatch(/unknown usage +\d+ calls? reported no tokens: not in the totals/)
   }, 120_000)
 })
 
@@ -691,4 +838,20 @@ describe("the command as a newcomer finds it", () => {
       expect(r.stdout).toMatch(/batch --input file/)
     }
   }, 120_000)
+
+  it("the usage line shows optional flags in brackets, --abort-on too, with the kind of value each takes", async () => {
+    const r = await rein(["batch", "--help"])
+    const usage = r.stdout.slice(r.stdout.indexOf("$ batch"), r.stdout.indexOf("DESCRIPTION")).replaceAll(/\s+/g, " ")
+    expect(usage).toContain("[--abort-on CATEGORY...]")
+    expect(usage).toContain("[--concurrency N]")
+    expect(usage).toContain("[--order completion|submission]")
+    // Every flag outside brackets is one the command requires.
+    const required = usage.replaceAll(/\[[^\]]*\]/g, "").match(/--[a-z-]+/g)
+    expect(required).toEqual(["--input", "--catalog", "--contract", "--out"])
+  }, 60_000)
+
+  it("--version prints the version alone", async () => {
+    const r = await rein(["--version"])
+    expect(r).toEqual({ code: 0, stdout: "0.1.0\n", stderr: "" })
+  }, 60_000)
 })

@@ -38,14 +38,20 @@ export const warning = (
   identity: Identity.Identity
 ): string | undefined => {
   const fingerprint = Fingerprint.identity(identity)
-  const stale = contents.records.filter((r) => r.identityFingerprint !== fingerprint).length
-  const manifestChanged = contents.manifest.identityFingerprint !== fingerprint
-  if (stale === 0 && !manifestChanged) return undefined
-  const what = manifestChanged ? changes(contents.manifest.identity, identity) : []
+  const current = new Set<string>()
+  const others = new Set<string>()
+  for (const r of contents.records) (r.identityFingerprint === fingerprint ? current : others).add(r.itemId)
+  const stale = [...others].filter((id) => !current.has(id)).length
+  if (stale === 0) return undefined
+  const items = new Set([...current, ...others]).size
+  const what = contents.manifest.identityFingerprint === fingerprint
+    ? []
+    : changes(contents.manifest.identity, identity)
   return [
     `rein batch: ${out} was written under another contract or version than this run's`,
     ...what.map((line) => `  changed: ${line}`),
-    `  ${stale} of its ${contents.records.length} records are not reusable: those items run again, appended to ${out}.`,
+    `  ${stale} of its ${items} items have records only under another contract or version: they run again, ` +
+    `appended to ${out}.`,
     "  To keep the old results apart, give another --out; to start again, pass --overwrite instead of --resume."
   ].join("\n")
 }
