@@ -9,6 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll } from "vitest"
+import * as Terminal from "../../../test/support/terminal.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..")
 const bin = path.join(root, "packages/cli/dist/bin.js")
@@ -684,52 +685,10 @@ const demoArgs = (out: string): Array<string> => [
 ]
 
 /** Runs the binary in a pseudo-terminal of `columns` columns (util-linux `script`); its raw output. */
-const inTerminal = (args: ReadonlyArray<string>, columns: number): Promise<Result> => {
-  const quoted = [process.execPath, bin, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ")
-  return new Promise((resolve) => {
-    execFile(
-      "script",
-      ["-qfec", `stty cols ${columns} rows 50; exec ${quoted}`, "/dev/null"],
-      { cwd: root, encoding: "utf8", timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
-        resolve({ code, stdout, stderr })
-      }
-    )
-  })
-}
+const inTerminal = (args: ReadonlyArray<string>, columns: number): Promise<Result> =>
+  Terminal.inTerminal([process.execPath, bin, ...args], columns, root)
 
-/** What a terminal of `columns` columns shows after `output`: \r, \n, erase-line, and wrapping at the edge. */
-const screen = (output: string, columns: number): Array<string> => {
-  const rows: Array<Array<string>> = [[]]
-  let row = 0
-  let col = 0
-  const chars = [...output]
-  for (let i = 0; i < chars.length; i++) {
-    const ch = chars[i]!
-    if (ch === "\r") col = 0
-    else if (ch === "\n") {
-      row++
-      col = 0
-      rows[row] ??= []
-    } else if (ch === "\x1b") {
-      // eslint-disable-next-line no-control-regex
-      const m = /^\x1b\[(\d*)([A-Za-z])/.exec(chars.slice(i, i + 8).join(""))
-      if (m !== null) {
-        if (m[2] === "K") rows[row] = []
-        i += m[0].length - 1
-      }
-    } else {
-      if (col === columns) {
-        row++
-        col = 0
-        rows[row] ??= []
-      }
-      rows[row]![col++] = ch
-    }
-  }
-  return rows.map((r) => Array.from(r, (c) => c ?? " ").join("").trimEnd())
-}
+const screen = Terminal.screen
 
 const BAR = /^\[[█░]+\] \d+\/48/
 
