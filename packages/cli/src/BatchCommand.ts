@@ -39,6 +39,7 @@ import * as Scenario from "./Scenario.js"
  * const reused = (r: BatchCommand.BatchReport) => r.stats.reused
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface BatchReport {
   readonly ok: boolean
@@ -65,6 +66,7 @@ export interface BatchReport {
  * BatchCommand.quantile([1, 2, 3, 4], 0.5) // 2
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const quantile = (values: ReadonlyArray<number>, q: number): number => {
   if (values.length === 0) return 0
@@ -102,6 +104,7 @@ export const SUMMARY_WIDTH = 70
  * console.log(BatchCommand.render(report))
  * ```
  * @since 0.1.0
+ * @category rendering
  */
 export const render = (r: BatchReport): string => {
   const s = r.stats
@@ -147,6 +150,7 @@ export const render = (r: BatchReport): string => {
  * }
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface BatchOptions {
   readonly input: string
@@ -220,6 +224,7 @@ const request = (item: PromptItem) => ({
  * })
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const execute = (options: BatchOptions): Effect.Effect<BatchReport, InputError, FileSystem.FileSystem> =>
   Effect.scoped(Effect.gen(function*() {
@@ -366,6 +371,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
  * BatchCommand.command // rein batch --input prompts.jsonl --catalog C --contract K --out run.jsonl [--resume] …
  * ```
  * @since 0.1.0
+ * @category commands
  */
 export const command = Command.make(
   "batch",

@@ -36,6 +36,7 @@ import { tokenizer } from "./internal/tokens.js"
  * const v: Plan.PredicateVerdict = { predicate: "budget", holds: true, detail: "worst-case cost 0.001 ≤ 0.1 left" }
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface PredicateVerdict {
   readonly predicate: Planner.Predicate
@@ -53,6 +54,7 @@ export interface PredicateVerdict {
  * const failing = (c: Plan.CandidatePlan) => c.predicates.filter((p) => !p.holds)
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface CandidatePlan {
   readonly endpoint: string
@@ -74,6 +76,7 @@ export interface CandidatePlan {
  * const firstTried = (r: Plan.PlanReport) => r.order[0]
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface PlanReport {
   readonly request: {
@@ -110,6 +113,7 @@ export interface PlanReport {
  * // { elapsedMillis: 0, remainingMillis: 30000, attempts: 0, … }
  * ```
  * @since 0.1.0
+ * @category planning
  */
 export const initialSnapshot = (contract: Contract.Contract): Planner.Snapshot => ({
   elapsedMillis: 0,
@@ -196,6 +200,7 @@ const holdsDetail = (
  * console.log(Plan.render(report))
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const make = (
   catalog: Catalog.Catalog,
@@ -263,6 +268,7 @@ const budgetText = (b: Planner.Snapshot["budget"]): string => {
  * console.log(Plan.render(report))
  * ```
  * @since 0.1.0
+ * @category rendering
  */
 export const render = (report: PlanReport): string => {
   const r = report.request
@@ -323,6 +329,7 @@ export const defaultRequest = { inputTokens: 900, maxOutputTokens: 400 } as cons
  * const report = Plan.fromFiles({ catalog: "examples/catalog.json", contract: "examples/contract.json" })
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const fromFiles = (files: {
   readonly catalog: string
@@ -350,6 +357,7 @@ export const fromFiles = (files: {
  * Plan.command // rein plan --catalog C --contract K [--request R] [--json]
  * ```
  * @since 0.1.0
+ * @category commands
  */
 export const command = Command.make(
   "plan",

@@ -33,6 +33,7 @@ import * as Scenario from "./Scenario.js"
  * const attempts = (r: Run.RunReport) => r.attempts.length
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface RunReport {
   readonly outcome: string
@@ -60,6 +61,7 @@ export interface RunReport {
  * const report = Run.report(result, null)
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const report = (
   result: Either.Either<Outcome.Completion, Outcome.Terminal>,
@@ -109,6 +111,7 @@ export const report = (
  * console.log(Run.render(report))
  * ```
  * @since 0.1.0
+ * @category rendering
  */
 export const render = (r: RunReport): string => {
   const lines: Array<string> = []
@@ -141,6 +144,7 @@ export const render = (r: RunReport): string => {
  * const options: Run.RunOptions = { catalog: "catalog.json", contract: "contract.json", prompt: "Hello", record: "rec.jsonl" }
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface RunOptions {
   readonly catalog: string
@@ -185,6 +189,7 @@ const journal = (
  * const report = Run.execute({ catalog: "examples/catalog.json", contract: "examples/contract.json", prompt: "Hello" })
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const execute = (options: RunOptions): Effect.Effect<RunReport, InputError, FileSystem.FileSystem> =>
   Effect.scoped(Effect.gen(function*() {
@@ -232,6 +237,7 @@ export const execute = (options: RunOptions): Effect.Effect<RunReport, InputErro
  * Run.command // rein run --catalog C --contract K --prompt "…" [--record rec.jsonl] [--json]
  * ```
  * @since 0.1.0
+ * @category commands
  */
 export const command = Command.make(
   "run",
