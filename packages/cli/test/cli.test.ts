@@ -809,8 +809,18 @@ describe("the command as a newcomer finds it", () => {
     expect(required).toEqual(["--input", "--catalog", "--contract", "--out"])
   }, 60_000)
 
-  it("--version prints the version alone", async () => {
+  it("--version prints the version alone, loading nothing but the binary and its version", async () => {
     const r = await rein(["--version"])
     expect(r).toEqual({ code: 0, stdout: "0.1.0\n", stderr: "" })
+    // The binary and its version module alone, where no package resolves: --version still answers, so it
+    // loads neither the command tree nor Effect (start-up is what --version costs).
+    const alone = fs.mkdtempSync(path.join(os.tmpdir(), "rein-version-"))
+    fs.mkdirSync(path.join(alone, "internal"))
+    fs.copyFileSync(bin, path.join(alone, "bin.js"))
+    fs.copyFileSync(path.join(root, "packages/cli/dist/internal/version.js"), path.join(alone, "internal/version.js"))
+    fs.writeFileSync(path.join(alone, "package.json"), JSON.stringify({ type: "module" }))
+    const isolated = execFileSync(process.execPath, [path.join(alone, "bin.js"), "--version"], { encoding: "utf8" })
+    expect(isolated).toBe("0.1.0\n")
+    fs.rmSync(alone, { recursive: true, force: true })
   }, 60_000)
 })
