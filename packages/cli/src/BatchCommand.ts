@@ -8,13 +8,14 @@
  */
 import { Command, Options } from "@effect/cli"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Checkpoint, Guardrails, Identity, JsonlStore } from "@rein/batch"
+import { ArtifactStore, Checkpoint, Guardrails, Identity, JsonlStore } from "@rein/batch"
 import type { Batch, Events, Resume, Stats, Termination } from "@rein/batch"
 import { Rein } from "@rein/core"
 import { Clock, Console, Effect, Either, Layer, Option } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import * as Breakers from "./internal/breakers.js"
+import * as Drift from "./internal/drift.js"
 import { inFile, loadCatalogAndContract, readDecoded, readJson } from "./internal/files.js"
 import { json, millis, num, table } from "./internal/format.js"
 import * as Interrupt from "./internal/interrupt.js"
@@ -22,10 +23,11 @@ import * as Shared from "./internal/options.js"
 import * as Progress from "./internal/progress.js"
 import type { PromptItem } from "./internal/prompts.js"
 import { countPrompts, streamPrompts } from "./internal/prompts.js"
-import { forCalls, tokenizer } from "./internal/providers.js"
+import { forCalls } from "./internal/providers.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 import * as Telemetry from "./internal/telemetry.js"
+import { tokenizer } from "./internal/tokens.js"
 import * as Scenario from "./Scenario.js"
 
 /**
@@ -38,6 +40,7 @@ import * as Scenario from "./Scenario.js"
  * const reused = (r: BatchCommand.BatchReport) => r.stats.reused
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface BatchReport {
   readonly ok: boolean
@@ -64,6 +67,7 @@ export interface BatchReport {
  * BatchCommand.quantile([1, 2, 3, 4], 0.5) // 2
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const quantile = (values: ReadonlyArray<number>, q: number): number => {
   if (values.length === 0) return 0
@@ -74,10 +78,24 @@ export const quantile = (values: ReadonlyArray<number>, q: number): number => {
 const unknownUsage = (n: number): string =>
   n === 0
     ? "none: every call reported its tokens"
-    : `${n} call${n === 1 ? "" : "s"} reported no token counts: not in the totals above`
+    : `${n} call${n === 1 ? "" : "s"} reported no tokens: not in the totals above`
 
 /**
- * Renders the summary table.
+ * The width the summary table fits in (a narrow terminal, or a pasted log): longer values wrap.
+ *
+ * @example
+ * ```ts
+ * import { BatchCommand } from "@rein/cli"
+ *
+ * BatchCommand.SUMMARY_WIDTH // 70
+ * ```
+ * @since 0.1.0
+ * @category rendering
+ */
+export const SUMMARY_WIDTH = 70
+
+/**
+ * Renders the summary table, fitted to `SUMMARY_WIDTH` columns.
  *
  * @example
  * ```ts
@@ -87,6 +105,7 @@ const unknownUsage = (n: number): string =>
  * console.log(BatchCommand.render(report))
  * ```
  * @since 0.1.0
+ * @category rendering
  */
 export const render = (r: BatchReport): string => {
   const s = r.stats
@@ -116,7 +135,7 @@ export const render = (r: BatchReport): string => {
     ["elapsed", millis(r.elapsedMillis)],
     ["artifact", `${r.out} (continue or reuse it with --resume)`]
   ]
-  return [`batch ${r.ok ? "completed" : "did not complete cleanly"}`, table(rows, "  ")].join("\n")
+  return [`batch ${r.ok ? "completed" : "did not complete cleanly"}`, table(rows, "  ", SUMMARY_WIDTH)].join("\n")
 }
 
 /**
@@ -132,6 +151,7 @@ export const render = (r: BatchReport): string => {
  * }
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface BatchOptions {
   readonly input: string
@@ -205,10 +225,17 @@ const request = (item: PromptItem) => ({
  * })
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const execute = (options: BatchOptions): Effect.Effect<BatchReport, InputError, FileSystem.FileSystem> =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
+    if (options.resume !== undefined && options.overwrite) {
+      return yield* new InputError({
+        message: "--resume and --overwrite together: --resume continues " + options.out +
+          ", --overwrite starts it again; pass one of them"
+      })
+    }
     const { catalog, contract } = yield* loadCatalogAndContract(options.catalog, options.contract)
     const fileGuardrails = options.guardrailsFile === undefined ? {} : yield* Effect.flatMap(
       readJson(options.guardrailsFile, "guardrails"),
@@ -263,6 +290,14 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       mode: options.fileMode
     })
       .pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, fs)))
+    if (options.resume !== undefined && existing > 0) {
+      const contents = yield* Effect.flatMap(ArtifactStore.ArtifactStore, (s) => s.read).pipe(
+        Effect.provide(store),
+        Effect.mapError((e) => new InputError({ message: Drift.artifactMessage(options.out, e) }))
+      )
+      const warning = Drift.warning(options.out, contents, identity)
+      if (warning !== undefined) yield* Console.error(warning)
+    }
 
     const summary: Batch.Summary<PromptItem> = yield* Checkpoint.run(items, {
       contract,
@@ -292,7 +327,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       Effect.mapError((e) =>
         e._tag === "InputError" ? e : new InputError({
           message: e._tag === "ArtifactError"
-            ? `${e.message}`
+            ? Drift.artifactMessage(options.out, e)
             : `${options.input}: ${e.message}`
         })
       )
@@ -337,6 +372,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
  * BatchCommand.command // rein batch --input prompts.jsonl --catalog C --contract K --out run.jsonl [--resume] …
  * ```
  * @since 0.1.0
+ * @category commands
  */
 export const command = Command.make(
   "batch",
@@ -350,7 +386,7 @@ export const command = Command.make(
     resume: Options.boolean("resume").pipe(
       Options.withDescription("Continue an existing artifact, reusing its successes (see --resume-policy)")
     ),
-    resumePolicy: Options.choice("resume-policy", ["reuse-successes", "reuse-all", "none"]).pipe(
+    resumePolicy: Shared.choice("resume-policy", ["reuse-successes", "reuse-all", "none"]).pipe(
       Options.withDescription("What --resume reuses: successes (default), all terminal records, or nothing"),
       Options.optional
     ),
@@ -362,38 +398,46 @@ export const command = Command.make(
       Options.withDescription("Guardrails as JSON (flags override its fields)"),
       Options.optional
     ),
-    concurrency: Options.integer("concurrency").pipe(
+    concurrency: Shared.number("concurrency", "a positive integer").pipe(
       Options.withDescription("Items at once (default 8)"),
       Options.optional
     ),
     itemDeadline: Options.text("item-deadline").pipe(
+      Options.withPseudoName("DURATION"),
       Options.withDescription("Deadline of each item, e.g. \"30 seconds\""),
       Options.optional
     ),
     batchDeadline: Options.text("batch-deadline").pipe(
+      Options.withPseudoName("DURATION"),
       Options.withDescription("Deadline of the whole run, e.g. \"10 minutes\""),
       Options.optional
     ),
-    maxTotalTokens: Options.float("max-total-tokens").pipe(
+    maxTotalTokens: Shared.number("max-total-tokens", "a number").pipe(
       Options.withDescription("Soft cap on tokens"),
       Options.optional
     ),
-    maxTotalCost: Options.float("max-total-cost").pipe(Options.withDescription("Soft cap on cost"), Options.optional),
-    rpm: Options.float("rpm").pipe(Options.withDescription("Attempts per minute"), Options.optional),
-    tpm: Options.float("tpm").pipe(Options.withDescription("Tokens per minute"), Options.optional),
-    abortOn: Options.text("abort-on").pipe(
-      Options.withDescription("A failure category that stops the run (repeatable), e.g. authentication"),
-      Options.repeated
+    maxTotalCost: Shared.number("max-total-cost", "a number").pipe(
+      Options.withDescription("Soft cap on cost"),
+      Options.optional
     ),
-    abortMode: Options.choice("abort-mode", ["drain-active", "cancel-active"]).pipe(
+    rpm: Shared.number("rpm", "a number").pipe(Options.withDescription("Attempts per minute"), Options.optional),
+    tpm: Shared.number("tpm", "a number").pipe(Options.withDescription("Tokens per minute"), Options.optional),
+    abortOn: Options.text("abort-on").pipe(
+      Options.withPseudoName("CATEGORY"),
+      Options.withDescription("A failure category that stops the run (repeatable), e.g. authentication"),
+      Options.repeated,
+      // Shown as optional in the usage line (`[--abort-on text...]`): none is the default.
+      Options.optional
+    ),
+    abortMode: Shared.choice("abort-mode", ["drain-active", "cancel-active"]).pipe(
       Options.withDescription("On a stop: let calls in flight finish, or cancel them"),
       Options.optional
     ),
-    rateLimitRetries: Options.integer("rate-limit-retries").pipe(
+    rateLimitRetries: Shared.number("rate-limit-retries", "a non-negative integer").pipe(
       Options.withDescription("429 retries per endpoint, apart from the contract's retries"),
       Options.optional
     ),
-    order: Options.choice("order", ["completion", "submission"]).pipe(
+    order: Shared.choice("order", ["completion", "submission"]).pipe(
       Options.withDescription("Order of results"),
       Options.optional
     ),
@@ -420,7 +464,8 @@ export const command = Command.make(
       set("abortMode", o.abortMode)
       set("rateLimitRetries", o.rateLimitRetries)
       set("order", o.order)
-      if (o.abortOn.length > 0) flags.abortOn = o.abortOn
+      const abortOn = Option.getOrElse(o.abortOn, () => [])
+      if (abortOn.length > 0) flags.abortOn = abortOn
       if (o.dryRun) flags.dryRun = true
       const report = yield* execute({
         input: o.input,

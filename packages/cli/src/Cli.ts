@@ -7,12 +7,14 @@
  */
 import { Command, HelpDoc, ValidationError } from "@effect/cli"
 import type { CliApp } from "@effect/cli"
-import { Cause, Console, Effect, Option, Ref } from "effect"
+import { Cause, Console, Effect, Option } from "effect"
 import * as BatchCommand from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Explain from "./Explain.js"
+import * as Argv from "./internal/argv.js"
 import * as Help from "./internal/help.js"
-import { ExitStatus, exitWith } from "./internal/status.js"
+import * as Status from "./internal/status.js"
+import { version as internalVersion } from "./internal/version.js"
 import * as Plan from "./Plan.js"
 import * as Replay from "./Replay.js"
 import * as Run from "./Run.js"
@@ -28,13 +30,14 @@ import * as Simulate from "./Simulate.js"
  * Cli.version // "0.1.0"
  * ```
  * @since 0.1.0
+ * @category running
  */
-export const version = "0.1.0"
+export const version: string = internalVersion
 
 const root = Command.make("rein", {}, () =>
   Effect.zipRight(
     Console.error("rein: choose a command: plan, run, replay, explain, simulate, batch (see rein --help)"),
-    exitWith(ExitCode.usage)
+    Status.exitWith(ExitCode.usage)
   )).pipe(
     Command.withDescription(
       "Keep every LLM call inside one deadline, one budget and one attempt policy — plan, run, replay, explain, " +
@@ -52,6 +55,7 @@ const root = Command.make("rein", {}, () =>
  * Cli.command // rein plan | run | replay | explain | simulate | batch
  * ```
  * @since 0.1.0
+ * @category commands
  */
 export const command = root.pipe(
   Command.withSubcommands([
@@ -63,6 +67,15 @@ export const command = root.pipe(
     BatchCommand.command
   ])
 )
+
+const flags: ReadonlyArray<Argv.Flags> = [
+  Argv.flagsOf(Plan.command),
+  Argv.flagsOf(Run.command),
+  Argv.flagsOf(Replay.command),
+  Argv.flagsOf(Explain.command),
+  Argv.flagsOf(Simulate.command),
+  Argv.flagsOf(BatchCommand.command)
+]
 
 const cli = Command.run(command, {
   name: "rein",
@@ -90,16 +103,19 @@ const firstLine = (u: unknown): string => {
  * )
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode.ExitCode, never, CliApp.CliApp.Environment> =>
   Effect.gen(function*() {
-    const status = yield* Ref.make<ExitCode.ExitCode>(ExitCode.ok)
+    const status = yield* Status.make(ExitCode.ok)
+    const typo = Argv.check(argv.slice(2), flags)
+    if (typo !== undefined) return yield* Effect.as(Console.error(typo), ExitCode.usage)
     const run = Help.asksHelp(argv)
       ? Effect.flatMap(Effect.console, (c) => Effect.withConsole(cli(argv), Help.console(c)))
       : cli(argv)
     return yield* run.pipe(
-      Effect.provideService(ExitStatus, status),
-      Effect.zipRight(Ref.get(status)),
+      Effect.provideService(Status.ExitStatus, status),
+      Effect.zipRight(status.get),
       Effect.catchAllCause((cause) => {
         if (Cause.isInterruptedOnly(cause)) return Effect.succeed(ExitCode.interrupted)
         const failure = Cause.failureOption(cause)

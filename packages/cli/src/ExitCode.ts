@@ -23,6 +23,7 @@
  * const code: ExitCode.ExitCode = ExitCode.ok
  * ```
  * @since 0.1.0
+ * @category models
  */
 export type ExitCode = 0 | 1 | 2 | 3 | 4 | 130
 
@@ -36,6 +37,7 @@ export type ExitCode = 0 | 1 | 2 | 3 | 4 | 130
  * ExitCode.ok // 0
  * ```
  * @since 0.1.0
+ * @category exit codes
  */
 export const ok: ExitCode = 0
 
@@ -49,6 +51,7 @@ export const ok: ExitCode = 0
  * ExitCode.failed // 1
  * ```
  * @since 0.1.0
+ * @category exit codes
  */
 export const failed: ExitCode = 1
 
@@ -62,6 +65,7 @@ export const failed: ExitCode = 1
  * ExitCode.usage // 2
  * ```
  * @since 0.1.0
+ * @category exit codes
  */
 export const usage: ExitCode = 2
 
@@ -75,6 +79,7 @@ export const usage: ExitCode = 2
  * ExitCode.mismatch // 3
  * ```
  * @since 0.1.0
+ * @category exit codes
  */
 export const mismatch: ExitCode = 3
 
@@ -88,6 +93,7 @@ export const mismatch: ExitCode = 3
  * ExitCode.internal // 4
  * ```
  * @since 0.1.0
+ * @category exit codes
  */
 export const internal: ExitCode = 4
 
@@ -101,6 +107,7 @@ export const internal: ExitCode = 4
  * ExitCode.interrupted // 130
  * ```
  * @since 0.1.0
+ * @category exit codes
  */
 export const interrupted: ExitCode = 130
 
@@ -114,6 +121,7 @@ export const interrupted: ExitCode = 130
  * console.log(ExitCode.help)
  * ```
  * @since 0.1.0
+ * @category exit codes
  */
 export const help = "Exit codes: 0 ok; 1 request or run failed; 2 usage or bad input; 3 replay mismatch; " +
   "4 internal error; 130 interrupted."

@@ -29,6 +29,7 @@ import { exitWith } from "./internal/status.js"
  * console.log(Explain.explain(records).text)
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const explain = (
   records: ReadonlyArray<Journal.JournalRecord>
@@ -47,6 +48,7 @@ export const explain = (
  * Explain.command // rein explain rec.jsonl [--json]
  * ```
  * @since 0.1.0
+ * @category commands
  */
 export const command = Command.make(
   "explain",

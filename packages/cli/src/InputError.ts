@@ -17,6 +17,7 @@ import { Schema } from "effect"
  * new InputError.InputError({ message: "examples/contract.json: deadline: Expected a positive finite duration" })
  * ```
  * @since 0.1.0
+ * @category errors
  */
 export class InputError extends Schema.TaggedError<InputError>()("InputError", {
   message: Schema.String

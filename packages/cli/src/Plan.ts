@@ -19,11 +19,12 @@ import { InputError } from "./InputError.js"
 import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num, table } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
-import { forPlanning, tokenizer } from "./internal/providers.js"
+import { forPlanning } from "./internal/providers.js"
 import { RequestFile } from "./internal/request.js"
 import { decodeWith } from "./internal/schema.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
+import { tokenizer } from "./internal/tokens.js"
 
 /**
  * One predicate's verdict, with the numbers behind it whether it holds or not.
@@ -35,6 +36,7 @@ import { exitWith } from "./internal/status.js"
  * const v: Plan.PredicateVerdict = { predicate: "budget", holds: true, detail: "worst-case cost 0.001 ≤ 0.1 left" }
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface PredicateVerdict {
   readonly predicate: Planner.Predicate
@@ -52,6 +54,7 @@ export interface PredicateVerdict {
  * const failing = (c: Plan.CandidatePlan) => c.predicates.filter((p) => !p.holds)
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface CandidatePlan {
   readonly endpoint: string
@@ -73,9 +76,15 @@ export interface CandidatePlan {
  * const firstTried = (r: Plan.PlanReport) => r.order[0]
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface PlanReport {
-  readonly request: { readonly inputTokens: number | null; readonly maxOutputTokens: number | null }
+  readonly request: {
+    readonly inputTokens: number | null
+    readonly maxOutputTokens: number | null
+    /** Where the request's shape came from: a `--request` file, or the default when none was given. */
+    readonly source?: "file" | "default" | undefined
+  }
   readonly deadlineMillis: number
   readonly attemptTimeoutMillis: number
   readonly budget: Planner.Snapshot["budget"]
@@ -104,6 +113,7 @@ export interface PlanReport {
  * // { elapsedMillis: 0, remainingMillis: 30000, attempts: 0, … }
  * ```
  * @since 0.1.0
+ * @category planning
  */
 export const initialSnapshot = (contract: Contract.Contract): Planner.Snapshot => ({
   elapsedMillis: 0,
@@ -190,11 +200,12 @@ const holdsDetail = (
  * console.log(Plan.render(report))
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const make = (
   catalog: Catalog.Catalog,
   contract: Contract.Contract,
-  request: { readonly inputTokens: number | null; readonly maxOutputTokens: number | null },
+  request: PlanReport["request"],
   providers: ReadonlyMap<string, Provider.Provider> = forPlanning(catalog)
 ): PlanReport => {
   const spec = Execute.makeSpec(contract, catalog.byId, providers, request.inputTokens, request.maxOutputTokens)
@@ -257,13 +268,14 @@ const budgetText = (b: Planner.Snapshot["budget"]): string => {
  * console.log(Plan.render(report))
  * ```
  * @since 0.1.0
+ * @category rendering
  */
 export const render = (report: PlanReport): string => {
   const r = report.request
   const lines: Array<string> = [
     `request: ${r.inputTokens === null ? "no input bound" : `${r.inputTokens} input tokens`}, ${
       r.maxOutputTokens === null ? "max output per endpoint" : `${r.maxOutputTokens} max output tokens`
-    }`,
+    }${r.source === "default" ? " (the default: give yours with --request, e.g. examples/request.json)" : ""}`,
     `deadline ${num(report.deadlineMillis)} ms, attempt timeout ${num(report.attemptTimeoutMillis)} ms, budget ${
       budgetText(report.budget)
     }`,
@@ -293,6 +305,21 @@ export const render = (report: PlanReport): string => {
 const decodeRequest = decodeWith(RequestFile)
 
 /**
+ * The request `rein plan` plans without `--request`: the shape of `examples/request.json` (900 input tokens,
+ * 400 output tokens), so that the budget and window predicates are checked with numbers, not left unchecked.
+ *
+ * @example
+ * ```ts
+ * import { Plan } from "@rein/cli"
+ *
+ * Plan.defaultRequest // { inputTokens: 900, maxOutputTokens: 400 }
+ * ```
+ * @since 0.1.0
+ * @category request
+ */
+export const defaultRequest = { inputTokens: 900, maxOutputTokens: 400 } as const
+
+/**
  * Loads the catalog, contract and optional request file, and plans.
  *
  * @example
@@ -302,6 +329,7 @@ const decodeRequest = decodeWith(RequestFile)
  * const report = Plan.fromFiles({ catalog: "examples/catalog.json", contract: "examples/contract.json" })
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const fromFiles = (files: {
   readonly catalog: string
@@ -310,12 +338,13 @@ export const fromFiles = (files: {
 }): Effect.Effect<PlanReport, InputError, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const { catalog, contract } = yield* loadCatalogAndContract(files.catalog, files.contract)
-    const request = files.request === undefined
-      ? {}
-      : yield* readDecoded(files.request, "request", decodeRequest)
+    if (files.request === undefined) {
+      return make(catalog, contract, { ...defaultRequest, source: "default" })
+    }
+    const request = yield* readDecoded(files.request, "request", decodeRequest)
     const inputTokens = request.inputTokens ??
       (request.prompt === undefined ? null : tokenizer({ prompt: request.prompt, system: request.system }))
-    return make(catalog, contract, { inputTokens, maxOutputTokens: request.maxOutputTokens ?? null })
+    return make(catalog, contract, { inputTokens, maxOutputTokens: request.maxOutputTokens ?? null, source: "file" })
   })
 
 /**
@@ -328,6 +357,7 @@ export const fromFiles = (files: {
  * Plan.command // rein plan --catalog C --contract K [--request R] [--json]
  * ```
  * @since 0.1.0
+ * @category commands
  */
 export const command = Command.make(
   "plan",
@@ -335,7 +365,10 @@ export const command = Command.make(
     catalog: Shared.catalog,
     contract: Shared.contract,
     request: Options.file("request").pipe(
-      Options.withDescription("A request (JSON): { inputTokens, maxOutputTokens } or { prompt }"),
+      Options.withDescription(
+        "A request (JSON): { inputTokens, maxOutputTokens } or { prompt } (default 900 input, 400 output tokens; " +
+          "see examples/request.json)"
+      ),
       Options.optional
     ),
     json: Shared.json

@@ -28,6 +28,7 @@ import { exitWith } from "./internal/status.js"
  * const ok: Replay.ReplayReport = { ok: true, requests: 1, decisions: 3 }
  * ```
  * @since 0.1.0
+ * @category models
  */
 export type ReplayReport =
   | { readonly ok: true; readonly requests: number; readonly decisions: number }
@@ -56,6 +57,7 @@ export type ReplayReport =
  * const report = Replay.replay(records) // { ok: true, requests: 1, decisions: 3 }
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const replay = (records: ReadonlyArray<Journal.JournalRecord>): ReplayReport => {
   let decisions = 0
@@ -90,6 +92,7 @@ export const replay = (records: ReadonlyArray<Journal.JournalRecord>): ReplayRep
  * // "replayed 3 decisions of 1 request: every decision reproduces byte for byte"
  * ```
  * @since 0.1.0
+ * @category rendering
  */
 export const render = (r: ReplayReport): string =>
   r.ok
@@ -114,6 +117,7 @@ export const render = (r: ReplayReport): string =>
  * Replay.command // rein replay rec.jsonl [--json]
  * ```
  * @since 0.1.0
+ * @category commands
  */
 export const command = Command.make(
   "replay",

@@ -17,10 +17,11 @@ import { attemptsTable } from "./internal/attempts.js"
 import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
-import { forCalls, tokenizer } from "./internal/providers.js"
+import { forCalls } from "./internal/providers.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 import * as Telemetry from "./internal/telemetry.js"
+import { tokenizer } from "./internal/tokens.js"
 import * as Scenario from "./Scenario.js"
 
 /**
@@ -33,6 +34,7 @@ import * as Scenario from "./Scenario.js"
  * const attempts = (r: Run.RunReport) => r.attempts.length
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface RunReport {
   readonly outcome: string
@@ -60,6 +62,7 @@ export interface RunReport {
  * const report = Run.report(result, null)
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const report = (
   result: Either.Either<Outcome.Completion, Outcome.Terminal>,
@@ -109,6 +112,7 @@ export const report = (
  * console.log(Run.render(report))
  * ```
  * @since 0.1.0
+ * @category rendering
  */
 export const render = (r: RunReport): string => {
   const lines: Array<string> = []
@@ -141,6 +145,7 @@ export const render = (r: RunReport): string => {
  * const options: Run.RunOptions = { catalog: "catalog.json", contract: "contract.json", prompt: "Hello", record: "rec.jsonl" }
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface RunOptions {
   readonly catalog: string
@@ -185,6 +190,7 @@ const journal = (
  * const report = Run.execute({ catalog: "examples/catalog.json", contract: "examples/contract.json", prompt: "Hello" })
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const execute = (options: RunOptions): Effect.Effect<RunReport, InputError, FileSystem.FileSystem> =>
   Effect.scoped(Effect.gen(function*() {
@@ -232,6 +238,7 @@ export const execute = (options: RunOptions): Effect.Effect<RunReport, InputErro
  * Run.command // rein run --catalog C --contract K --prompt "…" [--record rec.jsonl] [--json]
  * ```
  * @since 0.1.0
+ * @category commands
  */
 export const command = Command.make(
   "run",
@@ -240,11 +247,11 @@ export const command = Command.make(
     contract: Shared.contract,
     prompt: Options.text("prompt").pipe(Options.withDescription("The prompt (never recorded)")),
     system: Options.text("system").pipe(Options.withDescription("A system prompt"), Options.optional),
-    inputTokens: Options.integer("input-tokens").pipe(
+    inputTokens: Shared.number("input-tokens", "a positive integer").pipe(
       Options.withDescription("An upper bound of the prompt's tokens (default: its UTF-8 bytes + 16)"),
       Options.optional
     ),
-    maxOutputTokens: Options.integer("max-output-tokens").pipe(
+    maxOutputTokens: Shared.number("max-output-tokens", "a positive integer").pipe(
       Options.withDescription("The output bound (default: the endpoint's maximum)"),
       Options.optional
     ),

@@ -59,6 +59,7 @@ const Flap = Schema.Struct({
  * const busy = Schema.decodeUnknownSync(Scenario.Behaviour)({ kind: "fail", failure: "rate_limited", retryAfter: "2 seconds" })
  * ```
  * @since 0.1.0
+ * @category schemas
  */
 export const Behaviour = Schema.Union(Ok, Fail, Stall, Drip, Flap)
 
@@ -70,6 +71,7 @@ export const Behaviour = Schema.Union(Ok, Fail, Stall, Drip, Flap)
  * const stall: Scenario.Behaviour = { kind: "stall" }
  * ```
  * @since 0.1.0
+ * @category models
  */
 export type Behaviour = typeof Behaviour.Type
 
@@ -84,6 +86,7 @@ export type Behaviour = typeof Behaviour.Type
  * Schema.decodeUnknownSync(Scenario.Phase)({ from: "1 minute", until: "5 minutes", behaviour: { kind: "stall" } })
  * ```
  * @since 0.1.0
+ * @category schemas
  */
 export const Phase = Schema.Struct({
   from: Schema.optionalWith(Offset, { default: () => 0 }),
@@ -99,6 +102,7 @@ export const Phase = Schema.Struct({
  * const phase: Scenario.Phase = { from: 0, until: 60_000, behaviour: { kind: "stall" } }
  * ```
  * @since 0.1.0
+ * @category models
  */
 export type Phase = typeof Phase.Type
 
@@ -113,6 +117,7 @@ export type Phase = typeof Phase.Type
  * Schema.decodeUnknownSync(Scenario.PriceChange)({ at: "30 minutes", endpoint: "fake/a", outputTokens: 0.00002 })
  * ```
  * @since 0.1.0
+ * @category schemas
  */
 export const PriceChange = Schema.Struct({
   at: Offset,
@@ -130,6 +135,7 @@ export const PriceChange = Schema.Struct({
  * const change: Scenario.PriceChange = { at: 1_800_000, endpoint: "fake/a", outputTokens: 0.0003 }
  * ```
  * @since 0.1.0
+ * @category models
  */
 export type PriceChange = typeof PriceChange.Type
 
@@ -144,6 +150,7 @@ export type PriceChange = typeof PriceChange.Type
  * Schema.decodeUnknownSync(Scenario.HealthSettings)({ consecutiveFailures: 3, cooldown: "5 seconds" })
  * ```
  * @since 0.1.0
+ * @category schemas
  */
 export const HealthSettings = Schema.Struct({
   consecutiveFailures: Schema.optional(PositiveInt),
@@ -168,6 +175,7 @@ export const HealthSettings = Schema.Struct({
  * })
  * ```
  * @since 0.1.0
+ * @category schemas
  */
 export const ScenarioSchema = Schema.Struct({
   description: Schema.optional(Schema.String),
@@ -205,6 +213,7 @@ export const ScenarioSchema = Schema.Struct({
  * const minutes = (s: Scenario.Scenario) => s.duration / 60_000
  * ```
  * @since 0.1.0
+ * @category models
  */
 export type Scenario = typeof ScenarioSchema.Type
 
@@ -220,6 +229,7 @@ const decodeScenario = decodeWith(ScenarioSchema)
  * Scenario.decode({ rate: -1 }) // Left("rate: Expected a rate > 0, actual -1")
  * ```
  * @since 0.1.0
+ * @category decoding
  */
 export const decode: (input: unknown) => Either.Either<Scenario, string> = decodeScenario
 
@@ -234,6 +244,7 @@ export const decode: (input: unknown) => Either.Either<Scenario, string> = decod
  * Scenario.behaviourAt(scenario, "fake/a", 90_000)
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const behaviourAt = (scenario: Scenario, endpoint: string, offsetMillis: number): Behaviour => {
   // An own entry only: an endpoint named "constructor" or "toString" must not find Object.prototype's.
@@ -259,6 +270,7 @@ export const behaviourAt = (scenario: Scenario, endpoint: string, offsetMillis: 
  * Scenario.priceEpochs(scenario) // e.g. [0, 1_800_000]
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const priceEpochs = (scenario: Scenario): ReadonlyArray<number> =>
   [...new Set([0, ...scenario.prices.map((p) => p.at)])].sort((a, b) => a - b)
@@ -274,6 +286,7 @@ export const priceEpochs = (scenario: Scenario): ReadonlyArray<number> =>
  * Scenario.healthConfig(scenario) // e.g. { consecutiveFailures: 3 }
  * ```
  * @since 0.1.0
+ * @category utils
  */
 export const healthConfig = (scenario: Scenario): Partial<Health.Config> => {
   const h = scenario.health

@@ -20,10 +20,10 @@ import { Cause, Clock, Console, Effect, Either, Exit, Fiber, Random } from "effe
 import { quantile } from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
+import { scripted } from "./internal/fake.js"
 import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, millis, num, table } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
-import { scripted } from "./internal/providers.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 import * as Virtual from "./internal/virtual.js"
@@ -39,6 +39,7 @@ import * as Scenario from "./Scenario.js"
  * const t: Simulate.Transition = { atMillis: 2_300, endpoint: "fake/a", from: "closed", to: "open" }
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface Transition {
   readonly atMillis: number
@@ -57,6 +58,7 @@ export interface Transition {
  * const failedShare = (r: Simulate.SimulationReport) => 1 - (r.outcomes["success"] ?? 0) / r.requests
  * ```
  * @since 0.1.0
+ * @category models
  */
 export interface SimulationReport {
   readonly scenario: string
@@ -137,6 +139,7 @@ const bump = (record: Record<string, number>, key: string, by = 1) => {
  * const report = Simulate.simulate(catalog, contract, scenario, 42) // same seed, same report
  * ```
  * @since 0.1.0
+ * @category running
  */
 export const simulate = (
   catalog: Catalog.Catalog,
@@ -357,6 +360,7 @@ const SHOWN_TRANSITIONS = 12
  * console.log(Simulate.render(report))
  * ```
  * @since 0.1.0
+ * @category rendering
  */
 export const render = (r: SimulationReport): string => {
   const pct = (n: number) => (r.requests === 0 ? "0%" : `${num(Math.round((n / r.requests) * 1000) / 10)}%`)
@@ -434,6 +438,7 @@ export const render = (r: SimulationReport): string => {
  * Simulate.command // rein simulate --catalog C --contract K --scenario S [--seed N] [--json]
  * ```
  * @since 0.1.0
+ * @category commands
  */
 export const command = Command.make(
   "simulate",
@@ -443,7 +448,7 @@ export const command = Command.make(
     scenario: Options.file("scenario").pipe(
       Options.withDescription("The scenario (JSON): traffic, duration, endpoint phases, price changes")
     ),
-    seed: Options.integer("seed").pipe(
+    seed: Shared.number("seed", "an integer").pipe(
       Options.withDescription("Seed of arrivals, jitter and failure draws (the same seed gives the same report)"),
       Options.withDefault(1)
     ),

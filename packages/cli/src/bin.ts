@@ -1,27 +1,18 @@
 #!/usr/bin/env node
 /**
- * The `rein` binary: runs `Cli.main` on Node and ends the process with its exit code.
+ * The `rein` binary. `rein --version` is answered at once, from a module with no imports; every other
+ * command line loads the command tree and runs `Cli.main` on Node (`internal/node.ts`), ending the process
+ * with its exit code. Start-up is most of a short command's time, so nothing is loaded that the command at
+ * hand does not need.
  *
  * @since 0.1.0
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import type { Teardown } from "@effect/platform/Runtime"
-import { Cause, Effect, Exit } from "effect"
-import * as Cli from "./Cli.js"
-import * as ExitCode from "./ExitCode.js"
+import { version } from "./internal/version.js"
 
-// A success carries the exit code; the process then ends on its own, so stdout and stderr drain fully.
-const teardown: Teardown = (exit, onExit) => {
-  if (Exit.isSuccess(exit)) {
-    process.exitCode = typeof exit.value === "number" ? exit.value : ExitCode.ok
-    onExit(0)
-  } else {
-    onExit(Cause.isInterruptedOnly(exit.cause) ? ExitCode.interrupted : ExitCode.internal)
-  }
+const args = process.argv.slice(2)
+if (args.length === 1 && args[0] === "--version") {
+  process.stdout.write(`${version}\n`)
+} else {
+  const { start } = await import("./internal/node.js")
+  start(process.argv)
 }
-
-NodeRuntime.runMain(Cli.main(process.argv).pipe(Effect.provide(NodeContext.layer)), {
-  disableErrorReporting: true,
-  teardown
-})

@@ -9,6 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll } from "vitest"
+import * as Terminal from "../../../test/support/terminal.js"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..")
 const bin = path.join(root, "packages/cli/dist/bin.js")
@@ -114,6 +115,28 @@ describe("rein plan", () => {
     expect(r.stdout).toMatch(/✗ +capable +no structured output/)
     expect(r.stdout).toMatch(/order of trial: fake\/a → fake\/b/)
     expect(r.stdout).toMatch(/first decision: attempt fake\/a with a 4000 ms timeout/)
+  }, 60_000)
+
+  it("without --request plans the default request, with numbers, and says where to give one", async () => {
+    const r = await rein(["plan", "--catalog", catalog, "--contract", contract])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(
+      /^request: 900 input tokens, 400 max output tokens \(the default: give yours with --request, e\.g\. examples\/request\.json\)/
+    )
+    expect(r.stdout).toMatch(/#1 fake\/a: legal — reserves cost 0\.001 \/ 1300 tokens per attempt/)
+    expect(r.stdout).toMatch(/✓ +budget +worst-case cost 0\.001 ≤ 0\.1 left/)
+    expect(r.stdout).not.toMatch(/no reservation|unchecked/)
+    // The shipped example request gives the same plan.
+    const given = await rein([
+      "plan",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--request",
+      "examples/request.json"
+    ])
+    expect(given.stdout.split("\n").slice(1)).toEqual(r.stdout.split("\n").slice(1))
   }, 60_000)
 
   it("--json gives each candidate's eleven verdicts", async () => {
@@ -305,6 +328,34 @@ describe("rein run, replay, explain", () => {
   }, 120_000)
 })
 
+describe("the shipped retry-and-fallback scenario", () => {
+  it("rein run retries fake/a after its 503, falls back to fake/b, and the record replays", async () => {
+    const record = path.join(tmp, "retry-fallback.jsonl")
+    const r = await rein([
+      "run",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--prompt",
+      "Summarise the water cycle",
+      "--scenario",
+      `${scenarios}/retry-and-fallback.json`,
+      "--record",
+      record
+    ])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/^outcome: success on fake\/b \(simulated\)/)
+    expect(r.stdout).toMatch(/attempts: 3\n/)
+    expect(r.stdout).toMatch(/1 +1 +fake\/a +first +failure +overloaded \(http_503\)/)
+    expect(r.stdout).toMatch(/2 +2 +fake\/a +retry +failure +overloaded \(http_503\)/)
+    expect(r.stdout).toMatch(/3 +3 +fake\/b +fallback +success/)
+    const replay = await rein(["replay", record])
+    expect(replay.code).toBe(0)
+    expect(replay.stdout).toMatch(/replayed 3 decisions of 1 request/)
+  }, 60_000)
+})
+
 describe("rein simulate", () => {
   it("the same seed gives the same report; virtual time makes ten minutes take seconds", async () => {
     const args = ["simulate", "--catalog", catalog, "--contract", contract, "--scenario", `${scenarios}/outage.json`]
@@ -351,6 +402,18 @@ describe("rein simulate", () => {
     120_000
   )
 })
+
+const batchArgs = (out: string): Array<string> => [
+  "batch",
+  "--input",
+  "examples/prompts.jsonl",
+  "--catalog",
+  catalog,
+  "--contract",
+  contract,
+  "--out",
+  out
+]
 
 describe("rein batch", () => {
   it("runs the prompts through the outage with plain progress, a summary and a resumable artifact", async () => {
@@ -421,6 +484,42 @@ describe("rein batch", () => {
     ])
     expectBadInput(mode, /--file-mode: Expected octal permissions like 600 or 640, actual "999"/)
   }, 60_000)
+
+  it("refuses --resume with --overwrite, saying why", async () => {
+    const r = await rein([...batchArgs(path.join(tmp, "both.jsonl")), "--resume", "--overwrite"])
+    expectBadInput(r, /--resume and --overwrite together: .*pass one of them/)
+  }, 60_000)
+
+  it("names the artifact's file and line when a record is not valid JSON", async () => {
+    const out = path.join(tmp, "corrupt", "run.jsonl")
+    expect((await rein([...batchArgs(out), "--json"])).code).toBe(0)
+    const lines = fs.readFileSync(out, "utf8").split("\n")
+    lines[9] = "garbage{"
+    fs.writeFileSync(out, lines.join("\n"))
+    const r = await rein([...batchArgs(out), "--resume"])
+    expectBadInput(r, new RegExp(`${out.replaceAll("/", "\\/").replaceAll(".", "\\.")}:10: not valid JSON`))
+  }, 60_000)
+
+  it("resuming under a changed contract says what changed and how many records are not reusable", async () => {
+    const out = path.join(tmp, "drift", "run.jsonl")
+    expect((await rein([...batchArgs(out), "--json"])).code).toBe(0)
+    const swapped = file(
+      "contract-swapped.json",
+      JSON.stringify({ ...JSON.parse(fs.readFileSync(path.join(root, contract), "utf8")), candidates: ["fake/b"] })
+    )
+    const args = batchArgs(out).map((a) => (a === contract ? swapped : a))
+    const r = await rein([...args, "--resume", "--json"])
+    expect(r.code).toBe(0)
+    expect(r.stderr).toMatch(/run\.jsonl was written under another contract or version than this run's/)
+    expect(r.stderr).toMatch(/changed: model: "fast-small" → "steady-large"/)
+    expect(r.stderr).toMatch(/changed: extra\.rein\.candidates: /)
+    expect(r.stderr).toMatch(/48 of its 48 items have records only under another contract or version: they run/)
+    expect(r.stderr).toMatch(/give another --out; to start again, pass --overwrite instead of --resume/)
+    expect(JSON.parse(r.stdout).stats.reused).toBe(0)
+    // Resumed under the contract it was written with, nothing is said.
+    const same = await rein([...batchArgs(out), "--resume", "--json"])
+    expect(same.stderr).not.toMatch(/another contract/)
+  }, 120_000)
 
   it("names the line of a bad prompt", async () => {
     const input = file("prompts.jsonl", "{\"id\":\"a\",\"prompt\":\"x\"}\n{\"id\":\"b\"}\n")
@@ -509,6 +608,49 @@ describe("bad input", () => {
     expect(r.stderr).not.toMatch(/\n\s+at /)
   }, 60_000)
 
+  it("a mistyped flag or command gets a did-you-mean", async () => {
+    const out = path.join(tmp, "never.jsonl")
+    expectBadInput(
+      await rein([...batchArgs(out), "--overwirte"]),
+      /^rein batch: unknown flag --overwirte; did you mean --overwrite\? \(see rein batch --help\)\n$/
+    )
+    expectBadInput(await rein([...batchArgs(out), "--concurency", "4"]), /did you mean --concurrency\?/)
+    expectBadInput(await rein(["run", "--promt", "hi"]), /rein run: unknown flag --promt; did you mean --prompt\?/)
+    expectBadInput(await rein(["pln"]), /^rein: unknown command "pln"; did you mean plan\? \(the commands: plan, run,/)
+    expectBadInput(await rein(["simulte"]), /did you mean simulate\?/)
+    expectBadInput(await rein(["--verison"]), /rein: unknown flag --verison; did you mean --version\?/)
+    // Nothing close: no guess, the list.
+    expectBadInput(await rein(["frobnicate"]), /^rein: unknown command "frobnicate" \(the commands: /)
+    // A value that looks like a flag is the value of the flag before it.
+    const r = await rein(["run", "--catalog", catalog, "--contract", contract, "--prompt", "--not-a-flag", "--json"])
+    expect(r.code).toBe(0)
+  }, 120_000)
+
+  it("a bad flag value names the flag and what it takes", async () => {
+    const out = path.join(tmp, "never.jsonl")
+    for (
+      const [flag, value, expected] of [
+        ["--concurrency", "x", /^--concurrency: Expected a positive integer, actual "x"$/m],
+        ["--rate-limit-retries", "-1", /^--rate-limit-retries: Expected a non-negative integer, actual -1$/m],
+        ["--max-total-cost", "abc", /^--max-total-cost: Expected a number, actual "abc"$/m],
+        ["--order", "random", /^--order: Expected one of completion, submission, actual "random"$/m],
+        [
+          "--resume-policy",
+          "some",
+          /^--resume-policy: Expected one of reuse-successes, reuse-all, none, actual "some"$/m
+        ]
+      ] as const
+    ) {
+      const r = await rein([...batchArgs(out), flag, value])
+      expectBadInput(r, expected)
+      expect(r.stderr).not.toMatch(/is not a|Expected one of the following cases/)
+    }
+    expectBadInput(
+      await rein(["run", "--catalog", catalog, "--contract", contract, "--prompt", "hi", "--input-tokens", "1.5"]),
+      /--input-tokens: Expected a positive integer, actual 1\.5/
+    )
+  }, 120_000)
+
   it("an unreadable record: garbage, a future version, an empty file", async () => {
     expectBadInput(
       await rein(["replay", file("garbage.jsonl", "not json\n")]),
@@ -543,52 +685,10 @@ const demoArgs = (out: string): Array<string> => [
 ]
 
 /** Runs the binary in a pseudo-terminal of `columns` columns (util-linux `script`); its raw output. */
-const inTerminal = (args: ReadonlyArray<string>, columns: number): Promise<Result> => {
-  const quoted = [process.execPath, bin, ...args].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ")
-  return new Promise((resolve) => {
-    execFile(
-      "script",
-      ["-qfec", `stty cols ${columns} rows 50; exec ${quoted}`, "/dev/null"],
-      { cwd: root, encoding: "utf8", timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
-        resolve({ code, stdout, stderr })
-      }
-    )
-  })
-}
+const inTerminal = (args: ReadonlyArray<string>, columns: number): Promise<Result> =>
+  Terminal.inTerminal([process.execPath, bin, ...args], columns, root)
 
-/** What a terminal of `columns` columns shows after `output`: \r, \n, erase-line, and wrapping at the edge. */
-const screen = (output: string, columns: number): Array<string> => {
-  const rows: Array<Array<string>> = [[]]
-  let row = 0
-  let col = 0
-  const chars = [...output]
-  for (let i = 0; i < chars.length; i++) {
-    const ch = chars[i]!
-    if (ch === "\r") col = 0
-    else if (ch === "\n") {
-      row++
-      col = 0
-      rows[row] ??= []
-    } else if (ch === "\x1b") {
-      // eslint-disable-next-line no-control-regex
-      const m = /^\x1b\[(\d*)([A-Za-z])/.exec(chars.slice(i, i + 8).join(""))
-      if (m !== null) {
-        if (m[2] === "K") rows[row] = []
-        i += m[0].length - 1
-      }
-    } else {
-      if (col === columns) {
-        row++
-        col = 0
-        rows[row] ??= []
-      }
-      rows[row]![col++] = ch
-    }
-  }
-  return rows.map((r) => Array.from(r, (c) => c ?? " ").join("").trimEnd())
-}
+const screen = Terminal.screen
 
 const BAR = /^\[[█░]+\] \d+\/48/
 
@@ -610,7 +710,7 @@ describe("the demo on a terminal", () => {
     expect(text).toMatch(/breaker of fake\/a closed: the probe succeeded/)
     expect(text).toMatch(/q\d\d ok on fake\/b after 503( ×2)?\n/)
     expect(text).toMatch(/breakers +fake\/a opened \d+, half-open \d+, closed 1/)
-    expect(text).toMatch(/unknown usage +\d+ calls reported no token counts: not in the totals above/)
+    expect(text).toMatch(/unknown usage +\d+ calls reported no tokens: not in the totals above/)
     expect(text).toMatch(/answered by +fake\/a \d+, fake\/b \d+/)
     // Before any item finished, the bar shows no tokens or cost.
     const first = r.stdout.split("\r\x1b[2K").find((s) => / 0\/48 /.test(s))
@@ -628,6 +728,12 @@ describe("the demo on a terminal", () => {
     expect(bars.length).toBeGreaterThan(0)
     for (const bar of bars) expect([...bar].length).toBeLessThanOrEqual(70)
     expect(screen(r.stdout, 70).filter((line) => BAR.test(line))).toHaveLength(1)
+    // The summary fits too: its long values wrap under their column (the raw lines, not the terminal's rows,
+    // which the terminal would wrap anyway).
+    const summary = r.stdout.slice(r.stdout.indexOf("batch completed")).split(/\r?\n/)
+    expect(summary.length).toBeGreaterThan(10)
+    for (const line of summary) expect([...line].length).toBeLessThanOrEqual(70)
+    expect(summary.join("\n")).toMatch(/unknown usage +\d+ calls? reported no tokens: not in the totals/)
   }, 120_000)
 })
 
@@ -695,4 +801,30 @@ describe("the command as a newcomer finds it", () => {
       expect(r.stdout).toMatch(/batch --input file/)
     }
   }, 120_000)
+
+  it("the usage line shows optional flags in brackets, --abort-on too, with the kind of value each takes", async () => {
+    const r = await rein(["batch", "--help"])
+    const usage = r.stdout.slice(r.stdout.indexOf("$ batch"), r.stdout.indexOf("DESCRIPTION")).replaceAll(/\s+/g, " ")
+    expect(usage).toContain("[--abort-on CATEGORY...]")
+    expect(usage).toContain("[--concurrency N]")
+    expect(usage).toContain("[--order completion|submission]")
+    // Every flag outside brackets is one the command requires.
+    const required = usage.replaceAll(/\[[^\]]*\]/g, "").match(/--[a-z-]+/g)
+    expect(required).toEqual(["--input", "--catalog", "--contract", "--out"])
+  }, 60_000)
+
+  it("--version prints the version alone, loading nothing but the binary and its version", async () => {
+    const r = await rein(["--version"])
+    expect(r).toEqual({ code: 0, stdout: "0.1.0\n", stderr: "" })
+    // The binary and its version module alone, where no package resolves: --version still answers, so it
+    // loads neither the command tree nor Effect (start-up is what --version costs).
+    const alone = fs.mkdtempSync(path.join(os.tmpdir(), "rein-version-"))
+    fs.mkdirSync(path.join(alone, "internal"))
+    fs.copyFileSync(bin, path.join(alone, "bin.js"))
+    fs.copyFileSync(path.join(root, "packages/cli/dist/internal/version.js"), path.join(alone, "internal/version.js"))
+    fs.writeFileSync(path.join(alone, "package.json"), JSON.stringify({ type: "module" }))
+    const isolated = execFileSync(process.execPath, [path.join(alone, "bin.js"), "--version"], { encoding: "utf8" })
+    expect(isolated).toBe("0.1.0\n")
+    fs.rmSync(alone, { recursive: true, force: true })
+  }, 60_000)
 })

@@ -4,6 +4,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
+import * as BatchCommand from "../src/BatchCommand.js"
+import { table } from "../src/internal/format.js"
 import * as Interrupt from "../src/internal/interrupt.js"
 import { barLine } from "../src/internal/progress.js"
 import * as Story from "../src/internal/story.js"
@@ -98,5 +100,61 @@ describe("an interrupted run", () => {
       )
     )
       .toBe(2)
+  })
+})
+
+describe("the summary table", () => {
+  const word = fc.stringMatching(/^[a-z0-9.,/()-]{1,12}$/)
+  const cell = fc.array(word, { minLength: 1, maxLength: 20 }).map((ws) => ws.join(" "))
+
+  it("fits its width, keeps every word in order, and aligns wrapped lines under the column", () => {
+    fc.assert(fc.property(
+      fc.array(fc.tuple(word, cell), { minLength: 1, maxLength: 12 }),
+      fc.integer({ min: 40, max: 120 }),
+      (rows, width) => {
+        const lines = table(rows, "  ", width).split("\n")
+        for (const line of lines) expect([...line].length).toBeLessThanOrEqual(width)
+        expect(lines.join(" ").split(/ +/).filter((w) => w !== "")).toEqual(
+          rows.flatMap(([k, v]) => [k, ...v.split(" ")])
+        )
+        const column = 2 + Math.max(...rows.map(([k]) => k.length)) + 2
+        for (const line of lines) {
+          if (line.slice(0, column).trim() === "") expect(line[column]).not.toBe(" ")
+        }
+      }
+    ))
+  })
+
+  it("renders a batch's summary in 70 columns", () => {
+    const text = BatchCommand.render({
+      ok: true,
+      out: ".tmp/demo-run.jsonl",
+      items: 48,
+      termination: { _tag: "Completed", kind: "completed", reason: "all 48 accepted items finished" },
+      stats: {
+        accepted: 48,
+        succeeded: 48,
+        failed: 0,
+        reused: 0,
+        planned: 0,
+        byCategory: { ok: 48 },
+        attempts: 54,
+        retries: 2,
+        fallbacks: 4,
+        rateLimited: 0,
+        tokensUsed: 9666,
+        costUsed: 0.0307998,
+        costComplete: true,
+        unknownUsageAttempts: 6,
+        admissionWaits: 0,
+        admissionWaitMillis: 0
+      },
+      byEndpoint: { "fake/a": 31, "fake/b": 17 },
+      latency: { p50: 255.4, p90: 315, p99: 662.3, max: 662.3 },
+      elapsedMillis: 3900,
+      breakers: { "fake/a": { open: 1, half_open: 1, closed: 1 } }
+    })
+    for (const line of text.split("\n")) expect([...line].length).toBeLessThanOrEqual(BatchCommand.SUMMARY_WIDTH)
+    expect(text).toMatch(/item latency +p50 255\.4 ms, p90 315 ms, p99 662\.3 ms,\n +max 662\.3 ms/)
   })
 })

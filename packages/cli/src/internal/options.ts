@@ -3,7 +3,7 @@
  *
  * @internal
  */
-import { Options } from "@effect/cli"
+import { HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Effect, Option } from "effect"
 import { InputError } from "../InputError.js"
 
@@ -28,6 +28,7 @@ export const scenario = Options.file("scenario").pipe(
 
 /** `--base-url URL` (optional). @internal */
 export const baseUrl = Options.text("base-url").pipe(
+  Options.withPseudoName("URL"),
   Options.withDescription(
     "Base URL of the endpoints whose provider is \"openai-compatible\" (else REIN_BASE_URL; the key only from REIN_API_KEY)"
   ),
@@ -36,6 +37,7 @@ export const baseUrl = Options.text("base-url").pipe(
 
 /** `--file-mode MODE` (optional): the permissions of the files the command creates. @internal */
 export const fileMode = Options.text("file-mode").pipe(
+  Options.withPseudoName("MODE"),
   Options.withDescription(
     "Octal permissions of a file the command creates, e.g. 640 (default 600; an existing file keeps its own)"
   ),
@@ -55,3 +57,49 @@ export const decodeFileMode = (value: Option.Option<string>): Effect.Effect<numb
       })
     )
 }
+
+/** A flag's value as the user typed it, abbreviated: a number as is, anything else quoted. */
+const shown = (text: string): string =>
+  /^-?\d+(\.\d+)?$/.test(text) ? text : JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text)
+
+/** The failure of a flag whose value is not what it takes: one line naming the flag. @internal */
+export const badValue = (name: string, expected: string, text: string): ValidationError.ValidationError =>
+  ValidationError.invalidValue(HelpDoc.p(`--${name}: Expected ${expected}, actual ${shown(text)}`))
+
+const numbers = {
+  "a positive integer": (n: number) => Number.isSafeInteger(n) && n > 0,
+  "a non-negative integer": (n: number) => Number.isSafeInteger(n) && n >= 0,
+  "an integer": (n: number) => Number.isSafeInteger(n),
+  "a number": (n: number) => Number.isFinite(n)
+} as const
+
+/**
+ * A numeric flag (`--concurrency N`) whose bad value names the flag and what it takes
+ * (`--concurrency: Expected a positive integer, actual "x"`), instead of `@effect/cli`'s `'x' is not a integer`.
+ *
+ * @internal
+ */
+export const number = (name: string, expected: keyof typeof numbers): Options.Options<number> =>
+  Options.text(name).pipe(
+    Options.withPseudoName("N"),
+    Options.mapEffect((text) => {
+      const n = text.trim() === "" ? Number.NaN : Number(text)
+      return numbers[expected](n) ? Effect.succeed(n) : Effect.fail(badValue(name, expected, text))
+    })
+  )
+
+/**
+ * A flag taking one of a few words (`--order completion|submission`); a bad value names the flag and the words.
+ *
+ * @internal
+ */
+export const choice = <const A extends string>(name: string, choices: ReadonlyArray<A>): Options.Options<A> =>
+  Options.text(name).pipe(
+    Options.withPseudoName(choices.join("|")),
+    Options.mapEffect((text) => {
+      const found = choices.find((c) => c === text)
+      return found === undefined
+        ? Effect.fail(badValue(name, `one of ${choices.join(", ")}`, text))
+        : Effect.succeed(found)
+    })
+  )

@@ -1,5 +1,6 @@
 /**
- * Which provider runs each catalog endpoint. Convention (documented in the README and `--help`):
+ * Which provider runs each catalog endpoint: a registry from provider name to constructor. A new provider
+ * is one entry here. Convention (documented in the README and `--help`):
  *
  * - provider `openai-compatible`: the OpenAI-compatible HTTP adapter of `@rein/providers`. Its base URL
  *   comes from `--base-url` or the `REIN_BASE_URL` environment variable; its API key only from the
@@ -10,104 +11,45 @@
  * @internal
  */
 import type { Catalog, Provider } from "@rein/core"
-import { Fake } from "@rein/core"
-import type { Scope } from "effect"
-import type { Option } from "effect"
-import { Clock, Effect, Random } from "effect"
+import type { Option, Scope } from "effect"
+import { Effect } from "effect"
 import type { InputError } from "../InputError.js"
 import type { Scenario } from "../Scenario.js"
-import { behaviourAt } from "../Scenario.js"
+import { scripted } from "./fake.js"
 
-/** The provider name that selects the real HTTP adapter. @internal */
-export const REAL = "openai-compatible"
-
-/** An upper bound of a prompt's tokens: its UTF-8 bytes plus chat framing (a token is at least one byte). */
-export const tokenizer = (request: Provider.CompletionRequest): number =>
-  Buffer.byteLength(request.prompt, "utf8") + Buffer.byteLength(request.system ?? "", "utf8") + 16
-
-const SIMULATED_TEXT = "(simulated answer)"
-
-type Step = Fake.Step
-
-// The status an HTTP provider would answer with, so that progress reads `503` as it would against a real one.
-const HTTP_STATUS: Readonly<Record<string, string>> = {
-  rate_limited: "http_429",
-  overloaded: "http_503",
-  server_error: "http_500",
-  authentication: "http_401",
-  permission_denied: "http_403",
-  invalid_request: "http_400"
-}
-const codeOf = (kind: string): { readonly code?: string } => {
-  const code = HTTP_STATUS[kind]
-  return code === undefined ? {} : { code }
+/** What a constructor is given: the command's scenario, its start, the `--base-url` flag. @internal */
+export interface Context {
+  readonly scenario: Scenario | undefined
+  readonly originMillis: number
+  readonly baseUrl: Option.Option<string>
 }
 
-const toStep = (
-  scenario: Scenario | undefined,
-  behaviour: Scenario["default"],
-  offsetMillis: number,
-  u: number,
-  inputTokens: number,
-  maxOutputTokens: number
-): Step => {
-  const ok = (latency: number, outputTokens: number) =>
-    Fake.succeed({
-      text: SIMULATED_TEXT,
-      latency: `${latency} millis`,
-      usage: { inputTokens, outputTokens: Math.min(outputTokens, maxOutputTokens) }
-    })
-  switch (behaviour.kind) {
-    case "ok":
-    case "drip":
-      return ok(behaviour.latency, behaviour.outputTokens)
-    case "stall":
-      return Fake.hang
-    case "fail": {
-      if (u < behaviour.probability) {
-        return Fake.fail(behaviour.failure, {
-          ...codeOf(behaviour.failure),
-          latency: `${behaviour.latency} millis`,
-          ...(behaviour.retryAfter === undefined ? {} : { retryAfter: `${behaviour.retryAfter} millis` })
-        })
-      }
-      // The calls spared by the probability behave as the scenario's default (never recursively failing).
-      const fallback = scenario?.default
-      return fallback === undefined || fallback.kind === "fail"
-        ? ok(200, 100)
-        : toStep(scenario, fallback, offsetMillis, u, inputTokens, maxOutputTokens)
-    }
-    case "flap": {
-      const position = offsetMillis % (behaviour.up + behaviour.down)
-      return position < behaviour.up
-        ? ok(behaviour.latency, 100)
-        : Fake.fail(behaviour.failure, { ...codeOf(behaviour.failure), latency: `${behaviour.latency} millis` })
-    }
-  }
+/** One registered provider. @internal */
+export interface Entry {
+  /** Whether its answers are simulated (`plan` labels the endpoint so without constructing it). */
+  readonly simulated: boolean
+  /** Builds the provider for the command's scope; bad configuration is bad input. */
+  readonly make: (name: string, context: Context) => Effect.Effect<Provider.Provider, InputError, Scope.Scope>
 }
 
-/**
- * The built-in fake: each call asks the scenario how the endpoint behaves at this moment (offset from
- * `originMillis` on the effect's `Clock`, so virtual time drives it in `simulate`), and `Fake` plays that
- * step (latency through `Effect.sleep`, the failure as a classified `ProviderFailure`). Probabilities are
- * drawn from the effect's `Random`, seeded in `simulate`.
- *
- * @internal
- */
-export const scripted = (scenario: Scenario | undefined, originMillis: number): Provider.Provider => ({
-  internalMaxAttempts: 1,
+/** The entry of every provider name the registry does not list: the scripted fake. @internal */
+export const fake: Entry = {
   simulated: true,
-  call: (request, context) =>
-    Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Random.next), ([now, u]) => {
-      const offset = now - originMillis
-      const behaviour = scenario === undefined
-        ? { kind: "ok" as const, latency: 0, outputTokens: 100 }
-        : behaviourAt(scenario, context.endpoint.id, offset)
-      const inputTokens = request.inputTokens ?? tokenizer(request)
-      const step = toStep(scenario, behaviour, offset, u, inputTokens, context.maxOutputTokens)
-      return Fake.make({ [context.endpoint.id]: [step] }).provider.call(request, context)
-    })
-})
+  make: (_name, context) => Effect.succeed(scripted(context.scenario, context.originMillis))
+}
+
+/** The registry: provider name → constructor. @internal */
+export const registry: ReadonlyMap<string, Entry> = new Map<string, Entry>([
+  ["openai-compatible", {
+    simulated: false,
+    // Loaded only when needed: the HTTP stack costs start-up that fake runs should not pay.
+    make: (name, context) =>
+      Effect.flatMap(Effect.promise(() => import("./real.js")), (m) => m.real(name, context.baseUrl))
+  }]
+])
+
+/** The entry that runs a provider name. @internal */
+export const entryFor = (name: string): Entry => registry.get(name) ?? fake
 
 const placeholder = (simulated: boolean): Provider.Provider => ({
   internalMaxAttempts: 1,
@@ -115,34 +57,24 @@ const placeholder = (simulated: boolean): Provider.Provider => ({
   call: () => Effect.dieMessage("rein plan never calls a provider")
 })
 
+const names = (
+  catalog: Catalog.Catalog
+): ReadonlyArray<string> => [...new Set(catalog.endpoints.map((e) => e.provider))]
+
 /** Providers for planning only: present, labelled as they would run, never called. @internal */
 export const forPlanning = (catalog: Catalog.Catalog): ReadonlyMap<string, Provider.Provider> =>
-  new Map(catalog.endpoints.map((e) => [e.provider, placeholder(e.provider !== REAL)]))
-
-/** Whether any endpoint of the catalog needs the real adapter. @internal */
-export const needsReal = (catalog: Catalog.Catalog): boolean => catalog.endpoints.some((e) => e.provider === REAL)
+  new Map(names(catalog).map((name) => [name, placeholder(entryFor(name).simulated)]))
 
 /**
- * Providers for calls: the fake for every fake provider name, the HTTP adapter for `openai-compatible`.
+ * Providers for calls: each provider name of the catalog built by its registry entry, once.
  *
  * @internal
  */
 export const forCalls = (
   catalog: Catalog.Catalog,
-  options: {
-    readonly scenario: Scenario | undefined
-    readonly originMillis: number
-    readonly baseUrl: Option.Option<string>
-  }
+  context: Context
 ): Effect.Effect<ReadonlyMap<string, Provider.Provider>, InputError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const providers = new Map<string, Provider.Provider>()
-    const fake = scripted(options.scenario, options.originMillis)
-    for (const e of catalog.endpoints) if (e.provider !== REAL) providers.set(e.provider, fake)
-    if (needsReal(catalog)) {
-      // Loaded only when needed: the HTTP stack costs a second of start-up that fake runs should not pay.
-      const { real } = yield* Effect.promise(() => import("./real.js"))
-      providers.set(REAL, yield* real(options.baseUrl))
-    }
-    return providers
-  })
+  Effect.map(
+    Effect.forEach(names(catalog), (name) => Effect.map(entryFor(name).make(name, context), (p) => [name, p] as const)),
+    (entries) => new Map(entries)
+  )

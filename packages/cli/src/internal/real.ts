@@ -1,5 +1,5 @@
 /**
- * The real adapter of the convention in `providers.ts`: `openai-compatible` endpoints over HTTP, the base
+ * The `openai-compatible` entry of the provider registry (`providers.ts`): endpoints over HTTP, the base
  * URL from `--base-url` or `REIN_BASE_URL`, the key only from `REIN_API_KEY` (as `Redacted`).
  *
  * @internal
@@ -10,17 +10,19 @@ import * as OpenAiCompatible from "@rein/providers/OpenAiCompatible"
 import type { Scope } from "effect"
 import { Config, Effect, Layer, Option } from "effect"
 import { InputError } from "../InputError.js"
-import { REAL } from "./providers.js"
 
 /** The HTTP client lives in the command's scope: it must outlive the provider's construction. @internal */
-export const real = (flag: Option.Option<string>): Effect.Effect<Provider.Provider, InputError, Scope.Scope> =>
+export const real = (
+  name: string,
+  flag: Option.Option<string>
+): Effect.Effect<Provider.Provider, InputError, Scope.Scope> =>
   Effect.gen(function*() {
     const env = yield* Effect.orElseSucceed(Config.option(Config.string("REIN_BASE_URL")), () => Option.none())
     // An empty value (REIN_BASE_URL= in a shell) counts as unset.
     const baseUrl = Option.filter(Option.orElse(flag, () => env), (url) => url.trim() !== "")
     if (Option.isNone(baseUrl)) {
       return yield* new InputError({
-        message: `the catalog names provider "${REAL}": give its base URL with --base-url or REIN_BASE_URL`
+        message: `the catalog names provider "${name}": give its base URL with --base-url or REIN_BASE_URL`
       })
     }
     const apiKey = yield* Effect.orElseSucceed(Config.option(Config.redacted("REIN_API_KEY")), () => Option.none())
@@ -29,7 +31,7 @@ export const real = (flag: Option.Option<string>): Effect.Effect<Provider.Provid
       baseUrl: baseUrl.value,
       ...(Option.isSome(apiKey) ? { apiKey: apiKey.value } : {})
     }).pipe(
-      Effect.mapError((e) => new InputError({ message: `${REAL}: ${e.message}` })),
+      Effect.mapError((e) => new InputError({ message: `${name}: ${e.message}` })),
       Effect.provide(http)
     )
   })

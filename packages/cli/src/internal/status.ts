@@ -7,9 +7,21 @@
 import { Context, Effect, Ref } from "effect"
 import type { ExitCode } from "../ExitCode.js"
 
+/** The exit status service: what the process will end with. @internal */
+export interface Service {
+  /** Sets the code (the last one set wins). */
+  readonly set: (code: ExitCode) => Effect.Effect<void>
+  /** The code set so far (`ok` when none was). */
+  readonly get: Effect.Effect<ExitCode>
+}
+
 /** @internal */
-export class ExitStatus extends Context.Tag("@rein/cli/ExitStatus")<ExitStatus, Ref.Ref<ExitCode>>() {}
+export class ExitStatus extends Context.Tag("@rein/cli/ExitStatus")<ExitStatus, Service>() {}
+
+/** An exit status held in a `Ref`, starting at `initial`. @internal */
+export const make = (initial: ExitCode): Effect.Effect<Service> =>
+  Effect.map(Ref.make(initial), (ref) => ({ set: (code) => Ref.set(ref, code), get: Ref.get(ref) }))
 
 /** Sets the exit code the process will end with. @internal */
 export const exitWith = (code: ExitCode): Effect.Effect<void, never, ExitStatus> =>
-  Effect.flatMap(ExitStatus, (ref) => Ref.set(ref, code))
+  Effect.flatMap(ExitStatus, (status) => status.set(code))

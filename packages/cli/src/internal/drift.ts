@@ -1,0 +1,63 @@
+/**
+ * What `rein batch --resume` says before it runs when the artifact was written under another identity (a
+ * changed contract, catalog model or version): a record is reused only under the identity it was written
+ * under, so those items run again and their new records are appended to the same file. Said in words, with
+ * the count, instead of a silent re-run.
+ *
+ * @internal
+ */
+import type { ArtifactStore, Identity } from "@rein/batch"
+import { Fingerprint } from "@rein/batch"
+
+const shown = (value: string | undefined): string => (value === undefined ? "(none)" : JSON.stringify(value))
+
+/** The fields that differ between two identities (`model: "a" → "b"`), in a stable order. @internal */
+export const changes = (before: Identity.Identity, after: Identity.Identity): ReadonlyArray<string> => {
+  const fields = ["provider", "model", "promptVersion", "parserVersion", "applicationVersion"] as const
+  const out: Array<string> = []
+  for (const field of fields) {
+    if (before[field] !== after[field]) out.push(`${field}: ${shown(before[field])} → ${shown(after[field])}`)
+  }
+  const keys = [...new Set([...Object.keys(before.extra), ...Object.keys(after.extra)])].sort()
+  for (const key of keys) {
+    const was = Object.hasOwn(before.extra, key) ? before.extra[key] : undefined
+    const now = Object.hasOwn(after.extra, key) ? after.extra[key] : undefined
+    if (was !== now) out.push(`extra.${key}: ${shown(was)} → ${shown(now)}`)
+  }
+  return out
+}
+
+/**
+ * The warning for resuming `out` under `identity`, or `undefined` when every record was written under it.
+ *
+ * @internal
+ */
+export const warning = (
+  out: string,
+  contents: ArtifactStore.Contents,
+  identity: Identity.Identity
+): string | undefined => {
+  const fingerprint = Fingerprint.identity(identity)
+  const current = new Set<string>()
+  const others = new Set<string>()
+  for (const r of contents.records) (r.identityFingerprint === fingerprint ? current : others).add(r.itemId)
+  const stale = [...others].filter((id) => !current.has(id)).length
+  if (stale === 0) return undefined
+  const items = new Set([...current, ...others]).size
+  const what = contents.manifest.identityFingerprint === fingerprint
+    ? []
+    : changes(contents.manifest.identity, identity)
+  return [
+    `rein batch: ${out} was written under another contract or version than this run's`,
+    ...what.map((line) => `  changed: ${line}`),
+    `  ${stale} of its ${items} items have records only under another contract or version: they run again, ` +
+    `appended to ${out}.`,
+    "  To keep the old results apart, give another --out; to start again, pass --overwrite instead of --resume."
+  ].join("\n")
+}
+
+/** An artifact error naming the file and line (`run.jsonl:10: not valid JSON …`). @internal */
+export const artifactMessage = (out: string, e: ArtifactStore.ArtifactError): string =>
+  e.line === undefined
+    ? `${out}: ${e.message}`
+    : `${out}:${e.line}: ${e.message.replace(new RegExp(`^line ${e.line}: `), "")}`

@@ -1,0 +1,96 @@
+/**
+ * The built-in fake provider of the CLI: every provider name the registry does not list runs on it. Each
+ * call asks the scenario how the endpoint behaves at that moment and `Fake` from `@rein/core` plays the step.
+ *
+ * @internal
+ */
+import type { Provider } from "@rein/core"
+import { Fake } from "@rein/core"
+import { Clock, Effect, Random } from "effect"
+import type { Scenario } from "../Scenario.js"
+import { behaviourAt } from "../Scenario.js"
+import { tokenizer } from "./tokens.js"
+
+const SIMULATED_TEXT = "(simulated answer)"
+
+type Step = Fake.Step
+
+// The status an HTTP provider would answer with, so that progress reads `503` as it would against a real one.
+const HTTP_STATUS: Readonly<Record<string, string>> = {
+  rate_limited: "http_429",
+  overloaded: "http_503",
+  server_error: "http_500",
+  authentication: "http_401",
+  permission_denied: "http_403",
+  invalid_request: "http_400"
+}
+const codeOf = (kind: string): { readonly code?: string } => {
+  const code = HTTP_STATUS[kind]
+  return code === undefined ? {} : { code }
+}
+
+const toStep = (
+  scenario: Scenario | undefined,
+  behaviour: Scenario["default"],
+  offsetMillis: number,
+  u: number,
+  inputTokens: number,
+  maxOutputTokens: number
+): Step => {
+  const ok = (latency: number, outputTokens: number) =>
+    Fake.succeed({
+      text: SIMULATED_TEXT,
+      latency: `${latency} millis`,
+      usage: { inputTokens, outputTokens: Math.min(outputTokens, maxOutputTokens) }
+    })
+  switch (behaviour.kind) {
+    case "ok":
+    case "drip":
+      return ok(behaviour.latency, behaviour.outputTokens)
+    case "stall":
+      return Fake.hang
+    case "fail": {
+      if (u < behaviour.probability) {
+        return Fake.fail(behaviour.failure, {
+          ...codeOf(behaviour.failure),
+          latency: `${behaviour.latency} millis`,
+          ...(behaviour.retryAfter === undefined ? {} : { retryAfter: `${behaviour.retryAfter} millis` })
+        })
+      }
+      // The calls spared by the probability behave as the scenario's default (never recursively failing).
+      const fallback = scenario?.default
+      return fallback === undefined || fallback.kind === "fail"
+        ? ok(200, 100)
+        : toStep(scenario, fallback, offsetMillis, u, inputTokens, maxOutputTokens)
+    }
+    case "flap": {
+      const position = offsetMillis % (behaviour.up + behaviour.down)
+      return position < behaviour.up
+        ? ok(behaviour.latency, 100)
+        : Fake.fail(behaviour.failure, { ...codeOf(behaviour.failure), latency: `${behaviour.latency} millis` })
+    }
+  }
+}
+
+/**
+ * The built-in fake: each call asks the scenario how the endpoint behaves at this moment (offset from
+ * `originMillis` on the effect's `Clock`, so virtual time drives it in `simulate`), and `Fake` plays that
+ * step (latency through `Effect.sleep`, the failure as a classified `ProviderFailure`). Probabilities are
+ * drawn from the effect's `Random`, seeded in `simulate`.
+ *
+ * @internal
+ */
+export const scripted = (scenario: Scenario | undefined, originMillis: number): Provider.Provider => ({
+  internalMaxAttempts: 1,
+  simulated: true,
+  call: (request, context) =>
+    Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Random.next), ([now, u]) => {
+      const offset = now - originMillis
+      const behaviour = scenario === undefined
+        ? { kind: "ok" as const, latency: 0, outputTokens: 100 }
+        : behaviourAt(scenario, context.endpoint.id, offset)
+      const inputTokens = request.inputTokens ?? tokenizer(request)
+      const step = toStep(scenario, behaviour, offset, u, inputTokens, context.maxOutputTokens)
+      return Fake.make({ [context.endpoint.id]: [step] }).provider.call(request, context)
+    })
+})
