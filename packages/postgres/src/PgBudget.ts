@@ -239,24 +239,29 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
     if (S.nearCeiling(s, ctx.caps, ctx.exposure) || !S.isZero(S.low(s, ctx.caps))) Queue.unsafeOffer(wake, undefined)
     return Either.right(hold)
   }
-  const slowReserve = (reservation: Reservation) =>
-    Effect.gen(function*() {
-      const need = S.need(reservation)
+  // Under the lock: other slow reservations wait, so a top-up is not taken by the next one in line.
+  const slowReserve = (reservation: Reservation) => {
+    const need = S.need(reservation)
+    const attempts = Effect.gen(function*() {
       for (let attempt = 0; attempt < 4; attempt++) {
         const fast = unsafeReserve(reservation)
         if (fast !== undefined) return yield* fast
-        const outcome = yield* Effect.either(db(reserveStep(ctx, need)))
-        if (Either.isLeft(outcome)) {
-          const e = outcome.left
-          if (e instanceof L.Lost) continue
-          if (!(e instanceof PgBudgetError) && !(e instanceof SqlError)) return yield* Effect.fail(e)
-          // Fail closed: without the database, only what the slice already covers can be admitted.
-          yield* Effect.logWarning(`@rein/postgres: reservation refused, database unavailable: ${describe(e)}`)
-          return yield* Effect.fail(L.shortfallOf(ctx, need, S.short(ctx.slice, ctx.caps, need)))
-        }
+        yield* reserveStep(ctx, need)
       }
       return yield* Effect.fail(L.shortfallOf(ctx, need, S.short(ctx.slice, ctx.caps, need)))
     })
+    return db(attempts).pipe(
+      Effect.catchIf(
+        (e): e is PgBudgetError | SqlError => e instanceof PgBudgetError || e instanceof SqlError,
+        (e) =>
+          // Fail closed: without the database, only what the slice already covers can be admitted.
+          Effect.zipRight(
+            Effect.logWarning(`@rein/postgres: reservation refused, database unavailable: ${describe(e)}`),
+            Effect.fail(L.shortfallOf(ctx, need, S.short(ctx.slice, ctx.caps, need)))
+          )
+      )
+    )
+  }
   const settleNow = (hold: Hold, c: Charged) => {
     const meta = holds.get(hold)
     if (meta === undefined) return
@@ -287,7 +292,7 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
 }
 
 /** One step of the slow path: renew an expired lease, lease what is short, or raise the ceiling. */
-const reserveStep = (ctx: L.Ctx, need: S.Vec): Effect.Effect<void, Shortfall | L.Lost | SqlError> =>
+const reserveStep = (ctx: L.Ctx, need: S.Vec): Effect.Effect<void, Shortfall | SqlError> =>
   Effect.gen(function*() {
     if (ctx.clock.unsafeCurrentTimeMillis() >= ctx.slice.validUntil) return yield* L.renew(ctx)
     const short = S.short(ctx.slice, ctx.caps, need)

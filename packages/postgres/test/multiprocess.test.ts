@@ -1,0 +1,155 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import { available, fresh, PgLive, Server } from "./pg.js"
+import { bundle, spawnChild } from "./processes.js"
+
+const CAP = 3 // dollars
+const NANOS = 1e9
+const TTL = 1000
+const HEARTBEAT = 200
+
+interface Usage {
+  readonly charged: number
+  readonly outstanding: number
+  readonly reservations: number
+}
+
+/** What a worker's own output says it charged and still had reserved (nano-dollars). */
+const usageOf = (stdout: string): Usage => {
+  const open = new Map<string, number>()
+  let charged = 0
+  let reservations = 0
+  for (const line of stdout.split("\n")) {
+    const [kind, id, amount] = line.split(" ")
+    if (kind === "R") {
+      open.set(id!, Number(amount))
+      reservations++
+    }
+    if (kind === "C") {
+      open.delete(id!)
+      charged += Number(amount)
+    }
+  }
+  return { charged, outstanding: [...open.values()].reduce((a, b) => a + b, 0), reservations }
+}
+
+interface Sample {
+  readonly cap: number
+  readonly spent: number
+  readonly leased: number
+  readonly leases: number
+}
+
+const sample = (sql: SqlClient.SqlClient, name: string) =>
+  Effect.map(
+    sql<Sample>`SELECT b.cost_cap::float8 AS cap, b.cost_spent::float8 AS spent, b.cost_leased::float8 AS leased,
+      COALESCE((SELECT SUM(l.cost_leased) FROM rein_budget_leases l WHERE l.budget = b.name), 0)::float8 AS leases
+      FROM rein_budgets b WHERE b.name = ${name}`,
+    (rows) => rows[0]
+  )
+
+describe.skipIf(!available)("one budget, four real processes, two of them killed with SIGKILL", () => {
+  layer(PgLive, { timeout: "120 seconds", excludeTestServices: true })((it) => {
+    it.scoped(
+      "charged + reserved ≤ cap at every sampled moment; the dead leases' ceilings are charged, the rest returned",
+      () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const server = yield* Server
+          const name = fresh("fleet")
+          const worker = yield* bundle("budget-worker")
+          let seed = 1
+          const start = () =>
+            spawnChild(worker, {
+              url: server.url,
+              name,
+              cost: CAP,
+              seed: seed++,
+              loops: 4,
+              patienceMillis: 3000,
+              heartbeatMillis: HEARTBEAT,
+              ttlMillis: TTL
+            })
+          const first = yield* Effect.forEach([0, 1, 2, 3], start)
+          yield* Effect.forEach(first, (c) => c.waitFor(/READY\n/))
+
+          const samples: Array<Sample> = []
+          const sampler = yield* Effect.fork(
+            Effect.forever(
+              Effect.flatMap(sample(sql, name), (s) => Effect.sync(() => void (s && samples.push(s)))).pipe(
+                Effect.zipRight(Effect.sleep("15 millis"))
+              )
+            )
+          )
+
+          // Kill two of them mid-way, once each has made some reservations (most likely with calls in flight).
+          const doomed = [first[0]!, first[1]!]
+          yield* Effect.forEach(doomed, (c) =>
+            c.waitFor(/(?:^R .*\n[^]*?){25}/m).pipe(Effect.zipRight(c.kill("SIGKILL"))))
+          yield* Effect.forEach(doomed, (c) =>
+            c.exited)
+          const deadUsage = doomed.map((c) => usageOf(c.stdout()))
+          // A statement the dead process had already sent may still commit: let it settle before reading.
+          yield* Effect.sleep("300 millis")
+          const deadLeases = yield* Effect.forEach(doomed, (c) =>
+            Effect.map(
+              sql<{ readonly leased: number; readonly exposed: number }>`SELECT cost_leased::float8 AS leased,
+                cost_exposed::float8 AS exposed FROM rein_budget_leases
+                WHERE budget = ${name} AND holder LIKE ${`%:${c.pid}`}`,
+              (rows) => rows[0]!
+            ))
+
+          // Restart them: the restarted ones spend what the dead leases give back.
+          const restarted = yield* Effect.forEach([0, 1], start)
+          const live = [first[2]!, first[3]!, ...restarted]
+          const exits = yield* Effect.forEach(live, (c) => c.exited, { concurrency: "unbounded" }).pipe(
+            Effect.timeoutFail({
+              duration: "90 seconds",
+              onTimeout: () =>
+                new Error(`workers did not finish: ${
+                  live.map((c) => `${c.pid}: ${c.stdout().slice(-300)} ${c.stderr().slice(-1000)}`).join("\n")
+                } last sample ${JSON.stringify(samples.at(-1))}`)
+            })
+          )
+          yield* Fiber.interrupt(sampler)
+          expect(
+            exits.map((e) =>
+              e.code
+            ),
+            live.map((c) => c.stderr()).join("\n")
+          ).toEqual([0, 0, 0, 0])
+          for (const c of live) expect(c.stdout()).toContain("CLOSED")
+
+          // At every sampled moment: what is spent plus what is leased (which bounds what every process has
+          // charged and reserved) stays within the cap, and the budget row agrees with the lease rows.
+          expect(samples.length).toBeGreaterThan(20)
+          for (const s of samples) {
+            expect(s.spent + s.leased).toBeLessThanOrEqual(CAP * NANOS)
+            expect(s.leased).toBe(s.leases)
+          }
+
+          // Each dead holder is charged at least what it had charged and still had in flight.
+          deadLeases.forEach((lease, i) => {
+            expect(lease.exposed).toBeGreaterThanOrEqual(deadUsage[i]!.charged + deadUsage[i]!.outstanding)
+            expect(lease.exposed).toBeLessThanOrEqual(lease.leased)
+          })
+
+          // At the end: no lease left, nothing leased, and spent is exactly the survivors' charges plus the dead
+          // leases' ceilings: the rest of the dead leases went back to the pool, nothing is charged twice.
+          const end = (yield* sample(sql, name))!
+          const leases = yield* sql<{ readonly n: number }>`SELECT COUNT(*)::float8 AS n FROM rein_budget_leases
+            WHERE budget = ${name}`
+          expect(leases[0]!.n).toBe(0)
+          expect(end.leased).toBe(0)
+          const liveCharged = live.reduce((sum, c) => sum + usageOf(c.stdout()).charged, 0)
+          const deadCharged = deadLeases.reduce((sum, l) => sum + l.exposed, 0)
+          expect(end.spent).toBe(liveCharged + deadCharged)
+          expect(end.spent).toBeLessThanOrEqual(CAP * NANOS)
+          // The fleet ran the budget down: the survivors stopped because it was spent, not before.
+          expect(CAP * NANOS - end.spent).toBeLessThan(0.05 * CAP * NANOS)
+        }),
+      120_000
+    )
+  })
+})
