@@ -8,6 +8,8 @@
  * - `rein_budget_leases`: one row per process holding a slice: `leased` (its slice), `exposed` (the ceiling
  *   charged as spent if it dies), `charged` / `reserved` (its usage at its last report, for operators) and
  *   `expires_at` on the database clock, extended by each heartbeat.
+ * - `rein_budget_reclaims`: one row per expired lease reclaimed: what was `charged` as spent (its ceiling) and
+ *   what was `returned` to the pool (the rest of its slice).
  *
  * @since 0.1.0
  */
@@ -43,7 +45,16 @@ const budgets = Effect.flatMap(SqlClient.SqlClient, (sql) =>
       heartbeat_at timestamptz NOT NULL,
       opened_at timestamptz NOT NULL DEFAULT clock_timestamp()
     )`),
-    sql.unsafe(`CREATE INDEX rein_budget_leases_expiry ON rein_budget_leases (budget, expires_at)`)
+    sql.unsafe(`CREATE INDEX rein_budget_leases_expiry ON rein_budget_leases (budget, expires_at)`),
+    sql.unsafe(`CREATE TABLE rein_budget_reclaims (
+      lease_id text PRIMARY KEY,
+      budget text NOT NULL REFERENCES rein_budgets (name),
+      holder text NOT NULL,
+      ${amounts("charged")},
+      ${amounts("returned")},
+      expired_at timestamptz NOT NULL,
+      reclaimed_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    )`)
   ], { discard: true }))
 
 /**

@@ -169,14 +169,21 @@ export const closeLease = (sql: Sql, id: string, name: string, spent: Vec) =>
 
 /**
  * Reclaims the budget's expired leases in one statement: each one's ceiling (what its dead holder may have
- * reserved, calls that may have been billed) is charged as spent; the rest of its lease returns to the pool.
+ * reserved, calls that may have been billed) is charged as spent; the rest of its lease returns to the pool;
+ * both are recorded in `rein_budget_reclaims`.
  * Returns how many leases were reclaimed.
  */
 export const reclaim = (sql: Sql, name: string) =>
   Effect.map(
     sql<{ readonly n: number }>`WITH dead AS (
         DELETE FROM rein_budget_leases WHERE budget = ${name} AND expires_at < clock_timestamp()
-        RETURNING calls_leased, cost_leased, tokens_leased, calls_exposed, cost_exposed, tokens_exposed
+        RETURNING id, holder, expires_at, calls_leased, cost_leased, tokens_leased,
+          calls_exposed, cost_exposed, tokens_exposed
+      ), logged AS (
+        INSERT INTO rein_budget_reclaims (lease_id, budget, holder, calls_charged, cost_charged, tokens_charged,
+          calls_returned, cost_returned, tokens_returned, expired_at)
+        SELECT id, ${name}, holder, calls_exposed, cost_exposed, tokens_exposed, calls_leased - calls_exposed,
+          cost_leased - cost_exposed, tokens_leased - tokens_exposed, expires_at FROM dead
       ), t AS (
         SELECT COUNT(*) AS n, COALESCE(SUM(calls_leased), 0) AS calls_leased,
           COALESCE(SUM(cost_leased), 0) AS cost_leased, COALESCE(SUM(tokens_leased), 0) AS tokens_leased,
