@@ -165,7 +165,8 @@ export const make = (input: Options): Effect.Effect<Service, PgBudgetError, SqlC
       heartbeatMillis: o.heartbeatMillis ?? 1000,
       clock: yield* Effect.clock,
       slice: S.fresh("", 0, 0),
-      free: { calls: caps.calls, cost: caps.cost, tokens: caps.tokens }
+      free: { calls: caps.calls, cost: caps.cost, tokens: caps.tokens },
+      freeAt: Number.NEGATIVE_INFINITY
     }
     const timeout = Duration.millis(o.queryTimeoutMillis ?? 2000)
     const lock = yield* Effect.makeSemaphore(1)
@@ -274,7 +275,7 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
   return {
     limits,
     left: db(Effect.map(Q.free(ctx.sql, ctx.name), (free) => {
-      ctx.free = free
+      L.sawFree(ctx, free)
     })).pipe(Effect.ignore, Effect.zipRight(Effect.sync(leftNow))),
     reserve: (reservation) => Effect.suspend(() => unsafeReserve(reservation) ?? slowReserve(reservation)),
     settle: (hold, c) => Effect.sync(() => settleNow(hold, c)),
@@ -297,6 +298,7 @@ const reserveStep = (ctx: L.Ctx, need: S.Vec): Effect.Effect<void, Shortfall | S
     if (ctx.clock.unsafeCurrentTimeMillis() >= ctx.slice.validUntil) return yield* L.renew(ctx)
     const short = S.short(ctx.slice, ctx.caps, need)
     if (S.isZero(short)) return yield* L.raise(ctx, need)
+    if (L.knownShort(ctx, short)) return yield* Effect.fail(L.shortfallOf(ctx, need, short))
     const ask = S.zero()
     for (const r of S.resources) ask[r] = short[r] > 0 ? 1 : 0
     const topped = yield* Effect.either(L.topUp(ctx, short, ask, need))

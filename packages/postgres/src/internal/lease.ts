@@ -29,9 +29,25 @@ export interface Ctx {
   readonly heartbeatMillis: number
   readonly clock: Clock.Clock
   slice: S.Slice
-  /** The pool's free units at the last contact with the database. */
+  /** The pool's free units at the last contact with the database, and when (local clock, ms). */
   free: Q.Free
+  freeAt: number
 }
+
+/** Records what the pool had free, as just read from the database. */
+export const sawFree = (ctx: Ctx, free: Q.Free): void => {
+  ctx.free = free
+  ctx.freeAt = now(ctx)
+}
+
+/**
+ * The first resource the pool, as read less than a heartbeat ago, cannot cover: refused without asking the
+ * database again (near the end of a budget every waiting reservation would otherwise take a transaction,
+ * and the heartbeat would queue behind them). A give-back since then is seen at the next read.
+ */
+export const knownShort = (ctx: Ctx, needed: S.Vec): boolean =>
+  now(ctx) - ctx.freeAt < ctx.heartbeatMillis &&
+  S.resources.some((r) => needed[r] > 0 && ctx.free[r] !== null && ctx.free[r] < needed[r])
 
 /** The lease is gone from the database (reclaimed after expiry): a new one must be opened. */
 export class Lost {
@@ -121,10 +137,10 @@ export const topUp = (ctx: Ctx, needed: S.Vec, ask: S.Vec, reservationNeed: S.Ve
       case "Lost":
         return yield* Effect.fail(new Lost())
       case "Short":
-        ctx.free = outcome.free
+        sawFree(ctx, outcome.free)
         return yield* Effect.fail(shortfallOf(ctx, reservationNeed, needed))
       case "Granted":
-        ctx.free = outcome.free
+        sawFree(ctx, outcome.free)
         if (ctx.slice === s) {
           s.leased = S.add(s.leased, outcome.granted)
           s.exposed = outcome.exposed
