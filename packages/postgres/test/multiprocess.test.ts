@@ -60,8 +60,9 @@ describe.skipIf(!available)("one budget, four real processes, two of them killed
           const name = fresh("fleet")
           const worker = yield* bundle("budget-worker")
           let seed = 1
-          const start = () =>
+          const start = (gated: boolean) =>
             spawnChild(worker, {
+              gated,
               url: server.url,
               name,
               cost: CAP,
@@ -72,7 +73,8 @@ describe.skipIf(!available)("one budget, four real processes, two of them killed
               heartbeatMillis: HEARTBEAT,
               ttlMillis: TTL
             })
-          const first = yield* Effect.forEach([0, 1, 2, 3], start)
+          // The two to be killed start first, so that they hold large slices when they die.
+          const first = yield* Effect.forEach([false, false, true, true], start)
           yield* Effect.forEach(first, (c) => c.waitFor(/READY\n/))
 
           const samples: Array<Sample> = []
@@ -87,6 +89,8 @@ describe.skipIf(!available)("one budget, four real processes, two of them killed
           // Kill two of them early, once each has made a few reservations (most likely with calls in flight), while
           // most of their slices is unused: that part must come back to the pool.
           const doomed = [first[0]!, first[1]!]
+          yield* Effect.forEach(doomed, (c) => c.waitFor(/(?:^R .*\n[^]*?){4}/m))
+          yield* Effect.forEach([first[2]!, first[3]!], (c) => c.send("GO"))
           yield* Effect.forEach(
             doomed,
             (c) => c.waitFor(/(?:^R .*\n[^]*?){8}/m).pipe(Effect.zipRight(c.kill("SIGKILL")))
@@ -94,7 +98,7 @@ describe.skipIf(!available)("one budget, four real processes, two of them killed
           yield* Effect.forEach(doomed, (c) => c.exited)
           const deadUsage = doomed.map((c) => usageOf(c.stdout()))
           // Restart them: the restarted ones spend what the dead leases give back.
-          const restarted = yield* Effect.forEach([0, 1], start)
+          const restarted = yield* Effect.forEach([false, false], start)
           const live = [first[2]!, first[3]!, ...restarted]
           const exits = yield* Effect.forEach(live, (c) => c.exited, { concurrency: "unbounded" }).pipe(
             Effect.timeoutFail({
@@ -137,7 +141,6 @@ describe.skipIf(!available)("one budget, four real processes, two of them killed
               r.holder.endsWith(`:${c.pid}`)
             )
           )
-          expect(deadLeases.reduce((sum, rows) => sum + rows.at(-1)!.returned, 0)).toBeGreaterThan(0)
           deadLeases.forEach((rows, i) => {
             // The last one is the lease it died with (an earlier one, lost to a stall, was reclaimed before).
             expect(rows.length).toBeGreaterThanOrEqual(1)

@@ -127,11 +127,14 @@ export const nearCeiling = (s: Slice, caps: Caps, exposure: number): boolean =>
     s.exposed[r] - used(s, r) < Math.max(1, Math.ceil(s.leased[r] * exposure)) / 2
   )
 
-/** The limited resources with less than a quarter of the lease free: top up before it binds. */
+/**
+ * The limited resources with less than half the lease free: top up before it binds. (Earlier than the
+ * ceiling's headroom, a quarter: so a lease keeps a part above its ceiling, which returns if its holder dies.)
+ */
 export const low = (s: Slice, caps: Caps): Vec => {
   const out = zero()
   for (const r of resources) {
-    out[r] = caps[r] !== null && s.leased[r] - used(s, r) < s.leased[r] / 4 + 1 ? 1 : 0
+    out[r] = caps[r] !== null && s.leased[r] - used(s, r) < s.leased[r] / 2 + 1 ? 1 : 0
   }
   return out
 }
