@@ -7,8 +7,11 @@ const root = path.dirname(fileURLToPath(import.meta.url))
 export default defineConfig({
   resolve: {
     alias: [
-      { find: /^@rein\/(core|batch|providers|cli|ledger)$/, replacement: `${root}/packages/$1/src/index.ts` },
-      { find: /^@rein\/(core|batch|providers|cli|ledger)\/(.*)$/, replacement: `${root}/packages/$1/src/$2.ts` }
+      { find: /^@rein\/(core|batch|providers|cli|ledger|postgres)$/, replacement: `${root}/packages/$1/src/index.ts` },
+      {
+        find: /^@rein\/(core|batch|providers|cli|ledger|postgres)\/(.*)$/,
+        replacement: `${root}/packages/$1/src/$2.ts`
+      }
     ]
   },
   test: {

@@ -5,15 +5,6 @@ import { checkExamples, extract } from "../scripts/examples.mjs"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 
-/**
- * Known, being fixed: examples that do not compile in files other work on issue 17 is rewriting (the lead fixes
- * them at merge and empties this list). Each is `source:line` of the example's first code line.
- */
-const knownFailing: ReadonlyArray<string> = [
-  "packages/core/src/Outcome.ts:70",
-  "packages/core/src/Planner.ts:243",
-  "packages/core/src/Streaming.ts:28"
-]
 
 describe("@example blocks (pnpm examples)", () => {
   it("extracts the ts blocks under @example tags, at their source lines, and nothing else", () => {
@@ -43,6 +34,6 @@ describe("@example blocks (pnpm examples)", () => {
     const { examples, failures } = checkExamples(root)
     expect(examples).toBeGreaterThan(400)
     // Equal, not contained: an example on the list that compiles again must leave the list too.
-    expect(failures.map((f) => `${f.source}:${f.line}`)).toEqual(knownFailing)
+    expect(failures.map((f) => `${f.source}:${f.line}`)).toEqual([])
   }, 120_000)
 })

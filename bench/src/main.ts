@@ -19,6 +19,7 @@ import { canImport, machine, nowMillis, table } from "./harness.js"
 import { languageModel } from "./languageModel.js"
 import { memory } from "./memory.js"
 import { overhead } from "./overhead.js"
+import { sharedBudget } from "./sharedBudget.js"
 import { simulation } from "./simulation.js"
 
 const benchmarks: ReadonlyArray<Benchmark> = [
@@ -29,7 +30,8 @@ const benchmarks: ReadonlyArray<Benchmark> = [
   abort,
   simulation,
   artifacts,
-  languageModel
+  languageModel,
+  sharedBudget
 ]
 
 const args = process.argv.slice(2)

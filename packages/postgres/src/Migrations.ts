@@ -1,0 +1,114 @@
+/**
+ * The schema of `@rein/postgres`, as versioned migrations recorded in `rein_migrations`. Running them is idempotent and safe from many processes at once: the whole run holds a
+ * transaction-scoped advisory lock, so the second process waits for the first and then finds nothing to do.
+ *
+ * Tables (amounts are integer units: cost in nano-dollars, tokens, calls; `null` caps are unlimited):
+ * - `rein_budgets`: one row per shared budget: its caps, what is `spent` (settled by closed or reclaimed
+ *   leases) and what is `leased` (held by live leases). Always `spent + leased ≤ cap`.
+ * - `rein_budget_leases`: one row per process holding a slice: `leased` (its slice), `exposed` (the ceiling
+ *   charged as spent if it dies), `charged` / `reserved` (its usage at its last report, for operators) and
+ *   `expires_at` on the database clock, extended by each heartbeat.
+ * - `rein_budget_reclaims`: one row per expired lease reclaimed: what was `charged` as spent (its ceiling) and
+ *   what was `returned` to the pool (the rest of its slice).
+ *
+ * @since 0.1.0
+ */
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
+
+const amounts = (kind: string) =>
+  `calls_${kind} bigint NOT NULL DEFAULT 0,
+  cost_${kind} bigint NOT NULL DEFAULT 0,
+  tokens_${kind} bigint NOT NULL DEFAULT 0`
+
+const budgets = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.all([
+    sql.unsafe(`CREATE TABLE rein_budgets (
+      name text PRIMARY KEY,
+      calls_cap bigint CHECK (calls_cap >= 0),
+      cost_cap bigint CHECK (cost_cap >= 0),
+      tokens_cap bigint CHECK (tokens_cap >= 0),
+      ${amounts("spent")},
+      ${amounts("leased")},
+      created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    )`),
+    sql.unsafe(`CREATE TABLE rein_budget_leases (
+      id text PRIMARY KEY,
+      budget text NOT NULL REFERENCES rein_budgets (name),
+      holder text NOT NULL,
+      ${amounts("leased")},
+      ${amounts("exposed")},
+      ${amounts("charged")},
+      ${amounts("reserved")},
+      expires_at timestamptz NOT NULL,
+      heartbeat_at timestamptz NOT NULL,
+      opened_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    )`),
+    sql.unsafe(`CREATE INDEX rein_budget_leases_expiry ON rein_budget_leases (budget, expires_at)`),
+    sql.unsafe(`CREATE TABLE rein_budget_reclaims (
+      lease_id text PRIMARY KEY,
+      budget text NOT NULL REFERENCES rein_budgets (name),
+      holder text NOT NULL,
+      ${amounts("charged")},
+      ${amounts("returned")},
+      expired_at timestamptz NOT NULL,
+      reclaimed_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    )`)
+  ], { discard: true }))
+
+/**
+ * The migrations, by version. A new version is a new key; a released one is never edited.
+ *
+ * @example
+ * ```ts
+ * import { Migrations } from "@rein/postgres"
+ *
+ * const versions = Object.keys(Migrations.migrations) // ["0001_budgets"]
+ * ```
+ * @since 0.1.0
+ */
+export const migrations = {
+  "0001_budgets": budgets
+}
+
+const LOCK = "rein_postgres_migrations"
+
+/**
+ * Brings the schema up to date, in one transaction holding a transaction-scoped advisory lock: concurrent
+ * runs wait for one another, and a run finds done what an earlier one recorded in `rein_migrations`.
+ *
+ * @example
+ * ```ts
+ * import { PgClient } from "@effect/sql-pg"
+ * import { Effect, Redacted } from "effect"
+ * import { Migrations } from "@rein/postgres"
+ *
+ * const program = Migrations.run.pipe(
+ *   Effect.provide(PgClient.layer({ url: Redacted.make("postgres://localhost/rein") }))
+ * )
+ * ```
+ * @since 0.1.0
+ */
+export const run: Effect.Effect<void, SqlError, SqlClient.SqlClient> = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) =>
+    sql.withTransaction(Effect.gen(function*() {
+      yield* sql`SELECT pg_advisory_xact_lock(hashtext(${LOCK}))`
+      yield* sql`CREATE TABLE IF NOT EXISTS rein_migrations (
+        version integer PRIMARY KEY,
+        name text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
+      )`
+      const done = new Set((yield* sql<{ readonly version: number }>`SELECT version FROM rein_migrations`)
+        .map((row) => row.version))
+      const pending = Object.entries(migrations)
+        .map(([key, effect]) => ({ version: Number(key.slice(0, 4)), name: key.slice(5), effect }))
+        .filter((m) => !done.has(m.version))
+        .sort((a, b) => a.version - b.version)
+      for (const m of pending) {
+        yield* m.effect
+        yield* sql`INSERT INTO rein_migrations (version, name) VALUES (${m.version}, ${m.name})`
+      }
+    }))
+)

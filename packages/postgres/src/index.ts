@@ -1,0 +1,13 @@
+/**
+ * A hard budget (cost, tokens, calls) shared by many processes through PostgreSQL, leased in slices.
+ *
+ * @since 0.1.0
+ */
+export * as PgBudget from "./PgBudget.js"
+
+/**
+ * The package's schema as versioned migrations, safe to run from many processes at once.
+ *
+ * @since 0.1.0
+ */
+export * as Migrations from "./Migrations.js"

@@ -1,0 +1,182 @@
+/**
+ * The effectful side of one process's lease on a shared budget: opening it, topping it up, reporting its
+ * ceiling, giving back what it does not need, closing it. Every function here runs under the service's
+ * one-permit lock (the fast path in `PgBudget.ts` only reads the ceiling and adds to `reserved`), so the
+ * ceiling K changes in one place, by two rules:
+ * - raised only after the database has committed the higher value (until then the old, lower one binds);
+ * - lowered locally before the lower value is sent (so neither value on record is ever below what is used).
+ *
+ * @internal
+ */
+import type { SqlClient } from "@effect/sql"
+import type { Clock } from "effect"
+import { Effect, Option } from "effect"
+import { randomUUID } from "node:crypto"
+import type { Shortfall } from "./budgetService.js"
+import * as S from "./slice.js"
+import * as Q from "./statements.js"
+
+export interface Ctx {
+  readonly sql: SqlClient.SqlClient
+  readonly name: string
+  readonly holder: string
+  readonly caps: S.Caps
+  /** Fraction of the free pool one top-up leases. */
+  readonly fraction: number
+  /** Fraction of its lease a process may reserve beyond its last report. */
+  readonly exposure: number
+  readonly ttlMillis: number
+  readonly heartbeatMillis: number
+  readonly clock: Clock.Clock
+  slice: S.Slice
+  /** The pool's free units at the last contact with the database, and when (local clock, ms). */
+  free: Q.Free
+  freeAt: number
+}
+
+/** Records what the pool had free, as just read from the database. */
+export const sawFree = (ctx: Ctx, free: Q.Free): void => {
+  ctx.free = free
+  ctx.freeAt = now(ctx)
+}
+
+/**
+ * The first resource the pool, as read less than a heartbeat ago, cannot cover: refused without asking the
+ * database again (near the end of a budget every waiting reservation would otherwise take a transaction,
+ * and the heartbeat would queue behind them). A give-back since then is seen at the next read.
+ */
+export const knownShort = (ctx: Ctx, needed: S.Vec): boolean =>
+  now(ctx) - ctx.freeAt < ctx.heartbeatMillis &&
+  S.resources.some((r) => needed[r] > 0 && ctx.free[r] !== null && ctx.free[r] < needed[r])
+
+/** The lease is gone from the database (reclaimed after expiry): a new one must be opened. */
+export class Lost {
+  readonly _tag = "Lost"
+}
+
+const now = (ctx: Ctx) => ctx.clock.unsafeCurrentTimeMillis()
+
+/** Local deadline: the database extended the lease by `ttl` no earlier than `sentAt`; keep a heartbeat's margin. */
+const validFrom = (ctx: Ctx, sentAt: number) => sentAt + ctx.ttlMillis - ctx.heartbeatMillis
+
+const maxVec = (a: S.Vec, b: S.Vec): S.Vec => ({
+  calls: Math.max(a.calls, b.calls),
+  cost: Math.max(a.cost, b.cost),
+  tokens: Math.max(a.tokens, b.tokens)
+})
+
+const minVec = (a: S.Vec, b: S.Vec): S.Vec => ({
+  calls: Math.min(a.calls, b.calls),
+  cost: Math.min(a.cost, b.cost),
+  tokens: Math.min(a.tokens, b.tokens)
+})
+
+/** Opens a fresh, empty lease (a new epoch: holds of the old one are no longer settled against it). */
+export const open = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const id = randomUUID()
+    const sentAt = now(ctx)
+    yield* Q.openLease(ctx.sql, id, ctx.name, ctx.holder, ctx.ttlMillis)
+    ctx.slice = S.fresh(id, ctx.slice.epoch + 1, validFrom(ctx, sentAt))
+  })
+
+/**
+ * Reports usage and a recomputed ceiling (which may be lower: adopted before sending) and extends the lease.
+ * A lost lease is replaced by a fresh one.
+ */
+export const renew = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const s = ctx.slice
+    const next = S.ceiling(s, ctx.caps, ctx.exposure)
+    s.exposed = minVec(s.exposed, next)
+    const sentAt = now(ctx)
+    const alive = yield* Q.report(ctx.sql, s.id, next, s.charged, s.reserved, ctx.ttlMillis)
+    if (!alive) return yield* open(ctx)
+    if (ctx.slice === s) {
+      s.exposed = next
+      s.validUntil = validFrom(ctx, sentAt)
+    }
+  })
+
+const usedVec = (s: S.Slice): S.Vec => S.add(s.charged, s.reserved)
+
+/** Raises the ceiling so that `n` more fits under it (the lease already holds enough). */
+export const raise = (ctx: Ctx, n: S.Vec) =>
+  Effect.gen(function*() {
+    const s = ctx.slice
+    const next = maxVec(s.exposed, S.ceiling(s, ctx.caps, ctx.exposure, n))
+    const sentAt = now(ctx)
+    const alive = yield* Q.report(ctx.sql, s.id, next, s.charged, s.reserved, ctx.ttlMillis)
+    if (!alive) return yield* open(ctx)
+    if (ctx.slice === s) {
+      s.exposed = next
+      s.validUntil = validFrom(ctx, sentAt)
+    }
+  })
+
+/**
+ * Leases more: `needed` units at least where `ask` is set, in one transaction (lock the lease, one
+ * conditional update of the pool, record the grant and the new ceiling). Fails with the first shortfall
+ * when the pool cannot cover `needed`; with `Lost` when the lease was reclaimed.
+ */
+export const topUp = (ctx: Ctx, needed: S.Vec, ask: S.Vec, reservationNeed: S.Vec) =>
+  Effect.gen(function*() {
+    const s = ctx.slice
+    const sentAt = now(ctx)
+    const outcome = yield* ctx.sql.withTransaction(Effect.gen(function*() {
+      if (!(yield* Q.claimLease(ctx.sql, s.id, ctx.ttlMillis))) return { _tag: "Lost" } as const
+      const granted = yield* Q.grant(ctx.sql, ctx.name, needed, ask, ctx.fraction)
+      if (Option.isNone(granted)) return { _tag: "Short", free: yield* Q.free(ctx.sql, ctx.name) } as const
+      const leased = S.add(s.leased, granted.value.granted)
+      const planned: S.Slice = { ...s, leased }
+      const exposed = maxVec(s.exposed, S.ceiling(planned, ctx.caps, ctx.exposure, reservationNeed))
+      yield* Q.addToLease(ctx.sql, s.id, granted.value.granted, exposed)
+      return { _tag: "Granted", granted: granted.value.granted, exposed, free: granted.value.free } as const
+    }))
+    switch (outcome._tag) {
+      case "Lost":
+        return yield* Effect.fail(new Lost())
+      case "Short":
+        sawFree(ctx, outcome.free)
+        return yield* Effect.fail(shortfallOf(ctx, reservationNeed, needed))
+      case "Granted":
+        sawFree(ctx, outcome.free)
+        if (ctx.slice === s) {
+          s.leased = S.add(s.leased, outcome.granted)
+          s.exposed = outcome.exposed
+          s.validUntil = validFrom(ctx, sentAt)
+        }
+    }
+  })
+
+/** The first resource the pool cannot cover, with what is left of it for this process. */
+export const shortfallOf = (ctx: Ctx, reservationNeed: S.Vec, needed: S.Vec): Shortfall => {
+  const s = ctx.slice
+  const resource = S.resources.find((r) => ctx.caps[r] !== null && (ctx.free[r] ?? 0) < needed[r]) ??
+    S.resources.find((r) => ctx.caps[r] !== null && needed[r] > 0) ?? "calls"
+  const left = Math.max(0, (ctx.free[resource] ?? 0) + s.leased[resource] - S.used(s, resource))
+  return {
+    resource,
+    needed: S.toPublic(resource, reservationNeed[resource]),
+    left: S.toPublic(resource, left)
+  }
+}
+
+/** Gives back what the lease holds beyond twice the slice a top-up would get now. */
+export const trim = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const s = ctx.slice
+    const keep = S.zero()
+    for (const r of S.resources) {
+      keep[r] = 2 * Math.ceil(ctx.fraction * ((ctx.free[r] ?? 0) + Math.max(0, s.leased[r] - S.used(s, r))))
+    }
+    const amount = S.surplus(s, ctx.caps, keep)
+    if (S.isZero(amount)) return
+    // Lowered before the statement: if it fails, the database still holds more than this process uses.
+    s.leased = S.sub(s.leased, amount)
+    const alive = yield* Q.giveBack(ctx.sql, s.id, ctx.name, amount)
+    if (!alive) return yield* open(ctx)
+  })
+
+/** Closes the lease: what was charged, and what is still in flight, is spent; the rest returns. */
+export const close = (ctx: Ctx) => Q.closeLease(ctx.sql, ctx.slice.id, ctx.name, usedVec(ctx.slice))

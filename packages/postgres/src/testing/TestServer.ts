@@ -1,0 +1,181 @@
+/**
+ * A throwaway PostgreSQL for tests and benchmarks: `initdb` in a temporary directory, `postgres` on a free
+ * loopback port, stopped and removed when the scope closes. It uses the server binaries of the machine
+ * (Debian's `postgresql` package: `/usr/lib/postgresql/<version>/bin`, or `REIN_PG_BIN`). The server refuses
+ * to run as root, so as root both run as the unprivileged `postgres` user the package creates.
+ *
+ * @since 0.1.0
+ */
+import type { Scope } from "effect"
+import { Effect, Schema } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import * as path from "node:path"
+
+/**
+ * The test server could not be started.
+ *
+ * @example
+ * ```ts
+ * import { TestServer } from "@rein/postgres/testing"
+ *
+ * const error = new TestServer.TestServerError({ message: "initdb failed" })
+ * ```
+ * @since 0.1.0
+ */
+export class TestServerError extends Schema.TaggedError<TestServerError>()("TestServerError", {
+  message: Schema.String
+}) {}
+
+/**
+ * A running server: connect with `url` (user `rein`, database `postgres`, no password, loopback only).
+ *
+ * @since 0.1.0
+ */
+export interface Server {
+  readonly url: string
+  readonly port: number
+  readonly dataDir: string
+}
+
+/**
+ * Where the server binaries are, or `undefined` when this machine has none.
+ *
+ * @example
+ * ```ts
+ * import { TestServer } from "@rein/postgres/testing"
+ *
+ * const available = TestServer.binaries() !== undefined
+ * ```
+ * @since 0.1.0
+ */
+export const binaries = (): string | undefined => {
+  const fromEnv = process.env["REIN_PG_BIN"]
+  if (fromEnv !== undefined && existsSync(path.join(fromEnv, "initdb"))) return fromEnv
+  const root = "/usr/lib/postgresql"
+  if (!existsSync(root)) return undefined
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(path.join(root, v, "bin", "initdb")))
+    .sort((a, b) => Number(b) - Number(a))
+  return versions[0] === undefined ? undefined : path.join(root, versions[0], "bin")
+}
+
+interface RunAs {
+  readonly uid: number
+  readonly gid: number
+}
+
+const runAs = (): Effect.Effect<RunAs | undefined, TestServerError> =>
+  Effect.suspend(() => {
+    if (process.getuid?.() !== 0) return Effect.succeed(undefined)
+    const line = readFileSync("/etc/passwd", "utf8").split("\n").find((l) => l.startsWith("postgres:"))
+    const fields = line?.split(":")
+    if (fields === undefined || fields.length < 4) {
+      return Effect.fail(
+        new TestServerError({
+          message: "running as root needs the unprivileged user `postgres` (apt-get install postgresql)"
+        })
+      )
+    }
+    return Effect.succeed({ uid: Number(fields[2]), gid: Number(fields[3]) })
+  })
+
+const exitOf = (child: ChildProcess) =>
+  Effect.async<number | null>((resume) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.succeed(child.exitCode))
+    child.once("exit", (code) => resume(Effect.succeed(code)))
+  })
+
+const run = (file: string, args: ReadonlyArray<string>, as: RunAs | undefined) =>
+  Effect.gen(function*() {
+    const child = spawn(file, args, { stdio: ["ignore", "pipe", "pipe"], ...(as ?? {}) })
+    let output = ""
+    child.stdout.on("data", (c: Buffer) => (output += c.toString()))
+    child.stderr.on("data", (c: Buffer) => (output += c.toString()))
+    const code = yield* exitOf(child)
+    return { code, output }
+  })
+
+const freePort = Effect.async<number, TestServerError>((resume) => {
+  const server = createServer()
+  server.once("error", (e) => resume(Effect.fail(new TestServerError({ message: `no free port: ${e.message}` }))))
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+const waitReady = (bin: string, port: number, server: ChildProcess, log: () => string) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 400; i++) {
+      if (server.exitCode !== null) break
+      const probe = yield* run(path.join(bin, "pg_isready"), ["-q", "-h", "127.0.0.1", "-p", String(port)], undefined)
+      if (probe.code === 0) return
+      yield* Effect.sleep("25 millis")
+    }
+    return yield* new TestServerError({ message: `postgres did not become ready on port ${port}: ${log()}` })
+  })
+
+/**
+ * Starts a server for the current scope.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { TestServer } from "@rein/postgres/testing"
+ *
+ * const url = Effect.scoped(Effect.map(TestServer.start, (server) => server.url))
+ * ```
+ * @since 0.1.0
+ */
+export const start: Effect.Effect<Server, TestServerError, Scope.Scope> = Effect.gen(function*() {
+  const bin = binaries()
+  if (bin === undefined) {
+    return yield* new TestServerError({ message: "no PostgreSQL server binaries (apt-get install postgresql)" })
+  }
+  const as = yield* runAs()
+  const dir = yield* Effect.acquireRelease(
+    Effect.sync(() => mkdtempSync(path.join(tmpdir(), "rein-pg-"))),
+    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  )
+  if (as !== undefined) chownSync(dir, as.uid, as.gid)
+  const dataDir = path.join(dir, "data")
+  const init = yield* run(
+    path.join(bin, "initdb"),
+    ["-D", dataDir, "-U", "rein", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"],
+    as
+  )
+  if (init.code !== 0) return yield* new TestServerError({ message: `initdb failed: ${init.output}` })
+  const port = yield* freePort
+  let log = ""
+  const server = yield* Effect.acquireRelease(
+    Effect.sync(() => {
+      const child = spawn(path.join(bin, "postgres"), [
+        "-D",
+        dataDir,
+        "-p",
+        String(port),
+        "-k",
+        dir,
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "fsync=off",
+        "-c",
+        "synchronous_commit=off",
+        "-c",
+        "full_page_writes=off",
+        "-c",
+        "max_connections=200"
+      ], { stdio: ["ignore", "ignore", "pipe"], ...(as ?? {}) })
+      child.stderr.on("data", (c: Buffer) => (log = (log + c.toString()).slice(-4000)))
+      return child
+    }),
+    (child) => Effect.zipRight(Effect.sync(() => child.kill("SIGQUIT")), exitOf(child))
+  )
+  yield* waitReady(bin, port, server, () => log)
+  return { url: `postgres://rein@127.0.0.1:${port}/postgres`, port, dataDir }
+})

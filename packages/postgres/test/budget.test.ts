@@ -1,0 +1,187 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Either, Exit, FastCheck as fc, Scope } from "effect"
+import { Migrations, PgBudget } from "../src/index.js"
+import { available, fresh, PgLive } from "./pg.js"
+
+interface Row {
+  readonly cost_spent: number
+  readonly cost_leased: number
+  readonly calls_spent: number
+  readonly calls_leased: number
+  readonly tokens_spent: number
+  readonly tokens_leased: number
+}
+
+const row = (name: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<Row>`SELECT cost_spent::float8 AS cost_spent, cost_leased::float8 AS cost_leased,
+        calls_spent::float8 AS calls_spent, calls_leased::float8 AS calls_leased,
+        tokens_spent::float8 AS tokens_spent, tokens_leased::float8 AS tokens_leased
+        FROM rein_budgets WHERE name = ${name}`,
+      (rows) => rows[0]!
+    ))
+
+const NANOS = 1e9
+
+describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
+  layer(PgLive, { timeout: "60 seconds", excludeTestServices: true })((it) => {
+    it.effect("migrations run concurrently from many clients and a second run finds nothing to do", () =>
+      Effect.gen(function*() {
+        yield* Effect.all(Array.from({ length: 6 }, () => Migrations.run), { concurrency: "unbounded" })
+        yield* Migrations.run
+        const sql = yield* SqlClient.SqlClient
+        const versions = yield* sql<{ readonly version: number }>`SELECT version FROM rein_migrations`
+        expect(versions.map((v) => v.version)).toEqual([1])
+      }))
+
+    it.scoped("reserves from its slice in memory: the fast path answers synchronously, settle charges the actual", () =>
+      Effect.gen(function*() {
+        const name = fresh("fast")
+        const budget = yield* PgBudget.make({ name, cost: 10, calls: 1000, tokens: 1_000_000 })
+        const first = yield* budget.reserve({ cost: 0.5, tokens: 1000 })
+        const fast = budget.unsafeReserve!({ cost: 0.25, tokens: 10 })
+        expect(fast !== undefined && Either.isRight(fast)).toBe(true)
+        yield* budget.settle(first, { cost: 0.125, tokens: 400 })
+        if (fast !== undefined && Either.isRight(fast)) yield* budget.release(fast.right)
+        const left = yield* budget.left
+        expect(left.cost).toBeCloseTo(10 - 0.125, 9)
+        expect(left.calls).toBe(999)
+        expect(left.tokens).toBe(1_000_000 - 400)
+        const before = yield* row(name)
+        expect(before.cost_spent + before.cost_leased).toBeLessThanOrEqual(10 * NANOS)
+      }))
+
+    it.effect("closing the scope gives back what was not used: spent is exactly what was charged", () =>
+      Effect.gen(function*() {
+        const name = fresh("close")
+        yield* Effect.scoped(Effect.gen(function*() {
+          const budget = yield* PgBudget.make({ name, cost: 5, calls: 100 })
+          for (let i = 0; i < 7; i++) {
+            const hold = yield* budget.reserve({ cost: 0.3, tokens: null })
+            yield* budget.settle(hold, { cost: 0.1, tokens: 0 })
+          }
+          const leased = yield* row(name)
+          expect(leased.cost_leased).toBeGreaterThan(0)
+        }))
+        const after = yield* row(name)
+        expect(after).toMatchObject({ cost_leased: 0, calls_leased: 0, calls_spent: 7 })
+        expect(after.cost_spent).toBe(Math.round(0.7 * NANOS))
+      }))
+
+    it.scoped("slices shrink with the remainder: the last reservations are exact, then a cost shortfall", () =>
+      Effect.gen(function*() {
+        const name = fresh("exact")
+        const a = yield* PgBudget.make({ name, cost: 1, slice: 0.5 })
+        const b = yield* PgBudget.make({ name, cost: 1, slice: 0.5 })
+        let admitted = 0
+        for (let i = 0; i < 20; i++) {
+          const budget = i % 2 === 0 ? a : b
+          const exit = yield* Effect.exit(budget.reserve({ cost: 0.1, tokens: null }))
+          if (Exit.isSuccess(exit)) admitted++
+        }
+        // Both leases together can never exceed the cap; slack held by one is returned by its trim.
+        expect(admitted).toBeGreaterThanOrEqual(9)
+        expect(admitted).toBeLessThanOrEqual(10)
+        const refused = yield* Effect.flip(a.reserve({ cost: 0.1, tokens: null }))
+        expect(refused.resource).toBe("cost")
+        expect(refused.needed).toBeCloseTo(0.1, 12)
+        const r = yield* row(name)
+        expect(r.cost_spent + r.cost_leased).toBeLessThanOrEqual(NANOS)
+      }))
+
+    it.scoped("the call cap: a call stays taken when settled and comes back when released", () =>
+      Effect.gen(function*() {
+        const budget = yield* PgBudget.make({ name: fresh("calls"), calls: 3 })
+        const h1 = yield* budget.reserve({ cost: null, tokens: null })
+        const h2 = yield* budget.reserve({ cost: null, tokens: null })
+        const h3 = yield* budget.reserve({ cost: null, tokens: null })
+        const refused = yield* Effect.flip(budget.reserve({ cost: null, tokens: null }))
+        expect(refused).toEqual({ resource: "calls", needed: 1, left: 0 })
+        yield* budget.settle(h1, { cost: 0, tokens: 0 })
+        yield* budget.release(h2)
+        yield* budget.reserve({ cost: null, tokens: null })
+        yield* budget.settle(h3, { cost: 0, tokens: 0 })
+        expect(Either.isLeft(yield* Effect.either(budget.reserve({ cost: null, tokens: null })))).toBe(true)
+      }))
+
+    it.scoped("a process asking other caps under the same name fails with CapsMismatch naming the field", () =>
+      Effect.gen(function*() {
+        const name = fresh("caps")
+        yield* PgBudget.make({ name, cost: 10 })
+        const error = yield* Effect.flip(PgBudget.make({ name, cost: 20 }))
+        expect(error.reason).toBe("CapsMismatch")
+        expect(error.message).toContain("cost: 10 on record, 20 asked")
+        const invalid = yield* Effect.flip(PgBudget.make({ name, cost: 10, heartbeatMillis: 1000, ttlMillis: 2000 }))
+        expect(invalid.reason).toBe("InvalidOptions")
+        expect(invalid.message).toContain("ttlMillis")
+      }))
+
+    const Op = fc.oneof(
+      fc.record({
+        _tag: fc.constant("reserve" as const),
+        who: fc.nat(2),
+        cost: fc.integer({ min: 1, max: 400 }),
+        tokens: fc.integer({ min: 0, max: 300 })
+      }),
+      fc.record({ _tag: fc.constant("settle" as const), pick: fc.nat(), fraction: fc.double({ min: 0, max: 1 }) }),
+      fc.record({ _tag: fc.constant("release" as const), pick: fc.nat() })
+    )
+
+    it.effect.prop(
+      "committed ≤ cap at every moment: three leases, concurrent reservations, settles and releases",
+      { ops: fc.array(fc.array(Op, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 12 }) },
+      ({ ops }) =>
+        Effect.gen(function*() {
+          const name = fresh("law")
+          const capCost = 2000
+          const capTokens = 3000
+          const scope = yield* Scope.make()
+          const budgets = yield* Effect.forEach([0, 1, 2], () =>
+            Scope.extend(
+              PgBudget.make({ name, cost: capCost / 1000, tokens: capTokens, calls: 40, slice: 0.3 }),
+              scope
+            ))
+          const open: Array<{ readonly who: number; readonly hold: PgBudget.Hold; readonly cost: number }> = []
+          let charged = 0
+          let calls = 0
+          const committed = () => open.reduce((sum, h) => sum + h.cost, 0) + charged
+          for (const round of ops) {
+            // Each round runs its operations concurrently (reservations race for the same slices).
+            yield* Effect.forEach(round, (op) =>
+              Effect.gen(function*() {
+                if (op._tag === "reserve") {
+                  const exit = yield* Effect.exit(
+                    budgets[op.who]!.reserve({ cost: op.cost / 1000, tokens: op.tokens })
+                  )
+                  if (Exit.isSuccess(exit)) open.push({ who: op.who, hold: exit.value, cost: op.cost })
+                  return
+                }
+                if (open.length === 0) return
+                const [h] = open.splice(op.pick % open.length, 1)
+                if (op._tag === "settle") {
+                  const actual = Math.floor(h!.cost * op.fraction)
+                  yield* budgets[h!.who]!.settle(h!.hold, { cost: actual / 1000, tokens: 0 })
+                  charged += actual
+                  calls++
+                } else {
+                  yield* budgets[h!.who]!.release(h!.hold)
+                }
+              }), { concurrency: "unbounded", discard: true })
+            expect(committed()).toBeLessThanOrEqual(capCost)
+            const r = yield* row(name)
+            expect(r.cost_spent + r.cost_leased).toBeLessThanOrEqual(capCost * 1e6)
+            expect(r.tokens_spent + r.tokens_leased).toBeLessThanOrEqual(capTokens)
+            expect(r.calls_spent + r.calls_leased).toBeLessThanOrEqual(40)
+          }
+          for (const h of open.splice(0)) yield* budgets[h.who]!.release(h.hold)
+          yield* Scope.close(scope, Exit.void)
+          const end = yield* row(name)
+          expect(end).toMatchObject({ cost_leased: 0, tokens_leased: 0, calls_leased: 0, calls_spent: calls })
+          expect(end.cost_spent).toBe(charged * 1e6)
+        }),
+      { fastCheck: { numRuns: 25 } }
+    )
+  })
+})
