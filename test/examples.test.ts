@@ -5,7 +5,6 @@ import { checkExamples, extract } from "../scripts/examples.mjs"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 
-
 describe("@example blocks (pnpm examples)", () => {
   it("extracts the ts blocks under @example tags, at their source lines, and nothing else", () => {
     const text = [
@@ -33,7 +32,6 @@ describe("@example blocks (pnpm examples)", () => {
   it("every example in every package's sources type-checks against the published entry points", () => {
     const { examples, failures } = checkExamples(root)
     expect(examples).toBeGreaterThan(400)
-    // Equal, not contained: an example on the list that compiles again must leave the list too.
     expect(failures.map((f) => `${f.source}:${f.line}`)).toEqual([])
   }, 120_000)
 })
