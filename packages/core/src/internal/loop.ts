@@ -920,7 +920,7 @@ const recordOf = (running: Running, end: Attempt.AttemptEnd<unknown>, endNanos: 
     status,
     failure: kind,
     code: failure !== undefined ? failure.code : end._tag === "Timeout" ? `${status}_expired` : null,
-    retryAfterMillis: failure === undefined ? null : boundRetryAfter(failure.retryAfterMillis, env.contract),
+    retryAfterMillis: failure === undefined ? null : Spec.boundRetryAfter(failure.retryAfterMillis, env.contract),
     backoffMillis: 0,
     reservation: decision.reservation,
     usage,
@@ -990,16 +990,6 @@ const settlements = (
   }
   return effects.length === 0 ? undefined : effects.length === 1 ? effects[0] : Effect.all(effects, { discard: true })
 }
-
-/**
- * A provider's Retry-After as Rein honours it: clamped to the contract's `retry.maxRetryAfter`, whatever
- * the provider (an adapter, the fake, a user's own) put there, so no wait, breaker or shared cooldown
- * downstream ever sees more. Not a number, or negative: no hint.
- */
-const boundRetryAfter = (millis: number | undefined, contract: Contract): number | null =>
-  millis === undefined || !(millis >= 0)
-    ? null
-    : Math.min(millis, Duration.toMillis(contract.retry.maxRetryAfter))
 
 /** A record with what it may keep of the answer: the finish reason and tool-call names and counts. */
 const withAnswer = (
