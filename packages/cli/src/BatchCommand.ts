@@ -16,7 +16,7 @@ import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import * as Breakers from "./internal/breakers.js"
 import * as Drift from "./internal/drift.js"
-import { inFile, loadCatalogAndContract, readDecoded, readJson } from "./internal/files.js"
+import { ensureParent, inFile, loadCatalogAndContract, readDecoded, readJson } from "./internal/files.js"
 import { json, millis, num, table } from "./internal/format.js"
 import * as Interrupt from "./internal/interrupt.js"
 import * as Shared from "./internal/options.js"
@@ -270,12 +270,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
         message: `${options.out} already exists: pass --resume to continue it, or --overwrite to start again`
       })
     }
-    const parent = options.out.includes("/") ? options.out.slice(0, options.out.lastIndexOf("/")) : ""
-    if (parent !== "") {
-      yield* fs.makeDirectory(parent, { recursive: true }).pipe(
-        Effect.mapError((e) => new InputError({ message: `cannot create the directory ${parent}: ${e.message}` }))
-      )
-    }
+    yield* ensureParent(options.out)
 
     const started = yield* Clock.currentTimeMillis
     const providers = yield* forCalls(catalog, {

@@ -153,6 +153,14 @@ describe("rein plan", () => {
 })
 
 describe("rein run, replay, explain", () => {
+  it("creates the directory of a record file that does not exist yet (as on a fresh clone: --record .tmp/run.jsonl)", async () => {
+    const record = path.join(tmp, "not-yet", "there", "rec.jsonl")
+    const r = await rein(["run", "--catalog", catalog, "--contract", contract, "--prompt", "Hello", "--record", record])
+    expect(r.stderr).toBe("")
+    expect(r.code).toBe(0)
+    expect(fs.readFileSync(record, "utf8").split("\n").filter((l) => l !== "")).toHaveLength(1)
+  })
+
   it("runs one request on the fake provider, records it, and the record replays and explains", async () => {
     const record = path.join(tmp, "rec.jsonl")
     const r = await rein([

@@ -109,3 +109,13 @@ export const loadCatalogAndContract = (
     yield* checkCandidates(contract, catalog, contractPath)
     return { catalog, contract }
   })
+
+/** Creates the directory a file the command writes will live in (`.tmp/run.jsonl` → `.tmp`), if it has one. @internal */
+export const ensureParent = (path: string): Effect.Effect<void, InputError, FileSystem.FileSystem> => {
+  const parent = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : ""
+  if (parent === "") return Effect.void
+  return Effect.flatMap(FileSystem.FileSystem, (fs) =>
+    fs.makeDirectory(parent, { recursive: true }).pipe(
+      Effect.mapError((e) => new InputError({ message: `cannot create the directory ${parent}: ${e.message}` }))
+    ))
+}
