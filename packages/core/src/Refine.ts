@@ -539,6 +539,183 @@ export const refine: {
   return sharing(run(request, contract, options, decode), contract)
 }
 
+/** One refinement in progress: its inputs, the history so far and the model drafts requested. */
+interface Run<A, R> {
+  readonly request: CompletionRequest
+  readonly contract: Contract
+  readonly options: Options<A, R> & { readonly schema?: unknown }
+  readonly decode: (text: string) => Either.Either<A, ReadonlyArray<Feedback>>
+  readonly reviser: Reviser
+  readonly graceMillis: number
+  /** What a check's model calls go through: `Rein.execute` under this refinement's `Rein`. */
+  readonly ctx: CheckContext
+  readonly history: Array<Event>
+  drafts: number
+}
+
+/** How a candidate ended when it was not accepted: sent back with feedback, or to review. */
+type Rejected =
+  | { readonly revise: ReadonlyArray<Feedback> }
+  | { readonly reason: Reason; readonly message: string }
+
+const review = <A, R>(run: Run<A, R>, reason: Reason, message: string) =>
+  Effect.fail(
+    new NeedsReview({
+      reason,
+      message,
+      drafts: run.drafts,
+      calls: callsOf(run.history),
+      cost: costOf(run.history),
+      history: run.history
+    })
+  )
+
+const checkEvent = (
+  candidate: Pick<Candidate<unknown>, "draft" | "source">,
+  name: string,
+  verdict: CheckEvent["verdict"],
+  extra: Partial<Pick<CheckEvent, "feedback" | "code" | "failure" | "attempts">> = {}
+) =>
+  new CheckEvent({
+    draft: candidate.draft,
+    source: candidate.source,
+    check: name,
+    verdict,
+    feedback: extra.feedback ?? [],
+    code: extra.code ?? null,
+    failure: extra.failure ?? null,
+    attempts: extra.attempts ?? []
+  })
+
+/** A check's context that collects the attempts of its model calls as they end (success or terminal). */
+const recording = (ctx: CheckContext, recorded: Array<Outcome.AttemptRecord>): CheckContext => ({
+  execute: (req, con) =>
+    ctx.execute(req, con).pipe(
+      Effect.tap((done) => Effect.sync(() => recorded.push(...done.attempts))),
+      Effect.tapError((e) => Effect.sync(() => recorded.push(...e.attempts)))
+    )
+})
+
+/** Runs one check on a candidate and records it; `undefined` when it passed, else how the candidate ended. */
+const runCheck = <A, R>(run: Run<A, R>, candidate: Candidate<A>, c: Check<A, R>) =>
+  Effect.gen(function*() {
+    const recorded: Array<Outcome.AttemptRecord> = []
+    const left = yield* Deadline.remainingMillis
+    if (left <= 0) {
+      run.history.push(checkEvent(candidate, c.name, "failed"))
+      return { reason: "deadline", message: `the deadline expired before check ${c.name}` } as const
+    }
+    // Bounded by the deadline plus the teardown grace, so a model call inside the check ends on its
+    // own deadline (and reports its attempts) before this bound cuts the check.
+    const result = yield* Effect.either(c.run(candidate, recording(run.ctx, recorded))).pipe(
+      Effect.timeoutOption(Duration.millis(clampMillis(left + run.graceMillis)))
+    )
+    if (Option.isNone(result)) {
+      run.history.push(checkEvent(candidate, c.name, "failed", { attempts: recorded }))
+      return { reason: "deadline", message: `the deadline expired during check ${c.name}` } as const
+    }
+    if (result.value._tag === "Left") {
+      const failure = callFailure(result.value.left)
+      run.history.push(checkEvent(candidate, c.name, "failed", { failure, attempts: recorded }))
+      return {
+        reason: reasonOf(failure),
+        message: `check ${c.name} could not finish: its call ended with ${failure.outcome}`
+      } as const
+    }
+    const verdict = result.value.right
+    switch (verdict._tag) {
+      case "Pass":
+        run.history.push(checkEvent(candidate, c.name, "pass", { attempts: recorded }))
+        return undefined
+      case "Revise":
+        run.history.push(checkEvent(candidate, c.name, "revise", { feedback: verdict.feedback, attempts: recorded }))
+        return { revise: verdict.feedback } as const
+      case "Stop":
+        run.history.push(checkEvent(candidate, c.name, "stop", { code: verdict.code, attempts: recorded }))
+        return { reason: "permanent_failure", message: `check ${c.name} stopped: ${verdict.code}` } as const
+    }
+  })
+
+/** Runs the checks on a candidate in order; `undefined` when all passed, else how this candidate ended. */
+const checkAll = <A, R>(run: Run<A, R>, candidate: Candidate<A>) =>
+  Effect.gen(function*() {
+    for (const c of run.options.checks) {
+      const ended: Rejected | undefined = yield* runCheck(run, candidate, c)
+      if (ended !== undefined) return ended
+    }
+    return undefined
+  })
+
+/** Decodes (when there is a schema), then checks; `accepted` is an accepted candidate. */
+const judge = <A, R>(run: Run<A, R>, draft: number, source: Source, text: string) =>
+  Effect.gen(function*() {
+    const decoded = run.decode(text)
+    if (decoded._tag === "Left") {
+      run.history.push(checkEvent({ draft, source }, "schema", "revise", { feedback: decoded.left }))
+      return { revise: decoded.left } as const
+    }
+    if (run.options.schema !== undefined) run.history.push(checkEvent({ draft, source }, "schema", "pass"))
+    const ended = yield* checkAll(run, { draft, source, text, value: decoded.right })
+    return ended === undefined ? { accepted: decoded.right } as const : ended
+  })
+
+const refined = <A, R>(
+  run: Run<A, R>,
+  accepted: { readonly value: A; readonly text: string; readonly source: Source; readonly draft: number },
+  completion: Outcome.Completion | null
+): Refined<A> => ({
+  ...accepted,
+  drafts: run.drafts,
+  completion,
+  calls: callsOf(run.history),
+  cost: costOf(run.history),
+  history: run.history
+})
+
+/** Requests the next model draft (revised by the last feedback) and judges it. */
+const modelDraft = <A, R>(run: Run<A, R>, feedback: ReadonlyArray<Feedback>) =>
+  Effect.gen(function*() {
+    run.drafts++
+    const draft = run.drafts
+    const next = draft === 1 ? run.request : run.reviser(run.request, feedback, draft)
+    const done = yield* Effect.either(Execute.execute(next, run.contract))
+    if (done._tag === "Left") {
+      const failure = callFailure(done.left)
+      run.history.push(
+        new DraftEvent({ draft, source: "model", status: "failed", failure, attempts: done.left.attempts })
+      )
+      return yield* review(run, reasonOf(failure), `draft ${draft} ended with ${failure.outcome}`)
+    }
+    const completion = done.right
+    run.history.push(
+      new DraftEvent({ draft, source: "model", status: "completed", failure: null, attempts: completion.attempts })
+    )
+    const verdict = yield* judge(run, draft, "model", completion.text)
+    if ("accepted" in verdict) {
+      return refined(run, { value: verdict.accepted, text: completion.text, source: "model", draft }, completion)
+    }
+    if ("reason" in verdict) return yield* review(run, verdict.reason, verdict.message)
+    return verdict
+  })
+
+/** When the drafts are used up: the fallback, checked the same way, else review. */
+const fallbackDraft = <A, R>(run: Run<A, R>) =>
+  Effect.gen(function*() {
+    const maxDrafts = run.options.maxDrafts
+    const exhausted = maxDrafts === 0 ? "no model draft was allowed" : `all ${maxDrafts} drafts were revised`
+    if (run.options.fallback === undefined) return yield* review(run, "revision_budget_exhausted", exhausted)
+    // The fallback is deterministic and makes no call, but its checks still run and still draw calls.
+    const draft = run.drafts + 1
+    const text = yield* run.options.fallback
+    run.history.push(new DraftEvent({ draft, source: "fallback", status: "completed", failure: null, attempts: [] }))
+    const verdict = yield* judge(run, draft, "fallback", text)
+    if ("accepted" in verdict) {
+      return refined(run, { value: verdict.accepted, text, source: "fallback", draft }, null)
+    }
+    if ("reason" in verdict) return yield* review(run, verdict.reason, verdict.message)
+    return yield* review(run, "revision_budget_exhausted", `${exhausted}, and the fallback was sent back too`)
+  })
+
 const run = <A, R>(
   request: CompletionRequest,
   contract: Contract,
@@ -550,186 +727,25 @@ const run = <A, R>(
     if (!Number.isInteger(maxDrafts) || maxDrafts < 0) {
       return yield* Effect.dieMessage(`Refine: maxDrafts must be a non-negative integer, got ${String(maxDrafts)}`)
     }
-    const reviser = options.revise ?? appendFeedback
-    const graceMillis = Duration.toMillis(contract.teardownGrace)
-    const history: Array<Event> = []
-    let drafts = 0
-
-    const review = (reason: Reason, message: string) =>
-      Effect.fail(
-        new NeedsReview({ reason, message, drafts, calls: callsOf(history), cost: costOf(history), history })
-      )
-
     const rein = yield* Rein
-    const ctx: CheckContext = {
-      execute: (req, c) => Effect.provideService(Execute.execute(req, c ?? contract), Rein, rein)
+    const state: Run<A, R> = {
+      request,
+      contract,
+      options,
+      decode,
+      reviser: options.revise ?? appendFeedback,
+      graceMillis: Duration.toMillis(contract.teardownGrace),
+      ctx: { execute: (req, c) => Effect.provideService(Execute.execute(req, c ?? contract), Rein, rein) },
+      history: [],
+      drafts: 0
     }
-
-    /** Runs the checks on a candidate; `undefined` when all passed, else how this candidate ended. */
-    const checkAll = (candidate: Candidate<A>) =>
-      Effect.gen(function*() {
-        const eventOf = (
-          name: string,
-          verdict: CheckEvent["verdict"],
-          extra: Partial<Pick<CheckEvent, "feedback" | "code" | "failure" | "attempts">> = {}
-        ) =>
-          new CheckEvent({
-            draft: candidate.draft,
-            source: candidate.source,
-            check: name,
-            verdict,
-            feedback: extra.feedback ?? [],
-            code: extra.code ?? null,
-            failure: extra.failure ?? null,
-            attempts: extra.attempts ?? []
-          })
-        for (const c of options.checks) {
-          // Attempts of the check's own model calls, collected as they end (success or terminal).
-          const recorded: Array<Outcome.AttemptRecord> = []
-          const recording: CheckContext = {
-            execute: (req, con) =>
-              ctx.execute(req, con).pipe(
-                Effect.tap((done) => Effect.sync(() => recorded.push(...done.attempts))),
-                Effect.tapError((e) => Effect.sync(() => recorded.push(...e.attempts)))
-              )
-          }
-          const left = yield* Deadline.remainingMillis
-          if (left <= 0) {
-            history.push(eventOf(c.name, "failed"))
-            return { reason: "deadline", message: `the deadline expired before check ${c.name}` } as const
-          }
-          // Bounded by the deadline plus the teardown grace, so a model call inside the check ends on its
-          // own deadline (and reports its attempts) before this bound cuts the check.
-          const result = yield* Effect.either(c.run(candidate, recording)).pipe(
-            Effect.timeoutOption(Duration.millis(clampMillis(left + graceMillis)))
-          )
-          if (Option.isNone(result)) {
-            history.push(eventOf(c.name, "failed", { attempts: recorded }))
-            return { reason: "deadline", message: `the deadline expired during check ${c.name}` } as const
-          }
-          if (result.value._tag === "Left") {
-            const failure = callFailure(result.value.left)
-            history.push(eventOf(c.name, "failed", { failure, attempts: recorded }))
-            return {
-              reason: reasonOf(failure),
-              message: `check ${c.name} could not finish: its call ended with ${failure.outcome}`
-            } as const
-          }
-          const verdict = result.value.right
-          switch (verdict._tag) {
-            case "Pass":
-              history.push(eventOf(c.name, "pass", { attempts: recorded }))
-              break
-            case "Revise":
-              history.push(eventOf(c.name, "revise", { feedback: verdict.feedback, attempts: recorded }))
-              return { revise: verdict.feedback } as const
-            case "Stop":
-              history.push(eventOf(c.name, "stop", { code: verdict.code, attempts: recorded }))
-              return { reason: "permanent_failure", message: `check ${c.name} stopped: ${verdict.code}` } as const
-          }
-        }
-        return undefined
-      })
-
-    /** Decodes (when there is a schema), then checks; `Right` is an accepted candidate. */
-    const judge = (draft: number, source: Source, text: string) =>
-      Effect.gen(function*() {
-        const decoded = decode(text)
-        if (decoded._tag === "Left") {
-          history.push(
-            new CheckEvent({
-              draft,
-              source,
-              check: "schema",
-              verdict: "revise",
-              feedback: decoded.left,
-              code: null,
-              failure: null,
-              attempts: []
-            })
-          )
-          return { revise: decoded.left } as const
-        }
-        if (options.schema !== undefined) {
-          history.push(
-            new CheckEvent({
-              draft,
-              source,
-              check: "schema",
-              verdict: "pass",
-              feedback: [],
-              code: null,
-              failure: null,
-              attempts: []
-            })
-          )
-        }
-        const ended = yield* checkAll({ draft, source, text, value: decoded.right })
-        return ended === undefined ? { accepted: decoded.right } as const : ended
-      })
-
     let feedback: ReadonlyArray<Feedback> = []
-    while (drafts < maxDrafts) {
-      drafts++
-      const next = drafts === 1 ? request : reviser(request, feedback, drafts)
-      const done = yield* Effect.either(Execute.execute(next, contract))
-      if (done._tag === "Left") {
-        const failure = callFailure(done.left)
-        history.push(
-          new DraftEvent({ draft: drafts, source: "model", status: "failed", failure, attempts: done.left.attempts })
-        )
-        return yield* review(reasonOf(failure), `draft ${drafts} ended with ${failure.outcome}`)
-      }
-      const completion = done.right
-      history.push(
-        new DraftEvent({
-          draft: drafts,
-          source: "model",
-          status: "completed",
-          failure: null,
-          attempts: completion.attempts
-        })
-      )
-      const verdict = yield* judge(drafts, "model", completion.text)
-      if ("accepted" in verdict) {
-        return {
-          value: verdict.accepted,
-          text: completion.text,
-          source: "model",
-          draft: drafts,
-          drafts,
-          completion,
-          calls: callsOf(history),
-          cost: costOf(history),
-          history
-        } satisfies Refined<A>
-      }
-      if ("reason" in verdict) return yield* review(verdict.reason, verdict.message)
-      feedback = verdict.revise
+    while (state.drafts < maxDrafts) {
+      const drafted: Refined<A> | { readonly revise: ReadonlyArray<Feedback> } = yield* modelDraft(state, feedback)
+      if (!("revise" in drafted)) return drafted
+      feedback = drafted.revise
     }
-
-    const exhausted = maxDrafts === 0 ? "no model draft was allowed" : `all ${maxDrafts} drafts were revised`
-    if (options.fallback === undefined) return yield* review("revision_budget_exhausted", exhausted)
-    // The fallback is deterministic and makes no call, but its checks still run and still draw calls.
-    const draft = drafts + 1
-    const text = yield* options.fallback
-    history.push(new DraftEvent({ draft, source: "fallback", status: "completed", failure: null, attempts: [] }))
-    const verdict = yield* judge(draft, "fallback", text)
-    if ("accepted" in verdict) {
-      return {
-        value: verdict.accepted,
-        text,
-        source: "fallback",
-        draft,
-        drafts,
-        completion: null,
-        calls: callsOf(history),
-        cost: costOf(history),
-        history
-      } satisfies Refined<A>
-    }
-    if ("reason" in verdict) return yield* review(verdict.reason, verdict.message)
-    return yield* review("revision_budget_exhausted", `${exhausted}, and the fallback was sent back too`)
+    return yield* fallbackDraft(state)
   })
 
 const allAttempts = function*(history: ReadonlyArray<Event>): Generator<Outcome.AttemptRecord> {

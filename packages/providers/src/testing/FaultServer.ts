@@ -620,6 +620,297 @@ const writeHuge = (
   })
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// Answering one request
+// ---------------------------------------------------------------------------------------------------------
+
+/** What a server holds: the queued faults, each model's script, and every request seen. */
+interface State {
+  readonly queue: Array<Fault>
+  readonly scripts: Map<string, Array<Fault>>
+  readonly entries: Array<Entry>
+}
+
+/** The next fault: the model's own script, then the shared queue, then the named header, else `ok()`. */
+const choose = (state: State, model: string | null, header: string | undefined): Fault => {
+  const own = model === null ? undefined : state.scripts.get(model)
+  if (own !== undefined && own.length > 0) return own.shift()!
+  if (state.queue.length > 0) return state.queue.shift()!
+  const named = header === undefined ? undefined : byName(header)
+  return named ?? ok()
+}
+
+const entryOf = (
+  index: number,
+  req: Http.IncomingMessage,
+  described: ReturnType<typeof describeRequest>,
+  fault: Fault
+): Entry => ({
+  index,
+  method: req.method ?? "GET",
+  path: described.path,
+  query: Object.fromEntries(
+    Object.entries(described.query).map(([k, v]) => [k, k === "key" ? "<redacted>" : v])
+  ),
+  dialect: described.shape?.name ?? null,
+  headers: described.headers,
+  body: described.incoming.body,
+  model: described.model,
+  stream: described.stream,
+  fault: fault._tag,
+  clientClosed: false,
+  finished: false,
+  bodyBytes: 0
+})
+
+/** One response in flight, and whether the server (not the client) destroyed its socket. */
+interface Conn {
+  readonly req: Http.IncomingMessage
+  readonly res: Http.ServerResponse
+  readonly entry: Entry
+  destroyedByServer: boolean
+}
+
+/** Watches a response so its entry records whether the client closed it and whether it finished. */
+const track = (req: Http.IncomingMessage, res: Http.ServerResponse, entry: Entry): Conn => {
+  const conn: Conn = { req, res, entry, destroyedByServer: false }
+  res.on("close", () => {
+    if (!res.writableFinished && !conn.destroyedByServer) entry.clientClosed = true
+  })
+  res.on("finish", () => {
+    entry.finished = true
+  })
+  return conn
+}
+
+const closedOf = (res: Http.ServerResponse): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    if (res.destroyed || res.writableFinished) return resume(Effect.void)
+    res.once("close", () => resume(Effect.void))
+  })
+
+/** A request in a known dialect, about to be answered with a fault. */
+interface Reply {
+  readonly conn: Conn
+  readonly shape: Shape
+  readonly name: string
+  readonly stream: boolean
+  readonly wantUsage: boolean
+}
+
+const write = (res: Http.ServerResponse, s: string) => Effect.sync(() => res.write(s))
+
+const pause = (ms: number) => ms > 0 ? Effect.sleep(Duration.millis(ms)) : Effect.void
+
+const writeNotFound = (res: Http.ServerResponse): void => {
+  res.writeHead(404, { "content-type": "application/json" })
+  res.end(JSON.stringify({ error: { message: "not found", type: "not_found", code: null } }))
+}
+
+const writeRefusal = (res: Http.ServerResponse, refusal: Dialect.Refusal): void => {
+  res.writeHead(refusal.status, { "content-type": "application/json" })
+  res.end(refusal.body)
+}
+
+const writeStatus = (res: Http.ServerResponse, shape: Shape, fault: Extract<Fault, { _tag: "Status" }>): void => {
+  res.writeHead(fault.status, { "content-type": "application/json", ...fault.headers })
+  res.end(errorBody(shape, fault))
+}
+
+const reset = (conn: Conn): void => {
+  conn.destroyedByServer = true
+  conn.req.socket.resetAndDestroy()
+}
+
+const writeMalformed = (res: Http.ServerResponse, stream: boolean): void => {
+  if (stream) {
+    res.writeHead(200, { "content-type": "text/event-stream" })
+    res.end(sse("{\"choices\": [{\"delta\": {\"content\": "))
+  } else {
+    res.writeHead(200, { "content-type": "application/json" })
+    res.end("{\"id\": \"chatcmpl-fault\", \"choices\": [{\"message\": ")
+  }
+}
+
+const hangMidBody = (reply: Reply, fault: Extract<Fault, { _tag: "HangMidBody" }>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { res } = reply.conn
+    if (reply.stream) {
+      const events = streamEvents(reply.shape, reply.name, fault.deltas, null, false)
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+      for (const e of [...events.head, ...events.deltas]) yield* write(res, e)
+    } else {
+      const full = completeBody(reply.shape, reply.name, fault.deltas.join(""), null)
+      res.writeHead(200, { "content-type": "application/json", "content-length": String(full.length) })
+      yield* write(res, full.slice(0, Math.floor(full.length / 2)))
+    }
+    return yield* Effect.never
+  })
+
+const cutStream = (reply: Reply, fault: Extract<Fault, { _tag: "CutStream" }>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { conn } = reply
+    const events = streamEvents(reply.shape, reply.name, fault.deltas, null, false)
+    conn.res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+    for (const e of [...events.head, ...events.deltas]) yield* write(conn.res, e)
+    if (fault.clean) {
+      conn.res.end()
+      return
+    }
+    // Wait until the deltas are flushed to the kernel, then close the socket mid-body (FIN, not RST:
+    // an RST could make the client's kernel drop deltas it has received but not yet read).
+    yield* Effect.async<void>((resume) => {
+      conn.res.write("", () => resume(Effect.void))
+    })
+    conn.destroyedByServer = true
+    conn.req.socket.destroy()
+  })
+
+const writeOkStream = (reply: Reply, fault: Extract<Fault, { _tag: "Ok" }>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { res } = reply.conn
+    const events = streamEvents(reply.shape, reply.name, fault.deltas, fault.usage, reply.wantUsage, fault)
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+    for (const e of events.head) yield* write(res, e)
+    for (const e of events.deltas) {
+      yield* pause(fault.dripMillis)
+      yield* write(res, e)
+    }
+    for (const e of events.tail) yield* write(res, e)
+    res.end()
+  })
+
+const writeOkJson = (reply: Reply, fault: Extract<Fault, { _tag: "Ok" }>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { res } = reply.conn
+    const full = completeBody(reply.shape, reply.name, fault.deltas.join(""), fault.usage, fault)
+    res.writeHead(200, {
+      "content-type": "application/json",
+      "content-length": String(Buffer.byteLength(full))
+    })
+    if (fault.dripMillis === 0) {
+      res.end(full)
+      return
+    }
+    const size = Math.max(1, Math.ceil(full.length / Math.max(1, fault.deltas.length)))
+    for (let i = 0; i < full.length; i += size) {
+      yield* write(res, full.slice(i, i + size))
+      yield* pause(fault.dripMillis)
+    }
+    res.end()
+  })
+
+/** Answers a request with its fault. */
+const respond = (reply: Reply, fault: Fault): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const { res } = reply.conn
+    switch (fault._tag) {
+      case "Status":
+        return Effect.sync(() => writeStatus(res, reply.shape, fault))
+      case "HangBeforeHeaders":
+        return Effect.never
+      case "Reset":
+        return Effect.sync(() => reset(reply.conn))
+      case "Malformed":
+        return Effect.sync(() => writeMalformed(res, reply.stream))
+      case "HangMidBody":
+        return hangMidBody(reply, fault)
+      case "CutStream":
+        return cutStream(reply, fault)
+      case "HugeBody":
+        return writeHuge(res, reply.conn.entry, fault, reply.shape, reply.name, reply.stream)
+      case "RawSse":
+        return writeRawSse(res, fault.chunks)
+      case "StreamError":
+        return Effect.sync(() => writeStreamError(res, fault, reply.shape, reply.name))
+      case "Ok":
+        return reply.stream ? writeOkStream(reply, fault) : writeOkJson(reply, fault)
+    }
+  })
+
+/** Reads a request, records it, picks its fault and answers it (or stops when the client goes away). */
+const handle = (state: State, req: Http.IncomingMessage, res: Http.ServerResponse): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const raw = yield* Effect.orElseSucceed(readBody(req), () => "")
+    const described = describeRequest(req, parseJson(raw))
+    const { incoming, model, shape, stream } = described
+    // A dialect refuses a request without its credential header or API version before any fault is used.
+    const refusal = shape?.refuse?.(incoming)
+    const headerFault = req.headers["x-rein-fault"]
+    const fault = refusal !== undefined
+      ? status(refusal.status)
+      : choose(state, model, typeof headerFault === "string" ? headerFault : undefined)
+    const entry = entryOf(state.entries.length, req, described, fault)
+    state.entries.push(entry)
+    const conn = track(req, res, entry)
+    if (shape === undefined) return writeNotFound(res)
+    const reply: Reply = {
+      conn,
+      shape,
+      name: model ?? "fault-model",
+      stream,
+      wantUsage: shape.streamsUsage?.(incoming) ?? true
+    }
+    const answer = refusal !== undefined ? Effect.sync(() => writeRefusal(res, refusal)) : respond(reply, fault)
+    // A handler ends when its response is done or when the client goes away, whichever comes first.
+    yield* Effect.raceFirst(answer, closedOf(res))
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// The server
+// ---------------------------------------------------------------------------------------------------------
+
+/** Listens on `127.0.0.1` at a random port; closing the scope destroys open sockets and closes it. */
+const listen = (onRequest: (req: Http.IncomingMessage, res: Http.ServerResponse) => void) => {
+  const server = Http.createServer(onRequest)
+  const sockets = new Set<Net.Socket>()
+  server.on("connection", (socket) => {
+    sockets.add(socket)
+    socket.on("close", () => sockets.delete(socket))
+  })
+  return Effect.acquireRelease(
+    Effect.async<number>((resume) => {
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address()
+        resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0))
+      })
+    }),
+    () =>
+      Effect.async<void>((resume) => {
+        for (const socket of sockets) socket.destroy()
+        server.close(() => resume(Effect.void))
+      })
+  )
+}
+
+const serviceOf = (state: State, port: number, live: Clock.Clock): FaultServer => {
+  const snapshot = Effect.sync((): ReadonlyArray<SeenRequest> =>
+    state.entries.map((e) => ({ ...e, headers: { ...e.headers }, query: { ...e.query } }))
+  )
+  const url = `http://127.0.0.1:${port}`
+  return {
+    url,
+    baseUrl: `${url}/v1`,
+    port,
+    enqueue: (...fs) => Effect.sync(() => void state.queue.push(...fs)),
+    script: (model, ...fs) =>
+      Effect.sync(() => {
+        const own = state.scripts.get(model) ?? []
+        own.push(...fs)
+        state.scripts.set(model, own)
+      }),
+    requests: snapshot,
+    waitUntil: (predicate, within = "2 seconds") => {
+      const limit = Duration.toMillis(within)
+      return snapshot.pipe(
+        Effect.filterOrFail(predicate, () => new FaultServerTimeout({ waitedMillis: limit })),
+        Effect.retry(Schedule.spaced("5 millis").pipe(Schedule.upTo(limit))),
+        Effect.withClock(live)
+      )
+    }
+  }
+}
+
 /**
  * Starts a fault server on `127.0.0.1` at a random port; it stops when the scope closes.
  *
@@ -641,222 +932,23 @@ export const make = (options: {
   readonly scripts?: Readonly<Record<string, ReadonlyArray<Fault>>>
 } = {}) =>
   Effect.gen(function*() {
-    const queue: Array<Fault> = [...(options.faults ?? [])]
-    const scripts = new Map<string, Array<Fault>>(
-      Object.entries(options.scripts ?? {}).map(([model, fs]) => [model, [...fs]])
-    )
-    const entries: Array<Entry> = []
+    const state: State = {
+      queue: [...(options.faults ?? [])],
+      scripts: new Map<string, Array<Fault>>(
+        Object.entries(options.scripts ?? {}).map(([model, fs]) => [model, [...fs]])
+      ),
+      entries: []
+    }
     // Handlers run on the live clock whatever the caller's clock: the server's timing is real.
     const run = yield* FiberSet.makeRuntime<never>()
     const live = Clock.make()
-
-    const choose = (model: string | null, header: string | undefined): Fault => {
-      const own = model === null ? undefined : scripts.get(model)
-      if (own !== undefined && own.length > 0) return own.shift()!
-      if (queue.length > 0) return queue.shift()!
-      const named = header === undefined ? undefined : byName(header)
-      return named ?? ok()
-    }
-
-    const handle = (req: Http.IncomingMessage, res: Http.ServerResponse) =>
-      Effect.gen(function*() {
-        const raw = yield* Effect.orElseSucceed(readBody(req), () => "")
-        const body = parseJson(raw)
-        const { headers, incoming, model, path, query, shape, stream } = describeRequest(req, body)
-        // A dialect refuses a request without its credential header or API version before any fault is used.
-        const refusal = shape?.refuse?.(incoming)
-        const headerFault = req.headers["x-rein-fault"]
-        const fault = refusal !== undefined
-          ? status(refusal.status)
-          : choose(model, typeof headerFault === "string" ? headerFault : undefined)
-        const entry: Entry = {
-          index: entries.length,
-          method: req.method ?? "GET",
-          path,
-          query: Object.fromEntries(Object.entries(query).map(([k, v]) => [k, k === "key" ? "<redacted>" : v])),
-          dialect: shape?.name ?? null,
-          headers,
-          body,
-          model,
-          stream,
-          fault: fault._tag,
-          clientClosed: false,
-          finished: false,
-          bodyBytes: 0
-        }
-        entries.push(entry)
-        let destroyedByServer = false
-        res.on("close", () => {
-          if (!res.writableFinished && !destroyedByServer) entry.clientClosed = true
-        })
-        res.on("finish", () => {
-          entry.finished = true
-        })
-        const closed = Effect.async<void>((resume) => {
-          if (res.destroyed || res.writableFinished) return resume(Effect.void)
-          res.once("close", () => resume(Effect.void))
-        })
-
-        if (shape === undefined) {
-          res.writeHead(404, { "content-type": "application/json" })
-          res.end(JSON.stringify({ error: { message: "not found", type: "not_found", code: null } }))
-          return
-        }
-        const name = model ?? "fault-model"
-        const wantUsage = shape.streamsUsage?.(incoming) ?? true
-        const write = (s: string) => Effect.sync(() => res.write(s))
-        const pause = (ms: number) => ms > 0 ? Effect.sleep(Duration.millis(ms)) : Effect.void
-
-        const respond: Effect.Effect<void> = Effect.gen(function*() {
-          if (refusal !== undefined) {
-            res.writeHead(refusal.status, { "content-type": "application/json" })
-            res.end(refusal.body)
-            return
-          }
-          switch (fault._tag) {
-            case "Status": {
-              res.writeHead(fault.status, { "content-type": "application/json", ...fault.headers })
-              res.end(errorBody(shape, fault))
-              return
-            }
-            case "HangBeforeHeaders":
-              return yield* Effect.never
-            case "Reset": {
-              destroyedByServer = true
-              req.socket.resetAndDestroy()
-              return
-            }
-            case "Malformed": {
-              if (stream) {
-                res.writeHead(200, { "content-type": "text/event-stream" })
-                res.end(sse("{\"choices\": [{\"delta\": {\"content\": "))
-              } else {
-                res.writeHead(200, { "content-type": "application/json" })
-                res.end("{\"id\": \"chatcmpl-fault\", \"choices\": [{\"message\": ")
-              }
-              return
-            }
-            case "HangMidBody": {
-              if (stream) {
-                const events = streamEvents(shape, name, fault.deltas, null, false)
-                res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
-                for (const e of [...events.head, ...events.deltas]) yield* write(e)
-              } else {
-                const full = completeBody(shape, name, fault.deltas.join(""), null)
-                res.writeHead(200, { "content-type": "application/json", "content-length": String(full.length) })
-                yield* write(full.slice(0, Math.floor(full.length / 2)))
-              }
-              return yield* Effect.never
-            }
-            case "CutStream": {
-              const events = streamEvents(shape, name, fault.deltas, null, false)
-              res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
-              for (const e of [...events.head, ...events.deltas]) yield* write(e)
-              if (fault.clean) {
-                res.end()
-                return
-              }
-              // Wait until the deltas are flushed to the kernel, then close the socket mid-body (FIN, not RST:
-              // an RST could make the client's kernel drop deltas it has received but not yet read).
-              yield* Effect.async<void>((resume) => {
-                res.write("", () => resume(Effect.void))
-              })
-              destroyedByServer = true
-              req.socket.destroy()
-              return
-            }
-            case "HugeBody":
-              return yield* writeHuge(res, entry, fault, shape, name, stream)
-            case "RawSse":
-              return yield* writeRawSse(res, fault.chunks)
-            case "StreamError":
-              return writeStreamError(res, fault, shape, name)
-            case "Ok": {
-              if (stream) {
-                const events = streamEvents(shape, name, fault.deltas, fault.usage, wantUsage, fault)
-                res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
-                for (const e of events.head) yield* write(e)
-                for (const e of events.deltas) {
-                  yield* pause(fault.dripMillis)
-                  yield* write(e)
-                }
-                for (const e of events.tail) yield* write(e)
-                res.end()
-              } else {
-                const full = completeBody(shape, name, fault.deltas.join(""), fault.usage, fault)
-                res.writeHead(200, {
-                  "content-type": "application/json",
-                  "content-length": String(Buffer.byteLength(full))
-                })
-                if (fault.dripMillis === 0) {
-                  res.end(full)
-                } else {
-                  const size = Math.max(1, Math.ceil(full.length / Math.max(1, fault.deltas.length)))
-                  for (let i = 0; i < full.length; i += size) {
-                    yield* write(full.slice(i, i + size))
-                    yield* pause(fault.dripMillis)
-                  }
-                  res.end()
-                }
-              }
-              return
-            }
-          }
-        })
-        // A handler ends when its response is done or when the client goes away, whichever comes first.
-        yield* Effect.raceFirst(respond, closed)
-      }).pipe(
-        Effect.withClock(live),
-        Effect.catchAllDefect(() => Effect.sync(() => res.destroy()))
-      )
-
-    const server = Http.createServer((req, res) => {
-      run(handle(req, res))
-    })
-    const sockets = new Set<Net.Socket>()
-    server.on("connection", (socket) => {
-      sockets.add(socket)
-      socket.on("close", () => sockets.delete(socket))
-    })
-
-    const port = yield* Effect.acquireRelease(
-      Effect.async<number>((resume) => {
-        server.listen(0, "127.0.0.1", () => {
-          const address = server.address()
-          resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0))
-        })
-      }),
-      () =>
-        Effect.async<void>((resume) => {
-          for (const socket of sockets) socket.destroy()
-          server.close(() => resume(Effect.void))
-        })
-    )
-
-    const snapshot = Effect.sync((): ReadonlyArray<SeenRequest> =>
-      entries.map((e) => ({ ...e, headers: { ...e.headers }, query: { ...e.query } }))
-    )
-    const url = `http://127.0.0.1:${port}`
-    const self: FaultServer = {
-      url,
-      baseUrl: `${url}/v1`,
-      port,
-      enqueue: (...fs) => Effect.sync(() => void queue.push(...fs)),
-      script: (model, ...fs) =>
-        Effect.sync(() => {
-          const own = scripts.get(model) ?? []
-          own.push(...fs)
-          scripts.set(model, own)
-        }),
-      requests: snapshot,
-      waitUntil: (predicate, within = "2 seconds") => {
-        const limit = Duration.toMillis(within)
-        return snapshot.pipe(
-          Effect.filterOrFail(predicate, () => new FaultServerTimeout({ waitedMillis: limit })),
-          Effect.retry(Schedule.spaced("5 millis").pipe(Schedule.upTo(limit))),
-          Effect.withClock(live)
+    const port = yield* listen((req, res) => {
+      run(
+        handle(state, req, res).pipe(
+          Effect.withClock(live),
+          Effect.catchAllDefect(() => Effect.sync(() => res.destroy()))
         )
-      }
-    }
-    return self
+      )
+    })
+    return serviceOf(state, port, live)
   })
