@@ -272,13 +272,32 @@ export const make = (sink: (record: JournalRecord) => Effect.Effect<void>): Serv
 })
 
 /**
- * The in-memory journal's contents.
+ * What the in-memory journal gives to read: the records written so far.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Journal } from "@rein/core"
+ *
+ * const count = (memory: Journal.MemoryJournalService) => Effect.map(memory.records, (records) => records.length)
+ * ```
+ *
+ * @category services
  * @since 0.1.0
  */
-export class MemoryJournal extends Context.Tag("@rein/core/Journal/MemoryJournal")<MemoryJournal, {
+export interface MemoryJournalService {
   readonly records: Effect.Effect<ReadonlyArray<JournalRecord>>
-}>() {}
+}
+
+/**
+ * The in-memory journal's contents.
+ *
+ * @category services
+ * @since 0.1.0
+ */
+export class MemoryJournal
+  extends Context.Tag("@rein/core/Journal/MemoryJournal")<MemoryJournal, MemoryJournalService>()
+{}
 
 /**
  * An in-memory journal (records kept for the life of the layer), with `MemoryJournal` to read them.

@@ -49,7 +49,7 @@ export class HiddenRetry extends Data.TaggedError("HiddenRetry")<{}> {}
  * Requests sent in the current bridged call. A context service rather than a FiberRef so that it also
  * reaches the effects of a provider's stream, wherever it is pulled.
  */
-class CallTicket extends Context.Tag("@rein/providers/EffectAi/CallTicket")<CallTicket, {
+interface Ticket {
   sent: number
   /** The errno of the response body's stream, when it failed (the socket went away mid-body). */
   bodyErrno?: string | undefined
@@ -59,7 +59,9 @@ class CallTicket extends Context.Tag("@rein/providers/EffectAi/CallTicket")<Call
   readonly maxResponseBytes: number
   /** An answer went over `maxResponseBytes`: the call is `malformed_response` / `body_too_large`. */
   tooLarge?: boolean | undefined
-}>() {}
+}
+
+class CallTicket extends Context.Tag("@rein/providers/EffectAi/CallTicket")<CallTicket, Ticket>() {}
 
 const FORM_READERS = new Set<PropertyKey>(["formData", "urlParamsBody"])
 
@@ -75,7 +77,7 @@ const FORM_READERS = new Set<PropertyKey>(["formData", "urlParamsBody"])
  */
 const watch = (
   response: HttpClientResponse.HttpClientResponse,
-  ticket: CallTicket["Type"]
+  ticket: Ticket
 ): HttpClientResponse.HttpClientResponse => {
   let streamed = false
   let read: Exit.Exit<Internal.Bounded, HttpClientError.ResponseError> | undefined
@@ -331,7 +333,7 @@ export interface BridgeOptions<R = never> {
  * malformed response; an error status whose body the vendor client could not decode (`@effect/ai-anthropic`
  * 0.27 has no schema for a 413 `request_too_large`) is classified by that status, not as a malformed answer.
  */
-const classifyGuarded = (ticket: CallTicket["Type"]) => (error: AiError.AiError) =>
+const classifyGuarded = (ticket: Ticket) => (error: AiError.AiError) =>
   ticket.tooLarge === true
     ? Effect.succeed(Internal.malformed(200, Internal.BODY_TOO_LARGE))
     : error._tag === "HttpResponseError" && ticket.bodyErrno !== undefined && error.response.status < 300
@@ -417,8 +419,8 @@ export const fromLanguageModel = <R = never>(
   const maxResponseBytes = Internal.isByteBound(options.maxResponseBytes)
     ? options.maxResponseBytes
     : Internal.DEFAULT_MAX_RESPONSE_BYTES
-  const ticketOf = (): CallTicket["Type"] => ({ sent: 0, maxResponseBytes })
-  const configure = (ctx: Provider.AttemptContext, ticket: CallTicket["Type"]): Context.Context<R | CallTicket> =>
+  const ticketOf = (): Ticket => ({ sent: 0, maxResponseBytes })
+  const configure = (ctx: Provider.AttemptContext, ticket: Ticket): Context.Context<R | CallTicket> =>
     Context.add(
       options.configure === undefined ? Context.empty() as Context.Context<R> : options.configure(ctx),
       CallTicket,
@@ -584,7 +586,7 @@ export const oneShotCall = <A, R>(
   maxResponseBytes: number = Internal.DEFAULT_MAX_RESPONSE_BYTES
 ): Effect.Effect<A, Failure.ProviderFailure, R> =>
   Effect.suspend(() => {
-    const ticket: CallTicket["Type"] = { sent: 0, maxResponseBytes }
+    const ticket: Ticket = { sent: 0, maxResponseBytes }
     return effect.pipe(
       Effect.provideService(CallTicket, ticket),
       Effect.catchAll((error) => Effect.flip(classifyGuarded(ticket)(error)))
@@ -608,7 +610,7 @@ export const oneShotStream = <A, R>(
   maxResponseBytes: number = Internal.DEFAULT_MAX_RESPONSE_BYTES
 ): Stream.Stream<A, Failure.ProviderFailure, R> =>
   Stream.suspend(() => {
-    const ticket: CallTicket["Type"] = { sent: 0, maxResponseBytes }
+    const ticket: Ticket = { sent: 0, maxResponseBytes }
     return stream.pipe(
       Stream.provideService(CallTicket, ticket),
       Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyGuarded(ticket)(error))))

@@ -21,7 +21,7 @@ import { addFinite } from "./totals.js"
 /** @internal */
 export interface RunGate {
   /** The worker's gate: its admissions and settlements belong to the item the worker is executing. */
-  readonly of: (worker: Worker) => Gate.Gate["Type"]
+  readonly of: (worker: Worker) => Gate.Service
   /** Tickets of attempts the executor never settled (the item was interrupted or timed out at admission). */
   readonly releaseOpen: (it: ItemState) => Effect.Effect<void> | undefined
   /** Counts an ungated item's attempts when it ends; the effect still to run (a stop), if any. */
@@ -155,7 +155,7 @@ export const make = <I>(state: RunState<I>): RunGate => {
   // Provided once per worker. It governs the item the worker is executing, and nothing else: between items
   // (a source's upstream, publishing) it is an open gate, and observers run without it (see `event`), so a
   // call of user code's own is never admitted, counted or stopped as an item's attempt.
-  const of = (worker: Worker): Gate.Gate["Type"] => ({
+  const of = (worker: Worker): Gate.Service => ({
     admit: (ask) => worker.current === undefined ? OPEN_ADMIT : admit(ask, worker.current),
     settle: (ticket, record) =>
       worker.current === undefined
