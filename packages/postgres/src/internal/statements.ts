@@ -138,18 +138,24 @@ export const free = (sql: Sql, name: string) =>
     (rows) => freeOf(rows[0]!)
   )
 
-/** Gives `amount` of a live lease back to the pool, in one statement. `false` when the lease is gone. */
+/**
+ * Gives `amount` of a live lease back to the pool, in one statement, and returns what the pool has free
+ * after it. `None` when the lease is gone.
+ */
 export const giveBack = (sql: Sql, id: string, name: string, amount: Vec) =>
   Effect.map(
-    sql<{ readonly name: string }>`WITH l AS (
+    sql<FreeRow>`WITH l AS (
         UPDATE rein_budget_leases SET calls_leased = calls_leased - ${amount.calls},
           cost_leased = cost_leased - ${amount.cost}, tokens_leased = tokens_leased - ${amount.tokens}
         WHERE id = ${id} AND expires_at > clock_timestamp() RETURNING id
       )
       UPDATE rein_budgets SET calls_leased = calls_leased - ${amount.calls},
         cost_leased = cost_leased - ${amount.cost}, tokens_leased = tokens_leased - ${amount.tokens}
-      FROM l WHERE rein_budgets.name = ${name} RETURNING rein_budgets.name`,
-    (rows) => rows.length === 1
+      FROM l WHERE rein_budgets.name = ${name} RETURNING
+        (calls_cap - calls_spent - calls_leased)::float8 AS calls_free,
+        (cost_cap - cost_spent - cost_leased)::float8 AS cost_free,
+        (tokens_cap - tokens_spent - tokens_leased)::float8 AS tokens_free`,
+    (rows) => Option.map(Option.fromNullable(rows[0]), freeOf)
   )
 
 /**
