@@ -14,21 +14,24 @@ const HEARTBEAT = 1000
 const timing = { heartbeatMillis: HEARTBEAT, queryTimeoutMillis: 600_000 }
 
 /**
- * Advances the clock by a heartbeat and waits until the heartbeat sleeps again: a sleep ending a heartbeat
- * after the new time was registered at it, once the tick in progress (if any) had finished (the adjustment
- * ran every earlier one; a query's timeout ends elsewhere). Each poll is a round trip, so the heartbeat's own
- * queries get their answers in between.
+ * Advances the clock by a heartbeat and waits until the heartbeats of the `budgets` sleep again: a sleep
+ * ending a heartbeat after the new time was registered at it, once the tick in progress (if any) had finished
+ * (the adjustment ran every earlier one; a query's timeout ends elsewhere). Each poll is a round trip, so the
+ * heartbeats' own queries get their answers in between.
  */
-const heartbeat = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  yield* TestClock.adjust(HEARTBEAT)
-  const now = yield* TestClock.currentTimeMillis
-  for (let poll = 0; poll < 2000; poll++) {
-    if (Chunk.some(yield* TestClock.sleeps(), (end) => end === now + HEARTBEAT)) return
-    yield* sql`SELECT 1`
-  }
-  return yield* Effect.dieMessage("the heartbeat did not come back to sleep")
-})
+const heartbeats = (budgets: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* TestClock.adjust(HEARTBEAT)
+    const now = yield* TestClock.currentTimeMillis
+    for (let poll = 0; poll < 2000; poll++) {
+      if (Chunk.size(Chunk.filter(yield* TestClock.sleeps(), (end) => end === now + HEARTBEAT)) >= budgets) return
+      yield* sql`SELECT 1`
+    }
+    return yield* Effect.dieMessage("the heartbeat did not come back to sleep")
+  })
+
+const heartbeat = heartbeats(1)
 
 const leased = (name: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -55,6 +58,24 @@ describe.skipIf(!available)("what the fast path reports as left, against a real 
         // 10 000 tokens left: before the fix, 10 000 less what was given back (free as read before it).
         expect(budget.unsafeLeft!()).toEqual({ cost: null, tokens: 10_000, calls: 9 })
         expect(yield* budget.left).toEqual({ cost: null, tokens: 10_000, calls: 9 })
+      }).pipe(Effect.provide(TestContext.TestContext)))
+
+    it.scoped("across processes, at most a heartbeat behind: after one, no more than what the pool and the lease hold", () =>
+      Effect.gen(function*() {
+        const name = fresh("two")
+        const a = yield* PgBudget.make({ name, tokens: 1000, ...timing })
+        const b = yield* PgBudget.make({ name, tokens: 1000, ...timing })
+        yield* heartbeats(2)
+        yield* a.reserve({ cost: null, tokens: 10 })
+        yield* b.reserve({ cost: null, tokens: 850 })
+        // Until its next contact with the database, `a` cannot know what `b` took from the pool (the effect
+        // can: it reads the pool). Its heartbeat reads it too.
+        yield* heartbeats(2)
+        const fast = a.unsafeLeft!()
+        const left = yield* a.left
+        expect(fast).toEqual(left)
+        // 1000 − 10 − 850 is what is left at most (less what b leased and does not use): before, 890.
+        expect(fast.tokens).toBeLessThanOrEqual(140)
       }).pipe(Effect.provide(TestContext.TestContext)))
 
     const Op = fc.oneof(

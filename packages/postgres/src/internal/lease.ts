@@ -90,8 +90,9 @@ export const renew = (ctx: Ctx) =>
     const next = S.ceiling(s, ctx.caps, ctx.exposure)
     s.exposed = minVec(s.exposed, next)
     const sentAt = now(ctx)
-    const alive = yield* Q.report(ctx.sql, s.id, next, s.charged, s.reserved, ctx.ttlMillis)
-    if (!alive) return yield* open(ctx)
+    const free = yield* Q.report(ctx.sql, s.id, next, s.charged, s.reserved, ctx.ttlMillis)
+    if (Option.isNone(free)) return yield* open(ctx)
+    sawFree(ctx, free.value)
     if (ctx.slice === s) {
       s.exposed = next
       s.validUntil = validFrom(ctx, sentAt)
@@ -106,8 +107,9 @@ export const raise = (ctx: Ctx, n: S.Vec) =>
     const s = ctx.slice
     const next = maxVec(s.exposed, S.ceiling(s, ctx.caps, ctx.exposure, n))
     const sentAt = now(ctx)
-    const alive = yield* Q.report(ctx.sql, s.id, next, s.charged, s.reserved, ctx.ttlMillis)
-    if (!alive) return yield* open(ctx)
+    const free = yield* Q.report(ctx.sql, s.id, next, s.charged, s.reserved, ctx.ttlMillis)
+    if (Option.isNone(free)) return yield* open(ctx)
+    sawFree(ctx, free.value)
     if (ctx.slice === s) {
       s.exposed = next
       s.validUntil = validFrom(ctx, sentAt)
