@@ -6,6 +6,12 @@
  * reservation needs, so the last reservations are exact), gives back what it holds beyond what it needs, and
  * returns everything it did not use when its scope closes. The same holds for the call cap and the token cap.
  *
+ * What is left, as the fast path reports it (`unsafeLeft`: the pool's free units as last read, plus the
+ * slice, minus what the slice has charged and reserved), is exact for this process's own use: every give-back
+ * and top-up moves units between the slice and the recorded pool in one step. What other processes took
+ * since is seen at the next contact with the database: at the latest, the next heartbeat. (`left` reads the
+ * pool first.)
+ *
  * Crashes: a process reports to the database, at each heartbeat and before it reserves past it, a ceiling
  * (what it has charged and reserved plus a small headroom, `exposure` of its slice). If it dies, its lease
  * expires after `ttlMillis` on the database clock; the next process to look reclaims it: the ceiling is

@@ -90,8 +90,9 @@ export const renew = (ctx: Ctx) =>
     const next = S.ceiling(s, ctx.caps, ctx.exposure)
     s.exposed = minVec(s.exposed, next)
     const sentAt = now(ctx)
-    const alive = yield* Q.report(ctx.sql, s.id, next, s.charged, s.reserved, ctx.ttlMillis)
-    if (!alive) return yield* open(ctx)
+    const free = yield* Q.report(ctx.sql, s.id, next, s.charged, s.reserved, ctx.ttlMillis)
+    if (Option.isNone(free)) return yield* open(ctx)
+    sawFree(ctx, free.value)
     if (ctx.slice === s) {
       s.exposed = next
       s.validUntil = validFrom(ctx, sentAt)
@@ -106,8 +107,9 @@ export const raise = (ctx: Ctx, n: S.Vec) =>
     const s = ctx.slice
     const next = maxVec(s.exposed, S.ceiling(s, ctx.caps, ctx.exposure, n))
     const sentAt = now(ctx)
-    const alive = yield* Q.report(ctx.sql, s.id, next, s.charged, s.reserved, ctx.ttlMillis)
-    if (!alive) return yield* open(ctx)
+    const free = yield* Q.report(ctx.sql, s.id, next, s.charged, s.reserved, ctx.ttlMillis)
+    if (Option.isNone(free)) return yield* open(ctx)
+    sawFree(ctx, free.value)
     if (ctx.slice === s) {
       s.exposed = next
       s.validUntil = validFrom(ctx, sentAt)
@@ -174,9 +176,29 @@ export const trim = (ctx: Ctx) =>
     if (S.isZero(amount)) return
     // Lowered before the statement: if it fails, the database still holds more than this process uses.
     s.leased = S.sub(s.leased, amount)
-    const alive = yield* Q.giveBack(ctx.sql, s.id, ctx.name, amount)
-    if (!alive) return yield* open(ctx)
+    // In the same step, the amount is counted free (as it will be once given back): what is left, as the fast
+    // path reports it (free + leased − used), does not drop by the give-back while the statement is in flight,
+    // nor after it (the pool read back below includes it).
+    const before = ctx.free
+    ctx.free = addFree(before, amount)
+    const after = yield* Q.giveBack(ctx.sql, s.id, ctx.name, amount).pipe(
+      Effect.onError(() =>
+        Effect.sync(() => {
+          // Not given back (or not known to be): it stays in this lease on record, returned when the lease
+          // closes; counting it nowhere until the next read of the pool errs on the side of less.
+          ctx.free = before
+        })
+      )
+    )
+    if (Option.isNone(after)) return yield* open(ctx)
+    sawFree(ctx, after.value)
   })
+
+const addFree = (free: Q.Free, amount: S.Vec): Q.Free => ({
+  calls: free.calls === null ? null : free.calls + amount.calls,
+  cost: free.cost === null ? null : free.cost + amount.cost,
+  tokens: free.tokens === null ? null : free.tokens + amount.tokens
+})
 
 /** Closes the lease: what was charged, and what is still in flight, is spent; the rest returns. */
 export const close = (ctx: Ctx) => Q.closeLease(ctx.sql, ctx.slice.id, ctx.name, usedVec(ctx.slice))

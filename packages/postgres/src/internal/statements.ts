@@ -56,8 +56,9 @@ export const openLease = (sql: Sql, id: string, name: string, holder: string, tt
     VALUES (${id}, ${name}, ${holder}, clock_timestamp() + ${interval(sql, ttl)}, clock_timestamp())`
 
 /**
- * Reports the lease's ceiling and usage and extends it by `ttl`; `false` when the lease is gone or already
- * expired (it was reclaimed, or will be: the process must stop serving from it).
+ * Reports the lease's ceiling and usage and extends it by `ttl`, and reads what the pool has free; `None`
+ * when the lease is gone or already expired (it was reclaimed, or will be: the process must stop serving
+ * from it).
  */
 export const report = (
   sql: Sql,
@@ -68,13 +69,16 @@ export const report = (
   ttl: number
 ) =>
   Effect.map(
-    sql<{ readonly id: string }>`UPDATE rein_budget_leases SET
+    sql<FreeRow>`UPDATE rein_budget_leases l SET
       calls_exposed = ${exposed.calls}, cost_exposed = ${exposed.cost}, tokens_exposed = ${exposed.tokens},
       calls_charged = ${charged.calls}, cost_charged = ${charged.cost}, tokens_charged = ${charged.tokens},
       calls_reserved = ${reserved.calls}, cost_reserved = ${reserved.cost}, tokens_reserved = ${reserved.tokens},
       expires_at = clock_timestamp() + ${interval(sql, ttl)}, heartbeat_at = clock_timestamp()
-      WHERE id = ${id} AND expires_at > clock_timestamp() RETURNING id`,
-    (rows) => rows.length === 1
+      FROM rein_budgets b WHERE l.id = ${id} AND l.expires_at > clock_timestamp() AND b.name = l.budget
+      RETURNING (b.calls_cap - b.calls_spent - b.calls_leased)::float8 AS calls_free,
+        (b.cost_cap - b.cost_spent - b.cost_leased)::float8 AS cost_free,
+        (b.tokens_cap - b.tokens_spent - b.tokens_leased)::float8 AS tokens_free`,
+    (rows) => Option.map(Option.fromNullable(rows[0]), freeOf)
   )
 
 /**
@@ -138,18 +142,24 @@ export const free = (sql: Sql, name: string) =>
     (rows) => freeOf(rows[0]!)
   )
 
-/** Gives `amount` of a live lease back to the pool, in one statement. `false` when the lease is gone. */
+/**
+ * Gives `amount` of a live lease back to the pool, in one statement, and returns what the pool has free
+ * after it. `None` when the lease is gone.
+ */
 export const giveBack = (sql: Sql, id: string, name: string, amount: Vec) =>
   Effect.map(
-    sql<{ readonly name: string }>`WITH l AS (
+    sql<FreeRow>`WITH l AS (
         UPDATE rein_budget_leases SET calls_leased = calls_leased - ${amount.calls},
           cost_leased = cost_leased - ${amount.cost}, tokens_leased = tokens_leased - ${amount.tokens}
         WHERE id = ${id} AND expires_at > clock_timestamp() RETURNING id
       )
       UPDATE rein_budgets SET calls_leased = calls_leased - ${amount.calls},
         cost_leased = cost_leased - ${amount.cost}, tokens_leased = tokens_leased - ${amount.tokens}
-      FROM l WHERE rein_budgets.name = ${name} RETURNING rein_budgets.name`,
-    (rows) => rows.length === 1
+      FROM l WHERE rein_budgets.name = ${name} RETURNING
+        (calls_cap - calls_spent - calls_leased)::float8 AS calls_free,
+        (cost_cap - cost_spent - cost_leased)::float8 AS cost_free,
+        (tokens_cap - tokens_spent - tokens_leased)::float8 AS tokens_free`,
+    (rows) => Option.map(Option.fromNullable(rows[0]), freeOf)
   )
 
 /**
