@@ -10,11 +10,13 @@ import { decodeWith, nonEmptyArray, NonNegativeNumber as NonNegative, PositiveIn
 /**
  * An endpoint id, e.g. `"openai/mini"`.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const EndpointId = Schema.NonEmptyTrimmedString.annotations({ identifier: "EndpointId" })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type EndpointId = typeof EndpointId.Type
@@ -22,6 +24,7 @@ export type EndpointId = typeof EndpointId.Type
 /**
  * What an endpoint can do.
  *
+ * @category models
  * @since 0.1.0
  */
 export class Capabilities extends Schema.Class<Capabilities>("Capabilities")({
@@ -36,6 +39,7 @@ export class Capabilities extends Schema.Class<Capabilities>("Capabilities")({
  * Prices per billable dimension, in the catalog's currency: per input token, per output token, per
  * request.
  *
+ * @category models
  * @since 0.1.0
  */
 export class Prices extends Schema.Class<Prices>("Prices")({
@@ -47,6 +51,7 @@ export class Prices extends Schema.Class<Prices>("Prices")({
 /**
  * One endpoint: a model at a provider, under a credential scope.
  *
+ * @category models
  * @since 0.1.0
  */
 export class Endpoint extends Schema.Class<Endpoint>("Endpoint")({
@@ -65,6 +70,7 @@ export class Endpoint extends Schema.Class<Endpoint>("Endpoint")({
 /**
  * The credential scope of an endpoint (its provider when none is given).
  *
+ * @category getters
  * @since 0.1.0
  */
 export const scopeOf = (endpoint: Endpoint): string => endpoint.credentialScope ?? endpoint.provider
@@ -79,6 +85,7 @@ export const scopeOf = (endpoint: Endpoint): string => endpoint.credentialScope 
  * declare const endpoint: Catalog.Endpoint
  * const vendor = Catalog.vendorOf(endpoint)
  * ```
+ * @category getters
  * @since 0.1.0
  */
 export const vendorOf = (endpoint: Endpoint): string => endpoint.vendor ?? endpoint.provider
@@ -86,6 +93,7 @@ export const vendorOf = (endpoint: Endpoint): string => endpoint.vendor ?? endpo
 /**
  * The encoded (JSON) form of a catalog.
  *
+ * @category models
  * @since 0.1.0
  */
 export type CatalogInput = typeof CatalogSchema.Encoded
@@ -93,6 +101,7 @@ export type CatalogInput = typeof CatalogSchema.Encoded
 /**
  * A catalog as a Schema, decodable from JSON. Endpoint ids must be unique.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const CatalogSchema = Schema.Struct({
@@ -113,6 +122,7 @@ export const CatalogSchema = Schema.Struct({
 /**
  * A decoded catalog, indexed by endpoint id.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Catalog {
@@ -123,6 +133,7 @@ export interface Catalog {
 /**
  * A catalog decode failure, with a message naming each bad field.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class CatalogError extends Schema.TaggedError<CatalogError>()("CatalogError", {
@@ -146,6 +157,7 @@ const index = (endpoints: ReadonlyArray<Endpoint>): Catalog => ({
  * const result = Catalog.decode({ endpoints: [] })
  * // Left(CatalogError: "endpoints: Expected a non empty array…")
  * ```
+ * @category decoding
  * @since 0.1.0
  */
 export const decode = (input: unknown): Either.Either<Catalog, CatalogError> =>
@@ -169,6 +181,7 @@ export const decode = (input: unknown): Either.Either<Catalog, CatalogError> =>
  *   }]
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (input: CatalogInput): Catalog => Either.getOrThrow(decode(input))

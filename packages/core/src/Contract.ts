@@ -22,6 +22,7 @@ import { PositiveDuration } from "./internal/duration.js"
  * The hard admission budget of one request. Each limit is optional; a `cost` or `tokens` limit needs an
  * input-token bound on the request (else it is refused: fail closed).
  *
+ * @category models
  * @since 0.1.0
  */
 export class BudgetLimits extends Schema.Class<BudgetLimits>("BudgetLimits")({
@@ -36,6 +37,7 @@ export class BudgetLimits extends Schema.Class<BudgetLimits>("BudgetLimits")({
  * Retry-After, in whatever form, is honoured up to `maxRetryAfter` (default 10 minutes): longer hints are
  * clamped to it before anything (a wait, a breaker, a batch's shared cooldown) consumes them.
  *
+ * @category models
  * @since 0.1.0
  */
 export class RetryPolicy extends Schema.Class<RetryPolicy>("RetryPolicy")({
@@ -55,6 +57,7 @@ export class RetryPolicy extends Schema.Class<RetryPolicy>("RetryPolicy")({
 /**
  * Capabilities every candidate must have.
  *
+ * @category models
  * @since 0.1.0
  */
 export class Requirements extends Schema.Class<Requirements>("Requirements")({
@@ -66,6 +69,7 @@ export class Requirements extends Schema.Class<Requirements>("Requirements")({
 /**
  * Narrowing (and the allowed widening) of the failure table.
  *
+ * @category models
  * @since 0.1.0
  */
 export class FailurePolicy extends Schema.Class<FailurePolicy>("FailurePolicy")({
@@ -79,11 +83,13 @@ export class FailurePolicy extends Schema.Class<FailurePolicy>("FailurePolicy")(
  * The operation mode. `read-only` and `advisory` run; `effectful` is refused by the executor (effectful
  * calls belong in a durable ledger, not behind retries).
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Mode = Schema.Literal("read-only", "advisory", "effectful")
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Mode = typeof Mode.Type
@@ -100,6 +106,7 @@ const Candidates = nonEmptyArray(EndpointId, "candidate").pipe(Schema.filter((id
 /**
  * The contract as a Schema. Encoded form: durations as milliseconds or strings such as `"30 seconds"`.
  *
+ * @category models
  * @since 0.1.0
  */
 export class Contract extends Schema.Class<Contract>("Contract")({
@@ -133,6 +140,7 @@ export class Contract extends Schema.Class<Contract>("Contract")({
 /**
  * The encoded (JSON) form of a contract.
  *
+ * @category models
  * @since 0.1.0
  */
 export type ContractInput = typeof Contract.Encoded
@@ -140,6 +148,7 @@ export type ContractInput = typeof Contract.Encoded
 /**
  * A contract decode failure, with a message naming each bad field.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class ContractError extends Schema.TaggedError<ContractError>()("ContractError", {
@@ -158,6 +167,7 @@ const decodeContract = decodeWith(Contract)
  * Contract.decode({ deadline: -1, candidates: ["a"] })
  * // Left(ContractError: "deadline: Expected a positive finite duration …, actual -1")
  * ```
+ * @category decoding
  * @since 0.1.0
  */
 export const decode = (input: unknown): Either.Either<Contract, ContractError> =>
@@ -178,6 +188,7 @@ export const decode = (input: unknown): Either.Either<Contract, ContractError> =
  *   retry: { perEndpoint: 2, base: "250 millis", factor: 2, max: "4 seconds", jitter: 0.2 }
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (input: ContractInput): Contract => Either.getOrThrow(decode(input))

@@ -17,6 +17,7 @@ import { Schema } from "effect"
  *
  * const kind: Failure.FailureKind = "rate_limited"
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const FailureKind = Schema.Literal(
@@ -38,6 +39,7 @@ export const FailureKind = Schema.Literal(
 )
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type FailureKind = typeof FailureKind.Type
@@ -52,11 +54,13 @@ export type FailureKind = typeof FailureKind.Type
  * - `other_scope`: only a candidate with another credential scope;
  * - `none`: nowhere.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const FallbackRule = Schema.Literal("any", "larger_window", "larger_output", "other_scope", "none")
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type FallbackRule = typeof FallbackRule.Type
@@ -72,6 +76,7 @@ export type FallbackRule = typeof FallbackRule.Type
  *
  * const rule = Schema.decodeUnknownSync(Failure.Rule)({ retry: true, fallback: "any", health: true })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Rule = Schema.Struct({
@@ -81,6 +86,7 @@ export const Rule = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export interface Rule extends Schema.Schema.Type<typeof Rule> {}
@@ -95,6 +101,7 @@ export interface Rule extends Schema.Schema.Type<typeof Rule> {}
  *
  * Failure.defaultTable.rate_limited // { retry: true, fallback: "any", health: true }
  * ```
+ * @category defaults
  * @since 0.1.0
  */
 export const defaultTable: { readonly [K in FailureKind]: Rule } = {
@@ -119,6 +126,7 @@ export const defaultTable: { readonly [K in FailureKind]: Rule } = {
 /**
  * Kinds a contract may add to the retry set (everything else can only be narrowed).
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const RetryWidenable = Schema.Literal("malformed_response", "content_filtered")
@@ -126,6 +134,7 @@ export const RetryWidenable = Schema.Literal("malformed_response", "content_filt
 /**
  * Kinds a contract may add to the fallback set.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const FallbackWidenable = Schema.Literal("content_filtered")
@@ -142,6 +151,7 @@ export const FallbackWidenable = Schema.Literal("content_filtered")
  *
  * const failure = new Failure.ProviderFailure({ kind: "overloaded", code: "http_503", dispatched: true })
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class ProviderFailure extends Schema.TaggedError<ProviderFailure>()("ProviderFailure", {
@@ -157,6 +167,7 @@ export class ProviderFailure extends Schema.TaggedError<ProviderFailure>()("Prov
  * Structured evidence about a failure: everything classification may look at. Message prose is
  * deliberately absent.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Evidence {
@@ -214,6 +225,7 @@ const TRANSPORT_ERRNOS = new Set([
  * Failure.classify({ status: 400, code: "context_length_exceeded" }) // "context_length"
  * Failure.classify({ errno: "ECONNRESET" })                        // "transport"
  * ```
+ * @category classification
  * @since 0.1.0
  */
 export const classify = (evidence: Evidence): FailureKind => {
@@ -267,6 +279,7 @@ export const classify = (evidence: Evidence): FailureKind => {
  * A normalised machine code for a failure: the provider code when known, else `http_<status>`, else the
  * errno, else the kind. Always short ASCII; never provider prose.
  *
+ * @category classification
  * @since 0.1.0
  */
 export const normaliseCode = (evidence: Evidence, kind: FailureKind): string => {
@@ -288,6 +301,7 @@ export const normaliseCode = (evidence: Evidence, kind: FailureKind): string => 
  * Failure.parseRetryAfter({ "retry-after": "2" }, 0)       // 2000
  * Failure.parseRetryAfter({ "retry-after-ms": "300" }, 0)  // 300
  * ```
+ * @category classification
  * @since 0.1.0
  */
 export const parseRetryAfter = (
@@ -329,6 +343,7 @@ const finite = (millis: number): number => Math.min(millis, Number.MAX_SAFE_INTE
  * const failure = Failure.fromEvidence({ status: 503 }, { dispatched: true })
  * failure.kind // "overloaded"
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const fromEvidence = (

@@ -18,6 +18,7 @@ import type { Tokens } from "./Usage.js"
 /**
  * One scripted call.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Step =
@@ -70,6 +71,7 @@ export type Step =
  *   toolCalls: [{ id: "call_1", name: "weather", params: { city: "Oslo" } }]
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const succeed = (options: {
@@ -100,6 +102,7 @@ export const succeed = (options: {
  *
  * Fake.fail("rate_limited", { retryAfter: "300 millis" })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const fail = (kind: FailureKind, options: {
@@ -125,6 +128,7 @@ export const fail = (kind: FailureKind, options: {
 /**
  * A call that never answers (interruptible).
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const hang: Step = { _tag: "Hang" }
@@ -132,6 +136,7 @@ export const hang: Step = { _tag: "Hang" }
 /**
  * A call that ignores interruption for `ignoreFor`, then behaves as `then`.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const stubborn = (ignoreFor: Duration.DurationInput, then: Step = hang): Step => ({
@@ -143,6 +148,7 @@ export const stubborn = (ignoreFor: Duration.DurationInput, then: Step = hang): 
 /**
  * A call whose provider code throws (a defect), with a message that must never be recorded.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const defect = (message: string): Step => ({ _tag: "Defect", message })
@@ -157,6 +163,7 @@ export const defect = (message: string): Step => ({ _tag: "Defect", message })
  * // 503 for the first five minutes, then healthy.
  * const outage = Fake.dynamic((now) => (now < 300_000 ? Fake.fail("overloaded") : Fake.succeed()))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const dynamic = (choose: (nowMillis: number) => Step): Step => ({ _tag: "Dynamic", choose })
@@ -164,6 +171,7 @@ export const dynamic = (choose: (nowMillis: number) => Step): Step => ({ _tag: "
 /**
  * One call the fake received.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Call {
@@ -177,6 +185,7 @@ export interface Call {
 /**
  * A scripted provider and what it saw.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Fake {
@@ -223,6 +232,7 @@ const toFailure = (step: Extract<Step, { _tag: "Fail" }>): ProviderFailure => {
  *   "anthropic/haiku": [Fake.succeed()]
  * })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (

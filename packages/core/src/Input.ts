@@ -18,6 +18,7 @@ import * as duration from "./internal/duration.js"
  *
  * Input.MAX_TIMER_MILLIS // 2147483647
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const MAX_TIMER_MILLIS: number = duration.MAX_TIMER_MILLIS
@@ -31,6 +32,7 @@ export const MAX_TIMER_MILLIS: number = duration.MAX_TIMER_MILLIS
  *
  * Input.clampMillis(1e12) // 2147483647
  * ```
+ * @category durations
  * @since 0.1.0
  */
 export const clampMillis: (millis: number) => number = duration.clampMillis
@@ -44,6 +46,7 @@ export const clampMillis: (millis: number) => number = duration.clampMillis
  *
  * Input.parseMillis("1.5 minutes") // 90000
  * ```
+ * @category durations
  * @since 0.1.0
  */
 export const parseMillis: (input: string) => number | undefined = duration.parseMillis
@@ -59,6 +62,7 @@ export const parseMillis: (input: string) => number | undefined = duration.parse
  *
  * const Settings = Schema.Struct({ timeout: Input.PositiveDuration })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const PositiveDuration: Schema.Schema<Duration.Duration, number | string> = duration.PositiveDuration
@@ -74,6 +78,7 @@ export const PositiveDuration: Schema.Schema<Duration.Duration, number | string>
  * const result = Schema.decodeUnknownEither(Schema.Struct({ n: Schema.Number }))({ n: "x" })
  * if (Either.isLeft(result)) console.log(Input.formatParseError(result.left)) // n: Expected number, actual "x"
  * ```
+ * @category formatting
  * @since 0.1.0
  */
 export const formatParseError: (error: ParseResult.ParseError) => string = decode.formatParseError
@@ -89,6 +94,7 @@ export const formatParseError: (error: ParseResult.ParseError) => string = decod
  * const decodeSettings = Input.decodeWith(Schema.Struct({ timeout: Input.PositiveDuration }))
  * decodeSettings({ timeout: -1 }) // Left("timeout: Expected a positive finite duration …, actual -1")
  * ```
+ * @category decoding
  * @since 0.1.0
  */
 export const decodeWith: <A, I>(schema: Schema.Schema<A, I>) => (input: unknown) => Either.Either<A, string> =
@@ -106,6 +112,7 @@ export const decodeWith: <A, I>(schema: Schema.Schema<A, I>) => (input: unknown)
  * Input.describe("x".repeat(1000)) // "\"xxxx…\"… (1000 characters)"
  * Input.describe(Object.create(null)) // "{}"
  * ```
+ * @category formatting
  * @since 0.1.0
  */
 export const describe: (value: unknown) => string = decode.describe
@@ -120,6 +127,7 @@ export const describe: (value: unknown) => string = decode.describe
  *
  * const Port = Input.numberWhere("a port number", (n) => Number.isInteger(n) && n > 0 && n < 65536)
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const numberWhere: (what: string, ok: (n: number) => boolean) => Schema.Schema<number> = decode.numberWhere
@@ -134,6 +142,7 @@ export const numberWhere: (what: string, ok: (n: number) => boolean) => Schema.S
  *
  * const Price = Schema.Struct({ perToken: Input.NonNegativeNumber })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const NonNegativeNumber: Schema.Schema<number> = decode.NonNegativeNumber
@@ -148,6 +157,7 @@ export const NonNegativeNumber: Schema.Schema<number> = decode.NonNegativeNumber
  *
  * const Cap = Schema.Struct({ maxTotalCost: Input.PositiveNumber })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const PositiveNumber: Schema.Schema<number> = decode.PositiveNumber
@@ -162,6 +172,7 @@ export const PositiveNumber: Schema.Schema<number> = decode.PositiveNumber
  *
  * const Retries = Schema.Struct({ retries: Input.NonNegativeInt })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const NonNegativeInt: Schema.Schema<number> = decode.NonNegativeInt
@@ -176,6 +187,7 @@ export const NonNegativeInt: Schema.Schema<number> = decode.NonNegativeInt
  *
  * const Pool = Schema.Struct({ concurrency: Input.PositiveInt })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const PositiveInt: Schema.Schema<number> = decode.PositiveInt
@@ -190,6 +202,7 @@ export const PositiveInt: Schema.Schema<number> = decode.PositiveInt
  *
  * const Sampling = Schema.Struct({ share: Input.Fraction })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Fraction: Schema.Schema<number> = decode.Fraction
@@ -207,6 +220,7 @@ export const Fraction: Schema.Schema<number> = decode.Fraction
  * const Capacity = Input.OwnRecord(Input.PositiveInt)
  * Schema.decodeUnknownSync(Capacity)(JSON.parse('{"__proto__": 2}'))["__proto__"] // 2
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const OwnRecord: <A, I>(

@@ -28,6 +28,7 @@ import { Usage } from "./Usage.js"
  * The journal format version this build writes. It also reads version 1 (before finish reasons, tool
  * calls and the `truncated` failure kind: its table lacks that row, which decodes to the default).
  *
+ * @category constants
  * @since 0.1.0
  */
 export const VERSION = 2
@@ -41,6 +42,7 @@ export const VERSION = 2
  *
  * Journal.SpecSchema === Planner.Spec // true
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const SpecSchema = Planner.Spec
@@ -54,6 +56,7 @@ export const SpecSchema = Planner.Spec
  *
  * Journal.SnapshotSchema === Planner.Snapshot // true
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const SnapshotSchema = Planner.Snapshot
@@ -67,6 +70,7 @@ export const SnapshotSchema = Planner.Snapshot
  *
  * Journal.DecisionSchema === Planner.Decision // true
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const DecisionSchema = Planner.Decision
@@ -74,6 +78,7 @@ export const DecisionSchema = Planner.Decision
 /**
  * How the request ended, without the answer's text.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const RecordedOutcome = Schema.Union(
@@ -104,6 +109,7 @@ export const RecordedOutcome = Schema.Union(
  * declare const line: string
  * const record = Journal.decodeLine(line) // Either<Journal.JournalRecord, Journal.JournalError>
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const JournalRecord = Schema.Struct({
@@ -118,6 +124,7 @@ export const JournalRecord = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type JournalRecord = typeof JournalRecord.Type
@@ -125,6 +132,7 @@ export type JournalRecord = typeof JournalRecord.Type
 /**
  * A journal that cannot be read: bad JSON, a schema violation (with the path), or a future version.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class JournalError extends Schema.TaggedError<JournalError>()("JournalError", {
@@ -136,6 +144,7 @@ export class JournalError extends Schema.TaggedError<JournalError>()("JournalErr
 /**
  * What a journal learns when a request starts.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Header {
@@ -150,6 +159,7 @@ export interface Header {
  * Receives one request's decisions as they are made. `decision` and `attempt` are synchronous appends;
  * a record is assembled once, at `end`.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Writer {
@@ -237,6 +247,7 @@ const recordedOutcome = (
 /**
  * Makes a journal that hands each finished record to `sink`.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (sink: (record: JournalRecord) => Effect.Effect<void>): Service => ({
@@ -309,6 +320,7 @@ export class MemoryJournal
  *
  * const records = Effect.flatMap(Journal.MemoryJournal, (j) => j.records).pipe(Effect.provide(Journal.layerMemory))
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layerMemory: Layer.Layer<Journal | MemoryJournal> = Layer.effectContext(
@@ -326,6 +338,7 @@ export const layerMemory: Layer.Layer<Journal | MemoryJournal> = Layer.effectCon
  * carry faithfully (a non-finite number) could not be read back, so it throws `Canonical.CanonicalError`,
  * a defect, instead of writing a line that replay would misread.
  *
+ * @category encoding
  * @since 0.1.0
  */
 export const encode = (record: JournalRecord): string => Canonical.unsafeEncode(record)
@@ -335,6 +348,7 @@ const decodeRecord = Schema.decodeUnknownEither(JournalRecord, { errors: "all", 
 /**
  * Decodes one JSONL line, refusing a future version with a clear error.
  *
+ * @category decoding
  * @since 0.1.0
  */
 export const decodeLine = (line: string, lineNumber?: number): Either.Either<JournalRecord, JournalError> => {
@@ -373,6 +387,7 @@ export const decodeLine = (line: string, lineNumber?: number): Either.Either<Jou
  *
  * const JournalLive = Journal.layerJsonl("rec.jsonl").pipe(Layer.provide(NodeFileSystem.layer))
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layerJsonl = (
@@ -399,6 +414,7 @@ export const layerJsonl = (
  * Reads every record of a JSONL journal. A final line without a newline (a write cut short) is ignored;
  * any other bad line is an error naming its line number.
  *
+ * @category decoding
  * @since 0.1.0
  */
 export const readJsonl = (
@@ -427,6 +443,7 @@ export const readJsonl = (
  * the recorded contract (more time than `contract.deadline`, more budget than `contract.budget.cost`)
  * names that contract field.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class ReplayMismatch extends Schema.TaggedError<ReplayMismatch>()("ReplayMismatch", {
@@ -449,6 +466,7 @@ export class ReplayMismatch extends Schema.TaggedError<ReplayMismatch>()("Replay
  * declare const record: Journal.JournalRecord
  * const result = Journal.replay(record) // Right(3) or Left(ReplayMismatch { decision: 2, field: "waitMillis", … })
  * ```
+ * @category replay
  * @since 0.1.0
  */
 export const replay = (record: JournalRecord): Either.Either<number, ReplayMismatch> => {
@@ -584,6 +602,7 @@ const pick = (value: unknown, path: string): unknown => {
 /**
  * A readable account of one request, for tools.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Explanation {
@@ -636,6 +655,7 @@ const budgetText = (
  * declare const record: Journal.JournalRecord
  * console.log(Journal.explain(record).text)
  * ```
+ * @category formatting
  * @since 0.1.0
  */
 export const explain = (record: JournalRecord): { readonly json: Explanation; readonly text: string } => {

@@ -20,6 +20,7 @@ import { Usage } from "./Usage.js"
  *
  * const reason: Outcome.FinishReason = "tool-calls"
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const FinishReason = Schema.Literal(
@@ -34,6 +35,7 @@ export const FinishReason = Schema.Literal(
 )
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type FinishReason = typeof FinishReason.Type
@@ -48,11 +50,13 @@ export type FinishReason = typeof FinishReason.Type
  *
  * const call: Outcome.ToolCall = { id: "call_1", name: "weather", params: { city: "Oslo" } }
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const ToolCall = Schema.Struct({ id: Schema.String, name: Schema.String, params: Schema.Unknown })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export interface ToolCall extends Schema.Schema.Type<typeof ToolCall> {}
@@ -60,11 +64,13 @@ export interface ToolCall extends Schema.Schema.Type<typeof ToolCall> {}
 /**
  * How many calls of one tool an answer made: all that records keep of tool calls.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const ToolCallCount = Schema.Struct({ name: Schema.String, count: Schema.Number })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type ToolCallCount = typeof ToolCallCount.Type
@@ -79,6 +85,7 @@ export type ToolCallCount = typeof ToolCallCount.Type
  * Outcome.countToolCalls([{ name: "a" }, { name: "a" }])
  * // [{ name: "a", count: 2 }]
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const countToolCalls = (
@@ -93,6 +100,7 @@ export const countToolCalls = (
 /**
  * What an attempt reserved against the hard budget (`null`: that dimension is not limited / unknown).
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Reservation = Schema.Struct({
@@ -101,6 +109,7 @@ export const Reservation = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Reservation = typeof Reservation.Type
@@ -114,11 +123,13 @@ export type Reservation = typeof Reservation.Type
  * - `deadline`: the request's deadline expired during the attempt;
  * - `interrupted`: the caller interrupted.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const AttemptStatus = Schema.Literal("success", "failure", "timeout", "deadline", "interrupted")
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type AttemptStatus = typeof AttemptStatus.Type
@@ -170,6 +181,7 @@ const recordFields = {
  *
  * const describe = (r: Outcome.AttemptRecord) => `#${r.attempt} ${r.endpoint} ${r.status} ${r.failure ?? ""}`
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const AttemptRecord = Schema.transform(
@@ -179,6 +191,7 @@ export const AttemptRecord = Schema.transform(
 ).annotations({ identifier: "AttemptRecord" })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type AttemptRecord = typeof AttemptRecord.Type
@@ -186,11 +199,13 @@ export type AttemptRecord = typeof AttemptRecord.Type
 /**
  * The failure that ended the plan, as a kind and a normalised code (never provider text).
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Cause = Schema.Struct({ kind: FailureKind, code: Schema.String, endpoint: Schema.String })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Cause = typeof Cause.Type
@@ -208,6 +223,7 @@ const attempts = Schema.Array(AttemptRecord)
  *
  * const onDeadline = (e: Outcome.DeadlineExceeded) => Effect.succeed(`gave up in ${e.phase} after ${e.attempts.length}`)
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("DeadlineExceeded", {
@@ -221,6 +237,7 @@ export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("De
 /**
  * The next attempt cannot be afforded: its worst-case cost, tokens, or a call would exceed the budget.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("BudgetExhausted", {
@@ -233,6 +250,7 @@ export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("Budg
 /**
  * Every candidate was tried or excluded and none succeeded.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class PlanExhausted extends Schema.TaggedError<PlanExhausted>()("PlanExhausted", {
@@ -245,6 +263,7 @@ export class PlanExhausted extends Schema.TaggedError<PlanExhausted>()("PlanExha
  * A failure whose kind forbids both retry and fallback (`unknown`, `invalid_request`, `content_filtered`
  * by default, or one the contract narrowed): Rein stops rather than guess.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class FailedSafe extends Schema.TaggedError<FailedSafe>()("FailedSafe", {
@@ -256,6 +275,7 @@ export class FailedSafe extends Schema.TaggedError<FailedSafe>()("FailedSafe", {
 /**
  * Why a request was refused before any call.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const RefusalReason = Schema.Literal(
@@ -271,6 +291,7 @@ export const RefusalReason = Schema.Literal(
 /**
  * Refused before any provider call: nothing was spent.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class Refused extends Schema.TaggedError<Refused>()("Refused", {
@@ -283,6 +304,7 @@ export class Refused extends Schema.TaggedError<Refused>()("Refused", {
  * The run this request belongs to stopped admitting attempts (a batch's deadline, fail-fast or budget
  * cap, through a `Gate`). Only requests executed under a gate can end this way.
  *
+ * @category errors
  * @since 0.1.0
  */
 export class Halted extends Schema.TaggedError<Halted>()("Halted", {
@@ -294,6 +316,7 @@ export class Halted extends Schema.TaggedError<Halted>()("Halted", {
 /**
  * Any terminal failure of a request.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Terminal = DeadlineExceeded | BudgetExhausted | PlanExhausted | FailedSafe | Refused | Halted
@@ -301,6 +324,7 @@ export type Terminal = DeadlineExceeded | BudgetExhausted | PlanExhausted | Fail
 /**
  * The terminal failures as one Schema (for journals and artifacts).
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Terminal = Schema.Union(DeadlineExceeded, BudgetExhausted, PlanExhausted, FailedSafe, Refused, Halted)
@@ -309,6 +333,7 @@ export const Terminal = Schema.Union(DeadlineExceeded, BudgetExhausted, PlanExha
  * A successful request: the provider's answer with where it came from, what it used and cost, and every
  * attempt it took. `cost` is `"unknown"` when any attempt's usage was unknown.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Completion = Schema.Struct({
@@ -329,6 +354,7 @@ export const Completion = Schema.Struct({
 }).annotations({ identifier: "Completion" })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Completion = typeof Completion.Type

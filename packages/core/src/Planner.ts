@@ -32,6 +32,7 @@ import { Reservation } from "./Outcome.js"
  *
  * Planner.predicates[0] // "listed"
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const predicates: ReadonlyArray<Predicate> = [
@@ -51,6 +52,7 @@ export const predicates: ReadonlyArray<Predicate> = [
 /**
  * A legality predicate: a field of `Verdicts`.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Predicate = keyof Verdicts
@@ -70,6 +72,7 @@ const NullNum = Schema.NullOr(Schema.Number)
  *
  * const isCandidate = Schema.is(Planner.CandidateSpec)
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const CandidateSpec = Schema.Struct({
@@ -89,6 +92,7 @@ export const CandidateSpec = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export interface CandidateSpec extends Schema.Schema.Type<typeof CandidateSpec> {}
@@ -113,6 +117,7 @@ const Table = Schema.extend(
  * declare const json: unknown
  * const spec: Planner.Spec = Schema.decodeUnknownSync(Planner.Spec)(json)
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Spec = Schema.Struct({
@@ -141,6 +146,7 @@ export const Spec = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export interface Spec extends Schema.Schema.Type<typeof Spec> {}
@@ -155,6 +161,7 @@ export interface Spec extends Schema.Schema.Type<typeof Spec> {}
  *
  * const view: Planner.HealthView = { state: "open", probesFree: 1, opensInMillis: 2_000 }
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const HealthView = Schema.Struct({
@@ -164,6 +171,7 @@ export const HealthView = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export interface HealthView extends Schema.Schema.Type<typeof HealthView> {}
@@ -182,6 +190,7 @@ export interface HealthView extends Schema.Schema.Type<typeof HealthView> {}
  * declare const json: unknown
  * const snapshot: Planner.Snapshot = Schema.decodeUnknownSync(Planner.Snapshot)(json)
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Snapshot = Schema.Struct({
@@ -200,6 +209,7 @@ export const Snapshot = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export interface Snapshot extends Schema.Schema.Type<typeof Snapshot> {}
@@ -216,6 +226,7 @@ const Verdict = Schema.Union(Schema.Literal(true), Schema.String)
  * declare const verdicts: Planner.Verdicts
  * const fits = verdicts.deadline === true
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Verdicts = Schema.Struct({
@@ -233,6 +244,7 @@ export const Verdicts = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export interface Verdicts extends Schema.Schema.Type<typeof Verdicts> {}
@@ -244,11 +256,13 @@ export interface Verdicts extends Schema.Schema.Type<typeof Verdicts> {}
  *
  * const role: Planner.Role = "fallback"
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Role = Schema.Literal("first", "retry", "fallback")
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Role = typeof Role.Type
@@ -263,6 +277,7 @@ export type Role = typeof Role.Type
  * declare const decision: Planner.Decision
  * const legal = decision.candidates.filter((c) => c.legal).map((c) => c.endpoint)
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const CandidateVerdict = Schema.Struct({
@@ -273,6 +288,7 @@ export const CandidateVerdict = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export interface CandidateVerdict extends Schema.Schema.Type<typeof CandidateVerdict> {}
@@ -300,6 +316,7 @@ export { Reservation }
  * declare const decision: Planner.Decision
  * if (decision._tag === "Attempt") console.log(decision.endpoint, decision.waitMillis)
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Attempt = Schema.Struct({
@@ -316,6 +333,7 @@ export const Attempt = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export interface Attempt extends Schema.Schema.Type<typeof Attempt> {}
@@ -330,6 +348,7 @@ export interface Attempt extends Schema.Schema.Type<typeof Attempt> {}
  * declare const decision: Planner.Decision
  * if (decision._tag === "Stop") console.log(decision.outcome, decision.reason)
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Stop = Schema.Struct({
@@ -342,6 +361,7 @@ export const Stop = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export interface Stop extends Schema.Schema.Type<typeof Stop> {}
@@ -357,11 +377,13 @@ export interface Stop extends Schema.Schema.Type<typeof Stop> {}
  * declare const json: unknown
  * const decision: Planner.Decision = Schema.decodeUnknownSync(Planner.Decision)(json)
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Decision = Schema.Union(Attempt, Stop)
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Decision = Attempt | Stop
@@ -378,6 +400,7 @@ const EPSILON = 1e-12
  *
  * Planner.hasToken(0.1 + 0.2 + 0.7) // true
  * ```
+ * @category predicates
  * @since 0.1.0
  */
 export const hasToken = (tokens: number): boolean => tokens >= 1 - 1e-9
@@ -389,6 +412,7 @@ const own = <A>(record: { readonly [key: string]: A }, key: string): A | undefin
 /**
  * The worst case of one attempt on a candidate.
  *
+ * @category planning
  * @since 0.1.0
  */
 export const reservationFor = (spec: Spec, c: CandidateSpec): Reservation => {
@@ -410,6 +434,7 @@ export const reservationFor = (spec: Spec, c: CandidateSpec): Reservation => {
  *
  * Planner.backoffMillis({ perEndpoint: 2, rateLimited: null, baseMillis: 250, factor: 2, maxMillis: 4000, jitter: 0 }, 2, 0.5) // 500
  * ```
+ * @category planning
  * @since 0.1.0
  */
 export const backoffMillis = (retry: Spec["retry"], tries: number, u: number): number => {
@@ -608,6 +633,7 @@ const stop = (
  * const decision = Planner.decide(spec, snapshot)
  * if (decision._tag === "Stop") console.log(decision.outcome, decision.reason)
  * ```
+ * @category planning
  * @since 0.1.0
  */
 export const decide = (spec: Spec, snap: Snapshot): Decision => {

@@ -25,6 +25,7 @@ import type { Usage } from "./Usage.js"
  *
  * const tools: ReadonlyArray<Provider.Tool> = [{ name: "getWeather" }, { name: "web_search", vendor: "openai" }]
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Tool {
@@ -36,6 +37,7 @@ export interface Tool {
 /**
  * Which tools the model may or must call (the `@effect/ai` shape).
  *
+ * @category models
  * @since 0.1.0
  */
 export type ToolChoice =
@@ -59,6 +61,7 @@ export type ToolChoice =
  *
  * const request: Provider.CompletionRequest = { prompt: "Summarise …", inputTokens: 900, maxOutputTokens: 400 }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface CompletionRequest {
@@ -81,6 +84,7 @@ export interface CompletionRequest {
 /**
  * What a provider returns from one successful call.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface ProviderResponse {
@@ -101,6 +105,7 @@ export interface ProviderResponse {
  * when they see the protocol's terminator, e.g. SSE `[DONE]`); a stream that ends without it was
  * truncated and is reported as a failure. Empty deltas never commit a stream.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface StreamPart {
@@ -133,6 +138,7 @@ export interface StreamPart {
  * const key = (request: Provider.CompletionRequest, context: Provider.AttemptContext) =>
  *   `${request.id}-${context.attempt}`
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface AttemptContext {
@@ -161,6 +167,7 @@ export interface AttemptContext {
  *   call: (request) => Effect.succeed({ text: request.prompt, usage: "unknown" })
  * }
  * ```
+ * @category services
  * @since 0.1.0
  */
 export interface Provider {
@@ -180,6 +187,7 @@ export interface Provider {
 /**
  * The providers by name (the catalog's `provider` field).
  *
+ * @category services
  * @since 0.1.0
  */
 export class Providers extends Context.Tag("@rein/core/Providers")<Providers, ReadonlyMap<string, Provider>>() {}

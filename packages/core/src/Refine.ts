@@ -43,11 +43,13 @@ import type { CompletionRequest } from "./Provider.js"
  *
  * const f: Refine.Feedback = { path: "items[0].price", message: "Expected number" }
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Feedback = Schema.Struct({ path: Schema.String, message: Schema.String })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Feedback = typeof Feedback.Type
@@ -62,6 +64,7 @@ export type Feedback = typeof Feedback.Type
  *
  * const verdicts: Array<Refine.Verdict> = [Refine.pass, Refine.revise("answer in English"), Refine.stop("pii")]
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type Verdict =
@@ -80,6 +83,7 @@ export type Verdict =
  * const nonEmpty = Refine.check("non_empty", (c) =>
  *   Effect.succeed(c.text.trim().length > 0 ? Refine.pass : Refine.revise("the answer was empty")))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const pass: Verdict = { _tag: "Pass" }
@@ -93,6 +97,7 @@ export const pass: Verdict = { _tag: "Pass" }
  *
  * Refine.revise([{ path: "title", message: "at most 60 characters" }, "cite at least one source"])
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const revise = (feedback: string | Feedback | ReadonlyArray<string | Feedback>): Verdict => ({
@@ -110,6 +115,7 @@ export const revise = (feedback: string | Feedback | ReadonlyArray<string | Feed
  *
  * Refine.stop("policy_violation")
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const stop = (code: string): Verdict => ({ _tag: "Stop", code })
@@ -117,11 +123,13 @@ export const stop = (code: string): Verdict => ({ _tag: "Stop", code })
 /**
  * Where a candidate came from: a model draft, or the deterministic fallback.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Source = Schema.Literal("model", "fallback")
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Source = typeof Source.Type
@@ -136,6 +144,7 @@ export type Source = typeof Source.Type
  *
  * const label = (c: Refine.Candidate<string>) => `${c.source} #${c.draft}`
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Candidate<A> {
@@ -159,6 +168,7 @@ export interface Candidate<A> {
  *   Effect.map(ctx.execute({ prompt: "Rate the answer PASS or FAIL.", inputTokens: 500, maxOutputTokens: 5 }),
  *     (verdict) => verdict.text.trim() === "PASS" ? Refine.pass : Refine.revise("be more specific")))
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface CheckContext {
@@ -181,6 +191,7 @@ export interface CheckContext {
  * const short: Refine.Check<string> = Refine.check("short", (c) =>
  *   Effect.succeed(c.text.length <= 280 ? Refine.pass : Refine.revise("at most 280 characters")))
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Check<in A, out R = never> {
@@ -199,6 +210,7 @@ export interface Check<in A, out R = never> {
  * const noTodo = Refine.check("no_todo", (c) =>
  *   Effect.succeed(c.text.includes("TODO") ? Refine.revise("remove placeholders") : Refine.pass))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const check = <A, R = never>(
@@ -218,6 +230,7 @@ export const check = <A, R = never>(
  *
  * const isInvoice = Refine.schemaCheck(Schema.Struct({ total: Schema.Number, currency: Schema.String }))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const schemaCheck = <A, I>(schema: Schema.Schema<A, I, never>, name = "schema"): Check<unknown> => {
@@ -235,6 +248,7 @@ export const schemaCheck = <A, I>(schema: Schema.Schema<A, I, never>, name = "sc
 /**
  * A terminal failure of a call, as its outcome tag and cause (never its prose).
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const CallFailure = Schema.Struct({
@@ -244,6 +258,7 @@ export const CallFailure = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type CallFailure = typeof CallFailure.Type
@@ -260,6 +275,7 @@ const attempts = Schema.Array(Outcome.AttemptRecord)
  *
  * const calls = (e: Refine.DraftEvent) => e.attempts.length
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class DraftEvent extends Schema.TaggedClass<DraftEvent>()("Draft", {
@@ -280,6 +296,7 @@ export class DraftEvent extends Schema.TaggedClass<DraftEvent>()("Draft", {
  *
  * const revised = (e: Refine.CheckEvent) => e.verdict === "revise" ? e.feedback : []
  * ```
+ * @category models
  * @since 0.1.0
  */
 export class CheckEvent extends Schema.TaggedClass<CheckEvent>()("Check", {
@@ -297,11 +314,13 @@ export class CheckEvent extends Schema.TaggedClass<CheckEvent>()("Check", {
 /**
  * One entry of a refinement's history, in the order it happened.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Event = Schema.Union(DraftEvent, CheckEvent)
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Event = typeof Event.Type
@@ -316,6 +335,7 @@ export type Event = typeof Event.Type
  * - `deadline`: the deadline expired;
  * - `halted`: the enclosing run (a batch, through its gate) stopped admitting calls.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Reason = Schema.Literal(
@@ -328,6 +348,7 @@ export const Reason = Schema.Literal(
 )
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Reason = typeof Reason.Type
@@ -344,6 +365,7 @@ export type Reason = typeof Reason.Type
  * declare const refined: Effect.Effect<Refine.Refined<string>, Refine.NeedsReview>
  * const orQueue = refined.pipe(Effect.catchTag("NeedsReview", (e) => Effect.succeed(`review: ${e.reason}`)))
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class NeedsReview extends Schema.TaggedError<NeedsReview>()("NeedsReview", {
@@ -369,6 +391,7 @@ export class NeedsReview extends Schema.TaggedError<NeedsReview>()("NeedsReview"
  * const describe = (r: Refine.Refined<unknown>) =>
  *   `${r.source} draft ${r.draft} after ${r.calls} calls, cost ${r.cost}`
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Refined<A> {
@@ -418,6 +441,7 @@ const sharingImpl = <A, E, R>(self: Effect.Effect<A, E, R>, contract: Contract):
  *   })
  * }).pipe(Refine.sharing(contract))
  * ```
+ * @category combinators
  * @since 0.1.0
  */
 export const sharing: {
@@ -435,6 +459,7 @@ export const sharing: {
 /**
  * Builds the next draft's request from the original request and the last candidate's feedback.
  *
+ * @category models
  * @since 0.1.0
  */
 export type Reviser = (
@@ -455,6 +480,7 @@ export type Reviser = (
  * Refine.appendFeedback({ prompt: "Give JSON.", inputTokens: 10 }, [{ path: "total", message: "is missing" }], 2)
  * // { prompt: "Give JSON.\n\nA previous answer was rejected. …\n- total: is missing", inputTokens: 10 + … }
  * ```
+ * @category defaults
  * @since 0.1.0
  */
 export const appendFeedback: Reviser = (request, feedback) => {
@@ -480,6 +506,7 @@ export const appendFeedback: Reviser = (request, feedback) => {
  * - `schema`: decode each candidate's text as JSON first (an implicit first check named `"schema"`);
  *   the accepted value is the decoded one.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options<A, R> {
@@ -515,6 +542,7 @@ export interface Options<A, R> {
  * })
  * // Effect<Refine.Refined<{ total: number; currency: string }>, Refine.NeedsReview, Rein.Rein>
  * ```
+ * @category execution
  * @since 0.1.0
  */
 export const refine: {

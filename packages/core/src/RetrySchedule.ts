@@ -33,6 +33,7 @@ import * as Planner from "./Planner.js"
  *
  * const failed: RetrySchedule.Failed = { kind: "rate_limited", retryAfterMillis: 2_000 }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Failed {
@@ -109,6 +110,7 @@ const snapshotOf = (
  *   Effect.retry(call, RetrySchedule.fromStart(contract, start))
  * )
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const fromStart = (contract: Contract, startMillis: number): Schedule.Schedule<Duration.Duration, Failed> => {
@@ -139,6 +141,7 @@ export const fromStart = (contract: Contract, startMillis: number): Schedule.Sch
  * declare const call: Effect.Effect<string, RetrySchedule.Failed>
  * const retried = Effect.flatMap(RetrySchedule.make(contract), (schedule) => Effect.retry(call, schedule))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (contract: Contract): Effect.Effect<Schedule.Schedule<Duration.Duration, Failed>> =>

@@ -29,6 +29,7 @@ import * as internal from "./internal/telemetry.js"
  *
  * const late = (start: Telemetry.Start, endNanos: bigint) => endNanos > start.expiresNanos
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Start extends internal.Start {}
@@ -49,6 +50,7 @@ export interface Start extends internal.Start {}
  *   begin: () => ({ decision: () => {}, attempt: () => {}, end: () => Effect.sync(() => void requests++) })
  * })
  * ```
+ * @category services
  * @since 0.1.0
  */
 export interface Service extends internal.Service {}
@@ -63,6 +65,7 @@ export interface Service extends internal.Service {}
  *
  * const on = Effect.map(Effect.serviceOption(Telemetry.Telemetry), (t) => t._tag === "Some")
  * ```
+ * @category services
  * @since 0.1.0
  */
 export class Telemetry extends Context.Tag("@rein/core/Telemetry")<Telemetry, Service>() {}
@@ -78,6 +81,7 @@ export class Telemetry extends Context.Tag("@rein/core/Telemetry")<Telemetry, Se
  * // Metrics only (e.g. for `rein batch --metrics` without an exporter).
  * const MetricsOnly = Layer.succeed(Telemetry.Telemetry, Telemetry.make({ spans: false }))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (options: { readonly spans?: boolean; readonly metrics?: boolean } = {}): Service => ({
@@ -98,6 +102,7 @@ export const make = (options: { readonly spans?: boolean; readonly metrics?: boo
  * // With an exporter: Layer.merge(Telemetry.layer, Otlp.layerJson({ baseUrl: "http://localhost:4318" }))
  * const observed = Rein.execute({ prompt: "hi", inputTokens: 5 }, contract).pipe(Effect.provide(Telemetry.layer))
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layer: Layer.Layer<Telemetry> = Layer.sync(Telemetry, () => make())
@@ -116,6 +121,7 @@ export const layer: Layer.Layer<Telemetry> = Layer.sync(Telemetry, () => make())
  *   Metric.taggedWithLabels(Telemetry.metrics.fallbacks, [MetricLabel.make("rein.endpoint", "b")])
  * )
  * ```
+ * @category metrics
  * @since 0.1.0
  */
 export const metrics = all

@@ -10,11 +10,13 @@ import type { Prices } from "./Catalog.js"
 /**
  * Tokens a provider reported for one attempt.
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Tokens = Schema.Struct({ inputTokens: Schema.Number, outputTokens: Schema.Number })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Tokens = typeof Tokens.Type
@@ -29,11 +31,13 @@ export type Tokens = typeof Tokens.Type
  * const known: Usage.Usage = { inputTokens: 900, outputTokens: 120 }
  * const unknown: Usage.Usage = "unknown"
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Usage = Schema.Union(Tokens, Schema.Literal("unknown"))
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Usage = typeof Usage.Type
@@ -48,6 +52,7 @@ export type Usage = typeof Usage.Type
  * Usage.cost({ inputTokens: 1000, outputTokens: 100 }, { inputTokens: 1e-6, outputTokens: 2e-6, request: 0 })
  * // 0.0012
  * ```
+ * @category accounting
  * @since 0.1.0
  */
 export const cost = (tokens: Tokens, prices: Prices): number =>
@@ -56,6 +61,7 @@ export const cost = (tokens: Tokens, prices: Prices): number =>
 /**
  * Total tokens of a usage, or `undefined` when unknown.
  *
+ * @category accounting
  * @since 0.1.0
  */
 export const total = (usage: Usage): number | undefined =>

@@ -66,6 +66,7 @@ const budgets = Effect.flatMap(SqlClient.SqlClient, (sql) =>
  *
  * const versions = Object.keys(Migrations.migrations) // ["0001_budgets"]
  * ```
+ * @category migrations
  * @since 0.1.0
  */
 export const migrations = {
@@ -88,6 +89,7 @@ const LOCK = "rein_postgres_migrations"
  *   Effect.provide(PgClient.layer({ url: Redacted.make("postgres://localhost/rein") }))
  * )
  * ```
+ * @category migrations
  * @since 0.1.0
  */
 export const run: Effect.Effect<void, SqlError, SqlClient.SqlClient> = Effect.flatMap(

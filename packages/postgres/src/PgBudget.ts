@@ -44,6 +44,7 @@ import * as Migrations from "./Migrations.js"
  *
  * const error = new PgBudget.PgBudgetError({ reason: "CapsMismatch", message: "cost: 10 on record, 20 asked" })
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class PgBudgetError extends Schema.TaggedError<PgBudgetError>()("PgBudgetError", {
@@ -65,6 +66,7 @@ const Millis = Schema.Number.pipe(Schema.finite(), Schema.greaterThan(0))
  *
  * const options = Schema.decodeUnknownSync(PgBudget.Options)({ name: "run-42", cost: 10, calls: 500 })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Options = Schema.Struct({
@@ -96,6 +98,7 @@ export const Options = Schema.Struct({
 )
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Options = typeof Options.Encoded
@@ -147,6 +150,7 @@ interface HoldMeta {
  *   yield* budget.settle(hold, { cost: 0.013, tokens: 900 })
  * })).pipe(Effect.provide(PgClient.layer({ url: Redacted.make("postgres://localhost/rein") })))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (input: Options): Effect.Effect<Service, PgBudgetError, SqlClient.SqlClient | Scope.Scope> =>
@@ -327,6 +331,7 @@ const reserveStep = (ctx: L.Ctx, need: S.Vec): Effect.Effect<void, Shortfall | S
  *   Layer.provide(PgClient.layer({ url: Redacted.make("postgres://localhost/rein") }))
  * )
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (options: Options): Layer.Layer<SharedBudget, PgBudgetError, SqlClient.SqlClient> =>

@@ -27,6 +27,7 @@ import type { ProviderConfigError } from "./Transport.js"
  *   apiVersion: "2024-10-21"
  * }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -60,6 +61,7 @@ export interface Options {
  *   apiVersion: "2024-10-21"
  * }).pipe(Effect.provide(NodeHttpClient.layerUndici))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (

@@ -41,6 +41,7 @@ import { checkBaseUrl, ProviderConfigError } from "./Transport.js"
  *
  * const marker = new EffectAi.HiddenRetry()
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class HiddenRetry extends Data.TaggedError("HiddenRetry")<{}> {}
@@ -150,6 +151,7 @@ const watch = (
  *
  * const guarded = Effect.map(HttpClient.HttpClient, EffectAi.oneShot)
  * ```
+ * @category combinators
  * @since 0.1.0
  */
 export const oneShot = <E, R>(
@@ -181,6 +183,7 @@ export const oneShot = <E, R>(
  *
  * const http = EffectAi.oneShotLayer.pipe(Layer.provide(NodeHttpClient.layerUndici))
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const oneShotLayer: Layer.Layer<HttpClient.HttpClient, never, HttpClient.HttpClient> = Layer.effect(
@@ -208,6 +211,7 @@ const HIDDEN_RETRY = new Failure.ProviderFailure({ kind: "unknown", code: "hidde
  * declare const error: AiError.AiError
  * const failure = EffectAi.classify(error) // Effect<ProviderFailure>
  * ```
+ * @category classification
  * @since 0.1.0
  */
 export const classify = (error: AiError.AiError): Effect.Effect<Failure.ProviderFailure> => {
@@ -260,6 +264,7 @@ export const classify = (error: AiError.AiError): Effect.Effect<Failure.Provider
  * const failure = EffectAi.classifyStreamError({ type: "overloaded_error", message: "…" })
  * // Effect<ProviderFailure> of kind "overloaded"
  * ```
+ * @category classification
  * @since 0.1.0
  */
 export const classifyStreamError = (error: unknown): Effect.Effect<Failure.ProviderFailure> =>
@@ -291,6 +296,7 @@ const promptOf = (request: Provider.CompletionRequest) =>
  * const configure: EffectAi.Configure<OpenAiLanguageModel.Config> = (ctx) =>
  *   Context.make(OpenAiLanguageModel.Config, { model: ctx.endpoint.model, max_output_tokens: ctx.maxOutputTokens })
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type Configure<R> = (context: Provider.AttemptContext) => Context.Context<R>
@@ -306,6 +312,7 @@ const FILTERED = Failure.fromEvidence({ code: "content_filter" }, { dispatched: 
  *
  * const options: EffectAi.BridgeOptions = { maxResponseBytes: 1024 * 1024 }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface BridgeOptions<R = never> {
@@ -410,6 +417,7 @@ const TOOL_PARTS = new Set<string>(["tool-params-start", "tool-params-delta", "t
  * const provider = Effect.map(LanguageModel.LanguageModel, (languageModel) =>
  *   EffectAi.fromLanguageModel(languageModel))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const fromLanguageModel = <R = never>(
@@ -508,6 +516,7 @@ export const fromLanguageModel = <R = never>(
  *
  * const options: EffectAi.VendorOptions = { apiKey: Redacted.make("sk-…"), apiUrl: "https://api.openai.com/v1" }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface VendorOptions {
@@ -542,6 +551,7 @@ export interface VendorOptions {
  *   Effect.provide(NodeHttpClient.layerUndici)
  * )
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const vendorTransport = (
@@ -579,6 +589,7 @@ export const vendorTransport = (
  *
  * const attempt = EffectAi.oneShotCall(LanguageModel.generateText({ prompt: "hi" }))
  * ```
+ * @category execution
  * @since 0.1.0
  */
 export const oneShotCall = <A, R>(
@@ -603,6 +614,7 @@ export const oneShotCall = <A, R>(
  *
  * const parts = EffectAi.oneShotStream(LanguageModel.streamText({ prompt: "hi" }))
  * ```
+ * @category execution
  * @since 0.1.0
  */
 export const oneShotStream = <A, R>(

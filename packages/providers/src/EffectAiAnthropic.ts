@@ -25,6 +25,7 @@ import type { ProviderConfigError } from "./Transport.js"
  *
  * const options: EffectAiAnthropic.Options = { apiKey: Redacted.make("sk-ant-…"), config: { temperature: 0 } }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Options extends EffectAi.VendorOptions {
@@ -46,6 +47,7 @@ const DEFAULT_URL = "https://api.anthropic.com"
  *   Layer.provide(NodeHttpClient.layerUndici)
  * )
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const clientLayer = (
@@ -73,6 +75,7 @@ export const clientLayer = (
  *   Effect.provide(NodeHttpClient.layerUndici)
  * )
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (
@@ -114,6 +117,7 @@ const configOf = (
  * declare const context: Provider.AttemptContext
  * const services = EffectAiAnthropic.attemptConfig(context) // Effect<Context<AnthropicLanguageModel.Config>>
  * ```
+ * @category configuration
  * @since 0.1.0
  */
 export const attemptConfig = (

@@ -24,6 +24,7 @@ import type { ProviderConfigError } from "./Transport.js"
  *
  * const options: EffectAiOpenAi.Options = { apiKey: Redacted.make("sk-…"), config: { temperature: 0 } }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Options extends EffectAi.VendorOptions {
@@ -45,6 +46,7 @@ const DEFAULT_URL = "https://api.openai.com/v1"
  *   Layer.provide(NodeHttpClient.layerUndici)
  * )
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const clientLayer = (
@@ -72,6 +74,7 @@ export const clientLayer = (
  *   Effect.provide(NodeHttpClient.layerUndici)
  * )
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (
@@ -113,6 +116,7 @@ const configOf = (
  * declare const context: Provider.AttemptContext
  * const services = EffectAiOpenAi.attemptConfig(context) // Effect<Context<OpenAiLanguageModel.Config>>
  * ```
+ * @category configuration
  * @since 0.1.0
  */
 export const attemptConfig = (

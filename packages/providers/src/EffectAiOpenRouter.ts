@@ -28,6 +28,7 @@ const DEFAULT_URL = "https://openrouter.ai/api/v1"
  *   Layer.provide(NodeHttpClient.layerUndici)
  * )
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export const clientLayer = (
@@ -55,6 +56,7 @@ export const clientLayer = (
  * declare const context: Provider.AttemptContext
  * const services = EffectAiOpenRouter.attemptConfig(context) // Effect<Context<OpenRouterLanguageModel.Config>>
  * ```
+ * @category configuration
  * @since 0.1.0
  */
 export const attemptConfig = (

@@ -32,6 +32,7 @@ import { checkBaseUrl, ProviderConfigError } from "./Transport.js"
  *
  * const options: OpenAiCompatible.Options = { baseUrl: "https://api.openai.com/v1", apiKey: Redacted.make("sk-…") }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -83,6 +84,7 @@ const OptionsSchema = Schema.Struct({
  *
  * Schema.decodeUnknownSync(OpenAiCompatible.ChatUsage)({ prompt_tokens: 12, completion_tokens: 3 })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const ChatUsage = Schema.Struct({
@@ -100,6 +102,7 @@ export const ChatUsage = Schema.Struct({
  *
  * Schema.decodeUnknownSync(OpenAiCompatible.ChatCompletion)({ choices: [{ message: { content: "hi" } }] })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const ChatCompletion = Schema.Struct({
@@ -120,6 +123,7 @@ export const ChatCompletion = Schema.Struct({
  *
  * Schema.decodeUnknownSync(OpenAiCompatible.ChatChunk)({ choices: [{ delta: { content: "Hel" } }] })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const ChatChunk = Schema.Struct({
@@ -152,6 +156,7 @@ const FILTERED = "content_filter"
  * OpenAiCompatible.requestBody({ prompt: "hi" }, "llama3", 256, "max_tokens", false)
  * // { model: "llama3", messages: [{ role: "user", content: "hi" }], max_tokens: 256 }
  * ```
+ * @category encoding
  * @since 0.1.0
  */
 export const requestBody = (
@@ -186,6 +191,7 @@ export const requestBody = (
  *   apiKey: Redacted.make("sk-local")
  * }).pipe(Effect.provide(NodeHttpClient.layerUndici))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (

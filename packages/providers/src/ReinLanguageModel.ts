@@ -38,6 +38,7 @@ import { requestsPerCall } from "./internal/probe.js"
  * `Layer` providing `LanguageModel`), or a function of the endpoint's model name
  * (`OpenAiLanguageModel.model` itself: the name is then written once, in the catalog).
  *
+ * @category models
  * @since 0.1.0
  */
 export type Model<R> =
@@ -47,6 +48,7 @@ export type Model<R> =
 /**
  * What the layer is built from.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options<R> {
@@ -90,6 +92,7 @@ export interface Options<R> {
  *   Effect.provide(NodeHttpClient.layerUndici)
  * )
  * ```
+ * @category layers
  * @since 0.1.0
  */
 export function layer<RM, E, RC>(
@@ -241,6 +244,7 @@ const isTerminal = Schema.is(Outcome.Terminal)
  * declare const error: AiError.AiError
  * const outcome = ReinLanguageModel.outcomeOf(error) // Option<Outcome.Terminal>
  * ```
+ * @category getters
  * @since 0.1.0
  */
 export const outcomeOf = (error: unknown): Option.Option<Outcome.Terminal> =>
@@ -261,6 +265,7 @@ export const outcomeOf = (error: unknown): Option.Option<Outcome.Terminal> =>
  *   Effect.catchTag("BudgetExhausted", (e) => Effect.succeed(`out of ${e.resource}`))
  * )
  * ```
+ * @category combinators
  * @since 0.1.0
  */
 export const withOutcomes = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Outcome.Terminal, R> =>

@@ -35,6 +35,7 @@ import { ProviderConfigError } from "./Transport.js"
  *   prompt: "hi", model: "m", endpoint: "local/m", attempt: 1, maxOutputTokens: 100
  * })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Input = Schema.Struct({
@@ -47,6 +48,7 @@ export const Input = Schema.Struct({
 })
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Input = typeof Input.Type
@@ -62,6 +64,7 @@ export type Input = typeof Input.Type
  * Schema.decodeUnknownSync(Subprocess.Output)({ text: "hello", usage: { inputTokens: 3, outputTokens: 1 } })
  * Schema.decodeUnknownSync(Subprocess.Output)({ error: { code: "context_length_exceeded", status: 400 } })
  * ```
+ * @category schemas
  * @since 0.1.0
  */
 export const Output = Schema.Union(
@@ -78,6 +81,7 @@ export const Output = Schema.Union(
 )
 
 /**
+ * @category models
  * @since 0.1.0
  */
 export type Output = typeof Output.Type
@@ -93,6 +97,7 @@ const decodeOutput = Schema.decodeUnknownEither(Schema.parseJson(Output))
  *
  * const options: Subprocess.Options = { executable: "/usr/local/bin/model", env: { MODEL_DIR: "/models" } }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -190,6 +195,7 @@ const TIMEOUT = Failure.fromEvidence({ errno: "ETIMEDOUT", code: "subprocess_tim
  *   timeout: "20 seconds"
  * }).pipe(Effect.provide(NodeCommandExecutor.layer.pipe(Layer.provide(NodeFileSystem.layer))))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (

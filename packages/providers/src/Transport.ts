@@ -18,6 +18,7 @@ import { Either, Schema } from "effect"
  *
  * const error = new Transport.ProviderConfigError({ field: "baseUrl", message: "baseUrl: Expected https://…" })
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class ProviderConfigError extends Schema.TaggedError<ProviderConfigError>()("ProviderConfigError", {
@@ -36,6 +37,7 @@ export class ProviderConfigError extends Schema.TaggedError<ProviderConfigError>
  * Transport.isLoopbackHost("[::1]")     // true
  * Transport.isLoopbackHost("10.0.0.1")  // false
  * ```
+ * @category predicates
  * @since 0.1.0
  */
 export const isLoopbackHost = (hostname: string): boolean => {
@@ -57,6 +59,7 @@ export const isLoopbackHost = (hostname: string): boolean => {
  * Transport.checkBaseUrl("http://10.0.0.5/v1", { field: "baseUrl", credentialed: true, allowInsecureHttp: false })
  * // Left(ProviderConfigError: "baseUrl: a credential may only be sent over https:// …")
  * ```
+ * @category checking
  * @since 0.1.0
  */
 export const checkBaseUrl = (

@@ -10,7 +10,12 @@
  */
 import { FastCheck as fc } from "effect"
 
-/** A path into a document: keys and indices. @since 0.1.0 */
+/**
+ * A path into a document: keys and indices.
+ *
+ * @category models
+ * @since 0.1.0
+ */
 export type Path = ReadonlyArray<string | number>
 
 const nested = (depth: number, leaf: unknown): unknown => {
@@ -32,6 +37,7 @@ const HUGE = "x".repeat(1 << 20)
  *
  * Hostile.values.length > 30 // true
  * ```
+ * @category fixtures
  * @since 0.1.0
  */
 export const values: ReadonlyArray<unknown> = [
@@ -95,6 +101,7 @@ export const values: ReadonlyArray<unknown> = [
  *
  * const notANumber = Hostile.value((v) => typeof v !== "number")
  * ```
+ * @category arbitraries
  * @since 0.1.0
  */
 export const value = (bad: (v: unknown) => boolean = () => true): fc.Arbitrary<unknown> =>
@@ -109,6 +116,7 @@ export const value = (bad: (v: unknown) => boolean = () => true): fc.Arbitrary<u
  *
  * Hostile.keys.includes("__proto__") // true
  * ```
+ * @category fixtures
  * @since 0.1.0
  */
 export const keys: ReadonlyArray<string> = ["__proto__", "constructor", "toString", "hasOwnProperty", HUGE, ""]
@@ -125,6 +133,7 @@ const isContainer = (v: unknown): v is Record<string | number, unknown> => typeo
  *
  * Hostile.setAt({ retry: { base: 100 } }, ["retry", "base"], Number.NaN) // { retry: { base: NaN } }
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const setAt = (doc: unknown, path: Path, value: unknown): unknown => {
@@ -153,6 +162,7 @@ export const setAt = (doc: unknown, path: Path, value: unknown): unknown => {
  *
  * Hostile.deleteAt({ a: 1, b: 2 }, ["a"]) // { b: 2 }
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const deleteAt = (doc: unknown, path: Path): unknown => {
@@ -175,6 +185,7 @@ export const deleteAt = (doc: unknown, path: Path): unknown => {
  *
  * Object.getPrototypeOf(Hostile.withoutPrototypes({ a: {} })) // null
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const withoutPrototypes = (doc: unknown, depth = 32): unknown => {
@@ -195,6 +206,7 @@ export const withoutPrototypes = (doc: unknown, depth = 32): unknown => {
  *
  * Hostile.printed(["endpoints", 0, "id"]) // "endpoints.0.id"
  * ```
+ * @category formatting
  * @since 0.1.0
  */
 export const printed = (path: Path): string => path.join(".")
@@ -208,6 +220,7 @@ export const printed = (path: Path): string => path.join(".")
  *
  * Hostile.accepts.duration("0.4 ns") // false
  * ```
+ * @category predicates
  * @since 0.1.0
  */
 export const accepts = {
@@ -245,6 +258,7 @@ export const accepts = {
  *
  * const deadline: Hostile.Field = { path: ["deadline"], accepts: Hostile.accepts.duration, required: true }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Field {
@@ -262,6 +276,7 @@ export interface Field {
  *
  * const show = (m: Hostile.Mutation) => `${m.path}: ${m.what}`
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Mutation {
@@ -285,6 +300,7 @@ export interface Mutation {
  *   document: Hostile.accepts.emptyObject
  * })
  * ```
+ * @category fixtures
  * @since 0.1.0
  */
 export const mutations = (

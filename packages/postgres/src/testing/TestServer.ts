@@ -23,6 +23,7 @@ import * as path from "node:path"
  *
  * const error = new TestServer.TestServerError({ message: "initdb failed" })
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class TestServerError extends Schema.TaggedError<TestServerError>()("TestServerError", {
@@ -32,6 +33,7 @@ export class TestServerError extends Schema.TaggedError<TestServerError>()("Test
 /**
  * A running server: connect with `url` (user `rein`, database `postgres`, no password, loopback only).
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Server {
@@ -49,6 +51,7 @@ export interface Server {
  *
  * const available = TestServer.binaries() !== undefined
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const binaries = (): string | undefined => {
@@ -129,6 +132,7 @@ const waitReady = (bin: string, port: number, server: ChildProcess, log: () => s
  *
  * const url = Effect.scoped(Effect.map(TestServer.start, (server) => server.url))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const start: Effect.Effect<Server, TestServerError, Scope.Scope> = Effect.gen(function*() {

@@ -31,6 +31,7 @@ import { dialectOf } from "./dialects/index.js"
  *
  * const hang: FaultServer.Fault = { _tag: "HangBeforeHeaders" }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type Fault =
@@ -97,6 +98,7 @@ export type Fault =
  * declare const server: FaultServer.FaultServer
  * const closed = Effect.map(server.requests, (rs) => rs.filter((r) => r.clientClosed).length)
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface SeenRequest {
@@ -131,6 +133,7 @@ export interface SeenRequest {
  * declare const server: FaultServer.FaultServer
  * const sawClose = server.waitUntil((rs) => rs[0]?.clientClosed === true, "2 seconds")
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface FaultServer {
@@ -169,6 +172,7 @@ export interface FaultServer {
  *   Effect.catchTag("FaultServerTimeout", (e) => Effect.succeed(e.waitedMillis))
  * )
  * ```
+ * @category errors
  * @since 0.1.0
  */
 export class FaultServerTimeout extends Data.TaggedError("FaultServerTimeout")<{ readonly waitedMillis: number }> {}
@@ -188,6 +192,7 @@ export class FaultServerTimeout extends Data.TaggedError("FaultServerTimeout")<{
  * FaultServer.ok({ text: "cut at the lim", finish: "length" })
  * FaultServer.ok({ text: "", toolCalls: [{ id: "call_1", name: "weather", arguments: "{\"city\":\"Oslo\"}" }] })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const ok = (options: {
@@ -214,6 +219,7 @@ export const ok = (options: {
  *
  * FaultServer.slowDrip({ deltas: ["a", "b", "c"], every: "20 millis" })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const slowDrip = (options: {
@@ -236,6 +242,7 @@ export const slowDrip = (options: {
  *
  * FaultServer.status(400, { code: "context_length_exceeded", type: "invalid_request_error" })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const status = (status: number, options: {
@@ -264,6 +271,7 @@ export const status = (status: number, options: {
  * FaultServer.rateLimited({ retryAfterSeconds: 1 })
  * FaultServer.rateLimited({ retryAfterMillis: 300 })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const rateLimited = (options: {
@@ -296,6 +304,7 @@ export const rateLimited = (options: {
  * FaultServer.hugeBody({ status: 500 })              // a 100 MB error body
  * FaultServer.hugeBody({ status: 200, bytes: Infinity }) // an endless answer
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const hugeBody = (options: {
@@ -325,6 +334,7 @@ export const hugeBody = (options: {
  * FaultServer.streamError({ error: { message: "busy", type: "server_error", code: 503 } })
  * FaultServer.streamError({ event: { object: "error", type: "BadRequestError", code: 400 } })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const streamError = (options: StreamErrorOptions): Fault => {
@@ -355,6 +365,7 @@ export const streamError = (options: StreamErrorOptions): Fault => {
  * const overloaded: FaultServer.StreamErrorOptions = { status: 529, type: "overloaded_error" }
  * const vllm: FaultServer.StreamErrorOptions = { error: { code: 503, type: "server_error" } }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type StreamErrorOptions =
@@ -378,6 +389,7 @@ export type StreamErrorOptions =
  *
  * FaultServer.rawSse("retry: 3600000\n\n", "data: [DONE]\n\n")
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const rawSse = (...chunks: ReadonlyArray<string>): Fault => ({ _tag: "RawSse", chunks })
@@ -391,6 +403,7 @@ export const rawSse = (...chunks: ReadonlyArray<string>): Fault => ({ _tag: "Raw
  *
  * FaultServer.faults.overloaded // 529 overloaded_error
  * ```
+ * @category constants
  * @since 0.1.0
  */
 export const faults = {
@@ -422,6 +435,7 @@ export const faults = {
  *
  * FaultServer.byName("overloaded") // the 529 fault
  * ```
+ * @category getters
  * @since 0.1.0
  */
 export const byName = (name: string): Fault | undefined =>
@@ -925,6 +939,7 @@ const serviceOf = (state: State, port: number, live: Clock.Clock): FaultServer =
  *   // point an adapter at server.baseUrl …
  * }))
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (options: {

@@ -17,6 +17,7 @@
  *
  * const finish: Dialect.Finish = "length"
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type Finish = "stop" | "length" | "tool_calls" | "content_filter"
@@ -30,6 +31,7 @@ export type Finish = "stop" | "length" | "tool_calls" | "content_filter"
  *
  * const call: Dialect.ToolCall = { id: "call_1", name: "weather", arguments: "{\"city\":\"Oslo\"}" }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface ToolCall {
@@ -47,6 +49,7 @@ export interface ToolCall {
  *
  * const usage: Dialect.Usage = { inputTokens: 12, outputTokens: 5 }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export type Usage = { readonly inputTokens: number; readonly outputTokens: number } | null
@@ -60,6 +63,7 @@ export type Usage = { readonly inputTokens: number; readonly outputTokens: numbe
  *
  * const answer: Dialect.Answer = { deltas: ["hi"], usage: null, finish: "stop", toolCalls: [] }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Answer {
@@ -78,6 +82,7 @@ export interface Answer {
  *
  * const error: Dialect.ErrorSpec = { status: 529, code: null, type: "overloaded_error", message: "busy" }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface ErrorSpec {
@@ -99,6 +104,7 @@ export interface ErrorSpec {
  * declare const events: Dialect.StreamEvents
  * const cut = [...events.head, ...events.deltas] // what a cut stream sends
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface StreamEvents {
@@ -116,6 +122,7 @@ export interface StreamEvents {
  *
  * const incoming: Dialect.Incoming = { path: "/v1/messages", query: {}, headers: {}, body: {} }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Incoming {
@@ -135,6 +142,7 @@ export interface Incoming {
  *
  * const refusal: Dialect.Refusal = { status: 401, body: "{}" }
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Refusal {
@@ -152,6 +160,7 @@ export interface Refusal {
  * declare const dialect: Dialect.Dialect
  * dialect.claims("/v1/chat/completions")
  * ```
+ * @category models
  * @since 0.1.0
  */
 export interface Dialect {
@@ -180,6 +189,7 @@ export interface Dialect {
  *
  * Dialect.sse({ type: "message_stop" }, "message_stop") // "event: message_stop\ndata: {…}\n\n"
  * ```
+ * @category encoding
  * @since 0.1.0
  */
 export const sse = (data: unknown, event?: string): string =>
@@ -194,6 +204,7 @@ export const sse = (data: unknown, event?: string): string =>
  *
  * Dialect.field({ model: "m" }, "model") // "m"
  * ```
+ * @category utils
  * @since 0.1.0
  */
 export const field = (body: unknown, key: string): unknown =>

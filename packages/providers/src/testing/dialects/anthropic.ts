@@ -133,6 +133,7 @@ const refuse = (request: Incoming) =>
  *
  * anthropic.dialect.claims("/v1/messages") // true
  * ```
+ * @category dialects
  * @since 0.1.0
  */
 export const dialect: Dialect = {
@@ -155,6 +156,7 @@ export const dialect: Dialect = {
  *
  * anthropic.rateLimitHeaders({ retryAfterSeconds: 1, resetAt: "2026-01-01T00:00:01Z" })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const rateLimitHeaders = (options: {

@@ -40,6 +40,7 @@ const refuse = (request: Incoming) =>
  *
  * azure.dialect.claims("/openai/deployments/gpt4o/chat/completions") // true
  * ```
+ * @category dialects
  * @since 0.1.0
  */
 export const dialect: Dialect = chat({

@@ -105,6 +105,7 @@ const refuse = (request: Incoming) =>
  *
  * gemini.dialect.claims("/v1beta/models/gemini-2.5-flash:generateContent") // true
  * ```
+ * @category dialects
  * @since 0.1.0
  */
 export const dialect: Dialect = {
@@ -128,6 +129,7 @@ export const dialect: Dialect = {
  *
  * gemini.retryInfo("2s")
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const retryInfo = (retryDelay: string) => ({
@@ -144,6 +146,7 @@ export const retryInfo = (retryDelay: string) => ({
  *
  * gemini.quotaFailure("GenerateRequestsPerDayPerProjectPerModel-FreeTier")
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const quotaFailure = (quotaId: string) => ({
@@ -160,6 +163,7 @@ export const quotaFailure = (quotaId: string) => ({
  *
  * gemini.errorInfo("API_KEY_INVALID")
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const errorInfo = (reason: string) => ({

@@ -21,6 +21,7 @@ import * as openRouter from "./openRouter.js"
  *
  * Dialects.dialects.find((d) => d.claims("/v1/messages"))?.name // "anthropic"
  * ```
+ * @category dialects
  * @since 0.1.0
  */
 export const dialects: ReadonlyArray<Dialect> = [
@@ -41,6 +42,7 @@ export const dialects: ReadonlyArray<Dialect> = [
  *
  * Dialects.dialectOf("/v1/chat/completions")?.name // "openai-chat"
  * ```
+ * @category dialects
  * @since 0.1.0
  */
 export const dialectOf = (path: string): Dialect | undefined => dialects.find((d) => d.claims(path))

@@ -30,6 +30,7 @@ const errorBody = (error: ErrorSpec): string =>
  *
  * openRouter.dialect.claims("/api/v1/chat/completions") // true
  * ```
+ * @category dialects
  * @since 0.1.0
  */
 export const dialect: Dialect = chat({

@@ -33,6 +33,7 @@ const toolCallsOf = (answer: Answer) =>
  *
  * openaiChat.openAiErrorBody({ status: 429, code: "rate_limit_exceeded", type: "requests", message: "slow down" })
  * ```
+ * @category encoding
  * @since 0.1.0
  */
 export const openAiErrorBody = (error: ErrorSpec): string =>
@@ -100,6 +101,7 @@ const events = (model: string, answer: Answer, withUsage: boolean) => {
  *
  * const local = openaiChat.chat({ name: "local", claims: (path) => path === "/openaiChat.chat/completions" })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const chat = (options: Pick<Dialect, "name" | "claims"> & Partial<Dialect>): Dialect => ({
@@ -120,6 +122,7 @@ export const chat = (options: Pick<Dialect, "name" | "claims"> & Partial<Dialect
  *
  * openaiChat.dialect.claims("/v1/chat/completions") // true
  * ```
+ * @category dialects
  * @since 0.1.0
  */
 export const dialect: Dialect = chat({ name: "openai-chat", claims: (path) => path.endsWith("/chat/completions") })
@@ -135,6 +138,7 @@ export const dialect: Dialect = chat({ name: "openai-chat", claims: (path) => pa
  *
  * openaiChat.rateLimitHeaders({ exhausted: "tokens", reset: "1m6.5s" })
  * ```
+ * @category constructors
  * @since 0.1.0
  */
 export const rateLimitHeaders = (options: {

@@ -99,6 +99,7 @@ const events = (model: string, answer: Answer) => {
  *
  * openaiResponses.dialect.claims("/v1/responses") // true
  * ```
+ * @category dialects
  * @since 0.1.0
  */
 export const dialect: Dialect = {
