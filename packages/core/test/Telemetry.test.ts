@@ -138,6 +138,26 @@ describe("Telemetry", () => {
       expect(req!.status).toBe(2)
     }))
 
+  it.effect("a request refused before it starts still gets its request span (an error, no attempt) and is counted", () =>
+    Effect.gen(function*() {
+      const { exporter, layer: tracing } = memoryTracing()
+      const fake = Fake.make({ a: [Fake.succeed()] })
+      const refused = () => counter(Telemetry.metrics.requests, { "rein.outcome": "Refused" })
+      const before = yield* refused()
+      const error = yield* runFor(
+        Effect.flip(Rein.execute(request, contract({ candidates: ["a", "nowhere"] }))).pipe(
+          Effect.provide(reinWith(fake)),
+          Effect.provide(Telemetry.layer)
+        )
+      ).pipe(Effect.provide(tracing))
+      expect(error._tag).toBe("Refused")
+      const spans = tree(exporter)
+      expect(spans.map((s) => s.name)).toEqual(["rein.request"])
+      expect(spans[0]!.attributes).toMatchObject({ "rein.outcome": "Refused", "error.type": "Refused" })
+      expect(spans[0]!.status).toBe(2)
+      expect((yield* refused()) - before).toBe(1)
+    }))
+
   it.effect("without the Telemetry layer no span is opened, even under a tracer", () =>
     Effect.gen(function*() {
       const { exporter, layer: tracing } = memoryTracing()

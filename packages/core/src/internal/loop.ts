@@ -192,6 +192,8 @@ const idsOf = (spec: Planner.Spec): ReadonlyArray<string> => {
 
 /** What a refusal knows about the request it refuses. */
 interface Refusing {
+  readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
+  readonly clock: Clock.Clock
   readonly context: Context.Context<Rein>
   readonly rein: ReinService
   readonly request: CompletionRequest
@@ -212,21 +214,36 @@ const refuse = (
 ): Effect.Effect<never, Outcome.Refused> => {
   const refused = stackless(() => new Outcome.Refused({ refusal, reason, attempts: [] }, true))
   const journal = Context.getOption(refusing.context, Journal)
-  if (Option.isNone(journal)) return Effect.fail(refused)
-  const { contract, rein, request, streaming } = refusing
+  const telemetry = Context.getOption(refusing.context, TelemetryTag)
+  if (Option.isNone(journal) && Option.isNone(telemetry)) return Effect.fail(refused)
+  const { clock, contract, fiber, rein, request, streaming } = refusing
   const input = validCount(request.inputTokens, 0)
     ? request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
     : null
   const output = validCount(request.maxOutputTokens, 1) ? request.maxOutputTokens ?? null : null
   const spec = makeSpec(contract, rein.catalog.byId, rein.providers, input, output, { streaming })
+  // Telemetry hook: a refused request gets its request span and outcome metric too (it ends at once).
+  const nowNanos = clock.unsafeCurrentTimeNanos()
+  const observed = Option.isNone(telemetry) ? undefined : Telemetry.open(fiber, telemetry.value, {
+    requestId: request.id,
+    contract,
+    spec,
+    endpoints: rein.catalog.byId,
+    streaming,
+    clock,
+    originNanos: nowNanos,
+    expiresNanos: nowNanos,
+    gated: false
+  })
   return Effect.gen(function*() {
-    const writer = yield* journal.value.begin({
+    const writer = Option.isNone(journal) ? undefined : yield* journal.value.begin({
       requestId: request.id ?? (yield* requestId),
       contract,
       endpoints: consulted(rein, spec),
       spec
     })
-    yield* writer.end(refused)
+    const both = Telemetry.tee(writer, observed)
+    if (both !== undefined) yield* both.end(refused)
     return yield* Effect.fail(refused)
   })
 }
@@ -329,17 +346,18 @@ export const prepareIn = (
   const context = fiber.currentContext as Context.Context<Rein>
   const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
   const rein = Context.get(context, Rein)
+  const refusing: Refusing = { fiber, clock, context, rein, request, contract, streaming }
   // Refusals happen before the clock starts and before any call.
   if (contract.mode === "effectful") {
     return refuse(
-      { context, rein, request, contract, streaming },
+      refusing,
       "effectful_mode",
       "effectful operations are not retried here; use a durable ledger"
     )
   }
   if (!validCount(request.inputTokens, 0) || !validCount(request.maxOutputTokens, 1)) {
     return refuse(
-      { context, rein, request, contract, streaming },
+      refusing,
       "invalid_request",
       "inputTokens must be a non-negative integer, maxOutputTokens a positive one"
     )
@@ -347,17 +365,17 @@ export const prepareIn = (
   const inputTokens = request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
   if ((contract.budget.cost !== undefined || contract.budget.tokens !== undefined) && inputTokens === null) {
     return refuse(
-      { context, rein, request, contract, streaming },
+      refusing,
       "no_input_bound",
       "a hard cost or token budget needs an input-token bound (fail closed)"
     )
   }
   const entry = resolve(rein, contract)
   if (entry.unknown !== null) {
-    return refuse({ context, rein, request, contract, streaming }, "unknown_candidate", entry.unknown)
+    return refuse(refusing, "unknown_candidate", entry.unknown)
   }
   if (entry.nested !== null) {
-    return refuse({ context, rein, request, contract, streaming }, "nested_retries", entry.nested)
+    return refuse(refusing, "nested_retries", entry.nested)
   }
   const uses = usesOf(request)
   const spec = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming, uses)
