@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Failure, Fake, Rein, Telemetry } from "@rein/core"
 import type { Provider } from "@rein/core"
-import { Duration, Effect, Fiber, Metric, MetricLabel, Redacted, TestClock } from "effect"
+import { Chunk, Duration, Effect, Fiber, Metric, MetricLabel, Redacted, Stream, TestClock } from "effect"
 import { catalog, contract, endpoint } from "./fixtures.js"
 import { dump, memoryTracing, tree } from "./telemetry-helpers.js"
 
@@ -156,6 +156,29 @@ describe("Telemetry", () => {
       expect(spans[0]!.attributes).toMatchObject({ "rein.outcome": "Refused", "error.type": "Refused" })
       expect(spans[0]!.status).toBe(2)
       expect((yield* refused()) - before).toBe(1)
+    }))
+
+  it.effect("a stream that fails before its first delta and falls back: the same request span with two attempt spans", () =>
+    Effect.gen(function*() {
+      const { exporter, layer: tracing } = memoryTracing()
+      const fake = Fake.make({
+        a: [Fake.fail("overloaded", { code: "http_503" })],
+        c: [Fake.succeed({ deltas: ["o", "k"], usage: { inputTokens: 100, outputTokens: 2 } })]
+      })
+      const events = yield* runFor(
+        Stream.runCollect(Rein.executeStream(request, contract({ candidates: ["a", "c"], retry: { perEndpoint: 0 } })))
+          .pipe(Effect.provide(reinWith(fake)), Effect.provide(Telemetry.layer))
+      ).pipe(Effect.provide(tracing))
+      expect(Chunk.toReadonlyArray(events).map((e) => e._tag).slice(-1)).toEqual(["Completed"])
+      const spans = tree(exporter)
+      expect(spans.map((s) => [s.name, s.parent])).toEqual([
+        ["rein.request", null],
+        ["chat model-a", "rein.request"],
+        ["chat model-c", "rein.request"]
+      ])
+      expect(spans[0]!.attributes).toMatchObject({ "rein.outcome": "Completion", "rein.endpoint": "c" })
+      expect(spans[1]!.attributes).toMatchObject({ "error.type": "overloaded", "rein.failure.code": "http_503" })
+      expect(spans[2]!.attributes).toMatchObject({ "gen_ai.usage.output_tokens": 2, "rein.attempt.role": "fallback" })
     }))
 
   it.effect("without the Telemetry layer no span is opened, even under a tracer", () =>
