@@ -7,15 +7,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FaultServer } from "@rein/providers/testing"
 import { Effect } from "effect"
-import { execFile, execFileSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll } from "vitest"
+import * as Binary from "./support/binary.js"
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
-const bin = path.join(root, "packages/cli/dist/bin.js")
+const { bin, root } = Binary
 const KEY = "sk-loopback-secret-4f1c"
 let tmp = ""
 
@@ -54,18 +52,12 @@ const endpoint = (id: string, model: string) => ({
   prices: { inputTokens: 0.000001, outputTokens: 0.000002 }
 })
 
+// The tests run the built binary: built fresh before the suite.
 beforeAll(() => {
-  execFileSync(process.execPath, [
-    path.join(root, "node_modules/typescript/bin/tsc"),
-    "-b",
-    "packages/cli/tsconfig.src.json"
-  ], { cwd: root, stdio: "inherit" })
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), "rein-loopback-"))
+  tmp = Binary.prepare("rein-loopback-")
 }, 600_000)
 
-afterAll(() => {
-  if (tmp !== "") fs.rmSync(tmp, { recursive: true, force: true })
-})
+afterAll(() => Binary.cleanUp(tmp))
 
 describe("rein against a loopback server", () => {
   it.live(

@@ -68,7 +68,8 @@ export const command = root.pipe(
   ])
 )
 
-const flags: ReadonlyArray<Argv.Flags> = [
+/** Every command's flags, as the command line is checked against them before parsing. @internal */
+export const commandFlags: ReadonlyArray<Argv.Flags> = [
   Argv.flagsOf(Plan.command),
   Argv.flagsOf(Run.command),
   Argv.flagsOf(Replay.command),
@@ -108,7 +109,7 @@ const firstLine = (u: unknown): string => {
 export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode.ExitCode, never, CliApp.CliApp.Environment> =>
   Effect.gen(function*() {
     const status = yield* Status.make(ExitCode.ok)
-    const typo = Argv.check(argv.slice(2), flags)
+    const typo = Argv.check(argv.slice(2), commandFlags)
     if (typo !== undefined) return yield* Effect.as(Console.error(typo), ExitCode.usage)
     const run = Help.asksHelp(argv)
       ? Effect.flatMap(Effect.console, (c) => Effect.withConsole(cli(argv), Help.console(c)))

@@ -4,23 +4,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
-import * as BatchCommand from "../src/BatchCommand.js"
 import * as Cli from "../src/Cli.js"
-import * as Explain from "../src/Explain.js"
 import * as Argv from "../src/internal/argv.js"
-import * as Plan from "../src/Plan.js"
-import * as Replay from "../src/Replay.js"
-import * as Run from "../src/Run.js"
-import * as Simulate from "../src/Simulate.js"
 
-const commands: ReadonlyArray<Argv.Flags> = [
-  Argv.flagsOf(Plan.command),
-  Argv.flagsOf(Run.command),
-  Argv.flagsOf(Replay.command),
-  Argv.flagsOf(Explain.command),
-  Argv.flagsOf(Simulate.command),
-  Argv.flagsOf(BatchCommand.command)
-]
+// The very list the binary checks against.
+const commands = Cli.commandFlags
 
 const flagOf = fc.constantFrom(...commands).chain((c) =>
   fc.constantFrom(...c.flags.keys()).map((flag) => ({ command: c, flag }))

@@ -7,12 +7,11 @@ import { execFile, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll } from "vitest"
+import * as Binary from "../../../test/support/binary.js"
 import * as Terminal from "../../../test/support/terminal.js"
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..")
-const bin = path.join(root, "packages/cli/dist/bin.js")
+const { bin, root } = Binary
 const catalog = "examples/catalog.json"
 const contract = "examples/contract.json"
 const scenarios = "examples/scenarios"
@@ -61,22 +60,12 @@ const failingA = () =>
     })
   )
 
+// The tests run the built binary: built fresh before the suite.
 beforeAll(() => {
-  // The tests run the built binary; build it (and what it references) so they never see a stale dist.
-  execFileSync(process.execPath, [
-    path.join(root, "node_modules/typescript/bin/tsc"),
-    "-b",
-    "packages/cli/tsconfig.src.json"
-  ], {
-    cwd: root,
-    stdio: "inherit"
-  })
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), "rein-cli-"))
+  tmp = Binary.prepare("rein-cli-")
 }, 600_000)
 
-afterAll(() => {
-  if (tmp !== "") fs.rmSync(tmp, { recursive: true, force: true })
-})
+afterAll(() => Binary.cleanUp(tmp))
 
 describe("rein", () => {
   it("prints help with the exit codes, and its version", async () => {

@@ -4,34 +4,23 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Schema } from "effect"
-import { execFile, execFileSync } from "node:child_process"
+import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
-import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll } from "vitest"
+import * as Binary from "../../../test/support/binary.js"
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..")
-const bin = path.join(root, "packages/cli/dist/bin.js")
+const { bin, root } = Binary
 let tmp = ""
 
+// The tests run the built binary: built fresh before the suite.
 beforeAll(() => {
-  execFileSync(process.execPath, [
-    path.join(root, "node_modules/typescript/bin/tsc"),
-    "-b",
-    "packages/cli/tsconfig.src.json"
-  ], {
-    cwd: root,
-    stdio: "inherit"
-  })
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), "rein-otlp-"))
+  tmp = Binary.prepare("rein-otlp-")
 }, 600_000)
 
-afterAll(() => {
-  if (tmp !== "") fs.rmSync(tmp, { recursive: true, force: true })
-})
+afterAll(() => Binary.cleanUp(tmp))
 
 // OTLP/JSON, as much of it as the test reads.
 const AnyValue = Schema.Struct({
