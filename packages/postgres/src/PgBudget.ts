@@ -279,7 +279,7 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
     holds.delete(hold)
     // A hold of a lost lease was charged at its ceiling when the lease was reclaimed.
     if (meta.epoch !== ctx.slice.epoch) return
-    S.settle(ctx.slice, meta.need, S.charged(c))
+    S.settle(ctx.slice, meta.need, S.charged(c, meta.need))
     if (S.blocked(ctx.slice, ctx.caps, S.zero()) !== undefined) Queue.unsafeOffer(wake, undefined)
   }
   return {

@@ -53,6 +53,19 @@ describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
         expect(before.cost_spent + before.cost_leased).toBeLessThanOrEqual(10 * NANOS)
       }))
 
+    it.scoped("a charge that is not a number is charged as the whole reservation, never as NaN", () =>
+      Effect.gen(function*() {
+        const budget = yield* PgBudget.make({ name: fresh("nan"), cost: 2, tokens: 1000, calls: 10 })
+        const first = yield* budget.reserve({ cost: 0.5, tokens: 100 })
+        yield* budget.settle(first, { cost: Number.NaN, tokens: Number.POSITIVE_INFINITY })
+        const left = budget.unsafeLeft!()
+        expect(left.cost).toBeCloseTo(1.5, 9)
+        expect(left.tokens).toBe(900)
+        // The budget still refuses what does not fit (a NaN counter would compare false and admit it).
+        const over = yield* Effect.either(budget.reserve({ cost: 1.75, tokens: 0 }))
+        expect(Either.isLeft(over)).toBe(true)
+      }))
+
     it.effect("closing the scope gives back what was not used: spent is exactly what was charged", () =>
       Effect.gen(function*() {
         const name = fresh("close")

@@ -49,10 +49,12 @@ export const need = (r: Reservation): Vec => ({
 })
 
 /** What a settled attempt is charged: its actual cost and tokens, and the call it took. */
-export const charged = (c: Charged): Vec => ({
+export const charged = (c: Charged, held: Vec): Vec => ({
   calls: 1,
-  cost: toNanos(Math.max(0, c.cost)),
-  tokens: Math.ceil(Math.max(0, c.tokens))
+  // A charge that is not a number (NaN, ±Infinity) is charged as the hold's whole reservation: fail closed,
+  // and never let a NaN into the counters, where every later comparison with the cap would be false.
+  cost: Number.isFinite(c.cost) ? toNanos(Math.max(0, c.cost)) : held.cost,
+  tokens: Number.isFinite(c.tokens) ? Math.ceil(Math.max(0, c.tokens)) : held.tokens
 })
 
 export interface Slice {
