@@ -513,7 +513,8 @@ export const freshState = (settings: Settings): EndpointState => ({
  * @category transitions
  * @since 0.1.0
  */
-export const deposit = (config: Config, tokens: number): number => Math.min(config.capacity, tokens + config.depositRatio)
+export const deposit = (config: Config, tokens: number): number =>
+  Math.min(config.capacity, tokens + config.depositRatio)
 
 /**
  * Whether an attempt in `role` may start on an endpoint in state `e` at `now`, with `globalTokens` in the
