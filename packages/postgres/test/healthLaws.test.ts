@@ -8,8 +8,8 @@ import { describe, layer } from "@effect/vitest"
 import type { Health } from "@rein/core"
 import { HealthLaws } from "@rein/core/testing"
 import { Duration, Effect, Exit, FastCheck, Scope, TestContext } from "effect"
+import type { PgHealth } from "../src/index.js"
 import { makeWith } from "../src/internal/healthMake.js"
-import type { Options } from "../src/internal/healthOptions.js"
 import { available, fresh, PgLive } from "./pg.js"
 
 // Each case migrates, creates a health and reads it (a few round trips): fewer runs than in memory, the same laws.
@@ -18,7 +18,7 @@ const RUNS = 15
 const millis = (d: Duration.DurationInput | undefined) => d === undefined ? undefined : Duration.toMillis(d)
 
 /** Core's settings as PgHealth's options (durations in milliseconds). */
-export const optionsOf = (config: Partial<Health.Config>, extra: Partial<Options>): Options => {
+export const optionsOf = (config: Partial<Health.Config>, extra: Partial<PgHealth.Options>): PgHealth.Options => {
   const entries = Object.entries({
     consecutiveFailures: config.consecutiveFailures,
     windowSize: config.windowSize,
