@@ -119,7 +119,10 @@ export type Options = typeof OptionsSchema.Encoded
  * @since 0.1.0
  */
 export const make = (options: Options): Effect.Effect<H.Service, PgHealthError, PgClient.PgClient | Scope.Scope> =>
-  Effect.flatMap(PgClient.PgClient, (pg) => makeWith(options, { sql: pg, listen: pg.listen }, databaseClock))
+  Effect.flatMap(
+    PgClient.PgClient,
+    (pg) => makeWith(options, { sql: pg, listen: pg.listen, notify: pg.notify }, databaseClock)
+  )
 
 /**
  * Core's `Health` service shared through PostgreSQL, for the lifetime of the layer. Provide it after

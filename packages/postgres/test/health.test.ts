@@ -15,7 +15,7 @@ const virtual = (options: PgHealth.Options) =>
     const clock = yield* Effect.clock
     return yield* makeWith(
       options,
-      { sql, listen: undefined },
+      { sql, listen: undefined, notify: undefined },
       (sql) => sql`${clock.unsafeCurrentTimeMillis()}::float8`
     )
   })
@@ -57,6 +57,23 @@ describe.skipIf(!available)("PgHealth in one process, against a real PostgreSQL"
         const now = (yield* Effect.clock).unsafeCurrentTimeNanos()
         expect(health.unsafeView!(now, ["a"]).health["a"]!.state).toBe("open")
         yield* Fiber.interrupt(holder)
+      }).pipe(Effect.provide(TestContext.TestContext)))
+
+    it.scoped("without notifications, a breaker opened elsewhere is seen open after one heartbeat (the poll)", () =>
+      Effect.gen(function*() {
+        const options = { name: fresh("poll"), consecutiveFailures: 1, cooldownMillis: 60_000, heartbeatMillis: 1_000 }
+        const a = yield* virtual(options)
+        const b = yield* virtual(options)
+        const opener = yield* Effect.orDie(a.acquire("x", "first"))
+        yield* a.complete(opener, FAILURE)
+        const clock = yield* Effect.clock
+        const seen = () => b.unsafeView!(clock.unsafeCurrentTimeNanos(), ["x"]).health["x"]?.state
+        expect(seen()).not.toBe("open")
+        yield* TestClock.adjust(1_000)
+        // The heartbeat's poll is a real round trip: wait for it (in real time, bounded).
+        for (let i = 0; i < 500 && seen() !== "open"; i++) yield* TestServices.provideLive(Effect.sleep("10 millis"))
+        expect(seen()).toBe("open")
+        expect(b.unsafeAcquire!(clock.unsafeCurrentTimeNanos(), "x", "first")).toEqual(Either.left("breaker_open"))
       }).pipe(Effect.provide(TestContext.TestContext)))
 
     it.scoped("a name on record with other settings fails with ConfigMismatch, naming them", () =>

@@ -10,7 +10,7 @@ import type { SqlError as SqlErrorType } from "@effect/sql/SqlError"
 import * as H from "@rein/core/Health"
 import type { Role } from "@rein/core/Planner"
 import type { Scope, Stream } from "effect"
-import { Duration, Effect, Either, ParseResult, Schema } from "effect"
+import { Deferred, Duration, Effect, Either, Option, ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
 import * as Migrations from "../Migrations.js"
@@ -68,7 +68,22 @@ const checkConfig = (name: string, asked: Record<string, number>, onRecord: stri
 export interface Source {
   readonly sql: SqlClient.SqlClient
   readonly listen: ((channel: string) => Stream.Stream<string, SqlErrorType>) | undefined
+  readonly notify: ((channel: string, payload: string) => Effect.Effect<void, SqlErrorType>) | undefined
 }
+
+/**
+ * Waits (at most a heartbeat) until this instance hears its own ping on the channel, so that a notification sent
+ * after `make` returns reaches it; past that, the heartbeat's poll covers.
+ */
+const awaitListening = (ctx: Ctx, notify: Source["notify"]) =>
+  notify === undefined || ctx.listen === undefined ? Effect.void : Effect.gen(function*() {
+    const step = Duration.millis(Math.max(10, ctx.heartbeatMillis / 10))
+    for (let i = 0; i < 10; i++) {
+      yield* Effect.ignore(notify(Q.CHANNEL, S.ping(ctx)))
+      if (Option.isSome(yield* Effect.timeoutOption(Deferred.await(ctx.heard), step))) return
+    }
+    yield* Effect.logWarning("@rein/postgres: health notifications not heard yet; polling each heartbeat")
+  })
 
 /** Makes the shared health in the current scope over the time source `now`. */
 export const makeWith = (
@@ -100,7 +115,8 @@ export const makeWith = (
       probeTtlMillis: o.probeTtlMillis ?? 5000,
       timeout: Duration.millis(o.queryTimeoutMillis ?? 1000),
       clock: yield* Effect.clock,
-      mirror: M.make(settings)
+      mirror: M.make(settings),
+      heard: yield* Deferred.make<void>()
     }
     yield* unavailable(
       S.bounded(ctx, S.poll(ctx)).pipe(
@@ -108,6 +124,7 @@ export const makeWith = (
       )
     )
     yield* Effect.forkScoped(S.listen(ctx))
+    yield* awaitListening(ctx, source.notify)
     yield* Effect.forkScoped(S.heartbeat(ctx))
     yield* Effect.addFinalizer(() =>
       S.bounded(ctx, Effect.zipRight(S.flush(ctx), Q.dropOwnProbes(ctx.sql, ctx.holder))).pipe(

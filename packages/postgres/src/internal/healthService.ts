@@ -12,7 +12,7 @@ import type * as Health from "@rein/core/Health"
 import * as H from "@rein/core/Health"
 import type { Role } from "@rein/core/Planner"
 import type { Clock } from "effect"
-import { Duration, Effect, Either, Option, Schema, Stream } from "effect"
+import { Deferred, Duration, Effect, Either, Option, Schema, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import * as Q from "./healthStatements.js"
 import * as M from "./mirror.js"
@@ -30,6 +30,8 @@ export interface Ctx {
   readonly timeout: Duration.Duration
   readonly clock: Clock.Clock
   readonly mirror: M.Mirror
+  /** Done when this instance has heard its own ping on the channel: it is listening. */
+  readonly heard: Deferred.Deferred<void>
 }
 
 /** A permit of the shared health: a probe carries the id of its slot row. */
@@ -93,9 +95,18 @@ const Notification = Schema.parseJson(Schema.Struct({
   t: Schema.Number
 }))
 const decodeNotification = Schema.decodeUnknownOption(Notification)
+const decodePing = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ ping: Schema.String })))
 
-/** Applies a notification of another (or this) process's compare-and-set. */
+/** The payload of a ping: an instance checking that it hears the channel. */
+export const ping = (ctx: Ctx): string => JSON.stringify({ ping: ctx.holder })
+
+/** Applies a notification of another (or this) process's compare-and-set; notes this instance's own ping. */
 export const onNotification = (ctx: Ctx, raw: string): void => {
+  const pinged = decodePing(raw)
+  if (Option.isSome(pinged)) {
+    if (pinged.value.ping === ctx.holder) Deferred.unsafeDone(ctx.heard, Effect.void)
+    return
+  }
   const n = decodeNotification(raw)
   if (Option.isNone(n) || n.value.h !== ctx.name) return
   const { c, d, e, l, p, s, t, u, v, w } = n.value
