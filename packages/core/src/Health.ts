@@ -96,7 +96,23 @@ export const defaults: Config = {
  */
 export type BreakerState = "closed" | "open" | "half_open"
 
-interface EndpointState {
+/**
+ * An endpoint's health as a value: its breaker and its retry bucket. Every transition below is a pure function
+ * of it (and of the time, in milliseconds on whatever clock the implementation keeps: a monotonic reading in
+ * process, the database's clock in a shared store), so an implementation shared by many processes applies
+ * exactly the in-process rules to the row it reads and writes back by compare-and-set.
+ *
+ * @example
+ * ```ts
+ * import { Health } from "@rein/core"
+ *
+ * const settings = Health.settingsOf(Health.defaults)
+ * const state: Health.EndpointState = Health.freshState(settings)
+ * ```
+ * @category transitions
+ * @since 0.1.0
+ */
+export interface EndpointState {
   readonly state: BreakerState
   readonly consecutive: number
   /** Outcomes in the window as bits, newest lowest: 1 for a failure. */
@@ -192,13 +208,17 @@ export interface Service {
   readonly breaker: (endpoint: string) => Effect.Effect<BreakerState>
   /** Optional fast path: `view` as one synchronous read, as of the monotonic reading `atNanos`. */
   readonly unsafeView?: (atNanos: bigint, endpoints: ReadonlyArray<string>) => View
-  /** Optional fast path: `acquire` as one synchronous check-and-update, for an attempt starting at `atNanos`. */
+  /**
+   * Optional fast path: `acquire` as one synchronous check-and-update, for an attempt starting at `atNanos`;
+   * `undefined` when it cannot answer without the store (a probe slot or retry token held elsewhere): the
+   * caller then takes `acquire`.
+   */
   readonly unsafeAcquire?: (
     atNanos: bigint,
     endpoint: string,
     role: Role,
     candidates?: ReadonlyArray<string>
-  ) => Either.Either<Permit, Refusal>
+  ) => Either.Either<Permit, Refusal> | undefined
   /** Optional fast path: `complete` as one synchronous update at `atNanos`; the returned effect publishes the
    * metrics that changed. */
   readonly unsafeComplete?: (atNanos: bigint, permit: Permit, result: Result) => Effect.Effect<void>
@@ -275,16 +295,59 @@ const same = (a: EndpointState, b: EndpointState): boolean =>
 
 const stateNumber = (s: BreakerState): number => (s === "closed" ? 0 : s === "half_open" ? 1 : 2)
 
-/** What the transitions need to know of the configuration. */
-interface Settings {
+/**
+ * What the transitions need to know of the configuration, with its durations in milliseconds.
+ *
+ * @example
+ * ```ts
+ * import { Health } from "@rein/core"
+ *
+ * const settings: Health.Settings = Health.settingsOf({ ...Health.defaults, probes: 2 })
+ * ```
+ * @category transitions
+ * @since 0.1.0
+ */
+export interface Settings {
   readonly config: Config
+  /** The window's size, clamped to 1 … 30 (it is kept as bits). */
   readonly windowSize: number
   readonly baseCooldown: number
   readonly maxCooldown: number
 }
 
-/** An open breaker whose cooldown has passed is half-open. */
-const current = (e: EndpointState, now: number): BreakerState =>
+/**
+ * The settings of a configuration.
+ *
+ * @example
+ * ```ts
+ * import { Health } from "@rein/core"
+ *
+ * Health.settingsOf(Health.defaults).baseCooldown // 5000
+ * ```
+ * @category transitions
+ * @since 0.1.0
+ */
+export const settingsOf = (config: Config): Settings => ({
+  config,
+  windowSize: Math.max(1, Math.min(30, Math.floor(config.windowSize))),
+  baseCooldown: toMillis(config.cooldown),
+  maxCooldown: toMillis(config.maxCooldown)
+})
+
+/**
+ * The breaker's state at `now`: an open breaker whose cooldown has passed is half-open.
+ *
+ * @example
+ * ```ts
+ * import { Health } from "@rein/core"
+ *
+ * const state = Health.freshState(Health.settingsOf(Health.defaults))
+ * Health.current(state, 0) // "closed"
+ * ```
+ * @category transitions
+ * @since 0.1.0
+ */
+export const current = (e: EndpointState, now: number): BreakerState =>
   e.state === "open" && now >= e.openUntil ? "half_open" : e.state
 
 /** The breaker opened at `now` for `cooldown` (or longer: a Retry-After `hint`). */
@@ -302,12 +365,28 @@ const open = (e: EndpointState, now: number, cooldown: number, hint: number | nu
   }
 }
 
-/** An endpoint's state after an admitted attempt ended with `result` at `now`. */
-const settle = (
+/**
+ * An endpoint's state after an admitted attempt ended with `result` at `now` (`permit.probe`: it held a probe
+ * slot, given back here).
+ *
+ * @example
+ * ```ts
+ * import { Health } from "@rein/core"
+ *
+ * const settings = Health.settingsOf({ ...Health.defaults, consecutiveFailures: 1 })
+ * const after = Health.settle(settings, Health.freshState(settings), 0, { probe: false }, {
+ *   _tag: "failure", kind: "server_error", retryAfterMillis: null
+ * })
+ * after.state // "open"
+ * ```
+ * @category transitions
+ * @since 0.1.0
+ */
+export const settle = (
   settings: Settings,
   e: EndpointState,
   now: number,
-  permit: Permit,
+  permit: { readonly probe: boolean },
   result: Result
 ): EndpointState => {
   const { baseCooldown, config, maxCooldown, windowSize } = settings
@@ -398,18 +477,113 @@ const publish = (
   return updates.length === 0 ? Effect.void : Effect.all(updates, { discard: true })
 }
 
-/** An endpoint nothing has happened to: closed, with a full bucket. */
-const freshState = (cooldownMillis: number, tokens: number): EndpointState => ({
+/**
+ * An endpoint nothing has happened to: closed, with a full bucket.
+ *
+ * @example
+ * ```ts
+ * import { Health } from "@rein/core"
+ *
+ * Health.freshState(Health.settingsOf(Health.defaults)).tokens // 10
+ * ```
+ * @category transitions
+ * @since 0.1.0
+ */
+export const freshState = (settings: Settings): EndpointState => ({
   state: "closed",
   consecutive: 0,
   window: 0,
   windowLength: 0,
   openUntil: 0,
-  cooldownMillis,
+  cooldownMillis: settings.baseCooldown,
   probesInFlight: 0,
-  tokens,
+  tokens: settings.config.capacity,
   degraded: 0
 })
+
+/**
+ * A bucket's tokens after a first attempt's deposit (capped at the capacity).
+ *
+ * @example
+ * ```ts
+ * import { Health } from "@rein/core"
+ *
+ * Health.deposit(Health.defaults, 9.9) // 10
+ * ```
+ * @category transitions
+ * @since 0.1.0
+ */
+export const deposit = (config: Config, tokens: number): number =>
+  Math.min(config.capacity, tokens + config.depositRatio)
+
+/**
+ * Whether an attempt in `role` may start on an endpoint in state `e` at `now`, with `globalTokens` in the
+ * global bucket (`null`: no global bucket to check): the refusal, or the endpoint's state once it is admitted
+ * (its probe slot taken when half-open, its retry token withdrawn for a retry or fallback, its deposit made
+ * for a first attempt) and whether the attempt is a probe. The global bucket is the caller's to change.
+ *
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import { Health } from "@rein/core"
+ *
+ * const settings = Health.settingsOf(Health.defaults)
+ * const admitted = Health.admit(settings, Health.freshState(settings), 0, "retry", 0)
+ * Either.isLeft(admitted) // true: no global retry token
+ * ```
+ * @category transitions
+ * @since 0.1.0
+ */
+export const admit = (
+  settings: Settings,
+  e: EndpointState,
+  now: number,
+  role: Role,
+  globalTokens: number | null
+): Either.Either<{ readonly next: EndpointState; readonly probe: boolean }, Refusal> => {
+  const { config } = settings
+  if (e.degraded > 0) return Either.left("degraded")
+  const breaker = current(e, now)
+  if (breaker === "open") return Either.left("breaker_open")
+  if (breaker === "half_open" && e.probesInFlight >= config.probes) return Either.left("no_probe_slot")
+  const extra = role !== "first"
+  if (extra && ((globalTokens !== null && !hasToken(globalTokens)) || !hasToken(e.tokens))) {
+    return Either.left("no_retry_token")
+  }
+  const probe = breaker === "half_open"
+  return Either.right({
+    next: {
+      ...e,
+      state: breaker,
+      probesInFlight: e.probesInFlight + (probe ? 1 : 0),
+      tokens: extra ? e.tokens - 1 : deposit(config, e.tokens)
+    },
+    probe
+  })
+}
+
+/**
+ * What the planner sees of an endpoint in state `e` at `now`.
+ *
+ * @example
+ * ```ts
+ * import { Health } from "@rein/core"
+ *
+ * const settings = Health.settingsOf(Health.defaults)
+ * Health.viewOf(settings, Health.freshState(settings), 0) // { state: "closed", probesFree: 1, opensInMillis: 0 }
+ * ```
+ * @category transitions
+ * @since 0.1.0
+ */
+export const viewOf = (settings: Settings, e: EndpointState, now: number): HealthView => {
+  if (e.degraded > 0) return { state: "open", probesFree: 0, opensInMillis: Number.MAX_SAFE_INTEGER }
+  const state = current(e, now)
+  return {
+    state,
+    probesFree: Math.max(0, settings.config.probes - e.probesInFlight),
+    opensInMillis: state === "open" ? Math.max(0, e.openUntil - now) : 0
+  }
+}
 
 /**
  * Makes a health service.
@@ -435,14 +609,11 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Service> =>
     const endpoints = new Map<string, EndpointState>()
     let globalTokens = config.capacity
     let version = 0
-    const windowSize = Math.max(1, Math.min(30, Math.floor(config.windowSize)))
     const gauges: Gauges = { reported: new Map(), unreported: new Set() }
     const { unreported } = gauges
-    const baseCooldown = toMillis(config.cooldown)
-    const maxCooldown = toMillis(config.maxCooldown)
-    const fresh = freshState(baseCooldown, config.capacity)
+    const settings = settingsOf(config)
+    const fresh = freshState(settings)
     const get = (id: string): EndpointState => endpoints.get(id) ?? fresh
-    const settings: Settings = { config, windowSize, baseCooldown, maxCooldown }
     const put = (id: string, before: EndpointState, after: EndpointState): void => {
       if (endpoints.get(id) === before && same(before, after)) return
       endpoints.set(id, after)
@@ -460,15 +631,8 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Service> =>
       for (const id of ids) {
         const e = endpoints.get(id)
         if (e === undefined) continue
-        const state = current(e, now)
         if (e.state === "open") timeless = false
-        health[id] = e.degraded > 0
-          ? { state: "open", probesFree: 0, opensInMillis: Number.MAX_SAFE_INTEGER }
-          : {
-            state,
-            probesFree: Math.max(0, config.probes - e.probesInFlight),
-            opensInMillis: state === "open" ? Math.max(0, e.openUntil - now) : 0
-          }
+        health[id] = viewOf(settings, e, now)
         tokens[id] = e.tokens
       }
       const view: View = { health, retryTokens: { global: globalTokens, endpoints: tokens } }
@@ -484,8 +648,6 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Service> =>
       return p
     }
 
-    const deposit = (tokens: number): number => Math.min(config.capacity, tokens + config.depositRatio)
-
     /** A first attempt's deposit into the buckets of the request's other candidates (only those not full). */
     const fund = (endpoint: string, candidates: ReadonlyArray<string>): void => {
       for (const id of candidates) {
@@ -493,7 +655,7 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Service> =>
         // An endpoint without state has a full bucket: most deposits change nothing and cost one lookup.
         const c = endpoints.get(id)
         if (c === undefined || c.tokens >= config.capacity) continue
-        put(id, c, { ...c, tokens: deposit(c.tokens) })
+        put(id, c, { ...c, tokens: deposit(config, c.tokens) })
         unreported.add(id)
       }
     }
@@ -505,29 +667,20 @@ export const make = (options: Partial<Config> = {}): Effect.Effect<Service> =>
       candidates?: ReadonlyArray<string>
     ): Either.Either<Permit, Refusal> => {
       const e = get(endpoint)
-      if (e.degraded > 0) return Either.left("degraded")
-      const breaker = current(e, now)
-      if (breaker === "open") return Either.left("breaker_open")
-      if (breaker === "half_open" && e.probesInFlight >= config.probes) return Either.left("no_probe_slot")
       const extra = role !== "first"
-      if (extra && (!hasToken(globalTokens) || !hasToken(e.tokens))) return Either.left("no_retry_token")
-      const probe = breaker === "half_open"
-      const next = extra ? globalTokens - 1 : deposit(globalTokens)
+      // A first attempt on a closed endpoint with full buckets changes nothing: the state (and its view) stays.
+      const unchanged = !extra && e.degraded === 0 && e.state === "closed" && e.tokens >= config.capacity
+      const admitted = unchanged ? undefined : admit(settings, e, now, role, globalTokens)
+      if (admitted !== undefined && Either.isLeft(admitted)) return Either.left(admitted.left)
+      const next = extra ? globalTokens - 1 : deposit(config, globalTokens)
       if (next !== globalTokens) {
         globalTokens = next
         version++
       }
       if (!extra && candidates !== undefined) fund(endpoint, candidates)
-      // A first attempt on a closed endpoint with full buckets changes nothing: the state (and its view) stays.
-      if (!extra && !probe && breaker === e.state && e.tokens >= config.capacity) {
-        return Either.right(permitOf(endpoint))
-      }
-      put(endpoint, e, {
-        ...e,
-        state: breaker,
-        probesInFlight: e.probesInFlight + (probe ? 1 : 0),
-        tokens: extra ? e.tokens - 1 : deposit(e.tokens)
-      })
+      if (admitted === undefined) return Either.right(permitOf(endpoint))
+      const { probe } = admitted.right
+      put(endpoint, e, admitted.right.next)
       return Either.right(probe ? { endpoint, probe } : permitOf(endpoint))
     }
 

@@ -155,6 +155,29 @@ describe("Health: breakers", () => {
     }))
 })
 
+describe("Health: a fast path that declines", () => {
+  it.effect("an unsafeAcquire that cannot answer (undefined) sends the executor to acquire, for every role", () =>
+    Effect.gen(function*() {
+      const inner = yield* Health.make()
+      const roles: Array<string> = []
+      // A shared store's shape: first attempts answered here, retries and fallbacks only through the effect.
+      const declining: Health.Service = {
+        ...inner,
+        acquire: (endpoint, role, options) => {
+          roles.push(role)
+          return inner.acquire(endpoint, role, options)
+        },
+        unsafeAcquire: (atNanos, endpoint, role, candidates) =>
+          role === "first" ? inner.unsafeAcquire!(atNanos, endpoint, role, candidates) : undefined
+      }
+      const fake = Fake.make({ a: [Fake.fail("overloaded")], b: [Fake.succeed()] })
+      const c = contract({ retry: { perEndpoint: 0, base: 10, jitter: 0 } })
+      const answer = yield* Rein.execute(request, c).pipe(Effect.provide(withHealth(declining, fake.provider)))
+      expect(answer.endpoint).toBe("b")
+      expect(roles).toEqual(["fallback"])
+    }))
+})
+
 describe("Health: retry budgets", () => {
   it.effect.prop(
     "with B retry tokens, at most B retries and fallbacks are admitted, whatever the interleaving",

@@ -11,6 +11,18 @@
  * - `rein_budget_reclaims`: one row per expired lease reclaimed: what was `charged` as spent (its ceiling) and
  *   what was `returned` to the pool (the rest of its slice).
  *
+ * Health (`0002_health`, see `PgHealth`; times are milliseconds since the epoch on the database clock,
+ * `clock_timestamp()`, in `float8`):
+ * - `rein_health`: one row per shared health: its `config` (every process of it must use the same) and the
+ *   global retry bucket, `global_tokens`.
+ * - `rein_health_breakers`: one row per endpoint of a health: the breaker (`state`, `consecutive`, the
+ *   window as bits `window_bits` / `window_length`, `open_until`, `cooldown_millis`), changed only by
+ *   compare-and-set on `version`; and the endpoint's retry bucket, `tokens`, changed only by relative updates
+ *   (a deposit, a withdrawal in the same statement as a compare-and-set).
+ * - `rein_health_probes`: one row per half-open probe slot taken: its `holder` (a process) and `expires_at`,
+ *   extended by the holder's heartbeat. A slot counts while it has not expired: a dead holder's slot is free
+ *   again at `expires_at`, with nothing to reclaim.
+ *
  * @since 0.1.0
  */
 import { SqlClient } from "@effect/sql"
@@ -57,6 +69,41 @@ const budgets = Effect.flatMap(SqlClient.SqlClient, (sql) =>
     )`)
   ], { discard: true }))
 
+const health = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.all([
+    sql.unsafe(`CREATE TABLE rein_health (
+      name text PRIMARY KEY,
+      config jsonb NOT NULL,
+      global_tokens float8 NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    )`),
+    sql.unsafe(`CREATE TABLE rein_health_breakers (
+      health text NOT NULL REFERENCES rein_health (name),
+      endpoint text NOT NULL,
+      version bigint NOT NULL DEFAULT 0,
+      state text NOT NULL CHECK (state IN ('closed', 'open', 'half_open')),
+      consecutive integer NOT NULL,
+      window_bits integer NOT NULL,
+      window_length integer NOT NULL,
+      open_until float8 NOT NULL,
+      cooldown_millis float8 NOT NULL,
+      tokens float8 NOT NULL,
+      updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+      PRIMARY KEY (health, endpoint)
+    )`),
+    sql.unsafe(`CREATE TABLE rein_health_probes (
+      id text PRIMARY KEY,
+      health text NOT NULL,
+      endpoint text NOT NULL,
+      holder text NOT NULL,
+      expires_at float8 NOT NULL,
+      taken_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+      FOREIGN KEY (health, endpoint) REFERENCES rein_health_breakers (health, endpoint)
+    )`),
+    sql.unsafe(`CREATE INDEX rein_health_probes_live ON rein_health_probes (health, endpoint, expires_at)`),
+    sql.unsafe(`CREATE INDEX rein_health_probes_holder ON rein_health_probes (holder)`)
+  ], { discard: true }))
+
 /**
  * The migrations, by version. A new version is a new key; a released one is never edited.
  *
@@ -64,13 +111,14 @@ const budgets = Effect.flatMap(SqlClient.SqlClient, (sql) =>
  * ```ts
  * import { Migrations } from "@rein/postgres"
  *
- * const versions = Object.keys(Migrations.migrations) // ["0001_budgets"]
+ * const versions = Object.keys(Migrations.migrations) // ["0001_budgets", "0002_health"]
  * ```
  * @category migrations
  * @since 0.1.0
  */
 export const migrations = {
-  "0001_budgets": budgets
+  "0001_budgets": budgets,
+  "0002_health": health
 }
 
 const LOCK = "rein_postgres_migrations"

@@ -11,3 +11,10 @@ export * as PgBudget from "./PgBudget.js"
  * @since 0.1.0
  */
 export * as Migrations from "./Migrations.js"
+
+/**
+ * Endpoint health (breakers, fleet-wide probe slots, retry budgets) shared by many processes through PostgreSQL.
+ *
+ * @since 0.1.0
+ */
+export * as PgHealth from "./PgHealth.js"

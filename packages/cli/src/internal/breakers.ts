@@ -42,7 +42,7 @@ export const observe = (inner: Health.Service, transitions: Queue.Enqueue<Transi
     ...(unsafeAcquire === undefined ? {} : {
       unsafeAcquire: (atNanos: bigint, endpoint: string, role: Planner.Role, candidates?: ReadonlyArray<string>) => {
         const acquired = unsafeAcquire(atNanos, endpoint, role, candidates)
-        if (Either.isRight(acquired)) sawPermit(endpoint, acquired.right)
+        if (acquired !== undefined && Either.isRight(acquired)) sawPermit(endpoint, acquired.right)
         return acquired
       }
     }),

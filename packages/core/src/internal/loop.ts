@@ -607,18 +607,20 @@ const acquire = <S, B>(
 ): Effect.Effect<B, Outcome.Terminal> => {
   const health = env.health
   if (health === undefined) return wait({ env, progress, decision, hold, permit: undefined }, driver)
-  // The slot is for when the attempt starts: after its wait.
-  if (health.unsafeAcquire === undefined) {
-    return Effect.flatMap(
-      Effect.either(
-        health.acquire(decision.endpoint, decision.role, { candidates: env.ids, afterMillis: decision.waitMillis })
-      ).pipe(Effect.onInterrupt(() => giveBack(env, hold))),
-      (acquired) => acquiredOrNot(env, progress, decision, hold, acquired, driver)
-    )
-  }
-  const atNanos = env.clock.unsafeCurrentTimeNanos() + millisToNanos(decision.waitMillis)
-  const acquired = health.unsafeAcquire(atNanos, decision.endpoint, decision.role, env.ids)
-  return acquiredOrNot(env, progress, decision, hold, acquired, driver)
+  // The slot is for when the attempt starts: after its wait. The fast path may decline (undefined): then the effect.
+  const acquired = health.unsafeAcquire === undefined ? undefined : health.unsafeAcquire(
+    env.clock.unsafeCurrentTimeNanos() + millisToNanos(decision.waitMillis),
+    decision.endpoint,
+    decision.role,
+    env.ids
+  )
+  if (acquired !== undefined) return acquiredOrNot(env, progress, decision, hold, acquired, driver)
+  return Effect.flatMap(
+    Effect.either(
+      health.acquire(decision.endpoint, decision.role, { candidates: env.ids, afterMillis: decision.waitMillis })
+    ).pipe(Effect.onInterrupt(() => giveBack(env, hold))),
+    (acquired) => acquiredOrNot(env, progress, decision, hold, acquired, driver)
+  )
 }
 
 const millisToNanos = (millis: number): bigint => millis <= 0 ? 0n : BigInt(Math.round(millis * 1e6))

@@ -1,0 +1,212 @@
+/**
+ * Builds the shared health over a time source: the database clock (`PgHealth.make`), or in tests a virtual one
+ * substituted for it in every statement.
+ *
+ * @internal
+ */
+import { SqlClient } from "@effect/sql"
+import { SqlError } from "@effect/sql/SqlError"
+import type { SqlError as SqlErrorType } from "@effect/sql/SqlError"
+import * as H from "@rein/core/Health"
+import type { Role } from "@rein/core/Planner"
+import type { Scope, Stream } from "effect"
+import { Deferred, Duration, Effect, Either, Option, ParseResult, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { hostname } from "node:os"
+import * as Migrations from "../Migrations.js"
+import { Options, PgHealthError } from "./healthOptions.js"
+import type { Ctx, PgPermit } from "./healthService.js"
+import * as S from "./healthService.js"
+import * as Q from "./healthStatements.js"
+import * as M from "./mirror.js"
+
+const describe = (e: { readonly message: string }) =>
+  e instanceof SqlError && e.cause instanceof Error ? `${e.message}: ${e.cause.message}` : e.message
+
+const unavailable = <A, E extends { readonly message: string }, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.mapError(effect, (e) => new PgHealthError({ reason: "Unavailable", message: describe(e) }))
+
+const configOf = (o: typeof Options.Type): H.Config => ({
+  consecutiveFailures: o.consecutiveFailures ?? H.defaults.consecutiveFailures,
+  windowSize: o.windowSize ?? H.defaults.windowSize,
+  minimumVolume: o.minimumVolume ?? H.defaults.minimumVolume,
+  failureRatio: o.failureRatio ?? H.defaults.failureRatio,
+  cooldown: Duration.millis(o.cooldownMillis ?? Duration.toMillis(H.defaults.cooldown)),
+  cooldownGrowth: o.cooldownGrowth ?? H.defaults.cooldownGrowth,
+  maxCooldown: Duration.millis(o.maxCooldownMillis ?? Duration.toMillis(H.defaults.maxCooldown)),
+  probes: o.probes ?? H.defaults.probes,
+  capacity: o.capacity ?? H.defaults.capacity,
+  depositRatio: o.depositRatio ?? H.defaults.depositRatio
+})
+
+/** The settings every process of a health must share, as recorded in `rein_health.config`. */
+const recorded = (s: H.Settings) => ({
+  consecutiveFailures: s.config.consecutiveFailures,
+  windowSize: s.windowSize,
+  minimumVolume: s.config.minimumVolume,
+  failureRatio: s.config.failureRatio,
+  cooldownMillis: s.baseCooldown,
+  cooldownGrowth: s.config.cooldownGrowth,
+  maxCooldownMillis: s.maxCooldown,
+  probes: s.config.probes,
+  capacity: s.config.capacity,
+  depositRatio: s.config.depositRatio
+})
+
+const checkConfig = (name: string, asked: Record<string, number>, onRecord: string) => {
+  const record = JSON.parse(onRecord) as Record<string, unknown>
+  const differ = Object.keys(asked).filter((k) => record[k] !== asked[k])
+  return differ.length === 0 ? Effect.void : Effect.fail(
+    new PgHealthError({
+      reason: "ConfigMismatch",
+      message: `health "${name}": ` + differ.map((k) => `${k}: ${String(record[k])} on record, ${asked[k]} asked`)
+        .join("; ")
+    })
+  )
+}
+
+export interface Source {
+  readonly sql: SqlClient.SqlClient
+  readonly listen: ((channel: string) => Stream.Stream<string, SqlErrorType>) | undefined
+  readonly notify: ((channel: string, payload: string) => Effect.Effect<void, SqlErrorType>) | undefined
+}
+
+/**
+ * Waits (at most a heartbeat) until this instance hears its own ping on the channel, so that a notification sent
+ * after `make` returns reaches it; past that, the heartbeat's poll covers.
+ */
+const awaitListening = (ctx: Ctx, notify: Source["notify"]) =>
+  notify === undefined || ctx.listen === undefined ? Effect.void : Effect.gen(function*() {
+    const step = Duration.millis(Math.max(10, ctx.heartbeatMillis / 10))
+    for (let i = 0; i < 10; i++) {
+      yield* Effect.ignore(notify(Q.CHANNEL, S.ping(ctx)))
+      if (Option.isSome(yield* Effect.timeoutOption(Deferred.await(ctx.heard), step))) return
+    }
+    yield* Effect.logWarning("@rein/postgres: health notifications not heard yet; polling each heartbeat")
+  })
+
+/** Makes the shared health in the current scope over the time source `now`. */
+export const makeWith = (
+  input: typeof Options.Encoded,
+  source: Source,
+  now: Q.Now
+): Effect.Effect<H.Service, PgHealthError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const o = yield* Schema.decodeUnknown(Options)(input).pipe(
+      Effect.mapError((e) =>
+        new PgHealthError({ reason: "InvalidOptions", message: ParseResult.TreeFormatter.formatErrorSync(e) })
+      )
+    )
+    const settings = H.settingsOf(configOf(o))
+    const name = o.name ?? "default"
+    const { sql } = source
+    yield* unavailable(Effect.provideService(Migrations.run, SqlClient.SqlClient, sql))
+    const asked = recorded(settings)
+    const onRecord = yield* unavailable(Q.ensureHealth(sql, name, JSON.stringify(asked), settings.config.capacity))
+    yield* checkConfig(name, asked, onRecord)
+    const ctx: Ctx = {
+      sql,
+      listen: source.listen,
+      now,
+      name,
+      holder: `${o.holder ?? `${hostname()}:${process.pid}`}:${randomUUID().slice(0, 8)}`,
+      settings,
+      heartbeatMillis: o.heartbeatMillis ?? 1000,
+      probeTtlMillis: o.probeTtlMillis ?? 5000,
+      timeout: Duration.millis(o.queryTimeoutMillis ?? 1000),
+      clock: yield* Effect.clock,
+      mirror: M.make(settings),
+      heard: yield* Deferred.make<void>()
+    }
+    yield* unavailable(
+      S.bounded(ctx, S.poll(ctx)).pipe(
+        Effect.mapError((e) => e._tag === "Timeout" ? { message: "the database did not answer in time" } : e)
+      )
+    )
+    yield* Effect.forkScoped(S.listen(ctx))
+    yield* awaitListening(ctx, source.notify)
+    yield* Effect.forkScoped(S.heartbeat(ctx))
+    yield* Effect.addFinalizer(() =>
+      S.bounded(ctx, Effect.zipRight(S.flush(ctx), Q.dropOwnProbes(ctx.sql, ctx.holder))).pipe(
+        Effect.catchAll((e) => Effect.logWarning(`@rein/postgres: health not closed cleanly: ${e._tag}`))
+      )
+    )
+    return service(ctx, o.fastPath ?? true)
+  })
+
+const slotOf = (permit: H.Permit): string | null =>
+  "slot" in permit && typeof permit.slot === "string" ? permit.slot : null
+
+/** The service over a context: the fast path reads the mirror, the rest asks the database. */
+const service = (ctx: Ctx, fastPath: boolean): H.Service => {
+  const m = ctx.mirror
+  const permits = new Map<string, PgPermit>()
+  /** Non-probe permits carry nothing but the endpoint: one per endpoint, reused. */
+  const permitOf = (endpoint: string): PgPermit => {
+    let p = permits.get(endpoint)
+    if (p === undefined) permits.set(endpoint, p = { endpoint, probe: false, slot: null })
+    return p
+  }
+  // A first attempt on an endpoint this process knows closed is admitted here, its deposits recorded to be
+  // added at the next heartbeat; an open one is refused here; a half-open one (a probe slot) and every retry or
+  // fallback (a token) ask the database.
+  const fastAcquire = (
+    now: number,
+    endpoint: string,
+    role: Role,
+    candidates: ReadonlyArray<string> | undefined
+  ): Either.Either<PgPermit, H.Refusal> | undefined => {
+    if (role !== "first") return undefined
+    const e = M.stateOf(m, endpoint)
+    if (e.degraded > 0) return Either.left("degraded")
+    const state = H.current(e, now)
+    if (state === "open") return Either.left("breaker_open")
+    if (state === "half_open") return undefined
+    M.deposit(m, endpoint, candidates)
+    return Either.right(permitOf(endpoint))
+  }
+  // Nothing to record: a neutral end of a plain attempt; on the fast path, a success on a settled breaker.
+  const nothingToRecord = (permit: H.Permit, result: H.Result) =>
+    !permit.probe &&
+    (result._tag === "neutral" || (fastPath && result._tag === "success" && M.settled(m, permit.endpoint)))
+  const complete = (permit: H.Permit, result: H.Result): Effect.Effect<void> =>
+    nothingToRecord(permit, result)
+      ? Effect.void
+      : S.completeSlow(ctx, { endpoint: permit.endpoint, probe: permit.probe, slot: slotOf(permit) }, result)
+  const acquire = (endpoint: string, role: Role, options?: H.AcquireOptions) =>
+    Effect.suspend((): Effect.Effect<H.Permit, H.Refusal> => {
+      const after = Math.max(0, options?.afterMillis ?? 0)
+      const fast = fastPath ? fastAcquire(S.localMillis(ctx) + after, endpoint, role, options?.candidates) : undefined
+      return fast ?? S.acquireSlow(ctx, endpoint, role, after, options?.candidates)
+    })
+  const degrade = (endpoint: string) =>
+    Effect.sync(() => {
+      m.degraded.set(endpoint, (m.degraded.get(endpoint) ?? 0) + 1)
+      return Effect.sync(() => {
+        const n = (m.degraded.get(endpoint) ?? 0) - 1
+        if (n > 0) m.degraded.set(endpoint, n)
+        else m.degraded.delete(endpoint)
+      })
+    })
+  const view = (ids: ReadonlyArray<string>) =>
+    S.bounded(ctx, S.poll(ctx)).pipe(
+      Effect.ignore,
+      Effect.zipRight(Effect.sync(() => M.view(m, S.localMillis(ctx), ids)))
+    )
+  const base: H.Service = {
+    config: ctx.settings.config,
+    view,
+    acquire,
+    complete,
+    degrade,
+    breaker: (endpoint) => S.breakerNow(ctx, endpoint)
+  }
+  if (!fastPath) return H.Health.of(base)
+  return H.Health.of({
+    ...base,
+    unsafeView: (atNanos, ids) => M.view(m, Number(atNanos) / 1e6, ids),
+    unsafeAcquire: (atNanos, endpoint, role, candidates) =>
+      fastAcquire(Number(atNanos) / 1e6, endpoint, role, candidates),
+    unsafeComplete: (_atNanos, permit, result) => complete(permit, result)
+  })
+}
