@@ -105,6 +105,8 @@ const startWorker = (input: unknown): Promise<Worker> => {
   let failed: Error | undefined
   const rejects: Array<(e: Error) => void> = []
   lines.on("line", (line) => {
+    // Effect's logger writes to stdout too (a heartbeat that failed on a loaded machine): not the protocol.
+    if (line !== "READY" && !line.startsWith("{")) return void process.stderr.write(`    bench worker: ${line}\n`)
     const w = waiting.shift()
     rejects.shift()
     if (w === undefined) queue.push(line)
