@@ -9,7 +9,8 @@ import { TestServer } from "../src/testing.js"
 import { available, fresh } from "./pg.js"
 import * as Proxy from "./proxy.js"
 
-// $1 per 100,000 tokens in and out: a request of 100 + 100 tokens reserves $0.002, one of 100 + 10,000 $0.101.
+// $1 per 100,000 tokens in and out: a request of 100 + 100 tokens reserves $0.002, one of 100 + 30,000 $0.301,
+// three times what a process leasing 5% of the pool at a time can hold (two grants at most: a prefetch and a top-up).
 const catalog = Catalog.make({
   endpoints: [{
     id: "a",
@@ -17,7 +18,7 @@ const catalog = Catalog.make({
     model: "model-a",
     capabilities: {
       contextWindow: 100_000,
-      maxOutputTokens: 20_000,
+      maxOutputTokens: 50_000,
       tools: true,
       structuredOutput: true,
       streaming: true
@@ -26,7 +27,7 @@ const catalog = Catalog.make({
   }]
 })
 const small = { prompt: "hi", inputTokens: 100, maxOutputTokens: 100 }
-const large = { prompt: "hi", inputTokens: 100, maxOutputTokens: 10_000 }
+const large = { prompt: "hi", inputTokens: 100, maxOutputTokens: 30_000 }
 const contract = (deadline: string) => Contract.make({ deadline, candidates: ["a"], allowSimulated: true })
 
 const reinWith = (fake: Fake.Fake) => Rein.layer({ catalog, providers: { fake: fake.provider } })
@@ -56,9 +57,9 @@ describe.skipIf(!available)("a database lost mid-request", () => {
         const exit = yield* Effect.exit(run(Rein.execute(large, contract("10 seconds"))))
         const took = (yield* Clock.currentTimeMillis) - started
 
-        expect(Exit.isFailure(exit)).toBe(true)
+        expect(Exit.isFailure(exit), String(exit)).toBe(true)
         const error = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
-        expect(error?._tag).toBe("BudgetExhausted")
+        expect(error?._tag, String(exit)).toBe("BudgetExhausted")
         expect(error?._tag === "BudgetExhausted" && error.unavailable).toBe(true)
         expect(error?._tag === "BudgetExhausted" && error.resource).toBe("cost")
         // Refused by the store's own bound (queryTimeoutMillis, 2 s by default) at the latest, long before the deadline.
@@ -105,9 +106,9 @@ describe.skipIf(!available)("a database lost mid-request", () => {
             }),
             Effect.withClock(Clock.make())
           )
-          expect(Exit.isFailure(exit)).toBe(true)
+          expect(Exit.isFailure(exit), String(exit)).toBe(true)
           const error = Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error : undefined
-          expect(error?._tag).toBe("DeadlineExceeded")
+          expect(error?._tag, String(exit)).toBe("DeadlineExceeded")
           expect(error?._tag === "DeadlineExceeded" && error.phase).toBe("admission")
           expect(error?._tag === "DeadlineExceeded" && error.reason).toContain("reserving the budget")
           expect((yield* fake.calls).length).toBe(0)
