@@ -38,8 +38,18 @@ export interface Left {
 }
 
 /**
- * Why a reservation was refused.
+ * Why a reservation was refused: the first resource short, what the reservation needed and what was left.
+ * `reason` says whether the budget is spent (`"exhausted"`, the default when absent) or could not be
+ * consulted (`"unavailable"`: a remote store that did not answer, which fails closed). The executor stops
+ * a request refused as `"unavailable"` at once with `BudgetExhausted` marked `unavailable`, rather than
+ * deciding again on a reading of what is left that it cannot trust.
  *
+ * @example
+ * ```ts
+ * import type { Budget } from "@rein/core"
+ *
+ * const noDatabase: Budget.Shortfall = { resource: "cost", needed: 0.02, left: 0.01, reason: "unavailable" }
+ * ```
  * @category models
  * @since 0.1.0
  */
@@ -47,6 +57,8 @@ export interface Shortfall {
   readonly resource: "cost" | "tokens" | "calls"
   readonly needed: number
   readonly left: number
+  /** `"exhausted"` when absent. */
+  readonly reason?: "exhausted" | "unavailable"
 }
 
 /**
@@ -97,7 +109,10 @@ export interface Service {
   readonly limits: Left
   /** What is left now (caps minus charged minus reserved). */
   readonly left: Effect.Effect<Left>
-  /** Reserves the worst case and takes one call from the cap, or fails with the first shortfall. */
+  /**
+   * Reserves the worst case and takes one call from the cap, or fails with the first shortfall. The executor
+   * bounds this effect by the request's deadline (a remote store that hangs ends as `DeadlineExceeded`).
+   */
   readonly reserve: (reservation: Reservation) => Effect.Effect<Hold, Shortfall>
   /** Replaces the hold by what is actually charged (the call stays taken). */
   readonly settle: (hold: Hold, charged: Charged) => Effect.Effect<void>

@@ -235,7 +235,9 @@ export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("De
 }) {}
 
 /**
- * The next attempt cannot be afforded: its worst-case cost, tokens, or a call would exceed the budget.
+ * The next attempt cannot be afforded: its worst-case cost, tokens, or a call would exceed the budget. With
+ * `unavailable: true`, the budget could not be consulted (a shared budget whose store did not answer) and
+ * refused beyond what it could vouch for: no budget was known to be spent.
  *
  * @category errors
  * @since 0.1.0
@@ -244,7 +246,9 @@ export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("Budg
   resource: Schema.Literal("cost", "tokens", "calls"),
   reason: Schema.String,
   cause: Schema.NullOr(Cause),
-  attempts
+  attempts,
+  /** `true`: refused because the budget's store was unavailable, not because the budget is spent. */
+  unavailable: Schema.optional(Schema.Boolean)
 }) {}
 
 /**

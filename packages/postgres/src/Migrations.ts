@@ -23,6 +23,26 @@
  *   extended by the holder's heartbeat. A slot counts while it has not expired: a dead holder's slot is free
  *   again at `expires_at`, with nothing to reclaim.
  *
+ * Why not `@effect/sql`'s `Migrator` (checked against `@effect/sql` 0.52.1, `src/Migrator.ts`): `Migrator.make`
+ * first runs `ensureMigrationsTable`, whose PostgreSQL branch is
+ * `Effect.catchAll(sql("select <table>::regclass"), () => sql("CREATE TABLE <table> (…)"))` (in tagged-template
+ * form in the source), and only then
+ * `sql.withTransaction(run)` (where `run` takes `LOCK TABLE … IN ACCESS EXCLUSIVE MODE`). On a fresh database
+ * the `regclass` cast fails (the table does not exist) and the error is caught in Effect, but not in
+ * PostgreSQL:
+ * - outside a transaction that is harmless, but then nothing serialises two processes starting at once: both
+ *   see no table, both `CREATE TABLE`, and the loser fails (`ensureMigrationsTable`'s error is not caught;
+ *   the Migrator's own serialisation, the table lock and the "locked" duplicate insert, starts after it; read
+ *   from the code, not reproduced);
+ * - inside an enclosing transaction (how this module serialises concurrent starts: `pg_advisory_xact_lock`)
+ *   the failed cast aborts the transaction, and the `CREATE TABLE` that follows fails with SQLSTATE 25P02
+ *   ("current transaction is aborted, commands ignored until end of transaction block"). Checked on
+ *   PostgreSQL 15: `SELECT pg_advisory_xact_lock(1)`, then the caught cast and the `CREATE TABLE`, in one
+ *   `withTransaction`, fails with 25P02; the same two statements outside a transaction succeed.
+ * Adopting the Migrator later would mean creating its table (`effect_sql_migrations`, another layout than
+ * `rein_migrations`) with `CREATE TABLE IF NOT EXISTS` under the advisory lock before calling it, so the cast
+ * succeeds, and carrying the versions recorded here over to it.
+ *
  * @since 0.1.0
  */
 import { SqlClient } from "@effect/sql"

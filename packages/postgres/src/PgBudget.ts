@@ -182,6 +182,8 @@ export const make = (input: Options): Effect.Effect<Service, PgBudgetError, SqlC
     const lock = yield* Effect.makeSemaphore(1)
     const db = <A, E>(effect: Effect.Effect<A, E>) =>
       lock.withPermits(1)(effect).pipe(
+        // The bound does not wait for the interruption: the client cancels a query over the same network.
+        Effect.disconnect,
         Effect.timeoutFail({
           duration: timeout,
           onTimeout: () => new PgBudgetError({ reason: "Unavailable", message: "the database did not answer in time" })
@@ -265,10 +267,14 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
       Effect.catchIf(
         (e): e is PgBudgetError | SqlError => e instanceof PgBudgetError || e instanceof SqlError,
         (e) =>
-          // Fail closed: without the database, only what the slice already covers can be admitted.
+          // Fail closed: without the database, only what the slice already covers can be admitted; the
+          // shortfall says why, so the executor stops with `BudgetExhausted` marked `unavailable`.
           Effect.zipRight(
             Effect.logWarning(`@rein/postgres: reservation refused, database unavailable: ${describe(e)}`),
-            Effect.fail(L.shortfallOf(ctx, need, S.short(ctx.slice, ctx.caps, need)))
+            Effect.fail<Shortfall>({
+              ...L.shortfallOf(ctx, need, S.short(ctx.slice, ctx.caps, need)),
+              reason: "unavailable"
+            })
           )
       )
     )

@@ -588,11 +588,57 @@ const plan = <S, B>(
       : acquire(env, progress, decision, reserved.right, driver)
   }
   return Effect.flatMap(
-    Effect.either(budget.reserve(decision.reservation)),
+    reserveWithin(env, progress, budget, decision),
     (reserved) =>
-      Either.isLeft(reserved) ? next(env, progress, driver) : acquire(env, progress, decision, reserved.right, driver)
+      Either.isRight(reserved)
+        ? acquire(env, progress, decision, reserved.right, driver)
+        : reserved.left.reason === "unavailable"
+        ? Effect.fail(unavailable(reserved.left, progress))
+        : next(env, progress, driver)
   )
 }
+
+/**
+ * The effectful reservation (a remote store), bounded by the deadline: a store that hangs ends the request as
+ * `DeadlineExceeded` at admission, never after its deadline. Disconnected: the deadline does not wait for the
+ * store to finish interrupting (a database client may try to cancel its query first, over the same network).
+ */
+const reserveWithin = (
+  env: Env,
+  progress: Progress,
+  budget: Budget.Service,
+  decision: Planner.Attempt
+): Effect.Effect<Either.Either<Budget.Hold, Budget.Shortfall>, Outcome.Terminal> => {
+  const remaining = Deadline.millisBetween(env.clock.unsafeCurrentTimeNanos(), env.deadline.expiresNanos)
+  return Effect.either(budget.reserve(decision.reservation)).pipe(
+    Effect.disconnect,
+    Effect.timeoutFail({
+      duration: Duration.millis(Math.max(0, remaining)),
+      onTimeout: () =>
+        stackless(() =>
+          new Outcome.DeadlineExceeded({
+            phase: "admission",
+            reason: `the deadline expired reserving the budget for ${decision.endpoint}`,
+            cause: causeOf(progress),
+            teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
+            attempts: progress.records
+          }, true)
+        )
+    })
+  )
+}
+
+/** The budget could not be consulted (its store did not answer): refused, and said so. */
+const unavailable = (shortfall: Budget.Shortfall, progress: Progress) =>
+  stackless(() =>
+    new Outcome.BudgetExhausted({
+      resource: shortfall.resource,
+      reason: `the ${shortfall.resource} budget could not be consulted (its store is unavailable)`,
+      cause: causeOf(progress),
+      attempts: progress.records,
+      unavailable: true
+    }, true)
+  )
 
 /**
  * Takes the probe slot and retry token right after the reservation: on health's fast path in one synchronous

@@ -1,0 +1,66 @@
+// A TCP proxy on loopback in front of the test server, to model a network that stops answering: while frozen,
+// connections stay open and nothing passes either way (what a partition or a stalled server looks like to a
+// client), until thawed.
+import { Deferred, Effect } from "effect"
+import type { Scope } from "effect"
+import { createConnection, createServer, type Socket } from "node:net"
+
+export interface Proxy {
+  readonly port: number
+  readonly freeze: Effect.Effect<void>
+  readonly thaw: Effect.Effect<void>
+  /** Completes once a client has sent bytes that the frozen proxy held back (a query is in flight). */
+  readonly held: Effect.Effect<void>
+}
+
+export const start = (upstreamPort: number): Effect.Effect<Proxy, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    let frozen = false
+    let heldSignal = yield* Deferred.make<void>()
+    const pending: Array<() => void> = []
+    const sockets = new Set<Socket>()
+    const forward = (from: Socket, to: Socket, fromClient: boolean) =>
+      from.on("data", (chunk: Buffer) => {
+        if (!frozen) return void to.write(chunk)
+        pending.push(() => void to.write(chunk))
+        if (fromClient) Deferred.unsafeDone(heldSignal, Effect.void)
+      })
+    const server = createServer((client) => {
+      const upstream = createConnection({ host: "127.0.0.1", port: upstreamPort })
+      for (const s of [client, upstream]) {
+        sockets.add(s)
+        s.on("error", () => {})
+        s.on("close", () => {
+          client.destroy()
+          upstream.destroy()
+        })
+      }
+      forward(client, upstream, true)
+      forward(upstream, client, false)
+    })
+    const port = yield* Effect.acquireRelease(
+      Effect.async<number>((resume) => {
+        server.listen(0, "127.0.0.1", () => {
+          const address = server.address()
+          resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0))
+        })
+      }),
+      () =>
+        Effect.sync(() => {
+          for (const s of sockets) s.destroy()
+          server.close()
+        })
+    )
+    return {
+      port,
+      freeze: Effect.sync(() => {
+        frozen = true
+      }),
+      thaw: Effect.gen(function*() {
+        frozen = false
+        for (const send of pending.splice(0)) send()
+        heldSignal = yield* Deferred.make<void>()
+      }),
+      held: Effect.suspend(() => Deferred.await(heldSignal))
+    }
+  })
