@@ -110,17 +110,18 @@ export const exchange = (sql: Sql, id: string, e: Exchange, now: Now, ttlMillis:
       ), q AS (
         SELECT *,
           CASE WHEN ${e.need}::float8 <= 0 AND ${e.want}::float8 <= 0 THEN 0
-            WHEN level1 >= ${e.need}::float8 THEN GREATEST(0, LEAST(level1, GREATEST(${e.need}::float8, ${e.want}::float8)))
+            WHEN level1 >= ${e.need}::float8
+              THEN GREATEST(0, LEAST(GREATEST(FLOOR(level1), ${e.need}::float8), GREATEST(${e.need}::float8, ${e.want}::float8)))
             WHEN ${e.overflow}::boolean THEN ${e.need}::float8
             ELSE 0 END AS got,
           CASE WHEN level1 >= ${e.need}::float8 THEN 0 ELSE (${e.need}::float8 - level1) / per_ms END AS wait_ms
         FROM p
       ), lease AS (
-        UPDATE rein_rate_leases x SET granted = q.granted - q.consumed - q.given + q.got,
+        UPDATE rein_rate_leases x SET granted = GREATEST(0, q.granted - q.consumed - q.given + q.got),
           expires_at = ${ttl(sql, ttlMillis)}
         FROM q WHERE x.id = ${id} RETURNING x.granted
       ), bucket AS (
-        UPDATE rein_rate_buckets r SET level = q.level1 - q.got, leased = q.leased - q.consumed - q.given + q.got,
+        UPDATE rein_rate_buckets r SET level = q.level1 - q.got, leased = GREATEST(0, q.leased - q.consumed - q.given + q.got),
           refilled_at = q.at
         FROM q WHERE r.key = q.key RETURNING r.level
       )
