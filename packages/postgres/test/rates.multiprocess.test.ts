@@ -64,50 +64,66 @@ describe.skipIf(!available)("three processes sharing a token bucket", () => {
     // C = 100, R = 100 per second (Effect's RateLimiter: limit 100 per 1 s window, token bucket).
     const store = { via: "store", capacity: 100, perSecond: 100, durationMillis: 3000 } as const
 
-    it.scoped("through Effect's RateLimiter on PgRateLimiterStore: the busiest second holds at most C + R", () =>
-      Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
-        const { all, key, perWorker } = yield* fleet({ ...store, shared: true })
-        const busiest = busiestSecond(all)
-        expect(busiest).toBeLessThanOrEqual(store.capacity + store.perSecond)
-        // The fleet was limited by the bucket, not idle: it took close to C + R·t in all.
-        expect(all.length).toBeGreaterThan(store.capacity + store.perSecond * 2)
-        // Every process got a share.
-        for (const stamps of perWorker) expect(stamps.length).toBeGreaterThan(20)
-        // Closed leases: nothing is held any more, and the pool never held more than a full bucket.
-        const rows = yield* sql<{ readonly leased: number; readonly level: number; readonly leases: number }>`
+    it.scoped(
+      "through Effect's RateLimiter on PgRateLimiterStore: the busiest second holds at most C + R",
+      () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const { all, key, perWorker } = yield* fleet({ ...store, shared: true })
+          const busiest = busiestSecond(all)
+          expect(busiest).toBeLessThanOrEqual(store.capacity + store.perSecond)
+          // The fleet was limited by the bucket, not idle: it took close to C + R·t in all.
+          expect(all.length).toBeGreaterThan(store.capacity + store.perSecond * 2)
+          // Every process got a share.
+          for (const stamps of perWorker) expect(stamps.length).toBeGreaterThan(20)
+          // Closed leases: nothing is held any more, and the pool never held more than a full bucket.
+          const rows = yield* sql<{ readonly leased: number; readonly level: number; readonly leases: number }>`
           SELECT b.leased, b.level, (SELECT COUNT(*) FROM rein_rate_leases l WHERE l.key = b.key)::int AS leases
           FROM rein_rate_buckets b WHERE b.key = ${key}`
-        expect(rows[0]!.leases).toBe(0)
-        expect(rows[0]!.leased).toBeCloseTo(0, 6)
-        expect(rows[0]!.level).toBeLessThanOrEqual(store.capacity)
-        yield* Effect.log(`shared store: ${all.length} admissions, busiest second ${busiest} (bound 200)`)
-      }), 120_000)
+          expect(rows[0]!.leases).toBe(0)
+          expect(rows[0]!.leased).toBeCloseTo(0, 6)
+          expect(rows[0]!.level).toBeLessThanOrEqual(store.capacity)
+          yield* Effect.log(`shared store: ${all.length} admissions, busiest second ${busiest} (bound 200)`)
+        }),
+      120_000
+    )
 
-    it.scoped("the same processes each on a memory store of their own break the bound (the check can fail)", () =>
-      Effect.gen(function*() {
-        const { all } = yield* fleet({ ...store, shared: false })
-        const busiest = busiestSecond(all)
-        expect(busiest).toBeGreaterThan(store.capacity + store.perSecond)
-        yield* Effect.log(`per-process stores: ${all.length} admissions, busiest second ${busiest} (bound 200)`)
-      }), 120_000)
+    it.scoped(
+      "the same processes each on a memory store of their own break the bound (the check can fail)",
+      () =>
+        Effect.gen(function*() {
+          const { all } = yield* fleet({ ...store, shared: false })
+          const busiest = busiestSecond(all)
+          expect(busiest).toBeGreaterThan(store.capacity + store.perSecond)
+          yield* Effect.log(`per-process stores: ${all.length} admissions, busiest second ${busiest} (bound 200)`)
+        }),
+      120_000
+    )
 
     // RunLimits' buckets are per minute: 600 requests per minute is C = 600, R = 10 per second.
     const runlimits = { via: "runlimits", capacity: 600, perSecond: 10, durationMillis: 3000 } as const
 
-    it.scoped("through batch's RunLimits on PgRunLimits: the busiest second holds at most C + R", () =>
-      Effect.gen(function*() {
-        const { all } = yield* fleet({ ...runlimits, shared: true })
-        const busiest = busiestSecond(all)
-        expect(busiest).toBeLessThanOrEqual(runlimits.capacity + runlimits.perSecond)
-        expect(all.length).toBeGreaterThanOrEqual(runlimits.capacity)
-        yield* Effect.log(`PgRunLimits: ${all.length} admissions, busiest second ${busiest} (bound 610)`)
-      }), 120_000)
+    it.scoped(
+      "through batch's RunLimits on PgRunLimits: the busiest second holds at most C + R",
+      () =>
+        Effect.gen(function*() {
+          const { all } = yield* fleet({ ...runlimits, shared: true })
+          const busiest = busiestSecond(all)
+          expect(busiest).toBeLessThanOrEqual(runlimits.capacity + runlimits.perSecond)
+          expect(all.length).toBeGreaterThanOrEqual(runlimits.capacity)
+          yield* Effect.log(`PgRunLimits: ${all.length} admissions, busiest second ${busiest} (bound 610)`)
+        }),
+      120_000
+    )
 
-    it.scoped("the same processes each on RunLimits.memory break the bound (the check can fail)", () =>
-      Effect.gen(function*() {
-        const { all } = yield* fleet({ ...runlimits, shared: false })
-        expect(busiestSecond(all)).toBeGreaterThan(runlimits.capacity + runlimits.perSecond)
-      }), 120_000)
+    it.scoped(
+      "the same processes each on RunLimits.memory break the bound (the check can fail)",
+      () =>
+        Effect.gen(function*() {
+          const { all } = yield* fleet({ ...runlimits, shared: false })
+          expect(busiestSecond(all)).toBeGreaterThan(runlimits.capacity + runlimits.perSecond)
+        }),
+      120_000
+    )
   })
 })
