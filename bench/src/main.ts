@@ -20,6 +20,7 @@ import { languageModel } from "./languageModel.js"
 import { memory } from "./memory.js"
 import { overhead } from "./overhead.js"
 import { sharedBudget } from "./sharedBudget.js"
+import { sharedRates } from "./sharedRates.js"
 import { simulation } from "./simulation.js"
 
 const benchmarks: ReadonlyArray<Benchmark> = [
@@ -31,7 +32,8 @@ const benchmarks: ReadonlyArray<Benchmark> = [
   simulation,
   artifacts,
   languageModel,
-  sharedBudget
+  sharedBudget,
+  sharedRates
 ]
 
 const args = process.argv.slice(2)
