@@ -200,6 +200,7 @@ export const make = (
       clock: engine.ctx.clock,
       timed: (effect) =>
         effect.pipe(
+          Effect.disconnect,
           Effect.timeoutFail({
             duration: Duration.millis(timeoutMillis),
             onTimeout: () => new E.Unavailable("the database did not answer in time")

@@ -121,7 +121,11 @@ export const exchange = (
       if (local.id === "") yield* openLease(ctx, local)
       const sent = local.used
       const sentAt = now(ctx)
-      const answer = yield* Q.exchange(ctx.sql, local.id, { ...ask, used: sent }, ctx.now(), ctx.ttlMillis)
+      // What is given back leaves the slice before the statement is sent: if it commits and its answer is
+      // lost, the fast path must not spend it.
+      const give = Math.min(ask.give, Math.max(0, available(local)))
+      local.granted -= give
+      const answer = yield* Q.exchange(ctx.sql, local.id, { ...ask, give, used: sent }, ctx.now(), ctx.ttlMillis)
       if (Option.isNone(answer)) {
         lose(local)
         continue
@@ -157,13 +161,14 @@ export const heartbeat = (ctx: Ctx, locals: Iterable<Local>) =>
       if (local.used !== 0 || give > 0) {
         const sent = local.used
         const sentAt = now(ctx)
+        local.granted -= give
         const answer = yield* Q.exchange(
           ctx.sql,
           local.id,
           { used: sent, give, need: 0, want: 0, overflow: false },
           ctx.now(),
           ctx.ttlMillis
-        )
+        ).pipe(Effect.onError(() => Effect.sync(() => lose(local))))
         if (Option.isNone(answer)) lose(local)
         else {
           local.used -= sent
