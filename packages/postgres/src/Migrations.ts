@@ -11,7 +11,7 @@
  * - `rein_budget_reclaims`: one row per expired lease reclaimed: what was `charged` as spent (its ceiling) and
  *   what was `returned` to the pool (the rest of its slice).
  *
- * "0003_rate_limits" (rate limits and run limits; see `PgRateBuckets`, `PgRunLimits`):
+ * "0003_rate_limits" (rate limits and run limits; see `PgRateLimiterStore`, `PgRunLimits`):
  * - `rein_rate_buckets`: one row per shared token bucket (`key`): `capacity`, refill `per_ms`, the pool's
  *   `level` at `refilled_at` (milliseconds on the bucket's clock; a negative level is a debt) and what live
  *   leases hold (`leased`). Always `level + leased ≤ capacity`: a refill never fills past what is leased.
