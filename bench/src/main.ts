@@ -21,6 +21,7 @@ import { memory } from "./memory.js"
 import { overhead } from "./overhead.js"
 import { sharedBudget } from "./sharedBudget.js"
 import { sharedHealth } from "./sharedHealth.js"
+import { sharedRates } from "./sharedRates.js"
 import { simulation } from "./simulation.js"
 
 const benchmarks: ReadonlyArray<Benchmark> = [
@@ -33,7 +34,8 @@ const benchmarks: ReadonlyArray<Benchmark> = [
   artifacts,
   languageModel,
   sharedBudget,
-  sharedHealth
+  sharedHealth,
+  sharedRates
 ]
 
 const args = process.argv.slice(2)

@@ -43,6 +43,18 @@
  * `rein_migrations`) with `CREATE TABLE IF NOT EXISTS` under the advisory lock before calling it, so the cast
  * succeeds, and carrying the versions recorded here over to it.
  *
+ * Rate limits (`0003_rate_limits`, rate limits and run limits; see `PgRateLimiterStore`, `PgRunLimits`):
+ * - `rein_rate_buckets`: one row per shared token bucket (`key`): `capacity`, refill `per_ms`, the pool's
+ *   `level` at `refilled_at` (milliseconds on the bucket's clock; a negative level is a debt) and what live
+ *   leases hold (`leased`). Always `level + leased ≤ capacity`: a refill never fills past what is leased.
+ * - `rein_rate_leases`: one row per process and bucket: `granted` (taken from the pool, not yet reported
+ *   used) and `expires_at` on the database clock, extended by each heartbeat.
+ * - `rein_rate_reclaims`: one row per expired lease reclaimed, with what it still held.
+ * - `rein_rate_windows`: one row per fixed-window counter (`RateLimiterStore.fixedWindow`).
+ * - `rein_run_limits`: one row per shared run: its soft caps, the `tokens` / `cost` totals and the stop
+ *   (first trigger wins: `stop` as JSON text, `stop_kind`, `stop_item_id`, `stopped_at`, `stopped_by`).
+ * - `rein_run_cooldowns`: one row per run and endpoint cooling after a 429: `until_ms` on the bucket's clock.
+ *
  * @since 0.1.0
  */
 import { SqlClient } from "@effect/sql"
@@ -122,6 +134,58 @@ const health = Effect.flatMap(SqlClient.SqlClient, (sql) =>
     )`),
     sql.unsafe(`CREATE INDEX rein_health_probes_live ON rein_health_probes (health, endpoint, expires_at)`),
     sql.unsafe(`CREATE INDEX rein_health_probes_holder ON rein_health_probes (holder)`)
+const rateLimits = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.all([
+    sql.unsafe(`CREATE TABLE rein_rate_buckets (
+      key text PRIMARY KEY,
+      capacity float8 NOT NULL CHECK (capacity > 0),
+      per_ms float8 NOT NULL CHECK (per_ms > 0),
+      level float8 NOT NULL,
+      leased float8 NOT NULL DEFAULT 0 CHECK (leased >= 0),
+      refilled_at float8 NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    )`),
+    sql.unsafe(`CREATE TABLE rein_rate_leases (
+      id text PRIMARY KEY,
+      key text NOT NULL REFERENCES rein_rate_buckets (key),
+      holder text NOT NULL,
+      granted float8 NOT NULL DEFAULT 0 CHECK (granted >= 0),
+      expires_at timestamptz NOT NULL,
+      opened_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    )`),
+    sql.unsafe(`CREATE INDEX rein_rate_leases_expiry ON rein_rate_leases (expires_at)`),
+    sql.unsafe(`CREATE TABLE rein_rate_reclaims (
+      lease_id text PRIMARY KEY,
+      key text NOT NULL,
+      holder text NOT NULL,
+      granted float8 NOT NULL,
+      expired_at timestamptz NOT NULL,
+      reclaimed_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    )`),
+    sql.unsafe(`CREATE TABLE rein_rate_windows (
+      key text PRIMARY KEY,
+      count float8 NOT NULL,
+      expires_at float8 NOT NULL
+    )`),
+    sql.unsafe(`CREATE TABLE rein_run_limits (
+      name text PRIMARY KEY,
+      max_total_tokens float8,
+      max_total_cost float8,
+      tokens float8 NOT NULL DEFAULT 0,
+      cost float8 NOT NULL DEFAULT 0,
+      stop text,
+      stop_kind text,
+      stop_item_id text,
+      stopped_at timestamptz,
+      stopped_by text,
+      created_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    )`),
+    sql.unsafe(`CREATE TABLE rein_run_cooldowns (
+      run text NOT NULL REFERENCES rein_run_limits (name),
+      endpoint text NOT NULL,
+      until_ms float8 NOT NULL,
+      PRIMARY KEY (run, endpoint)
+    )`)
   ], { discard: true }))
 
 /**
@@ -131,14 +195,15 @@ const health = Effect.flatMap(SqlClient.SqlClient, (sql) =>
  * ```ts
  * import { Migrations } from "@rein/postgres"
  *
- * const versions = Object.keys(Migrations.migrations) // ["0001_budgets", "0002_health"]
+ * const versions = Object.keys(Migrations.migrations) // ["0001_budgets", "0002_health", "0003_rate_limits"]
  * ```
  * @category migrations
  * @since 0.1.0
  */
 export const migrations = {
   "0001_budgets": budgets,
-  "0002_health": health
+  "0002_health": health,
+  "0003_rate_limits": rateLimits
 }
 
 const LOCK = "rein_postgres_migrations"

@@ -18,3 +18,16 @@ export * as Migrations from "./Migrations.js"
  * @since 0.1.0
  */
 export * as PgHealth from "./PgHealth.js"
+ * Batch run limits shared by many processes: soft caps and their totals, the stop, cooldowns, and the
+ * requests- and tokens-per-minute buckets of a provider key.
+ *
+ * @since 0.1.0
+ */
+export * as PgRunLimits from "./PgRunLimits.js"
+
+/**
+ * Shared token buckets as `@effect/experimental`'s `RateLimiterStore`, leased in slices.
+ *
+ * @since 0.1.0
+ */
+export * as PgRateLimiterStore from "./PgRateLimiterStore.js"
