@@ -7,13 +7,14 @@
  * Target (issue 16): Rein adds no more than an `ExecutionPlan` with two steps does, in CPU time per call
  * (the machine is shared: wall time is printed beside it, and the load).
  * A last row is Rein's executor alone (`Rein.execute` over a provider answering at once): the part of
- * Rein's cost that is not the `@effect/ai` model's.
+ * Rein's cost that is not the `@effect/ai` model's. A second table does the same with a toolkit (one tool
+ * call, resolved by the caller's handler), a path that still goes through `LanguageModel.make`.
  */
-import { LanguageModel } from "@effect/ai"
+import { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { Response } from "@effect/ai"
 import { Catalog, Contract, Rein } from "@rein/core"
 import { ReinLanguageModel } from "@rein/providers"
-import { Context, Effect, ExecutionPlan, Layer, Runtime } from "effect"
+import { Context, Effect, ExecutionPlan, Layer, Runtime, Schema } from "effect"
 import * as os from "node:os"
 import type { Benchmark, Contender, RunOptions, Section, Timing } from "./harness.js"
 import { fmtNs, fmtRatio, interleave, table } from "./harness.js"
@@ -32,7 +33,7 @@ const endpoint = (id: string) => ({
   id,
   provider: "memory",
   model: id,
-  capabilities: { contextWindow: 8_000, maxOutputTokens: 1_000 },
+  capabilities: { contextWindow: 8_000, maxOutputTokens: 1_000, tools: true },
   prices: { inputTokens: 1e-6, outputTokens: 2e-6 }
 })
 const catalog = Catalog.make({ endpoints: [endpoint("mem/a"), endpoint("mem/b")] })
@@ -78,39 +79,63 @@ const executorOnly = () =>
     }]])
   }))))
 
-const run = async (options: RunOptions): Promise<Section> => {
-  const loadBefore = load()
-  const bare = await Effect.runPromise(Effect.scoped(Layer.build(memory)))
-  const rein = await Effect.runPromise(Effect.scoped(Layer.build(ReinLanguageModel.layer({
+/** A tool call answered by the in-memory model; the caller's handler resolves it (in `make`, above Rein). */
+const GetWeather = Tool.make("GetWeather", {
+  parameters: { city: Schema.String },
+  success: Schema.Struct({ celsius: Schema.Number })
+})
+const Weather = Toolkit.make(GetWeather)
+const toolAnswer: Array<Response.PartEncoded> = [
+  { type: "tool-call", id: "c1", name: "GetWeather", params: { city: "Paris" } },
+  { type: "finish", reason: "tool-calls", usage: { inputTokens: 10, outputTokens: 2, totalTokens: 12 } }
+]
+const toolMemory = Layer.effect(
+  LanguageModel.LanguageModel,
+  LanguageModel.make({ generateText: () => Effect.succeed(toolAnswer), streamText: () => Effect.dieMessage("unused") })
+)
+const toolCall = LanguageModel.generateText({ prompt: "weather?", toolkit: Weather })
+const resolved = (response: LanguageModel.GenerateTextResponse<Toolkit.Tools<typeof Weather>>) =>
+  response.toolResults.length === 1
+
+const build = <A>(layer: Layer.Layer<A>) => Effect.runPromise(Effect.scoped(Layer.build(layer)))
+
+/** Bare, plan and Rein (and any extra rows) over one in-memory model and one call. */
+const contenders = async <A, C>(
+  model: Layer.Layer<LanguageModel.LanguageModel>,
+  effect: Effect.Effect<A, unknown, LanguageModel.LanguageModel | C>,
+  context: Context.Context<C>,
+  check: (a: A) => boolean
+): Promise<Array<Contender>> => {
+  const rein = await build(ReinLanguageModel.layer({
     contract,
     catalog,
-    models: { "mem/a": memory, "mem/b": memory },
+    models: { "mem/a": model, "mem/b": model },
     inputTokens: () => 10
-  }))))
-  const plan = ExecutionPlan.make({ provide: memory, attempts: 2 }, { provide: memory })
-  const contenders = [
-    contender("ReinLanguageModel (2 candidates)", call, rein, answered),
-    contender("bare @effect/ai LanguageModel", call, bare, answered),
-    contender("ExecutionPlan (2 steps) over it", Effect.withExecutionPlan(call, plan), Context.empty(), answered),
-    contender(
-      "Rein.execute alone (provider answering at once)",
-      Rein.execute({ prompt: "hello", inputTokens: 10 }, contract),
-      await executorOnly(),
-      (completion) => completion.text === "ok"
-    )
+  }))
+  const plan = ExecutionPlan.make({ provide: model, attempts: 2 }, { provide: model })
+  return [
+    contender("ReinLanguageModel (2 candidates)", effect, Context.merge(rein, context), check),
+    contender("bare @effect/ai LanguageModel", effect, Context.merge(await build(model), context), check),
+    contender("ExecutionPlan (2 steps) over it", Effect.withExecutionPlan(effect, plan), context, check)
   ]
-  const timings = await interleave(contenders, {
-    rounds: options.quick ? 3 : 15,
-    sampleMillis: options.quick ? 30 : 400,
-    collect: false,
-    calls: options.quick ? 100 : 1_000,
-    log: options.log
-  })
-  const [reinT, bareT, planT] = timings as [Timing, Timing, Timing, Timing]
+}
+
+interface Measured {
+  readonly markdown: string
+  readonly reinAdds: { readonly cpu: number; readonly wall: number }
+  readonly planAdds: { readonly cpu: number; readonly wall: number }
+}
+
+/** Interleaved rounds of `calls` calls; the first three contenders are Rein, bare and the plan. */
+const measure = async (
+  options: RunOptions,
+  all: ReadonlyArray<Contender>,
+  calls: number,
+  rounds: number
+): Promise<Measured> => {
+  const timings = await interleave(all, { rounds, sampleMillis: 400, collect: false, calls, log: options.log })
+  const [reinT, bareT, planT] = timings as [Timing, Timing, Timing]
   const adds = (t: Timing) => ({ cpu: t.cpu.median - bareT.cpu.median, wall: t.median - bareT.median })
-  const reinAdds = adds(reinT)
-  const planAdds = adds(planT)
-  const loadAfter = load()
   const rows = timings.map((t) => [
     t.name,
     fmtNs(t.cpu.median),
@@ -119,37 +144,83 @@ const run = async (options: RunOptions): Promise<Section> => {
     `${fmtNs(t.min)}–${fmtNs(t.max)}`,
     fmtRatio(t.cpu.median / bareT.cpu.median)
   ])
+  const header = [
+    "contender",
+    "CPU ns per call (median)",
+    "CPU min–max",
+    "wall ns (median)",
+    "wall min–max",
+    "CPU ÷ bare"
+  ]
+  const reinAdds = adds(reinT)
+  const planAdds = adds(planT)
   const markdown = [
-    table(
-      ["contender", "CPU ns per call (median)", "CPU min–max", "wall ns (median)", "wall min–max", "CPU ÷ bare"],
-      rows
-    ),
+    table(header, rows),
     "",
-    `Load (1/5/15 min) ${loadBefore} before, ${loadAfter} after; ${options.quick ? 3 : 15} interleaved rounds of ${
-      options.quick ? 100 : 1_000
-    } calls per contender.`,
+    `Load (1/5/15 min) ${load()} at the end; ${rounds} interleaved rounds of ${calls} calls per contender.`,
     `CPU per call: Rein adds ${fmtNs(reinAdds.cpu)} ns over the bare model; a two-step ExecutionPlan adds ${
       fmtNs(planAdds.cpu)
     } ns.`,
     `Wall per call: Rein adds ${fmtNs(reinAdds.wall)} ns; the plan adds ${fmtNs(planAdds.wall)} ns.`
   ].join("\n")
-  return {
-    markdown,
-    goals: [{
-      benchmark: "8. rein's LanguageModel",
-      goal: "Rein's LanguageModel adds no more than an ExecutionPlan with two steps (CPU per call)",
-      measured: `+${fmtNs(reinAdds.cpu)} ns vs +${fmtNs(planAdds.cpu)} ns CPU (wall +${fmtNs(reinAdds.wall)} vs +${
-        fmtNs(planAdds.wall)
-      }; load ${loadAfter})`,
-      status: reinAdds.cpu <= planAdds.cpu ? "PASS" : "FAIL"
-    }]
-  }
+  return { markdown, reinAdds, planAdds }
+}
+
+const goal = (label: string, m: Measured) => ({
+  benchmark: "8. rein's LanguageModel",
+  goal: `${label}: Rein's LanguageModel adds no more than an ExecutionPlan with two steps (CPU per call)`,
+  measured: `+${fmtNs(m.reinAdds.cpu)} ns vs +${fmtNs(m.planAdds.cpu)} ns CPU (wall +${fmtNs(m.reinAdds.wall)} vs +${
+    fmtNs(m.planAdds.wall)
+  }; load ${load()})`,
+  status: m.reinAdds.cpu <= m.planAdds.cpu ? "PASS" as const : "FAIL" as const
+})
+
+const run = async (options: RunOptions): Promise<Section> => {
+  const loadBefore = load()
+  const rounds = options.quick ? 3 : 15
+  const plain = await measure(
+    options,
+    [
+      ...await contenders(memory, call, Context.empty(), answered),
+      contender(
+        "Rein.execute alone (provider answering at once)",
+        Rein.execute({ prompt: "hello", inputTokens: 10 }, contract),
+        await executorOnly(),
+        (completion) => completion.text === "ok"
+      )
+    ],
+    options.quick ? 100 : 1_000,
+    rounds
+  )
+  options.log("   with a toolkit (one tool call, resolved by the caller's handler):")
+  const handlers = await build(Weather.toLayer({ GetWeather: () => Effect.succeed({ celsius: 21 }) }))
+  const tools = await measure(
+    options,
+    await contenders(toolMemory, toolCall, handlers, resolved),
+    options.quick ? 20 : 200,
+    rounds
+  )
+  const markdown = [
+    `Load (1/5/15 min) ${loadBefore} at the start.`,
+    "",
+    "`generateText` without a toolkit (the goal of issue 16):",
+    "",
+    plain.markdown,
+    "",
+    "`generateText` with a toolkit (one tool call, resolved by the caller's handler; goes through `LanguageModel.make`):",
+    "",
+    tools.markdown
+  ].join("\n")
+  return { markdown, goals: [goal("without a toolkit", plain), goal("with a toolkit", tools)] }
 }
 
 export const languageModel: Benchmark = {
   id: 8,
   title: "Rein's LanguageModel over the bare @effect/ai one",
   requires: { module: "@rein/providers", skipped: "skipped: @rein/providers is not built" },
-  goals: ["Rein's LanguageModel adds no more than an ExecutionPlan with two steps (CPU per call)"],
+  goals: [
+    "without a toolkit: Rein's LanguageModel adds no more than an ExecutionPlan with two steps (CPU per call)",
+    "with a toolkit: Rein's LanguageModel adds no more than an ExecutionPlan with two steps (CPU per call)"
+  ],
   run
 }
