@@ -22,6 +22,13 @@ export interface Timing {
   readonly min: number
   readonly max: number
   readonly calls: number
+  /** CPU time of the process (user + system, `process.cpuUsage`) per call, ns, one sample per round. */
+  readonly cpu: {
+    readonly samples: ReadonlyArray<number>
+    readonly median: number
+    readonly min: number
+    readonly max: number
+  }
 }
 
 const gc = (globalThis as { gc?: () => void }).gc
@@ -35,10 +42,16 @@ export const nowNanos = (): bigint => process.hrtime.bigint()
 
 export const nowMillis = (): number => Number(process.hrtime.bigint()) / 1e6
 
-const timeRun = async (c: Contender, n: number): Promise<number> => {
+const timeRun = async (c: Contender, n: number): Promise<number> => (await timeAndCpu(c, n)).wall
+
+/** Wall and CPU nanoseconds of `n` calls. */
+const timeAndCpu = async (c: Contender, n: number): Promise<{ readonly wall: number; readonly cpu: number }> => {
+  const c0 = process.cpuUsage()
   const t0 = process.hrtime.bigint()
   await c.run(n)
-  return Number(process.hrtime.bigint() - t0)
+  const wall = Number(process.hrtime.bigint() - t0)
+  const used = process.cpuUsage(c0)
+  return { wall, cpu: (used.user + used.system) * 1000 }
 }
 
 /** How many calls make one sample of about `targetMillis` (doubling from 8 calls until 20 ms are reached). */
@@ -67,40 +80,58 @@ export const median = (xs: ReadonlyArray<number>): number => {
 /**
  * Times contenders side by side: warm-up and calibration for each, then `rounds` rounds in which every
  * contender runs one sample of about `sampleMillis`, in an order rotated each round (so no contender always
- * runs first, right after a GC, or last). Reports the median ns per call over the rounds.
+ * runs first, right after a GC, or last). Reports the median ns per call over the rounds, wall and CPU.
+ * `collect: false` skips the GC between samples: after `gc()` the calls of an allocating contender run
+ * 2–4× slower in CPU for more than a thousand calls (bench 8: the bare model's CPU per call in buckets of
+ * 100 calls after `gc()` was 700, 970, 740, … µs against 80–300 µs without it, load ~21), so short
+ * samples after a GC measure that recovery, and more for the contender that allocates more.
  */
 export const interleave = async (
   contenders: ReadonlyArray<Contender>,
-  options: { readonly rounds: number; readonly sampleMillis: number; readonly log?: (line: string) => void }
+  options: {
+    readonly rounds: number
+    readonly sampleMillis: number
+    readonly collect?: boolean | undefined
+    /** Calls per sample, instead of calibrating to `sampleMillis` (a loaded machine makes that noisy). */
+    readonly calls?: number | undefined
+    readonly log?: (line: string) => void
+  }
 ): Promise<ReadonlyArray<Timing>> => {
   const sizes: Array<number> = []
   for (const c of contenders) {
     await calibrate(c, options.sampleMillis) // warm-up (JIT) …
-    const n = await calibrate(c, options.sampleMillis) // … then the size used
+    const n = options.calls ?? await calibrate(c, options.sampleMillis) // … then the size used
     await timeRun(c, n)
     if (c.verify !== undefined) await c.verify()
     sizes.push(n)
   }
   const samples: Array<Array<number>> = contenders.map(() => [])
+  const cpuSamples: Array<Array<number>> = contenders.map(() => [])
   for (let r = 0; r < options.rounds; r++) {
     for (let k = 0; k < contenders.length; k++) {
       const i = (k + r) % contenders.length
-      collect()
-      const ns = await timeRun(contenders[i]!, sizes[i]!)
-      samples[i]!.push(ns / sizes[i]!)
+      if (options.collect !== false) collect()
+      const { cpu, wall } = await timeAndCpu(contenders[i]!, sizes[i]!)
+      samples[i]!.push(wall / sizes[i]!)
+      cpuSamples[i]!.push(cpu / sizes[i]!)
     }
   }
   return contenders.map((c, i) => {
     const s = samples[i]!
+    const cs = cpuSamples[i]!
     const timing = {
       name: c.name,
       samples: s,
       median: median(s),
       min: Math.min(...s),
       max: Math.max(...s),
-      calls: sizes[i]! * options.rounds
+      calls: sizes[i]! * options.rounds,
+      cpu: { samples: cs, median: median(cs), min: Math.min(...cs), max: Math.max(...cs) }
     }
-    options.log?.(`    ${c.name}: ${fmtNs(timing.median)} ns/call (min ${fmtNs(timing.min)}, max ${fmtNs(timing.max)})`)
+    options.log?.(
+      `    ${c.name}: ${fmtNs(timing.median)} ns/call (min ${fmtNs(timing.min)}, max ${fmtNs(timing.max)}); ` +
+        `CPU ${fmtNs(timing.cpu.median)} ns/call (min ${fmtNs(timing.cpu.min)}, max ${fmtNs(timing.cpu.max)})`
+    )
     return timing
   })
 }

@@ -30,6 +30,7 @@ import { Outcome, Rein } from "@rein/core"
 import type { Catalog, Contract, Health, Provider } from "@rein/core"
 import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
 import { oneShot } from "./EffectAi.js"
+import * as GenerateText from "./internal/generateText.js"
 import * as Inner from "./internal/languageModel.js"
 import { requestsPerCall } from "./internal/probe.js"
 
@@ -185,7 +186,11 @@ const providersOf = (
   return providers
 }
 
-/** The outer `LanguageModel`: every provider-level call is one Rein request. */
+/**
+ * The outer `LanguageModel`: every provider-level call is one Rein request. A call without a toolkit
+ * takes the inner model's decoded parts as they are (`internal/generateText.ts`); the others go through
+ * `LanguageModel.make`, which resolves tool calls with the caller's handlers.
+ */
 const serviceOf = <R>(
   options: Options<R>,
   rein: Context.Context<Rein.Rein | Health.Health>,
@@ -198,27 +203,35 @@ const serviceOf = <R>(
         : Inner.tokensOf(tokenizers, call.prompt),
       (inputTokens) => Inner.requestOf(call, inputTokens, options.maxOutputTokens)
     )
-  return LanguageModel.make({
-    generateText: (call) =>
-      Effect.flatMap(request(call), (r) => Rein.execute(r, options.contract)).pipe(
-        Effect.flatMap((completion) =>
-          completion.payload instanceof Inner.Parts
-            ? Effect.succeed(completion.payload.parts)
-            : Effect.die("a Rein LanguageModel answer without its parts")
-        ),
-        Effect.mapError((outcome) => toAiError(outcome, "generateText")),
-        Effect.provide(rein)
+  const parts = (call: LanguageModel.ProviderOptions) =>
+    Effect.flatMap(request(call), (r) => Rein.execute(r, options.contract)).pipe(
+      Effect.flatMap((completion) =>
+        completion.payload instanceof Inner.Parts
+          ? Effect.succeed(completion.payload)
+          : Effect.die("a Rein LanguageModel answer without its parts")
       ),
-    streamText: (call) =>
-      Stream.unwrap(Effect.map(request(call), (r) => Rein.executeStream(r, options.contract))).pipe(
-        Stream.filterMap((event) =>
-          event._tag === "Delta" && event.payload instanceof Inner.StreamPart
-            ? Option.some(event.payload.part)
-            : Option.none()
-        ),
-        Stream.mapError((outcome) => toAiError(outcome, "streamText")),
-        Stream.provideSomeContext(rein)
-      )
+      Effect.mapError((outcome) => toAiError(outcome, "generateText")),
+      Effect.provide(rein)
+    )
+  return Effect.gen(function*() {
+    const made = yield* LanguageModel.make({
+      generateText: (call) => Effect.flatMap(parts(call), (p) => p.encoded()),
+      streamText: (call) =>
+        Stream.unwrap(Effect.map(request(call), (r) => Rein.executeStream(r, options.contract))).pipe(
+          Stream.filterMap((event) =>
+            event._tag === "Delta" && event.payload instanceof Inner.StreamPart
+              ? Option.some(event.payload.part)
+              : Option.none()
+          ),
+          Stream.mapError((outcome) => toAiError(outcome, "streamText")),
+          Stream.provideSomeContext(rein)
+        )
+    })
+    const direct = yield* GenerateText.make((call) => Effect.map(parts(call), (p) => p.parts))
+    const generateText = (o: GenerateText.Options): GenerateText.Answer =>
+      o.toolkit === undefined ? direct(o) : made.generateText(o)
+    // `direct` answers exactly the type `make`'s `generateText` has for options without a toolkit.
+    return { ...made, generateText: generateText as LanguageModel.Service["generateText"] }
   })
 }
 

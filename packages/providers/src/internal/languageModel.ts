@@ -2,8 +2,9 @@
  * One attempt of a Rein-backed `LanguageModel` call on one endpoint's inner `@effect/ai` model: the outer
  * call's `ProviderOptions` become a Rein request (facts for the planner, the options as its opaque
  * payload); per attempt the inner model is called with tool-call resolution off and a handler-less
- * toolkit rebuilt from the options' tools, and its parts are re-encoded for the outer `LanguageModel.make`
- * (which resolves tool calls once, with the caller's handlers).
+ * toolkit rebuilt from the options' tools, and its parts are handed to the outer `LanguageModel.make`
+ * (which resolves tool calls once, with the caller's handlers): as they are when the outer decode gives
+ * them back unchanged (text, reasoning, finish, deltas), re-encoded otherwise.
  *
  * @internal
  */
@@ -33,9 +34,9 @@ export class Call {
 interface Codecs {
   readonly tools: ReadonlyArray<Tool.Any>
   readonly toolkit: HandlerlessToolkit
-  readonly parts: (
-    parts: ReadonlyArray<Response.Part<Record<string, Tool.Any>>>
-  ) => Effect.Effect<ReadonlyArray<Response.PartEncoded>, ParseResult.ParseError>
+  readonly part: (
+    part: Response.Part<Record<string, Tool.Any>>
+  ) => Effect.Effect<Response.PartEncoded, ParseResult.ParseError>
   readonly streamPart: (
     part: Response.StreamPart<Record<string, Tool.Any>>
   ) => Effect.Effect<Response.StreamPartEncoded, ParseResult.ParseError>
@@ -47,10 +48,50 @@ const makeCodecs = (tools: ReadonlyArray<Tool.Any>): Codecs => {
   return {
     tools,
     toolkit,
-    parts: Schema.encode(Schema.Array(Response.Part(toolkit))),
+    part: Schema.encode(Response.Part(toolkit)),
     streamPart: Schema.encode(Response.StreamPart(toolkit))
   }
 }
+
+/**
+ * Decoded parts that the outer `make`'s decode turns back into equal parts (their schemas transform
+ * nothing but `Usage`, a class of plain fields): handed over without encoding. The others (tool calls
+ * and results, files, sources, response metadata) carry transformations and are encoded. Pinned by the
+ * round-trip test in `ReinLanguageModelParts.test.ts`.
+ */
+const AS_IS = new Set<string>([
+  "text",
+  "reasoning",
+  "finish",
+  "text-start",
+  "text-delta",
+  "text-end",
+  "reasoning-start",
+  "reasoning-delta",
+  "reasoning-end",
+  "tool-params-start",
+  "tool-params-delta",
+  "tool-params-end"
+])
+
+/** Whether the outer `make` can decode `part` as it is (see `AS_IS`). @internal */
+export const asIs = (part: { readonly type: string }): boolean => AS_IS.has(part.type)
+
+/** The inner answer's parts as the outer `make` decodes them. */
+const encodeParts = (
+  codecs: Codecs,
+  parts: Array<Response.Part<Record<string, Tool.Any>>>
+): Effect.Effect<Array<Response.PartEncoded>, ParseResult.ParseError> =>
+  parts.every(asIs)
+    ? Effect.succeed(parts as Array<Response.PartEncoded>)
+    : Effect.forEach(parts, (part) => asIs(part) ? Effect.succeed(part as Response.PartEncoded) : codecs.part(part))
+
+/** One inner stream part as the outer `make` decodes it. */
+const encodeStreamPart = (
+  codecs: Codecs,
+  part: Response.StreamPart<Record<string, Tool.Any>>
+): Effect.Effect<Response.StreamPartEncoded, ParseResult.ParseError> =>
+  asIs(part) ? Effect.succeed(part as Response.StreamPartEncoded) : codecs.streamPart(part)
 
 let noTools: Codecs | undefined
 const CODECS_KEPT = 32
@@ -68,9 +109,16 @@ const codecsOf = (tools: ReadonlyArray<Tool.Any>): Codecs => {
   return made
 }
 
-/** The inner parts of a successful attempt, carried back as the completion's payload. @internal */
+/**
+ * The inner parts of a successful attempt, decoded, carried back as the completion's payload: handed to
+ * a call without a toolkit as they are, encoded for `LanguageModel.make` otherwise. @internal
+ */
 export class Parts {
-  constructor(readonly parts: Array<Response.PartEncoded>) {}
+  constructor(readonly parts: Array<Response.Part<Record<string, Tool.Any>>>, private readonly codecs: Codecs) {}
+  /** The parts as `LanguageModel.make` decodes them. */
+  encoded(): Effect.Effect<Array<Response.PartEncoded>> {
+    return Effect.orDie(encodeParts(this.codecs, this.parts))
+  }
 }
 
 /** One inner stream part, carried as a stream part's payload. @internal */
@@ -155,13 +203,20 @@ const configured = <A, E>(inner: Inner, context: Provider.AttemptContext, effect
     ? effect
     : Effect.flatMap(inner.override(context), (config) => Effect.provide(effect, config))
 
-/** The caller's prompt, tools and choice, for an inner call that leaves tool calls to the caller. */
-const innerOptions = (call: Call) => ({
-  prompt: call.options.prompt,
-  toolkit: call.toolkit,
-  toolChoice: call.options.toolChoice,
-  disableToolCallResolution: true as const
-})
+/**
+ * The caller's prompt, tools and choice, for an inner call that leaves tool calls to the caller. Without
+ * tools there is no toolkit to resolve: the inner `make` then sends no tools and `toolChoice: "none"`, as
+ * it does for an empty toolkit.
+ */
+const innerOptions = (call: Call) =>
+  call.options.tools.length === 0
+    ? { prompt: call.options.prompt }
+    : {
+      prompt: call.options.prompt,
+      toolkit: call.toolkit,
+      toolChoice: call.options.toolChoice,
+      disableToolCallResolution: true as const
+    }
 
 /** One attempt of `generateText` / `generateObject` on an inner model. @internal */
 export const generate = (
@@ -183,10 +238,7 @@ export const generate = (
     Effect.flatMap((r) =>
       r.finishReason === "content-filter"
         ? Effect.fail(FILTERED)
-        : Effect.map(
-          Effect.orDie(call.codecs.parts(r.content)),
-          (parts): Provider.ProviderResponse => answerOf(r, new Parts([...parts]))
-        )
+        : Effect.succeed(answerOf(r, new Parts(r.content, call.codecs)))
     )
   )
 }
@@ -276,7 +328,7 @@ export const stream = (
         : part.type === "finish" && part.reason === "content-filter"
         ? Effect.fail(FILTERED)
         : Effect.map(
-          Effect.orDie(call.codecs.streamPart(part)),
+          Effect.orDie(encodeStreamPart(call.codecs, part)),
           (encoded) => streamPartOf(part, new StreamPart(encoded))
         )
     )
