@@ -902,13 +902,18 @@ const finishAttempt = (
 const recordOf = (running: Running, end: Attempt.AttemptEnd<unknown>, endNanos: bigint) => {
   const { binding, context, endpoint, provider, startNanos, step, timeoutMillis } = running
   const { decision, env } = step
-  const usage: Usage.Usage = end._tag === "Success"
+  const reported: Usage.Usage = end._tag === "Success"
     ? end.usage
     : end._tag === "Failure" && end.failure.usage !== undefined
     ? end.failure.usage
     : "unknown"
   const dispatched = end._tag === "Failure" ? end.failure.dispatched : true
-  const actualCost = usage === "unknown" ? null : Usage.cost(usage, endpoint.prices)
+  // Usage that is not a count (NaN, ±Infinity, negative), or whose cost is not finite, is unknown usage: the
+  // reservation stays charged, and the record says why (`invalidUsage`).
+  const priced = reported === "unknown" ? null : Usage.isCount(reported) ? Usage.cost(reported, endpoint.prices) : NaN
+  const invalidUsage = priced !== null && !(Number.isFinite(priced) && priced >= 0)
+  const usage = invalidUsage ? "unknown" : reported
+  const actualCost = invalidUsage ? null : priced
   const charged = Budget.charge(decision.reservation, { dispatched, usage, actualCost })
   const failure = end._tag === "Failure" ? end.failure : undefined
   const status: Outcome.AttemptStatus = end._tag === "Success"
@@ -949,7 +954,8 @@ const recordOf = (running: Running, end: Attempt.AttemptEnd<unknown>, endNanos: 
   }
   const answered = (end._tag === "Success" || end._tag === "Failure") &&
     (end.finishReason !== undefined || end.toolCalls !== undefined)
-  return { charged, kind, record: answered ? withAnswer(record, end) : record }
+  const full = invalidUsage ? { ...record, invalidUsage } : record
+  return { charged, kind, record: answered ? withAnswer(full, end) : full }
 }
 
 /** Settles an ended attempt with budget, health and gate: only the effects that do something (most
@@ -969,6 +975,13 @@ const settlements = (
     if (effect !== undefined && effect !== Effect.void) effects.push(effect)
   }
   if (env.budget !== undefined && hold !== undefined) then(settle(env.budget, hold, charged))
+  if (record.invalidUsage === true) {
+    then(
+      Effect.logWarning("rein: the provider reported usage that is not a count; charged as unknown usage").pipe(
+        Effect.annotateLogs({ endpoint: record.endpoint, attempt: record.attempt })
+      )
+    )
+  }
   if (kind !== null) {
     // Failures are logged with machine data only (kind, code, endpoint): never provider text.
     then(
