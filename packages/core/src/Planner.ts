@@ -17,6 +17,7 @@
 import { Schema } from "effect"
 import { defaultTable, FailureKind, Rule } from "./Failure.js"
 import { number as fmt } from "./Format.js"
+import { OwnRecord } from "./internal/decode.js"
 import { Reservation } from "./Outcome.js"
 
 // The planner's inputs and answers are defined once, here, as Schemas: the journal records and decodes
@@ -202,8 +203,10 @@ export const Snapshot = Schema.Struct({
   triesOnCurrent: Num,
   rateLimitedOnCurrent: Num,
   last: Schema.NullOr(Schema.Struct({ kind: FailureKind, retryAfterMillis: NullNum })),
-  health: Schema.Record({ key: Schema.String, value: HealthView }),
-  retryTokens: Schema.Struct({ global: NullNum, endpoints: Schema.Record({ key: Schema.String, value: Num }) }),
+  // Keyed by endpoint id, own keys only: `Schema.Record` would decode a `"__proto__"` entry into the result's
+  // prototype (lost), and replay would see that endpoint's open breaker closed.
+  health: OwnRecord(HealthView),
+  retryTokens: Schema.Struct({ global: NullNum, endpoints: OwnRecord(Num) }),
   committed: Schema.Boolean,
   jitter: NullNum
 })
