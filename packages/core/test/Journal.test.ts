@@ -1,15 +1,15 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Fake, Journal, Rein } from "@rein/core"
+import { Budget, Fake, Journal, Rein } from "@rein/core"
 import type { Failure, Outcome, Planner } from "@rein/core"
-import { Effect, Either, FastCheck as fc, Fiber, Layer, Random, Stream, TestClock } from "effect"
+import { Cause, Effect, Either, Exit, FastCheck as fc, Fiber, Layer, Random, Stream, TestClock } from "effect"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { bundle } from "../../../test/support/processes.js"
-import { catalog, contract, defaultCatalog, endpoint, failureStep } from "./fixtures.js"
+import { catalog, contract, defaultCatalog, endpoint, failureStep, layer } from "./fixtures.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const request = { prompt: "a prompt that must never be journaled", inputTokens: 100, maxOutputTokens: 100 }
@@ -242,6 +242,31 @@ describe("Journal", () => {
         expect(Journal.decodeLine(Journal.encode(record))).toEqual(Either.right(record))
         expect(Journal.encode(record)).not.toContain("never be journaled")
       }
+    }))
+
+  it.effect("a defect that is not an interruption is journaled as a Defect (not Interrupted), reads back and explains", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed()] })
+      // A shared budget with a bug: its reservation dies.
+      const broken: Budget.Service = {
+        limits: { cost: null, tokens: null, calls: null },
+        left: Effect.succeed({ cost: null, tokens: null, calls: null }),
+        reserve: () => Effect.die("a bug in a budget"),
+        settle: () => Effect.void,
+        release: () => Effect.void
+      }
+      const [exit, records] = yield* Effect.zip(
+        Effect.exit(Rein.execute(request, contract({ candidates: ["a"] }))),
+        Effect.flatMap(Journal.MemoryJournal, (j) => j.records)
+      ).pipe(
+        Effect.provide(Layer.merge(layer(fake), Journal.layerMemory)),
+        Effect.provideService(Budget.SharedBudget, broken)
+      )
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      expect(records.map((r) => r.outcome._tag)).toEqual(["Defect"])
+      const back = Either.getOrThrow(Journal.decodeLine(Journal.encode(records[0]!)))
+      expect(back.outcome).toEqual({ _tag: "Defect" })
+      expect(Journal.explain(back).text).toContain("outcome: a defect")
     }))
 
   it.live("a journal written by one process is replayed in another", () =>
