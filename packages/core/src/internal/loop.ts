@@ -633,7 +633,7 @@ const giveBack = (env: Env, hold: Budget.Hold | undefined): Effect.Effect<void> 
 }
 
 /** Refused (another request took the slot or the last token since the snapshot): the reservation is given
- * back and the planner decides again. Else on to the wait. */
+ * back whole, call included (no call was made), and the planner decides again. Else on to the wait. */
 const acquiredOrNot = <S, B>(
   env: Env,
   progress: Progress,
@@ -643,7 +643,10 @@ const acquiredOrNot = <S, B>(
   driver: Driver<S, B>
 ): Effect.Effect<B, Outcome.Terminal> =>
   Either.isLeft(acquired)
-    ? Effect.zipRight(giveBack(env, hold), Effect.suspend(() => next(env, progress, driver)))
+    ? Effect.zipRight(
+      env.budget === undefined || hold === undefined ? Effect.void : env.budget.release(hold),
+      Effect.suspend(() => next(env, progress, driver))
+    )
     : wait({ env, progress, decision, hold, permit: acquired.right }, driver)
 
 /** Waits out the decision's backoff (stopped at once by a closing gate), then asks the gate. */
