@@ -535,7 +535,8 @@ const derivedSpec = (record: JournalRecord): Either.Either<Contract, ReplayMisma
     recorded.maxOutputTokens,
     { streaming: recorded.requires.streaming, uses: usesOf(recorded) }
   )
-  const field = Canonical.firstDifference(recorded, spec)
+  // A record of versions 1 and 2 has no copy of the contract's unplanned fields: nothing to compare them with.
+  const field = Canonical.firstDifference(recorded, recorded.contract === undefined ? withoutCopy(spec) : spec)
   if (field === undefined) return Either.right(contract.right)
   return Either.left(
     mismatch(
@@ -544,6 +545,11 @@ const derivedSpec = (record: JournalRecord): Either.Either<Contract, ReplayMisma
       shown(pick(spec, field))
     )
   )
+}
+
+const withoutCopy = (spec: Planner.Spec): Planner.Spec => {
+  const { contract: _, ...rest } = spec
+  return rest
 }
 
 /**

@@ -110,6 +110,12 @@ const Table = Schema.extend(
  * must be each one's), the retry policy (`rateLimited`: a separate cap for 429 retries, null: they count
  * against `perEndpoint`) and the effective failure table.
  *
+ * `contract` copies the contract fields no decision reads directly, so that a journal's replay can check
+ * its copy of the contract against them: the deadline (with an attempt timeout, decisions see only the
+ * time remaining), the teardown grace, and the contract's own requirements (`requires` is the contract's
+ * joined with what the request uses, which would hide an edit of the contract's). Journals of versions 1
+ * and 2 have none.
+ *
  * @example
  * ```ts
  * import { Schema } from "effect"
@@ -143,7 +149,12 @@ export const Spec = Schema.Struct({
     maxMillis: Num,
     jitter: Num
   }),
-  table: Table
+  table: Table,
+  contract: Schema.optional(Schema.Struct({
+    deadlineMillis: Num,
+    teardownGraceMillis: Num,
+    requires: Schema.Struct({ tools: Schema.Boolean, structuredOutput: Schema.Boolean, streaming: Schema.Boolean })
+  }))
 })
 
 /**

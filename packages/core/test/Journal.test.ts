@@ -309,11 +309,15 @@ describe("Journal", () => {
 
 describe("Journal: the record's two copies of the contract", () => {
   /** One request that retries a 503 and falls back, recorded; `c` is its contract. */
-  const recorded = (c: ReturnType<typeof contract>) =>
+  const recorded = (
+    c: ReturnType<typeof contract>,
+    run: (c: ReturnType<typeof contract>) => Effect.Effect<unknown, unknown, Rein.Rein> = (c) =>
+      Rein.execute(request, c)
+  ) =>
     Effect.gen(function*() {
       const fake = Fake.make({ a: [Fake.fail("overloaded", { latency: 5 })], b: [Fake.succeed({ latency: 5 })] })
       const fiber = yield* Effect.fork(
-        Rein.execute(request, c).pipe(
+        run(c).pipe(
           Effect.zipRight(Effect.flatMap(Journal.MemoryJournal, (j) => j.records)),
           Effect.provide(Layer.mergeAll(
             Rein.layer({ catalog: catalog(endpoint("a"), endpoint("b")), providers: { fake: fake.provider } }),
@@ -365,8 +369,62 @@ describe("Journal: the record's two copies of the contract", () => {
       // With one, the snapshots say how much time the request had: more than the edited deadline.
       const timed = yield* recorded(contract({ deadline: "30 seconds", attemptTimeout: "5 seconds" }))
       const shorter = replayEdited(timed, (c) => void (c.deadline = "10 seconds"))
-      expect(Either.isLeft(shorter) && shorter.left).toMatchObject({ decision: 1, field: "contract.deadline" })
+      expect(Either.isLeft(shorter) && shorter.left).toMatchObject({
+        decision: 0,
+        field: "contract.deadline (spec.contract.deadlineMillis)"
+      })
     }))
+
+  it.effect("a longer contract.deadline under an attempt timeout fails replay naming the field", () =>
+    Effect.gen(function*() {
+      const timed = yield* recorded(contract({ deadline: "30 seconds", attemptTimeout: "5 seconds" }))
+      const longer = replayEdited(timed, (c) => void (c.deadline = "60 seconds"))
+      expect(Either.isLeft(longer) && longer.left).toMatchObject({
+        decision: 0,
+        field: "contract.deadline (spec.contract.deadlineMillis)",
+        recorded: "30000",
+        replayed: "60000"
+      })
+    }))
+
+  it.effect("an edited contract.teardownGrace fails replay naming the field", () =>
+    Effect.gen(function*() {
+      const line = yield* recorded(contract({ teardownGrace: "250 millis" }))
+      const edited = replayEdited(line, (c) => void (c.teardownGrace = "5 seconds"))
+      expect(Either.isLeft(edited) && edited.left).toMatchObject({
+        decision: 0,
+        field: "contract.teardownGrace (spec.contract.teardownGraceMillis)"
+      })
+    }))
+
+  it.effect("an edited contract.requires fails replay naming the field, even when the request uses the same", () =>
+    Effect.gen(function*() {
+      const uses: ReadonlyArray<
+        readonly [string, (c: ReturnType<typeof contract>) => Effect.Effect<unknown, unknown, Rein.Rein>]
+      > = [
+        ["tools", (c) => Rein.execute({ ...request, tools: [{ name: "lookup" }] }, c)],
+        ["structuredOutput", (c) => Rein.execute({ ...request, responseFormat: "json" }, c)],
+        ["streaming", (c) => Stream.runDrain(Rein.executeStream(request, c))]
+      ]
+      for (const [field, run] of uses) {
+        const line = yield* recorded(contract(), run)
+        const edited = replayEdited(line, (c) => void (c.requires = { [field]: true }))
+        expect(Either.isLeft(edited) && edited.left).toMatchObject({
+          decision: 0,
+          field: `contract.requires.${field} (spec.contract.requires.${field})`
+        })
+      }
+    }))
+
+  it("a record of version 2 (no copy of the unplanned contract fields) still replays", () => {
+    const line = JSON.parse(fs.readFileSync(path.join(here, "fixtures", "journal-v2.json"), "utf8")) as {
+      spec: Record<string, unknown>
+    }
+    expect(line.spec.contract).toBeUndefined()
+    const decoded = Journal.decodeLine(JSON.stringify(line))
+    expect(Either.isRight(decoded)).toBe(true)
+    expect(Journal.replay(Either.getOrThrow(decoded))).toEqual(Either.right(4))
+  })
 
   it.effect("an edited contract.budget that the snapshots exceed fails replay naming the field", () =>
     Effect.gen(function*() {
