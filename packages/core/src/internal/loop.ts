@@ -217,9 +217,11 @@ const refuse = (
   const telemetry = Context.getOption(refusing.context, TelemetryTag)
   if (Option.isNone(journal) && Option.isNone(telemetry)) return Effect.fail(refused)
   const { clock, contract, fiber, rein, request, streaming } = refusing
-  const input = validCount(request.inputTokens, 0)
+  const counted = validCount(request.inputTokens, 0)
     ? request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
     : null
+  // A tokenizer's count that is not one (NaN, negative) would reach the journal's spec, which cannot hold it.
+  const input = counted !== null && isCount(counted) ? counted : null
   const output = validCount(request.maxOutputTokens, 1) ? request.maxOutputTokens ?? null : null
   const spec = makeSpec(contract, rein.catalog.byId, rein.providers, input, output, { streaming })
   // Telemetry hook: a refused request gets its request span and outcome metric too (it ends at once).
@@ -257,6 +259,8 @@ const consulted = (rein: ReinService, spec: Planner.Spec): ReadonlyArray<Endpoin
 
 const validCount = (n: number | undefined, min: number): boolean =>
   n === undefined || (Number.isFinite(n) && Number.isInteger(n) && n >= min)
+
+const isCount = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= 0
 
 /** Everything one request needs, resolved once. */
 /** @internal */
@@ -363,6 +367,11 @@ export const prepareIn = (
     )
   }
   const inputTokens = request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
+  // A tokenizer is user code: a count that is not a non-negative integer (NaN, negative, a fraction) would
+  // make a NaN or negative reservation, which a budget would admit and count.
+  if (inputTokens !== null && !isCount(inputTokens)) {
+    return refuse(refusing, "invalid_request", "the tokenizer's count must be a non-negative integer")
+  }
   if ((contract.budget.cost !== undefined || contract.budget.tokens !== undefined) && inputTokens === null) {
     return refuse(
       refusing,
