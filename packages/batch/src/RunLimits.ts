@@ -22,7 +22,7 @@ import type { Clock } from "effect"
 import { Context, Deferred, Duration, Effect, Exit, FiberId, Layer, Option } from "effect"
 import type { Guardrails } from "./Guardrails.js"
 import * as Limiter from "./internal/limiter.js"
-import { addFinite, costCapReached, overflowed, tokenCapReached } from "./internal/totals.js"
+import { addFinite, costCapReached, notACount, overflowed, tokenCapReached } from "./internal/totals.js"
 import type { Stop } from "./Termination.js"
 
 /**
@@ -261,7 +261,8 @@ const makeMemory = (config: Config, clock: Clock.Clock): Service => {
   let costUsed = 0
   // A cost overflow is reported before a token overflow, and either before a cap.
   const unsafeCharge = (usage: Usage): Stop | undefined => {
-    let trip: Stop | undefined
+    let trip = notACount(usage)
+    if (trip !== undefined) return trip
     const tokens = addFinite(tokensUsed, usage.tokens)
     if (tokens === undefined) trip = overflowed("tokens", tokensUsed, usage.tokens)
     else tokensUsed = tokens

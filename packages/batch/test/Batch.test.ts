@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Batch, Guardrails } from "@rein/batch"
 import type { Events, Result } from "@rein/batch"
-import { Gate } from "@rein/core"
-import { Chunk, Duration, Effect, Fiber, Option, Stream, TestClock } from "effect"
+import { Gate, Journal } from "@rein/core"
+import { Chunk, Duration, Effect, Fiber, Layer, Option, Stream, TestClock } from "effect"
 import { contract, counted, fail, hang, ok, scripted } from "./batch-helpers.js"
 
 /** Forks `effect`, advances virtual time by `advance`, and joins. */
@@ -128,6 +128,32 @@ describe("Batch.run", () => {
       )
       expect(summary.termination.kind).toBe("batch_timeout")
       expect(summary.stats.unknownUsageAttempts).toBe(1)
+    }))
+
+  it.effect("cancel-active: an interrupted item's result carries its attempts as the journal has them, the interrupted one charged its reservation", () =>
+    Effect.gen(function*() {
+      // A 503, then a call that outlives the batch deadline.
+      const fake = scripted((_, call) => call === 1 ? fail("overloaded", { latency: 10 }) : ok(10_000))
+      const [summary, journal] = yield* runFor(
+        Effect.zip(
+          Batch.run(["p0"], {
+            contract: contract({ budget: { cost: 1 } }),
+            request: (prompt: string) => ({ prompt, inputTokens: 100, maxOutputTokens: 100 }),
+            guardrails: Guardrails.make({ concurrency: 1, batchDeadline: "5 seconds", abortMode: "cancel-active" })
+          }),
+          Effect.flatMap(Journal.MemoryJournal, (j) => j.records)
+        ).pipe(Effect.provide(Layer.merge(fake.layer, Journal.layerMemory)))
+      )
+      const [result] = summary.results
+      if (result?._tag !== "Failed") throw new Error(`expected a failed item, got ${result?._tag}`)
+      expect(result.category).toBe("batch_deadline_exceeded")
+      const attempts = result.error.attempts
+      expect(attempts.map((a) => a.status)).toEqual(["failure", "interrupted"])
+      // 100 in, 100 out at 1e-6 and 2e-6: the worst case stays charged, as usage unknown after dispatch.
+      expect(attempts[1]!.reservation).toEqual({ cost: 3e-4, tokens: 200 })
+      expect(attempts[1]!.charged).toEqual({ cost: 3e-4, tokens: 200 })
+      expect(attempts).toEqual(journal[0]!.attempts)
+      expect(result.error.cause).toEqual({ kind: "overloaded", code: "overloaded", endpoint: "a" })
     }))
 
   it.effect("fail-fast on authentication: one call, the rest batch_aborted, the trigger recorded", () =>

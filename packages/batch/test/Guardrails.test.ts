@@ -141,6 +141,39 @@ describe("cost function", () => {
       expect(summary.stats.tokensUsed).toBe(3000)
       expect(summary.stats.costUsed).toBeCloseTo(2 * (1000 * 1e-6 + 500 * 2e-6), 12)
     }))
+
+  for (const gated of [true, false]) {
+    it.effect(
+      `usage that is not a count is unknown usage: never in the totals, never priced (${
+        gated ? "with" : "without"
+      } a gate)`,
+      () =>
+        Effect.gen(function*() {
+          const usages = {
+            p0: { inputTokens: Number.NaN, outputTokens: 5 },
+            p1: { inputTokens: -1_000_000, outputTokens: 5 },
+            p2: { inputTokens: 1000, outputTokens: 500 }
+          } as const
+          const fake = scripted((prompt) => ok(0, usages[prompt as keyof typeof usages]))
+          const priced: Array<Cost.AttemptUsage["usage"]> = []
+          const summary = yield* runFor(
+            Batch.run(prompts(3), {
+              contract: contract(),
+              guardrails: Guardrails.make({
+                concurrency: 1,
+                maxTotalTokens: 100_000,
+                ...(gated ? { batchDeadline: "1 day" } : {})
+              }),
+              ...(gated ? { costFunction: (u: Cost.AttemptUsage) => (priced.push(u.usage), 0.5) } : {})
+            }).pipe(Effect.provide(fake.layer))
+          )
+          expect(summary.termination.kind).toBe("completed")
+          expect(summary.stats.unknownUsageAttempts).toBe(2)
+          expect(summary.stats.tokensUsed).toBe(1500)
+          expect(priced).toEqual(gated ? [usages.p2] : [])
+        })
+    )
+  }
 })
 
 describe("runs", () => {

@@ -276,7 +276,11 @@ describe("rein run, replay, explain", () => {
       "--json"
     ])
     expect(deadline.code).toBe(3)
-    expect(JSON.parse(deadline.stdout)).toMatchObject({ ok: false, decision: 1, field: "contract.deadline" })
+    expect(JSON.parse(deadline.stdout)).toMatchObject({
+      ok: false,
+      decision: 0,
+      field: "contract.deadline (spec.contract.deadlineMillis)"
+    })
   }, 120_000)
 
   it("never prints or records the API key of the real adapter", async () => {

@@ -10,7 +10,9 @@
  *   reservation stays charged.
  *
  * A call taken from the cap is never refunded by a settlement; only `release` (the attempt never started)
- * gives it back.
+ * gives it back. A charge that is not a finite number ≥ 0 (NaN, ±Infinity, negative) is no charge a budget
+ * can count: it is charged as the hold's whole reservation (fail closed), never let into the counters, where
+ * a NaN would make every later comparison with the cap false and the cap would never refuse again.
  *
  * A budget is a service (`Service`): the required members are effects, so a remote store (a database
  * shared by many processes) can implement them; the `unsafe*` members are an optional synchronous fast
@@ -23,7 +25,7 @@
 import { Context, Effect, Either } from "effect"
 import type { BudgetLimits } from "./Contract.js"
 import type { Reservation } from "./Outcome.js"
-import type { Tokens } from "./Usage.js"
+import { isCount, type Tokens } from "./Usage.js"
 
 /**
  * What is left of a budget (`null`: unlimited).
@@ -114,7 +116,10 @@ export interface Service {
    * bounds this effect by the request's deadline (a remote store that hangs ends as `DeadlineExceeded`).
    */
   readonly reserve: (reservation: Reservation) => Effect.Effect<Hold, Shortfall>
-  /** Replaces the hold by what is actually charged (the call stays taken). */
+  /**
+   * Replaces the hold by what is actually charged (the call stays taken). A charged cost or token count that
+   * is not a finite number ≥ 0 is charged as the hold's reservation of that resource.
+   */
   readonly settle: (hold: Hold, charged: Charged) => Effect.Effect<void>
   /** Gives the hold back entirely, call included: the attempt never started (e.g. a shortfall elsewhere). */
   readonly release: (hold: Hold) => Effect.Effect<void>
@@ -145,6 +150,11 @@ export class SharedBudget extends Context.Tag("@rein/core/SharedBudget")<SharedB
 const orNull = (n: number | undefined): number | null => (n === undefined ? null : n)
 
 const EPSILON = 1e-12
+
+const isCharge = (n: number): boolean => Number.isFinite(n) && n >= 0
+
+/** What a settlement charges of one resource: `charged` when it is a count, else the whole reservation. */
+const chargedOr = (charged: number, reserved: number | null): number => isCharge(charged) ? charged : reserved ?? 0
 
 /** The synchronous release of the budgets made here (what `both` needs to undo its first half at once). */
 const releasers = new WeakMap<Service, (hold: Hold) => void>()
@@ -190,8 +200,8 @@ export const unsafeMake = (input: Partial<Pick<BudgetLimits, "cost" | "tokens" |
     return Either.right({ reservation: r })
   }
   const unsafeSettle = (hold: Hold, charged: Charged): void => {
-    cost += charged.cost - (hold.reservation.cost ?? 0)
-    tokens += charged.tokens - (hold.reservation.tokens ?? 0)
+    cost += chargedOr(charged.cost, hold.reservation.cost) - (hold.reservation.cost ?? 0)
+    tokens += chargedOr(charged.tokens, hold.reservation.tokens) - (hold.reservation.tokens ?? 0)
   }
   const unsafeRelease = (hold: Hold): void => {
     cost -= hold.reservation.cost ?? 0
@@ -374,7 +384,8 @@ export const minLeft = (a: Left, b: Left): Left => ({
 })
 
 /**
- * What an attempt is charged when it ends (see the module summary for the rules).
+ * What an attempt is charged when it ends (see the module summary for the rules). Usage that is not a count
+ * (`Usage.isCount`), or an actual cost that is not a finite number ≥ 0, is charged as unknown usage.
  *
  * @example
  * ```ts
@@ -390,9 +401,10 @@ export const charge = (
   reservation: Reservation,
   outcome: { readonly dispatched: boolean; readonly usage: Tokens | "unknown"; readonly actualCost: number | null }
 ): { readonly cost: number; readonly tokens: number; readonly violation: boolean } => {
-  if (outcome.usage !== "unknown") {
+  const actual = outcome.actualCost
+  if (outcome.usage !== "unknown" && isCount(outcome.usage) && (actual === null || isCharge(actual))) {
     const tokens = outcome.usage.inputTokens + outcome.usage.outputTokens
-    const cost = outcome.actualCost ?? 0
+    const cost = actual ?? 0
     const violation = (reservation.cost !== null && cost > reservation.cost + EPSILON) ||
       (reservation.tokens !== null && tokens > reservation.tokens)
     return { cost, tokens, violation }

@@ -47,12 +47,17 @@ export const journaled = <A>(
   return Effect.onExit(effect, (exit) => {
     if (Exit.isSuccess(exit)) return toOutcome === undefined ? Effect.void : writer.end(toOutcome(exit.value))
     const failure = Cause.failureOption(exit.cause)
-    return writer.end(Option.isSome(failure) ? failure.value : INTERRUPTED)
+    // A defect is journaled as what it is: only an interruption alone is `Interrupted`.
+    return writer.end(
+      Option.isSome(failure) ? failure.value : Cause.isInterruptedOnly(exit.cause) ? INTERRUPTED : DEFECT
+    )
   })
 }
 
 /** @internal */
 export const INTERRUPTED = { _tag: "Interrupted" } as const
+
+const DEFECT = { _tag: "Defect" } as const
 
 /**
  * Executes one request under a contract (see `Rein.execute`).

@@ -26,12 +26,13 @@ import { Usage } from "./Usage.js"
 
 /**
  * The journal format version this build writes. It also reads version 1 (before finish reasons, tool
- * calls and the `truncated` failure kind: its table lacks that row, which decodes to the default).
+ * calls and the `truncated` failure kind: its table lacks that row, which decodes to the default) and
+ * version 2 (before the `Defect` outcome and the attempt record's `invalidUsage`).
  *
  * @category constants
  * @since 0.1.0
  */
-export const VERSION = 2
+export const VERSION = 3
 
 /**
  * The planner's static inputs as a Schema (`Planner.Spec`: defined once, there).
@@ -96,7 +97,9 @@ export const RecordedOutcome = Schema.Union(
     detail: Schema.NullOr(Schema.String),
     cause: Schema.NullOr(Outcome.Cause)
   }),
-  Schema.Struct({ _tag: Schema.Literal("Interrupted") })
+  Schema.Struct({ _tag: Schema.Literal("Interrupted") }),
+  /** A defect (a bug in Rein or in a service it called), not an interruption: no message is kept. */
+  Schema.Struct({ _tag: Schema.Literal("Defect") })
 )
 
 /**
@@ -113,7 +116,7 @@ export const RecordedOutcome = Schema.Union(
  * @since 0.1.0
  */
 export const JournalRecord = Schema.Struct({
-  version: Schema.Literal(1, VERSION),
+  version: Schema.Literal(1, 2, VERSION),
   requestId: Schema.String,
   contract: Schema.encodedSchema(Contract),
   endpoints: Schema.Array(Schema.encodedSchema(Endpoint)),
@@ -166,7 +169,7 @@ export interface Writer {
   readonly decision: (snapshot: Planner.Snapshot, decision: Planner.Decision) => void
   readonly attempt: (record: Outcome.AttemptRecord) => void
   readonly end: (
-    outcome: Outcome.Completion | Outcome.Terminal | { readonly _tag: "Interrupted" }
+    outcome: Outcome.Completion | Outcome.Terminal | { readonly _tag: "Interrupted" | "Defect" }
   ) => Effect.Effect<void>
 }
 
@@ -215,7 +218,7 @@ const encodeEndpoint = (endpoint: Endpoint): typeof Endpoint.Encoded => {
 }
 
 const recordedOutcome = (
-  outcome: Outcome.Completion | Outcome.Terminal | { readonly _tag: "Interrupted" }
+  outcome: Outcome.Completion | Outcome.Terminal | { readonly _tag: "Interrupted" | "Defect" }
 ): typeof RecordedOutcome.Type => {
   if (!("_tag" in outcome)) {
     return {
@@ -230,6 +233,8 @@ const recordedOutcome = (
   switch (outcome._tag) {
     case "Interrupted":
       return { _tag: "Interrupted" }
+    case "Defect":
+      return { _tag: "Defect" }
     case "DeadlineExceeded":
       return { _tag: outcome._tag, reason: outcome.reason, detail: outcome.phase, cause: outcome.cause }
     case "BudgetExhausted":
@@ -530,7 +535,8 @@ const derivedSpec = (record: JournalRecord): Either.Either<Contract, ReplayMisma
     recorded.maxOutputTokens,
     { streaming: recorded.requires.streaming, uses: usesOf(recorded) }
   )
-  const field = Canonical.firstDifference(recorded, spec)
+  // A record of versions 1 and 2 has no copy of the contract's unplanned fields: nothing to compare them with.
+  const field = Canonical.firstDifference(recorded, recorded.contract === undefined ? withoutCopy(spec) : spec)
   if (field === undefined) return Either.right(contract.right)
   return Either.left(
     mismatch(
@@ -539,6 +545,11 @@ const derivedSpec = (record: JournalRecord): Either.Either<Contract, ReplayMisma
       shown(pick(spec, field))
     )
   )
+}
+
+const withoutCopy = (spec: Planner.Spec): Planner.Spec => {
+  const { contract: _, ...rest } = spec
+  return rest
 }
 
 /**
@@ -725,6 +736,8 @@ export const explain = (record: JournalRecord): { readonly json: Explanation; re
     }; cost ${o.cost === "unknown" ? "unknown" : num(o.cost)}${o.simulated ? " (simulated)" : ""}`
     : o._tag === "Interrupted"
     ? "interrupted by the caller"
+    : o._tag === "Defect"
+    ? "a defect (a bug in Rein or in a service it called), not an interruption"
     : `${o._tag}${o.detail === null ? "" : ` (${o.detail})`}: ${o.reason}${
       o.cause === null ? "" : `; last failure ${o.cause.kind} (${o.cause.code}) on ${o.cause.endpoint}`
     }`

@@ -160,6 +160,11 @@ const recordFields = {
   charged: Schema.Struct({ cost: Schema.Number, tokens: Schema.Number }),
   /** Actual usage exceeded the reservation: the provider billed beyond what was admitted. */
   billingBoundViolation: Schema.Boolean,
+  /**
+   * Present when the provider reported usage that is not a count (NaN, ±Infinity, negative): `usage` is
+   * `"unknown"` and the attempt is charged as unknown usage.
+   */
+  invalidUsage: Schema.optional(Schema.Literal(true)),
   /** Teardown was not confirmed within the grace: the endpoint may still be working on it. */
   teardownUnconfirmed: Schema.Boolean,
   simulated: Schema.Boolean,

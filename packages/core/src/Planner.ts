@@ -17,6 +17,7 @@
 import { Schema } from "effect"
 import { defaultTable, FailureKind, Rule } from "./Failure.js"
 import { number as fmt } from "./Format.js"
+import { OwnRecord } from "./internal/decode.js"
 import { Reservation } from "./Outcome.js"
 
 // The planner's inputs and answers are defined once, here, as Schemas: the journal records and decodes
@@ -109,6 +110,12 @@ const Table = Schema.extend(
  * must be each one's), the retry policy (`rateLimited`: a separate cap for 429 retries, null: they count
  * against `perEndpoint`) and the effective failure table.
  *
+ * `contract` copies the contract fields no decision reads directly, so that a journal's replay can check
+ * its copy of the contract against them: the deadline (with an attempt timeout, decisions see only the
+ * time remaining), the teardown grace, and the contract's own requirements (`requires` is the contract's
+ * joined with what the request uses, which would hide an edit of the contract's). Journals of versions 1
+ * and 2 have none.
+ *
  * @example
  * ```ts
  * import { Schema } from "effect"
@@ -142,7 +149,12 @@ export const Spec = Schema.Struct({
     maxMillis: Num,
     jitter: Num
   }),
-  table: Table
+  table: Table,
+  contract: Schema.optional(Schema.Struct({
+    deadlineMillis: Num,
+    teardownGraceMillis: Num,
+    requires: Schema.Struct({ tools: Schema.Boolean, structuredOutput: Schema.Boolean, streaming: Schema.Boolean })
+  }))
 })
 
 /**
@@ -202,8 +214,10 @@ export const Snapshot = Schema.Struct({
   triesOnCurrent: Num,
   rateLimitedOnCurrent: Num,
   last: Schema.NullOr(Schema.Struct({ kind: FailureKind, retryAfterMillis: NullNum })),
-  health: Schema.Record({ key: Schema.String, value: HealthView }),
-  retryTokens: Schema.Struct({ global: NullNum, endpoints: Schema.Record({ key: Schema.String, value: Num }) }),
+  // Keyed by endpoint id, own keys only: `Schema.Record` would decode a `"__proto__"` entry into the result's
+  // prototype (lost), and replay would see that endpoint's open breaker closed.
+  health: OwnRecord(HealthView),
+  retryTokens: Schema.Struct({ global: NullNum, endpoints: OwnRecord(Num) }),
   committed: Schema.Boolean,
   jitter: NullNum
 })

@@ -146,16 +146,16 @@ export const executeStream = (
       Effect.gen(function*() {
         finished = true
         yield* close(opened.scope, env.graceMillis)
-        yield* committed.finish(end)
+        const record = yield* committed.finish(end)
         if (end._tag === "Success") {
           const completed: Outcome.Completion = {
             text: text.join(""),
             endpoint,
             provider: committed.endpoint.provider,
             model: committed.endpoint.model,
-            usage: end.usage,
+            usage: record.usage,
             cost: Loop.totalCost(committed.progress.records),
-            simulated: committed.progress.records[committed.progress.records.length - 1]!.simulated,
+            simulated: record.simulated,
             attempts: committed.progress.records,
             ...(finishReason === undefined ? {} : { finishReason })
           }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Fake, Journal, Rein } from "@rein/core"
+import { Budget, Fake, Journal, Rein } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
 import { Duration, Effect, Either, Exit, Fiber, Layer, Logger, LogLevel, Ref, TestClock } from "effect"
 import { catalog, contract, defaultCatalog, endpoint, layer } from "./fixtures.js"
@@ -417,4 +417,27 @@ describe("Execute", () => {
       ])
       expect((yield* fake.calls).map((x) => [x.attempt, x.call])).toEqual([[1, 1], [1, 2], [1, 3], [2, 4]])
     }))
+
+  for (const [name, count] of [["NaN", Number.NaN], ["-10", -10], ["2.5", 2.5]] as const) {
+    it.effect(`a tokenizer counting ${name} is refused as an invalid request, journaled, the budget untouched`, () =>
+      Effect.gen(function*() {
+        const fake = Fake.make({ a: [Fake.succeed()] })
+        const run = Budget.unsafeMake({ cost: 1 })
+        const [result, records] = yield* Effect.zip(
+          Effect.either(Rein.execute({ prompt: "hello" }, contract({ budget: { cost: 0.5 } }))),
+          Effect.flatMap(Journal.MemoryJournal, (j) => j.records)
+        ).pipe(
+          Effect.provide(Layer.merge(
+            Rein.layer({ catalog: defaultCatalog, providers: { fake: fake.provider }, tokenizer: () => count }),
+            Journal.layerMemory
+          )),
+          Effect.provideService(Budget.SharedBudget, run)
+        )
+        expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "Refused", refusal: "invalid_request" })
+        expect((yield* fake.calls).length).toBe(0)
+        expect(run.unsafeLeft!().cost).toBe(1)
+        expect(records.map((r) => r.spec.inputTokens)).toEqual([null])
+        expect(() => Journal.encode(records[0]!)).not.toThrow()
+      }))
+  }
 })

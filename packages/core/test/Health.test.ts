@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Failure, Fake, Health, Rein } from "@rein/core"
+import { Budget, Failure, Fake, Health, Rein } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
 import { Clock, Effect, Either, FastCheck as fc, Fiber, Layer, Ref, TestClock } from "effect"
 import { catalog, contract, endpoint } from "./fixtures.js"
@@ -354,4 +354,55 @@ describe("Health: attribution under traffic", () => {
       }
       expect(yield* at(10_000, health.breaker("a"))).toBe("closed")
     }))
+})
+
+describe("Health: a refusal after the budget reservation", () => {
+  /** A health that refuses the first acquisition (as if another request took the slot since the snapshot). */
+  const refusingOnce = (inner: Health.Service, fast: boolean): Health.Service => {
+    let refused = false
+    const { unsafeAcquire, unsafeComplete, unsafeView } = inner
+    return {
+      config: inner.config,
+      view: inner.view,
+      complete: inner.complete,
+      degrade: inner.degrade,
+      breaker: inner.breaker,
+      acquire: (endpoint, role, options) => {
+        if (refused) return inner.acquire(endpoint, role, options)
+        refused = true
+        return Effect.fail("no_probe_slot")
+      },
+      ...(fast && unsafeAcquire !== undefined && unsafeComplete !== undefined && unsafeView !== undefined
+        ? {
+          unsafeView,
+          unsafeComplete,
+          unsafeAcquire: (atNanos, endpoint, role, candidates) => {
+            if (refused) return unsafeAcquire(atNanos, endpoint, role, candidates)
+            refused = true
+            return Either.left("no_probe_slot")
+          }
+        }
+        : {})
+    }
+  }
+
+  for (const fast of [false, true]) {
+    it.effect(
+      `gives the call back with the rest: a one-call cap still makes its call (${fast ? "fast path" : "effects"})`,
+      () =>
+        Effect.gen(function*() {
+          const fake = Fake.make({ a: [Fake.succeed({ text: "ok" })] })
+          const health = refusingOnce(yield* Health.make(), fast)
+          const run = Budget.unsafeMake({ calls: 5 })
+          const answer = yield* Rein.execute(request, contract({ candidates: ["a"], budget: { calls: 1 } })).pipe(
+            Effect.provide(withHealth(health, fake.provider)),
+            Effect.provideService(Budget.SharedBudget, run)
+          )
+          expect(answer.text).toBe("ok")
+          expect((yield* fake.calls).length).toBe(1)
+          // One call made, one call taken from the run's cap.
+          expect(run.unsafeLeft!().calls).toBe(4)
+        })
+    )
+  }
 })

@@ -61,4 +61,43 @@ describe("endpoint ids that are Object.prototype names", () => {
       expect(Either.isRight(decoded)).toBe(true)
       if (Either.isRight(decoded)) expect(Journal.replay(decoded.right)).toEqual(Either.right(2))
     }))
+
+  it.effect.each(names)(
+    "%s with an open breaker: the journal keeps its breaker and tokens, and replay reproduces every decision",
+    (id) =>
+      Effect.gen(function*() {
+        const fake = Fake.make({ [id]: [Fake.fail("overloaded")], b: [Fake.succeed()] })
+        const h = yield* Health.make({ consecutiveFailures: 1, cooldown: "1 hour" })
+        const layer = Layer.merge(
+          Rein.layer({
+            catalog: catalog(endpoint(id), endpoint("b")),
+            providers: { fake: fake.provider },
+            health: false
+          }),
+          Layer.succeed(Health.Health, h)
+        )
+        const c = contract({ candidates: [id, "b"], retry: { perEndpoint: 0 } })
+        const records = yield* Effect.gen(function*() {
+          yield* Rein.execute(request, c)
+          // The breaker is open now: the second request's first decision skips it.
+          yield* Rein.execute(request, c)
+          return yield* Effect.flatMap(Journal.MemoryJournal, (j) => j.records)
+        }).pipe(Effect.provide(Journal.layerMemory), Effect.provide(layer))
+        expect(yield* h.breaker(id)).toBe("open")
+        const second = records[1]!
+        expect(second.attempts.map((a) => a.endpoint)).toEqual(["b"])
+        const decoded = Journal.decodeLine(Journal.encode(second))
+        if (Either.isLeft(decoded)) throw new Error(decoded.left.message)
+        const snapshot = decoded.right.decisions[0]!.snapshot
+        expect(Object.getOwnPropertyDescriptor(snapshot.health, id)?.value).toEqual(
+          Object.getOwnPropertyDescriptor(second.decisions[0]!.snapshot.health, id)?.value
+        )
+        expect(Object.getOwnPropertyDescriptor(snapshot.retryTokens.endpoints, id)?.value).toBe(
+          Object.getOwnPropertyDescriptor(second.decisions[0]!.snapshot.retryTokens.endpoints, id)?.value
+        )
+        // Byte for byte: the record read back encodes to the very line that was written.
+        expect(Journal.encode(decoded.right)).toBe(Journal.encode(second))
+        expect(Journal.replay(decoded.right)).toEqual(Either.right(1))
+      })
+  )
 })

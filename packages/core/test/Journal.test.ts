@@ -1,15 +1,15 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Fake, Journal, Rein } from "@rein/core"
+import { Budget, Fake, Journal, Rein } from "@rein/core"
 import type { Failure, Outcome, Planner } from "@rein/core"
-import { Effect, Either, FastCheck as fc, Fiber, Layer, Random, Stream, TestClock } from "effect"
+import { Cause, Effect, Either, Exit, FastCheck as fc, Fiber, Layer, Random, Stream, TestClock } from "effect"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { bundle } from "../../../test/support/processes.js"
-import { catalog, contract, defaultCatalog, endpoint, failureStep } from "./fixtures.js"
+import { catalog, contract, defaultCatalog, endpoint, failureStep, layer } from "./fixtures.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const request = { prompt: "a prompt that must never be journaled", inputTokens: 100, maxOutputTokens: 100 }
@@ -244,6 +244,31 @@ describe("Journal", () => {
       }
     }))
 
+  it.effect("a defect that is not an interruption is journaled as a Defect (not Interrupted), reads back and explains", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed()] })
+      // A shared budget with a bug: its reservation dies.
+      const broken: Budget.Service = {
+        limits: { cost: null, tokens: null, calls: null },
+        left: Effect.succeed({ cost: null, tokens: null, calls: null }),
+        reserve: () => Effect.die("a bug in a budget"),
+        settle: () => Effect.void,
+        release: () => Effect.void
+      }
+      const [exit, records] = yield* Effect.zip(
+        Effect.exit(Rein.execute(request, contract({ candidates: ["a"] }))),
+        Effect.flatMap(Journal.MemoryJournal, (j) => j.records)
+      ).pipe(
+        Effect.provide(Layer.merge(layer(fake), Journal.layerMemory)),
+        Effect.provideService(Budget.SharedBudget, broken)
+      )
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      expect(records.map((r) => r.outcome._tag)).toEqual(["Defect"])
+      const back = Either.getOrThrow(Journal.decodeLine(Journal.encode(records[0]!)))
+      expect(back.outcome).toEqual({ _tag: "Defect" })
+      expect(Journal.explain(back).text).toContain("outcome: a defect")
+    }))
+
   it.live("a journal written by one process is replayed in another", () =>
     Effect.gen(function*() {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rein-journal-"))
@@ -284,11 +309,15 @@ describe("Journal", () => {
 
 describe("Journal: the record's two copies of the contract", () => {
   /** One request that retries a 503 and falls back, recorded; `c` is its contract. */
-  const recorded = (c: ReturnType<typeof contract>) =>
+  const recorded = (
+    c: ReturnType<typeof contract>,
+    run: (c: ReturnType<typeof contract>) => Effect.Effect<unknown, unknown, Rein.Rein> = (c) =>
+      Rein.execute(request, c)
+  ) =>
     Effect.gen(function*() {
       const fake = Fake.make({ a: [Fake.fail("overloaded", { latency: 5 })], b: [Fake.succeed({ latency: 5 })] })
       const fiber = yield* Effect.fork(
-        Rein.execute(request, c).pipe(
+        run(c).pipe(
           Effect.zipRight(Effect.flatMap(Journal.MemoryJournal, (j) => j.records)),
           Effect.provide(Layer.mergeAll(
             Rein.layer({ catalog: catalog(endpoint("a"), endpoint("b")), providers: { fake: fake.provider } }),
@@ -340,8 +369,62 @@ describe("Journal: the record's two copies of the contract", () => {
       // With one, the snapshots say how much time the request had: more than the edited deadline.
       const timed = yield* recorded(contract({ deadline: "30 seconds", attemptTimeout: "5 seconds" }))
       const shorter = replayEdited(timed, (c) => void (c.deadline = "10 seconds"))
-      expect(Either.isLeft(shorter) && shorter.left).toMatchObject({ decision: 1, field: "contract.deadline" })
+      expect(Either.isLeft(shorter) && shorter.left).toMatchObject({
+        decision: 0,
+        field: "contract.deadline (spec.contract.deadlineMillis)"
+      })
     }))
+
+  it.effect("a longer contract.deadline under an attempt timeout fails replay naming the field", () =>
+    Effect.gen(function*() {
+      const timed = yield* recorded(contract({ deadline: "30 seconds", attemptTimeout: "5 seconds" }))
+      const longer = replayEdited(timed, (c) => void (c.deadline = "60 seconds"))
+      expect(Either.isLeft(longer) && longer.left).toMatchObject({
+        decision: 0,
+        field: "contract.deadline (spec.contract.deadlineMillis)",
+        recorded: "30000",
+        replayed: "60000"
+      })
+    }))
+
+  it.effect("an edited contract.teardownGrace fails replay naming the field", () =>
+    Effect.gen(function*() {
+      const line = yield* recorded(contract({ teardownGrace: "250 millis" }))
+      const edited = replayEdited(line, (c) => void (c.teardownGrace = "5 seconds"))
+      expect(Either.isLeft(edited) && edited.left).toMatchObject({
+        decision: 0,
+        field: "contract.teardownGrace (spec.contract.teardownGraceMillis)"
+      })
+    }))
+
+  it.effect("an edited contract.requires fails replay naming the field, even when the request uses the same", () =>
+    Effect.gen(function*() {
+      const uses: ReadonlyArray<
+        readonly [string, (c: ReturnType<typeof contract>) => Effect.Effect<unknown, unknown, Rein.Rein>]
+      > = [
+        ["tools", (c) => Rein.execute({ ...request, tools: [{ name: "lookup" }] }, c)],
+        ["structuredOutput", (c) => Rein.execute({ ...request, responseFormat: "json" }, c)],
+        ["streaming", (c) => Stream.runDrain(Rein.executeStream(request, c))]
+      ]
+      for (const [field, run] of uses) {
+        const line = yield* recorded(contract(), run)
+        const edited = replayEdited(line, (c) => void (c.requires = { [field]: true }))
+        expect(Either.isLeft(edited) && edited.left).toMatchObject({
+          decision: 0,
+          field: `contract.requires.${field} (spec.contract.requires.${field})`
+        })
+      }
+    }))
+
+  it("a record of version 2 (no copy of the unplanned contract fields) still replays", () => {
+    const line = JSON.parse(fs.readFileSync(path.join(here, "fixtures", "journal-v2.json"), "utf8")) as {
+      spec: Record<string, unknown>
+    }
+    expect(line.spec.contract).toBeUndefined()
+    const decoded = Journal.decodeLine(JSON.stringify(line))
+    expect(Either.isRight(decoded)).toBe(true)
+    expect(Journal.replay(Either.getOrThrow(decoded))).toEqual(Either.right(4))
+  })
 
   it.effect("an edited contract.budget that the snapshots exceed fails replay naming the field", () =>
     Effect.gen(function*() {

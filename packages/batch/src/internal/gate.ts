@@ -40,7 +40,7 @@ export const make = <I>(state: RunState<I>): RunGate => {
 
   /** The item holds the ticket until its attempt settles; the admission is counted. */
   const hold = (it: ItemState, held: Hold | undefined, waitedMillis: number): Ticket => {
-    const ticket: Ticket = { hold: held, waitedMillis, settled: false }
+    const ticket: Ticket = { hold: held, waitedMillis, settled: false, record: undefined }
     it.tickets.push(ticket)
     stats.attempts++
     if (waitedMillis > 0) {
@@ -120,6 +120,7 @@ export const make = <I>(state: RunState<I>): RunGate => {
   const settleNow = (ticket: Ticket, record: Outcome.AttemptRecord, it: ItemState): Effect.Effect<void> => {
     if (ticket.settled) return Effect.void
     ticket.settled = true
+    ticket.record = record
     const usage = record.usage
     const tokens = usage === "unknown" ? undefined : usage.inputTokens + usage.outputTokens
     const released = ticket.hold === undefined ? undefined : release(ticket.hold, tokens)

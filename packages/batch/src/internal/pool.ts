@@ -63,7 +63,7 @@ export const make = <I, E, R>(
     const base = { index: it.index, itemId: it.itemId, item, durationMillis }
     const done = Exit.isSuccess(exit)
       ? results.complete({ _tag: "Succeeded", ...base, completion: exit.value })
-      : Effect.flatMap(results.toResult(exit, base), results.complete)
+      : Effect.flatMap(results.toResult(exit, base, it), results.complete)
     const before = released === undefined
       ? counted
       : counted === undefined

@@ -15,7 +15,7 @@ import { summarise } from "../Events.js"
 import type { Failed, ItemError, ItemResult, Succeeded } from "../Result.js"
 import { ArtifactFailed, BatchAborted, BatchBudgetExceeded, BatchDeadlineExceeded, categoryOf } from "../Result.js"
 import type { Stop } from "../Termination.js"
-import type { RunState } from "./state.js"
+import type { ItemState, RunState } from "./state.js"
 import { stop } from "./state.js"
 
 /** What every result of an item carries. @internal */
@@ -38,13 +38,30 @@ export interface Results<I> {
   /** The result of an executed item (a failure of a configured category trips fail-fast). */
   readonly toResult: (
     exit: Exit.Exit<Outcome.Completion, Outcome.Terminal>,
-    base: Base<I>
+    base: Base<I>,
+    it: ItemState
   ) => Effect.Effect<Succeeded<I> | Failed<I>>
   /** Persists, counts, announces and publishes one result. */
   readonly complete: (result: ItemResult<I>) => Effect.Effect<void>
 }
 
 const causeOf = (e: ItemError | Outcome.Terminal): Outcome.Cause | null => (e._tag === "Refused" ? null : e.cause)
+
+/** The records of an item's settled attempts, in order. */
+const settledRecords = (it: ItemState): ReadonlyArray<Outcome.AttemptRecord> => {
+  const records: Array<Outcome.AttemptRecord> = []
+  for (const ticket of it.tickets) if (ticket.record !== undefined) records.push(ticket.record)
+  return records
+}
+
+/** The last failure among an item's attempts, as a terminal's cause. */
+const lastFailure = (records: ReadonlyArray<Outcome.AttemptRecord>): Outcome.Cause | null => {
+  for (let i = records.length - 1; i >= 0; i--) {
+    const r = records[i]!
+    if (r.failure !== null) return { kind: r.failure, code: r.code ?? r.failure, endpoint: r.endpoint }
+  }
+  return null
+}
 
 const HALTED: Stop = {
   _tag: "FailFast",
@@ -73,16 +90,19 @@ export const make = <I>(
     return { _tag: "Failed", ...base, category, error: unstarted.error }
   }
 
-  const toResult: Results<I>["toResult"] = (exit, base) => {
+  const toResult: Results<I>["toResult"] = (exit, base, it) => {
     if (Exit.isSuccess(exit)) return Effect.succeed({ _tag: "Succeeded", ...base, completion: exit.value })
     const failure = Cause.failureOption(exit.cause)
     const stopped = state.stopped
     if (Option.isNone(failure)) {
-      // Interrupted by `cancel-active`: the stop decides the result. Anything else (a defect) is a bug and
-      // propagates; the caller's own interruption never reaches here (it interrupts this worker too).
-      return stopped !== undefined && Cause.isInterruptedOnly(exit.cause)
-        ? Effect.succeed(collateral(base, stopped, null, []))
-        : Effect.failCause(exit.cause) as Effect.Effect<never>
+      // Interrupted by `cancel-active`: the stop decides the result, with the attempts the gate settled (the
+      // interrupted one included, as the journal has it). Anything else (a defect) is a bug and propagates;
+      // the caller's own interruption never reaches here (it interrupts this worker too).
+      if (stopped === undefined || !Cause.isInterruptedOnly(exit.cause)) {
+        return Effect.failCause(exit.cause) as Effect.Effect<never>
+      }
+      const attempts = settledRecords(it)
+      return Effect.succeed(collateral(base, stopped, lastFailure(attempts), attempts))
     }
     const error = failure.value
     // Halted: the gate closed under the item (a stop). After a cap was reached, any failure is the cap's.

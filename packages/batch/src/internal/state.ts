@@ -6,6 +6,7 @@
  *
  * @internal
  */
+import type { Outcome } from "@rein/core"
 import { Gate } from "@rein/core"
 import type { Scope } from "effect"
 import { Clock, Context, Deferred, Effect, SubscriptionRef } from "effect"
@@ -24,6 +25,8 @@ export interface Ticket {
   readonly hold: Hold | undefined
   readonly waitedMillis: number
   settled: boolean
+  /** The attempt's record, once settled: what an interrupted item's result carries. */
+  record: Outcome.AttemptRecord | undefined
 }
 
 /** An item being executed. @internal */

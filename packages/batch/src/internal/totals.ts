@@ -27,6 +27,26 @@ export const overflowed = (resource: "tokens" | "cost", total: number, value: nu
   } is not finite`
 })
 
+/**
+ * The stop of a charge that is not a count (NaN, ±Infinity, negative), or `undefined` for one that is. Such a
+ * charge is not added (a NaN total would never reach a cap again, a negative one would give the cap back):
+ * the run stops, failing closed as an overflow does. @internal
+ */
+export const notACount = (usage: { readonly tokens: number; readonly cost: number }): Stop | undefined => {
+  const resource = !isCount(usage.cost) ? "cost" : !isCount(usage.tokens) ? "tokens" : undefined
+  if (resource === undefined) return undefined
+  return {
+    _tag: "BudgetExceeded",
+    kind: "budget_exceeded",
+    resource,
+    reason: `an attempt's ${resource === "tokens" ? "token count" : "cost"} is not a finite number ≥ 0: ${
+      fmt(usage[resource])
+    }`
+  }
+}
+
+const isCount = (n: number): boolean => typeof n === "number" && Number.isFinite(n) && n >= 0
+
 /** The stop of a reached token cap. @internal */
 export const tokenCapReached = (used: number, cap: number): Stop => ({
   _tag: "BudgetExceeded",

@@ -107,6 +107,11 @@ export const laws = (make: Make, options?: { readonly numRuns?: number | undefin
       workersArbitrary,
       capsConcurrent
     ),
+    law(
+      "a charge that is not a count (NaN, ±Infinity, negative) stops the run and leaves the totals as they were",
+      invalidChargeArbitrary,
+      invalidCharge
+    ),
     law("requests and tokens per minute are never exceeded in any interval", ratesArbitrary, rates),
     law(
       "a cooldown admits nothing on its endpoint before it ends, and Retry-After never shortens it",
@@ -186,6 +191,29 @@ const capsSequential = (make: Make, s: Sample<typeof capsArbitrary>) =>
     const totals = yield* limits.totals
     yield* ensure(totals.tokens === tokens && Math.abs(totals.cost - cost) <= 1e-9 * Math.max(1, cost), "caps", () =>
       `totals ${JSON.stringify(totals)}, charged ${tokens} tokens and cost ${cost}`)
+  })
+
+const invalidChargeArbitrary = fc.record({
+  maxTotalTokens: fc.option(fc.integer({ min: 1_000, max: 2_000 }), { nil: undefined }),
+  before: fc.array(fc.record({ tokens: fc.integer({ min: 0, max: 40 }), cost: fc.constant(0.25) }), { maxLength: 5 }),
+  bad: fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -1, -1e-9),
+  resource: fc.constantFrom("tokens" as const, "cost" as const)
+})
+
+const invalidCharge = (make: Make, s: Sample<typeof invalidChargeArbitrary>) =>
+  Effect.gen(function*() {
+    const limits = yield* make({ concurrency: 1, maxTotalTokens: s.maxTotalTokens })
+    for (const usage of s.before) yield* limits.charge(usage)
+    const before = yield* limits.totals
+    const usage = s.resource === "tokens" ? { tokens: s.bad, cost: 0 } : { tokens: 1, cost: s.bad }
+    const trip = yield* limits.charge(usage)
+    yield* ensure(Option.isSome(trip) && trip.value.kind === "budget_exceeded", "invalid charge", () =>
+      `charging ${String(usage.tokens)} tokens and cost ${String(usage.cost)} answered ${
+        Option.isSome(trip) ? trip.value.kind : "no stop"
+      }`)
+    const after = yield* limits.totals
+    yield* ensure(after.tokens === before.tokens && after.cost === before.cost, "invalid charge", () =>
+      `totals ${JSON.stringify(before)} became ${String(after.tokens)} tokens and cost ${String(after.cost)}`)
   })
 
 const workersArbitrary = fc.record({

@@ -217,9 +217,11 @@ const refuse = (
   const telemetry = Context.getOption(refusing.context, TelemetryTag)
   if (Option.isNone(journal) && Option.isNone(telemetry)) return Effect.fail(refused)
   const { clock, contract, fiber, rein, request, streaming } = refusing
-  const input = validCount(request.inputTokens, 0)
+  const counted = validCount(request.inputTokens, 0)
     ? request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
     : null
+  // A tokenizer's count that is not one (NaN, negative) would reach the journal's spec, which cannot hold it.
+  const input = counted !== null && isCount(counted) ? counted : null
   const output = validCount(request.maxOutputTokens, 1) ? request.maxOutputTokens ?? null : null
   const spec = makeSpec(contract, rein.catalog.byId, rein.providers, input, output, { streaming })
   // Telemetry hook: a refused request gets its request span and outcome metric too (it ends at once).
@@ -257,6 +259,8 @@ const consulted = (rein: ReinService, spec: Planner.Spec): ReadonlyArray<Endpoin
 
 const validCount = (n: number | undefined, min: number): boolean =>
   n === undefined || (Number.isFinite(n) && Number.isInteger(n) && n >= min)
+
+const isCount = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= 0
 
 /** Everything one request needs, resolved once. */
 /** @internal */
@@ -363,6 +367,11 @@ export const prepareIn = (
     )
   }
   const inputTokens = request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
+  // A tokenizer is user code: a count that is not a non-negative integer (NaN, negative, a fraction) would
+  // make a NaN or negative reservation, which a budget would admit and count.
+  if (inputTokens !== null && !isCount(inputTokens)) {
+    return refuse(refusing, "invalid_request", "the tokenizer's count must be a non-negative integer")
+  }
   if ((contract.budget.cost !== undefined || contract.budget.tokens !== undefined) && inputTokens === null) {
     return refuse(
       refusing,
@@ -681,7 +690,7 @@ const giveBack = (env: Env, hold: Budget.Hold | undefined): Effect.Effect<void> 
 }
 
 /** Refused (another request took the slot or the last token since the snapshot): the reservation is given
- * back and the planner decides again. Else on to the wait. */
+ * back whole, call included (no call was made), and the planner decides again. Else on to the wait. */
 const acquiredOrNot = <S, B>(
   env: Env,
   progress: Progress,
@@ -691,7 +700,10 @@ const acquiredOrNot = <S, B>(
   driver: Driver<S, B>
 ): Effect.Effect<B, Outcome.Terminal> =>
   Either.isLeft(acquired)
-    ? Effect.zipRight(giveBack(env, hold), Effect.suspend(() => next(env, progress, driver)))
+    ? Effect.zipRight(
+      env.budget === undefined || hold === undefined ? Effect.void : env.budget.release(hold),
+      Effect.suspend(() => next(env, progress, driver))
+    )
     : wait({ env, progress, decision, hold, permit: acquired.right }, driver)
 
 /** Waits out the decision's backoff (stopped at once by a closing gate), then asks the gate. */
@@ -950,13 +962,18 @@ const finishAttempt = (
 const recordOf = (running: Running, end: Attempt.AttemptEnd<unknown>, endNanos: bigint) => {
   const { binding, context, endpoint, provider, startNanos, step, timeoutMillis } = running
   const { decision, env } = step
-  const usage: Usage.Usage = end._tag === "Success"
+  const reported: Usage.Usage = end._tag === "Success"
     ? end.usage
     : end._tag === "Failure" && end.failure.usage !== undefined
     ? end.failure.usage
     : "unknown"
   const dispatched = end._tag === "Failure" ? end.failure.dispatched : true
-  const actualCost = usage === "unknown" ? null : Usage.cost(usage, endpoint.prices)
+  // Usage that is not a count (NaN, ±Infinity, negative), or whose cost is not finite, is unknown usage: the
+  // reservation stays charged, and the record says why (`invalidUsage`).
+  const priced = reported === "unknown" ? null : Usage.isCount(reported) ? Usage.cost(reported, endpoint.prices) : NaN
+  const invalidUsage = priced !== null && !(Number.isFinite(priced) && priced >= 0)
+  const usage = invalidUsage ? "unknown" : reported
+  const actualCost = invalidUsage ? null : priced
   const charged = Budget.charge(decision.reservation, { dispatched, usage, actualCost })
   const failure = end._tag === "Failure" ? end.failure : undefined
   const status: Outcome.AttemptStatus = end._tag === "Success"
@@ -997,7 +1014,8 @@ const recordOf = (running: Running, end: Attempt.AttemptEnd<unknown>, endNanos: 
   }
   const answered = (end._tag === "Success" || end._tag === "Failure") &&
     (end.finishReason !== undefined || end.toolCalls !== undefined)
-  return { charged, kind, record: answered ? withAnswer(record, end) : record }
+  const full = invalidUsage ? { ...record, invalidUsage } : record
+  return { charged, kind, record: answered ? withAnswer(full, end) : full }
 }
 
 /** Settles an ended attempt with budget, health and gate: only the effects that do something (most
@@ -1017,6 +1035,13 @@ const settlements = (
     if (effect !== undefined && effect !== Effect.void) effects.push(effect)
   }
   if (env.budget !== undefined && hold !== undefined) then(settle(env.budget, hold, charged))
+  if (record.invalidUsage === true) {
+    then(
+      Effect.logWarning("rein: the provider reported usage that is not a count; charged as unknown usage").pipe(
+        Effect.annotateLogs({ endpoint: record.endpoint, attempt: record.attempt })
+      )
+    )
+  }
   if (kind !== null) {
     // Failures are logged with machine data only (kind, code, endpoint): never provider text.
     then(

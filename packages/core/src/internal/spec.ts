@@ -127,7 +127,16 @@ export const derive = (
       maxMillis: Duration.toMillis(contract.retry.max),
       jitter: contract.retry.jitter
     },
-    table: effectiveTable(contract)
+    table: effectiveTable(contract),
+    contract: {
+      deadlineMillis: Duration.toMillis(contract.deadline),
+      teardownGraceMillis: Duration.toMillis(contract.teardownGrace),
+      requires: {
+        tools: contract.requires.tools,
+        structuredOutput: contract.requires.structuredOutput,
+        streaming: contract.requires.streaming
+      }
+    }
   }
 }
 
@@ -158,6 +167,14 @@ export const sourceOf = (contract: Contract, specField: string): string => {
     }
     case "table":
       return "contract.failures"
+    case "contract": {
+      const field = rest[0] ?? ""
+      return field === "deadlineMillis"
+        ? "contract.deadline"
+        : field === "teardownGraceMillis"
+        ? "contract.teardownGrace"
+        : `contract.${rest.join(".")}`
+    }
     default:
       return `contract.${specField}`
   }

@@ -192,6 +192,50 @@ const arithmetic = (make: Make): ReadonlyArray<Law> => {
   ]
 }
 
+/** A settle's charge that is no count at all. */
+const notACount = fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -1, -1e-9)
+
+/** A charge that is not a count fails closed: the hold's whole reservation of that resource, never NaN. */
+const invalidCharge = (make: Make): Law => {
+  const name = "a settle whose charge is not a count (NaN, ±Infinity, negative) charges the hold's whole " +
+    "reservation of that resource, and the cap still refuses"
+  const charge = fc.oneof(fc.record({ bad: notACount }), fc.record({ frac: fraction }))
+  const cases = fc.tuple(limitsArb, reservationArb, charge, charge).filter(([, , c, t]) => "bad" in c || "bad" in t)
+  return {
+    name,
+    cases: cases.map(([limits, r, c, t]) =>
+      Effect.gen(function*() {
+        const budget = yield* make(limits)
+        const before = yield* budget.left
+        const held = yield* Effect.either(budget.reserve(r))
+        if (Either.isLeft(held)) return
+        const valid = chargedOf(r, "frac" in c ? c.frac : 0)
+        const tokens = chargedOf(r, "frac" in t ? t.frac : 0)
+        const charged: Budget.Charged = {
+          cost: "bad" in c ? c.bad : valid.cost,
+          tokens: "bad" in t ? t.bad : tokens.tokens
+        }
+        yield* budget.settle(held.right, charged)
+        const after = yield* budget.left
+        const expected: Budget.Left = {
+          cost: minus(before.cost, "bad" in c ? r.cost : valid.cost),
+          tokens: minus(before.tokens, "bad" in t ? r.tokens : tokens.tokens),
+          calls: minus(before.calls, 1)
+        }
+        yield* expect(name, sameLeft(after, expected), () =>
+          `charged ${String(charged.cost)} / ${String(charged.tokens)}: left ${show(after)}, expected ${
+            show(expected)
+          }`)
+        if (after.cost !== null) {
+          const more = yield* Effect.either(budget.reserve({ cost: after.cost + 0.01, tokens: null }))
+          yield* expect(name, Either.isLeft(more), () =>
+            `reserved ${after.cost! + 0.01} with ${show(after)} left`)
+        }
+      })
+    )
+  }
+}
+
 /** `Budget.both` over two budgets of this implementation: a shortfall in either leaves the other whole. */
 const composition = (make: Make): ReadonlyArray<Law> => {
   const shared = "both(own, shared): a shortfall in shared releases own's hold (call included)"
@@ -313,6 +357,7 @@ const fastPathAgrees = (make: Make): Law => {
 export const laws = (make: Make): ReadonlyArray<Law> => [
   neverOverCommits(make),
   ...arithmetic(make),
+  invalidCharge(make),
   ...composition(make),
   fastPathAgrees(make)
 ]

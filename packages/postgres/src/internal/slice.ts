@@ -48,13 +48,16 @@ export const need = (r: Reservation): Vec => ({
   tokens: r.tokens === null ? 0 : Math.ceil(Math.max(0, r.tokens))
 })
 
+const isCharge = (n: number): boolean => Number.isFinite(n) && n >= 0
+
 /** What a settled attempt is charged: its actual cost and tokens, and the call it took. */
 export const charged = (c: Charged, held: Vec): Vec => ({
   calls: 1,
-  // A charge that is not a number (NaN, ±Infinity) is charged as the hold's whole reservation: fail closed,
-  // and never let a NaN into the counters, where every later comparison with the cap would be false.
-  cost: Number.isFinite(c.cost) ? toNanos(Math.max(0, c.cost)) : held.cost,
-  tokens: Number.isFinite(c.tokens) ? Math.ceil(Math.max(0, c.tokens)) : held.tokens
+  // A charge that is not a count (NaN, ±Infinity, negative) is charged as the hold's whole reservation, as
+  // core's budget laws say: fail closed, and never let a NaN into the counters, where every later comparison
+  // with the cap would be false.
+  cost: isCharge(c.cost) ? toNanos(c.cost) : held.cost,
+  tokens: isCharge(c.tokens) ? Math.ceil(c.tokens) : held.tokens
 })
 
 export interface Slice {
