@@ -134,6 +134,8 @@ const health = Effect.flatMap(SqlClient.SqlClient, (sql) =>
     )`),
     sql.unsafe(`CREATE INDEX rein_health_probes_live ON rein_health_probes (health, endpoint, expires_at)`),
     sql.unsafe(`CREATE INDEX rein_health_probes_holder ON rein_health_probes (holder)`)
+  ], { discard: true }))
+
 const rateLimits = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   Effect.all([
     sql.unsafe(`CREATE TABLE rein_rate_buckets (

@@ -18,6 +18,8 @@ export * as Migrations from "./Migrations.js"
  * @since 0.1.0
  */
 export * as PgHealth from "./PgHealth.js"
+
+/**
  * Batch run limits shared by many processes: soft caps and their totals, the stop, cooldowns, and the
  * requests- and tokens-per-minute buckets of a provider key.
  *
