@@ -22,6 +22,8 @@ export interface Timing {
   readonly min: number
   readonly max: number
   readonly calls: number
+  /** CPU time of the process (user + system, every thread) per call: median, min and max over the rounds. */
+  readonly cpu: { readonly median: number; readonly min: number; readonly max: number }
 }
 
 const gc = (globalThis as { gc?: () => void }).gc
@@ -40,6 +42,30 @@ const timeRun = async (c: Contender, n: number): Promise<number> => {
   await c.run(n)
   return Number(process.hrtime.bigint() - t0)
 }
+
+/** Wall and CPU time (ns) of `run(n)`. */
+const timeBoth = async (c: Contender, n: number): Promise<{ readonly wall: number; readonly cpu: number }> => {
+  const c0 = process.cpuUsage()
+  const t0 = process.hrtime.bigint()
+  await c.run(n)
+  const wall = Number(process.hrtime.bigint() - t0)
+  const c1 = process.cpuUsage(c0)
+  return { wall, cpu: (c1.user + c1.system) * 1000 }
+}
+
+/**
+ * How many untimed calls follow every `gc()` before a sample is timed. A full collection leaves the next
+ * ~1,500 calls of any contender (the bare provider Effect included) up to ~20× slower while V8 recovers
+ * (lazy sweeping, inline caches and feedback rebuilt); timing right after it measured that recovery, and
+ * whichever contender ran fastest paid most (it is why "health off" once read slower than "health on").
+ */
+export const WARM_AFTER_GC = 3_000
+
+/** The 1-minute load average now, for printing beside a figure. */
+export const loadNow = (): number => os.loadavg()[0]!
+
+/** The load while a table was measured: the 1-minute load average at its start and at its end. */
+export const loadRange = (from: number, to: number): string => `load ${from.toFixed(1)} → ${to.toFixed(1)}`
 
 /** How many calls make one sample of about `targetMillis` (doubling from 8 calls until 20 ms are reached). */
 const calibrate = async (c: Contender, targetMillis: number): Promise<number> => {
@@ -82,25 +108,35 @@ export const interleave = async (
     sizes.push(n)
   }
   const samples: Array<Array<number>> = contenders.map(() => [])
+  const cpus: Array<Array<number>> = contenders.map(() => [])
   for (let r = 0; r < options.rounds; r++) {
     for (let k = 0; k < contenders.length; k++) {
       const i = (k + r) % contenders.length
       collect()
-      const ns = await timeRun(contenders[i]!, sizes[i]!)
-      samples[i]!.push(ns / sizes[i]!)
+      // Warm up after the collection (see WARM_AFTER_GC), then time.
+      await contenders[i]!.run(Math.min(WARM_AFTER_GC, Math.max(sizes[i]!, 64)))
+      const { cpu, wall } = await timeBoth(contenders[i]!, sizes[i]!)
+      samples[i]!.push(wall / sizes[i]!)
+      cpus[i]!.push(cpu / sizes[i]!)
     }
   }
   return contenders.map((c, i) => {
     const s = samples[i]!
+    const u = cpus[i]!
     const timing = {
       name: c.name,
       samples: s,
       median: median(s),
       min: Math.min(...s),
       max: Math.max(...s),
-      calls: sizes[i]! * options.rounds
+      calls: sizes[i]! * options.rounds,
+      cpu: { median: median(u), min: Math.min(...u), max: Math.max(...u) }
     }
-    options.log?.(`    ${c.name}: ${fmtNs(timing.median)} ns/call (min ${fmtNs(timing.min)}, max ${fmtNs(timing.max)})`)
+    options.log?.(
+      `    ${c.name}: ${fmtNs(timing.median)} ns/call (min ${fmtNs(timing.min)}, max ${fmtNs(timing.max)}), cpu ${
+        fmtNs(timing.cpu.median)
+      } ns/call`
+    )
     return timing
   })
 }
