@@ -15,8 +15,8 @@
  */
 import { Contract, Rein } from "@rein/core"
 import type { Provider } from "@rein/core"
-import { Effect, FiberId } from "effect"
-import { contextOf, reinVariants, request, response } from "./fixtures.js"
+import { Effect } from "effect"
+import { contextOf, leanBound, LeanTimeout, reinVariants, request, response } from "./fixtures.js"
 import type { Benchmark, Goal, RunOptions, Section } from "./harness.js"
 import { collect, fmtMs, fmtRatio, loadNow, loadRange, nowMillis, quantile, table } from "./harness.js"
 
@@ -152,33 +152,6 @@ const timerLateness = async (shape: Shape): Promise<Array<number>> => {
   else await spread(one)
   return out
 }
-
-class LeanTimeout {
-  readonly _tag = "LeanTimeout"
-}
-
-/**
- * The lean bound: one fork (the call's fiber) and one `setTimeout` per call; when the timer fires it
- * interrupts the fiber, and the fiber's observer resumes the caller once the fiber has ended (the call's
- * teardown is waited for, as Rein waits for it). Nothing else: no planner, no records.
- */
-const leanBound = <A, E>(call: Effect.Effect<A, E>, millis: number): Effect.Effect<A, E | LeanTimeout> =>
-  Effect.async<A, E | LeanTimeout>((resume) => {
-    const fiber = Effect.runFork(call)
-    let expired = false
-    const timer = setTimeout(() => {
-      expired = true
-      fiber.unsafeInterruptAsFork(FiberId.none)
-    }, millis)
-    fiber.addObserver((exit) => {
-      clearTimeout(timer)
-      resume(expired ? Effect.fail(new LeanTimeout()) : exit)
-    })
-    return Effect.sync(() => {
-      clearTimeout(timer)
-      fiber.unsafeInterruptAsFork(FiberId.none)
-    })
-  })
 
 const isLeanTimeout = (r: unknown) => {
   const e = r as { readonly _tag: string; readonly left?: unknown }
