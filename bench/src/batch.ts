@@ -20,7 +20,19 @@ import pLimit from "p-limit"
 import PQueue from "p-queue"
 import { catalog, leanBound, request, response } from "./fixtures.js"
 import type { Benchmark, Goal, RunOptions, Section } from "./harness.js"
-import { canImport, collect, fmtMs, fmtRatio, loadNow, loadRange, median, nowMillis, table } from "./harness.js"
+import {
+  allocated,
+  canImport,
+  collect,
+  fmtKb,
+  fmtMs,
+  fmtRatio,
+  loadNow,
+  loadRange,
+  median,
+  nowMillis,
+  table
+} from "./harness.js"
 
 /** One shape of batch. */
 interface Shape {
@@ -43,6 +55,14 @@ export interface BatchContender {
   readonly name: string
   readonly run: () => Promise<number>
 }
+
+/**
+ * Bytes allocated per item by `Rein Batch.run` in the 5 ms shape, measured with this benchmark's method
+ * (`allocated`) at the start of #22 (commit f32de4a: 20.78–20.85 KB in 3 rounds of 20,000 items, load ≈ 22); the goal
+ * is half of it.
+ */
+const ALLOCATION_BEFORE = 20.8 * 1024
+const ALLOCATION_GOAL = ALLOCATION_BEFORE / 2
 
 const LEAN = "Effect.forEach + lean bound per call (floor)"
 const PLIMIT = "p-limit loop"
@@ -181,6 +201,8 @@ interface Measured {
   readonly contenders: ReadonlyArray<BatchContender>
   readonly wall: ReadonlyArray<ReadonlyArray<number>>
   readonly cpu: ReadonlyArray<ReadonlyArray<number>>
+  /** Bytes allocated on the V8 heap per item, one figure per round. */
+  readonly bytes: ReadonlyArray<ReadonlyArray<number>>
   readonly load: string
 }
 
@@ -188,6 +210,7 @@ interface Measured {
 const measure = async (shape: Shape, contenders: ReadonlyArray<BatchContender>, options: RunOptions) => {
   const wall = contenders.map((): Array<number> => [])
   const cpu = contenders.map((): Array<number> => [])
+  const bytes = contenders.map((): Array<number> => [])
   const load0 = loadNow()
   for (const c of contenders) await c.run() // warm-up
   for (let r = 0; r < shape.rounds; r++) {
@@ -196,15 +219,16 @@ const measure = async (shape: Shape, contenders: ReadonlyArray<BatchContender>, 
       collect()
       const c0 = process.cpuUsage()
       const t0 = nowMillis()
-      const done = await contenders[i]!.run()
+      const { bytes: b, value: done } = await allocated(contenders[i]!.run)
       wall[i]!.push(nowMillis() - t0)
       const c1 = process.cpuUsage(c0)
       cpu[i]!.push((c1.user + c1.system) / 1000)
+      bytes[i]!.push(b / shape.items)
       if (done !== shape.items) throw new Error(`${contenders[i]!.name}: ${done} of ${shape.items} items completed`)
     }
     options.log(`  ${shape.title}: round ${r + 1}/${shape.rounds}`)
   }
-  return { contenders, wall, cpu, load: loadRange(load0, loadNow()) } satisfies Measured
+  return { contenders, wall, cpu, bytes, load: loadRange(load0, loadNow()) } satisfies Measured
 }
 
 const range = (xs: ReadonlyArray<number>, digits = 0) =>
@@ -223,8 +247,26 @@ const section = async (
   const lean = medians[at(LEAN)]!
   const zero = shape.latencyMillis === 0
   const header = zero
-    ? ["contender", "items/s (median)", "time ms (median)", "min–max ms", "CPU ms (median)", "÷ lean bound (items/s)"]
-    : ["contender", "time ms (median)", "min–max ms", "CPU ms (median)", "ideal ÷ time", "÷ p-limit", "÷ lean bound"]
+    ? [
+      "contender",
+      "items/s (median)",
+      "time ms (median)",
+      "min–max ms",
+      "CPU ms (median)",
+      "allocated per item",
+      "÷ lean bound (items/s)"
+    ]
+    : [
+      "contender",
+      "time ms (median)",
+      "min–max ms",
+      "CPU ms (median)",
+      "allocated per item",
+      "ideal ÷ time",
+      "÷ p-limit",
+      "÷ lean bound"
+    ]
+  const perItem = m.bytes.map(median)
   const rows = m.contenders.map((c, i) =>
     zero
       ? [
@@ -233,6 +275,7 @@ const section = async (
         fmtMs(medians[i]!, 0),
         range(m.wall[i]!),
         fmtMs(cpus[i]!, 0),
+        fmtKb(perItem[i]!),
         fmtRatio(rate(medians[i]!) / rate(lean))
       ]
       : [
@@ -240,6 +283,7 @@ const section = async (
         fmtMs(medians[i]!, 0),
         range(m.wall[i]!),
         fmtMs(cpus[i]!, 0),
+        fmtKb(perItem[i]!),
         (ideal / medians[i]!).toFixed(3),
         fmtRatio(medians[i]! / pl),
         fmtRatio(medians[i]! / lean)
@@ -267,6 +311,15 @@ const section = async (
         status: t <= 1.02 * pl ? "PASS" : "FAIL"
       })
     } else {
+      if (c.name === REIN) {
+        goals.push({
+          benchmark: bench,
+          goal: `${c.name}, ${shapeName}: bytes allocated per item ≤ ${fmtKb(ALLOCATION_GOAL)} (half of the ` +
+            `${fmtKb(ALLOCATION_BEFORE)} measured the same way at the start of #22)`,
+          measured: `${fmtKb(perItem[i]!)} per item (median of ${m.bytes[i]!.length} rounds)`,
+          status: perItem[i]! <= ALLOCATION_GOAL ? "PASS" : "FAIL"
+        })
+      }
       goals.push({
         benchmark: bench,
         goal: `${c.name}, ${shapeName}: time ≤ 1.2× the forEach + lean bound row`,
@@ -289,7 +342,8 @@ const section = async (
         : `each call a real ${shape.title} timer`
     }, at most ${shape.concurrency} in flight${zero ? "" : `; ideal = items × latency ÷ concurrency = ${ideal} ms`}. ` +
     `${shape.rounds} interleaved rounds after a warm-up; median and min–max over the rounds; CPU is the process's` +
-    ` (user + system).${timer}`,
+    ` (user + system); allocated = bytes allocated on the V8 heap per item (\`v8.GCProfiler\`: heap growth plus` +
+    ` what each collection freed).${timer}`,
     "",
     table(header, rows)
   ].join("\n")

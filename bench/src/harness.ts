@@ -5,6 +5,7 @@
  */
 import { execSync } from "node:child_process"
 import * as os from "node:os"
+import * as v8 from "node:v8"
 
 /** A contender in an interleaved timing: `run(n)` performs `n` calls and resolves when they are done. */
 export interface Contender {
@@ -222,3 +223,27 @@ export const machine = (effectVersion: string): ReadonlyArray<[string, string]> 
     ["gc between samples", gc === undefined ? "no (run node with --expose-gc)" : "yes (--expose-gc)"]
   ]
 }
+
+interface GcStatistic {
+  readonly beforeGC: { readonly heapStatistics: { readonly usedHeapSize: number } }
+  readonly afterGC: { readonly heapStatistics: { readonly usedHeapSize: number } }
+}
+
+/**
+ * Bytes allocated on the V8 heap while `f` runs: the growth of the used heap plus what every collection in
+ * between freed (read with `v8.GCProfiler`, which reports the used heap before and after each collection).
+ * Objects of anything else running meanwhile (timers, other fibers) count too: measure one thing at a time.
+ */
+export const allocated = async <A>(f: () => Promise<A>): Promise<{ readonly value: A; readonly bytes: number }> => {
+  const profiler = new v8.GCProfiler()
+  profiler.start()
+  const before = v8.getHeapStatistics().used_heap_size
+  const value = await f()
+  const after = v8.getHeapStatistics().used_heap_size
+  const stats = (profiler.stop()?.statistics ?? []) as ReadonlyArray<GcStatistic>
+  let freed = 0
+  for (const s of stats) freed += s.beforeGC.heapStatistics.usedHeapSize - s.afterGC.heapStatistics.usedHeapSize
+  return { value, bytes: after - before + freed }
+}
+
+export const fmtKb = (bytes: number): string => Number.isFinite(bytes) ? `${(bytes / 1024).toFixed(2)} KB` : "—"
