@@ -68,12 +68,16 @@ export const loadNow = (): number => os.loadavg()[0]!
 /** The load while a table was measured: the 1-minute load average at its start and at its end. */
 export const loadRange = (from: number, to: number): string => `load ${from.toFixed(1)} → ${to.toFixed(1)}`
 
-/** How many calls make one sample of about `targetMillis` (doubling from 8 calls until 20 ms are reached). */
+/**
+ * How many calls make one sample of about `targetMillis` (doubling from 8 calls until 20 ms and at least 256
+ * calls are reached: on a loaded machine one descheduling can make 8 calls take 20 ms, and a sample of a
+ * dozen calls is then mostly noise).
+ */
 const calibrate = async (c: Contender, targetMillis: number): Promise<number> => {
   let n = 8
   while (true) {
     const ns = await timeRun(c, n)
-    if (ns >= 20e6 || n >= 1 << 24) return Math.max(8, Math.round((n * targetMillis * 1e6) / ns))
+    if ((ns >= 20e6 && n >= 256) || n >= 1 << 24) return Math.max(64, Math.round((n * targetMillis * 1e6) / ns))
     n *= 2
   }
 }
