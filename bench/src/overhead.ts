@@ -257,24 +257,24 @@ const run = async (options: RunOptions): Promise<Section> => {
       const reinTimings = timings.slice(0, reinEntries.length)
       const header = [
         "contender",
+        "ns per call (median)",
+        "min–max",
         "CPU ns per call (median)",
         "CPU min–max",
-        "wall ns per call (median)",
-        "wall min–max",
-        ...reinTimings.map((r) => `${r.name} ÷ contender (CPU)`)
+        ...reinTimings.map((r) => `${r.name} ÷ contender`)
       ]
       const rows = timings.map((t) => [
         t.name,
-        fmtNs(t.cpu.median),
-        `${fmtNs(t.cpu.min)}–${fmtNs(t.cpu.max)}`,
         fmtNs(t.median),
         `${fmtNs(t.min)}–${fmtNs(t.max)}`,
-        ...reinTimings.map((r) => (r === t ? "1.00×" : fmtRatio(r.cpu.median / t.cpu.median)))
+        fmtNs(t.cpu.median),
+        `${fmtNs(t.cpu.min)}–${fmtNs(t.cpu.max)}`,
+        ...reinTimings.map((r) => (r === t ? "1.00×" : fmtRatio(r.median / t.median)))
       ])
       const untraced = timings.find((t) => t.name === "Rein (journal off, health on)")!
       const traced = timings.find((t) => t.name === tracedEntry.name)!
-      const added = `Tracing on adds ${fmtNs(traced.cpu.median - untraced.cpu.median)} ns of CPU per request to Rein ` +
-        `(journal off, health on) (${fmtRatio(traced.cpu.median / untraced.cpu.median)}). Measured at ${load}.`
+      const added = `Tracing on adds ${fmtNs(traced.median - untraced.median)} ns per request to Rein ` +
+        `(journal off, health on) (${fmtRatio(traced.median / untraced.median)}). Measured at ${load}.`
       parts.push(`### ${pathTitle}; ${modeTitle} (${load})\n\n${table(header, rows)}\n\n${added}`)
     }
   }
@@ -283,32 +283,32 @@ const run = async (options: RunOptions): Promise<Section> => {
   const fiber = results.get("success/fiber")!
   const find = (ts: ReadonlyArray<Timing>, prefix: string) => ts.find((t) => t.name.startsWith(prefix))!
   const versus = (r: Timing, p: Timing) =>
-    `CPU ${fmtNs(r.cpu.median)} ns vs ${fmtNs(p.cpu.median)} ns (${fmtRatio(r.cpu.median / p.cpu.median)}); wall ` +
-    `${fmtNs(r.median)} vs ${fmtNs(p.median)} ns (${fmtRatio(r.median / p.median)})`
+    `${fmtNs(r.median)} ns vs ${fmtNs(p.median)} ns (${fmtRatio(r.median / p.median)}); CPU ` +
+    `${fmtNs(r.cpu.median)} vs ${fmtNs(p.cpu.median)} ns (${fmtRatio(r.cpu.median / p.cpu.median)})`
   const cockatiel = find(success, "cockatiel")
   for (const r of success.slice(0, reinEntries.length)) {
     goals.push({
       benchmark: "1. overhead",
-      goal: `${r.name} ≤ 1.0× ${cockatiel.name}, success path, one call per runPromise (CPU time per call)`,
+      goal: `${r.name} ≤ 1.0× ${cockatiel.name}, success path, one call per runPromise (time per call)`,
       measured: versus(r, cockatiel),
-      status: r.cpu.median <= cockatiel.cpu.median ? "PASS" : "FAIL"
+      status: r.median <= cockatiel.median ? "PASS" : "FAIL"
     })
   }
   const off = find(success, "Rein (journal off, health off)")
   const on = find(success, "Rein (journal off, health on)")
   goals.push({
     benchmark: "1. overhead",
-    goal: "health off never slower than health on, success path, one call per runPromise (CPU time per call)",
+    goal: "health off never slower than health on, success path, one call per runPromise (time per call)",
     measured: versus(off, on),
-    status: off.cpu.median <= on.cpu.median ? "PASS" : "FAIL"
+    status: off.median <= on.median ? "PASS" : "FAIL"
   })
   for (const r of success.slice(0, reinEntries.length)) {
     const p = find(success, "Effect ExecutionPlan")
     goals.push({
       benchmark: "1. overhead",
-      goal: `${r.name} below ${p.name}, success path, one call per runPromise (CPU time per call)`,
+      goal: `${r.name} below ${p.name}, success path, one call per runPromise (time per call)`,
       measured: versus(r, p),
-      status: r.cpu.median < p.cpu.median ? "PASS" : "FAIL"
+      status: r.median < p.median ? "PASS" : "FAIL"
     })
   }
   for (const r of fiber.slice(0, reinEntries.length)) {
@@ -316,9 +316,9 @@ const run = async (options: RunOptions): Promise<Section> => {
     goals.push({
       benchmark: "1. overhead",
       goal: `${r.name} in-fiber, success path, at most one timer per request: below Effect.retry + Effect.timeout ` +
-        "(CPU time per call)",
+        "(time per call)",
       measured: versus(r, p),
-      status: r.cpu.median < p.cpu.median ? "PASS" : "FAIL"
+      status: r.median < p.median ? "PASS" : "FAIL"
     })
   }
   const notes = [
@@ -329,10 +329,11 @@ const run = async (options: RunOptions): Promise<Section> => {
       WARM_AFTER_GC.toLocaleString("en-US")
     } untimed calls of the contender (the calls right after a full`,
     "collection run up to ~20× slower while V8 recovers; timing them made the fastest configuration look the",
-    "slowest). Two figures per sample: CPU time of the process (`process.cpuUsage`, user + system, every thread,",
-    "so the collector's threads count) and wall time (`process.hrtime`); the goals and ratios use CPU time, which",
-    "another engineer's load on the shared machine disturbs far less than wall time. Every contender is checked",
-    "once to make exactly 1 (success) or 3 (flaky) provider calls and to return the provider's answer.",
+    "slowest). Two figures per sample: wall time (`process.hrtime`), which the goals and ratios use, and CPU time",
+    "of the process (`process.cpuUsage`, user + system, every thread). On the loaded machine of #22 the CPU figure",
+    "of a sample sometimes exceeded its wall time several-fold (not possible for one thread on 2 cores; cause not",
+    "found), so it is printed, not judged. Every contender is checked once to make exactly 1 (success) or 3",
+    "(flaky) provider calls and to return the provider's answer.",
     "",
     "- Rein: `Rein.execute` with a 30 s deadline, candidates `mem/a` then `mem/b`, 2 retries per endpoint and",
     "  a backoff that rounds to 0 ms (no timer), no budget limit; the layer is built once, and each call runs",
