@@ -8,7 +8,7 @@
 import { Catalog, Contract, Failure, Journal, Rein } from "@rein/core"
 import type { Provider } from "@rein/core"
 import type { Context } from "effect"
-import { Effect, Layer, Scope } from "effect"
+import { Effect, FiberId, Layer, Scope } from "effect"
 
 export const catalog = Catalog.make({
   endpoints: [
@@ -148,3 +148,31 @@ export const contextOf = (
   providers: Readonly<Record<string, Provider.Provider>>
 ): Promise<Context.Context<Rein.Rein>> =>
   Effect.runPromise(Effect.flatMap(Scope.make(), (scope) => Layer.buildWithScope(variant.layer(providers), scope)))
+
+/** The lean bound's timeout. */
+export class LeanTimeout {
+  readonly _tag = "LeanTimeout"
+}
+
+/**
+ * The lean bound: one fork (the call's fiber) and one `setTimeout` per call; when the timer fires it
+ * interrupts the fiber, and the fiber's observer resumes the caller once the fiber has ended (the call's
+ * teardown is waited for, as Rein waits for it). Nothing else: no planner, no records.
+ */
+export const leanBound = <A, E>(call: Effect.Effect<A, E>, millis: number): Effect.Effect<A, E | LeanTimeout> =>
+  Effect.async<A, E | LeanTimeout>((resume) => {
+    const fiber = Effect.runFork(call)
+    let expired = false
+    const timer = setTimeout(() => {
+      expired = true
+      fiber.unsafeInterruptAsFork(FiberId.none)
+    }, millis)
+    fiber.addObserver((exit) => {
+      clearTimeout(timer)
+      resume(expired ? Effect.fail(new LeanTimeout()) : exit)
+    })
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      fiber.unsafeInterruptAsFork(FiberId.none)
+    })
+  })

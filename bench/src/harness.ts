@@ -5,6 +5,7 @@
  */
 import { execSync } from "node:child_process"
 import * as os from "node:os"
+import * as v8 from "node:v8"
 
 /** A contender in an interleaved timing: `run(n)` performs `n` calls and resolves when they are done. */
 export interface Contender {
@@ -54,12 +55,30 @@ const timeAndCpu = async (c: Contender, n: number): Promise<{ readonly wall: num
   return { wall, cpu: (used.user + used.system) * 1000 }
 }
 
-/** How many calls make one sample of about `targetMillis` (doubling from 8 calls until 20 ms are reached). */
+/**
+ * How many untimed calls follow every `gc()` before a sample is timed. A full collection leaves the next
+ * ~1,500 calls of any contender (the bare provider Effect included) up to ~20× slower while V8 recovers
+ * (lazy sweeping, inline caches and feedback rebuilt); timing right after it measured that recovery, and
+ * whichever contender ran fastest paid most (it is why "health off" once read slower than "health on").
+ */
+export const WARM_AFTER_GC = 3_000
+
+/** The 1-minute load average now, for printing beside a figure. */
+export const loadNow = (): number => os.loadavg()[0]!
+
+/** The load while a table was measured: the 1-minute load average at its start and at its end. */
+export const loadRange = (from: number, to: number): string => `load ${from.toFixed(1)} → ${to.toFixed(1)}`
+
+/**
+ * How many calls make one sample of about `targetMillis` (doubling from 8 calls until 20 ms and at least 256
+ * calls are reached: on a loaded machine one descheduling can make 8 calls take 20 ms, and a sample of a
+ * dozen calls is then mostly noise).
+ */
 const calibrate = async (c: Contender, targetMillis: number): Promise<number> => {
   let n = 8
   while (true) {
     const ns = await timeRun(c, n)
-    if (ns >= 20e6 || n >= 1 << 24) return Math.max(8, Math.round((n * targetMillis * 1e6) / ns))
+    if ((ns >= 20e6 && n >= 256) || n >= 1 << 24) return Math.max(64, Math.round((n * targetMillis * 1e6) / ns))
     n *= 2
   }
 }
@@ -110,7 +129,11 @@ export const interleave = async (
   for (let r = 0; r < options.rounds; r++) {
     for (let k = 0; k < contenders.length; k++) {
       const i = (k + r) % contenders.length
-      if (options.collect !== false) collect()
+      if (options.collect !== false) {
+        collect()
+        // Warm up after the collection (see WARM_AFTER_GC), then time.
+        await contenders[i]!.run(Math.min(WARM_AFTER_GC, Math.max(sizes[i]!, 64)))
+      }
       const { cpu, wall } = await timeAndCpu(contenders[i]!, sizes[i]!)
       samples[i]!.push(wall / sizes[i]!)
       cpuSamples[i]!.push(cpu / sizes[i]!)
@@ -217,3 +240,27 @@ export const machine = (effectVersion: string): ReadonlyArray<[string, string]> 
     ["gc between samples", gc === undefined ? "no (run node with --expose-gc)" : "yes (--expose-gc)"]
   ]
 }
+
+interface GcStatistic {
+  readonly beforeGC: { readonly heapStatistics: { readonly usedHeapSize: number } }
+  readonly afterGC: { readonly heapStatistics: { readonly usedHeapSize: number } }
+}
+
+/**
+ * Bytes allocated on the V8 heap while `f` runs: the growth of the used heap plus what every collection in
+ * between freed (read with `v8.GCProfiler`, which reports the used heap before and after each collection).
+ * Objects of anything else running meanwhile (timers, other fibers) count too: measure one thing at a time.
+ */
+export const allocated = async <A>(f: () => Promise<A>): Promise<{ readonly value: A; readonly bytes: number }> => {
+  const profiler = new v8.GCProfiler()
+  profiler.start()
+  const before = v8.getHeapStatistics().used_heap_size
+  const value = await f()
+  const after = v8.getHeapStatistics().used_heap_size
+  const stats = (profiler.stop()?.statistics ?? []) as ReadonlyArray<GcStatistic>
+  let freed = 0
+  for (const s of stats) freed += s.beforeGC.heapStatistics.usedHeapSize - s.afterGC.heapStatistics.usedHeapSize
+  return { value, bytes: after - before + freed }
+}
+
+export const fmtKb = (bytes: number): string => Number.isFinite(bytes) ? `${(bytes / 1024).toFixed(2)} KB` : "—"

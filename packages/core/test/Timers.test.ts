@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Fake, Gate, Health, Rein } from "@rein/core"
 import type { Outcome } from "@rein/core"
-import { Effect, Either, Exit, Fiber, Layer, Option, TestClock } from "effect"
+import { Effect, Either, Exit, Fiber, Layer, Option, Supervisor, TestClock } from "effect"
 import * as Attempt from "../src/internal/attempt.js"
 import * as Timers from "../src/internal/timers.js"
 import { catalog, contract, endpoint } from "./fixtures.js"
@@ -16,6 +16,17 @@ const schedule = (atMillis: number, fire: () => void) =>
       Effect.runtime<never>(),
       (runtime) => Timers.schedule(clock, runtime, BigInt(atMillis) * 1_000_000n, fire)
     ))
+
+/** Counts the fibers started under it (the clock's sleeper included: it runs on the caller's runtime). */
+class Starts extends Supervisor.AbstractSupervisor<number> {
+  count = 0
+  override get value() {
+    return Effect.sync(() => this.count)
+  }
+  override onStart() {
+    this.count++
+  }
+}
 
 describe("the timer shared by every bound", () => {
   it.effect("entries fire in time order, ties in scheduling order, cancelled ones never", () =>
@@ -61,6 +72,38 @@ describe("the timer shared by every bound", () => {
       // The work ended, its entry was cancelled, the heap is empty: the sleeper was interrupted and is gone.
       expect(sleeper!.unsafePoll()).not.toBeNull()
       expect(Timers.sleeperOf(clock)).toBeUndefined()
+    }))
+
+  it.effect("waiting for a fiber that already ended arms no timer", () =>
+    Effect.gen(function*() {
+      const done = yield* Effect.fork(Effect.void)
+      yield* Fiber.await(done)
+      const starts = new Starts()
+      expect(yield* Effect.supervised(Attempt.endsWithin(done, 3_000), starts)).toBe(true)
+      // No sleeper was started (and interrupted at once) for an entry that could never fire.
+      expect(starts.count).toBe(0)
+    }))
+
+  it.effect("a timed-out attempt is interrupted by its bound: its teardown starts no second timer fiber", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.hang] })
+      const layer = Rein.layer({ catalog: cat, providers: { fake: fake.provider }, health: false })
+      const c = contract({ deadline: "1 second", teardownGrace: "5 seconds", candidates: ["a"] })
+      const starts = new Starts()
+      const fiber = yield* Effect.fork(
+        Effect.supervised(Effect.either(Rein.execute(request, c).pipe(Effect.provide(layer))), starts)
+      )
+      yield* TestClock.adjust("1 second")
+      const result = yield* Fiber.join(fiber)
+      expect(Either.getLeft(result).pipe(Option.getOrThrow)).toMatchObject({
+        _tag: "DeadlineExceeded",
+        teardownUnconfirmed: false
+      })
+      // The attempt's fiber and the clock's one sleeper. The attempt was interrupted when its bound fired, so
+      // by the time its caller tears it down it has ended: the teardown's grace needs no timer (it used to arm
+      // a second sleeper per expiry, a fork and an interruption each, which is what made a thousand
+      // simultaneous expiries late).
+      expect(starts.count).toBe(2)
     }))
 
   it.effect("a callback that throws does not stop the timer", () =>

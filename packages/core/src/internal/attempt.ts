@@ -74,6 +74,13 @@ const watch = <A, E>(
   millis: number,
   onEnd: (exit: Exit.Exit<A, E> | undefined) => void
 ): () => void => {
+  // A fiber that already ended (a teardown whose attempt processed its interruption before its caller ran)
+  // needs no timer entry: arming and disarming the clock's sleeper for it costs a fork and an interruption.
+  const ended = fiber.unsafePoll()
+  if (ended !== null) {
+    onEnd(ended)
+    return NOOP
+  }
   let done = false
   const entry = Timers.schedule(clock, runtime, atNanos(clock, millis), () => {
     if (done) return
@@ -96,6 +103,8 @@ const watch = <A, E>(
     Timers.cancel(clock, entry)
   }
 }
+
+const NOOP = (): void => {}
 
 /** Waits for `fiber` at most `millis`: `None` when the time ran out first. */
 const awaitWithin = <A, E>(
@@ -197,13 +206,15 @@ export const bounded = <A, E, S, B, E2>(
       let stop = (): void => {}
       /** The fiber's exit, or `undefined` when the timeout came first. (No canceler: `onFailure` stops.) */
       const waited = Effect.async<Exit.Exit<A, E> | undefined>((resume) => {
-        stop = watch(
-          clock,
-          runtime,
-          fiber,
-          timeoutMillis,
-          (exit) => resume(exit === undefined ? TIMED_OUT : Effect.succeed(Exit.flatten(exit)))
-        )
+        stop = watch(clock, runtime, fiber, timeoutMillis, (exit) => {
+          if (exit !== undefined) return resume(Effect.succeed(Exit.flatten(exit)))
+          // Timed out: the attempt's teardown starts here, in the timer's own step, not when this caller's
+          // fiber next runs. With many expiries at once, the attempts' fibers then process their interruption
+          // in the same scheduler pass as their callers (one pass, not two). `teardown` below interrupts
+          // again (a no-op) and waits for it within the grace, as before.
+          fiber.unsafeInterruptAsFork(FiberId.none)
+          resume(TIMED_OUT)
+        })
       })
       return Effect.matchCauseEffect(restore(waited), {
         // Only interruption reaches here: the wait itself never fails.
