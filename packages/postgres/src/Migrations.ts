@@ -16,7 +16,7 @@
  *   from it), `status` (`running`, `stopped`, `finished`) and the stop (first trigger wins; its item id).
  * - `rein_batch_items` (0004): one row per accepted item: id, submission index, input and prompt fingerprints
  *   (never the prompt or the input), `state` (`pending`, `leased`, `done`), the lease (owner, fencing token,
- *   expiry on the database clock), how many times it was leased, and the outcome of its terminal record.
+ *   expiry and time taken on the database clock), how many times it was leased, and the outcome of its terminal record.
  * - `rein_batch_records` (0004): the run's artifact: every terminal record in the order written (the JSONL
  *   file's lines), with no prompt or input text.
  *
@@ -93,6 +93,7 @@ const batch = Effect.flatMap(SqlClient.SqlClient, (sql) =>
       lease_owner text,
       lease_token bigint,
       lease_expires timestamptz,
+      leased_at timestamptz,
       leases integer NOT NULL DEFAULT 0,
       outcome text,
       category text,

@@ -201,9 +201,9 @@ const sharedStop = (sql: SqlClient.SqlClient, runId: string, inner: RunLimits.Se
   }
 }
 
-// Every `heartbeatMillis`: extend this worker's leases, learn the run's stop, and stop at the deadline.
-const heartbeat = <I, E, R>(ctx: Context<I, E, R>) => {
-  const beat = Effect.gen(function*() {
+// Extends this worker's leases, learns the run's stop, and stops the run at its deadline.
+const beat = <I, E, R>(ctx: Context<I, E, R>) =>
+  Effect.gen(function*() {
     const row = yield* db(Q.heartbeat(ctx.sql, ctx.options.runId, ctx.owner, ctx.leaseMillis))
     if (row === undefined) return
     const stop = stopOf(row.stop)
@@ -212,9 +212,16 @@ const heartbeat = <I, E, R>(ctx: Context<I, E, R>) => {
     } else if (row.deadline_millis !== null && row.elapsed_millis >= row.deadline_millis) {
       yield* ctx.limits.stop(deadlineStop(row.deadline_millis))
     }
-  }).pipe(Effect.catchAll((e) => Effect.logWarning(`heartbeat failed: ${e.message}`)))
-  return Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(ctx.heartbeatMillis)), beat))
-}
+  })
+
+// Every `heartbeatMillis`, a beat.
+const heartbeat = <I, E, R>(ctx: Context<I, E, R>) =>
+  Effect.forever(
+    Effect.zipRight(
+      Effect.sleep(Duration.millis(ctx.heartbeatMillis)),
+      Effect.catchAll(beat(ctx), (e) => Effect.logWarning(`heartbeat failed: ${e.message}`))
+    )
+  )
 
 const deadlineStop = (millis: number): Termination.Stop => ({
   _tag: "BatchTimeout",
@@ -252,7 +259,7 @@ const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Le
     function*() {
       while (true) {
         if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
-        const rows = yield* db(Q.lease(ctx.sql, ctx.options.runId, ctx.owner, batch, ctx.leaseMillis))
+        const rows = yield* db(Q.lease(ctx.sql, ctx.options.runId, ctx.owner, batch, ctx.leaseMillis, true))
         if (rows.length > 0) {
           ctx.leased += rows.length
           for (const row of rows) ctx.fence.tokens.set(row.item_id, row.lease_token)
@@ -260,6 +267,9 @@ const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Le
         }
         const left = yield* db(Q.remaining(ctx.sql, ctx.options.runId))
         if (left.open === 0) return Option.none()
+        // Nothing leased with items open: held by others, or the run stopped or passed its deadline.
+        yield* beat(ctx)
+        if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
         yield* Effect.sleep(Duration.millis(ctx.heartbeatMillis))
       }
     }
@@ -315,7 +325,7 @@ const sweep = <I, E, R>(ctx: Context<I, E, R>, stop: Termination.Stop) =>
     yield* db(Q.releaseOwned(ctx.sql, ctx.options.runId, ctx.owner))
     let swept = 0
     while (true) {
-      const rows = yield* db(Q.lease(ctx.sql, ctx.options.runId, ctx.owner, SWEEP_BATCH, ctx.leaseMillis))
+      const rows = yield* db(Q.lease(ctx.sql, ctx.options.runId, ctx.owner, SWEEP_BATCH, ctx.leaseMillis, false))
       if (rows.length === 0) return swept
       const terminals = rows.map((row): Q.Terminal => ({
         itemId: row.item_id,

@@ -160,7 +160,7 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
                   for (const o of ops) {
                     const owner = `h${o.who}`
                     if (o.kind === "lease") {
-                      const rows = yield* Q.lease(sql, runId, owner, 1, o.expired ? -1_000 : 60_000)
+                      const rows = yield* Q.lease(sql, runId, owner, 1, o.expired ? -1_000 : 60_000, true)
                       const granted = !done && (current === undefined || expired)
                       expect(rows.length).toBe(granted ? 1 : 0)
                       if (rows.length === 1) {

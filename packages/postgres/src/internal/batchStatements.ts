@@ -140,16 +140,28 @@ export interface LeaseRow {
  * Leases up to `limit` items, lowest index first: pending ones, and leased ones whose lease expired on the
  * database clock (their holder died or stalled). Rows another transaction is leasing are skipped, so
  * concurrent workers never wait on each other nor take the same item. Each lease gets a new fencing token.
+ * When `admitting`, nothing is leased once the run has a stop or its deadline passed on the database clock
+ * (the sweep after a stop leases with `admitting` off).
  * @internal
  */
-export const lease = (sql: Sql, runId: string, owner: string, limit: number, ttlMillis: number) =>
+export const lease = (
+  sql: Sql,
+  runId: string,
+  owner: string,
+  limit: number,
+  ttlMillis: number,
+  admitting: boolean
+) =>
   sql<LeaseRow>`WITH picked AS (
       SELECT item_id FROM rein_batch_items
       WHERE run_id = ${runId} AND (state = 'pending' OR (state = 'leased' AND lease_expires < clock_timestamp()))
+        AND (NOT ${admitting} OR EXISTS (SELECT 1 FROM rein_batch_runs r WHERE r.run_id = ${runId}
+          AND r.stop IS NULL AND (r.deadline_millis IS NULL
+            OR clock_timestamp() < r.started_at + r.deadline_millis * interval '1 millisecond')))
       ORDER BY idx LIMIT ${limit} FOR UPDATE SKIP LOCKED)
     UPDATE rein_batch_items i SET state = 'leased', lease_owner = ${owner},
       lease_token = nextval('rein_batch_lease_tokens'), lease_expires = clock_timestamp() + ${interval(sql, ttlMillis)},
-      leases = i.leases + 1
+      leased_at = clock_timestamp(), leases = i.leases + 1
     FROM picked WHERE i.run_id = ${runId} AND i.item_id = picked.item_id
     RETURNING i.item_id, i.idx, i.input_fingerprint, i.prompt_fingerprint, i.lease_token::text AS lease_token, i.leases`
 
