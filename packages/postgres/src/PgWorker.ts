@@ -251,9 +251,9 @@ const resolve = <I, E, R>(ctx: Context<I, E, R>, row: Q.LeaseRow) =>
     return Effect.succeed<Leased<I>>({ item, itemId: row.item_id, index: row.idx })
   })
 
-// The leased items as a lazy source: a lease round trip whenever the engine has taken every item leased
-// so far. With nothing to lease while other workers hold items, it waits a heartbeat and asks again (a
-// holder may die and its lease expire); it ends when every item is done or the run stopped.
+// The leased items as a lazy source: a lease round trip whenever the engine has taken every item leased so
+// far. With nothing to lease while other workers hold items, it waits a heartbeat and asks again (a holder
+// may die and its lease expire); it ends when no item is left but its own, or the run stopped.
 const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Leased<I>, E | PgBatchError, R> => {
   const next: Effect.Effect<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError, R> = Effect.gen(
     function*() {
@@ -265,7 +265,7 @@ const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Le
           for (const row of rows) ctx.fence.tokens.set(row.item_id, row.lease_token)
           return Option.some(yield* Effect.forEach(rows, (row) => resolve(ctx, row)))
         }
-        const left = yield* db(Q.remaining(ctx.sql, ctx.options.runId))
+        const left = yield* db(Q.remaining(ctx.sql, ctx.options.runId, ctx.owner))
         if (left.open === 0) return Option.none()
         // Nothing leased with items open: held by others, or the run stopped or passed its deadline.
         yield* beat(ctx)

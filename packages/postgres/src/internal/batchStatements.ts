@@ -192,12 +192,11 @@ export const releaseOwned = (sql: Sql, runId: string, owner: string) =>
   sql`UPDATE rein_batch_items SET state = 'pending', lease_owner = NULL, lease_expires = NULL
     WHERE run_id = ${runId} AND lease_owner = ${owner} AND state = 'leased'`
 
-/** How many items are not done, and how many of those are leased to a live holder. @internal */
-export const remaining = (sql: Sql, runId: string) =>
+/** How many items are not done and not held by this owner (pending, or held by another holder). @internal */
+export const remaining = (sql: Sql, runId: string, owner: string) =>
   Effect.map(
-    sql<{ readonly open: number; readonly held: number }>`SELECT count(*)::float8 AS open,
-      (count(*) FILTER (WHERE state = 'leased' AND lease_expires >= clock_timestamp()))::float8 AS held
-      FROM rein_batch_items WHERE run_id = ${runId} AND state <> 'done'`,
+    sql<{ readonly open: number }>`SELECT count(*)::float8 AS open FROM rein_batch_items
+      WHERE run_id = ${runId} AND state <> 'done' AND lease_owner IS DISTINCT FROM ${owner}`,
     (rows) => rows[0]!
   )
 

@@ -1,7 +1,7 @@
 /**
  * The fenced writer of one worker: every terminal record is written under the lease token the worker holds
- * for its item, and concurrent appends share one statement (group commit: one writer fiber takes every
- * waiting record and writes them in one `finish`). A record whose lease was taken over (or whose item was
+ * for its item, and concurrent appends share statements (group commit: each of a few writer fibers takes
+ * every waiting record and writes them in one `finish`, so a slow commit holds back one group, not all). A record whose lease was taken over (or whose item was
  * finished by another holder) is dropped by the fence and counted, both here and on the run row; its
  * append still succeeds, because for this worker the item is over.
  *
@@ -29,6 +29,7 @@ export interface Fence {
 }
 
 const MAX_GROUP = 256
+const WRITERS = 4
 
 /** @internal */
 export const make = (sql: SqlClient.SqlClient, runId: string): Effect.Effect<Fence, never, Scope.Scope> =>
@@ -57,9 +58,11 @@ export const make = (sql: SqlClient.SqlClient, runId: string): Effect.Effect<Fen
         )
       )
 
-    yield* Effect.forkScoped(
-      Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, MAX_GROUP), (chunk) => writeGroup([...chunk])))
-    )
+    for (let i = 0; i < WRITERS; i++) {
+      yield* Effect.forkScoped(
+        Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, MAX_GROUP), (chunk) => writeGroup([...chunk])))
+      )
+    }
 
     const write = (record: ArtifactStore.ItemRecord) =>
       Effect.suspend(() => {
