@@ -11,7 +11,11 @@
  * `leaseMillis`) is taken by the next worker that asks, with a new token. A terminal record is written by
  * one statement that marks the item done and appends the record only while the writer's token is still
  * the item's (`UPDATE … WHERE lease_token = $t`): a worker whose lease was taken over cannot write, its
- * result is dropped and counted (`fencedOut`). So every item gets exactly one terminal record, and a call is
+ * result is dropped and counted (`fencedOut`). Records are group-committed in the background: an item
+ * leaves its concurrency slot when its record is handed over, not when it commits (one database round trip
+ * per item would otherwise be added to every item's time in the slot); the worker waits for every record
+ * before it sweeps or leaves, and a failed write stops it. So a result published by a worker is final once
+ * its record committed (`onRecorded`); the run's results are the records in the database. So every item gets exactly one terminal record, and a call is
  * made twice only for an item whose worker lost its lease while the call was in flight.
  *
  * Budget: the token and cost caps are the shared hard budget (`PgBudget`, core's `SharedBudget`, provided
@@ -86,7 +90,13 @@ export interface Options<I, E = never, R = never> extends Items.ItemOptions<I> {
   readonly guardrails?: Guardrails.Guardrails | undefined
   /** What of a success is kept as its result (default: the completion's text); `false` keeps none. */
   readonly result?: ((completion: Outcome.Completion, item: I) => unknown) | false | undefined
+  /**
+   * Receives every event of this worker's part, in order. An item's result is published (and its event
+   * raised) once its record is handed to the writer: the record commits after (see `onRecorded`).
+   */
   readonly onEvent?: ((event: Events.Event) => Effect.Effect<void>) | undefined
+  /** Called with an item's id once its terminal record committed (not when the fence dropped it). */
+  readonly onRecorded?: ((itemId: string) => Effect.Effect<void>) | undefined
   /** This worker's name on its leases (default: host, process id and a random suffix). */
   readonly owner?: string | undefined
   /** How long a lease lasts without a heartbeat (default 30 s). */
@@ -129,6 +139,8 @@ interface Leased<I> {
 
 const DEFAULT_GUARDRAILS = Guardrails.make()
 const SWEEP_BATCH = 500
+// How often a worker with nothing to lease looks again while others hold the last items.
+const WAIT_MILLIS = 250
 
 // The category and encoded error of an item the stop reached before it started (as the engine's collateral).
 const collateralOf = (stop: Termination.Stop) => {
@@ -252,8 +264,8 @@ const resolve = <I, E, R>(ctx: Context<I, E, R>, row: Q.LeaseRow) =>
   })
 
 // The leased items as a lazy source: a lease round trip whenever the engine has taken every item leased so
-// far. With nothing to lease while other workers hold items, it waits a heartbeat and asks again (a holder
-// may die and its lease expire); it ends when no item is left but its own, or the run stopped.
+// far. With nothing to lease while other workers hold items, it waits a moment and asks again (a holder may
+// die and its lease expire); it ends when no item is left but its own, or the run stopped.
 const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Leased<I>, E | PgBatchError, R> => {
   const next: Effect.Effect<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError, R> = Effect.gen(
     function*() {
@@ -270,7 +282,7 @@ const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Le
         // Nothing leased with items open: held by others, or the run stopped or passed its deadline.
         yield* beat(ctx)
         if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
-        yield* Effect.sleep(Duration.millis(ctx.heartbeatMillis))
+        yield* Effect.sleep(Duration.millis(Math.min(ctx.heartbeatMillis, WAIT_MILLIS)))
       }
     }
   )
@@ -293,7 +305,7 @@ const artifactsOf = <I, E, R>(ctx: Context<I, E, R>, manifest: ArtifactStore.Man
     manifest,
     existing: [],
     truncatedBytes: 0,
-    append: (record) => Effect.asVoid(ctx.fence.write(record))
+    append: (record) => ctx.fence.submit(record)
   }
   const index = Resume.index([], { policy: "none", identityFingerprint: ctx.identityFingerprint })
   const session: Resume.Session = {
@@ -420,7 +432,16 @@ const runScoped = <I, E, R>(
       leaseMillis,
       heartbeatMillis: options.heartbeatMillis ?? leaseMillis / 3,
       identityFingerprint,
-      fence: yield* Fence.make(sql, runId),
+      fence: yield* Fence.make(sql, runId, {
+        onWritten: options.onRecorded ?? (() => Effect.void),
+        onFailed: (error, itemId) =>
+          Effect.asVoid(inner.stop({
+            _tag: "ArtifactFailure",
+            kind: "artifact_error",
+            reason: `the record of item ${JSON.stringify(itemId)} could not be written: ${error.message}`,
+            itemId
+          }))
+      }),
       limits: sharedStop(sql, runId, inner),
       leased: 0
     }
@@ -448,6 +469,8 @@ const runScoped = <I, E, R>(
       artifacts: artifactsOf(ctx, manifest)
     }).pipe(Stream.runDrain, Effect.provideService(RunLimits.RunLimits, ctx.limits))
     const termination = ending!.termination
+    // Every record handed over is committed (or the worker stops on the write that failed) before it goes on.
+    yield* Effect.ignore(ctx.fence.drain)
     const stopped = yield* inner.stopped
     let swept = 0
     if (Option.isSome(stopped) && stopped.value.kind !== "artifact_error") swept = yield* sweep(ctx, stopped.value)

@@ -15,7 +15,7 @@ const Live = Layer.tap(PgLive, (ctx) => Effect.provide(Migrations.run, ctx))
 
 const contract = Contract.make({ deadline: "2 minutes", candidates: ["fake/a"], allowSimulated: true })
 
-/** Item ids a worker started a call for (with the call's start time), and those it published. */
+/** Item ids a worker started a call for (with the call's start time), and those whose record it committed. */
 const logOf = (stdout: string) => {
   const calls: Array<{ readonly id: string; readonly at: number }> = []
   const done = new Set<string>()
@@ -87,8 +87,8 @@ describe.skipIf(!available)("one batch run, four worker processes", () => {
               budget: { name: budget, cost: CAP }
             })
           const first = yield* Effect.forEach([0, 1, 2, 3], spawn)
-          // Kill two of them the moment each has published 150 items and has calls in flight (its last line is a
-          // call started and not yet published).
+          // Kill two of them the moment each has committed 150 records and has calls in flight (a call started
+          // whose record has not committed).
           const doomed = [first[0]!, first[1]!]
           const inFlight = (stdout: string) => {
             const log = logOf(stdout)
@@ -112,7 +112,8 @@ describe.skipIf(!available)("one batch run, four worker processes", () => {
           expect(status.items).toEqual({ total: N, pending: 0, leased: 0, done: N })
           expect(status.status).toBe("finished")
 
-          // A call made twice only for an item in flight in a killed worker (called there, never published).
+          // A call made twice only for an item in flight in a killed worker (called there, its record never
+          // committed there).
           const calls = new Map<string, number>()
           for (const c of [...first, ...restarted]) {
             for (const call of logOf(c.stdout()).calls) calls.set(call.id, (calls.get(call.id) ?? 0) + 1)
