@@ -103,7 +103,7 @@ export interface Options<I, E = never, R = never> extends Items.ItemOptions<I> {
   readonly leaseMillis?: number | undefined
   /** How often leases are extended and the run's stop and deadline read (default a third of the lease). */
   readonly heartbeatMillis?: number | undefined
-  /** Items leased per round trip (default a quarter of the concurrency, at least 1). */
+  /** Items leased per round trip (default the concurrency). */
   readonly leaseBatch?: number | undefined
 }
 
@@ -459,7 +459,7 @@ const runScoped = <I, E, R>(
         options.onEvent === undefined ? Effect.void : options.onEvent(event)
       )
     const request = Items.requestOf(options)
-    const batch = options.leaseBatch ?? Math.max(1, Math.ceil(guardrails.concurrency / 4))
+    const batch = options.leaseBatch ?? guardrails.concurrency
     yield* Batch.stream(source(ctx, batch), {
       contract: options.contract,
       guardrails,

@@ -1,7 +1,8 @@
 /**
  * The fenced writer of one worker: every terminal record is written under the lease token the worker holds
- * for its item, and concurrent records share statements (group commit: each of a few writer fibers takes
- * every waiting record and writes them in one `finish`, so a slow commit holds back one group, not all).
+ * for its item, and concurrent records share statements (group commit: each of two writer fibers takes
+ * every record that arrives within a short linger and writes them in one `finish`, so a slow commit holds
+ * back one group, not all).
  *
  * `submit` hands a record over and returns at once: the item's concurrency slot is not held while its
  * record commits (a database round trip would otherwise be added to every item's time in the slot). The
@@ -32,8 +33,12 @@ export interface Fence {
   readonly fencedOut: () => number
 }
 
-const MAX_GROUP = 256
-const WRITERS = 4
+const MAX_GROUP = 512
+const WRITERS = 2
+// A writer that took a record waits this long for more before it writes: statements, not records, cost (on
+// a loaded machine the socket write of each statement is most of a worker's CPU time), and the item's slot
+// is not held meanwhile.
+const LINGER_MILLIS = 20
 
 /** @internal */
 export const make = (
@@ -85,7 +90,13 @@ export const make = (
 
     for (let i = 0; i < WRITERS; i++) {
       yield* Effect.forkScoped(
-        Effect.forever(Effect.flatMap(Queue.takeBetween(queue, 1, MAX_GROUP), (chunk) => writeGroup([...chunk])))
+        Effect.forever(
+          Effect.flatMap(Queue.take(queue), (first) =>
+            Effect.zipRight(
+              Effect.sleep(`${LINGER_MILLIS} millis`),
+              Effect.flatMap(Queue.takeUpTo(queue, MAX_GROUP - 1), (rest) => writeGroup([first, ...rest]))
+            ))
+        )
       )
     }
 
