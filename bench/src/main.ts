@@ -14,6 +14,7 @@ import { abort } from "./abort.js"
 import { artifacts } from "./artifacts.js"
 import { batch } from "./batch.js"
 import { deadline } from "./deadline.js"
+import { distributedBatch } from "./distributedBatch.js"
 import type { Benchmark, Goal } from "./harness.js"
 import { canImport, machine, nowMillis, table } from "./harness.js"
 import { languageModel } from "./languageModel.js"
@@ -35,7 +36,8 @@ const benchmarks: ReadonlyArray<Benchmark> = [
   languageModel,
   sharedBudget,
   sharedHealth,
-  sharedRates
+  sharedRates,
+  distributedBatch
 ]
 
 const args = process.argv.slice(2)

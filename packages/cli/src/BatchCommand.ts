@@ -12,6 +12,7 @@ import { ArtifactStore, Checkpoint, Guardrails, Identity, JsonlStore } from "@re
 import type { Batch, Events, Resume, Stats, Termination } from "@rein/batch"
 import { Rein } from "@rein/core"
 import { Clock, Console, Effect, Either, Layer, Option } from "effect"
+import * as Distributed from "./Distributed.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import * as Breakers from "./internal/breakers.js"
@@ -357,6 +358,48 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
     }
   }))
 
+// `rein batch --store URL --run ID`: the run in PostgreSQL, started or joined, and this process one of its workers.
+const onStore = (
+  store: string,
+  o: {
+    readonly run: Option.Option<string>
+    readonly input: string
+    readonly catalog: string
+    readonly contract: string
+    readonly resume: boolean
+    readonly resumePolicy: Option.Option<Resume.Policy>
+    readonly guardrails: Option.Option<string>
+    readonly scenario: Option.Option<string>
+    readonly baseUrl: Option.Option<string>
+    readonly json: boolean
+  },
+  flags: Readonly<Record<string, unknown>>
+) =>
+  Effect.gen(function*() {
+    if (Option.isNone(o.run)) return yield* new InputError({ message: "--store needs --run ID (the run's id)" })
+    const file = Option.getOrUndefined(o.guardrails)
+    const fromFile = file === undefined ? {} : yield* Effect.flatMap(
+      readJson(file, "guardrails"),
+      (json) =>
+        isObject(json)
+          ? Effect.succeed(json)
+          : Effect.fail(new InputError({ message: `${file}: Expected a JSON object of guardrails` }))
+    )
+    const guardrails = yield* decodeGuardrails(fromFile, flags, file)
+    const report = yield* Distributed.start({
+      store,
+      run: o.run.value,
+      input: o.input,
+      catalog: o.catalog,
+      contract: o.contract,
+      guardrails,
+      resume: o.resume ? Option.getOrElse(o.resumePolicy, () => "reuse-successes" as const) : "reuse-successes",
+      scenario: Option.getOrUndefined(o.scenario),
+      baseUrl: Option.getOrUndefined(o.baseUrl)
+    })
+    yield* Distributed.report(report, o.json)
+  })
+
 /**
  * The `rein batch` command.
  *
@@ -377,7 +420,12 @@ export const command = Command.make(
     ),
     catalog: Shared.catalog,
     contract: Shared.contract,
-    out: Options.file("out").pipe(Options.withDescription("The artifact (JSONL): one record per finished item")),
+    out: Options.file("out").pipe(
+      Options.withDescription("The artifact (JSONL): one record per finished item"),
+      Options.optional
+    ),
+    store: Distributed.store.pipe(Options.optional),
+    run: Distributed.run.pipe(Options.optional),
     resume: Options.boolean("resume").pipe(
       Options.withDescription("Continue an existing artifact, reusing its successes (see --resume-policy)")
     ),
@@ -462,11 +510,13 @@ export const command = Command.make(
       const abortOn = Option.getOrElse(o.abortOn, () => [])
       if (abortOn.length > 0) flags.abortOn = abortOn
       if (o.dryRun) flags.dryRun = true
+      if (Option.isSome(o.store)) return yield* onStore(o.store.value, o, flags)
+      if (Option.isNone(o.out)) return yield* new InputError({ message: "pass --out FILE (or --store URL --run ID)" })
       const report = yield* execute({
         input: o.input,
         catalog: o.catalog,
         contract: o.contract,
-        out: o.out,
+        out: o.out.value,
         resume: o.resume ? Option.getOrElse(o.resumePolicy, () => "reuse-successes" as const) : undefined,
         overwrite: o.overwrite,
         fileMode: yield* Shared.decodeFileMode(o.fileMode),

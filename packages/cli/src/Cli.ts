@@ -9,6 +9,7 @@ import { Command, HelpDoc, ValidationError } from "@effect/cli"
 import type { CliApp } from "@effect/cli"
 import { Cause, Console, Effect, Option } from "effect"
 import * as BatchCommand from "./BatchCommand.js"
+import * as Distributed from "./Distributed.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Explain from "./Explain.js"
 import * as Argv from "./internal/argv.js"
@@ -36,12 +37,14 @@ export const version: string = internalVersion
 
 const root = Command.make("rein", {}, () =>
   Effect.zipRight(
-    Console.error("rein: choose a command: plan, run, replay, explain, simulate, batch (see rein --help)"),
+    Console.error(
+      "rein: choose a command: plan, run, replay, explain, simulate, batch, worker, status (see rein --help)"
+    ),
     Status.exitWith(ExitCode.usage)
   )).pipe(
     Command.withDescription(
       "Keep every LLM call inside one deadline, one budget and one attempt policy — plan, run, replay, explain, " +
-        "simulate, batch"
+        "simulate, batch, worker, status"
     )
   )
 
@@ -64,7 +67,9 @@ export const command = root.pipe(
     Replay.command,
     Explain.command,
     Simulate.command,
-    BatchCommand.command
+    BatchCommand.command,
+    Distributed.workerCommand,
+    Distributed.statusCommand
   ])
 )
 
@@ -75,7 +80,9 @@ export const commandFlags: ReadonlyArray<Argv.Flags> = [
   Argv.flagsOf(Replay.command),
   Argv.flagsOf(Explain.command),
   Argv.flagsOf(Simulate.command),
-  Argv.flagsOf(BatchCommand.command)
+  Argv.flagsOf(BatchCommand.command),
+  Argv.flagsOf(Distributed.workerCommand),
+  Argv.flagsOf(Distributed.statusCommand)
 ]
 
 const cli = Command.run(command, {

@@ -74,3 +74,10 @@ export * as Simulate from "./Simulate.js"
  * @since 0.1.0
  */
 export * as BatchCommand from "./BatchCommand.js"
+
+/**
+ * Batch runs shared by many workers through PostgreSQL: `rein batch --store`, `rein worker`, `rein status`.
+ *
+ * @since 0.1.0
+ */
+export * as Distributed from "./Distributed.js"

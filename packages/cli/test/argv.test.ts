@@ -37,7 +37,16 @@ describe("the command line check", () => {
     expect(batch.flags.get("--overwrite")).toBe(false)
     expect(batch.flags.get("--concurrency")).toBe(true)
     expect(batch.flags.get("--abort-on")).toBe(true)
-    expect(commands.map((c) => c.name)).toEqual(["plan", "run", "replay", "explain", "simulate", "batch"])
+    expect(commands.map((c) => c.name)).toEqual([
+      "plan",
+      "run",
+      "replay",
+      "explain",
+      "simulate",
+      "batch",
+      "worker",
+      "status"
+    ])
   })
 
   it("lets every declared flag through, with or without =value", () => {
@@ -66,10 +75,10 @@ describe("the command line check", () => {
 
   it("names the command, suggests the closest and lists them all", () => {
     expect(Argv.check(["pln"], commands)).toBe(
-      "rein: unknown command \"pln\"; did you mean plan? (the commands: plan, run, replay, explain, simulate, batch)"
+      "rein: unknown command \"pln\"; did you mean plan? (the commands: plan, run, replay, explain, simulate, batch, worker, status)"
     )
     expect(Argv.check(["frobnicate"], commands)).toBe(
-      "rein: unknown command \"frobnicate\" (the commands: plan, run, replay, explain, simulate, batch)"
+      "rein: unknown command \"frobnicate\" (the commands: plan, run, replay, explain, simulate, batch, worker, status)"
     )
   })
 

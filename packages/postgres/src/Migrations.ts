@@ -10,6 +10,15 @@
  *   `expires_at` on the database clock, extended by each heartbeat.
  * - `rein_budget_reclaims`: one row per expired lease reclaimed: what was `charged` as spent (its ceiling) and
  *   what was `returned` to the pool (the rest of its slice).
+ * - `rein_batch_runs` (0004): one row per distributed batch run: its manifest (identity and fingerprint, as
+ *   an artifact's first line), the identity fingerprint of the current session, a summary of the contract and
+ *   guardrails, `created_at` and the session's `started_at` on the database clock (the batch deadline counts
+ *   from it), `status` (`running`, `stopped`, `finished`) and the stop (first trigger wins; its item id).
+ * - `rein_batch_items` (0004): one row per accepted item: id, submission index, input and prompt fingerprints
+ *   (never the prompt or the input), `state` (`pending`, `leased`, `done`), the lease (owner, fencing token,
+ *   expiry and time taken on the database clock), how many times it was leased, and the outcome of its terminal record.
+ * - `rein_batch_records` (0004): the run's artifact: every terminal record in the order written (the JSONL
+ *   file's lines), with no prompt or input text.
  *
  * Health (`0002_health`, see `PgHealth`; times are milliseconds since the epoch on the database clock,
  * `clock_timestamp()`, in `float8`):
@@ -187,6 +196,54 @@ const rateLimits = Effect.flatMap(SqlClient.SqlClient, (sql) =>
       endpoint text NOT NULL,
       until_ms float8 NOT NULL,
       PRIMARY KEY (run, endpoint)
+      )`)
+  ], { discard: true }))
+
+const batch = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.all([
+    sql.unsafe(`CREATE TABLE rein_batch_runs (
+      run_id text PRIMARY KEY,
+      manifest jsonb NOT NULL,
+      identity_fingerprint text NOT NULL,
+      settings jsonb NOT NULL DEFAULT '{}',
+      deadline_millis float8 CHECK (deadline_millis > 0),
+      status text NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'stopped', 'finished')),
+      stop jsonb,
+      stop_item_id text,
+      stopped_at timestamptz,
+      fenced_out bigint NOT NULL DEFAULT 0,
+      created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+      started_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    )`),
+    sql.unsafe(`CREATE SEQUENCE rein_batch_lease_tokens`),
+    sql.unsafe(`CREATE TABLE rein_batch_items (
+      run_id text NOT NULL REFERENCES rein_batch_runs (run_id) ON DELETE CASCADE,
+      item_id text NOT NULL,
+      idx integer NOT NULL CHECK (idx >= 0),
+      input_fingerprint text NOT NULL,
+      prompt_fingerprint text NOT NULL,
+      state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'leased', 'done')),
+      lease_owner text,
+      lease_token bigint,
+      lease_expires timestamptz,
+      leased_at timestamptz,
+      leases integer NOT NULL DEFAULT 0,
+      outcome text,
+      category text,
+      cost float8,
+      finished_at timestamptz,
+      PRIMARY KEY (run_id, item_id),
+      UNIQUE (run_id, idx)
+    )`),
+    sql.unsafe(`CREATE INDEX rein_batch_items_open ON rein_batch_items (run_id, idx) WHERE state <> 'done'`),
+    sql.unsafe(`CREATE INDEX rein_batch_items_owner ON rein_batch_items (lease_owner) WHERE state = 'leased'`),
+    sql.unsafe(`CREATE TABLE rein_batch_records (
+      run_id text NOT NULL REFERENCES rein_batch_runs (run_id) ON DELETE CASCADE,
+      seq bigserial,
+      item_id text NOT NULL,
+      record jsonb NOT NULL,
+      written_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+      PRIMARY KEY (run_id, seq)
     )`)
   ], { discard: true }))
 
@@ -197,7 +254,7 @@ const rateLimits = Effect.flatMap(SqlClient.SqlClient, (sql) =>
  * ```ts
  * import { Migrations } from "@rein/postgres"
  *
- * const versions = Object.keys(Migrations.migrations) // ["0001_budgets", "0002_health", "0003_rate_limits"]
+ * const versions = Object.keys(Migrations.migrations) // ["0001_budgets", "0002_health", "0003_rate_limits", "0004_batch"]
  * ```
  * @category migrations
  * @since 0.1.0
@@ -205,7 +262,8 @@ const rateLimits = Effect.flatMap(SqlClient.SqlClient, (sql) =>
 export const migrations = {
   "0001_budgets": budgets,
   "0002_health": health,
-  "0003_rate_limits": rateLimits
+  "0003_rate_limits": rateLimits,
+  "0004_batch": batch
 }
 
 const LOCK = "rein_postgres_migrations"

@@ -33,3 +33,24 @@ export * as PgRunLimits from "./PgRunLimits.js"
  * @since 0.1.0
  */
 export * as PgRateLimiterStore from "./PgRateLimiterStore.js"
+
+/**
+ * One batch run shared by many worker processes: the run, its items as a work queue, its status.
+ *
+ * @since 0.1.0
+ */
+export * as PgBatchRun from "./PgBatchRun.js"
+
+/**
+ * A worker of a distributed batch run: leases items, runs them, writes each record fenced by its lease.
+ *
+ * @since 0.1.0
+ */
+export * as PgWorker from "./PgWorker.js"
+
+/**
+ * Batch's artifact store on PostgreSQL: a run's manifest and records.
+ *
+ * @since 0.1.0
+ */
+export * as PgArtifactStore from "./PgArtifactStore.js"

@@ -21,7 +21,7 @@ const summaryOf = (stdout: string): Summary => JSON.parse(/^SUMMARY (.*)$/m.exec
 const workers = (inputs: ReadonlyArray<Record<string, unknown>>) =>
   Effect.gen(function*() {
     const server = yield* Server
-    const worker = yield* bundle("batch-worker")
+    const worker = yield* bundle("limits-worker")
     const children = yield* Effect.forEach(inputs, (input) =>
       spawnChild(worker, { url: server.url, pollMillis: 1000, listen: true, ...input }))
     yield* Effect.forEach(children, (c) =>

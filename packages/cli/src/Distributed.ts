@@ -1,0 +1,361 @@
+/**
+ * Batch runs spread over many processes and machines through PostgreSQL (`@rein/postgres`):
+ * `rein batch --store postgres://… --run ID` starts the run (or joins it while it runs) and works on it;
+ * `rein worker --store … --run ID` joins it with the same input, catalog and contract; `rein status --store …
+ * --run ID` shows the whole run from any machine. The database holds no prompt: every worker reads the
+ * input file itself, and refuses an item whose input is not the one submitted.
+ *
+ * @since 0.1.0
+ */
+import { Command, Options } from "@effect/cli"
+import type * as FileSystem from "@effect/platform/FileSystem"
+import type { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import type { Resume } from "@rein/batch"
+import { Guardrails, Identity } from "@rein/batch"
+import { Rein } from "@rein/core"
+import { Migrations, PgBatchRun, PgWorker } from "@rein/postgres"
+import { Chunk, Clock, Console, Effect, Either, Layer, Option, Redacted, Stream } from "effect"
+import * as ExitCode from "./ExitCode.js"
+import { InputError } from "./InputError.js"
+import { inFile, loadCatalogAndContract, readDecoded } from "./internal/files.js"
+import { json, num, table } from "./internal/format.js"
+import * as Shared from "./internal/options.js"
+import type { PromptItem } from "./internal/prompts.js"
+import { streamPrompts } from "./internal/prompts.js"
+import { forCalls } from "./internal/providers.js"
+import type { ExitStatus } from "./internal/status.js"
+import { exitWith } from "./internal/status.js"
+import { tokenizer } from "./internal/tokens.js"
+import * as Scenario from "./Scenario.js"
+
+/**
+ * Where the run lives and what one process runs: the store's connection string, the run id, the input,
+ * catalog and contract files (the same on every worker), the guardrails (decoded), the resume policy of a
+ * new session, and a scenario or base URL for the endpoints.
+ *
+ * @example
+ * ```ts
+ * import { Guardrails } from "@rein/batch"
+ * import type { Distributed } from "@rein/cli"
+ *
+ * const options: Distributed.WorkerOptions = {
+ *   store: "postgres://localhost/rein", run: "nightly", input: "prompts.jsonl", catalog: "catalog.json",
+ *   contract: "contract.json", guardrails: Guardrails.make({ concurrency: 8 }), resume: "reuse-successes"
+ * }
+ * ```
+ * @since 0.1.0
+ * @category models
+ */
+export interface WorkerOptions {
+  readonly store: string
+  readonly run: string
+  readonly input: string
+  readonly catalog: string
+  readonly contract: string
+  readonly guardrails: Guardrails.Guardrails
+  readonly resume: Resume.Policy
+  readonly scenario?: string | undefined
+  readonly baseUrl?: string | undefined
+}
+
+/**
+ * What one process reports: how the run was joined (`start` only), this worker's part, and the whole run.
+ *
+ * @example
+ * ```ts
+ * import type { Distributed } from "@rein/cli"
+ *
+ * const done = (r: Distributed.WorkerReport) => `${r.status.items.done}/${r.status.items.total}`
+ * ```
+ * @since 0.1.0
+ * @category models
+ */
+export interface WorkerReport {
+  readonly ok: boolean
+  readonly started?: PgBatchRun.Started | undefined
+  readonly worker: PgWorker.Summary
+  readonly status: PgBatchRun.Status
+}
+
+const connect = (store: string): Layer.Layer<SqlClient.SqlClient, InputError> =>
+  Layer.mapError(
+    PgClient.layer({ url: Redacted.make(store), maxConnections: 8 }),
+    (e) => new InputError({ message: `--store: cannot connect: ${e.message}` })
+  )
+
+const fromStore = <A, R>(effect: Effect.Effect<A, PgBatchRun.PgBatchError, R>) =>
+  Effect.mapError(effect, (e) => new InputError({ message: `--store: ${e.message}` }))
+
+const loadItems = (input: string) =>
+  Effect.map(Stream.runCollect(streamPrompts(input)), (items) => Chunk.toReadonlyArray(items))
+
+const request = (item: PromptItem) => ({
+  id: item.id,
+  prompt: item.prompt,
+  system: item.system,
+  inputTokens: item.inputTokens,
+  maxOutputTokens: item.maxOutputTokens
+})
+
+// Runs one worker (after starting the run when `start`), then reads the whole run's status.
+const work = (options: WorkerOptions, start: boolean) =>
+  Effect.gen(function*() {
+    const { catalog, contract } = yield* loadCatalogAndContract(options.catalog, options.contract)
+    const identity = yield* Either.mapLeft(
+      Identity.fromContract(contract, catalog, {
+        promptVersion: "1",
+        parserVersion: "text",
+        applicationVersion: "rein-cli/0.1.0"
+      }),
+      (e) => new InputError({ message: inFile(options.contract, e.message) })
+    )
+    const scenario = options.scenario === undefined
+      ? undefined
+      : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
+    const items = yield* loadItems(options.input)
+    yield* Effect.mapError(Migrations.run, (e) => new InputError({ message: `--store: ${e.message}` }))
+    const started = start
+      ? yield* fromStore(PgBatchRun.start({
+        runId: options.run,
+        identity,
+        resume: options.resume,
+        items,
+        request,
+        itemId: (item) => item.id,
+        contract,
+        guardrails: options.guardrails
+      }))
+      : undefined
+    const providers = yield* forCalls(catalog, {
+      scenario,
+      originMillis: yield* Clock.currentTimeMillis,
+      baseUrl: Option.fromNullable(options.baseUrl)
+    })
+    const worker = yield* PgWorker.run({
+      runId: options.run,
+      item: (index) => Effect.succeed(items[index]!),
+      request,
+      itemId: (item) => item.id,
+      identity,
+      contract,
+      guardrails: options.guardrails
+    }).pipe(
+      Effect.provide(Rein.layer({ catalog, providers, tokenizer, health: false })),
+      Effect.mapError((e) =>
+        e._tag === "PgBatchError" ? new InputError({ message: `--store: ${e.message}` }) : new InputError({
+          message: `${options.input}: ${e.message}`
+        })
+      )
+    )
+    const status = yield* fromStore(PgBatchRun.status(options.run))
+    return {
+      ok: status.status === "finished" && Object.keys(status.byCategory).every((c) => c === "ok"),
+      started,
+      worker,
+      status
+    } satisfies WorkerReport
+  })
+
+/**
+ * Starts the run (or joins it while it runs) and works on it, as `rein batch --store` does.
+ *
+ * @example
+ * ```ts
+ * import { Guardrails } from "@rein/batch"
+ * import { Distributed } from "@rein/cli"
+ *
+ * const report = Distributed.start({
+ *   store: "postgres://localhost/rein", run: "nightly", input: "prompts.jsonl", catalog: "catalog.json",
+ *   contract: "contract.json", guardrails: Guardrails.make({ concurrency: 8 }), resume: "reuse-successes"
+ * })
+ * ```
+ * @since 0.1.0
+ * @category running
+ */
+export const start = (options: WorkerOptions): Effect.Effect<WorkerReport, InputError, FileSystem.FileSystem> =>
+  Effect.scoped(Effect.provide(work(options, true), connect(options.store)))
+
+/**
+ * Joins a run as one more worker, as `rein worker` does.
+ *
+ * @example
+ * ```ts
+ * import { Guardrails } from "@rein/batch"
+ * import { Distributed } from "@rein/cli"
+ *
+ * const report = Distributed.join({
+ *   store: "postgres://localhost/rein", run: "nightly", input: "prompts.jsonl", catalog: "catalog.json",
+ *   contract: "contract.json", guardrails: Guardrails.make({ concurrency: 8 }), resume: "reuse-successes"
+ * })
+ * ```
+ * @since 0.1.0
+ * @category running
+ */
+export const join = (options: WorkerOptions): Effect.Effect<WorkerReport, InputError, FileSystem.FileSystem> =>
+  Effect.scoped(Effect.provide(work(options, false), connect(options.store)))
+
+/**
+ * Renders a run's status as a table.
+ *
+ * @example
+ * ```ts
+ * import { Distributed } from "@rein/cli"
+ * import type { PgBatchRun } from "@rein/postgres"
+ *
+ * declare const status: PgBatchRun.Status
+ * console.log(Distributed.renderStatus(status))
+ * ```
+ * @since 0.1.0
+ * @category rendering
+ */
+export const renderStatus = (s: PgBatchRun.Status): string => {
+  const categories = Object.entries(s.byCategory).map(([k, v]) => `${k} ${v}`).join(", ")
+  const rows: Array<Array<string>> = [
+    ["status", s.status],
+    ["stop", s.stop === null ? "-" : `${s.stop.kind}: ${s.stop.reason}`],
+    ["items", `${s.items.total}: ${s.items.done} done, ${s.items.leased} leased, ${s.items.pending} pending`],
+    ["by category", categories === "" ? "-" : categories],
+    ["cost", `${num(s.cost)}${s.unknownCost > 0 ? ` (${s.unknownCost} items of unknown cost)` : ""}`],
+    ["fenced out", String(s.fencedOut)],
+    ["started", `${s.startedAt} (${Math.round(s.elapsedMillis)} ms ago)`],
+    ["deadline", s.deadlineMillis === null ? "-" : `${s.deadlineMillis} ms`]
+  ]
+  return [`run ${s.runId}`, table(rows, "  ", 70)].join("\n")
+}
+
+const render = (r: WorkerReport): string => {
+  const w = r.worker
+  const head = r.started === undefined
+    ? `worker ${w.owner} joined run ${r.status.runId}`
+    : `${r.started.session} run ${r.status.runId}: ${r.started.items} items, ${r.started.reopened} to run again`
+  return [
+    head,
+    `this worker: ${w.leased} leased, ${w.stats.succeeded} succeeded, ${w.stats.failed} failed, ${w.swept} given the stop's record, ${w.fencedOut} fenced out (${w.termination.kind})`,
+    renderStatus(r.status)
+  ].join("\n")
+}
+
+/** The options `rein worker` and `rein status` share with `rein batch --store`. @internal */
+export const store = Options.text("store").pipe(
+  Options.withPseudoName("URL"),
+  Options.withDescription("The PostgreSQL connection string of a run shared by many workers (postgres://…)")
+)
+
+/** `--run ID`. @internal */
+export const run = Options.text("run").pipe(
+  Options.withPseudoName("ID"),
+  Options.withDescription("The run's id in the store")
+)
+
+/** Prints a report and sets the exit code. @internal */
+export const report = (r: WorkerReport, asJson: boolean): Effect.Effect<void, never, ExitStatus> =>
+  Effect.zipRight(Console.log(asJson ? json(r) : render(r)), exitWith(r.ok ? ExitCode.ok : ExitCode.failed))
+
+/**
+ * The `rein status` command.
+ *
+ * @example
+ * ```ts
+ * import { Distributed } from "@rein/cli"
+ *
+ * Distributed.statusCommand // rein status --store postgres://… --run ID [--json]
+ * ```
+ * @since 0.1.0
+ * @category commands
+ */
+export const statusCommand = Command.make(
+  "status",
+  { store, run, json: Shared.json },
+  (o): Effect.Effect<void, InputError> =>
+    Effect.gen(function*() {
+      const status = yield* fromStore(PgBatchRun.status(o.run)).pipe(Effect.provide(connect(o.store)))
+      yield* Console.log(o.json ? json(status) : renderStatus(status))
+    })
+).pipe(Command.withDescription("Show a run shared through --store: its progress, stop and summary"))
+
+/**
+ * The `rein worker` command.
+ *
+ * @example
+ * ```ts
+ * import { Distributed } from "@rein/cli"
+ *
+ * Distributed.workerCommand // rein worker --store postgres://… --run ID --input F --catalog C --contract K …
+ * ```
+ * @since 0.1.0
+ * @category commands
+ */
+export const workerCommand = Command.make(
+  "worker",
+  {
+    store,
+    run,
+    input: Options.file("input").pipe(Options.withDescription("The run's input file (the same on every worker)")),
+    catalog: Shared.catalog,
+    contract: Shared.contract,
+    concurrency: Shared.number("concurrency", "a positive integer").pipe(
+      Options.withDescription("Items at once in this worker (default 8)"),
+      Options.optional
+    ),
+    itemDeadline: Options.text("item-deadline").pipe(
+      Options.withPseudoName("DURATION"),
+      Options.withDescription("Deadline of each item, e.g. \"30 seconds\""),
+      Options.optional
+    ),
+    abortOn: Options.text("abort-on").pipe(
+      Options.withPseudoName("CATEGORY"),
+      Options.withDescription("A failure category that stops the whole run (repeatable), e.g. authentication"),
+      Options.repeated,
+      Options.optional
+    ),
+    abortMode: Shared.choice("abort-mode", ["drain-active", "cancel-active"]).pipe(
+      Options.withDescription("On a stop: let this worker's calls in flight finish, or cancel them"),
+      Options.optional
+    ),
+    scenario: Shared.scenario,
+    baseUrl: Shared.baseUrl,
+    json: Shared.json
+  },
+  (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
+    Effect.gen(function*() {
+      const guardrails = yield* decodeFlags({
+        concurrency: o.concurrency,
+        itemDeadline: o.itemDeadline,
+        abortMode: o.abortMode,
+        abortOn: Option.filter(o.abortOn, (xs) => xs.length > 0)
+      })
+      const r = yield* join({
+        store: o.store,
+        run: o.run,
+        input: o.input,
+        catalog: o.catalog,
+        contract: o.contract,
+        guardrails,
+        resume: "reuse-successes",
+        scenario: Option.getOrUndefined(o.scenario),
+        baseUrl: Option.getOrUndefined(o.baseUrl)
+      })
+      yield* report(r, o.json)
+    })
+).pipe(Command.withDescription("Join a run shared through --store as one more worker"))
+
+const FLAGS: Readonly<Record<string, string>> = {
+  concurrency: "--concurrency",
+  itemDeadline: "--item-deadline",
+  abortOn: "--abort-on",
+  abortMode: "--abort-mode"
+}
+
+/** The guardrails of `rein worker`'s flags; a bad value names its flag. @internal */
+const decodeFlags = (flags: Readonly<Record<string, Option.Option<unknown>>>) => {
+  const given: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(flags)) if (Option.isSome(v)) given[k] = v.value
+  return Either.mapLeft(Guardrails.decode(given), (e) =>
+    new InputError({
+      message: e.message.split("\n").map((line) => {
+        const field = line.split(/[.:]/)[0] ?? ""
+        return field in FLAGS ? `${FLAGS[field]}${line.slice(field.length)}` : line
+      }).join("\n")
+    }))
+}

@@ -1,0 +1,104 @@
+/**
+ * `rein batch --store`, `rein worker` and `rein status` as a user runs them: the built binary against a real
+ * PostgreSQL on loopback (TestServer), two processes on one run.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { TestServer } from "@rein/postgres/testing"
+import { Effect, Exit, Scope } from "effect"
+import { execFile } from "node:child_process"
+import { afterAll, beforeAll } from "vitest"
+import * as Binary from "../../../test/support/binary.js"
+
+const { bin, root } = Binary
+const available = TestServer.binaries() !== undefined
+const scope = Effect.runSync(Scope.make())
+let url = ""
+let tmp = ""
+
+interface Result {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const rein = (args: ReadonlyArray<string>): Promise<Result> =>
+  new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      { cwd: root, encoding: "utf8", timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+        resolve({ code, stdout, stderr })
+      }
+    )
+  })
+
+const files = [
+  "--input",
+  "examples/prompts.jsonl",
+  "--catalog",
+  "examples/catalog.json",
+  "--contract",
+  "examples/contract.json"
+]
+
+beforeAll(async () => {
+  if (!available) return
+  tmp = Binary.prepare("rein-distributed-")
+  url = (await Effect.runPromise(Scope.extend(TestServer.start, scope))).url
+}, 300_000)
+
+afterAll(async () => {
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+  Binary.cleanUp(tmp)
+})
+
+describe.skipIf(!available)("rein batch --store, rein worker, rein status", () => {
+  it(
+    "a run started by one process and joined by another: every prompt done once, the status from a third",
+    async () => {
+      const [started, joined] = await Promise.all([
+        rein(["batch", "--store", url, "--run", "demo", ...files, "--concurrency", "4", "--json"]),
+        // The worker may come before the run exists: it then fails cleanly; it is started again below.
+        rein(["worker", "--store", url, "--run", "demo", ...files, "--concurrency", "4", "--json"])
+      ])
+      expect(started.stderr).not.toMatch(/\n\s+at /)
+      expect([0, 1]).toContain(started.code)
+      const report = JSON.parse(started.stdout)
+      expect(report.started).toMatchObject({ runId: "demo", session: "created", items: 48 })
+      expect(report.status.items).toEqual({ total: 48, pending: 0, leased: 0, done: 48 })
+      expect(report.status.status).toBe("finished")
+      if (joined.code === 2) expect(joined.stderr).toMatch(/--store: no run "demo"/)
+      else expect(JSON.parse(joined.stdout).status.items.done).toBe(48)
+
+      // Joined again after the end: nothing to lease, no call.
+      const again = await rein(["worker", "--store", url, "--run", "demo", ...files, "--json"])
+      expect(JSON.parse(again.stdout).worker.leased).toBe(0)
+
+      const status = await rein(["status", "--store", url, "--run", "demo", "--json"])
+      expect(status.code).toBe(0)
+      const s = JSON.parse(status.stdout)
+      expect(s.items.total).toBe(48)
+      expect(Object.values(s.byCategory as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(48)
+      const text = await rein(["status", "--store", url, "--run", "demo"])
+      expect(text.stdout).toMatch(/run demo\n/)
+      expect(text.stdout).toMatch(/48: 48 done/)
+    },
+    240_000
+  )
+
+  it(
+    "an unknown run and an unreachable store are one line each, exit code 2, no stack trace, no password",
+    async () => {
+      const unknown = await rein(["status", "--store", url, "--run", "nope"])
+      expect(unknown.code).toBe(2)
+      expect(unknown.stderr).toMatch(/no run "nope"/)
+      const down = await rein(["status", "--store", "postgres://rein:s3cret@127.0.0.1:1/rein", "--run", "x"])
+      expect(down.code).toBe(2)
+      expect(down.stderr).not.toMatch(/s3cret/)
+      expect(down.stderr).not.toMatch(/\n\s+at /)
+    },
+    120_000
+  )
+})

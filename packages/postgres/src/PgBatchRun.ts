@@ -1,0 +1,336 @@
+/**
+ * One batch run shared by many worker processes through PostgreSQL: the run row, its items as a work queue,
+ * and its artifact (the terminal records). `start` submits a run's items (or joins the run when it is
+ * running); workers (`PgWorker`) lease and execute them; `status` reads the whole run from any machine.
+ *
+ * The database holds no prompt and no input: an item row has its id, submission index and fingerprints.
+ * Every worker resolves an item's input from the same source (by index) and checks its fingerprint before
+ * running it.
+ *
+ * Identity, fingerprints and resume policies are batch's own (`Identity`, `Fingerprint`, `Resume`) and mean
+ * what they mean for the JSONL store: starting a run that ended begins a new session in which a finished
+ * item runs again unless `Resume.index` over the run's records (under the session's identity and policy)
+ * has a record to reuse for its id and input fingerprint; an item whose input changed runs again.
+ *
+ * Sessions: `start` on an absent run creates it; on a `running` run it joins (adds items it lacks, changes
+ * nothing else; a different identity is refused); on a `stopped` or `finished` run it starts a new session
+ * (the stop cleared, the deadline counted from now, the resume policy applied).
+ *
+ * Queue choice: `graphile-worker` and `pg-boss` were considered. Both lease jobs with
+ * `FOR UPDATE SKIP LOCKED` and expire stuck jobs, but neither fences the completion of a job by a lease
+ * token (a worker whose job was re-assigned after its lease expired can still complete it — pg-boss
+ * completes by job id, graphile-worker by job id and worker id while a reclaimed job keeps its id), neither
+ * writes an application record in the completing statement, and both add a job table row, a notification
+ * and a completion round trip per item beside our own record. A run here needs exactly one terminal record
+ * per item, fenced by its lease, written in the statement that marks the item done; the queue is three
+ * statements (`lease`, `heartbeat`, `finish`), so it is written here on `@effect/sql`.
+ *
+ * @since 0.1.0
+ */
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { Identity } from "@rein/batch"
+import { ArtifactStore, Guardrails, Resume, Termination } from "@rein/batch"
+import { Contract } from "@rein/core"
+import { Duration, Effect, Either, Option, Schema } from "effect"
+import * as Items from "./internal/batchItems.js"
+import * as Q from "./internal/batchStatements.js"
+
+/**
+ * Why a distributed run could not go on:
+ *
+ * - `NotFound`: no run of this id;
+ * - `IdentityMismatch`: a worker or a joining `start` whose identity is not the running session's;
+ * - `InputMismatch`: the input a worker resolved for an item is not the one submitted (`itemId` names it);
+ * - `InvalidInput`: an item with no fingerprint, or two items with one id;
+ * - `Unavailable`: the database failed or could not be reached.
+ *
+ * @example
+ * ```ts
+ * import { PgBatchRun } from "@rein/postgres"
+ *
+ * const error = new PgBatchRun.PgBatchError({ reason: "NotFound", message: "no run \"nightly\"" })
+ * ```
+ * @category errors
+ * @since 0.1.0
+ */
+export class PgBatchError extends Schema.TaggedError<PgBatchError>()("PgBatchError", {
+  reason: Schema.Literal("NotFound", "IdentityMismatch", "InputMismatch", "InvalidInput", "Unavailable"),
+  message: Schema.String,
+  itemId: Schema.optional(Schema.String)
+}) {}
+
+/** @internal */
+export const unavailable = (e: SqlError) => new PgBatchError({ reason: "Unavailable", message: e.message })
+
+/**
+ * How a run is started: its id, what makes results interchangeable (`identity`), the resume policy of a
+ * new session, its items (read once, in order), how an item becomes a request, an id and a fingerprinted
+ * input (as `Batch` and `Checkpoint` options), and the contract and guardrails (kept as the run's summary;
+ * the guardrails' `batchDeadline` is the run-wide deadline).
+ *
+ * @example
+ * ```ts
+ * import { Contract } from "@rein/core"
+ * import { Guardrails, Identity } from "@rein/batch"
+ * import type { PgBatchRun } from "@rein/postgres"
+ *
+ * declare const contract: Contract.Contract
+ * const options: PgBatchRun.StartOptions<string> = {
+ *   runId: "nightly-2025-01-01",
+ *   identity: Identity.make({
+ *     provider: "openai", model: "gpt-4.1-mini", promptVersion: "p4", parserVersion: "j2", applicationVersion: "a7"
+ *   }),
+ *   resume: "reuse-successes",
+ *   items: ["Summarise A", "Summarise B"],
+ *   contract,
+ *   guardrails: Guardrails.make({ batchDeadline: "1 hour" })
+ * }
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface StartOptions<I> extends Items.ItemOptions<I> {
+  readonly runId: string
+  readonly identity: Identity.Identity
+  readonly resume: Resume.Policy
+  readonly items: Iterable<I>
+  readonly contract?: Contract.Contract | undefined
+  readonly guardrails?: Guardrails.Guardrails | undefined
+}
+
+/**
+ * What `start` did: `created` a run, `joined` a running one, or `restarted` one that ended (a new session);
+ * how many items the run has and how many the resume policy put back to run.
+ *
+ * @example
+ * ```ts
+ * import type { PgBatchRun } from "@rein/postgres"
+ *
+ * const line = (s: PgBatchRun.Started) => `${s.session} ${s.runId}: ${s.items} items, ${s.reopened} to run again`
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Started {
+  readonly runId: string
+  readonly session: "created" | "joined" | "restarted"
+  readonly items: number
+  readonly reopened: number
+}
+
+const CHUNK = 2_000
+
+// The run's summary: the encoded contract and guardrails (no prompt is in either).
+const summaryOf = (options: StartOptions<unknown>): unknown => ({
+  ...(options.guardrails === undefined ? {} : {
+    guardrails: Either.getOrUndefined(Schema.encodeEither(Guardrails.Guardrails)(options.guardrails))
+  }),
+  ...(options.contract === undefined ? {} : {
+    contract: Either.getOrUndefined(Schema.encodeEither(Contract.Contract)(options.contract))
+  })
+})
+
+const deadlineOf = (options: StartOptions<unknown>): number | null =>
+  options.guardrails?.batchDeadline === undefined ? null : Duration.toMillis(options.guardrails.batchDeadline)
+
+// Every item's key, in order; an item with no fingerprint or a second item with an id is refused.
+const keysOf = <I>(options: StartOptions<I>): Either.Either<Array<Q.ItemKey>, PgBatchError> => {
+  const keys: Array<Q.ItemKey> = []
+  const seen = new Set<string>()
+  let index = 0
+  for (const item of options.items) {
+    const key = Items.keyOf(options, item, index++)
+    if (Either.isLeft(key)) {
+      const { error, itemId } = key.left
+      return Either.left(
+        new PgBatchError({
+          reason: "InvalidInput",
+          message: `the input of item ${JSON.stringify(itemId)} has no fingerprint: ${error.path}: ${error.message}`,
+          itemId
+        })
+      )
+    }
+    if (seen.has(key.right.itemId)) {
+      return Either.left(
+        new PgBatchError({
+          reason: "InvalidInput",
+          message: `two items have the id ${JSON.stringify(key.right.itemId)}`,
+          itemId: key.right.itemId
+        })
+      )
+    }
+    seen.add(key.right.itemId)
+    keys.push(key.right)
+  }
+  return Either.right(keys)
+}
+
+const decodeRecord = Schema.decodeUnknownEither(ArtifactStore.ItemRecord)
+
+/** Every record of the run, oldest first, decoded (a record that does not decode is skipped, never reused). @internal */
+export const recordsOf = (sql: SqlClient.SqlClient, runId: string) =>
+  Effect.map(Q.records(sql, runId), (rows) => {
+    const out: Array<ArtifactStore.ItemRecord> = []
+    for (const row of rows) {
+      const decoded = decodeRecord(row.record)
+      if (Either.isRight(decoded)) out.push(decoded.right)
+    }
+    return out
+  })
+
+// A new session: the items whose records the policy does not reuse (under this identity, for this input) run again.
+const reopen = (sql: SqlClient.SqlClient, runId: string, policy: Resume.Policy, identityFingerprint: string) =>
+  Effect.gen(function*() {
+    const index = Resume.index(yield* recordsOf(sql, runId), { policy, identityFingerprint })
+    const done = yield* Q.doneItems(sql, runId)
+    const again = done.filter((row) => Option.isNone(index.lookup(row.item_id, row.input_fingerprint)))
+      .map((row) => row.item_id)
+    for (let i = 0; i < again.length; i += CHUNK) yield* Q.reopenItems(sql, runId, again.slice(i, i + CHUNK))
+    return again.length
+  })
+
+/**
+ * Starts a run, joins it while it runs, or starts a new session of it after it ended (see the module doc).
+ * The items are submitted in the same transaction, so a worker never sees half a submission.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { PgBatchRun } from "@rein/postgres"
+ *
+ * declare const options: PgBatchRun.StartOptions<string>
+ * const started = PgBatchRun.start(options).pipe(
+ *   Effect.tap((s) => Effect.log(`${s.session}: ${s.items} items, ${s.reopened} to run again`))
+ * )
+ * ```
+ * @category running
+ * @since 0.1.0
+ */
+export const start = <I>(options: StartOptions<I>): Effect.Effect<Started, PgBatchError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const keys = yield* keysOf(options)
+    const sql = yield* SqlClient.SqlClient
+    const manifest = yield* ArtifactStore.makeManifest(options.identity)
+    const settings = summaryOf(options as StartOptions<unknown>)
+    const deadlineMillis = deadlineOf(options as StartOptions<unknown>)
+    const runId = options.runId
+    return yield* sql.withTransaction(Effect.gen(function*() {
+      const created = (yield* Q.insertRun(sql, { runId, manifest, settings, deadlineMillis })).length > 0
+      const run = (yield* Q.lockRun(sql, runId))!
+      if (run.status === "running" && !created && run.identity_fingerprint !== manifest.identityFingerprint) {
+        return yield* new PgBatchError({
+          reason: "IdentityMismatch",
+          message: `run ${
+            JSON.stringify(runId)
+          } is running under identity ${run.identity_fingerprint}, not ${manifest.identityFingerprint}`
+        })
+      }
+      for (let i = 0; i < keys.length; i += CHUNK) yield* Q.upsertItems(sql, runId, keys.slice(i, i + CHUNK))
+      if (run.status === "running") {
+        return { runId, session: created ? "created" : "joined", items: keys.length, reopened: 0 } as const
+      }
+      yield* Q.restartRun(sql, { runId, identityFingerprint: manifest.identityFingerprint, settings, deadlineMillis })
+      const reopened = yield* reopen(sql, runId, options.resume, manifest.identityFingerprint)
+      return { runId, session: "restarted", items: keys.length, reopened } as const
+    }))
+  }).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(unavailable(e))))
+
+/**
+ * A run as any machine sees it: its session, stop (first trigger wins, with its item id), deadline, items
+ * by state and by outcome category, what the finished ones cost, and how many results the lease fence
+ * dropped (a worker that lost its lease and finished anyway).
+ *
+ * @example
+ * ```ts
+ * import type { PgBatchRun } from "@rein/postgres"
+ *
+ * const line = (s: PgBatchRun.Status) => `${s.status}: ${s.items.done}/${s.items.total} done, $${s.cost}`
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Status {
+  readonly runId: string
+  readonly status: "running" | "stopped" | "finished"
+  readonly identityFingerprint: string
+  readonly createdAt: string
+  readonly startedAt: string
+  readonly elapsedMillis: number
+  readonly deadlineMillis: number | null
+  readonly stop: Termination.Stop | null
+  readonly stopItemId: string | null
+  readonly items: {
+    readonly total: number
+    readonly pending: number
+    readonly leased: number
+    readonly done: number
+  }
+  readonly byCategory: Readonly<Record<string, number>>
+  /** What the finished items' records say they cost (items of unknown cost apart). */
+  readonly cost: number
+  readonly unknownCost: number
+  readonly fencedOut: number
+  readonly settings: unknown
+}
+
+const decodeStop = Schema.decodeUnknownOption(Termination.Termination)
+
+/** The stop on record, decoded (`undefined` when there is none). @internal */
+export const stopOf = (value: unknown): Termination.Stop | undefined =>
+  Option.getOrUndefined(
+    Option.filter(decodeStop(value), (t): t is Termination.Stop => t.kind !== "completed")
+  )
+
+/**
+ * Reads a run's status.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { PgBatchRun } from "@rein/postgres"
+ *
+ * const report = Effect.map(PgBatchRun.status("nightly"), (s) => `${s.items.done} of ${s.items.total}`)
+ * ```
+ * @category running
+ * @since 0.1.0
+ */
+export const status = (runId: string): Effect.Effect<Status, PgBatchError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const run = yield* Q.readRun(sql, runId)
+    if (run === undefined) {
+      return yield* new PgBatchError({ reason: "NotFound", message: `no run ${JSON.stringify(runId)}` })
+    }
+    const rows = yield* Q.counts(sql, runId)
+    const items = { total: 0, pending: 0, leased: 0, done: 0 }
+    const byCategory: Record<string, number> = {}
+    let cost = 0
+    let unknownCost = 0
+    for (const row of rows) {
+      items.total += row.n
+      if (row.state === "pending" || row.state === "leased" || row.state === "done") items[row.state] += row.n
+      if (row.state === "done" && row.category !== null) {
+        byCategory[row.category] = (byCategory[row.category] ?? 0) + row.n
+      }
+      cost += row.cost ?? 0
+      unknownCost += row.unknown_cost
+    }
+    return {
+      runId,
+      status: run.status,
+      identityFingerprint: run.identity_fingerprint,
+      createdAt: run.created_at,
+      startedAt: run.started_at,
+      elapsedMillis: run.elapsed_millis,
+      deadlineMillis: run.deadline_millis,
+      stop: stopOf(run.stop) ?? null,
+      stopItemId: run.stop_item_id,
+      items,
+      byCategory,
+      cost,
+      unknownCost,
+      fencedOut: run.fenced_out,
+      settings: run.settings
+    }
+  }).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(unavailable(e))))

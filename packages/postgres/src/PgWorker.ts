@@ -1,0 +1,489 @@
+/**
+ * A worker of a distributed batch run (`PgBatchRun`): it leases items from the run's queue, resolves each
+ * item's input from the source by its submission index (checking its fingerprint against the one
+ * submitted), runs them with batch's own engine (`Batch.stream`: the contract, the item deadline, the
+ * gate, abort modes, events, the checkpoint records of `Checkpoint`) and writes each terminal record fenced
+ * by its lease. Many workers, on one machine or many, run one run together.
+ *
+ * The queue: a worker leases up to `leaseBatch` items per round trip (`SELECT … FOR UPDATE SKIP LOCKED`,
+ * lowest index first), each lease with a fencing token and an expiry on the database clock; a heartbeat
+ * every `heartbeatMillis` extends its leases; a lease that expired (its worker died or stalled past
+ * `leaseMillis`) is taken by the next worker that asks, with a new token. A terminal record is written by
+ * one statement that marks the item done and appends the record only while the writer's token is still
+ * the item's (`UPDATE … WHERE lease_token = $t`): a worker whose lease was taken over cannot write, its
+ * result is dropped and counted (`fencedOut`). Records are group-committed in the background: an item
+ * leaves its concurrency slot when its record is handed over, not when it commits (one database round trip
+ * per item would otherwise be added to every item's time in the slot); the worker waits for every record
+ * before it sweeps or leaves, and a failed write stops it. So a result published by a worker is final once
+ * its record committed (`onRecorded`); the run's results are the records in the database. So every item gets exactly one terminal record, and a call is
+ * made twice only for an item whose worker lost its lease while the call was in flight.
+ *
+ * Budget: the token and cost caps are the shared hard budget (`PgBudget`, core's `SharedBudget`, provided
+ * with the worker's `Rein`). It settles each attempt in-process against its slice; it is not in the
+ * terminal write's transaction and need not be: the slice's exposure, reported at each heartbeat, already
+ * counts every reservation in flight, and a dead worker's lease is reclaimed with that exposure charged as
+ * spent. A worker that dies after the provider answered and before its record committed has its item run
+ * again by another worker and its call charged by the reclaim: both calls are paid for, none is lost from
+ * the accounting, and spent never exceeds the cap.
+ *
+ * Run-wide guardrails: the batch deadline counts from the session's start on the database clock (each
+ * worker runs with the time left, and the heartbeat checks it too); a stop (fail-fast, a batch timeout, a
+ * soft cap) is recorded once on the run row, the first trigger winning with its item id, and every worker
+ * learns it at its next heartbeat: it then admits nothing more, and its calls in flight drain or are
+ * cancelled per its own `abortMode`. The stop travels through batch's `RunLimits` seam: this module wraps
+ * the in-memory limits (rate limits and soft caps stay per worker) with a stop recorded in the database;
+ * `PgRunLimits` (shared RPM/TPM, cooldowns, soft caps and stop), once it exists, replaces that wrapper as
+ * the `RunLimits` given to the engine. An artifact failure stops only the worker that had it (its leases
+ * go back to the queue). After a stop, the worker gives every item not run (pending, its own, or held by
+ * an expired lease) the stop's record, without a call, as a single-process run does for the items it
+ * accepted but never started.
+ *
+ * @since 0.1.0
+ */
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { Events, Identity, Stats, Termination } from "@rein/batch"
+import { ArtifactStore, Batch, Checkpoint, Fingerprint, Guardrails, Result, Resume, RunLimits } from "@rein/batch"
+import type { SourceError } from "@rein/batch/Source"
+import type { Contract, Outcome, Rein } from "@rein/core"
+import type { Scope } from "effect"
+import { Chunk, Duration, Effect, Option, Random, Schema, Stream, Struct } from "effect"
+import { hostname } from "node:os"
+import * as Items from "./internal/batchItems.js"
+import * as Q from "./internal/batchStatements.js"
+import * as Fence from "./internal/fence.js"
+import { PgBatchError, stopOf, unavailable } from "./PgBatchRun.js"
+
+/**
+ * How a worker runs: the run, the source of inputs by submission index, the identity (it must be the
+ * running session's), the contract and guardrails each item runs under here (`concurrency`, `abortMode`,
+ * `abortOn`, the item deadline, rate limits; the batch deadline is the run's), how an item becomes a
+ * request, id and input (as `start` was told), what of a success is kept, and the lease timing.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Contract } from "@rein/core"
+ * import { Guardrails, Identity } from "@rein/batch"
+ * import type { PgWorker } from "@rein/postgres"
+ *
+ * declare const contract: Contract.Contract
+ * declare const identity: Identity.Identity
+ * const prompts = ["Summarise A", "Summarise B"]
+ * const options: PgWorker.Options<string> = {
+ *   runId: "nightly",
+ *   item: (index) => Effect.succeed(prompts[index]!),
+ *   identity,
+ *   contract,
+ *   guardrails: Guardrails.make({ concurrency: 16, abortOn: ["authentication"] })
+ * }
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Options<I, E = never, R = never> extends Items.ItemOptions<I> {
+  readonly runId: string
+  /** The item submitted at this index (the same source `PgBatchRun.start` read). */
+  readonly item: (index: number) => Effect.Effect<I, E, R>
+  readonly identity: Identity.Identity
+  readonly contract: Contract.Contract
+  readonly guardrails?: Guardrails.Guardrails | undefined
+  /** What of a success is kept as its result (default: the completion's text); `false` keeps none. */
+  readonly result?: ((completion: Outcome.Completion, item: I) => unknown) | false | undefined
+  /**
+   * Receives every event of this worker's part, in order. An item's result is published (and its event
+   * raised) once its record is handed to the writer: the record commits after (see `onRecorded`).
+   */
+  readonly onEvent?: ((event: Events.Event) => Effect.Effect<void>) | undefined
+  /** Called with an item's id once its terminal record committed (not when the fence dropped it). */
+  readonly onRecorded?: ((itemId: string) => Effect.Effect<void>) | undefined
+  /** This worker's name on its leases (default: host, process id and a random suffix). */
+  readonly owner?: string | undefined
+  /** How long a lease lasts without a heartbeat (default 30 s). */
+  readonly leaseMillis?: number | undefined
+  /** How often leases are extended and the run's stop and deadline read (default a third of the lease). */
+  readonly heartbeatMillis?: number | undefined
+  /** Items leased per round trip (default the concurrency). */
+  readonly leaseBatch?: number | undefined
+}
+
+/**
+ * What one worker did: how its part ended (the run's stop when there was one), its own stats, how many
+ * items it leased, how many results the fence dropped, how many items it gave the stop's record without a
+ * call, and the run's status when it left.
+ *
+ * @example
+ * ```ts
+ * import type { PgWorker } from "@rein/postgres"
+ *
+ * const line = (s: PgWorker.Summary) => `${s.owner}: ${s.stats.succeeded} ok, ${s.fencedOut} fenced out`
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Summary {
+  readonly owner: string
+  readonly termination: Termination.Termination
+  readonly stats: Stats.Stats
+  readonly leased: number
+  readonly fencedOut: number
+  readonly swept: number
+  readonly runStatus: "running" | "stopped" | "finished"
+}
+
+interface Leased<I> {
+  readonly item: I
+  readonly itemId: string
+  readonly index: number
+}
+
+const DEFAULT_GUARDRAILS = Guardrails.make()
+const SWEEP_BATCH = 500
+// How often a worker with nothing to lease looks again while others hold the last items.
+const WAIT_MILLIS = 250
+
+// The category and encoded error of an item the stop reached before it started (as the engine's collateral).
+const collateralOf = (stop: Termination.Stop) => {
+  const fields = { reason: stop.reason, cause: null, attempts: [] }
+  switch (stop.kind) {
+    case "batch_timeout":
+      return {
+        category: "batch_deadline_exceeded",
+        error: Schema.encodeSync(Result.BatchDeadlineExceeded)(new Result.BatchDeadlineExceeded(fields))
+      }
+    case "budget_exceeded":
+      return {
+        category: "batch_budget_exceeded",
+        error: Schema.encodeSync(Result.BatchBudgetExceeded)(new Result.BatchBudgetExceeded(fields))
+      }
+    case "fail_fast":
+    case "artifact_error":
+      return {
+        category: "batch_aborted",
+        error: Schema.encodeSync(Result.BatchAborted)(new Result.BatchAborted(fields))
+      }
+  }
+}
+
+const db = <A>(effect: Effect.Effect<A, SqlError>): Effect.Effect<A, PgBatchError> =>
+  Effect.mapError(effect, unavailable)
+
+const itemIdOfStop = (stop: Termination.Stop): string | null =>
+  stop.kind === "fail_fast" || stop.kind === "artifact_error" ? stop.itemId : null
+
+interface Context<I, E, R> {
+  readonly sql: SqlClient.SqlClient
+  readonly options: Options<I, E, R>
+  readonly owner: string
+  readonly leaseMillis: number
+  readonly heartbeatMillis: number
+  readonly identityFingerprint: string
+  readonly fence: Fence.Fence
+  readonly limits: RunLimits.Service
+  leased: number
+}
+
+// The in-memory limits, with the stop recorded on the run row: the first stop of the whole run wins.
+const sharedStop = (sql: SqlClient.SqlClient, runId: string, inner: RunLimits.Service): RunLimits.Service => {
+  const record = (stop: Termination.Stop): Effect.Effect<Termination.Stop> =>
+    stop.kind === "artifact_error"
+      ? inner.stop(stop)
+      : Q.stop(sql, runId, stop, itemIdOfStop(stop)).pipe(
+        Effect.map((onRecord) => stopOf(onRecord) ?? stop),
+        Effect.catchAll((e) =>
+          Effect.as(Effect.logWarning(`the run's stop could not be recorded: ${e.message}`), stop)
+        ),
+        Effect.flatMap(inner.stop)
+      )
+  return {
+    waits: inner.waits,
+    admit: inner.admit,
+    release: inner.release,
+    released: inner.released,
+    charge: inner.charge,
+    totals: inner.totals,
+    cool: inner.cool,
+    cooldownLeft: inner.cooldownLeft,
+    stop: record,
+    stopped: inner.stopped,
+    whenStopped: inner.whenStopped,
+    ...(inner.unsafeAdmit === undefined ? {} : { unsafeAdmit: inner.unsafeAdmit }),
+    ...(inner.unsafeRelease === undefined ? {} : { unsafeRelease: inner.unsafeRelease }),
+    ...(inner.unsafeStopped === undefined ? {} : { unsafeStopped: inner.unsafeStopped })
+  }
+}
+
+// Extends this worker's leases, learns the run's stop, and stops the run at its deadline.
+const beat = <I, E, R>(ctx: Context<I, E, R>) =>
+  Effect.gen(function*() {
+    const row = yield* db(Q.heartbeat(ctx.sql, ctx.options.runId, ctx.owner, ctx.leaseMillis))
+    if (row === undefined) return
+    const stop = stopOf(row.stop)
+    if (stop !== undefined) {
+      yield* ctx.limits.stop(stop)
+    } else if (row.deadline_millis !== null && row.elapsed_millis >= row.deadline_millis) {
+      yield* ctx.limits.stop(deadlineStop(row.deadline_millis))
+    }
+  })
+
+// Every `heartbeatMillis`, a beat.
+const heartbeat = <I, E, R>(ctx: Context<I, E, R>) =>
+  Effect.forever(
+    Effect.zipRight(
+      Effect.sleep(Duration.millis(ctx.heartbeatMillis)),
+      Effect.catchAll(beat(ctx), (e) => Effect.logWarning(`heartbeat failed: ${e.message}`))
+    )
+  )
+
+const deadlineStop = (millis: number): Termination.Stop => ({
+  _tag: "BatchTimeout",
+  kind: "batch_timeout",
+  reason: `the batch deadline of ${millis} ms expired`
+})
+
+// Resolves a leased row's input from the source and checks it is the item submitted.
+const resolve = <I, E, R>(ctx: Context<I, E, R>, row: Q.LeaseRow) =>
+  Effect.flatMap(ctx.options.item(row.idx), (item) => {
+    const key = Items.keyOf(ctx.options, item, row.idx)
+    const mismatch = (why: string) =>
+      Effect.fail(
+        new PgBatchError({
+          reason: "InputMismatch",
+          message: `item ${JSON.stringify(row.item_id)} (index ${row.idx}): ${why}`,
+          itemId: row.item_id
+        })
+      )
+    if (key._tag === "Left") return mismatch(`its input has no fingerprint (${key.left.error.message})`)
+    if (key.right.itemId !== row.item_id) {
+      return mismatch(`the source has item ${JSON.stringify(key.right.itemId)} there`)
+    }
+    if (key.right.inputFingerprint !== row.input_fingerprint) {
+      return mismatch(`its input fingerprint is ${key.right.inputFingerprint}, ${row.input_fingerprint} was submitted`)
+    }
+    return Effect.succeed<Leased<I>>({ item, itemId: row.item_id, index: row.idx })
+  })
+
+// The leased items as a lazy source: a lease round trip whenever the engine has taken every item leased so
+// far. With nothing to lease while other workers hold items, it waits a moment and asks again (a holder may
+// die and its lease expire); it ends when no item is left but its own, or the run stopped.
+const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Leased<I>, E | PgBatchError, R> => {
+  const next: Effect.Effect<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError, R> = Effect.gen(
+    function*() {
+      while (true) {
+        if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
+        const rows = yield* db(Q.lease(ctx.sql, ctx.options.runId, ctx.owner, batch, ctx.leaseMillis, true))
+        if (rows.length > 0) {
+          ctx.leased += rows.length
+          for (const row of rows) ctx.fence.tokens.set(row.item_id, row.lease_token)
+          return Option.some(yield* Effect.forEach(rows, (row) => resolve(ctx, row)))
+        }
+        const left = yield* db(Q.remaining(ctx.sql, ctx.options.runId, ctx.owner))
+        if (left.open === 0) return Option.none()
+        // Nothing leased with items open: held by others, or the run stopped or passed its deadline.
+        yield* beat(ctx)
+        if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
+        yield* Effect.sleep(Duration.millis(Math.min(ctx.heartbeatMillis, WAIT_MILLIS)))
+      }
+    }
+  )
+  return Stream.repeatEffectChunkOption(
+    next.pipe(
+      Effect.mapError(Option.some),
+      Effect.flatMap((o) =>
+        Option.isNone(o) ? Effect.fail(Option.none()) : Effect.succeed(Chunk.unsafeFromArray(o.value))
+      )
+    )
+  )
+}
+
+// The checkpoint hook of batch's `Checkpoint` (records made by batch's own code), appending through the fence
+// and recording each item at its submission index.
+const artifactsOf = <I, E, R>(ctx: Context<I, E, R>, manifest: ArtifactStore.Manifest): Batch.Artifacts<Leased<I>> => {
+  const options = ctx.options
+  const request = Items.requestOf(options)
+  const opened: ArtifactStore.Opened = {
+    manifest,
+    existing: [],
+    truncatedBytes: 0,
+    append: (record) => ctx.fence.submit(record)
+  }
+  const index = Resume.index([], { policy: "none", identityFingerprint: ctx.identityFingerprint })
+  const session: Resume.Session = {
+    policy: "none",
+    identity: options.identity,
+    identityFingerprint: ctx.identityFingerprint,
+    opened,
+    index,
+    lookup: index.lookup,
+    append: opened.append
+  }
+  const keep = options.result
+  const hook = Checkpoint.artifacts<Leased<I>>(session, {
+    request: (l) => request(l.item, l.index),
+    input: (l) => options.input === undefined ? l.item : options.input(l.item),
+    result: keep === false ? false : keep === undefined ? undefined : (completion, l) => keep(completion, l.item)
+  })
+  return {
+    opened,
+    toRecord: (result) => Effect.map(hook.toRecord(result), (record) => ({ ...record, index: result.item.index }))
+  }
+}
+
+// Gives every item nobody runs any more (pending, this worker's unstarted leases, expired leases) the stop's
+// record, without a call, under a fresh lease so that a late holder is fenced out.
+const sweep = <I, E, R>(ctx: Context<I, E, R>, stop: Termination.Stop) =>
+  Effect.gen(function*() {
+    const { category, error } = collateralOf(stop)
+    yield* db(Q.releaseOwned(ctx.sql, ctx.options.runId, ctx.owner))
+    let swept = 0
+    while (true) {
+      const rows = yield* db(Q.lease(ctx.sql, ctx.options.runId, ctx.owner, SWEEP_BATCH, ctx.leaseMillis, false))
+      if (rows.length === 0) return swept
+      const terminals = rows.map((row): Q.Terminal => ({
+        itemId: row.item_id,
+        token: row.lease_token,
+        record: Resume.makeRecord({
+          itemId: row.item_id,
+          index: row.idx,
+          promptFingerprint: row.prompt_fingerprint,
+          inputFingerprint: row.input_fingerprint,
+          identityFingerprint: ctx.identityFingerprint,
+          outcome: "failure",
+          category,
+          usage: { inputTokens: 0, outputTokens: 0 },
+          cost: 0,
+          attempts: 0,
+          durationMillis: 0,
+          error
+        })
+      }))
+      swept += (yield* db(Q.finish(ctx.sql, ctx.options.runId, terminals))).length
+    }
+  })
+
+const guardrailsFor = (g: Guardrails.Guardrails, run: Q.RunRow): Guardrails.Guardrails | Termination.Stop => {
+  if (run.deadline_millis === null) {
+    return g.batchDeadline === undefined ? g : new Guardrails.Guardrails(Struct.omit(g, "batchDeadline"))
+  }
+  const left = run.deadline_millis - run.elapsed_millis
+  if (left <= 0) return deadlineStop(run.deadline_millis)
+  return new Guardrails.Guardrails({ ...g, batchDeadline: Duration.millis(left) })
+}
+
+const ownerOf = <I, E, R>(options: Options<I, E, R>) =>
+  options.owner === undefined
+    ? Effect.map(Random.nextIntBetween(0, 1 << 30), (n) => `${hostname()}:${process.pid}:${n.toString(36)}`)
+    : Effect.succeed(options.owner)
+
+/**
+ * Runs this worker until the run has no item left for it: every item done, or the run stopped and every
+ * item nobody holds given the stop's record. Fails with `PgBatchError` when the run is absent, its session
+ * has another identity, an input does not match what was submitted, or the database failed.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { PgWorker } from "@rein/postgres"
+ *
+ * declare const options: PgWorker.Options<string>
+ * const report = Effect.map(PgWorker.run(options), (s) => `${s.stats.succeeded} ok, run ${s.runStatus}`)
+ * ```
+ * @category running
+ * @since 0.1.0
+ */
+export const run = <I, E = never, R = never>(
+  options: Options<I, E, R>
+): Effect.Effect<Summary, E | PgBatchError | SourceError, R | Rein.Rein | SqlClient.SqlClient> =>
+  Effect.scoped(runScoped(options))
+
+const runScoped = <I, E, R>(
+  options: Options<I, E, R>
+): Effect.Effect<Summary, E | PgBatchError | SourceError, R | Rein.Rein | SqlClient.SqlClient | Scope.Scope> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const runId = options.runId
+    const run = yield* db(Q.readRun(sql, runId))
+    if (run === undefined) {
+      return yield* new PgBatchError({ reason: "NotFound", message: `no run ${JSON.stringify(runId)}` })
+    }
+    const identityFingerprint = Fingerprint.identity(options.identity)
+    if (identityFingerprint !== run.identity_fingerprint) {
+      return yield* new PgBatchError({
+        reason: "IdentityMismatch",
+        message: `run ${
+          JSON.stringify(runId)
+        } runs under identity ${run.identity_fingerprint}, this worker has ${identityFingerprint}`
+      })
+    }
+    const manifest = yield* Schema.decodeUnknown(ArtifactStore.Manifest)(run.manifest).pipe(
+      Effect.mapError(() =>
+        new PgBatchError({ reason: "Unavailable", message: `run ${JSON.stringify(runId)} has no valid manifest` })
+      )
+    )
+    const base = options.guardrails ?? DEFAULT_GUARDRAILS
+    const planned = guardrailsFor(base, run)
+    const guardrails = "kind" in planned ? base : planned
+    const inner = yield* RunLimits.memory(RunLimits.configOf(guardrails))
+    const leaseMillis = options.leaseMillis ?? 30_000
+    const ctx: Context<I, E, R> = {
+      sql,
+      options,
+      owner: yield* ownerOf(options),
+      leaseMillis,
+      heartbeatMillis: options.heartbeatMillis ?? leaseMillis / 3,
+      identityFingerprint,
+      fence: yield* Fence.make(sql, runId, {
+        onWritten: options.onRecorded ?? (() => Effect.void),
+        onFailed: (error, itemId) =>
+          Effect.asVoid(inner.stop({
+            _tag: "ArtifactFailure",
+            kind: "artifact_error",
+            reason: `the record of item ${JSON.stringify(itemId)} could not be written: ${error.message}`,
+            itemId
+          }))
+      }),
+      limits: sharedStop(sql, runId, inner),
+      leased: 0
+    }
+    const onRecord = stopOf(run.stop)
+    if (onRecord !== undefined) yield* inner.stop(onRecord)
+    else if ("kind" in planned) yield* ctx.limits.stop(planned)
+    yield* Effect.forkScoped(heartbeat(ctx))
+
+    let ending: { readonly termination: Termination.Termination; readonly stats: Stats.Stats } | undefined
+    const onEvent = (event: Events.Event) =>
+      Effect.zipRight(
+        event._tag === "RunCompleted"
+          ? Effect.sync(() => void (ending = { termination: event.termination, stats: event.stats }))
+          : Effect.void,
+        options.onEvent === undefined ? Effect.void : options.onEvent(event)
+      )
+    const request = Items.requestOf(options)
+    const batch = options.leaseBatch ?? guardrails.concurrency
+    yield* Batch.stream(source(ctx, batch), {
+      contract: options.contract,
+      guardrails,
+      request: (l: Leased<I>) => request(l.item, l.index),
+      itemId: (l: Leased<I>) => l.itemId,
+      onEvent,
+      artifacts: artifactsOf(ctx, manifest)
+    }).pipe(Stream.runDrain, Effect.provideService(RunLimits.RunLimits, ctx.limits))
+    const termination = ending!.termination
+    // Every record handed over is committed (or the worker stops on the write that failed) before it goes on.
+    yield* Effect.ignore(ctx.fence.drain)
+    const stopped = yield* inner.stopped
+    let swept = 0
+    if (Option.isSome(stopped) && stopped.value.kind !== "artifact_error") swept = yield* sweep(ctx, stopped.value)
+    else yield* db(Q.releaseOwned(sql, runId, ctx.owner))
+    yield* db(Q.finishRun(sql, runId))
+    const after = yield* db(Q.readRun(sql, runId))
+    return {
+      owner: ctx.owner,
+      termination: Option.isSome(stopped) ? stopped.value : termination,
+      stats: ending!.stats,
+      leased: ctx.leased,
+      fencedOut: ctx.fence.fencedOut(),
+      swept,
+      runStatus: after?.status ?? "running"
+    }
+  })

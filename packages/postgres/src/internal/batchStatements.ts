@@ -1,0 +1,284 @@
+/**
+ * Every query of a distributed batch run, in one place. Time is the database's `clock_timestamp()`, never
+ * a process clock: lease expiry, the run's start and its deadline are all read and compared in the database.
+ * The item rows never hold a prompt or an input, only their fingerprints.
+ *
+ * @internal
+ */
+import type { SqlClient } from "@effect/sql"
+import type { ArtifactStore } from "@rein/batch"
+import { Effect } from "effect"
+
+type Sql = SqlClient.SqlClient
+
+const interval = (sql: Sql, millis: number) => sql`(${millis}::float8 * interval '1 millisecond')`
+
+/** The run row as read. @internal */
+export interface RunRow {
+  readonly run_id: string
+  readonly manifest: unknown
+  readonly identity_fingerprint: string
+  readonly settings: unknown
+  readonly deadline_millis: number | null
+  readonly status: "running" | "stopped" | "finished"
+  readonly stop: unknown
+  readonly stop_item_id: string | null
+  readonly fenced_out: number
+  readonly created_at: string
+  readonly started_at: string
+  /** Milliseconds since the session started, on the database clock. */
+  readonly elapsed_millis: number
+}
+
+const RUN_COLUMNS = `run_id, manifest, identity_fingerprint, settings, deadline_millis, status, stop, stop_item_id,
+  fenced_out::float8 AS fenced_out, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+  to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS started_at,
+  (extract(epoch FROM clock_timestamp() - started_at) * 1000)::float8 AS elapsed_millis`
+
+/** The run row, if any. @internal */
+export const readRun = (sql: Sql, runId: string) =>
+  Effect.map(
+    sql<RunRow>`SELECT ${sql.literal(RUN_COLUMNS)} FROM rein_batch_runs WHERE run_id = ${runId}`,
+    (rows) => rows[0]
+  )
+
+/** The same row, locked for the rest of the transaction (a start and a finish never interleave). @internal */
+export const lockRun = (sql: Sql, runId: string) =>
+  Effect.map(
+    sql<RunRow>`SELECT ${sql.literal(RUN_COLUMNS)} FROM rein_batch_runs WHERE run_id = ${runId} FOR UPDATE`,
+    (rows) => rows[0]
+  )
+
+/** Creates the run row (nothing when it exists). @internal */
+export const insertRun = (
+  sql: Sql,
+  run: {
+    readonly runId: string
+    readonly manifest: ArtifactStore.Manifest
+    readonly settings: unknown
+    readonly deadlineMillis: number | null
+  }
+) =>
+  sql`INSERT INTO rein_batch_runs (run_id, manifest, identity_fingerprint, settings, deadline_millis)
+    VALUES (${run.runId}, ${JSON.stringify(run.manifest)}::jsonb, ${run.manifest.identityFingerprint},
+      ${JSON.stringify(run.settings)}::jsonb, ${run.deadlineMillis}) ON CONFLICT (run_id) DO NOTHING RETURNING run_id`
+
+/**
+ * A new session of a run that ended: running again from now, the stop cleared, under this identity and with
+ * these settings and deadline. @internal
+ */
+export const restartRun = (
+  sql: Sql,
+  run: {
+    readonly runId: string
+    readonly identityFingerprint: string
+    readonly settings: unknown
+    readonly deadlineMillis: number | null
+  }
+) =>
+  sql`UPDATE rein_batch_runs SET status = 'running', stop = NULL, stop_item_id = NULL, stopped_at = NULL,
+    started_at = clock_timestamp(), identity_fingerprint = ${run.identityFingerprint},
+    settings = ${JSON.stringify(run.settings)}::jsonb, deadline_millis = ${run.deadlineMillis}
+    WHERE run_id = ${run.runId}`
+
+/** An item as submitted. @internal */
+export interface ItemKey {
+  readonly itemId: string
+  readonly index: number
+  readonly inputFingerprint: string
+  readonly promptFingerprint: string
+}
+
+/**
+ * Adds items to the run. An item already there with the same input keeps its state; one whose input
+ * changed is pending again under its new fingerprints (its old record cannot be reused for it). @internal
+ */
+export const upsertItems = (sql: Sql, runId: string, items: ReadonlyArray<ItemKey>) =>
+  sql`INSERT INTO rein_batch_items (run_id, item_id, idx, input_fingerprint, prompt_fingerprint)
+    SELECT ${runId}, t.item_id, t.idx, t.input_fingerprint, t.prompt_fingerprint
+    FROM jsonb_to_recordset(${
+    JSON.stringify(items.map((i) => ({
+      item_id: i.itemId,
+      idx: i.index,
+      input_fingerprint: i.inputFingerprint,
+      prompt_fingerprint: i.promptFingerprint
+    })))
+  }::jsonb) AS t(item_id text, idx int, input_fingerprint text, prompt_fingerprint text)
+    ON CONFLICT (run_id, item_id) DO UPDATE SET idx = EXCLUDED.idx,
+      input_fingerprint = EXCLUDED.input_fingerprint, prompt_fingerprint = EXCLUDED.prompt_fingerprint,
+      state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+    WHERE rein_batch_items.input_fingerprint <> EXCLUDED.input_fingerprint`
+
+/** Puts finished items back to pending (a resume policy that does not reuse their records). @internal */
+export const reopenItems = (sql: Sql, runId: string, itemIds: ReadonlyArray<string>) =>
+  sql`UPDATE rein_batch_items SET state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+    WHERE run_id = ${runId} AND state = 'done' AND item_id IN (SELECT jsonb_array_elements_text(${
+    JSON.stringify(itemIds)
+  }::jsonb))`
+
+/** A finished item's key, for the resume policy. @internal */
+export interface DoneRow {
+  readonly item_id: string
+  readonly input_fingerprint: string
+}
+
+/** Every finished item. @internal */
+export const doneItems = (sql: Sql, runId: string) =>
+  sql<DoneRow>`SELECT item_id, input_fingerprint FROM rein_batch_items WHERE run_id = ${runId} AND state = 'done'`
+
+/** A leased item. @internal */
+export interface LeaseRow {
+  readonly item_id: string
+  readonly idx: number
+  readonly input_fingerprint: string
+  readonly prompt_fingerprint: string
+  readonly lease_token: string
+  readonly leases: number
+}
+
+/**
+ * Leases up to `limit` items, lowest index first: pending ones, and leased ones whose lease expired on the
+ * database clock (their holder died or stalled). Rows another transaction is leasing are skipped, so
+ * concurrent workers never wait on each other nor take the same item. Each lease gets a new fencing token.
+ * When `admitting`, nothing is leased once the run has a stop or its deadline passed on the database clock
+ * (the sweep after a stop leases with `admitting` off).
+ * @internal
+ */
+export const lease = (
+  sql: Sql,
+  runId: string,
+  owner: string,
+  limit: number,
+  ttlMillis: number,
+  admitting: boolean
+) =>
+  sql<LeaseRow>`WITH picked AS (
+      SELECT item_id FROM rein_batch_items
+      WHERE run_id = ${runId} AND (state = 'pending' OR (state = 'leased' AND lease_expires < clock_timestamp()))
+        AND (NOT ${admitting} OR EXISTS (SELECT 1 FROM rein_batch_runs r WHERE r.run_id = ${runId}
+          AND r.stop IS NULL AND (r.deadline_millis IS NULL
+            OR clock_timestamp() < r.started_at + r.deadline_millis * interval '1 millisecond')))
+      ORDER BY idx LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+    UPDATE rein_batch_items i SET state = 'leased', lease_owner = ${owner},
+      lease_token = nextval('rein_batch_lease_tokens'), lease_expires = clock_timestamp() + ${interval(sql, ttlMillis)},
+      leased_at = clock_timestamp(), leases = i.leases + 1
+    FROM picked WHERE i.run_id = ${runId} AND i.item_id = picked.item_id
+    RETURNING i.item_id, i.idx, i.input_fingerprint, i.prompt_fingerprint, i.lease_token::text AS lease_token, i.leases`
+
+/** What a worker learns at each heartbeat. @internal */
+export interface BeatRow {
+  readonly stop: unknown
+  readonly status: RunRow["status"]
+  readonly elapsed_millis: number
+  readonly deadline_millis: number | null
+  /** Items neither done nor held by a live lease of another worker. */
+  readonly open: number
+}
+
+/** Extends every lease this owner holds by `ttl` and reads the run's stop and clock. @internal */
+export const heartbeat = (sql: Sql, runId: string, owner: string, ttlMillis: number) =>
+  Effect.map(
+    sql<BeatRow>`WITH beat AS (
+        UPDATE rein_batch_items SET lease_expires = clock_timestamp() + ${interval(sql, ttlMillis)}
+        WHERE run_id = ${runId} AND lease_owner = ${owner} AND state = 'leased' RETURNING 1)
+      SELECT stop, status, (extract(epoch FROM clock_timestamp() - started_at) * 1000)::float8 AS elapsed_millis,
+        deadline_millis, (SELECT count(*) FROM beat)::float8 AS open
+      FROM rein_batch_runs WHERE run_id = ${runId}`,
+    (rows) => rows[0]
+  )
+
+/** Gives this worker's leases back to the queue (items it leased and never started). @internal */
+export const releaseOwned = (sql: Sql, runId: string, owner: string) =>
+  sql`UPDATE rein_batch_items SET state = 'pending', lease_owner = NULL, lease_expires = NULL
+    WHERE run_id = ${runId} AND lease_owner = ${owner} AND state = 'leased'`
+
+/** How many items are not done and not held by this owner (pending, or held by another holder). @internal */
+export const remaining = (sql: Sql, runId: string, owner: string) =>
+  Effect.map(
+    sql<{ readonly open: number }>`SELECT count(*)::float8 AS open FROM rein_batch_items
+      WHERE run_id = ${runId} AND state <> 'done' AND lease_owner IS DISTINCT FROM ${owner}`,
+    (rows) => rows[0]!
+  )
+
+/** A terminal record to write under a lease. @internal */
+export interface Terminal {
+  readonly itemId: string
+  readonly token: string
+  readonly record: ArtifactStore.ItemRecord
+}
+
+/**
+ * Writes terminal records, each fenced by its lease token: an item is marked done and its record appended
+ * only while the lease that wrote it is still the item's lease (not taken over, not finished by anyone
+ * else). One statement for the whole group, so the item and its record commit together. Returns the ids
+ * written; the others were fenced out. @internal
+ */
+export const finish = (sql: Sql, runId: string, terminals: ReadonlyArray<Terminal>) =>
+  sql<{ readonly item_id: string }>`WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${
+    JSON.stringify(terminals.map((t) => ({ item_id: t.itemId, token: t.token, record: t.record })))
+  }::jsonb) AS t(item_id text, token bigint, record jsonb)),
+    done AS (
+      UPDATE rein_batch_items i SET state = 'done', lease_owner = NULL, lease_expires = NULL,
+        outcome = input.record->>'outcome', category = input.record->>'category',
+        cost = CASE WHEN jsonb_typeof(input.record->'cost') = 'number' THEN (input.record->>'cost')::float8 END,
+        finished_at = clock_timestamp()
+      FROM input WHERE i.run_id = ${runId} AND i.item_id = input.item_id AND i.state = 'leased'
+        AND i.lease_token = input.token
+      RETURNING i.item_id, input.record)
+    INSERT INTO rein_batch_records (run_id, item_id, record) SELECT ${runId}, item_id, record FROM done
+    RETURNING item_id`
+
+/** Counts results dropped by the fence. @internal */
+export const countFenced = (sql: Sql, runId: string, n: number) =>
+  sql`UPDATE rein_batch_runs SET fenced_out = fenced_out + ${n} WHERE run_id = ${runId}`
+
+/**
+ * Records the run's stop unless one is recorded already; returns the stop on record (the first). @internal
+ */
+export const stop = (sql: Sql, runId: string, stop: unknown, itemId: string | null) =>
+  Effect.flatMap(
+    sql<{ readonly stop: unknown }>`UPDATE rein_batch_runs SET stop = ${JSON.stringify(stop)}::jsonb,
+      stop_item_id = ${itemId}, stopped_at = clock_timestamp(), status = 'stopped'
+      WHERE run_id = ${runId} AND stop IS NULL RETURNING stop`,
+    (rows) =>
+      rows.length > 0
+        ? Effect.succeed(rows[0]!.stop)
+        : Effect.map(
+          sql<{ readonly stop: unknown }>`SELECT stop FROM rein_batch_runs WHERE run_id = ${runId}`,
+          (r) => r[0]?.stop
+        )
+  )
+
+/** Marks a run whose items are all done as finished (a stopped run stays `stopped`). @internal */
+export const finishRun = (sql: Sql, runId: string) =>
+  sql`UPDATE rein_batch_runs SET status = 'finished' WHERE run_id = ${runId} AND status = 'running'
+    AND NOT EXISTS (SELECT 1 FROM rein_batch_items WHERE run_id = ${runId} AND state <> 'done')`
+
+/** The run's items by state and by outcome category, and what the finished ones cost. @internal */
+export const counts = (sql: Sql, runId: string) =>
+  sql<
+    {
+      readonly state: string
+      readonly category: string | null
+      readonly n: number
+      readonly cost: number | null
+      readonly unknown_cost: number
+    }
+  >`SELECT state, category, count(*)::float8 AS n, sum(cost)::float8 AS cost,
+    (count(*) FILTER (WHERE state = 'done' AND cost IS NULL))::float8 AS unknown_cost
+    FROM rein_batch_items WHERE run_id = ${runId} GROUP BY state, category ORDER BY state, category`
+
+/** A terminal record of the artifact. @internal */
+export interface RecordRow {
+  readonly record: unknown
+}
+
+/** Every record of the run, in the order written. @internal */
+export const records = (sql: Sql, runId: string) =>
+  sql<RecordRow>`SELECT record FROM rein_batch_records WHERE run_id = ${runId} ORDER BY seq`
+
+/** Appends a record without a lease (a single-process run through the artifact store). @internal */
+export const appendRecord = (sql: Sql, runId: string, record: ArtifactStore.ItemRecord) =>
+  sql`INSERT INTO rein_batch_records (run_id, item_id, record)
+    VALUES (${runId}, ${record.itemId}, ${JSON.stringify(record)}::jsonb)`

@@ -1,0 +1,126 @@
+/**
+ * The fenced writer of one worker: every terminal record is written under the lease token the worker holds
+ * for its item, and concurrent records share statements (group commit: each of two writer fibers takes
+ * every record that arrives within a short linger and writes them in one `finish`, so a slow commit holds
+ * back one group, not all).
+ *
+ * `submit` hands a record over and returns at once: the item's concurrency slot is not held while its
+ * record commits (a database round trip would otherwise be added to every item's time in the slot). The
+ * worker learns of each commit through `onWritten`, waits for every record with `drain` before it sweeps or
+ * leaves, and stops (an `artifact_error` of its own) at the first failed write: its items not yet committed
+ * stay leased to it and are taken over when the lease expires, so nothing is lost.
+ *
+ * A record whose lease was taken over (or whose item another holder finished) is dropped by the fence and
+ * counted, here and on the run row.
+ *
+ * @internal
+ */
+import type { SqlClient } from "@effect/sql"
+import { ArtifactStore } from "@rein/batch"
+import type { Scope } from "effect"
+import { Deferred, Effect, FiberId, Queue } from "effect"
+import * as Q from "./batchStatements.js"
+
+/** @internal */
+export interface Fence {
+  /** The lease token of every item this worker holds, by item id. */
+  readonly tokens: Map<string, string>
+  /** Hands the record over to be written under the item's lease; fails once an earlier write failed. */
+  readonly submit: (record: ArtifactStore.ItemRecord) => Effect.Effect<void, ArtifactStore.ArtifactError>
+  /** Completes when every record submitted so far is written or dropped; fails if a write failed. */
+  readonly drain: Effect.Effect<void, ArtifactStore.ArtifactError>
+  /** Results dropped by the fence so far. */
+  readonly fencedOut: () => number
+}
+
+const MAX_GROUP = 512
+const WRITERS = 2
+// A writer that took a record waits this long for more before it writes: statements, not records, cost (on
+// a loaded machine the socket write of each statement is most of a worker's CPU time), and the item's slot
+// is not held meanwhile.
+const LINGER_MILLIS = 20
+
+/** @internal */
+export const make = (
+  sql: SqlClient.SqlClient,
+  runId: string,
+  hooks: {
+    /** Called with each record's item id once it committed (not for a record the fence dropped). */
+    readonly onWritten: (itemId: string) => Effect.Effect<void>
+    /** Called once, at the first failed write. */
+    readonly onFailed: (error: ArtifactStore.ArtifactError, itemId: string) => Effect.Effect<void>
+  }
+): Effect.Effect<Fence, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const tokens = new Map<string, string>()
+    let fenced = 0
+    let pending = 0
+    let failure: ArtifactStore.ArtifactError | undefined
+    let idle: Deferred.Deferred<void> | undefined
+    const queue = yield* Effect.acquireRelease(Queue.unbounded<Q.Terminal>(), Queue.shutdown)
+
+    const settled = (n: number) =>
+      Effect.sync(() => {
+        pending -= n
+        if (pending === 0 && idle !== undefined) {
+          Deferred.unsafeDone(idle, Effect.void)
+          idle = undefined
+        }
+      })
+
+    const writeGroup = (group: ReadonlyArray<Q.Terminal>) =>
+      Q.finish(sql, runId, group).pipe(
+        Effect.flatMap((rows) => {
+          const written = new Set(rows.map((r) => r.item_id))
+          const dropped = group.length - written.size
+          fenced += dropped
+          for (const t of group) tokens.delete(t.itemId)
+          return Effect.zipRight(
+            dropped > 0 ? Effect.ignore(Q.countFenced(sql, runId, dropped)) : Effect.void,
+            Effect.forEach(written, hooks.onWritten, { discard: true })
+          )
+        }),
+        Effect.catchAll((e) => {
+          if (failure !== undefined) return Effect.void
+          failure = new ArtifactStore.ArtifactError({ reason: "io", message: `terminal write failed: ${e.message}` })
+          return hooks.onFailed(failure, group[0]!.itemId)
+        }),
+        Effect.ensuring(settled(group.length))
+      )
+
+    for (let i = 0; i < WRITERS; i++) {
+      yield* Effect.forkScoped(
+        Effect.forever(
+          Effect.flatMap(Queue.take(queue), (first) =>
+            Effect.zipRight(
+              Effect.sleep(`${LINGER_MILLIS} millis`),
+              Effect.flatMap(Queue.takeUpTo(queue, MAX_GROUP - 1), (rest) => writeGroup([first, ...rest]))
+            ))
+        )
+      )
+    }
+
+    const closed = () =>
+      new ArtifactStore.ArtifactError({ reason: "closed", message: `an earlier write failed: ${failure!.message}` })
+
+    const submit = (record: ArtifactStore.ItemRecord) =>
+      Effect.suspend(() => {
+        if (failure !== undefined) return Effect.fail(closed())
+        const token = tokens.get(record.itemId)
+        if (token === undefined) {
+          fenced++
+          return Effect.ignore(Q.countFenced(sql, runId, 1))
+        }
+        pending++
+        return Queue.offer(queue, { itemId: record.itemId, token, record })
+      })
+
+    const drain = Effect.suspend(() => {
+      const done = pending === 0
+        ? Effect.void
+        : Deferred.await(idle ??= Deferred.unsafeMake<void>(FiberId.none))
+      return Effect.zipRight(done, Effect.suspend(() => failure === undefined ? Effect.void : Effect.fail(closed())))
+    })
+
+    return { tokens, submit, drain, fencedOut: () => fenced }
+  })

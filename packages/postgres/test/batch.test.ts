@@ -1,0 +1,194 @@
+// The distributed batch run in one process against a real PostgreSQL: the queue and its fence, the resume
+// sessions, the typed refusals. (The crash test with real processes is batch-multiprocess.test.ts.)
+import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
+import { Guardrails, Identity } from "@rein/batch"
+import { Catalog, Contract, Fake, Rein } from "@rein/core"
+import { Effect, Layer } from "effect"
+import * as fc from "effect/FastCheck"
+import { Migrations, PgBatchRun, PgWorker } from "../src/index.js"
+import * as Q from "../src/internal/batchStatements.js"
+import { identity, itemsOf, request } from "./fixtures/batch-items.js"
+import type { Item } from "./fixtures/batch-items.js"
+import { available, fresh, PgLive } from "./pg.js"
+
+const catalog = Catalog.make({
+  endpoints: [{
+    id: "fake/a",
+    provider: "fake",
+    model: "a",
+    capabilities: { contextWindow: 100_000, maxOutputTokens: 1_000 },
+    prices: { inputTokens: 1e-6, outputTokens: 2e-6, request: 0 }
+  }]
+})
+const contract = Contract.make({ deadline: "1 minute", candidates: ["fake/a"], allowSimulated: true })
+
+const fakeRein = (latencyMillis: number) => {
+  const fake = Fake.make({
+    "fake/a": [
+      Fake.succeed({ text: "ok", latency: `${latencyMillis} millis`, usage: { inputTokens: 100, outputTokens: 50 } })
+    ]
+  })
+  return { fake, layer: Rein.layer({ catalog, providers: { fake: fake.provider }, health: false }) }
+}
+
+const startRun = (
+  runId: string,
+  items: ReadonlyArray<Item>,
+  resume: "none" | "reuse-successes" | "reuse-all" = "reuse-successes"
+) => PgBatchRun.start({ runId, identity, resume, items, request, itemId: (item) => item.id, contract })
+
+const worker = (
+  runId: string,
+  items: ReadonlyArray<Item>,
+  owner: string,
+  extra: Partial<PgWorker.Options<Item>> = {}
+) =>
+  PgWorker.run({
+    runId,
+    item: (index) => Effect.succeed(items[index]!),
+    request,
+    itemId: (item) => item.id,
+    identity,
+    contract,
+    guardrails: Guardrails.make({ concurrency: 8 }),
+    owner,
+    leaseMillis: 5_000,
+    heartbeatMillis: 200,
+    ...extra
+  })
+
+const Live = Layer.tap(PgLive, (ctx) => Effect.provide(Migrations.run, ctx))
+
+describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
+  layer(Live, { timeout: "60 seconds", excludeTestServices: true })((it) => {
+    it.effect("two workers: every item gets exactly one record; a finished run started again makes no call", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("two")
+        const items = itemsOf(200, [])
+        const started = yield* startRun(runId, items)
+        expect(started).toEqual({ runId, session: "created", items: 200, reopened: 0 })
+        const { fake, layer } = fakeRein(2)
+        const summaries = yield* Effect.all([worker(runId, items, "w1"), worker(runId, items, "w2")], {
+          concurrency: "unbounded"
+        }).pipe(Effect.provide(layer))
+        expect(summaries.map((s) => s.runStatus).includes("finished")).toBe(true)
+        expect(summaries.reduce((n, s) => n + s.stats.succeeded, 0)).toBe(200)
+        expect(summaries.every((s) => s.leased > 0)).toBe(true)
+        expect((yield* fake.calls).length).toBe(200)
+        const perItem = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM rein_batch_records
+          WHERE run_id = ${runId} GROUP BY item_id`
+        expect(perItem.length).toBe(200)
+        expect(perItem.every((r) => r.n === 1)).toBe(true)
+        const status = yield* PgBatchRun.status(runId)
+        expect(status.status).toBe("finished")
+        expect(status.items).toEqual({ total: 200, pending: 0, leased: 0, done: 200 })
+        expect(status.byCategory).toEqual({ ok: 200 })
+        expect(status.cost).toBeCloseTo(200 * 2e-4, 10)
+
+        // Again: a new session whose policy reuses every success: nothing to lease, no call.
+        const again = yield* startRun(runId, items)
+        expect(again).toEqual({ runId, session: "restarted", items: 200, reopened: 0 })
+        const second = fakeRein(2)
+        const s = yield* worker(runId, items, "w3").pipe(Effect.provide(second.layer))
+        expect(s.leased).toBe(0)
+        expect((yield* second.fake.calls).length).toBe(0)
+        // Under `none` every item runs again, with one more record each.
+        const fresh_ = yield* startRun(runId, items, "none")
+        expect(fresh_.reopened).toBe(200)
+      }))
+
+    it.effect("a changed input runs again; a worker whose source differs fails naming the item", () =>
+      Effect.gen(function*() {
+        const runId = fresh("input")
+        const items = itemsOf(20, [])
+        yield* startRun(runId, items)
+        const { layer } = fakeRein(0)
+        yield* worker(runId, items, "w1").pipe(Effect.provide(layer))
+        const changed = items.map((item, i) => i === 7 ? { ...item, text: "another text" } : item)
+        const again = yield* startRun(runId, changed)
+        expect(again.session).toBe("restarted")
+        const status = yield* PgBatchRun.status(runId)
+        expect(status.items.pending).toBe(1)
+        // (w2's leases last 1 ms: once it failed, w3 takes item 7 over at once.)
+        const error = yield* Effect.flip(worker(runId, items, "w2", { leaseMillis: 1 }).pipe(Effect.provide(layer)))
+        expect(error._tag).toBe("PgBatchError")
+        expect(error).toMatchObject({ reason: "InputMismatch", itemId: "item-00007" })
+        const ok = yield* worker(runId, changed, "w3").pipe(Effect.provide(layer))
+        expect(ok.stats.succeeded).toBe(1)
+      }))
+
+    it.effect("a worker of another identity is refused", () =>
+      Effect.gen(function*() {
+        const runId = fresh("identity")
+        const items = itemsOf(3, [])
+        yield* startRun(runId, items)
+        const other = Identity.make({ ...identity, promptVersion: "p2" })
+        const error = yield* Effect.flip(
+          worker(runId, items, "w1", { identity: other }).pipe(Effect.provide(fakeRein(0).layer))
+        )
+        expect(error).toMatchObject({ _tag: "PgBatchError", reason: "IdentityMismatch" })
+      }))
+
+    it.effect("the fence: a writer whose lease was taken over never writes; each item has at most one record", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        // Operations on one item by three holders: lease (expired at once, or live), and a finish with the
+        // holder's last token. The model: a finish is written iff it carries the item's current token and the
+        // item is not done; a lease is granted iff the item is pending or its lease expired.
+        const op = fc.oneof(
+          fc.record({
+            kind: fc.constant("lease" as const),
+            who: fc.integer({ min: 0, max: 2 }),
+            expired: fc.boolean()
+          }),
+          fc.record({ kind: fc.constant("finish" as const), who: fc.integer({ min: 0, max: 2 }) })
+        )
+        yield* Effect.promise(() =>
+          fc.assert(
+            fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 12 }), (ops) =>
+              Effect.runPromise(
+                Effect.gen(function*() {
+                  const runId = fresh("fence")
+                  yield* startRun(runId, itemsOf(1, []))
+                  const tokens: Array<string | undefined> = [undefined, undefined, undefined]
+                  let current: string | undefined
+                  let expired = false
+                  let done = false
+                  let written = 0
+                  for (const o of ops) {
+                    const owner = `h${o.who}`
+                    if (o.kind === "lease") {
+                      const rows = yield* Q.lease(sql, runId, owner, 1, o.expired ? -1_000 : 60_000, true)
+                      const granted = !done && (current === undefined || expired)
+                      expect(rows.length).toBe(granted ? 1 : 0)
+                      if (rows.length === 1) {
+                        tokens[o.who] = current = rows[0]!.lease_token
+                        expired = o.expired
+                      }
+                    } else {
+                      const token = tokens[o.who]
+                      if (token === undefined) continue
+                      const record = { kind: "item", itemId: "item-00000" } as never
+                      const rows = yield* Q.finish(sql, runId, [{ itemId: "item-00000", token, record }])
+                      const accepted = !done && token === current
+                      expect(rows.length).toBe(accepted ? 1 : 0)
+                      if (accepted) {
+                        done = true
+                        written++
+                      }
+                    }
+                  }
+                  const records = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM rein_batch_records
+                  WHERE run_id = ${runId}`
+                  expect(records[0]!.n).toBe(written)
+                  expect(written).toBeLessThanOrEqual(1)
+                }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+              )),
+            { numRuns: 60, seed: 19 }
+          )
+        )
+      }))
+  })
+})
