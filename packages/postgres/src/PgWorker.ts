@@ -31,9 +31,10 @@
  * soft cap) is recorded once on the run row, the first trigger winning with its item id, and every worker
  * learns it at its next heartbeat: it then admits nothing more, and its calls in flight drain or are
  * cancelled per its own `abortMode`. The stop travels through batch's `RunLimits` seam: this module wraps
- * the in-memory limits (rate limits and soft caps stay per worker) with a stop recorded in the database;
- * `PgRunLimits` (shared RPM/TPM, cooldowns, soft caps and stop), once it exists, replaces that wrapper as
- * the `RunLimits` given to the engine. An artifact failure stops only the worker that had it (its leases
+ * the worker's limits with a stop recorded on the run row. Those limits are the `RunLimits` in the context
+ * when there is one — `PgRunLimits`, so that every worker of the run shares its requests- and
+ * tokens-per-minute buckets, its cooldowns and its soft caps (`maxTotalTokens`, `maxTotalCost`) — and else
+ * in-memory limits made from the guardrails (rate limits and soft caps then count per worker). An artifact failure stops only the worker that had it (its leases
  * go back to the queue). After a stop, the worker gives every item not run (pending, its own, or held by
  * an expired lease) the stop's record, without a call, as a single-process run does for the items it
  * accepted but never started.
@@ -423,7 +424,9 @@ const runScoped = <I, E, R>(
     const base = options.guardrails ?? DEFAULT_GUARDRAILS
     const planned = guardrailsFor(base, run)
     const guardrails = "kind" in planned ? base : planned
-    const inner = yield* RunLimits.memory(RunLimits.configOf(guardrails))
+    // Shared limits when the context has them (PgRunLimits), else this worker's own.
+    const provided = yield* Effect.serviceOption(RunLimits.RunLimits)
+    const inner = Option.isSome(provided) ? provided.value : yield* RunLimits.memory(RunLimits.configOf(guardrails))
     const leaseMillis = options.leaseMillis ?? 30_000
     const ctx: Context<I, E, R> = {
       sql,

@@ -2,11 +2,11 @@
 // sessions, the typed refusals. (The crash test with real processes is batch-multiprocess.test.ts.)
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Guardrails, Identity } from "@rein/batch"
+import { Guardrails, Identity, RunLimits } from "@rein/batch"
 import { Catalog, Contract, Fake, Rein } from "@rein/core"
 import { Effect, Layer } from "effect"
 import * as fc from "effect/FastCheck"
-import { Migrations, PgBatchRun, PgWorker } from "../src/index.js"
+import { Migrations, PgBatchRun, PgRunLimits, PgWorker } from "../src/index.js"
 import * as Q from "../src/internal/batchStatements.js"
 import { identity, itemsOf, request } from "./fixtures/batch-items.js"
 import type { Item } from "./fixtures/batch-items.js"
@@ -97,6 +97,39 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         // Under `none` every item runs again, with one more record each.
         const fresh_ = yield* startRun(runId, items, "none")
         expect(fresh_.reopened).toBe(200)
+      }))
+
+    it.effect("workers with PgRunLimits in their context share one soft token cap: the run stops once, for all", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("caps")
+        const items = itemsOf(200, [])
+        yield* startRun(runId, items)
+        const { fake, layer } = fakeRein(2)
+        // Each worker builds its own PgRunLimits (its own leases, its own listener) on the one run: 150 tokens a
+        // call, a cap of 3,000 tokens is reached after 20 calls across both. Without the shared limits each
+        // worker counts nothing (its guardrails have no cap) and all 200 items run.
+        const config = RunLimits.configOf(Guardrails.make({ concurrency: 8, maxTotalTokens: 3_000 }))
+        const shared = (owner: string) =>
+          worker(runId, items, owner).pipe(Effect.provide(PgRunLimits.layer(config, { name: runId })))
+        const summaries = yield* Effect.all([shared("w1"), shared("w2")], { concurrency: "unbounded" }).pipe(
+          Effect.provide(layer)
+        )
+        const calls = (yield* fake.calls).length
+        // The cap bound the whole run: 20 calls reach it, and at most the 16 in flight then (8 a worker) finish.
+        expect(calls).toBeGreaterThanOrEqual(20)
+        expect(calls).toBeLessThanOrEqual(20 + 16)
+        for (const s of summaries) expect(s.termination).toMatchObject({ kind: "budget_exceeded" })
+        const status = yield* PgBatchRun.status(runId)
+        expect(status.stop).toMatchObject({ kind: "budget_exceeded" })
+        expect(status.items.done).toBe(200)
+        const perItem = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM rein_batch_records
+          WHERE run_id = ${runId} GROUP BY item_id`
+        expect(perItem.length).toBe(200)
+        expect(perItem.every((r) => r.n === 1)).toBe(true)
+        const totals = yield* sql<{ readonly tokens: number }>`SELECT tokens::float8 AS tokens FROM rein_run_limits
+          WHERE name = ${runId}`
+        expect(totals[0]!.tokens).toBe(calls * 150)
       }))
 
     it.effect("a changed input runs again; a worker whose source differs fails naming the item", () =>
