@@ -194,6 +194,24 @@ export const configOf = (g: Guardrails): Config => ({
 })
 
 /**
+ * The stop of a charge that is not a count (NaN, ±Infinity, negative tokens or cost), or `undefined` for one
+ * that is. Every `RunLimits` implementation answers such a charge with this stop and leaves its totals as
+ * they were: a NaN total would never reach a cap again, a negative one would give the cap back
+ * (`RunLimitsLaws` holds every implementation to it).
+ *
+ * @example
+ * ```ts
+ * import { RunLimits } from "@rein/batch"
+ *
+ * const stop = RunLimits.invalidCharge({ tokens: Number.NaN, cost: 0 }) // budget_exceeded, resource "tokens"
+ * const none = RunLimits.invalidCharge({ tokens: 120, cost: 0.01 }) // undefined
+ * ```
+ * @category guards
+ * @since 0.1.0
+ */
+export const invalidCharge: (usage: Usage) => Stop | undefined = notACount
+
+/**
  * Fresh in-memory limits for one run, its time origin now (on Effect's `Clock`). Every member has its
  * synchronous fast path; each step is atomic with respect to other fibers.
  *

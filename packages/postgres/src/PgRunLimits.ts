@@ -540,14 +540,18 @@ const service = (config: RunLimits.Config, limiter: Limiter, s: Shared): RunLimi
     admit: limiter.admit,
     release: (hold, actualTokens) => Effect.sync(() => limiter.release(hold, actualTokens)),
     released: s.released,
-    charge: (usage) =>
-      s.timed(R.charge(s.sql, s.name, usage.tokens, usage.cost)).pipe(
+    charge: (usage) => {
+      // Not a count: stop without touching the shared totals (a NaN would make every later cap check false).
+      const invalid = RunLimits.invalidCharge(usage)
+      if (invalid !== undefined) return Effect.succeed(Option.some(invalid))
+      return s.timed(R.charge(s.sql, s.name, usage.tokens, usage.cost)).pipe(
         Effect.map((c) => {
           s.lastTotals = { tokens: c.tokens, cost: c.cost }
           return Option.fromNullable(tripOf(c, usage, s.caps))
         }),
         Effect.catchAll((e) => Effect.succeed(Option.some(unreachable(e.message))))
-      ),
+      )
+    },
     totals: s.timed(R.totals(s.sql, s.name)).pipe(
       Effect.tap((t) => Effect.sync(() => void (s.lastTotals = t))),
       Effect.catchAll(() => Effect.sync(() => s.lastTotals))
