@@ -19,22 +19,22 @@ export const modules = {
   },
   budget: {
     mutate: ["packages/core/src/Budget.ts"],
-    tests: core("BudgetLaws", "Execute", "Invariants", "Refine", "Budget")
+    tests: core("Budget", "BudgetLaws", "Execute")
   },
   deadline: {
     mutate: ["packages/core/src/Deadline.ts"],
-    tests: core("Deadline", "Execute", "Timers", "Invariants", "RetrySchedule", "Streaming")
+    tests: core("Deadline", "Timers", "Execute")
   },
   health: {
     mutate: ["packages/core/src/Health.ts"],
-    tests: core("Health", "HealthLaws", "Execute", "Timers")
+    tests: core("HealthLaws", "Health", "Execute")
   },
   "run-limits": {
     mutate: ["packages/batch/src/RunLimits.ts", "packages/batch/src/internal/limiter.ts"],
-    tests: batch("RunLimits", "RateLimit", "Guardrails", "Properties")
+    tests: batch("RunLimits", "RateLimit", "Guardrails")
   },
   "artifact-reader": {
     mutate: ["packages/batch/src/JsonlStore.ts", "packages/batch/src/internal/jsonl.ts"],
-    tests: batch("artifact", "Decode", "artifact-crash", "resume")
+    tests: batch("artifact", "Decode", "resume")
   }
 }
