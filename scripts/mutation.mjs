@@ -75,13 +75,15 @@ for (const name of selected) {
     process.exit(1)
   }
   const summary = fs.existsSync(summaryFile) ? JSON.parse(fs.readFileSync(summaryFile, "utf8")) : {}
-  summary[name] = {
+  const partial = extra.some((flag) => flag.startsWith("--mutate") || flag === "-m")
+  // A run over part of a module (a line range, to check new tests) is kept beside the module's full run.
+  summary[partial ? `${name} (partial)` : name] = {
     finishedAt: new Date().toISOString(),
     wallSeconds: seconds,
     loadAtStart: Number(load),
     loadAtEnd: Number(os.loadavg()[0].toFixed(1)),
     ignoreStatic: module.ignoreStatic ?? true,
-    partial: extra.some((flag) => flag.startsWith("--mutate") || flag === "-m"),
+    partial,
     tests,
     files: summarise(JSON.parse(fs.readFileSync(reportFile, "utf8")))
   }

@@ -220,6 +220,15 @@ describe("the deadline predicate", () => {
     expect(verdictsOf(Planner.decide(spec(), snapshot({ remainingMillis: 1 })), "a").deadline).toBe(true)
   })
 
+  it("a wait that uses up all the time left never leaves an attempt, even under a negative minimum", () => {
+    // A spec decoded from a journal is not validated like a contract: the planner does not trust its minimum.
+    const s = spec({ minAttemptMillis: -50 })
+    expect(verdictsOf(Planner.decide(s, after("a", "overloaded", { remainingMillis: 100 })), "a").deadline).toBe(
+      "backoff 100 ms does not fit the 100 ms remaining"
+    )
+    expect(verdictsOf(Planner.decide(s, after("a", "overloaded", { remainingMillis: 101 })), "a").deadline).toBe(true)
+  })
+
   it("a backoff or a Retry-After that does not fit the remaining time is the reason, with the minimum if any", () => {
     // One failure on a: backoff 100 ms (jitter 0), the retry of a must fit it.
     const backoff = after("a", "overloaded", { remainingMillis: 100 })
@@ -249,6 +258,10 @@ describe("the deadline predicate", () => {
         reason: "no time left before the deadline"
       })
       expect(decision.candidates.map((c) => c.endpoint)).toEqual(["a", "b", "c"])
+      // Each candidate's verdict says why, without a minimum attempt when the contract has none.
+      expect(decision.candidates.map((c) => c.verdicts.deadline)).toEqual(
+        Array(3).fill(`${remainingMillis} ms remaining`)
+      )
     }
   })
 })
@@ -270,6 +283,11 @@ describe("the wait before a retry", () => {
     expect(fallback).toMatchObject({ role: "fallback", waitMillis: 0, waitReason: "none" })
   })
 
+  it("a retry with no recorded failure (the last attempt ended neutral) does not wait", () => {
+    const d = attempt(Planner.decide(spec(), snapshot({ attempts: 1, current: "a", triesOnCurrent: 1, last: null })))
+    expect(d).toMatchObject({ endpoint: "a", role: "retry", waitMillis: 0, waitReason: "none", attempt: 2 })
+  })
+
   it("draws the jitter from the snapshot, and uses the middle of the range when there is no draw", () => {
     const s = spec({
       retry: { perEndpoint: 2, rateLimited: null, baseMillis: 100, factor: 2, maxMillis: 1_000, jitter: 0.5 }
@@ -288,6 +306,8 @@ describe("the budget and call predicates", () => {
       verdictsOf(Planner.decide(spec(), snapshot({ budget: { cost: null, tokens: null, calls: null, ...b } })), "a")
     expect(budget({ cost }).budget).toBe(true)
     expect(budget({ cost: cost - 1e-13 }).budget).toBe(true)
+    // Exactly at the rounding allowance: (cost - 1e-12) + 1e-12 is the cost again, which fits.
+    expect(budget({ cost: cost - 1e-12 }).budget).toBe(true)
     expect(budget({ cost: cost - 1e-6 }).budget).toBe("worst-case cost 0.51 > 0.509999 left")
     expect(budget({ tokens: 300 }).budget).toBe(true)
     expect(budget({ tokens: 299 }).budget).toBe("worst-case tokens 300 > 299 left")
@@ -318,6 +338,12 @@ describe("the budget and call predicates", () => {
       reason: "a: worst-case tokens 300 > 1 left"
     })
     expect(run({ cost: cost - 1e-13, tokens: 1, calls: 5 })).toMatchObject({ resource: "tokens" })
+    expect(run({ cost: cost - 1e-12, tokens: 1, calls: 5 })).toMatchObject({ resource: "tokens" })
+    expect(run({ cost: null, tokens: 1, calls: null })).toMatchObject({
+      outcome: "BudgetExhausted",
+      resource: "tokens",
+      reason: "a: worst-case tokens 300 > 1 left"
+    })
     expect(run({ cost: null, tokens: null, calls: 0 })).toMatchObject({
       outcome: "BudgetExhausted",
       resource: "calls",
@@ -368,6 +394,8 @@ describe("the health predicate", () => {
     expect(health({ state: "open", probesFree: 0, opensInMillis: 0 })).toBe("half-open: no free probe slot")
     expect(health({ state: "half_open", probesFree: 1, opensInMillis: 0 })).toBe(true)
     expect(health({ state: "half_open", probesFree: 0, opensInMillis: 0 })).toBe("half-open: no free probe slot")
+    // Only an open breaker's time to half-open counts; a half-open one is judged by its probe slots alone.
+    expect(health({ state: "half_open", probesFree: 1, opensInMillis: 5_000 })).toBe(true)
   })
 
   it("a retry whose wait outlasts the open breaker may probe after it", () => {
@@ -434,6 +462,14 @@ describe("what a failure allows next", () => {
     expect(fallback("authentication", candidate("b", { scope: "scope-a" }))).toBe(
       "authentication: same credential scope \"scope-a\""
     )
+  })
+
+  it("after a failure on an endpoint that is no longer a candidate, a comparative rule has nothing to compare with", () => {
+    for (const kind of ["context_length", "truncated", "authentication"] as const) {
+      const d = attempt(Planner.decide(spec(), after("gone", kind)))
+      expect(d, kind).toMatchObject({ endpoint: "a", role: "fallback" })
+      expect(d.candidates.map((c) => c.verdicts.failureAllows), kind).toEqual([true, true, true])
+    }
   })
 
   it("once a stream has committed nothing may run", () => {
@@ -510,6 +546,13 @@ describe("decide", () => {
     expect(stopped(Planner.decide(s, snapshot()))).toMatchObject({
       outcome: "Refused",
       reason: "a: listed: not in the catalog"
+    })
+    const incapable = spec({
+      candidates: [candidate("a", { maxOutputTokens: 10 }), candidate("b", { simulated: true })]
+    })
+    expect(stopped(Planner.decide(incapable, snapshot()))).toMatchObject({
+      outcome: "Refused",
+      reason: "a: capable: max output 10 < 200 requested"
     })
     expect(stopped(Planner.decide(spec({ candidates: [] }), snapshot()))).toMatchObject({
       outcome: "Refused",
