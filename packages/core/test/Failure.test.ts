@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Failure } from "@rein/core"
+import { Either, Schema } from "effect"
 
 // The failure table, classification and Retry-After parsing decide what is retried, what falls back and how
 // long a run waits: each row and each boundary below is a decision a mutant of `Failure.ts` would change.
@@ -31,6 +32,22 @@ describe("the default failure table", () => {
     )
     expect(actual).toEqual(documented)
     expect([...Failure.FailureKind.literals].sort()).toEqual(Object.keys(documented).sort())
+  })
+
+  it("a recorded rule decodes with each fallback rule and nothing else; a recorded failure's usage is checked", () => {
+    const rule = Schema.decodeUnknownEither(Failure.Rule)
+    for (const fallback of ["any", "larger_window", "larger_output", "other_scope", "none"]) {
+      expect(rule({ retry: true, fallback, health: false }), fallback).toEqual(
+        Either.right({ retry: true, fallback, health: false })
+      )
+    }
+    expect(Either.isLeft(rule({ retry: true, fallback: "sideways", health: false }))).toBe(true)
+    expect(Either.isLeft(rule({ fallback: "any", health: false }))).toBe(true)
+    const failure = Schema.decodeUnknownEither(Failure.ProviderFailure)
+    const recorded = { _tag: "ProviderFailure", kind: "transport", code: "ECONNRESET", dispatched: true }
+    expect(Either.isRight(failure({ ...recorded, usage: { inputTokens: 1, outputTokens: 0 } }))).toBe(true)
+    expect(Either.isLeft(failure({ ...recorded, usage: { inputTokens: "1", outputTokens: 0 } }))).toBe(true)
+    expect(Either.isLeft(failure({ ...recorded, kind: "tired" }))).toBe(true)
   })
 
   it("a contract may widen retry only to malformed_response and content_filtered, fallback only to content_filtered", () => {
@@ -80,6 +97,7 @@ describe("classification from structured data", () => {
         expect(Failure.classify({ status: 200, code }), code).toBe("unknown")
         expect(Failure.classify({ status: 299, code }), code).toBe("unknown")
         // Outside the known status ranges, the code decides.
+        expect(Failure.classify({ status: 300, code }), code).toBe(kind)
         expect(Failure.classify({ status: 302, code }), code).toBe(kind)
         expect(Failure.classify({ status: 199, code }), code).toBe(kind)
         expect(Failure.classify({ status: 600, code }), code).toBe(kind)
@@ -110,6 +128,9 @@ describe("classification from structured data", () => {
     }
     expect(Failure.classify({ errno: "ETIMEDOUT", status: 500 })).toBe("timeout")
     expect(Failure.classify({ errno: "EWHATEVER" })).toBe("unknown")
+    // A code none of the sets knows is no evidence either way.
+    expect(Failure.classify({ code: "something_else" })).toBe("unknown")
+    expect(Failure.classify({ code: "something_else", malformed: true })).toBe("malformed_response")
     expect(Failure.classify({ errno: "EWHATEVER", status: 503 })).toBe("overloaded")
     // A code of the first group still wins over the errno.
     expect(Failure.classify({ errno: "ECONNRESET", code: "content_filter" })).toBe("content_filtered")
@@ -191,6 +212,7 @@ describe("Retry-After", () => {
 
   it("seconds may be fractional and padded; anything else that is not a date is ignored", () => {
     expect(Failure.parseRetryAfter({ "retry-after": " 1.5 " }, now)).toBe(1_500)
+    expect(Failure.parseRetryAfter({ "retry-after": "1.25" }, now)).toBe(1_250)
     expect(Failure.parseRetryAfter({ "retry-after": "0" }, now)).toBe(0)
     expect(Failure.parseRetryAfter({ "retry-after": "1." }, now)).toBeUndefined()
     expect(Failure.parseRetryAfter({ "retry-after": "x2" }, now)).toBeUndefined()
@@ -216,6 +238,8 @@ describe("Retry-After", () => {
     expect(Failure.parseRetryAfter({ "retry-after-ms": undefined, "retry-after": "3" }, now)).toBe(3_000)
     expect(Failure.parseRetryAfter({ "retry-after-ms": [], "retry-after": "3" }, now)).toBe(3_000)
     expect(Failure.parseRetryAfter({ "x-retry-after": "3" }, now)).toBeUndefined()
+    // The same header in another case with no value does not erase the one that has a value.
+    expect(Failure.parseRetryAfter({ "retry-after-ms": "300", "Retry-After-Ms": undefined }, now)).toBe(300)
   })
 })
 
