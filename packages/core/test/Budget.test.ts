@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Budget } from "@rein/core"
-import { Effect, Either } from "effect"
+import { Effect, Either, FastCheck } from "effect"
 
 // The in-memory budget's exact answers at its boundaries, and how `both` and `charge` combine them: each
 // expectation is a number a wrong comparison or a wrong sign in `Budget.ts` would change.
@@ -56,6 +56,8 @@ describe("an in-memory budget", () => {
       expect(yield* budget.left).toEqual({ cost: 0, tokens: 0, calls: null })
       // The overrun is remembered, not clamped: even a reservation of nothing is over the cost cap now.
       expect(yield* Effect.flip(budget.reserve(reservation(0, 0)))).toEqual({ resource: "cost", needed: 0, left: 0 })
+      // A reservation that bounds neither resource is not compared with them: it still takes a call.
+      yield* budget.reserve(reservation(null, null))
     }))
 
   it.effect("an unbounded hold settles and releases as zero", () =>
@@ -113,6 +115,24 @@ describe("two budgets at once (own and shared)", () => {
       .toEqual({ cost: null, tokens: null, calls: null })
   })
 
+  it("per resource, the smaller of two numbers, the number when the other is unlimited, and symmetric", () => {
+    const left = FastCheck.option(FastCheck.integer({ min: 0, max: 1_000 }), { nil: null })
+    const side = FastCheck.record({ cost: left, tokens: left, calls: left })
+    const expected = (x: number | null, y: number | null) => x === null ? y : y === null ? x : Math.min(x, y)
+    FastCheck.assert(
+      FastCheck.property(side, side, (a, b) => {
+        const both = Budget.minLeft(a, b)
+        expect(both).toEqual({
+          cost: expected(a.cost, b.cost),
+          tokens: expected(a.tokens, b.tokens),
+          calls: expected(a.calls, b.calls)
+        })
+        expect(Budget.minLeft(b, a)).toEqual(both)
+      }),
+      { numRuns: 300, seed: 23 }
+    )
+  })
+
   const pair = Effect.gen(function*() {
     const own = yield* Budget.make({ tokens: 100, calls: 5 })
     const shared = yield* Budget.make({ cost: 1, tokens: 50 })
@@ -160,12 +180,27 @@ describe("two budgets at once (own and shared)", () => {
       const effectsOnly: Budget.Service = { left, limits, release, reserve, settle }
       const mixed = Budget.both(own, effectsOnly)
       expect([mixed.unsafeReserve, mixed.unsafeSettle, mixed.unsafeLeft]).toEqual([undefined, undefined, undefined])
+      // An own budget whose hold cannot be given back synchronously (not one of `make`'s) has no fast path.
+      expect(Budget.both(Budget.unlimited, shared).unsafeReserve).toBeUndefined()
       const reversed = Budget.both(effectsOnly, own)
       expect([reversed.unsafeReserve, reversed.unsafeSettle, reversed.unsafeLeft]).toEqual([
         undefined,
         undefined,
         undefined
       ])
+    }))
+
+  it.effect("a shared budget whose fast path declines makes the fast path of both decline, with the own hold given back", () =>
+    Effect.gen(function*() {
+      const own = yield* Budget.make({ calls: 1 })
+      const shared = yield* Budget.make({ cost: 1 })
+      const declining: Budget.Service = { ...shared, unsafeReserve: () => undefined }
+      const both = Budget.both(own, declining)
+      expect(both.unsafeReserve!(reservation(0.1, 1))).toBeUndefined()
+      expect(yield* own.left).toEqual({ cost: null, tokens: null, calls: 1 })
+      // The effectful path still works, and takes the call.
+      yield* both.reserve(reservation(0.1, 1))
+      expect(yield* own.left).toEqual({ cost: null, tokens: null, calls: 0 })
     }))
 })
 
@@ -187,6 +222,9 @@ describe("what an attempt is charged", () => {
     expect(Budget.charge(worst, { dispatched: true, usage: usage(1, 1), actualCost: 0.5 + 1e-13 }).violation).toBe(
       false
     )
+    // Exactly at the rounding allowance is still within the reservation.
+    const atAllowance = Budget.charge(worst, { dispatched: true, usage: usage(1, 1), actualCost: 0.5 + 1e-12 })
+    expect(atAllowance.violation).toBe(false)
     expect(Budget.charge(worst, { dispatched: true, usage: usage(1, 1), actualCost: 0.5 + 1e-9 }).violation).toBe(true)
     expect(Budget.charge(worst, { dispatched: false, usage: usage(1, 1), actualCost: null })).toEqual({
       cost: 0,
