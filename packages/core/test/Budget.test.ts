@@ -32,6 +32,13 @@ describe("an in-memory budget", () => {
       expect(yield* budget.left).toMatchObject({ tokens: 40, calls: 1 })
     }))
 
+  it.effect("a reservation of exactly the cost cap plus the 1e-12 rounding allowance fits", () =>
+    Effect.gen(function*() {
+      const budget = yield* Budget.make({ cost: 1 })
+      yield* budget.reserve(reservation(1 + 1e-12, 0))
+      expect(yield* budget.left).toEqual({ cost: 0, tokens: null, calls: null })
+    }))
+
   it.effect("the call cap is checked first, then cost, then tokens", () =>
     Effect.gen(function*() {
       const none = yield* Budget.make({ cost: 0, tokens: 0, calls: 0 })
