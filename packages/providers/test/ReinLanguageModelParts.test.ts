@@ -172,7 +172,7 @@ describe("ReinLanguageModel: parts handed over without a Schema round trip", () 
   /** `generateText` with the toolkit (as an Effect, or resolved), what it answered and what ran. */
   const withTools = (
     model: Layer.Layer<LanguageModel.LanguageModel>,
-    options: { readonly resolved?: boolean; readonly toolChoice?: LanguageModel.ToolChoice<string> } = {}
+    options: { readonly resolved?: boolean; readonly toolChoice?: LanguageModel.ToolChoice<"Forecast" | "Lookup"> } = {}
   ) =>
     Effect.gen(function*() {
       const seen: Array<Telemetry.SpanTransformer extends (o: infer O) => void ? O : never> = []
@@ -230,7 +230,7 @@ describe("ReinLanguageModel: parts handed over without a Schema round trip", () 
   it.effect("a toolChoice oneOf offers only those tools, as under make; disableToolCallResolution runs no handler", () =>
     Effect.gen(function*() {
       const memory = memoryOf(callsOf("12").filter((p) => p.type !== "tool-call" || p.name === "Lookup"))
-      const toolChoice = { oneOf: ["Lookup"] }
+      const toolChoice = { oneOf: ["Lookup" as const] }
       const bare = yield* withTools(memory, { toolChoice })
       const under = yield* withTools(reinOf(memory), { toolChoice })
       expect(Exit.isSuccess(under.exit)).toBe(true)
