@@ -8,7 +8,7 @@
  * (the machine is shared: wall time is printed beside it, and the load).
  * A last row is Rein's executor alone (`Rein.execute` over a provider answering at once): the part of
  * Rein's cost that is not the `@effect/ai` model's. A second table does the same with a toolkit (one tool
- * call, resolved by the caller's handler), a path that still goes through `LanguageModel.make`.
+ * call, resolved by the caller's handler over the inner model's decoded parts).
  */
 import { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { Response } from "@effect/ai"
@@ -207,7 +207,7 @@ const run = async (options: RunOptions): Promise<Section> => {
     "",
     plain.markdown,
     "",
-    "`generateText` with a toolkit (one tool call, resolved by the caller's handler; goes through `LanguageModel.make`):",
+    "`generateText` with a toolkit (one tool call, resolved by the caller's handler):",
     "",
     tools.markdown
   ].join("\n")

@@ -187,9 +187,9 @@ const providersOf = (
 }
 
 /**
- * The outer `LanguageModel`: every provider-level call is one Rein request. A call without a toolkit
- * takes the inner model's decoded parts as they are (`internal/generateText.ts`); the others go through
- * `LanguageModel.make`, which resolves tool calls with the caller's handlers.
+ * The outer `LanguageModel`: every provider-level call is one Rein request. `generateText` takes the
+ * inner model's decoded parts as they are and resolves tool calls with the caller's handlers
+ * (`internal/generateText.ts`); `generateObject` and `streamText` go through `LanguageModel.make`.
  */
 const serviceOf = <R>(
   options: Options<R>,
@@ -228,10 +228,8 @@ const serviceOf = <R>(
         )
     })
     const direct = yield* GenerateText.make((call) => Effect.map(parts(call), (p) => p.parts))
-    const generateText = (o: GenerateText.Options): GenerateText.Answer =>
-      o.toolkit === undefined ? direct(o) : made.generateText(o)
-    // `direct` answers exactly the type `make`'s `generateText` has for options without a toolkit.
-    return { ...made, generateText: generateText as LanguageModel.Service["generateText"] }
+    // `direct` answers exactly the type `make`'s `generateText` has for the same options.
+    return { ...made, generateText: direct as LanguageModel.Service["generateText"] }
   })
 }
 

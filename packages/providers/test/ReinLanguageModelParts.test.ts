@@ -1,8 +1,8 @@
-import { LanguageModel, Response, Telemetry, Tool, Toolkit } from "@effect/ai"
+import { AiError, LanguageModel, Response, Telemetry, Tool, Toolkit } from "@effect/ai"
 import { describe, expect, it } from "@effect/vitest"
 import { Catalog, Contract } from "@rein/core"
 import { ReinLanguageModel } from "@rein/providers"
-import { Arbitrary, Effect, Either, FastCheck, Layer, Option, Schema, Stream } from "effect"
+import { Arbitrary, Cause, Effect, Either, Exit, FastCheck, Layer, Option, Schema, Stream } from "effect"
 import { asIs } from "../src/internal/languageModel.js"
 
 const GetWeather = Tool.make("GetWeather", {
@@ -108,5 +108,179 @@ describe("ReinLanguageModel: parts handed over without a Schema round trip", () 
         expect(o.span.attributes.get("toolChoice")).toBe("auto")
         expect(Option.map(o.span.parent, (p) => p._tag === "Span" ? p.name : p.spanId)).toEqual(Option.some("caller"))
       }
+    }))
+
+  // A toolkit: one tool whose failures are errors, one whose failures are returned. `City` counts its
+  // decodes, to pin that the parameters are decoded as often as under `make` (not once more).
+  let decodes = 0
+  const City = Schema.transform(Schema.String, Schema.Number, {
+    strict: true,
+    decode: (s) => {
+      decodes++
+      return Number(s)
+    },
+    encode: (n) => String(n)
+  })
+  const Forecast = Tool.make("Forecast", {
+    parameters: { city: City },
+    success: Schema.Struct({ celsius: Schema.Number }),
+    failure: Schema.Struct({ reason: Schema.String })
+  })
+  const Lookup = Tool.make("Lookup", {
+    parameters: { q: Schema.String },
+    success: Schema.String,
+    failure: Schema.String,
+    failureMode: "return"
+  })
+  const Tools = Toolkit.make(Forecast, Lookup)
+  let handled: Array<string> = []
+  const handlers = Tools.toLayer({
+    Forecast: ({ city }) => {
+      handled.push(`Forecast ${city}`)
+      return city === 13 ? Effect.fail({ reason: "storm" }) : Effect.succeed({ celsius: city * 2 })
+    },
+    Lookup: ({ q }) => {
+      handled.push(`Lookup ${q}`)
+      return q === "missing" ? Effect.fail("not found") : Effect.succeed(q.toUpperCase())
+    }
+  })
+  const callsOf = (city: string): Array<Response.PartEncoded> => [
+    { type: "response-metadata", id: "r2", modelId: "model-a", timestamp: "2025-01-01T00:00:00.000Z" },
+    { type: "text", text: "calling" },
+    { type: "tool-call", id: "c1", name: "Forecast", params: { city } },
+    { type: "tool-call", id: "c2", name: "Lookup", params: { q: "missing" }, providerName: "memory" },
+    { type: "tool-call", id: "c3", name: "Lookup", params: { q: "x" }, providerExecuted: true },
+    { type: "tool-result", id: "c3", name: "Lookup", result: "X", isFailure: false, providerExecuted: true },
+    { type: "tool-call", id: "c4", name: "Lookup", params: { q: "y" } },
+    { type: "finish", reason: "tool-calls", usage: { inputTokens: 10, outputTokens: 5, totalTokens: 15 } }
+  ]
+  const memoryOf = (parts: Array<Response.PartEncoded>) =>
+    Layer.effect(
+      LanguageModel.LanguageModel,
+      LanguageModel.make({ generateText: () => Effect.succeed(parts), streamText: () => Stream.empty })
+    )
+  const reinOf = (model: Layer.Layer<LanguageModel.LanguageModel>) =>
+    ReinLanguageModel.layer({
+      contract: Contract.make({ deadline: "10 seconds", candidates: ["a"] }),
+      catalog: Catalog.make({
+        endpoints: [{ ...endpoint("a"), capabilities: { ...endpoint("a").capabilities, tools: true } }]
+      }),
+      models: { a: model },
+      inputTokens: () => 10
+    })
+
+  /** `generateText` with the toolkit (as an Effect, or resolved), what it answered and what ran. */
+  const withTools = (
+    model: Layer.Layer<LanguageModel.LanguageModel>,
+    options: { readonly resolved?: boolean; readonly toolChoice?: LanguageModel.ToolChoice<"Forecast" | "Lookup"> } = {}
+  ) =>
+    Effect.gen(function*() {
+      const seen: Array<Telemetry.SpanTransformer extends (o: infer O) => void ? O : never> = []
+      handled = []
+      decodes = 0
+      const toolkit = options.resolved === true ? yield* Tools : Tools
+      const exit = yield* LanguageModel.generateText({
+        prompt: "hello",
+        toolkit,
+        toolChoice: options.toolChoice ?? "auto",
+        concurrency: 2
+      }).pipe(
+        Effect.provideService(Telemetry.CurrentSpanTransformer, (o) => void seen.push(o)),
+        Effect.withSpan("caller"),
+        Effect.provide(model),
+        Effect.exit
+      )
+      return { exit, seen, handled: [...handled].sort(), decodes }
+    }).pipe(Effect.provide(handlers))
+
+  it.effect("generateText with a toolkit answers as LanguageModel.make does: tool results, span and transformer", () =>
+    Effect.gen(function*() {
+      const memory = memoryOf(callsOf("12"))
+      for (const resolved of [false, true]) {
+        const bare = yield* withTools(memory, { resolved })
+        const under = yield* withTools(reinOf(memory), { resolved })
+        const [b, u] = [Exit.getOrElse(bare.exit, () => undefined)!, Exit.getOrElse(under.exit, () => undefined)!]
+        expect(u.content).toEqual(b.content)
+        expect(u.toolResults.map((r) => [r.id, r.result, r.encodedResult, r.isFailure, r.providerExecuted])).toEqual([
+          ["c3", "X", "X", false, true],
+          ["c1", { celsius: 24 }, { celsius: 24 }, false, false],
+          ["c2", "not found", "not found", true, false],
+          ["c4", "Y", "Y", false, false]
+        ])
+        expect(u.toolResults[2]!.providerName).toBe("memory")
+        expect([u.usage, u.finishReason]).toEqual([b.usage, b.finishReason])
+        // Each call not executed by the provider is handled exactly once, as under `make`.
+        expect(under.handled).toEqual(["Forecast 12", "Lookup missing", "Lookup y"])
+        expect(under.handled).toEqual(bare.handled)
+        // The parameters are decoded as under `make` (once to validate the answer, once by the handler):
+        // no second decode of the whole answer.
+        expect(under.decodes).toBe(bare.decodes)
+        const [bs, us] = [bare.seen.at(-1)!, under.seen.at(-1)!]
+        expect(us.response).toEqual(bs.response)
+        expect([us.tools, us.toolChoice, us.responseFormat]).toEqual([bs.tools, bs.toolChoice, bs.responseFormat])
+        expect(us.tools.map((t) => t.name)).toEqual(["Forecast", "Lookup"])
+        for (const o of [bs, us]) {
+          expect(o.span.name).toBe("LanguageModel.generateText")
+          expect(o.span.attributes.get("concurrency")).toBe(2)
+          expect(o.span.attributes.get("toolChoice")).toBe("auto")
+        }
+      }
+    }))
+
+  it.effect("a toolChoice oneOf offers only those tools, as under make; disableToolCallResolution runs no handler", () =>
+    Effect.gen(function*() {
+      const memory = memoryOf(callsOf("12").filter((p) => p.type !== "tool-call" || p.name === "Lookup"))
+      const toolChoice = { oneOf: ["Lookup" as const] }
+      const bare = yield* withTools(memory, { toolChoice })
+      const under = yield* withTools(reinOf(memory), { toolChoice })
+      expect(Exit.isSuccess(under.exit)).toBe(true)
+      expect(under.seen.at(-1)!.tools.map((t) => t.name)).toEqual(["Lookup"])
+      expect(under.seen.at(-1)!.toolChoice).toEqual(toolChoice)
+      expect(under.seen.at(-1)!.response).toEqual(bare.seen.at(-1)!.response)
+      expect(under.handled).toEqual(bare.handled)
+
+      handled = []
+      const unresolved = yield* LanguageModel.generateText({
+        prompt: "hello",
+        toolkit: Tools,
+        disableToolCallResolution: true
+      }).pipe(Effect.provide(reinOf(memoryOf(callsOf("12")))), Effect.provide(handlers))
+      expect(handled).toEqual([])
+      expect(unresolved.toolResults.map((r) => r.id)).toEqual(["c3"])
+      expect(unresolved.toolCalls.map((c) => [c.id, c.params])).toEqual([
+        ["c1", { city: 12 }],
+        ["c2", { q: "missing" }],
+        ["c3", { q: "x" }],
+        ["c4", { q: "y" }]
+      ])
+    }))
+
+  it.effect("a handler's failure surfaces as under make, the other handlers having run once", () =>
+    Effect.gen(function*() {
+      const memory = memoryOf(callsOf("13"))
+      const bare = yield* withTools(memory)
+      const under = yield* withTools(reinOf(memory))
+      expect(Exit.isFailure(under.exit)).toBe(true)
+      expect(under.exit).toEqual(bare.exit)
+      expect(Exit.isFailure(under.exit) && under.exit.cause).toEqual(Exit.isFailure(bare.exit) && bare.exit.cause)
+      expect(under.handled).toEqual(bare.handled)
+      expect(under.handled).toContain("Forecast 13")
+    }))
+
+  it.effect("tool parameters that fail to decode fail the attempt, before any handler runs", () =>
+    Effect.gen(function*() {
+      // `make` finds them in `Toolkit.handle`, after the other calls' handlers may have run (a `MalformedOutput`
+      // of `Toolkit`); under Rein the inner model decodes the answer first, so the provider's answer is
+      // malformed (an attempt's failure: Rein may fall back) and no handler runs.
+      const memory = memoryOf(
+        callsOf("12").map((p) => p.type === "tool-call" && p.id === "c1" ? { ...p, params: { city: 12 } } : p)
+      )
+      const under = yield* withTools(reinOf(memory))
+      expect(under.handled).toEqual([])
+      expect(Exit.isFailure(under.exit)).toBe(true)
+      const error = Exit.isFailure(under.exit)
+        ? Option.getOrUndefined(Cause.failureOption(under.exit.cause))
+        : undefined
+      expect(error).toBeInstanceOf(AiError.UnknownError)
     }))
 })

@@ -1,32 +1,115 @@
 /**
- * The outer `generateText` of a call without a toolkit. `LanguageModel.make` would decode the parts that
- * the inner model has just decoded, with the very schema the inner model used (`Response.Part` of the
- * empty toolkit), and compile that schema again for every call: the largest single cost of a Rein call.
- * This is `make`'s own no-toolkit path (`@effect/ai` 0.37: the same span, name and attributes, the same
- * `ProviderOptions`, the span transformer applied to the content, `IdGenerator` provided) minus that
- * decode. Calls with a toolkit, `generateObject` and `streamText` go through `make` unchanged.
+ * The outer `generateText`. `LanguageModel.make` would decode the parts that the inner model has just
+ * decoded, with the very schema the inner model used (`Response.Part` of the same tools), and compile
+ * that schema again for every call: the largest single cost of a Rein call. This is `make`'s own
+ * `generateText` (`@effect/ai` 0.37: the same span, name and attributes, the same `ProviderOptions`, the
+ * toolkit resolved and its tools offered as `make` offers them, tool calls resolved with the caller's
+ * handlers as `make`'s `resolveToolCalls` does, the span transformer applied to the content,
+ * `IdGenerator` provided, a `ParseError` turned into `MalformedOutput`) minus that decode.
+ * `generateObject` and `streamText` go through `make` unchanged.
  *
  * @internal
  */
-import type { AiError, Response, Tool } from "@effect/ai"
-import { IdGenerator, LanguageModel, Prompt, Telemetry } from "@effect/ai"
-import { Effect, Option } from "effect"
+import type { Tool } from "@effect/ai"
+import { AiError, IdGenerator, LanguageModel, Prompt, Response, Telemetry, Toolkit } from "@effect/ai"
+import { Effect, Option, Predicate, Schema } from "effect"
+import type { ParseResult } from "effect"
+
+/** The parts of any toolkit's calls, as Rein carries them. @internal */
+type Parts = Array<Response.Part<Record<string, Tool.Any>>>
 
 /** A call's decoded parts, from the outer call's `ProviderOptions` (the inner model decoded them). @internal */
-export type Decoded = (
-  options: LanguageModel.ProviderOptions
-) => Effect.Effect<Array<Response.Part<Record<string, Tool.Any>>>, AiError.AiError>
+export type Decoded = (options: LanguageModel.ProviderOptions) => Effect.Effect<Parts, AiError.AiError>
 
-/** The options of a call without a toolkit. @internal */
+/** The options of a call. @internal */
 export type Options = LanguageModel.GenerateTextOptions<Record<string, Tool.Any>>
 
-/** What `generateText` answers here (a call without a toolkit fails with `AiError` only). @internal */
-export type Answer = Effect.Effect<LanguageModel.GenerateTextResponse<Record<string, Tool.Any>>, AiError.AiError>
+/**
+ * What `generateText` answers here: a call without a toolkit fails with `AiError` only; with one, also
+ * with its handlers' errors and the toolkit's own, and needs their context (typed by `make`'s signature).
+ * @internal
+ */
+export type Answer = Effect.Effect<LanguageModel.GenerateTextResponse<Record<string, Tool.Any>>, unknown, unknown>
+
+type Handled = Toolkit.WithHandler<Record<string, Tool.Any>>
+
+/** The encoder of one tool's parameters: compiled once per tool, not once per call. */
+const encoders = new WeakMap<Tool.Any, (params: unknown) => Effect.Effect<unknown, ParseResult.ParseError>>()
+
+const encoderOf = (tool: Tool.Any) => {
+  let encoder = encoders.get(tool)
+  if (encoder === undefined) {
+    encoder = Schema.encodeUnknown(tool.parametersSchema as Schema.Schema<unknown, unknown>)
+    encoders.set(tool, encoder)
+  }
+  return encoder
+}
 
 /**
- * `make`'s `generateText` for calls without a toolkit, over parts decoded already. Reads the span
- * transformer and the `IdGenerator` at build time as `make` does (a transformer in the call's context
- * wins over the one at build). @internal
+ * `make`'s `resolveToolCalls`, over decoded parts: every call the provider did not execute itself goes to
+ * `toolkit.handle` with its parameters as the provider sent them (encoded again with the schema that
+ * decoded them, all before any handler runs, as `make` gets them from an encoded answer), with `make`'s
+ * concurrency; the results are `make`'s tool-result parts.
+ */
+const resolveToolCalls = (
+  content: Parts,
+  toolkit: Handled,
+  concurrency: LanguageModel.GenerateTextOptions<{}>["concurrency"]
+) => {
+  const calls: Array<Response.ToolCallPart<string, unknown>> = []
+  for (const part of content) {
+    if (part.type === "tool-call" && part.providerExecuted !== true) calls.push(part)
+  }
+  if (calls.length === 0) return Effect.succeed([])
+  return Effect.flatMap(
+    Effect.orDie(Effect.forEach(calls, (call) => {
+      const tool = toolkit.tools[call.name]
+      return tool === undefined ? Effect.succeed(call.params) : encoderOf(tool)(call.params)
+    })),
+    (params) =>
+      Effect.forEach(
+        calls,
+        (call, i) =>
+          Effect.map(toolkit.handle(call.name, params[i] as never), ({ encodedResult, isFailure, result }) =>
+            Response.makePart("tool-result", {
+              id: call.id,
+              name: call.name,
+              result,
+              encodedResult,
+              isFailure,
+              providerExecuted: false,
+              ...(call.providerName !== undefined ? { providerName: call.providerName } : {})
+            })),
+        { concurrency }
+      )
+  )
+}
+
+/** `make`'s `generateContent` for a call with a toolkit, over decoded parts. */
+const withToolkit = (
+  decoded: Decoded,
+  options: Options,
+  toolkitOf: NonNullable<Options["toolkit"]>,
+  providerOptions: { -readonly [K in keyof LanguageModel.ProviderOptions]: LanguageModel.ProviderOptions[K] }
+) =>
+  Effect.gen(function*() {
+    const toolChoice = options.toolChoice ?? "auto"
+    const toolkit: Handled = Effect.isEffect(toolkitOf) ? yield* toolkitOf : toolkitOf
+    const all = Object.values(toolkit.tools)
+    if (all.length === 0) return yield* decoded(providerOptions)
+    providerOptions.tools = typeof toolChoice === "object" && "oneOf" in toolChoice
+      ? all.filter((tool) => toolChoice.oneOf.includes(tool.name))
+      : all
+    providerOptions.toolChoice = toolChoice
+    const content = yield* decoded(providerOptions)
+    if (options.disableToolCallResolution === true) return content
+    const results = yield* resolveToolCalls(content, toolkit, options.concurrency)
+    return [...content, ...results] as Parts
+  })
+
+/**
+ * `make`'s `generateText`, over parts decoded already. Reads the span transformer and the `IdGenerator`
+ * at build time as `make` does (a transformer in the call's context wins over the one at build). @internal
  */
 export const make = (decoded: Decoded): Effect.Effect<(options: Options) => Answer> =>
   Effect.gen(function*() {
@@ -56,10 +139,18 @@ export const make = (decoded: Decoded): Effect.Effect<(options: Options) => Answ
               responseFormat: { type: "text" },
               span
             }
-            const content = yield* decoded(providerOptions)
+            const content = options.toolkit === undefined
+              ? yield* decoded(providerOptions)
+              : yield* withToolkit(decoded, options, options.toolkit, providerOptions)
             if (Option.isSome(transformer)) transformer.value({ ...providerOptions, response: content })
             return new LanguageModel.GenerateTextResponse(content)
           }).pipe(
+            // As `make`'s `Effect.catchTag("ParseError", …)`: any failure tagged so (a handler's included).
+            Effect.catchIf(
+              (error): error is ParseResult.ParseError => Predicate.isTagged(error, "ParseError"),
+              (error) =>
+                AiError.MalformedOutput.fromParseError({ module: "LanguageModel", method: "generateText", error })
+            ),
             Effect.withParentSpan(span),
             Effect.provideService(IdGenerator.IdGenerator, idGenerator)
           )

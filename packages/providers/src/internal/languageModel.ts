@@ -2,9 +2,10 @@
  * One attempt of a Rein-backed `LanguageModel` call on one endpoint's inner `@effect/ai` model: the outer
  * call's `ProviderOptions` become a Rein request (facts for the planner, the options as its opaque
  * payload); per attempt the inner model is called with tool-call resolution off and a handler-less
- * toolkit rebuilt from the options' tools, and its parts are handed to the outer `LanguageModel.make`
- * (which resolves tool calls once, with the caller's handlers): as they are when the outer decode gives
- * them back unchanged (text, reasoning, finish, deltas), re-encoded otherwise.
+ * toolkit rebuilt from the options' tools. Its decoded parts go to the outer `generateText` as they are
+ * (`generateText.ts`, which resolves tool calls once, with the caller's handlers); to the outer
+ * `LanguageModel.make` (`generateObject`, `streamText`) as they are when its decode gives them back
+ * unchanged (text, reasoning, finish, deltas), re-encoded otherwise.
  *
  * @internal
  */
@@ -111,7 +112,7 @@ const codecsOf = (tools: ReadonlyArray<Tool.Any>): Codecs => {
 
 /**
  * The inner parts of a successful attempt, decoded, carried back as the completion's payload: handed to
- * a call without a toolkit as they are, encoded for `LanguageModel.make` otherwise. @internal
+ * `generateText` as they are, encoded for `LanguageModel.make` (`generateObject`). @internal
  */
 export class Parts {
   constructor(readonly parts: Array<Response.Part<Record<string, Tool.Any>>>, private readonly codecs: Codecs) {}
