@@ -809,9 +809,24 @@ describe("the command as a newcomer finds it", () => {
     expect(usage).toContain("[--abort-on CATEGORY...]")
     expect(usage).toContain("[--concurrency N]")
     expect(usage).toContain("[--order completion|submission]")
-    // Every flag outside brackets is one the command requires.
+    // Every flag outside brackets is one the command requires. `--out FILE` or `--store URL --run ID` is
+    // required, one of the two (a usage line cannot say "one of"): both are bracketed, and the command says
+    // which to pass when neither is given.
     const required = usage.replaceAll(/\[[^\]]*\]/g, "").match(/--[a-z-]+/g)
-    expect(required).toEqual(["--input", "--catalog", "--contract", "--out"])
+    expect(required).toEqual(["--input", "--catalog", "--contract"])
+    expect(usage).toContain("[--out")
+    expect(usage).toContain("[--store")
+    const neither = await rein([
+      "batch",
+      "--input",
+      "examples/prompts.jsonl",
+      "--catalog",
+      "examples/catalog.json",
+      "--contract",
+      "examples/contract.json"
+    ])
+    expect(neither.code).toBe(2)
+    expect(neither.stderr).toContain("pass --out FILE (or --store URL --run ID)")
   }, 60_000)
 
   it("--version prints the version alone, loading nothing but the binary and its version", async () => {
