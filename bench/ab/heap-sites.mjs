@@ -49,6 +49,13 @@ walk(profile.head)
 for (const [k, v] of [...parents].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`${(v / N).toFixed(0).padStart(6)} B  ${k}`)
 const total = [...self.values()].reduce((a, b) => a + b, 0)
 console.log(`total ${(total / N / 1024).toFixed(2)} KB/item`)
+// By whose frame allocated: Rein's packages, Effect, the bench's provider, Node/V8 builtins.
+const groups = new Map()
+for (const [k, v] of self) {
+  const g = /core\/dist/.test(k) ? "core" : /batch\/dist/.test(k) ? "batch" : /^\S+ effect\//.test(k) ? "effect" : /bench/.test(k) ? "bench" : "builtins"
+  groups.set(g, (groups.get(g) ?? 0) + v)
+}
+console.log([...groups].map(([g, v]) => `${g} ${(v / N / 1024).toFixed(2)} KB`).join(", "))
 for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.TOP ?? 45))) {
   console.log(`${(v / N).toFixed(0).padStart(6)} B  ${k}`)
 }
