@@ -13,7 +13,7 @@ import * as Attempt from "./internal/attempt.js"
 import type { Rein } from "./internal/context.js"
 import * as Loop from "./internal/loop.js"
 import * as Outcome from "./Outcome.js"
-import type { CompletionRequest, ProviderResponse } from "./Provider.js"
+import type { AttemptContext, CompletionRequest, Provider, ProviderResponse } from "./Provider.js"
 
 /**
  * The failure table after a contract's narrowing and widening.
@@ -84,23 +84,35 @@ export const execute = (
   })
 
 const run = (request: CompletionRequest, env: Loop.Env): Effect.Effect<Outcome.Completion, Outcome.Terminal> =>
-  journaled(
-    env,
-    Loop.run<ProviderResponse, Outcome.Completion>(env, {
-      attempt: (provider, context, timeoutMillis, k) =>
-        Attempt.call(
-          provider,
-          request,
-          context,
-          timeoutMillis,
-          env.graceMillis,
-          k,
-          env.contract.truncation === "fail"
-        ),
-      commit
-    }),
-    (completion) => completion
-  )
+  journaled(env, Loop.run<ProviderResponse, Outcome.Completion>(env, new Calling(request, env)), identity)
+
+const identity = <A>(a: A): A => a
+
+/** The loop's driver for one answer: every attempt is one call. (A class, so that a request allocates one
+ * object, not a closure per request.) */
+class Calling implements Loop.Driver<ProviderResponse, Outcome.Completion> {
+  constructor(readonly request: CompletionRequest, readonly env: Loop.Env) {}
+  attempt(
+    provider: Provider,
+    context: AttemptContext,
+    timeoutMillis: number,
+    k: Attempt.Continue<ProviderResponse, Outcome.Completion, Outcome.Terminal>
+  ): Effect.Effect<Outcome.Completion, Outcome.Terminal> {
+    const env = this.env
+    return Attempt.call(
+      provider,
+      this.request,
+      context,
+      timeoutMillis,
+      env.graceMillis,
+      k,
+      env.contract.truncation === "fail"
+    )
+  }
+  commit(committed: Loop.Committed<ProviderResponse>): Effect.Effect<Outcome.Completion> {
+    return commit(committed)
+  }
+}
 
 /** A committed answer becomes the completion (its record settled in the same step). */
 const commit = (committed: Loop.Committed<ProviderResponse>): Effect.Effect<Outcome.Completion> => {

@@ -602,19 +602,26 @@ const evaluate = (spec: Spec, snap: Snapshot, c: CandidateSpec, role: Role, fail
     : h.probesFree > 0
     ? true
     : "half-open: no free probe slot"
-  const verdicts: Verdicts = {
-    listed: s.listed,
-    capable: s.capable,
-    mode: s.mode,
-    simulation: s.simulation,
-    deadline,
-    budget,
-    calls,
-    retryBudget,
-    health,
-    failureAllows: failureAllows(spec, snap, c, role, failed),
-    uncommitted: snap.committed ? "the stream has committed" : true
-  }
+  const failure = failureAllows(spec, snap, c, role, failed)
+  // Nearly every decision finds its candidate legal on every predicate: those share one frozen value
+  // instead of an eleven-field object per candidate per decision.
+  const verdicts: Verdicts = deadline === true && budget === true && calls === true && retryBudget === true &&
+      health === true && failure === true && !snap.committed && s.listed === true && s.capable === true &&
+      s.mode === true && s.simulation === true
+    ? ALL_TRUE
+    : {
+      listed: s.listed,
+      capable: s.capable,
+      mode: s.mode,
+      simulation: s.simulation,
+      deadline,
+      budget,
+      calls,
+      retryBudget,
+      health,
+      failureAllows: failure,
+      uncommitted: snap.committed ? "the stream has committed" : true
+    }
   return {
     candidate: c,
     verdict: { endpoint: c.id, role, legal: isLegal(verdicts), verdicts },
@@ -623,6 +630,20 @@ const evaluate = (spec: Spec, snap: Snapshot, c: CandidateSpec, role: Role, fail
     reservation
   } satisfies Evaluated
 }
+
+const ALL_TRUE: Verdicts = Object.freeze({
+  listed: true,
+  capable: true,
+  mode: true,
+  simulation: true,
+  deadline: true,
+  budget: true,
+  calls: true,
+  retryBudget: true,
+  health: true,
+  failureAllows: true,
+  uncommitted: true
+})
 
 const POLICY: ReadonlyArray<Predicate> = ["listed", "capable", "mode", "simulation", "failureAllows", "uncommitted"]
 const DYNAMIC: ReadonlyArray<Predicate> = ["deadline", "budget", "calls", "health", "retryBudget"]
@@ -654,16 +675,20 @@ export const decide = (spec: Spec, snap: Snapshot): Decision => {
   const start = snap.current === null ? 0 : spec.candidates.findIndex((c) => c.id === snap.current)
   const failed = start >= 0 && snap.current !== null ? spec.candidates[start] : undefined
   const evaluated: Array<Evaluated> = []
+  const verdicts: Array<CandidateVerdict> = []
+  // The first legal candidate, found in the same pass (no closures: this runs once per attempt).
+  let chosen: Evaluated | undefined
   for (let i = Math.max(0, start); i < spec.candidates.length; i++) {
     const c = spec.candidates[i]!
     const role: Role = snap.current === null ? "first" : i === start ? "retry" : "fallback"
-    evaluated.push(evaluate(spec, snap, c, role, failed))
+    const e = evaluate(spec, snap, c, role, failed)
+    evaluated.push(e)
+    verdicts.push(e.verdict)
+    if (chosen === undefined && e.verdict.legal) chosen = e
   }
-  const verdicts = evaluated.map((e) => e.verdict)
   if (snap.remainingMillis <= 0) {
     return stop("DeadlineExceeded", "no time left before the deadline", verdicts, "admission")
   }
-  const chosen = evaluated.find((e) => e.verdict.legal)
   if (chosen !== undefined) {
     const available = snap.remainingMillis - chosen.waitMillis
     const binding = spec.attemptTimeoutMillis < available ? "attempt" : "deadline"

@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type { Outcome } from "@rein/core"
+import type { Outcome, Provider } from "@rein/core"
 import { Contract, Gate, Rein } from "@rein/core"
 import { Cause, Duration, Effect, Exit, Fiber, FiberId, Option } from "effect"
 import type { RunGate } from "./gate.js"
@@ -60,10 +60,20 @@ export const make = <I, E, R>(
       )
     }
     const durationMillis = Number(clock.unsafeCurrentTimeNanos() - startNanos) / 1e6
-    const base = { index: it.index, itemId: it.itemId, item, durationMillis }
+    // The success is built in one object (no `base` copied by a spread: this runs once per item).
     const done = Exit.isSuccess(exit)
-      ? results.complete({ _tag: "Succeeded", ...base, completion: exit.value })
-      : Effect.flatMap(results.toResult(exit, base, it), results.complete)
+      ? results.complete({
+        _tag: "Succeeded",
+        index: it.index,
+        itemId: it.itemId,
+        item,
+        durationMillis,
+        completion: exit.value
+      })
+      : Effect.flatMap(
+        results.toResult(exit, { index: it.index, itemId: it.itemId, item, durationMillis }, it),
+        results.complete
+      )
     const before = released === undefined
       ? counted
       : counted === undefined
@@ -90,29 +100,36 @@ export const make = <I, E, R>(
     const it: ItemState = { index, itemId, tickets: [], fiber: undefined }
     worker.current = it
     state.inFlight++
-    const execute = (): Effect.Effect<void, never, Rein.Rein> => {
-      const startNanos = clock.unsafeCurrentTimeNanos()
-      const executed = state.observer === undefined
-        ? Rein.execute(request, itemContract)
-        : state.observer.item(Rein.execute(request, itemContract), index, itemId)
-      if (!cancelActive) {
-        state.executing.add(it)
-        return Effect.flatMap(Effect.exit(executed), (exit) => finishItem(worker, it, item, startNanos, exit))
-      }
-      // Its own fiber, so that a stop can interrupt the call while this worker publishes the result.
-      return Effect.flatMap(Effect.fork(executed), (fiber) => {
-        it.fiber = fiber
-        state.executing.add(it)
-        if (state.stopped !== undefined) fiber.unsafeInterruptAsFork(FiberId.none)
-        return Effect.flatMap(Fiber.await(fiber), (exit) => finishItem(worker, it, item, startNanos, exit))
-      })
-    }
     return quiet
-      ? execute()
+      ? execute(worker, it, item, request)
       : Effect.zipRight(
         Effect.zipRight(state.event((at) => ({ _tag: "ItemStarted", at, index, itemId })), state.progress),
-        Effect.suspend(execute)
+        Effect.suspend(() => execute(worker, it, item, request))
       )
+  }
+
+  /** Executes an accepted item and completes it (a function of the pool, not a closure per item). */
+  const execute = (
+    worker: Worker,
+    it: ItemState,
+    item: I,
+    request: Provider.CompletionRequest
+  ): Effect.Effect<void, never, Rein.Rein> => {
+    const startNanos = clock.unsafeCurrentTimeNanos()
+    const executed = state.observer === undefined
+      ? Rein.execute(request, itemContract)
+      : state.observer.item(Rein.execute(request, itemContract), it.index, it.itemId)
+    if (!cancelActive) {
+      state.executing.add(it)
+      return Effect.flatMap(Effect.exit(executed), (exit) => finishItem(worker, it, item, startNanos, exit))
+    }
+    // Its own fiber, so that a stop can interrupt the call while this worker publishes the result.
+    return Effect.flatMap(Effect.fork(executed), (fiber) => {
+      it.fiber = fiber
+      state.executing.add(it)
+      if (state.stopped !== undefined) fiber.unsafeInterruptAsFork(FiberId.none)
+      return Effect.flatMap(Fiber.await(fiber), (exit) => finishItem(worker, it, item, startNanos, exit))
+    })
   }
 
   const worker: Effect.Effect<void, never, Rein.Rein | R> = Effect.suspend(() => {

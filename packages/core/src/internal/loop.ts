@@ -335,6 +335,17 @@ export const prepare = (
     return Effect.isEffect(prepared) ? prepared : Effect.succeed(prepared)
   })
 
+const refusingIn = (
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  request: CompletionRequest,
+  contract: Contract,
+  streaming: boolean
+): Refusing => {
+  const context = fiber.currentContext as Context.Context<Rein>
+  const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+  return { fiber, clock, context, rein: Context.get(context, Rein), request, contract, streaming }
+}
+
 /**
  * `prepare` inside the running fiber: the environment at once when resolving it needs no effect (no own
  * budget, no journal), else the effect that resolves it (or the refusal).
@@ -350,18 +361,18 @@ export const prepareIn = (
   const context = fiber.currentContext as Context.Context<Rein>
   const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
   const rein = Context.get(context, Rein)
-  const refusing: Refusing = { fiber, clock, context, rein, request, contract, streaming }
-  // Refusals happen before the clock starts and before any call.
+  // Refusals happen before the clock starts and before any call. (What a refusal needs is built only for
+  // one: this runs once per request, and most are not refused.)
   if (contract.mode === "effectful") {
     return refuse(
-      refusing,
+      refusingIn(fiber, request, contract, streaming),
       "effectful_mode",
       "effectful operations are not retried here; use a durable ledger"
     )
   }
   if (!validCount(request.inputTokens, 0) || !validCount(request.maxOutputTokens, 1)) {
     return refuse(
-      refusing,
+      refusingIn(fiber, request, contract, streaming),
       "invalid_request",
       "inputTokens must be a non-negative integer, maxOutputTokens a positive one"
     )
@@ -370,36 +381,42 @@ export const prepareIn = (
   // A tokenizer is user code: a count that is not a non-negative integer (NaN, negative, a fraction) would
   // make a NaN or negative reservation, which a budget would admit and count.
   if (inputTokens !== null && !isCount(inputTokens)) {
-    return refuse(refusing, "invalid_request", "the tokenizer's count must be a non-negative integer")
+    return refuse(
+      refusingIn(fiber, request, contract, streaming),
+      "invalid_request",
+      "the tokenizer's count must be a non-negative integer"
+    )
   }
   if ((contract.budget.cost !== undefined || contract.budget.tokens !== undefined) && inputTokens === null) {
     return refuse(
-      refusing,
+      refusingIn(fiber, request, contract, streaming),
       "no_input_bound",
       "a hard cost or token budget needs an input-token bound (fail closed)"
     )
   }
   const entry = resolve(rein, contract)
   if (entry.unknown !== null) {
-    return refuse(refusing, "unknown_candidate", entry.unknown)
+    return refuse(refusingIn(fiber, request, contract, streaming), "unknown_candidate", entry.unknown)
   }
   if (entry.nested !== null) {
-    return refuse(refusing, "nested_retries", entry.nested)
+    return refuse(refusingIn(fiber, request, contract, streaming), "nested_retries", entry.nested)
   }
   const uses = usesOf(request)
   const spec = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming, uses)
+  // The optional services are read with `getOrElse` (no `Option` per lookup: this runs once per request).
+  const outer = Context.getOrElse(context, Deadline.Deadline, NOTHING)
   const deadline = Deadline.starting(
     clock.unsafeCurrentTimeNanos(),
     contract.deadline,
-    Context.getOption(context, Deadline.Deadline)
+    outer === undefined ? Option.none() : Option.some(outer)
   )
   const limits = contract.budget
   const ownLimits = limits.cost !== undefined || limits.tokens !== undefined || limits.calls !== undefined
-  const shared = Option.getOrUndefined(Context.getOption(context, Budget.SharedBudget))
+  const shared = Context.getOrElse(context, Budget.SharedBudget, NOTHING)
   // The request's own budget, then the shared one (see `Budget.both`).
   const own = ownLimits ? Budget.unsafeMake(limits) : undefined
-  const journal = Context.getOption(context, Journal)
-  const env = (writer: Writer | undefined): Env => ({
+  const gate = Context.getOrElse(context, GateTag, NOTHING)
+  const env: Env = {
     rein,
     clock,
     request,
@@ -408,14 +425,14 @@ export const prepareIn = (
     ids: idsOf(spec),
     deadline,
     budget: own === undefined ? shared : shared === undefined ? own : Budget.both(own, shared),
-    health: Option.getOrUndefined(Context.getOption(context, HealthTag)),
-    gate: Option.getOrUndefined(Context.getOption(context, GateTag)),
-    writer,
+    health: Context.getOrElse(context, HealthTag, NOTHING),
+    gate,
+    writer: undefined,
     graceMillis: Duration.toMillis(contract.teardownGrace)
-  })
+  }
   // Telemetry hook: spans and metrics ride on the journal's writer hooks (nothing when no `Telemetry`).
-  const telemetry = Context.getOption(context, TelemetryTag)
-  const observed = Option.isNone(telemetry) ? undefined : Telemetry.open(fiber, telemetry.value, {
+  const telemetry = Context.getOrElse(context, TelemetryTag, NOTHING)
+  const observed = telemetry === undefined ? undefined : Telemetry.open(fiber, telemetry, {
     requestId: request.id,
     contract,
     spec,
@@ -424,19 +441,22 @@ export const prepareIn = (
     clock,
     originNanos: deadline.originNanos,
     expiresNanos: deadline.expiresNanos,
-    gated: Option.isSome(Context.getOption(context, GateTag))
+    gated: gate !== undefined
   })
-  if (Option.isNone(journal)) return env(observed)
+  const journal = Context.getOrElse(context, Journal, NOTHING)
+  if (journal === undefined) return observed === undefined ? env : { ...env, writer: observed }
   return Effect.gen(function*() {
-    const writer = yield* journal.value.begin({
+    const writer = yield* journal.begin({
       requestId: request.id ?? (yield* requestId),
       contract,
       endpoints: consulted(rein, spec),
       spec
     })
-    return env(Telemetry.tee(writer, observed))
+    return { ...env, writer: Telemetry.tee(writer, observed) }
   })
 }
+
+const NOTHING = (): undefined => undefined
 
 const requestId = Effect.map(Random.nextIntBetween(0, 0x7fffffff), (n) => `req-${n.toString(36)}`)
 
@@ -830,75 +850,97 @@ const start = <S, B>(
     reservation: decision.reservation,
     maxOutputTokens: env.request.maxOutputTokens ?? endpoint.capabilities.maxOutputTokens
   }
-  const running: Running = {
-    step,
-    endpoint,
+  return driver.attempt(
     provider,
-    ticket,
-    startNanos,
-    timeoutMillis,
-    binding,
     context,
-    finished: false
+    timeoutMillis,
+    new Attempting(step, endpoint, provider, ticket, startNanos, timeoutMillis, binding, context, driver)
+  )
+}
+
+/**
+ * One attempt under way, and what `Attempt.bounded` calls once it ended (its `Continue`). A class, not
+ * closures: its methods live on the prototype, so an attempt allocates this one object rather than one
+ * function per step (`then`, `interrupted`, `finish`, `finishNow` were four closures per attempt).
+ */
+class Attempting<S, B> implements Running, Attempt.Continue<S, B, Outcome.Terminal> {
+  finished = false
+  constructor(
+    readonly step: Step,
+    readonly endpoint: Endpoint,
+    readonly provider: Provider,
+    readonly ticket: unknown,
+    readonly startNanos: bigint,
+    readonly timeoutMillis: number,
+    readonly binding: "attempt" | "deadline",
+    readonly context: AttemptContext,
+    readonly driver: Driver<S, B>
+  ) {}
+
+  // The attempt's end is handled while interruption is still held off (see `Attempt.bounded`): the record
+  // and the settlement happen before any interruption can land.
+  then(end: Attempt.AttemptEnd<S>): Effect.Effect<B, Outcome.Terminal> {
+    return end._tag === "Success"
+      ? this.driver.commit(new CommittedAttempt(this, end.payload, end.usage))
+      : failedAttempt(this, finishAttempt(this, end), end, this.driver)
   }
-  const finishNow = (end: Attempt.AttemptEnd<unknown>) => finishAttempt(running, end)
-  const finish = (end: Attempt.AttemptEnd<unknown>): Effect.Effect<Outcome.AttemptRecord> =>
-    Effect.suspend(() => {
-      const [record, settling] = finishNow(end)
-      return settling === undefined ? Effect.succeed(record) : Effect.as(settling, record)
-    })
+
   // Interrupted by the caller while the attempt ran: recorded as `interrupted`, and since it may have been
   // sent, its reservation stays charged. Never after the attempt was recorded (a guard: `bounded` hands the
   // end over before interruption lands).
-  const onInterrupted = (end: Attempt.AttemptEnd<never>): Effect.Effect<void> => {
-    if (running.finished) return Effect.void
-    const settling = finishNow(end)[1]
+  interrupted(end: Attempt.AttemptEnd<never>): Effect.Effect<void> {
+    if (this.finished) return Effect.void
+    const settling = finishAttempt(this, end)[1]
     return settling === undefined ? Effect.void : settling
   }
-  // The attempt's end is handled while interruption is still held off (see `Attempt.bounded`): the record
-  // and the settlement happen before any interruption can land.
-  const then = (end: Attempt.AttemptEnd<S>): Effect.Effect<B, Outcome.Terminal> =>
-    end._tag === "Success"
-      ? driver.commit(committedOf(running, end.payload, end.usage, finish, finishNow))
-      : failedAttempt(running, finishNow(end), end, driver)
-  return driver.attempt(provider, context, timeoutMillis, { then, interrupted: onInterrupted })
 }
 
-/** What the driver is handed once an attempt succeeded: the payload, and how to finish and judge it. */
-const committedOf = <S>(
-  running: Running,
-  payload: S,
-  usage: Usage.Usage,
-  finish: Committed<S>["finish"],
-  finishNow: Committed<S>["finishNow"]
-): Committed<S> => {
-  const { endpoint, step } = running
-  const { env, progress } = step
-  const stopCommitted = Effect.suspend(() =>
-    Effect.map(snapshot(env, progress), (snap) => {
-      const decision = decide(env, { ...snap, committed: true })
-      return decision._tag === "Stop"
-        ? terminal(decision, progress)
-        : stackless(() =>
-          new Outcome.FailedSafe({
-            reason: "the stream has committed: no retry, no fallback",
-            cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
-            attempts: progress.records
-          }, true)
-        )
+/** What the driver is handed once an attempt succeeded: the payload, and how to finish and judge it. (A
+ * class for the same reason as `Attempting`; `stopCommitted` is built only when a committed stream fails.) */
+class CommittedAttempt<S> implements Committed<S> {
+  readonly endpoint: Endpoint
+  readonly provider: Provider
+  readonly progress: Progress
+  readonly binding: "attempt" | "deadline"
+  constructor(private readonly running: Running, readonly payload: S, readonly usage: Usage.Usage) {
+    this.endpoint = running.endpoint
+    this.provider = running.provider
+    this.progress = running.step.progress
+    this.binding = running.binding
+  }
+
+  get endsNanos(): bigint {
+    return this.running.startNanos + BigInt(Math.round(this.running.timeoutMillis * 1e6))
+  }
+
+  finishNow(end: Attempt.AttemptEnd<unknown>): readonly [Outcome.AttemptRecord, Effect.Effect<void> | undefined] {
+    return finishAttempt(this.running, end)
+  }
+
+  finish(end: Attempt.AttemptEnd<unknown>): Effect.Effect<Outcome.AttemptRecord> {
+    return Effect.suspend(() => {
+      const [record, settling] = finishAttempt(this.running, end)
+      return settling === undefined ? Effect.succeed(record) : Effect.as(settling, record)
     })
-  )
-  return {
-    payload,
-    usage,
-    endpoint,
-    provider: running.provider,
-    progress,
-    endsNanos: running.startNanos + BigInt(Math.round(running.timeoutMillis * 1e6)),
-    binding: running.binding,
-    finish,
-    finishNow,
-    stopCommitted
+  }
+
+  get stopCommitted(): Effect.Effect<Outcome.Terminal> {
+    const { endpoint, progress } = this
+    const env = this.running.step.env
+    return Effect.suspend(() =>
+      Effect.map(snapshot(env, progress), (snap) => {
+        const decision = decide(env, { ...snap, committed: true })
+        return decision._tag === "Stop"
+          ? terminal(decision, progress)
+          : stackless(() =>
+            new Outcome.FailedSafe({
+              reason: "the stream has committed: no retry, no fallback",
+              cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
+              attempts: progress.records
+            }, true)
+          )
+      })
+    )
   }
 }
 
@@ -1018,6 +1060,13 @@ const recordOf = (running: Running, end: Attempt.AttemptEnd<unknown>, endNanos: 
   return { charged, kind, record: answered ? withAnswer(full, end) : full }
 }
 
+/** `first` then `effect` (`undefined`: nothing), skipping what does nothing. */
+const chain = (
+  first: Effect.Effect<void> | undefined,
+  effect: Effect.Effect<void> | undefined
+): Effect.Effect<void> | undefined =>
+  effect === undefined || effect === Effect.void ? first : first === undefined ? effect : Effect.zipRight(first, effect)
+
 /** Settles an ended attempt with budget, health and gate: only the effects that do something (most
  * successful attempts have none). */
 const settlements = (
@@ -1030,13 +1079,13 @@ const settlements = (
 ): Effect.Effect<void> | undefined => {
   const { endpoint, step, ticket } = running
   const { env, hold, permit } = step
-  const effects: Array<Effect.Effect<void>> = []
-  const then = (effect: Effect.Effect<void> | undefined): void => {
-    if (effect !== undefined && effect !== Effect.void) effects.push(effect)
-  }
-  if (env.budget !== undefined && hold !== undefined) then(settle(env.budget, hold, charged))
+  // The settling effects in order, chained as they come: most attempts have none or one (the health metrics),
+  // so no array and no `Effect.all` (this runs once per attempt).
+  let effects: Effect.Effect<void> | undefined
+  if (env.budget !== undefined && hold !== undefined) effects = chain(effects, settle(env.budget, hold, charged))
   if (record.invalidUsage === true) {
-    then(
+    effects = chain(
+      effects,
       Effect.logWarning("rein: the provider reported usage that is not a count; charged as unknown usage").pipe(
         Effect.annotateLogs({ endpoint: record.endpoint, attempt: record.attempt })
       )
@@ -1044,7 +1093,8 @@ const settlements = (
   }
   if (kind !== null) {
     // Failures are logged with machine data only (kind, code, endpoint): never provider text.
-    then(
+    effects = chain(
+      effects,
       Effect.logDebug("rein: attempt failed").pipe(
         Effect.annotateLogs({
           endpoint: record.endpoint,
@@ -1066,20 +1116,26 @@ const settlements = (
       : env.spec.table[kind].health
       ? { _tag: "failure", kind, retryAfterMillis: record.retryAfterMillis }
       : NEUTRAL
-    then(complete(health, endNanos, permit, result))
+    effects = chain(effects, complete(health, endNanos, permit, result))
     if ((end._tag === "Timeout" || end._tag === "Interrupted") && !end.confirmed) {
       // Degraded until the abandoned attempt finally ends.
-      then(Effect.flatMap(
-        health.degrade(endpoint.id),
-        (undo) => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(end.settled, undo)))
-      ))
+      effects = chain(
+        effects,
+        Effect.flatMap(
+          health.degrade(endpoint.id),
+          (undo) => Effect.asVoid(Effect.forkDaemon(Effect.zipRight(end.settled, undo)))
+        )
+      )
     }
   }
   const gate = env.gate
   if (gate !== undefined) {
-    then(gate.unsafeSettle !== undefined ? gate.unsafeSettle(ticket, record) : gate.settle(ticket, record))
+    effects = chain(
+      effects,
+      gate.unsafeSettle !== undefined ? gate.unsafeSettle(ticket, record) : gate.settle(ticket, record)
+    )
   }
-  return effects.length === 0 ? undefined : effects.length === 1 ? effects[0] : Effect.all(effects, { discard: true })
+  return effects
 }
 
 /** A record with what it may keep of the answer: the finish reason and tool-call names and counts. */
