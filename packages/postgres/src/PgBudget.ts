@@ -241,8 +241,24 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
       ctx.caps[r] === null ? null : S.toPublic(r, Math.max(0, (ctx.free[r] ?? 0) + s.leased[r] - S.used(s, r)))
     return { cost: of("cost"), tokens: of("tokens"), calls: of("calls") }
   }
+  // A worst case that is not an amount (NaN, ±Infinity) is refused: a NaN would make every comparison with the
+  // slice false (admitting anything) and every report to the database fail.
+  const notAmount = (reservation: Reservation): Either.Either<never, Shortfall> | undefined => {
+    const resource = reservation.cost !== null && !Number.isFinite(reservation.cost)
+      ? "cost"
+      : reservation.tokens !== null && !Number.isFinite(reservation.tokens)
+      ? "tokens"
+      : undefined
+    return resource === undefined ? undefined : Either.left({
+      resource,
+      needed: reservation[resource] ?? 0,
+      left: leftNow()[resource] ?? Number.POSITIVE_INFINITY
+    })
+  }
   const unsafeReserve = (reservation: Reservation): Either.Either<Hold, Shortfall> | undefined => {
     const s = ctx.slice
+    const bad = notAmount(reservation)
+    if (bad !== undefined) return bad
     const need = S.need(reservation)
     if (ctx.clock.unsafeCurrentTimeMillis() >= s.validUntil) return undefined
     if (S.blocked(s, ctx.caps, need) !== undefined) return undefined
