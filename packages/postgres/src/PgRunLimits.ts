@@ -32,7 +32,7 @@ import { RunLimits, Termination as Terminations } from "@rein/batch"
 import { Format } from "@rein/core"
 import type { Scope } from "effect"
 import { Deferred, Duration, Effect, Exit, FiberId, Layer, Option, ParseResult, Schema, Stream } from "effect"
-import { hostname } from "node:os"
+import { bounded, holderLabel } from "./internal/bounded.js"
 import * as B from "./internal/buckets.js"
 import * as E from "./internal/rateEngine.js"
 import * as R from "./internal/runStatements.js"
@@ -170,7 +170,7 @@ export const make = (
     }
     const heartbeatMillis = o.heartbeatMillis ?? 1000
     const engine = yield* E.make({
-      holder: o.holder ?? `${hostname()}:${process.pid}`,
+      holder: holderLabel(o.holder),
       slice: o.slice ?? 0.05,
       heartbeatMillis,
       ttlMillis: o.ttlMillis ?? 5000,
@@ -200,11 +200,7 @@ export const make = (
       clock: engine.ctx.clock,
       timed: (effect) =>
         effect.pipe(
-          Effect.disconnect,
-          Effect.timeoutFail({
-            duration: Duration.millis(timeoutMillis),
-            onTimeout: () => new E.Unavailable("the database did not answer in time")
-          }),
+          bounded(timeoutMillis, () => new E.Unavailable("the database did not answer in time")),
           Effect.mapError((e) => e instanceof E.Unavailable ? e : new E.Unavailable(E.describe(e)))
         ),
       caps
@@ -453,6 +449,22 @@ const unreachable = (message: string): Stop => ({
   reason: `the shared run totals could not be recorded (${message}): stopped, failing closed`
 })
 
+const isCount = (n: number): boolean => typeof n === "number" && Number.isFinite(n) && n >= 0
+
+/** The stop of a charge that is not a count (NaN, ±Infinity, negative), as the in-memory limits word it. */
+const notACount = (usage: RunLimits.Usage): Stop | undefined => {
+  const resource = !isCount(usage.cost) ? "cost" : !isCount(usage.tokens) ? "tokens" : undefined
+  if (resource === undefined) return undefined
+  return {
+    _tag: "BudgetExceeded",
+    kind: "budget_exceeded",
+    resource,
+    reason: `an attempt's ${resource === "tokens" ? "token count" : "cost"} is not a finite number ≥ 0: ${
+      fmt(usage[resource])
+    }`
+  }
+}
+
 /** The stop a charge trips, in the in-memory limits' order: an overflow (cost first), then a cap (tokens first). */
 const tripOf = (c: R.Charged, usage: RunLimits.Usage, caps: R.Caps): Stop | undefined => {
   const over = (resource: "tokens" | "cost", total: number, value: number): Stop => ({
@@ -540,14 +552,18 @@ const service = (config: RunLimits.Config, limiter: Limiter, s: Shared): RunLimi
     admit: limiter.admit,
     release: (hold, actualTokens) => Effect.sync(() => limiter.release(hold, actualTokens)),
     released: s.released,
-    charge: (usage) =>
-      s.timed(R.charge(s.sql, s.name, usage.tokens, usage.cost)).pipe(
+    charge: (usage) => {
+      // Not sent: a NaN or negative amount would change the shared totals (and NaN never reach a cap again).
+      const bad = notACount(usage)
+      if (bad !== undefined) return Effect.succeed(Option.some(bad))
+      return s.timed(R.charge(s.sql, s.name, usage.tokens, usage.cost)).pipe(
         Effect.map((c) => {
           s.lastTotals = { tokens: c.tokens, cost: c.cost }
           return Option.fromNullable(tripOf(c, usage, s.caps))
         }),
         Effect.catchAll((e) => Effect.succeed(Option.some(unreachable(e.message))))
-      ),
+      )
+    },
     totals: s.timed(R.totals(s.sql, s.name)).pipe(
       Effect.tap((t) => Effect.sync(() => void (s.lastTotals = t))),
       Effect.catchAll(() => Effect.sync(() => s.lastTotals))

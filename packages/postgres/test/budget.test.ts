@@ -158,6 +158,10 @@ describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
         const invalid = yield* Effect.flip(PgBudget.make({ name, cost: 10, heartbeatMillis: 1000, ttlMillis: 2000 }))
         expect(invalid.reason).toBe("InvalidOptions")
         expect(invalid.message).toContain("ttlMillis")
+        // Cost is kept in nano-dollars, read back as float8: exact only below 2^53 nano-dollars (~$9M).
+        const huge = yield* Effect.flip(PgBudget.make({ name: fresh("huge"), cost: 1e7 }))
+        expect(huge.reason).toBe("InvalidOptions")
+        expect(huge.message).toContain("cost")
       }))
 
     const Op = fc.oneof(
