@@ -27,7 +27,7 @@ import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import type { Scope } from "effect"
 import { Duration, Effect, Either, Layer, ParseResult, Queue, Schema } from "effect"
-import { hostname } from "node:os"
+import { bounded, holderLabel } from "./internal/bounded.js"
 import type { Charged, Hold, Left, Reservation, Service, Shortfall } from "./internal/budgetService.js"
 import { SharedBudget } from "./internal/budgetService.js"
 import * as L from "./internal/lease.js"
@@ -72,8 +72,10 @@ const Millis = Schema.Number.pipe(Schema.finite(), Schema.greaterThan(0))
 export const Options = Schema.Struct({
   /** The budget's name: every process using this name shares its caps. */
   name: Schema.NonEmptyTrimmedString,
-  /** Cap on cost, in dollars. */
-  cost: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.nonNegative())),
+  /** Cap on cost, in dollars (kept in nano-dollars: at most 2^53 of them, about $9M, are exact). */
+  cost: Schema.optional(
+    Schema.Number.pipe(Schema.finite(), Schema.nonNegative(), Schema.lessThanOrEqualTo(Number.MAX_SAFE_INTEGER / 1e9))
+  ),
   /** Cap on tokens. */
   tokens: Schema.optional(Schema.NonNegativeInt),
   /** Cap on calls (attempts). */
@@ -167,7 +169,7 @@ export const make = (input: Options): Effect.Effect<Service, PgBudgetError, SqlC
     const ctx: L.Ctx = {
       sql,
       name: o.name,
-      holder: o.holder ?? `${hostname()}:${process.pid}`,
+      holder: holderLabel(o.holder),
       caps,
       fraction: o.slice ?? 0.1,
       exposure: o.exposure ?? 0.25,
@@ -182,12 +184,8 @@ export const make = (input: Options): Effect.Effect<Service, PgBudgetError, SqlC
     const lock = yield* Effect.makeSemaphore(1)
     const db = <A, E>(effect: Effect.Effect<A, E>) =>
       lock.withPermits(1)(effect).pipe(
-        // The bound does not wait for the interruption: the client cancels a query over the same network.
-        Effect.disconnect,
-        Effect.timeoutFail({
-          duration: timeout,
-          onTimeout: () => new PgBudgetError({ reason: "Unavailable", message: "the database did not answer in time" })
-        })
+        bounded(timeout, () =>
+          new PgBudgetError({ reason: "Unavailable", message: "the database did not answer in time" }))
       )
     yield* unavailable(db(L.open(ctx)))
     const wake = yield* Queue.sliding<void>(1)
@@ -241,8 +239,24 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
       ctx.caps[r] === null ? null : S.toPublic(r, Math.max(0, (ctx.free[r] ?? 0) + s.leased[r] - S.used(s, r)))
     return { cost: of("cost"), tokens: of("tokens"), calls: of("calls") }
   }
+  // A worst case that is not an amount (NaN, ±Infinity) is refused: a NaN would make every comparison with the
+  // slice false (admitting anything) and every report to the database fail.
+  const notAmount = (reservation: Reservation): Either.Either<never, Shortfall> | undefined => {
+    const resource = reservation.cost !== null && !Number.isFinite(reservation.cost)
+      ? "cost"
+      : reservation.tokens !== null && !Number.isFinite(reservation.tokens)
+      ? "tokens"
+      : undefined
+    return resource === undefined ? undefined : Either.left({
+      resource,
+      needed: reservation[resource] ?? 0,
+      left: leftNow()[resource] ?? Number.POSITIVE_INFINITY
+    })
+  }
   const unsafeReserve = (reservation: Reservation): Either.Either<Hold, Shortfall> | undefined => {
     const s = ctx.slice
+    const bad = notAmount(reservation)
+    if (bad !== undefined) return bad
     const need = S.need(reservation)
     if (ctx.clock.unsafeCurrentTimeMillis() >= s.validUntil) return undefined
     if (S.blocked(s, ctx.caps, need) !== undefined) return undefined

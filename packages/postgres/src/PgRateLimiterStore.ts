@@ -35,7 +35,7 @@ import { RateLimiter } from "@effect/experimental"
 import type { SqlClient } from "@effect/sql"
 import type { Scope } from "effect"
 import { Duration, Effect, Layer, ParseResult, Schema } from "effect"
-import { hostname } from "node:os"
+import { holderLabel } from "./internal/bounded.js"
 import * as B from "./internal/buckets.js"
 import * as E from "./internal/rateEngine.js"
 import * as Q from "./internal/rateStatements.js"
@@ -117,7 +117,7 @@ export const make = (
     )
     yield* Effect.mapError(Migrations.run, (e) => storeError(E.describe(e)))
     const engine = yield* E.make({
-      holder: o.holder ?? `${hostname()}:${process.pid}`,
+      holder: holderLabel(o.holder),
       slice: o.slice ?? 0.05,
       heartbeatMillis: o.heartbeatMillis ?? 1000,
       ttlMillis: o.ttlMillis ?? 5000,

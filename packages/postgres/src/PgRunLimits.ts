@@ -32,7 +32,7 @@ import { RunLimits, Termination as Terminations } from "@rein/batch"
 import { Format } from "@rein/core"
 import type { Scope } from "effect"
 import { Deferred, Duration, Effect, Exit, FiberId, Layer, Option, ParseResult, Schema, Stream } from "effect"
-import { hostname } from "node:os"
+import { bounded, holderLabel } from "./internal/bounded.js"
 import * as B from "./internal/buckets.js"
 import * as E from "./internal/rateEngine.js"
 import * as R from "./internal/runStatements.js"
@@ -170,7 +170,7 @@ export const make = (
     }
     const heartbeatMillis = o.heartbeatMillis ?? 1000
     const engine = yield* E.make({
-      holder: o.holder ?? `${hostname()}:${process.pid}`,
+      holder: holderLabel(o.holder),
       slice: o.slice ?? 0.05,
       heartbeatMillis,
       ttlMillis: o.ttlMillis ?? 5000,
@@ -200,11 +200,7 @@ export const make = (
       clock: engine.ctx.clock,
       timed: (effect) =>
         effect.pipe(
-          Effect.disconnect,
-          Effect.timeoutFail({
-            duration: Duration.millis(timeoutMillis),
-            onTimeout: () => new E.Unavailable("the database did not answer in time")
-          }),
+          bounded(timeoutMillis, () => new E.Unavailable("the database did not answer in time")),
           Effect.mapError((e) => e instanceof E.Unavailable ? e : new E.Unavailable(E.describe(e)))
         ),
       caps

@@ -69,6 +69,32 @@ describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
         expect(Either.isLeft(over)).toBe(true)
       }))
 
+    it.scoped("a reservation that is not a number (NaN, Infinity) is refused, and the counters stay numbers", () =>
+      Effect.gen(function*() {
+        const name = fresh("nan-reserve")
+        const budget = yield* PgBudget.make({ name, cost: 2, tokens: 1000, calls: 10, heartbeatMillis: 50 })
+        for (
+          const bad of [{ cost: Number.NaN, tokens: 1 }, { cost: 0.1, tokens: Number.NaN }, {
+            cost: Number.POSITIVE_INFINITY,
+            tokens: 1
+          }]
+        ) {
+          const refused = yield* Effect.either(budget.reserve(bad))
+          expect(Either.isLeft(refused), JSON.stringify(bad)).toBe(true)
+          if (Either.isLeft(refused)) expect(refused.left.reason).toBeUndefined()
+        }
+        // A NaN in the slice would make every comparison false (admitting anything) and every report fail.
+        const fits = yield* budget.reserve({ cost: 1.5, tokens: 100 })
+        const over = yield* Effect.either(budget.reserve({ cost: 0.75, tokens: 0 }))
+        expect(Either.isLeft(over)).toBe(true)
+        yield* budget.settle(fits, { cost: 1.25, tokens: 50 })
+        expect(budget.unsafeLeft!().calls).toBe(9)
+        yield* Effect.sleep("200 millis")
+        const after = yield* row(name)
+        expect(Number.isFinite(after.cost_spent + after.cost_leased)).toBe(true)
+        expect(after.cost_spent + after.cost_leased).toBeLessThanOrEqual(2 * NANOS)
+      }))
+
     it.effect("closing the scope gives back what was not used: spent is exactly what was charged", () =>
       Effect.gen(function*() {
         const name = fresh("close")
@@ -132,6 +158,10 @@ describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
         const invalid = yield* Effect.flip(PgBudget.make({ name, cost: 10, heartbeatMillis: 1000, ttlMillis: 2000 }))
         expect(invalid.reason).toBe("InvalidOptions")
         expect(invalid.message).toContain("ttlMillis")
+        // Cost is kept in nano-dollars, read back as float8: exact only below 2^53 nano-dollars (~$9M).
+        const huge = yield* Effect.flip(PgBudget.make({ name: fresh("huge"), cost: 1e7 }))
+        expect(huge.reason).toBe("InvalidOptions")
+        expect(huge.message).toContain("cost")
       }))
 
     const Op = fc.oneof(

@@ -3,6 +3,7 @@
 // slice does not cover waits (fail closed: nothing is admitted on a guess), a charge stops the run, a stop
 // stops this process, Effect's RateLimiter fails with a RateLimitStoreError. All of them answer in time.
 import { RateLimiter } from "@effect/experimental"
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import type { Termination } from "@rein/batch"
@@ -10,6 +11,8 @@ import { Clock, Effect, Layer, Option, Redacted } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 import * as path from "node:path"
 import { PgRateLimiterStore, PgRunLimits } from "../src/index.js"
+import { makeWith } from "../src/internal/healthMake.js"
+import { databaseClock } from "../src/internal/healthStatements.js"
 import { TestServer } from "../src/testing.js"
 import { available } from "./pg.js"
 
@@ -83,4 +86,38 @@ describe.skipIf(!available)("a database that stops answering", () => {
       yield* signal(pids, "SIGCONT")
       // Back: the stop this process could not record is recorded at the next poll.
     })), 60_000)
+
+  it.live(
+    "PgHealth refuses a probe at the query bound, not when the driver's cancel gives up",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const server = yield* TestServer.start
+        const context = yield* Layer.build(PgClient.layer({ url: Redacted.make(server.url), maxConnections: 20 }))
+        // Without LISTEN (the poll covers): `PgHealth.make` on this client did not return here (left for later).
+        const sql = yield* Effect.provide(SqlClient.SqlClient, context)
+        const health = yield* makeWith(
+          {
+            name: "frozen",
+            consecutiveFailures: 1,
+            cooldownMillis: 100,
+            queryTimeoutMillis: TIMEOUT,
+            heartbeatMillis: 1_000
+          },
+          { sql, listen: undefined, notify: undefined },
+          databaseClock
+        )
+        const opener = yield* Effect.orDie(health.acquire("a", "first"))
+        yield* health.complete(opener, { _tag: "failure", kind: "server_error", retryAfterMillis: null })
+        yield* Effect.sleep("300 millis")
+        const pids = serverPids(server.dataDir)
+        yield* signal(pids, "SIGSTOP")
+        yield* Effect.addFinalizer(() => signal(pids, "SIGCONT"))
+        // The cooldown is over: the probe needs the database, which does not answer.
+        const probe = yield* timed(health.acquire("a", "first"))
+        expect(probe.exit).toMatchObject({ _tag: "Failure" })
+        expect(probe.millis).toBeLessThan(TIMEOUT * 2 + 1000)
+        yield* signal(pids, "SIGCONT")
+      })),
+    60_000
+  )
 })

@@ -75,6 +75,18 @@ describe.skipIf(!available)("README: many processes, one budget", () => {
     60_000
   )
 
+  it("every ts block of this package's README is compiled: the block run above, or a file of test/readme/", () => {
+    const readme = fs.readFileSync(path.join(here, "../README.md"), "utf8")
+    const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!)
+    const files = fs.readdirSync(path.join(here, "readme")).map((f) =>
+      fs.readFileSync(path.join(here, "readme", f), "utf8")
+    )
+    expect(blocks.length).toBeGreaterThan(1)
+    for (const block of blocks) {
+      expect(block.includes(readmeSnippet()) || files.includes(block), block).toBe(true)
+    }
+  })
+
   it("both READMEs show this code verbatim", () => {
     const snippet = readmeSnippet()
     for (const readme of [path.join(here, "../README.md"), path.join(here, "../../../README.md")]) {

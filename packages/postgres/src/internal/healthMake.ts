@@ -12,8 +12,8 @@ import type { Role } from "@rein/core/Planner"
 import type { Scope, Stream } from "effect"
 import { Deferred, Duration, Effect, Either, Option, ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
-import { hostname } from "node:os"
 import * as Migrations from "../Migrations.js"
+import { holderLabel } from "./bounded.js"
 import { Options, PgHealthError } from "./healthOptions.js"
 import type { Ctx, PgPermit } from "./healthService.js"
 import * as S from "./healthService.js"
@@ -79,7 +79,7 @@ const awaitListening = (ctx: Ctx, notify: Source["notify"]) =>
   notify === undefined || ctx.listen === undefined ? Effect.void : Effect.gen(function*() {
     const step = Duration.millis(Math.max(10, ctx.heartbeatMillis / 10))
     for (let i = 0; i < 10; i++) {
-      yield* Effect.ignore(notify(Q.CHANNEL, S.ping(ctx)))
+      yield* Effect.ignore(S.bounded(ctx, notify(Q.CHANNEL, S.ping(ctx))))
       if (Option.isSome(yield* Effect.timeoutOption(Deferred.await(ctx.heard), step))) return
     }
     yield* Effect.logWarning("@rein/postgres: health notifications not heard yet; polling each heartbeat")
@@ -109,7 +109,7 @@ export const makeWith = (
       listen: source.listen,
       now,
       name,
-      holder: `${o.holder ?? `${hostname()}:${process.pid}`}:${randomUUID().slice(0, 8)}`,
+      holder: `${holderLabel(o.holder)}:${randomUUID().slice(0, 8)}`,
       settings,
       heartbeatMillis: o.heartbeatMillis ?? 1000,
       probeTtlMillis: o.probeTtlMillis ?? 5000,

@@ -14,6 +14,7 @@ import type { Role } from "@rein/core/Planner"
 import type { Clock } from "effect"
 import { Deferred, Duration, Effect, Either, Option, Schema, Stream } from "effect"
 import { randomUUID } from "node:crypto"
+import * as B from "./bounded.js"
 import * as Q from "./healthStatements.js"
 import * as M from "./mirror.js"
 
@@ -61,7 +62,7 @@ export const localMillis = (ctx: Ctx): number => Number(ctx.clock.unsafeCurrentT
 
 /** Bounds a database step by the query timeout. */
 export const bounded = <A, E, R>(ctx: Ctx, effect: Effect.Effect<A, E, R>) =>
-  Effect.timeoutFail(effect, { duration: ctx.timeout, onTimeout: () => new Timeout() })
+  B.bounded(ctx.timeout, () => new Timeout())(effect)
 
 const applyRow = (ctx: Ctx, endpoint: string, row: Q.Row): void =>
   M.apply(ctx.mirror, endpoint, row.version ?? 0, row.state, row.now, localMillis(ctx))

@@ -9,6 +9,7 @@ import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import type { Scope } from "effect"
 import { Duration, Effect, Option } from "effect"
+import { bounded } from "./bounded.js"
 import * as B from "./buckets.js"
 import * as Q from "./rateStatements.js"
 
@@ -77,14 +78,7 @@ export const make = (o: Options): Effect.Effect<Engine, never, SqlClient.SqlClie
     const timeout = Duration.millis(o.queryTimeoutMillis)
     const db = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, Unavailable> =>
       lock.withPermits(1)(effect).pipe(
-        // The bound holds even when the statement cannot be interrupted at once (the driver's cancel of a
-        // query on a server that stopped answering waits up to 5 s): the caller gets its answer on time, the
-        // interruption finishes in the background.
-        Effect.disconnect,
-        Effect.timeoutFail({
-          duration: timeout,
-          onTimeout: () => new Unavailable("the database did not answer in time")
-        }),
+        bounded(timeout, () => new Unavailable("the database did not answer in time")),
         Effect.mapError((e) => e instanceof Unavailable ? e : new Unavailable(describe(e)))
       )
     const locals = new Map<string, B.Local>()
