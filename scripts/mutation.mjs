@@ -10,7 +10,8 @@ import { modules } from "../mutation/modules.mjs"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const summaryFile = path.join(root, "mutation/summary.json")
-const reportFile = path.join(root, ".tmp/mutation/mutation.json")
+// Per module, so that two modules can run side by side (each with its own sandbox directory too).
+const reportOf = (name) => path.join(root, `.tmp/mutation/${name}.json`)
 
 const argv = process.argv.slice(2)
 const dash = argv.indexOf("--")
@@ -57,6 +58,7 @@ for (const name of selected) {
   const tests = module.tests.filter((file) => fs.existsSync(path.join(root, file)))
   const load = os.loadavg()[0].toFixed(1)
   console.log(`mutation: ${name} (${module.mutate.join(", ")}) against ${tests.length} test files, load ${load}`)
+  const reportFile = reportOf(name)
   fs.rmSync(reportFile, { force: true })
   const started = process.hrtime.bigint()
   const run = spawnSync("pnpm", ["exec", "stryker", "run", ...extra], {
@@ -66,7 +68,9 @@ for (const name of selected) {
       ...process.env,
       REIN_MUTATE: module.mutate.join(","),
       REIN_MUTATION_TESTS: tests.join(","),
-      REIN_IGNORE_STATIC: String(module.ignoreStatic ?? true)
+      REIN_IGNORE_STATIC: String(module.ignoreStatic ?? true),
+      REIN_MUTATION_REPORT: path.relative(root, reportFile),
+      REIN_MUTATION_TMP: `.stryker-tmp-${name}`
     }
   })
   const seconds = Number((process.hrtime.bigint() - started) / 1_000_000_000n)
