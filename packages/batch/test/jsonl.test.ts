@@ -152,6 +152,14 @@ describe("artifact lines: writing", () => {
     expect(Either.isLeft(invalid) && invalid.left.message).toMatch(/^record of item "i-1" cannot be encoded: /)
     const noJson = Jsonl.recordLine({ ...valid, result: { n: 1n } })
     expect(Either.isLeft(noJson) && noJson.left.message).toBe("record of item \"i-1\" has no JSON form: TypeError")
+    // A toJSON that throws something other than an Error: the message still names no data.
+    const thrower = {
+      toJSON: () => {
+        throw "secret"
+      }
+    }
+    const strange = Jsonl.recordLine({ ...valid, result: thrower })
+    expect(Either.isLeft(strange) && strange.left.message).toBe("record of item \"i-1\" has no JSON form: unknown")
     const badManifest = Jsonl.manifestLine({ ...parsedManifestOf(), packageVersion: 1 as unknown as string })
     expect(Either.isLeft(badManifest) && badManifest.left.message).toMatch(/^manifest cannot be encoded: /)
   })
