@@ -223,6 +223,24 @@ describe("RunLimits.memory: admission", () => {
       for (let i = 0; i < 6; i++) admitted(yield* limits.admit("a", 0))
     }))
 
+  it.effect("capacity above 1: a release frees one slot, not all of them", () =>
+    Effect.gen(function*() {
+      const limits = yield* RunLimits.memory({ concurrency: 4, capacity: { a: 2 } })
+      const first = admitted(yield* limits.admit("a", 0))
+      admitted(yield* limits.admit("a", 0))
+      yield* limits.release(first, undefined)
+      admitted(yield* limits.admit("a", 0))
+      expect(waited(yield* limits.admit("a", 0))).toBe(Number.POSITIVE_INFINITY)
+    }))
+
+  it.effect("the ramp starts when the limits are made, not at the clock's origin", () =>
+    Effect.gen(function*() {
+      yield* TestClock.adjust("1 minute")
+      const limits = yield* RunLimits.memory({ concurrency: 4, startupRampMillis: 4_000 })
+      admitted(yield* limits.admit("a", 0))
+      expect(waited(yield* limits.admit("a", 0))).toBe(2_000)
+    }))
+
   it.effect("startup ramp: the wait is never under 1 ms", () =>
     Effect.gen(function*() {
       const limits = yield* RunLimits.memory({ concurrency: 3, startupRampMillis: 1_000 })
