@@ -15,8 +15,9 @@ export default {
   timeoutMS: 15_000,
   timeoutFactor: 2,
   reporters: ["json", "clear-text", "progress-append-only"],
-  jsonReporter: { fileName: ".tmp/mutation/mutation.json" },
-  tempDirName: ".stryker-tmp",
+  // Per module (set by scripts/mutation.mjs), so that two modules can run side by side.
+  jsonReporter: { fileName: process.env.REIN_MUTATION_REPORT ?? ".tmp/mutation/mutation.json" },
+  tempDirName: process.env.REIN_MUTATION_TMP ?? ".stryker-tmp",
   cleanTempDir: true,
-  ignorePatterns: ["/.tmp", "/bench/dist", "/packages/*/dist", "/reports"]
+  ignorePatterns: ["/.tmp", "/.stryker-tmp*", "/bench/dist", "/packages/*/dist", "/reports"]
 }

@@ -31,11 +31,11 @@ export const modules = {
     tests: core("HealthLaws", "Health", "Execute")
   },
   "run-limits": {
-    mutate: ["packages/batch/src/RunLimits.ts", "packages/batch/src/internal/limiter.ts"],
-    tests: batch("RunLimits", "RateLimit", "Guardrails")
+    mutate: ["packages/batch/src/RunLimits.ts", "packages/batch/src/internal/limiter.ts", "packages/batch/src/internal/totals.ts"],
+    tests: batch("RunLimitsMemory", "RunLimits", "RateLimit", "Guardrails")
   },
   "artifact-reader": {
     mutate: ["packages/batch/src/JsonlStore.ts", "packages/batch/src/internal/jsonl.ts"],
-    tests: batch("artifact", "Decode", "resume")
+    tests: batch("jsonl", "artifact", "Decode", "resume")
   }
 }

@@ -10,7 +10,8 @@ import { modules } from "../mutation/modules.mjs"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const summaryFile = path.join(root, "mutation/summary.json")
-const reportFile = path.join(root, ".tmp/mutation/mutation.json")
+// Per module, so that two modules can run side by side (each with its own sandbox directory too).
+const reportOf = (run) => path.join(root, `.tmp/mutation/${run}.json`)
 
 const argv = process.argv.slice(2)
 const dash = argv.indexOf("--")
@@ -57,26 +58,30 @@ for (const name of selected) {
   const tests = module.tests.filter((file) => fs.existsSync(path.join(root, file)))
   const load = os.loadavg()[0].toFixed(1)
   console.log(`mutation: ${name} (${module.mutate.join(", ")}) against ${tests.length} test files, load ${load}`)
+  const partial = extra.some((flag) => flag.startsWith("--mutate") || flag === "-m")
+  // A run over part of a module (a line range, to check new tests) is kept beside the module's full run.
+  const run = partial ? `${name}-partial` : name
+  const reportFile = reportOf(run)
   fs.rmSync(reportFile, { force: true })
   const started = process.hrtime.bigint()
-  const run = spawnSync("pnpm", ["exec", "stryker", "run", ...extra], {
+  const child = spawnSync("pnpm", ["exec", "stryker", "run", ...extra], {
     cwd: root,
     stdio: "inherit",
     env: {
       ...process.env,
       REIN_MUTATE: module.mutate.join(","),
       REIN_MUTATION_TESTS: tests.join(","),
-      REIN_IGNORE_STATIC: String(module.ignoreStatic ?? true)
+      REIN_IGNORE_STATIC: String(module.ignoreStatic ?? true),
+      REIN_MUTATION_REPORT: path.relative(root, reportFile),
+      REIN_MUTATION_TMP: `.stryker-tmp-${run}`
     }
   })
   const seconds = Number((process.hrtime.bigint() - started) / 1_000_000_000n)
-  if (run.status !== 0 || !fs.existsSync(reportFile)) {
-    console.error(`mutation: ${name} failed (exit ${run.status})`)
+  if (child.status !== 0 || !fs.existsSync(reportFile)) {
+    console.error(`mutation: ${name} failed (exit ${child.status})`)
     process.exit(1)
   }
   const summary = fs.existsSync(summaryFile) ? JSON.parse(fs.readFileSync(summaryFile, "utf8")) : {}
-  const partial = extra.some((flag) => flag.startsWith("--mutate") || flag === "-m")
-  // A run over part of a module (a line range, to check new tests) is kept beside the module's full run.
   summary[partial ? `${name} (partial)` : name] = {
     finishedAt: new Date().toISOString(),
     wallSeconds: seconds,

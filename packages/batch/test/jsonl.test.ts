@@ -1,0 +1,182 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Either, FastCheck as fc } from "effect"
+import * as Jsonl from "../src/internal/jsonl.js"
+
+// The artifact reader's line rules at each branch (issue #23): which error, on which line, with which words.
+
+const manifest = {
+  kind: "manifest",
+  schemaVersion: 1,
+  identity: { provider: "p", model: "m", promptVersion: "1", parserVersion: "1", applicationVersion: "1", extra: {} },
+  identityFingerprint: "sha256:0",
+  createdAt: "2026-01-01T00:00:00.000Z",
+  packageVersion: "0.1.0"
+}
+const record = {
+  kind: "item",
+  itemId: "i-1",
+  index: 0,
+  promptFingerprint: "sha256:1",
+  inputFingerprint: "sha256:2",
+  identityFingerprint: "sha256:0",
+  outcome: "success",
+  category: "ok",
+  reusable: true,
+  usage: { inputTokens: 10, outputTokens: 5 },
+  cost: 0.001,
+  attempts: 1,
+  durationMillis: 12,
+  result: "an answer"
+}
+const encoder = new TextEncoder()
+const utf8 = (text: string) => encoder.encode(text)
+const M = JSON.stringify(manifest)
+const R = JSON.stringify(record)
+
+const errorOf = (bytes: Uint8Array) => {
+  const parsed = Jsonl.parse(bytes)
+  if (Either.isRight(parsed)) throw new Error("expected an error")
+  return parsed.left
+}
+
+describe("artifact lines: what each bad line is called", () => {
+  it("a record line that is not UTF-8, empty, or not JSON: a format error saying which, naming the line", () => {
+    const bad = new Uint8Array([0x7b, 0xff, 0xfe, 0x7d])
+    const notUtf8 = errorOf(new Uint8Array([...utf8(`${M}\n${R}\n`), ...bad, 0x0a]))
+    expect(notUtf8).toMatchObject({
+      reason: "format",
+      line: 3,
+      message: "line 3: not valid UTF-8; nothing was truncated"
+    })
+    expect(errorOf(utf8(`${M}\n\n`)).message).toBe("line 2: an empty line; nothing was truncated")
+    expect(errorOf(utf8(`${M}\n{"kind":\n`)).message).toBe("line 2: not valid JSON; nothing was truncated")
+    expect(errorOf(utf8(`${M}\n${M}\n`)).message).toBe("line 2: a second manifest; nothing was truncated")
+    expect(errorOf(utf8(`${M}\n{"kind":"item"}\n`)).message).toMatch(/^line 2: bad item record: /)
+  })
+
+  it("a record line that is JSON null, an array or a number is a bad item record, not a crash", () => {
+    for (const line of ["null", "[]", "[{\"kind\":\"manifest\"}]", "7", "\"manifest\""]) {
+      const error = errorOf(utf8(`${M}\n${line}\n`))
+      expect(error.line).toBe(2)
+      expect(error.message).toMatch(/^line 2: bad item record: /)
+    }
+  })
+
+  it("a first line that is not a manifest (not UTF-8, not JSON, null, an array, another kind) is not a Rein artifact", () => {
+    const notArtifact = "line 1: not a Rein artifact: the first line is not a manifest; nothing was truncated"
+    for (
+      const first of [
+        new Uint8Array([0xff, 0xfe]),
+        utf8(""),
+        utf8("{"),
+        utf8("null"),
+        utf8("[]"),
+        utf8(`[${M}]`),
+        utf8(R),
+        utf8(JSON.stringify({ ...manifest, kind: "Manifest" }))
+      ]
+    ) {
+      expect(errorOf(new Uint8Array([...first, 0x0a]))).toMatchObject({
+        reason: "format",
+        line: 1,
+        message: notArtifact
+      })
+    }
+  })
+
+  it("only a numeric schema version above the reader's is a version error; anything else is checked as a field", () => {
+    const withVersion = (v: unknown) => utf8(`${JSON.stringify({ ...manifest, schemaVersion: v })}\n`)
+    expect(errorOf(withVersion(2))).toMatchObject({
+      reason: "version",
+      line: 1,
+      message: "line 1: artifact schema version 2 is newer than this reader's (1); nothing was truncated"
+    })
+    for (const v of ["2", 0, null]) {
+      const error = errorOf(withVersion(v))
+      expect(error.reason).toBe("format")
+      expect(error.message).toMatch(/^line 1: bad manifest: /)
+    }
+    expect(Either.isRight(Jsonl.parse(withVersion(1)))).toBe(true)
+  })
+
+  it("a parsed artifact: its records, the bytes up to the last newline, and the torn bytes after it", () => {
+    const complete = `${M}\n${R}\n${R}\n`
+    const torn = "{\"kind\":\"it"
+    const parsed = Either.getOrThrow(Jsonl.parse(utf8(complete + torn)))
+    if (parsed._tag !== "Artifact") throw new Error("expected an artifact")
+    expect(parsed.records.map((r) => r.itemId)).toEqual(["i-1", "i-1"])
+    expect(parsed.manifest.identityFingerprint).toBe("sha256:0")
+    expect(parsed.validLength).toBe(utf8(complete).length)
+    expect(parsed.tornBytes).toBe(torn.length)
+    const manifestOnly = Either.getOrThrow(Jsonl.parse(utf8(`${M}\n`)))
+    expect(manifestOnly).toMatchObject({ _tag: "Artifact", records: [], tornBytes: 0 })
+  })
+
+  it("no newline at all is empty, with the unterminated bytes as its tail", () => {
+    expect(Either.getOrThrow(Jsonl.parse(utf8("")))).toEqual({ _tag: "Empty", tail: utf8("") })
+    expect(Either.getOrThrow(Jsonl.parse(utf8(M)))).toEqual({ _tag: "Empty", tail: utf8(M) })
+  })
+})
+
+describe("artifact lines: a torn first line", () => {
+  it("is a torn manifest when it is a prefix of the manifest start, or starts with it", () => {
+    const prefix = Jsonl.MANIFEST_PREFIX
+    expect(prefix).toBe("{\"kind\":\"manifest\"")
+    for (let n = 0; n <= prefix.length; n++) expect(Jsonl.isTornManifest(utf8(prefix.slice(0, n)))).toBe(true)
+    expect(Jsonl.isTornManifest(utf8(M.slice(0, 40)))).toBe(true)
+    expect(Jsonl.isTornManifest(utf8("{\"kind\":\"manifest\",\"x"))).toBe(true)
+    for (const other of ["{\"kind\":\"item\"", "id,answer", " {\"kind\":\"manifest\"", "{\"kind\":\"manifestX"]) {
+      expect(Jsonl.isTornManifest(utf8(other)), other).toBe(false)
+    }
+  })
+})
+
+describe("artifact lines: writing", () => {
+  it("a manifest and a record are written as one line each, read back as written", () => {
+    const parsedManifest = Either.getOrThrow(Jsonl.parse(utf8(`${M}\n`)))
+    if (parsedManifest._tag !== "Artifact") throw new Error("expected an artifact")
+    const line = Either.getOrThrow(Jsonl.manifestLine(parsedManifest.manifest))
+    expect(new TextDecoder().decode(line)).toBe(`${M}\n`)
+    const parsed = Either.getOrThrow(Jsonl.parse(utf8(`${M}\n${R}\n`)))
+    if (parsed._tag !== "Artifact") throw new Error("expected an artifact")
+    const recordBytes = Either.getOrThrow(Jsonl.recordLine(parsed.records[0]!))
+    expect(new TextDecoder().decode(recordBytes)).toBe(`${R}\n`)
+  })
+
+  it("a record that is not valid, or has no JSON form, is an encode error naming the item and no data", () => {
+    const parsed = Either.getOrThrow(Jsonl.parse(utf8(`${M}\n${R}\n`)))
+    if (parsed._tag !== "Artifact") throw new Error("expected an artifact")
+    const valid = parsed.records[0]!
+    const invalid = Jsonl.recordLine({ ...valid, attempts: -1 })
+    expect(Either.isLeft(invalid) && invalid.left.reason).toBe("encode")
+    expect(Either.isLeft(invalid) && invalid.left.message).toMatch(/^record of item "i-1" cannot be encoded: /)
+    const noJson = Jsonl.recordLine({ ...valid, result: { n: 1n } })
+    expect(Either.isLeft(noJson) && noJson.left.message).toBe("record of item \"i-1\" has no JSON form: TypeError")
+    // A toJSON that throws something other than an Error: the message still names no data.
+    const thrower = {
+      toJSON: () => {
+        throw "secret"
+      }
+    }
+    const strange = Jsonl.recordLine({ ...valid, result: thrower })
+    expect(Either.isLeft(strange) && strange.left.message).toBe("record of item \"i-1\" has no JSON form: unknown")
+    const badManifest = Jsonl.manifestLine({ ...parsedManifestOf(), packageVersion: 1 as unknown as string })
+    expect(Either.isLeft(badManifest) && badManifest.left.message).toMatch(/^manifest cannot be encoded: /)
+  })
+
+  it("concat joins any number of chunks in order", () => {
+    fc.assert(
+      fc.property(fc.array(fc.uint8Array({ maxLength: 8 }), { maxLength: 6 }), (chunks) => {
+        const joined = Jsonl.concat(chunks)
+        expect(Array.from(joined)).toEqual(chunks.flatMap((c) => Array.from(c)))
+      }),
+      { numRuns: 200, seed: 23 }
+    )
+  })
+})
+
+const parsedManifestOf = () => {
+  const parsed = Either.getOrThrow(Jsonl.parse(utf8(`${M}\n`)))
+  if (parsed._tag !== "Artifact") throw new Error("expected an artifact")
+  return parsed.manifest
+}
