@@ -643,16 +643,7 @@ const reserveWithin = (
     Effect.disconnect,
     Effect.timeoutFail({
       duration: Duration.millis(Math.max(0, remaining)),
-      onTimeout: () =>
-        stackless(() =>
-          new Outcome.DeadlineExceeded({
-            phase: "admission",
-            reason: `the deadline expired reserving the budget for ${decision.endpoint}`,
-            cause: causeOf(progress),
-            teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
-            attempts: progress.records
-          }, true)
-        )
+      onTimeout: () => expiredAtAdmission(progress, `reserving the budget for ${decision.endpoint}`)
     })
   )
 }
@@ -1151,12 +1142,12 @@ const withAnswer = (
   ...(end.toolCalls === undefined ? {} : { toolCalls: end.toolCalls })
 })
 
-/** The deadline expired before an attempt could start on `endpoint`. */
-const expiredAtAdmission = (progress: Progress, endpoint: Endpoint) =>
+/** The deadline expired before an attempt could start: waiting for admission to an endpoint, or `doing`. */
+const expiredAtAdmission = (progress: Progress, doing: Endpoint | string) =>
   stackless(() =>
     new Outcome.DeadlineExceeded({
       phase: "admission",
-      reason: `the deadline expired waiting for admission to ${endpoint.id}`,
+      reason: `the deadline expired ${typeof doing === "string" ? doing : `waiting for admission to ${doing.id}`}`,
       cause: causeOf(progress),
       teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
       attempts: progress.records
