@@ -39,10 +39,10 @@ type Provide = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient | Scope.Sc
 
 /** Part 1: per-request cost in this process, PgBudget against its in-memory peer and a round trip. */
 const inProcess = async (provide: Provide, options: RunOptions) => {
-  const budget = await provide(PgBudget.make({ name: "bench-slices", cost: 1e9 }))
+  const budget = await provide(PgBudget.make({ name: "bench-slices", cost: 1e6 }))
   const memory = await provide(Budget.make({ cost: 1e9 }))
   const sql = await provide(SqlClient.SqlClient)
-  await provide(PgBudget.make({ name: "bench-round-trip", cost: 1e9 }))
+  await provide(PgBudget.make({ name: "bench-round-trip", cost: 1e6 }))
   const nanos = (dollars: number) => Math.round(dollars * 1e9)
   const through = (b: Budget.Service) => (n: number) =>
     Effect.runPromise(Effect.gen(function*() {
