@@ -41,7 +41,7 @@ import * as E from "./internal/rateEngine.js"
 import * as Q from "./internal/rateStatements.js"
 import * as Migrations from "./Migrations.js"
 
-const Millis = Schema.Number.pipe(Schema.finite(), Schema.greaterThan(0))
+const Millis = E.Millis
 
 /**
  * How the store leases. Every key is shared by every process that uses it.
@@ -69,12 +69,7 @@ export const Options = Schema.Struct({
   holder: Schema.optional(Schema.String),
   /** The buckets' clock: the database's (default) or Effect's ("effect": tests on a `TestClock`). */
   clock: Schema.optional(Schema.Literal("database", "effect"))
-}).pipe(
-  Schema.filter((o) =>
-    (o.ttlMillis ?? 5000) >= 3 * (o.heartbeatMillis ?? 1000) ||
-    { path: ["ttlMillis"], message: "Expected at least three heartbeats (3 × heartbeatMillis)" }
-  )
-)
+}).pipe(Schema.filter(E.threeHeartbeats))
 
 /**
  * @category models

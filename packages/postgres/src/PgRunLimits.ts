@@ -55,7 +55,7 @@ export class PgRunLimitsError extends Schema.TaggedError<PgRunLimitsError>()("Pg
   message: Schema.String
 }) {}
 
-const Millis = Schema.Number.pipe(Schema.finite(), Schema.greaterThan(0))
+const Millis = E.Millis
 
 /**
  * Where and how the run limits are shared. Every process that uses the same `name` shares one run's caps,
@@ -96,12 +96,7 @@ export const Options = Schema.Struct({
    * ("effect": for tests on a `TestClock`; every process sharing a bucket must use the same clock).
    */
   clock: Schema.optional(Schema.Literal("database", "effect"))
-}).pipe(
-  Schema.filter((o) =>
-    (o.ttlMillis ?? 5000) >= 3 * (o.heartbeatMillis ?? 1000) ||
-    { path: ["ttlMillis"], message: "Expected at least three heartbeats (3 × heartbeatMillis)" }
-  )
-)
+}).pipe(Schema.filter(E.threeHeartbeats))
 
 /**
  * @category models

@@ -8,7 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import type { Scope } from "effect"
-import { Duration, Effect, Option } from "effect"
+import { Duration, Effect, Option, Schema } from "effect"
 import { bounded } from "./bounded.js"
 import * as B from "./buckets.js"
 import * as Q from "./rateStatements.js"
@@ -51,6 +51,19 @@ export class ShapeMismatch {
   readonly _tag = "ShapeMismatch"
   constructor(readonly key: string, readonly onRecord: B.Shape, readonly asked: B.Shape) {}
 }
+
+/** A positive, finite number of milliseconds (the lease options of both users of the engine). @internal */
+export const Millis = Schema.Number.pipe(Schema.finite(), Schema.greaterThan(0))
+
+/**
+ * The lease options' rule: a lease lives at least three heartbeats (defaults 5000 and 1000 ms), so one late
+ * heartbeat never loses it. @internal
+ */
+export const threeHeartbeats = (
+  o: { readonly ttlMillis?: number | undefined; readonly heartbeatMillis?: number | undefined }
+) =>
+  (o.ttlMillis ?? 5000) >= 3 * (o.heartbeatMillis ?? 1000) ||
+  { path: ["ttlMillis"], message: "Expected at least three heartbeats (3 × heartbeatMillis)" }
 
 /** A failure's message, with the cause of an `SqlError`. */
 export const describe = (e: unknown): string =>
