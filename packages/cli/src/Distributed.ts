@@ -24,6 +24,7 @@ import * as Shared from "./internal/options.js"
 import type { PromptItem } from "./internal/prompts.js"
 import { streamPrompts } from "./internal/prompts.js"
 import { forCalls } from "./internal/providers.js"
+import * as RunCaps from "./internal/runCaps.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 import { tokenizer } from "./internal/tokens.js"
@@ -54,6 +55,8 @@ export interface WorkerOptions {
   readonly catalog: string
   readonly contract: string
   readonly guardrails: Guardrails.Guardrails
+  /** The run's hard budget (recorded by the `start` that creates or restarts the run; a worker may repeat it). */
+  readonly budget?: PgBatchRun.Budget | undefined
   readonly resume: Resume.Policy
   readonly scenario?: string | undefined
   readonly baseUrl?: string | undefined
@@ -124,9 +127,16 @@ const work = (options: WorkerOptions, start: boolean) =>
         request,
         itemId: (item) => item.id,
         contract,
-        guardrails: options.guardrails
+        guardrails: options.guardrails,
+        budget: options.budget
       }))
       : undefined
+    // The run's caps are its session's: this process may repeat them, never change them.
+    yield* RunCaps.check(
+      options.run,
+      RunCaps.asked(options.guardrails, options.budget),
+      yield* fromStore(PgBatchRun.caps(options.run))
+    )
     const providers = yield* forCalls(catalog, {
       scenario,
       originMillis: yield* Clock.currentTimeMillis,
@@ -142,6 +152,8 @@ const work = (options: WorkerOptions, start: boolean) =>
       guardrails: options.guardrails
     }).pipe(
       Effect.provide(Rein.layer({ catalog, providers, tokenizer, health: false })),
+      // The soft caps, rates and budget on record, shared with every worker of the run.
+      Effect.provide(PgBatchRun.sharedLimits(options.run, options.guardrails)),
       Effect.mapError((e) =>
         e._tag === "PgBatchError" ? new InputError({ message: `--store: ${e.message}` }) : new InputError({
           message: `${options.input}: ${e.message}`
@@ -313,6 +325,7 @@ export const workerCommand = Command.make(
       Options.withDescription("On a stop: let this worker's calls in flight finish, or cancel them"),
       Options.optional
     ),
+    ...RunCaps.workerOptions,
     scenario: Shared.scenario,
     baseUrl: Shared.baseUrl,
     json: Shared.json
@@ -323,8 +336,13 @@ export const workerCommand = Command.make(
         concurrency: o.concurrency,
         itemDeadline: o.itemDeadline,
         abortMode: o.abortMode,
-        abortOn: Option.filter(o.abortOn, (xs) => xs.length > 0)
+        abortOn: Option.filter(o.abortOn, (xs) => xs.length > 0),
+        maxTotalTokens: o.maxTotalTokens,
+        maxTotalCost: o.maxTotalCost,
+        requestsPerMinute: o.rpm,
+        tokensPerMinute: o.tpm
       })
+      const budget = yield* RunCaps.decodeBudget({ cost: o.budgetCost, tokens: o.budgetTokens, calls: o.budgetCalls })
       const r = yield* join({
         store: o.store,
         run: o.run,
@@ -332,19 +350,30 @@ export const workerCommand = Command.make(
         catalog: o.catalog,
         contract: o.contract,
         guardrails,
+        budget,
         resume: "reuse-successes",
         scenario: Option.getOrUndefined(o.scenario),
         baseUrl: Option.getOrUndefined(o.baseUrl)
       })
       yield* report(r, o.json)
     })
-).pipe(Command.withDescription("Join a run shared through --store as one more worker"))
+).pipe(
+  Command.withDescription(
+    "Join a run shared through --store as one more worker. The run's caps (--max-total-tokens, --max-total-cost, " +
+      "--rpm, --tpm, --budget-*) are the ones rein batch --store recorded when the run started, shared by every " +
+      "worker: pass none, or the same (other values are refused, naming the flag)"
+  )
+)
 
 const FLAGS: Readonly<Record<string, string>> = {
   concurrency: "--concurrency",
   itemDeadline: "--item-deadline",
   abortOn: "--abort-on",
-  abortMode: "--abort-mode"
+  abortMode: "--abort-mode",
+  maxTotalTokens: "--max-total-tokens",
+  maxTotalCost: "--max-total-cost",
+  requestsPerMinute: "--rpm",
+  tokensPerMinute: "--tpm"
 }
 
 /** The guardrails of `rein worker`'s flags; a bad value names its flag. @internal */
