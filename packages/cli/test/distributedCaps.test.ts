@@ -81,9 +81,10 @@ beforeAll(async () => {
     )
       .join("\n") + "\n"
   )
-  // Every call answers after 1.5 s with 100 output tokens: one process alone would reach the caps below.
+  // Every call answers after 3 s with 100 output tokens: one process alone would reach the caps below, and
+  // the run lasts long enough for the workers to join it on a loaded machine.
   const scenario = path.join(tmp, "slow.json")
-  fs.writeFileSync(scenario, JSON.stringify({ default: { kind: "ok", latency: "1500 millis", outputTokens: 100 } }))
+  fs.writeFileSync(scenario, JSON.stringify({ default: { kind: "ok", latency: "3 seconds", outputTokens: 100 } }))
   files = [
     "--input",
     input,
@@ -133,11 +134,10 @@ describe.skipIf(!available)("a run's caps, shared by every process of the run", 
         sleep(300).then(() => worker([...store, ...files]))
       ])
       const reports = [started, first, second].map(parse)
-      // Every process took part, and every one ended with the run's one stop.
-      for (const r of reports) {
-        expect(r.worker.stats.attempts).toBeGreaterThan(0)
-        expect(r.worker.termination.kind).toBe("budget_exceeded")
-      }
+      // Every process ended with the run's one stop; more than one made calls (a worker that joins after the
+      // stop makes none).
+      for (const r of reports) expect(r.worker.termination.kind).toBe("budget_exceeded")
+      expect(reports.filter((r) => r.worker.stats.attempts > 0).length).toBeGreaterThan(1)
       const [run] = await query<{ readonly stop: { readonly kind: string } }>(
         `SELECT stop FROM rein_batch_runs WHERE run_id = 'capped'`
       )
