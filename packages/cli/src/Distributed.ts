@@ -226,6 +226,7 @@ export const renderStatus = (s: PgBatchRun.Status): string => {
   const rows: Array<Array<string>> = [
     ["status", s.status],
     ["stop", s.stop === null ? "-" : `${s.stop.kind}: ${s.stop.reason}`],
+    ["stopped at", s.stoppedAt ?? "-"],
     ["items", `${s.items.total}: ${s.items.done} done, ${s.items.leased} leased, ${s.items.pending} pending`],
     ["by category", categories === "" ? "-" : categories],
     ["cost", `${num(s.cost)}${s.unknownCost > 0 ? ` (${s.unknownCost} items of unknown cost)` : ""}`],
