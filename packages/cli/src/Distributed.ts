@@ -20,6 +20,7 @@ import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import { inFile, loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num, table } from "./internal/format.js"
+import * as InputAt from "./internal/inputAt.js"
 import * as Shared from "./internal/options.js"
 import type { PromptItem } from "./internal/prompts.js"
 import { streamPrompts } from "./internal/prompts.js"
@@ -116,14 +117,15 @@ const work = (options: WorkerOptions, start: boolean) =>
     const scenario = options.scenario === undefined
       ? undefined
       : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
-    const items = yield* loadItems(options.input)
+    // The worker reads its items by index, in bounded memory; only a start holds them all, to submit them.
+    const itemAt = yield* InputAt.open(options.input)
     yield* Effect.mapError(Migrations.run, (e) => new InputError({ message: `--store: ${e.message}` }))
     const started = start
       ? yield* fromStore(PgBatchRun.start({
         runId: options.run,
         identity,
         resume: options.resume,
-        items,
+        items: yield* loadItems(options.input),
         request,
         itemId: (item) => item.id,
         contract,
@@ -144,7 +146,7 @@ const work = (options: WorkerOptions, start: boolean) =>
     })
     const worker = yield* PgWorker.run({
       runId: options.run,
-      item: (index) => Effect.succeed(items[index]!),
+      item: itemAt,
       request,
       itemId: (item) => item.id,
       identity,
@@ -155,9 +157,9 @@ const work = (options: WorkerOptions, start: boolean) =>
       // The soft caps, rates and budget on record, shared with every worker of the run.
       Effect.provide(PgBatchRun.sharedLimits(options.run, options.guardrails)),
       Effect.mapError((e) =>
-        e._tag === "PgBatchError" ? new InputError({ message: `--store: ${e.message}` }) : new InputError({
-          message: `${options.input}: ${e.message}`
-        })
+        e._tag === "InputError" ? e : e._tag === "PgBatchError"
+          ? new InputError({ message: `--store: ${e.message}` })
+          : new InputError({ message: `${options.input}: ${e.message}` })
       )
     )
     const status = yield* fromStore(PgBatchRun.status(options.run))
