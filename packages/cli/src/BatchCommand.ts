@@ -460,11 +460,11 @@ export const command = Command.make(
       Options.optional
     ),
     maxTotalTokens: Shared.number("max-total-tokens", "a number").pipe(
-      Options.withDescription("Soft cap on tokens"),
+      Options.withDescription("Soft cap on tokens (with --store: the whole run's, for every worker)"),
       Options.optional
     ),
     maxTotalCost: Shared.number("max-total-cost", "a number").pipe(
-      Options.withDescription("Soft cap on cost"),
+      Options.withDescription("Soft cap on cost (with --store: the whole run's, for every worker)"),
       Options.optional
     ),
     rpm: Shared.number("rpm", "a number").pipe(Options.withDescription("Attempts per minute"), Options.optional),

@@ -453,8 +453,9 @@ export const caps = (runId: string): Effect.Effect<Caps, PgBatchError, SqlClient
 /**
  * The run's shared limits for one of its workers: batch's `RunLimits` on `PgRunLimits` with the soft caps
  * and rates on record for the run's current session (the other limits, such as per-endpoint capacity and
- * the startup ramp, are this worker's `guardrails`), and, when the run has a budget, core's `SharedBudget`
- * on `PgBudget` with its caps. Both are named after the run's session, so every worker of a session shares
+ * the startup ramp, are this worker's `guardrails`; a run with no soft cap and no rate has nothing to
+ * share, and gets this worker's in-memory limits, without a round trip per attempt), and, when the run has
+ * a budget, core's `SharedBudget` on `PgBudget` with its caps. Both are named after the run's session, so every worker of a session shares
  * one set of totals, rate buckets and one budget, and a new session starts from zero. Provide it to
  * `PgWorker.run` (the budget must be around the worker's calls, so provide it outside `Rein`'s layer or
  * merged with it). Fails with `NotFound` for no such run.
@@ -486,13 +487,20 @@ export const sharedLimits = (
     const name = `rein-batch/${runId}/${run.started_at}`
     const failed = (e: PgRunLimits.PgRunLimitsError | PgBudget.PgBudgetError) =>
       new PgBatchError({ reason: "Unavailable", message: `run ${JSON.stringify(runId)}: ${e.message}` })
-    const limits = PgRunLimits.layer({
+    const config: RunLimits.Config = {
       ...RunLimits.configOf(guardrails),
       maxTotalTokens: c.maxTotalTokens,
       maxTotalCost: c.maxTotalCost,
       requestsPerMinute: c.requestsPerMinute,
       tokensPerMinute: c.tokensPerMinute
-    }, { name })
+    }
+    // With no soft cap and no rate there are no totals to share: no round trip per attempt for nothing.
+    const shares = [c.maxTotalTokens, c.maxTotalCost, c.requestsPerMinute, c.tokensPerMinute].some((v) =>
+      v !== undefined
+    )
+    const limits = shares
+      ? PgRunLimits.layer(config, { name })
+      : Layer.effect(RunLimits.RunLimits, RunLimits.memory(config))
     // A layer that provides more than it says (the budget, when there is one) is still this layer's type.
     const budget = c.budget === undefined ? Layer.empty : PgBudget.layer({ name, ...c.budget })
     return Layer.mapError(Layer.merge(limits, budget), failed)

@@ -297,6 +297,10 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         const status = yield* PgBatchRun.status(runId)
         expect(status.items.done).toBe(100)
         expect(status.byCategory["ok"]).toBe(calls)
+        // No soft cap and no rate: nothing shared but the budget, and no totals kept.
+        const sql = yield* SqlClient.SqlClient
+        const limits = yield* sql`SELECT name FROM rein_run_limits WHERE name LIKE ${`rein-batch/${runId}/%`}`
+        expect(limits).toEqual([])
       }))
 
     it.effect("sharedLimits of an unknown run fails with NotFound", () =>
