@@ -11,6 +11,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { ArtifactStore, Checkpoint, Guardrails, Identity, JsonlStore } from "@rein/batch"
 import type { Batch, Events, Resume, Stats, Termination } from "@rein/batch"
 import { Rein } from "@rein/core"
+import type { PgBatchRun } from "@rein/postgres"
 import { Clock, Console, Effect, Either, Layer, Option } from "effect"
 import * as Distributed from "./Distributed.js"
 import * as ExitCode from "./ExitCode.js"
@@ -25,6 +26,7 @@ import * as Progress from "./internal/progress.js"
 import type { PromptItem } from "./internal/prompts.js"
 import { countPrompts, streamPrompts } from "./internal/prompts.js"
 import { forCalls } from "./internal/providers.js"
+import * as RunCaps from "./internal/runCaps.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 import * as Telemetry from "./internal/telemetry.js"
@@ -373,7 +375,8 @@ const onStore = (
     readonly baseUrl: Option.Option<string>
     readonly json: boolean
   },
-  flags: Readonly<Record<string, unknown>>
+  flags: Readonly<Record<string, unknown>>,
+  budget: PgBatchRun.Budget | undefined
 ) =>
   Effect.gen(function*() {
     if (Option.isNone(o.run)) return yield* new InputError({ message: "--store needs --run ID (the run's id)" })
@@ -393,6 +396,7 @@ const onStore = (
       catalog: o.catalog,
       contract: o.contract,
       guardrails,
+      budget,
       resume: o.resume ? Option.getOrElse(o.resumePolicy, () => "reuse-successes" as const) : "reuse-successes",
       scenario: Option.getOrUndefined(o.scenario),
       baseUrl: Option.getOrUndefined(o.baseUrl)
@@ -456,15 +460,16 @@ export const command = Command.make(
       Options.optional
     ),
     maxTotalTokens: Shared.number("max-total-tokens", "a number").pipe(
-      Options.withDescription("Soft cap on tokens"),
+      Options.withDescription("Soft cap on tokens (with --store: the whole run's, for every worker)"),
       Options.optional
     ),
     maxTotalCost: Shared.number("max-total-cost", "a number").pipe(
-      Options.withDescription("Soft cap on cost"),
+      Options.withDescription("Soft cap on cost (with --store: the whole run's, for every worker)"),
       Options.optional
     ),
     rpm: Shared.number("rpm", "a number").pipe(Options.withDescription("Attempts per minute"), Options.optional),
     tpm: Shared.number("tpm", "a number").pipe(Options.withDescription("Tokens per minute"), Options.optional),
+    ...RunCaps.budgetOptions,
     abortOn: Options.text("abort-on").pipe(
       Options.withPseudoName("CATEGORY"),
       Options.withDescription("A failure category that stops the run (repeatable), e.g. authentication"),
@@ -510,7 +515,14 @@ export const command = Command.make(
       const abortOn = Option.getOrElse(o.abortOn, () => [])
       if (abortOn.length > 0) flags.abortOn = abortOn
       if (o.dryRun) flags.dryRun = true
-      if (Option.isSome(o.store)) return yield* onStore(o.store.value, o, flags)
+      const budget = yield* RunCaps.decodeBudget({ cost: o.budgetCost, tokens: o.budgetTokens, calls: o.budgetCalls })
+      if (Option.isSome(o.store)) return yield* onStore(o.store.value, o, flags, budget)
+      if (budget !== undefined) {
+        return yield* new InputError({
+          message: "--budget-cost, --budget-tokens and --budget-calls are a run's shared budget: they need --store " +
+            "(a single process's caps are --max-total-cost and --max-total-tokens)"
+        })
+      }
       if (Option.isNone(o.out)) return yield* new InputError({ message: "pass --out FILE (or --store URL --run ID)" })
       const report = yield* execute({
         input: o.input,
@@ -532,6 +544,9 @@ export const command = Command.make(
     })
 ).pipe(
   Command.withDescription(
-    "Run every prompt of a JSONL file under the contract and guardrails, checkpointed to --out (resumable)"
+    "Run every prompt of a JSONL file under the contract and guardrails, checkpointed to --out (resumable). " +
+      "With --store URL --run ID the run lives in PostgreSQL and other processes join it (rein worker): the " +
+      "session this command starts fixes the run's caps (--max-total-tokens, --max-total-cost, --rpm, --tpm, " +
+      "--budget-cost, --budget-tokens, --budget-calls) for every worker, counted once for the whole run"
   )
 )

@@ -20,10 +20,12 @@ import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import { inFile, loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num, table } from "./internal/format.js"
+import * as InputAt from "./internal/inputAt.js"
 import * as Shared from "./internal/options.js"
 import type { PromptItem } from "./internal/prompts.js"
 import { streamPrompts } from "./internal/prompts.js"
 import { forCalls } from "./internal/providers.js"
+import * as RunCaps from "./internal/runCaps.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 import { tokenizer } from "./internal/tokens.js"
@@ -54,6 +56,8 @@ export interface WorkerOptions {
   readonly catalog: string
   readonly contract: string
   readonly guardrails: Guardrails.Guardrails
+  /** The run's hard budget (recorded by the `start` that creates or restarts the run; a worker may repeat it). */
+  readonly budget?: PgBatchRun.Budget | undefined
   readonly resume: Resume.Policy
   readonly scenario?: string | undefined
   readonly baseUrl?: string | undefined
@@ -113,20 +117,28 @@ const work = (options: WorkerOptions, start: boolean) =>
     const scenario = options.scenario === undefined
       ? undefined
       : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
-    const items = yield* loadItems(options.input)
+    // The worker reads its items by index, in bounded memory; only a start holds them all, to submit them.
+    const itemAt = yield* InputAt.open(options.input)
     yield* Effect.mapError(Migrations.run, (e) => new InputError({ message: `--store: ${e.message}` }))
     const started = start
       ? yield* fromStore(PgBatchRun.start({
         runId: options.run,
         identity,
         resume: options.resume,
-        items,
+        items: yield* loadItems(options.input),
         request,
         itemId: (item) => item.id,
         contract,
-        guardrails: options.guardrails
+        guardrails: options.guardrails,
+        budget: options.budget
       }))
       : undefined
+    // The run's caps are its session's: this process may repeat them, never change them.
+    yield* RunCaps.check(
+      options.run,
+      RunCaps.asked(options.guardrails, options.budget),
+      yield* fromStore(PgBatchRun.caps(options.run))
+    )
     const providers = yield* forCalls(catalog, {
       scenario,
       originMillis: yield* Clock.currentTimeMillis,
@@ -134,7 +146,7 @@ const work = (options: WorkerOptions, start: boolean) =>
     })
     const worker = yield* PgWorker.run({
       runId: options.run,
-      item: (index) => Effect.succeed(items[index]!),
+      item: itemAt,
       request,
       itemId: (item) => item.id,
       identity,
@@ -142,10 +154,12 @@ const work = (options: WorkerOptions, start: boolean) =>
       guardrails: options.guardrails
     }).pipe(
       Effect.provide(Rein.layer({ catalog, providers, tokenizer, health: false })),
+      // The soft caps, rates and budget on record, shared with every worker of the run.
+      Effect.provide(PgBatchRun.sharedLimits(options.run, options.guardrails)),
       Effect.mapError((e) =>
-        e._tag === "PgBatchError" ? new InputError({ message: `--store: ${e.message}` }) : new InputError({
-          message: `${options.input}: ${e.message}`
-        })
+        e._tag === "InputError" ? e : e._tag === "PgBatchError"
+          ? new InputError({ message: `--store: ${e.message}` })
+          : new InputError({ message: `${options.input}: ${e.message}` })
       )
     )
     const status = yield* fromStore(PgBatchRun.status(options.run))
@@ -214,6 +228,7 @@ export const renderStatus = (s: PgBatchRun.Status): string => {
   const rows: Array<Array<string>> = [
     ["status", s.status],
     ["stop", s.stop === null ? "-" : `${s.stop.kind}: ${s.stop.reason}`],
+    ["stopped at", s.stoppedAt ?? "-"],
     ["items", `${s.items.total}: ${s.items.done} done, ${s.items.leased} leased, ${s.items.pending} pending`],
     ["by category", categories === "" ? "-" : categories],
     ["cost", `${num(s.cost)}${s.unknownCost > 0 ? ` (${s.unknownCost} items of unknown cost)` : ""}`],
@@ -313,6 +328,7 @@ export const workerCommand = Command.make(
       Options.withDescription("On a stop: let this worker's calls in flight finish, or cancel them"),
       Options.optional
     ),
+    ...RunCaps.workerOptions,
     scenario: Shared.scenario,
     baseUrl: Shared.baseUrl,
     json: Shared.json
@@ -323,8 +339,13 @@ export const workerCommand = Command.make(
         concurrency: o.concurrency,
         itemDeadline: o.itemDeadline,
         abortMode: o.abortMode,
-        abortOn: Option.filter(o.abortOn, (xs) => xs.length > 0)
+        abortOn: Option.filter(o.abortOn, (xs) => xs.length > 0),
+        maxTotalTokens: o.maxTotalTokens,
+        maxTotalCost: o.maxTotalCost,
+        requestsPerMinute: o.rpm,
+        tokensPerMinute: o.tpm
       })
+      const budget = yield* RunCaps.decodeBudget({ cost: o.budgetCost, tokens: o.budgetTokens, calls: o.budgetCalls })
       const r = yield* join({
         store: o.store,
         run: o.run,
@@ -332,19 +353,30 @@ export const workerCommand = Command.make(
         catalog: o.catalog,
         contract: o.contract,
         guardrails,
+        budget,
         resume: "reuse-successes",
         scenario: Option.getOrUndefined(o.scenario),
         baseUrl: Option.getOrUndefined(o.baseUrl)
       })
       yield* report(r, o.json)
     })
-).pipe(Command.withDescription("Join a run shared through --store as one more worker"))
+).pipe(
+  Command.withDescription(
+    "Join a run shared through --store as one more worker. The run's caps (--max-total-tokens, --max-total-cost, " +
+      "--rpm, --tpm, --budget-*) are the ones rein batch --store recorded when the run started, shared by every " +
+      "worker: pass none, or the same (other values are refused, naming the flag)"
+  )
+)
 
 const FLAGS: Readonly<Record<string, string>> = {
   concurrency: "--concurrency",
   itemDeadline: "--item-deadline",
   abortOn: "--abort-on",
-  abortMode: "--abort-mode"
+  abortMode: "--abort-mode",
+  maxTotalTokens: "--max-total-tokens",
+  maxTotalCost: "--max-total-cost",
+  requestsPerMinute: "--rpm",
+  tokensPerMinute: "--tpm"
 }
 
 /** The guardrails of `rein worker`'s flags; a bad value names its flag. @internal */

@@ -30,11 +30,13 @@
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Identity } from "@rein/batch"
-import { ArtifactStore, Guardrails, Resume, Termination } from "@rein/batch"
+import { ArtifactStore, Guardrails, Resume, RunLimits, Termination } from "@rein/batch"
 import { Contract } from "@rein/core"
-import { Duration, Effect, Either, Option, Schema } from "effect"
+import { Duration, Effect, Either, Layer, Option, Schema } from "effect"
 import * as Items from "./internal/batchItems.js"
 import * as Q from "./internal/batchStatements.js"
+import * as PgBudget from "./PgBudget.js"
+import * as PgRunLimits from "./PgRunLimits.js"
 
 /**
  * Why a distributed run could not go on:
@@ -97,6 +99,8 @@ export interface StartOptions<I> extends Items.ItemOptions<I> {
   readonly items: Iterable<I>
   readonly contract?: Contract.Contract | undefined
   readonly guardrails?: Guardrails.Guardrails | undefined
+  /** The run's hard budget, shared by all its workers (`PgBudget`; see `sharedLimits`). */
+  readonly budget?: Budget | undefined
 }
 
 /**
@@ -121,8 +125,9 @@ export interface Started {
 
 const CHUNK = 2_000
 
-// The run's summary: the encoded contract and guardrails (no prompt is in either).
+// The run's summary: the encoded contract, guardrails and budget (no prompt is in any).
 const summaryOf = (options: StartOptions<unknown>): unknown => ({
+  ...(options.budget === undefined ? {} : { budget: options.budget }),
   ...(options.guardrails === undefined ? {} : {
     guardrails: Either.getOrUndefined(Schema.encodeEither(Guardrails.Guardrails)(options.guardrails))
   }),
@@ -260,6 +265,8 @@ export interface Status {
   readonly deadlineMillis: number | null
   readonly stop: Termination.Stop | null
   readonly stopItemId: string | null
+  /** When the stop was recorded, on the database clock; a batch timeout's is when the deadline passed. */
+  readonly stoppedAt: string | null
   readonly items: {
     readonly total: number
     readonly pending: number
@@ -283,7 +290,9 @@ export const stopOf = (value: unknown): Termination.Stop | undefined =>
   )
 
 /**
- * Reads a run's status.
+ * Reads a run's status. A session whose deadline passed on the database clock with no worker alive to
+ * record it is recorded here as stopped by the batch timeout, at the deadline (a worker joining later
+ * gives its open items the stop's record).
  *
  * @example
  * ```ts
@@ -298,6 +307,7 @@ export const stopOf = (value: unknown): Termination.Stop | undefined =>
 export const status = (runId: string): Effect.Effect<Status, PgBatchError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    yield* Q.stopAtDeadline(sql, runId)
     const run = yield* Q.readRun(sql, runId)
     if (run === undefined) {
       return yield* new PgBatchError({ reason: "NotFound", message: `no run ${JSON.stringify(runId)}` })
@@ -326,6 +336,7 @@ export const status = (runId: string): Effect.Effect<Status, PgBatchError, SqlCl
       deadlineMillis: run.deadline_millis,
       stop: stopOf(run.stop) ?? null,
       stopItemId: run.stop_item_id,
+      stoppedAt: run.stopped_at,
       items,
       byCategory,
       cost,
@@ -334,3 +345,163 @@ export const status = (runId: string): Effect.Effect<Status, PgBatchError, SqlCl
       settings: run.settings
     }
   }).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(unavailable(e))))
+
+/**
+ * A run's hard budget (`PgBudget`'s caps): cost in dollars, tokens, calls; an absent cap is unlimited.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { PgBatchRun } from "@rein/postgres"
+ *
+ * const budget = Schema.decodeUnknownSync(PgBatchRun.Budget)({ cost: 25, calls: 10_000 })
+ * ```
+ * @category schemas
+ * @since 0.1.0
+ */
+export const Budget = Schema.Struct({
+  cost: Schema.optional(
+    Schema.Number.pipe(Schema.finite(), Schema.nonNegative(), Schema.lessThanOrEqualTo(Number.MAX_SAFE_INTEGER / 1e9))
+  ),
+  tokens: Schema.optional(Schema.NonNegativeInt),
+  calls: Schema.optional(Schema.NonNegativeInt)
+})
+
+/**
+ * @category models
+ * @since 0.1.0
+ */
+export type Budget = typeof Budget.Type
+
+/**
+ * The caps a run's workers share, fixed when its session starts (`start`'s guardrails and budget): the soft
+ * caps and the requests- and tokens-per-minute rates (shared through `PgRunLimits`), and the hard budget
+ * (shared through `PgBudget`). `undefined`: no such cap.
+ *
+ * @example
+ * ```ts
+ * import type { PgBatchRun } from "@rein/postgres"
+ *
+ * const capped = (c: PgBatchRun.Caps) => c.maxTotalCost !== undefined || c.budget?.cost !== undefined
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Caps {
+  readonly maxTotalTokens: number | undefined
+  readonly maxTotalCost: number | undefined
+  readonly requestsPerMinute: number | undefined
+  readonly tokensPerMinute: number | undefined
+  readonly budget: Budget | undefined
+}
+
+const Settings = Schema.Struct({
+  guardrails: Schema.optional(Guardrails.Guardrails),
+  budget: Schema.optional(Budget)
+})
+
+const decodeSettings = Schema.decodeUnknownEither(Settings)
+
+const capsOf = (runId: string, settings: unknown): Either.Either<Caps, PgBatchError> =>
+  Either.match(decodeSettings(settings), {
+    // Caps that cannot be read are never taken for no caps.
+    onLeft: () =>
+      Either.left(
+        new PgBatchError({
+          reason: "Unavailable",
+          message: `run ${JSON.stringify(runId)} has settings that do not decode`
+        })
+      ),
+    onRight: ({ budget, guardrails: g }) =>
+      Either.right({
+        maxTotalTokens: g?.maxTotalTokens,
+        maxTotalCost: g?.maxTotalCost,
+        requestsPerMinute: g?.requestsPerMinute,
+        tokensPerMinute: g?.tokensPerMinute,
+        budget: budget === undefined || Object.values(budget).every((v) => v === undefined) ? undefined : budget
+      })
+  })
+
+const readOrFail = (sql: SqlClient.SqlClient, runId: string) =>
+  Effect.flatMap(
+    Effect.catchTag(Q.readRun(sql, runId), "SqlError", (e) => Effect.fail(unavailable(e))),
+    (run) =>
+      run === undefined
+        ? Effect.fail(new PgBatchError({ reason: "NotFound", message: `no run ${JSON.stringify(runId)}` }))
+        : Effect.succeed(run)
+  )
+
+/**
+ * The caps of a run's current session, as recorded when it started.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { PgBatchRun } from "@rein/postgres"
+ *
+ * const cost = Effect.map(PgBatchRun.caps("nightly"), (c) => c.maxTotalCost ?? "no cost cap")
+ * ```
+ * @category running
+ * @since 0.1.0
+ */
+export const caps = (runId: string): Effect.Effect<Caps, PgBatchError, SqlClient.SqlClient> =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => Effect.flatMap(readOrFail(sql, runId), (run) => capsOf(runId, run.settings))
+  )
+
+/**
+ * The run's shared limits for one of its workers: batch's `RunLimits` on `PgRunLimits` with the soft caps
+ * and rates on record for the run's current session (the other limits, such as per-endpoint capacity and
+ * the startup ramp, are this worker's `guardrails`; a run with no soft cap and no rate has nothing to
+ * share, and gets this worker's in-memory limits, without a round trip per attempt), and, when the run has
+ * a budget, core's `SharedBudget` on `PgBudget` with its caps. Both are named after the run's session, so every worker of a session shares
+ * one set of totals, rate buckets and one budget, and a new session starts from zero. Provide it to
+ * `PgWorker.run` (the budget must be around the worker's calls, so provide it outside `Rein`'s layer or
+ * merged with it). Fails with `NotFound` for no such run.
+ *
+ * @example
+ * ```ts
+ * import { PgClient } from "@effect/sql-pg"
+ * import { Effect, Layer, Redacted } from "effect"
+ * import { PgBatchRun, PgWorker } from "@rein/postgres"
+ *
+ * declare const options: PgWorker.Options<string>
+ * const Db = PgClient.layer({ url: Redacted.make("postgres://localhost/rein") })
+ * const worker = PgWorker.run(options).pipe(
+ *   Effect.provide(PgBatchRun.sharedLimits("nightly", options.guardrails)),
+ *   Effect.provide(Db)
+ * )
+ * ```
+ * @category layers
+ * @since 0.1.0
+ */
+export const sharedLimits = (
+  runId: string,
+  guardrails: Guardrails.Guardrails = Guardrails.make()
+): Layer.Layer<RunLimits.RunLimits, PgBatchError, SqlClient.SqlClient> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const run = yield* readOrFail(sql, runId)
+    const c = yield* capsOf(runId, run.settings)
+    const name = `rein-batch/${runId}/${run.started_at}`
+    const failed = (e: PgRunLimits.PgRunLimitsError | PgBudget.PgBudgetError) =>
+      new PgBatchError({ reason: "Unavailable", message: `run ${JSON.stringify(runId)}: ${e.message}` })
+    const config: RunLimits.Config = {
+      ...RunLimits.configOf(guardrails),
+      maxTotalTokens: c.maxTotalTokens,
+      maxTotalCost: c.maxTotalCost,
+      requestsPerMinute: c.requestsPerMinute,
+      tokensPerMinute: c.tokensPerMinute
+    }
+    // With no soft cap and no rate there are no totals to share: no round trip per attempt for nothing.
+    const shares = [c.maxTotalTokens, c.maxTotalCost, c.requestsPerMinute, c.tokensPerMinute].some((v) =>
+      v !== undefined
+    )
+    const limits = shares
+      ? PgRunLimits.layer(config, { name })
+      : Layer.effect(RunLimits.RunLimits, RunLimits.memory(config))
+    // A layer that provides more than it says (the budget, when there is one) is still this layer's type.
+    const budget = c.budget === undefined ? Layer.empty : PgBudget.layer({ name, ...c.budget })
+    return Layer.mapError(Layer.merge(limits, budget), failed)
+  }))

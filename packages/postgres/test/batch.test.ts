@@ -223,5 +223,159 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
           )
         )
       }))
+
+    it.effect("the caps recorded when the run starts are shared by its workers (PgBatchRun.sharedLimits)", () =>
+      Effect.gen(function*() {
+        const runId = fresh("run-caps")
+        const items = itemsOf(200, [])
+        // 150 tokens a call: the soft cap of 3,000 tokens is reached after 20 calls across both workers, and
+        // the hard budget of 60 calls is never reached.
+        yield* PgBatchRun.start({
+          runId,
+          identity,
+          resume: "reuse-successes",
+          items,
+          request,
+          itemId: (item) => item.id,
+          contract,
+          guardrails: Guardrails.make({ maxTotalTokens: 3_000, requestsPerMinute: 6_000 }),
+          budget: { calls: 60 }
+        })
+        expect(yield* PgBatchRun.caps(runId)).toEqual({
+          maxTotalTokens: 3_000,
+          maxTotalCost: undefined,
+          requestsPerMinute: 6_000,
+          tokensPerMinute: undefined,
+          budget: { calls: 60 }
+        })
+        const { fake, layer } = fakeRein(2)
+        // Each worker has its own layer (its own leases and listener), and no cap in its own guardrails.
+        const shared = (owner: string) =>
+          worker(runId, items, owner).pipe(Effect.provide(PgBatchRun.sharedLimits(runId)))
+        const summaries = yield* Effect.all([shared("w1"), shared("w2")], { concurrency: "unbounded" }).pipe(
+          Effect.provide(layer)
+        )
+        const calls = (yield* fake.calls).length
+        expect(calls).toBeGreaterThanOrEqual(20)
+        expect(calls).toBeLessThanOrEqual(20 + 16)
+        for (const s of summaries) expect(s.termination).toMatchObject({ kind: "budget_exceeded" })
+        const sql = yield* SqlClient.SqlClient
+        const limits = yield* sql<{ readonly tokens: number }>`SELECT tokens::float8 AS tokens FROM rein_run_limits
+          WHERE name LIKE ${`rein-batch/${runId}/%`}`
+        expect(limits.map((r) => r.tokens)).toEqual([calls * 150])
+        const budgets = yield* sql<{ readonly calls: number }>`SELECT calls_cap::float8 AS calls FROM rein_budgets
+          WHERE name LIKE ${`rein-batch/${runId}/%`}`
+        expect(budgets.map((r) => r.calls)).toEqual([60])
+      }))
+
+    it.effect("a hard budget recorded with the run holds across workers: at most that many calls in all", () =>
+      Effect.gen(function*() {
+        const runId = fresh("run-budget")
+        const items = itemsOf(100, [])
+        yield* PgBatchRun.start({
+          runId,
+          identity,
+          resume: "reuse-successes",
+          items,
+          request,
+          itemId: (item) => item.id,
+          contract,
+          budget: { calls: 25 }
+        })
+        const { fake, layer } = fakeRein(2)
+        const shared = (owner: string) =>
+          worker(runId, items, owner).pipe(Effect.provide(PgBatchRun.sharedLimits(runId)))
+        const summaries = yield* Effect.all([shared("w1"), shared("w2")], { concurrency: "unbounded" }).pipe(
+          Effect.provide(layer)
+        )
+        // Each worker alone could have made all 25; together they made at most 25 (the rest refused without a
+        // call; a reservation the loaded database did not answer in time is refused too, so not always 25).
+        const calls = (yield* fake.calls).length
+        expect(calls).toBeGreaterThan(0)
+        expect(calls).toBeLessThanOrEqual(25)
+        expect(summaries.reduce((n, s) => n + s.stats.succeeded, 0)).toBe(calls)
+        const status = yield* PgBatchRun.status(runId)
+        expect(status.items.done).toBe(100)
+        expect(status.byCategory["ok"]).toBe(calls)
+        // No soft cap and no rate: nothing shared but the budget, and no totals kept.
+        const sql = yield* SqlClient.SqlClient
+        const limits = yield* sql`SELECT name FROM rein_run_limits WHERE name LIKE ${`rein-batch/${runId}/%`}`
+        expect(limits).toEqual([])
+      }))
+
+    it.effect("sharedLimits of an unknown run fails with NotFound", () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(Layer.build(PgBatchRun.sharedLimits("no-such-run")).pipe(Effect.scoped))
+        expect(error).toMatchObject({ _tag: "PgBatchError", reason: "NotFound" })
+      }))
+
+    it.effect("a deadline that passed with no worker alive: status records the batch timeout, at the deadline", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("late")
+        const items = itemsOf(20, [])
+        yield* PgBatchRun.start({
+          runId,
+          identity,
+          resume: "reuse-successes",
+          items,
+          request,
+          itemId: (item) => item.id,
+          contract,
+          guardrails: Guardrails.make({ batchDeadline: "1 hour" })
+        })
+        const before = yield* PgBatchRun.status(runId)
+        expect(before.status).toBe("running")
+        expect(before.stoppedAt).toBeNull()
+        // Two hours ago on the database clock (no waiting): the deadline passed an hour ago, nobody saw it.
+        yield* sql`UPDATE rein_batch_runs SET started_at = started_at - interval '2 hours' WHERE run_id = ${runId}`
+        const [row] = yield* sql<{ readonly stop: unknown; readonly deadline_at: string }>`SELECT stop,
+          to_char((started_at + interval '1 hour') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS deadline_at
+          FROM rein_batch_runs WHERE run_id = ${runId}`
+        expect(row!.stop).toBeNull()
+        const status = yield* PgBatchRun.status(runId)
+        expect(status.status).toBe("stopped")
+        expect(status.stop).toEqual({
+          _tag: "BatchTimeout",
+          kind: "batch_timeout",
+          reason: "the batch deadline of 3600000 ms expired"
+        })
+        expect(status.stoppedAt).toBe(row!.deadline_at)
+        // Read again: the same stop, the same time.
+        const again = yield* PgBatchRun.status(runId)
+        expect([again.stop, again.stoppedAt]).toEqual([status.stop, status.stoppedAt])
+        // A worker that comes later gives every item the stop's record, without a call.
+        const { fake, layer } = fakeRein(2)
+        const s = yield* worker(runId, items, "late").pipe(Effect.provide(layer))
+        expect(s.swept).toBe(20)
+        expect((yield* fake.calls).length).toBe(0)
+        expect((yield* PgBatchRun.status(runId)).byCategory).toEqual({ batch_deadline_exceeded: 20 })
+      }))
+
+    it.effect("a worker that finds the deadline passed records the stop at the deadline, not when it looked", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("late-worker")
+        const items = itemsOf(10, [])
+        yield* PgBatchRun.start({
+          runId,
+          identity,
+          resume: "reuse-successes",
+          items,
+          request,
+          itemId: (item) => item.id,
+          contract,
+          guardrails: Guardrails.make({ batchDeadline: "1 hour" })
+        })
+        yield* sql`UPDATE rein_batch_runs SET started_at = started_at - interval '2 hours' WHERE run_id = ${runId}`
+        const { layer } = fakeRein(2)
+        const s = yield* worker(runId, items, "w").pipe(Effect.provide(layer))
+        expect(s.termination).toMatchObject({ kind: "batch_timeout" })
+        const [row] = yield* sql<
+          { readonly exact: boolean }
+        >`SELECT stopped_at = started_at + interval '1 hour' AS exact
+          FROM rein_batch_runs WHERE run_id = ${runId}`
+        expect(row!.exact).toBe(true)
+      }))
   })
 })

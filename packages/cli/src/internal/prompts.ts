@@ -136,6 +136,10 @@ const itemOf = (
   return Either.right(item)
 }
 
+/** Decodes the line `line` (1-based) as `streamPrompts` does, without the check of ids seen before. @internal */
+export const decodeAt = (path: string, raw: string, line: number): Either.Either<PromptItem, InputError> =>
+  itemOf(path, raw, line, new Map())
+
 /**
  * The items of the file, read and decoded as they are pulled. A file with no item fails when the stream
  * ends (`countPrompts` says so before a run).

@@ -26,6 +26,8 @@ export interface RunRow {
   readonly fenced_out: number
   readonly created_at: string
   readonly started_at: string
+  /** When the stop was recorded (a deadline's stop: when the deadline passed), if there is one. */
+  readonly stopped_at: string | null
   /** Milliseconds since the session started, on the database clock. */
   readonly elapsed_millis: number
 }
@@ -33,6 +35,7 @@ export interface RunRow {
 const RUN_COLUMNS = `run_id, manifest, identity_fingerprint, settings, deadline_millis, status, stop, stop_item_id,
   fenced_out::float8 AS fenced_out, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
   to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS started_at,
+  to_char(stopped_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS stopped_at,
   (extract(epoch FROM clock_timestamp() - started_at) * 1000)::float8 AS elapsed_millis`
 
 /** The run row, if any. @internal */
@@ -233,13 +236,19 @@ export const finish = (sql: Sql, runId: string, terminals: ReadonlyArray<Termina
 export const countFenced = (sql: Sql, runId: string, n: number) =>
   sql`UPDATE rein_batch_runs SET fenced_out = fenced_out + ${n} WHERE run_id = ${runId}`
 
+// The moment the session's deadline passes (NULL without one).
+const DEADLINE_AT = `started_at + deadline_millis * interval '1 millisecond'`
+
 /**
- * Records the run's stop unless one is recorded already; returns the stop on record (the first). @internal
+ * Records the run's stop unless one is recorded already; returns the stop on record (the first). A batch
+ * timeout is recorded as stopped when the deadline passed, however late a worker noticed. @internal
  */
 export const stop = (sql: Sql, runId: string, stop: unknown, itemId: string | null) =>
   Effect.flatMap(
     sql<{ readonly stop: unknown }>`UPDATE rein_batch_runs SET stop = ${JSON.stringify(stop)}::jsonb,
-      stop_item_id = ${itemId}, stopped_at = clock_timestamp(), status = 'stopped'
+      stop_item_id = ${itemId}, status = 'stopped',
+      stopped_at = CASE WHEN ${JSON.stringify(stop)}::jsonb->>'kind' = 'batch_timeout' AND deadline_millis IS NOT NULL
+        THEN LEAST(clock_timestamp(), ${sql.literal(DEADLINE_AT)}) ELSE clock_timestamp() END
       WHERE run_id = ${runId} AND stop IS NULL RETURNING stop`,
     (rows) =>
       rows.length > 0
@@ -249,6 +258,18 @@ export const stop = (sql: Sql, runId: string, stop: unknown, itemId: string | nu
           (r) => r[0]?.stop
         )
   )
+
+/**
+ * Records the batch timeout of a running session whose deadline passed on the database clock and that no
+ * worker recorded (none was alive to see it), as stopped when the deadline passed. Nothing when the run
+ * has a stop, no deadline, or time left. @internal
+ */
+export const stopAtDeadline = (sql: Sql, runId: string) =>
+  sql`UPDATE rein_batch_runs SET status = 'stopped', stopped_at = ${sql.literal(DEADLINE_AT)},
+    stop = jsonb_build_object('_tag', 'BatchTimeout', 'kind', 'batch_timeout',
+      'reason', 'the batch deadline of ' || deadline_millis::text || ' ms expired')
+    WHERE run_id = ${runId} AND stop IS NULL AND status = 'running' AND deadline_millis IS NOT NULL
+      AND clock_timestamp() >= ${sql.literal(DEADLINE_AT)}`
 
 /** Marks a run whose items are all done as finished (a stopped run stays `stopped`). @internal */
 export const finishRun = (sql: Sql, runId: string) =>
