@@ -36,6 +36,6 @@ export const modules = {
   },
   "artifact-reader": {
     mutate: ["packages/batch/src/JsonlStore.ts", "packages/batch/src/internal/jsonl.ts"],
-    tests: batch("jsonl", "artifact", "Decode", "resume")
+    tests: batch("jsonl", "JsonlStore", "artifact", "Decode", "resume")
   }
 }

@@ -6,7 +6,9 @@
  * Durability. An append returns after the `write` system call has completed: the line is in the operating
  * system's page cache and survives the death of the process (SIGKILL included). With `fsync: true` it also
  * returns only after `fsync`, so it survives a power loss too; concurrent appends then share one fsync
- * (group commit). A new file's directory entry is fsynced as well when `fsync` is on.
+ * (group commit). With `fsync`, the file's directory is fsynced too, each time the artifact is opened for
+ * writing: a file a crashed run left (empty, or a torn manifest), or one written without `fsync`, may not
+ * have its directory entry on disk yet, and the records fsynced into it would go with it.
  *
  * A new file is created with mode `0600` by default (`mode` sets another); an existing file keeps its own.
  *
@@ -103,6 +105,8 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
       }))
 
     // Best effort: a directory cannot be fsynced everywhere (Windows), and the file itself already is.
+    // Run each time the artifact is opened for writing with fsync: who created the file, and whether its
+    // directory entry reached the disk, is not known (a crashed run, a run without fsync).
     const syncDirectory = Effect.scoped(
       Effect.flatMap(fs.open(path.dirname(file), { flag: "r" }), (dir) => dir.sync)
     ).pipe(Effect.ignore)
@@ -119,6 +123,7 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
           yield* Effect.mapError(handle.truncate(truncateTo), io("cannot truncate"))
           if (fsync) yield* Effect.mapError(handle.sync, io("cannot fsync"))
         }
+        if (fsync) yield* syncDirectory
         const write = yield* makeWriter(handle, { path: file, fsync })
         return { manifest, existing, truncatedBytes, append: write }
       })
@@ -142,7 +147,7 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
         yield* Effect.mapError(handle.writeAll(line), io("cannot write the manifest to"))
         if (fsync) {
           yield* Effect.mapError(handle.sync, io("cannot fsync"))
-          if (!existed) yield* syncDirectory
+          yield* syncDirectory
         }
         const write = yield* makeWriter(handle, { path: file, fsync })
         return { manifest, existing: [], truncatedBytes, append: write }

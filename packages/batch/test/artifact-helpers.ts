@@ -1,6 +1,7 @@
 // Real files in a temporary directory, the JSONL store over Node's file system, and record builders.
 import { FileSystem } from "@effect/platform"
 import { NodeFileSystem } from "@effect/platform-node"
+import type { PlatformError } from "@effect/platform/Error"
 import { Effect, Layer } from "effect"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -24,19 +25,32 @@ export const tempFile = Effect.map(tempDir, (dir) => path.join(dir, "run.jsonl")
 export const nodeStore = (options: JsonlStore.Options) =>
   JsonlStore.layer(options).pipe(Layer.provide(NodeFileSystem.layer))
 
-/** The JSONL store on Node's file system with `File` operations wrapped, to count or fail them. */
+/** Where a wrapped `File` was opened: its path and flag. */
+export interface OpenedAs {
+  readonly path: string
+  readonly flag: string | undefined
+}
+
+/**
+ * The JSONL store on Node's file system with `File` operations wrapped, to count or fail them; `refuseOpen`
+ * makes an `open` fail (a fault of the disk, which a test cannot provoke for real).
+ */
 export const wrappedStore = (
   options: JsonlStore.Options,
-  wrap: (file: FileSystem.File) => Partial<Pick<FileSystem.File, "writeAll" | "sync">>
+  wrap: (file: FileSystem.File, opened: OpenedAs) => Partial<Pick<FileSystem.File, "writeAll" | "sync" | "truncate">>,
+  refuseOpen: (opened: OpenedAs) => PlatformError | undefined = () => undefined
 ) =>
   JsonlStore.layer(options).pipe(
     Layer.provide(Layer.effect(
       FileSystem.FileSystem,
       Effect.map(FileSystem.FileSystem, (fs) => ({
         ...fs,
-        open: (p: string, o?: FileSystem.OpenFileOptions) =>
-          Effect.map(fs.open(p, o), (file): FileSystem.File => {
-            const overrides = wrap(file)
+        open: (p: string, o?: FileSystem.OpenFileOptions) => {
+          const opened: OpenedAs = { path: p, flag: o?.flag }
+          const refused = refuseOpen(opened)
+          if (refused !== undefined) return Effect.fail(refused)
+          return Effect.map(fs.open(p, o), (file): FileSystem.File => {
+            const overrides = wrap(file, opened)
             return {
               [FileSystem.FileTypeId]: FileSystem.FileTypeId,
               fd: file.fd,
@@ -49,11 +63,12 @@ export const wrappedStore = (
               },
               read: (buffer) => file.read(buffer),
               readAlloc: (size) => file.readAlloc(size),
-              truncate: (length) => file.truncate(length),
+              truncate: overrides.truncate ?? ((length) => file.truncate(length)),
               write: (buffer) => file.write(buffer),
               writeAll: overrides.writeAll ?? ((buffer) => file.writeAll(buffer))
             }
           })
+        }
       }))
     )),
     Layer.provide(NodeFileSystem.layer)
