@@ -171,6 +171,8 @@ export const endsWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, millis: number
  * @internal
  */
 export interface Continue<S, B, E2> {
+  /** Called synchronously once the attempt runs in its own fiber (not when it ended without suspending). */
+  readonly started?: (fiber: Fiber.RuntimeFiber<unknown, unknown>) => void
   readonly then: (end: AttemptEnd<S>) => Effect.Effect<B, E2>
   readonly interrupted: (end: Extract<AttemptEnd<S>, { readonly _tag: "Interrupted" }>) => Effect.Effect<void>
 }
@@ -203,6 +205,7 @@ export const bounded = <A, E, S, B, E2>(
       const fiber = Runtime.runFork(runtime)(Effect.exit(work))
       const polled = fiber.unsafePoll()
       if (polled !== null) return restore(k.then(end(Exit.flatten(polled))))
+      k.started?.(fiber)
       let stop = (): void => {}
       /** The fiber's exit, or `undefined` when the timeout came first. (No canceler: `onFailure` stops.) */
       const waited = Effect.async<Exit.Exit<A, E> | undefined>((resume) => {

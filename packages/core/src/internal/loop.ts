@@ -868,6 +868,13 @@ class Attempting<S, B> implements Running, Attempt.Continue<S, B, Outcome.Termin
     readonly driver: Driver<S, B>
   ) {}
 
+  // A gate that cancels requests in flight interrupts the attempt itself, with its caller (see
+  // `Gate.Running`): one interruption to wait for, not the caller's and then, from the caller, the attempt's.
+  started(fiber: Fiber.RuntimeFiber<unknown, unknown>): void {
+    const gate = this.step.env.gate
+    if (gate !== undefined && gate.unsafeRunning !== undefined) gate.unsafeRunning(this.ticket, fiber)
+  }
+
   // The attempt's end is handled while interruption is still held off (see `Attempt.bounded`): the record
   // and the settlement happen before any interruption can land.
   then(end: Attempt.AttemptEnd<S>): Effect.Effect<B, Outcome.Terminal> {
