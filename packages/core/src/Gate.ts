@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import type { Effect, Option } from "effect"
+import type { Effect, FiberId, Option } from "effect"
 import { Context } from "effect"
 import type { Endpoint } from "./Catalog.js"
 import type { AttemptRecord } from "./Outcome.js"
@@ -63,6 +63,31 @@ export interface Expired {
 }
 
 /**
+ * An admitted attempt while it runs, as the gate sees it (see `Service.unsafeRunning`): what interrupts it.
+ *
+ * @example
+ * ```ts
+ * import { FiberId } from "effect"
+ * import type { Gate } from "@rein/core"
+ *
+ * const running: Array<Gate.Running> = []
+ * // A gate that stops everything at once interrupts every attempt, then the requests that run them.
+ * for (const attempt of running) attempt.unsafeInterruptAsFork(FiberId.none)
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Running {
+  /**
+   * Interrupts the attempt's own fiber without waiting for it. Interrupt the request's fiber (the attempt's
+   * caller) right after it, in the same synchronous step: the caller then finds the attempt already torn down
+   * (one interruption to wait for, not two) and records it as `interrupted`. An attempt interrupted while its
+   * caller is not ends like a provider defect (`unknown`, `provider_defect`).
+   */
+  readonly unsafeInterruptAsFork: (by: FiberId.FiberId) => void
+}
+
+/**
  * The gate service. `Ticket` is whatever the gate needs back when the attempt ends. The required members
  * are effects (a gate shared by many processes can implement them); the `unsafe*` members are an optional
  * synchronous fast path, taken only when present.
@@ -101,6 +126,12 @@ export interface Service {
    * nothing), for the executor's hot path.
    */
   readonly unsafeSettle?: (ticket: unknown, record: AttemptRecord) => Effect.Effect<void> | undefined
+  /**
+   * Optional: called, synchronously, once an admitted attempt is running in its own fiber (not for an attempt
+   * that ended without suspending), with its ticket. A gate that cancels requests in flight keeps it until the
+   * attempt settles, and interrupts it together with the request (see `Running`).
+   */
+  readonly unsafeRunning?: (ticket: unknown, attempt: Running) => void
 }
 
 /**

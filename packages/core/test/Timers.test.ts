@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Fake, Gate, Health, Rein } from "@rein/core"
-import type { Outcome } from "@rein/core"
-import { Effect, Either, Exit, Fiber, Layer, Option, Supervisor, TestClock } from "effect"
+import type { Outcome, Provider } from "@rein/core"
+import { Cause, Effect, Either, Exit, Fiber, FiberRef, Layer, Option, Supervisor, TestClock } from "effect"
 import * as Attempt from "../src/internal/attempt.js"
 import * as Timers from "../src/internal/timers.js"
 import { catalog, contract, endpoint } from "./fixtures.js"
@@ -104,6 +104,41 @@ describe("the timer shared by every bound", () => {
       // a second sleeper per expiry, a fork and an interruption each, which is what made a thousand
       // simultaneous expiries late).
       expect(starts.count).toBe(2)
+    }))
+
+  it.effect("a timed-out attempt is interrupted once: its teardown sends no second interruption", () =>
+    Effect.gen(function*() {
+      let attempt: Fiber.RuntimeFiber<unknown, unknown> | undefined
+      const provider: Provider.Provider = {
+        internalMaxAttempts: 1,
+        simulated: true,
+        call: () =>
+          Effect.withFiberRuntime<never>((fiber) => {
+            attempt = fiber
+            return Effect.never
+          })
+      }
+      const fiber = yield* Effect.fork(Effect.either(
+        Rein.execute(request, contract({ deadline: "1 second", candidates: ["a"] })).pipe(
+          Effect.provide(Rein.layer({ catalog: cat, providers: { fake: provider }, health: false }))
+        )
+      ))
+      yield* TestClock.adjust("1 second")
+      const result = yield* Fiber.join(fiber)
+      expect(Either.getLeft(result).pipe(Option.getOrThrow)).toMatchObject({
+        _tag: "DeadlineExceeded",
+        teardownUnconfirmed: false
+      })
+      // Any message still on its way to the ended fiber is processed by now.
+      for (let i = 0; i < 10; i++) yield* Effect.yieldNow()
+      // Every interruption a fiber receives, even once it ended, is a scheduler task and a step of its
+      // interruption cause (a hash of the whole cause): the bound's, and not the teardown's again.
+      const interruptions = Cause.reduce(
+        attempt!.getFiberRef(FiberRef.interruptedCause),
+        0,
+        (n, c) => Option.some(c._tag === "Interrupt" ? n + 1 : n)
+      )
+      expect(interruptions).toBe(1)
     }))
 
   it.effect("a callback that throws does not stop the timer", () =>

@@ -40,7 +40,7 @@ export const make = <I>(state: RunState<I>): RunGate => {
 
   /** The item holds the ticket until its attempt settles; the admission is counted. */
   const hold = (it: ItemState, held: Hold | undefined, waitedMillis: number): Ticket => {
-    const ticket: Ticket = { hold: held, waitedMillis, settled: false, record: undefined }
+    const ticket: Ticket = { hold: held, waitedMillis, settled: false, record: undefined, attempt: undefined }
     it.tickets.push(ticket)
     stats.attempts++
     if (waitedMillis > 0) {
@@ -153,6 +153,10 @@ export const make = <I>(state: RunState<I>): RunGate => {
     return released
   }
 
+  const unsafeRunning = (ticket: unknown, attempt: Gate.Running): void => {
+    if (ticket !== undefined) (ticket as Ticket).attempt = attempt
+  }
+
   // Provided once per worker. It governs the item the worker is executing, and nothing else: between items
   // (a source's upstream, publishing) it is an open gate, and observers run without it (see `event`), so a
   // call of user code's own is never admitted, counted or stopped as an item's attempt.
@@ -167,7 +171,9 @@ export const make = <I>(state: RunState<I>): RunGate => {
     },
     unsafeTryAdmit: (ask) => worker.current === undefined ? OPEN_TICKET : tryAdmit(ask, worker.current),
     unsafeSettle: (ticket, record) =>
-      worker.current === undefined ? undefined : settleNow(ticket as Ticket, record, worker.current)
+      worker.current === undefined ? undefined : settleNow(ticket as Ticket, record, worker.current),
+    // Only `cancel-active` interrupts attempts (see `applyStop`); the ticket is the worker's item's.
+    ...(state.cancelActive ? { unsafeRunning } : undefined)
   })
 
   return { of, releaseOpen, countRecords: charging.records }

@@ -27,6 +27,8 @@ export interface Ticket {
   settled: boolean
   /** The attempt's record, once settled: what an interrupted item's result carries. */
   record: Outcome.AttemptRecord | undefined
+  /** The attempt while it runs in its own fiber (`cancel-active` only): a stop interrupts it directly. */
+  attempt: Gate.Running | undefined
 }
 
 /** An item being executed. @internal */
@@ -157,6 +159,12 @@ export const applyStop = <I>(state: RunState<I>, winner: Stop, except?: ItemStat
     const cancel = state.cancelActive
       ? Effect.fiberIdWith((id) =>
         Effect.sync(() => {
+          // Every running attempt first, then the items: each item then finds its attempt torn down (or about
+          // to be, in the same scheduler pass) instead of interrupting it itself, one pass later.
+          for (const s of state.executing) {
+            if (s === except) continue
+            for (const t of s.tickets) if (!t.settled && t.attempt !== undefined) t.attempt.unsafeInterruptAsFork(id)
+          }
           for (const s of state.executing) if (s !== except && s.fiber !== undefined) s.fiber.unsafeInterruptAsFork(id)
         })
       )

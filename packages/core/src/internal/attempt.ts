@@ -129,7 +129,9 @@ const runtimeOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>, flags: RuntimeFl
   Runtime.make({ context: fiber.currentContext, fiberRefs: fiber.getFiberRefs(), runtimeFlags: flags })
 
 /**
- * Interrupts `fiber` and waits at most `graceMillis` for its finalizers; `true` when teardown completed.
+ * Interrupts `fiber` (unless it ended or `interrupted` says it already was) and waits at most `graceMillis`
+ * for its finalizers; `true` when teardown completed. A second interruption is not free: even an ended fiber
+ * takes the message in a scheduler task of its own and adds it to its interruption cause (a hash of the cause).
  *
  * @internal
  */
@@ -137,12 +139,16 @@ const teardown = <A, E>(
   clock: Clock.Clock,
   runtime: Runtime.Runtime<never>,
   fiber: Fiber.RuntimeFiber<A, E>,
-  graceMillis: number
+  graceMillis: number,
+  interrupted: boolean
 ): Effect.Effect<boolean> =>
   Effect.suspend(() => {
-    fiber.unsafeInterruptAsFork(FiberId.none)
+    if (fiber.unsafePoll() !== null) return TORN_DOWN
+    if (!interrupted) fiber.unsafeInterruptAsFork(FiberId.none)
     return Effect.map(awaitWithin(clock, runtime, fiber, graceMillis), Option.isSome)
   })
+
+const TORN_DOWN = Effect.succeed(true)
 
 /**
  * Waits for `fiber` at most `millis` (also inside a finalizer); `true` when it ended.
@@ -171,6 +177,8 @@ export const endsWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, millis: number
  * @internal
  */
 export interface Continue<S, B, E2> {
+  /** Called synchronously once the attempt runs in its own fiber (not when it ended without suspending). */
+  readonly started?: (fiber: Fiber.RuntimeFiber<unknown, unknown>) => void
   readonly then: (end: AttemptEnd<S>) => Effect.Effect<B, E2>
   readonly interrupted: (end: Extract<AttemptEnd<S>, { readonly _tag: "Interrupted" }>) => Effect.Effect<void>
 }
@@ -203,6 +211,7 @@ export const bounded = <A, E, S, B, E2>(
       const fiber = Runtime.runFork(runtime)(Effect.exit(work))
       const polled = fiber.unsafePoll()
       if (polled !== null) return restore(k.then(end(Exit.flatten(polled))))
+      k.started?.(fiber)
       let stop = (): void => {}
       /** The fiber's exit, or `undefined` when the timeout came first. (No canceler: `onFailure` stops.) */
       const waited = Effect.async<Exit.Exit<A, E> | undefined>((resume) => {
@@ -210,8 +219,8 @@ export const bounded = <A, E, S, B, E2>(
           if (exit !== undefined) return resume(Effect.succeed(Exit.flatten(exit)))
           // Timed out: the attempt's teardown starts here, in the timer's own step, not when this caller's
           // fiber next runs. With many expiries at once, the attempts' fibers then process their interruption
-          // in the same scheduler pass as their callers (one pass, not two). `teardown` below interrupts
-          // again (a no-op) and waits for it within the grace, as before.
+          // in the same scheduler pass as their callers (one pass, not two). `teardown` below waits for it
+          // within the grace, as before, without interrupting it a second time.
           fiber.unsafeInterruptAsFork(FiberId.none)
           resume(TIMED_OUT)
         })
@@ -222,7 +231,8 @@ export const bounded = <A, E, S, B, E2>(
           stop()
           return Effect.zipRight(
             Effect.flatMap(
-              teardown(clock, runtime, fiber, graceMillis),
+              // A gate that cancels requests may have interrupted the attempt already (see `Gate.Running`).
+              teardown(clock, runtime, fiber, graceMillis, false),
               (confirmed) =>
                 k.interrupted({ _tag: "Interrupted", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) })
             ),
@@ -234,7 +244,7 @@ export const bounded = <A, E, S, B, E2>(
             ? restore(k.then(end(exit)))
             // Timed out: torn down (within the grace) before the caller goes on, whatever interrupts it.
             : Effect.flatMap(
-              teardown(clock, runtime, fiber, graceMillis),
+              teardown(clock, runtime, fiber, graceMillis, true),
               (confirmed) => restore(k.then({ _tag: "Timeout", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) }))
             )
       })

@@ -5,7 +5,7 @@
  * @internal
  */
 import type { Fiber } from "effect"
-import { Clock, Context, Duration, Effect, Either, Option, Random } from "effect"
+import { Clock, Context, Duration, Effect, Either, FiberRef, LogLevel, Option, Random } from "effect"
 import * as Budget from "../Budget.js"
 import type { Endpoint } from "../Catalog.js"
 import type { Contract } from "../Contract.js"
@@ -868,6 +868,13 @@ class Attempting<S, B> implements Running, Attempt.Continue<S, B, Outcome.Termin
     readonly driver: Driver<S, B>
   ) {}
 
+  // A gate that cancels requests in flight interrupts the attempt itself, with its caller (see
+  // `Gate.Running`): one interruption to wait for, not the caller's and then, from the caller, the attempt's.
+  started(fiber: Fiber.RuntimeFiber<unknown, unknown>): void {
+    const gate = this.step.env.gate
+    if (gate !== undefined && gate.unsafeRunning !== undefined) gate.unsafeRunning(this.ticket, fiber)
+  }
+
   // The attempt's end is handled while interruption is still held off (see `Attempt.bounded`): the record
   // and the settlement happen before any interruption can land.
   then(end: Attempt.AttemptEnd<S>): Effect.Effect<B, Outcome.Terminal> {
@@ -1084,18 +1091,7 @@ const settlements = (
   }
   if (kind !== null) {
     // Failures are logged with machine data only (kind, code, endpoint): never provider text.
-    effects = chain(
-      effects,
-      Effect.logDebug("rein: attempt failed").pipe(
-        Effect.annotateLogs({
-          endpoint: record.endpoint,
-          attempt: record.attempt,
-          kind,
-          code: record.code ?? "",
-          status: record.status
-        })
-      )
-    )
+    effects = chain(effects, logFailed(record, kind))
   }
   const health = env.health
   if (permit !== undefined && health !== undefined) {
@@ -1128,6 +1124,27 @@ const settlements = (
   }
   return effects
 }
+
+/**
+ * Logs a failed attempt at debug level, when the fiber logs debug at all. Below the minimum level the log
+ * would be dropped anyway, but `annotateLogs` around it is not free: it sets the annotations' fiber ref and
+ * restores it (each a hash of the annotation map), on every failed or expired attempt. With a thousand
+ * expiries at once that was a visible share of the expiry path.
+ */
+const logFailed = (record: Outcome.AttemptRecord, kind: FailureKind): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) =>
+    LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
+      ? Effect.void
+      : Effect.logDebug("rein: attempt failed").pipe(
+        Effect.annotateLogs({
+          endpoint: record.endpoint,
+          attempt: record.attempt,
+          kind,
+          code: record.code ?? "",
+          status: record.status
+        })
+      )
+  )
 
 /** A record with what it may keep of the answer: the finish reason and tool-call names and counts. */
 const withAnswer = (
