@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Batch, Guardrails } from "@rein/batch"
-import { Effect, Fiber, Stream, TestClock } from "effect"
+import { Cause, Effect, Exit, Fiber, Stream, TestClock } from "effect"
 import * as fc from "effect/FastCheck"
 import { contract, ok, scripted } from "./batch-helpers.js"
 
@@ -59,4 +59,25 @@ describe("Batch concurrency", () => {
       }),
     { fastCheck: { numRuns: 30 } }
   )
+})
+
+describe("Batch workers", () => {
+  it.effect("a worker that dies (the request builder throws) ends the run with the defect and tears the other calls down", () =>
+    Effect.gen(function*() {
+      const fake = scripted(() => ok(10_000))
+      const fiber = yield* Effect.fork(
+        Batch.run(["p0", "p1", "p2", "p3"], {
+          contract: contract(),
+          guardrails: Guardrails.make({ concurrency: 3 }),
+          request: (prompt: string) => {
+            if (prompt === "p2") throw new Error("bad item")
+            return { prompt }
+          }
+        }).pipe(Effect.provide(fake.layer))
+      )
+      yield* TestClock.adjust("1 second")
+      const exit = yield* Fiber.await(fiber)
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      expect(fake.log.map((c) => [c.prompt, c.tornDown])).toEqual([["p0", true], ["p1", true]])
+    }))
 })
