@@ -95,10 +95,7 @@ const runUntraced = <I, E, R>(
         state.scope
       )
     }
-    yield* Effect.forEach(Array.from({ length: g.concurrency }), () => pool.worker, {
-      concurrency: "unbounded",
-      discard: true
-    })
+    yield* Pool.runAll(pool.worker, g.concurrency)
     const failure = pulling.failure()
     if (Option.isSome(failure)) return yield* Effect.fail(failure.value)
     const stats = state.stats

@@ -18,6 +18,42 @@ export interface Pool<R> {
   readonly worker: Effect.Effect<void, never, Rein.Rein | R>
 }
 
+/**
+ * Runs `n` copies of `worker`, each in its own child fiber, until all have ended: one fork each and one wait
+ * for them all. (`Effect.forEach` with unbounded concurrency costs a result slot, a scheduled start and a
+ * step per element besides the fork: ≈ 19 KB per worker against ≈ 6 KB here.) A worker that fails or dies
+ * interrupts the others, and the whole fails with its cause once they ended; interrupting the whole
+ * interrupts every worker and waits for them.
+ *
+ * @internal
+ */
+export const runAll = <R>(worker: Effect.Effect<void, never, R>, n: number): Effect.Effect<void, never, R> =>
+  Effect.uninterruptibleMask((restore) => {
+    const fibers: Array<Fiber.RuntimeFiber<void>> = []
+    const forkFrom = (i: number): Effect.Effect<void, never, R> =>
+      i >= n ? Effect.void : Effect.flatMap(Effect.fork(restore(worker)), (fiber) => {
+        fibers.push(fiber)
+        return forkFrom(i + 1)
+      })
+    const awaitAll = Effect.async<void>((resume) => {
+      let left = fibers.length
+      let failure: Cause.Cause<never> | undefined
+      const observer = (exit: Exit.Exit<void>) => {
+        if (Exit.isFailure(exit) && failure === undefined) {
+          failure = exit.cause
+          for (const fiber of fibers) fiber.unsafeInterruptAsFork(FiberId.none)
+        }
+        if (--left === 0) resume(failure === undefined ? Effect.void : Effect.failCause(failure))
+      }
+      if (left === 0) return resume(Effect.void)
+      for (const fiber of fibers) fiber.addObserver(observer)
+      return Effect.sync(() => {
+        for (const fiber of fibers) fiber.removeObserver(observer)
+      })
+    })
+    return Effect.zipRight(forkFrom(0), Effect.onInterrupt(restore(awaitAll), () => Fiber.interruptAll(fibers)))
+  })
+
 /** @internal */
 export const make = <I, E, R>(
   state: RunState<I>,
