@@ -48,7 +48,7 @@ import { ArtifactStore, Batch, Checkpoint, Fingerprint, Guardrails, Result, Resu
 import type { SourceError } from "@rein/batch/Source"
 import type { Contract, Outcome, Rein } from "@rein/core"
 import type { Scope } from "effect"
-import { Chunk, Duration, Effect, Option, Random, Schema, Stream, Struct } from "effect"
+import { Chunk, Duration, Effect, Fiber, Option, Random, Schema, Stream, Struct } from "effect"
 import { hostname } from "node:os"
 import * as Items from "./internal/batchItems.js"
 import * as Q from "./internal/batchStatements.js"
@@ -264,38 +264,66 @@ const resolve = <I, E, R>(ctx: Context<I, E, R>, row: Q.LeaseRow) =>
     return Effect.succeed<Leased<I>>({ item, itemId: row.item_id, index: row.idx })
   })
 
-// The leased items as a lazy source: a lease round trip whenever the engine has taken every item leased so
-// far. With nothing to lease while other workers hold items, it waits a moment and asks again (a holder may
-// die and its lease expire); it ends when no item is left but its own, or the run stopped.
-const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Leased<I>, E | PgBatchError, R> => {
-  const next: Effect.Effect<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError, R> = Effect.gen(
-    function*() {
-      while (true) {
-        if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
-        const rows = yield* db(Q.lease(ctx.sql, ctx.options.runId, ctx.owner, batch, ctx.leaseMillis, true))
-        if (rows.length > 0) {
+// One lease round trip: up to `batch` items, their tokens registered for the fence, their inputs resolved.
+// The statement and the registration are one uninterruptible step: a lease the database granted is always
+// known to the fence, so that `releaseOwned` or the sweep can give it back.
+const leaseOnce = <I, E, R>(ctx: Context<I, E, R>, batch: number) =>
+  Effect.flatMap(
+    Effect.uninterruptible(Effect.tap(
+      db(Q.lease(ctx.sql, ctx.options.runId, ctx.owner, batch, ctx.leaseMillis, true)),
+      (rows) =>
+        Effect.sync(() => {
           ctx.leased += rows.length
           for (const row of rows) ctx.fence.tokens.set(row.item_id, row.lease_token)
-          return Option.some(yield* Effect.forEach(rows, (row) => resolve(ctx, row)))
-        }
-        const left = yield* db(Q.remaining(ctx.sql, ctx.options.runId, ctx.owner))
-        if (left.open === 0) return Option.none()
-        // Nothing leased with items open: held by others, or the run stopped or passed its deadline.
-        yield* beat(ctx)
-        if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
-        yield* Effect.sleep(Duration.millis(Math.min(ctx.heartbeatMillis, WAIT_MILLIS)))
-      }
-    }
+        })
+    )),
+    (rows) => Effect.forEach(rows, (row) => resolve(ctx, row))
   )
-  return Stream.repeatEffectChunkOption(
-    next.pipe(
-      Effect.mapError(Option.some),
-      Effect.flatMap((o) =>
-        Option.isNone(o) ? Effect.fail(Option.none()) : Effect.succeed(Chunk.unsafeFromArray(o.value))
+
+// The next leased items, or `None` when no item is left but this worker's own, or the run stopped. With
+// nothing to lease while other workers hold items, it waits a moment and asks again (a holder may die and
+// its lease expire).
+const nextLeases = <I, E, R>(
+  ctx: Context<I, E, R>,
+  batch: number
+): Effect.Effect<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError, R> =>
+  Effect.gen(function*() {
+    while (true) {
+      if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
+      const leased = yield* leaseOnce(ctx, batch)
+      if (leased.length > 0) return Option.some(leased)
+      const left = yield* db(Q.remaining(ctx.sql, ctx.options.runId, ctx.owner))
+      if (left.open === 0) return Option.none()
+      // Nothing leased with items open: held by others, or the run stopped or passed its deadline.
+      yield* beat(ctx)
+      if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
+      yield* Effect.sleep(Duration.millis(Math.min(ctx.heartbeatMillis, WAIT_MILLIS)))
+    }
+  })
+
+// The leased items as a lazy source that keeps one lease round trip ahead: when the engine takes a group of
+// leased items, the next group is already being leased in the background, so the engine's free slots never
+// wait for a round trip to the database (on a loaded machine, that wait was most of a worker's wall time).
+// A worker so holds at most two groups it has not started (`batch` items each) beside the ones in flight.
+const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Leased<I>, E | PgBatchError, R> =>
+  Stream.unwrapScoped(Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    type Ahead = Fiber.Fiber<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError>
+    let ahead: Ahead | undefined
+    const next = Effect.gen(function*() {
+      const got = ahead === undefined ? yield* nextLeases(ctx, batch) : yield* Fiber.join(ahead)
+      ahead = Option.isSome(got) ? yield* Effect.forkIn(nextLeases(ctx, batch), scope) : undefined
+      return got
+    })
+    return Stream.repeatEffectChunkOption(
+      next.pipe(
+        Effect.mapError(Option.some),
+        Effect.flatMap((o) =>
+          Option.isNone(o) ? Effect.fail(Option.none()) : Effect.succeed(Chunk.unsafeFromArray(o.value))
+        )
       )
     )
-  )
-}
+  }))
 
 // The checkpoint hook of batch's `Checkpoint` (records made by batch's own code), appending through the fence
 // and recording each item at its submission index.
