@@ -136,6 +136,8 @@ interface Leased<I> {
   readonly item: I
   readonly itemId: string
   readonly index: number
+  /** The input and prompt fingerprints, computed once (when the input is checked against the row). */
+  readonly fingerprints: { readonly input: string; readonly prompt: string }
 }
 
 const DEFAULT_GUARDRAILS = Guardrails.make()
@@ -261,7 +263,12 @@ const resolve = <I, E, R>(ctx: Context<I, E, R>, row: Q.LeaseRow) =>
     if (key.right.inputFingerprint !== row.input_fingerprint) {
       return mismatch(`its input fingerprint is ${key.right.inputFingerprint}, ${row.input_fingerprint} was submitted`)
     }
-    return Effect.succeed<Leased<I>>({ item, itemId: row.item_id, index: row.idx })
+    return Effect.succeed<Leased<I>>({
+      item,
+      itemId: row.item_id,
+      index: row.idx,
+      fingerprints: { input: key.right.inputFingerprint, prompt: key.right.promptFingerprint }
+    })
   })
 
 // One lease round trip: up to `batch` items, their tokens registered for the fence, their inputs resolved.
@@ -350,7 +357,8 @@ const artifactsOf = <I, E, R>(ctx: Context<I, E, R>, manifest: ArtifactStore.Man
   const hook = Checkpoint.artifacts<Leased<I>>(session, {
     request: (l) => request(l.item, l.index),
     input: (l) => options.input === undefined ? l.item : options.input(l.item),
-    result: keep === false ? false : keep === undefined ? undefined : (completion, l) => keep(completion, l.item)
+    result: keep === false ? false : keep === undefined ? undefined : (completion, l) => keep(completion, l.item),
+    fingerprints: (l) => l.fingerprints
   })
   return {
     opened,
