@@ -320,7 +320,10 @@ const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Le
     type Ahead = Fiber.Fiber<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError>
     let ahead: Ahead | undefined
     const next = Effect.gen(function*() {
-      const got = ahead === undefined ? yield* nextLeases(ctx, batch) : yield* Fiber.join(ahead)
+      // `await`, not `join`: joining would merge the prefetch's fiber refs into the engine worker that pulls
+      // now, and with them the context of the engine worker that forked it (its gate: that worker's items
+      // would then be admitted and settled as another's).
+      const got = ahead === undefined ? yield* nextLeases(ctx, batch) : yield* Effect.flatten(Fiber.await(ahead))
       ahead = Option.isSome(got) ? yield* Effect.forkIn(nextLeases(ctx, batch), scope) : undefined
       return got
     })
