@@ -18,7 +18,8 @@
  * - caller interruption propagates as interruption.
  *
  * `run` collects the results with the termination and stats; `stream` yields each result as it happens and
- * then ends normally (the termination and stats arrive with the `RunCompleted` event).
+ * then ends normally (the termination and stats arrive with the `RunCompleted` event); `drain` keeps no
+ * result (they reach only the artifact and `onEvent`) and returns the termination and stats.
  *
  * @since 0.1.0
  */
@@ -185,6 +186,35 @@ export const run = <I, E = never, R = never>(
         ))
     )
   })
+
+/**
+ * Runs every item of the source for what it records and reports, keeping no result: `run` without the
+ * results (memory stays flat however many items run) and `stream` without a consumer (no buffer, no
+ * `RunCompleted` event needed to learn how the run ended). Each result reaches only the artifact (`toRecord`,
+ * appended before the result counts as published) and `onEvent`. Fails only when the source itself fails
+ * (after the accepted items finished).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Contract } from "@rein/core"
+ * import { Batch } from "@rein/batch"
+ *
+ * declare const contract: Contract.Contract
+ * declare const artifacts: Batch.Artifacts<string>
+ * const ending = Batch.drain(["Summarise A", "Summarise B"], { contract, artifacts })
+ * const report = Effect.map(ending, (e) => `${e.termination.kind}: ${e.stats.succeeded} of ${e.stats.accepted}`)
+ * ```
+ * @category running
+ * @since 0.1.0
+ */
+export const drain = <I, E = never, R = never>(
+  source: Source<I, E, R>,
+  options: Options<I>
+): Effect.Effect<Omit<Summary<I>, "results">, E | SourceError, R | Rein.Rein> =>
+  Effect.scoped(
+    Effect.flatMap(Pull.open(source), (puller) => Engine.run(puller, settingsOf(options), () => Effect.void, undefined))
+  )
 
 /**
  * Runs every item of the source as a stream of results, each emitted as soon as it is final (and persisted,

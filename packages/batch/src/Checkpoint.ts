@@ -113,10 +113,22 @@ export const artifacts = <I>(
     readonly request?: ((item: I, index: number) => Provider.CompletionRequest) | undefined
     readonly input?: ((item: I) => unknown) | undefined
     readonly result?: ((completion: Outcome.Completion, item: I) => unknown) | false | undefined
+    /**
+     * The item's input and prompt fingerprints when the caller already computed them (with
+     * `Fingerprint.input` and `Fingerprint.prompt`, of what `input` and `request` give): they are then not
+     * computed again for each record.
+     */
+    readonly fingerprints?: ((item: I) => { readonly input: string; readonly prompt: string }) | undefined
   }
 ): Batch.Artifacts<I> => {
   const request = options.request ?? defaultRequest
-  const inputOf = (item: I) => Fingerprint.input(options.input === undefined ? item : options.input(item))
+  const known = options.fingerprints
+  const inputOf = (item: I): Either.Either<string, Fingerprint.FingerprintError> =>
+    known !== undefined
+      ? Either.right(known(item).input)
+      : Fingerprint.input(options.input === undefined ? item : options.input(item))
+  const promptOf = (item: I, index: number) =>
+    known !== undefined ? known(item).prompt : Fingerprint.prompt(request(item, index))
   return {
     opened: session.opened,
     lookup: (item, _index, itemId) =>
@@ -131,7 +143,7 @@ export const artifacts = <I>(
         const common = {
           itemId: result.itemId,
           index: result.index,
-          promptFingerprint: Fingerprint.prompt(request(result.item, result.index)),
+          promptFingerprint: promptOf(result.item, result.index),
           inputFingerprint: input.right,
           identityFingerprint: session.identityFingerprint,
           durationMillis: result.durationMillis

@@ -287,6 +287,29 @@ describe("Batch.run", () => {
     }))
 })
 
+describe("Batch.drain", () => {
+  it.effect("runs every item and returns how the run ended with the stats, as run would, keeping no result", () =>
+    Effect.gen(function*() {
+      const fake = scripted((prompt) => (prompt === "p3" ? fail("authentication") : ok(100)))
+      const events: Array<Events.Event["_tag"]> = []
+      const options = {
+        contract: contract(),
+        guardrails: Guardrails.make({ concurrency: 3 }),
+        onEvent: (e: Events.Event) => Effect.sync(() => void events.push(e._tag))
+      }
+      const drained = yield* runFor(Batch.drain(prompts(8), options).pipe(Effect.provide(fake.layer)))
+      const summary = yield* runFor(Batch.run(prompts(8), options).pipe(Effect.provide(fake.layer)))
+      expect(Object.keys(drained).sort()).toEqual(["stats", "termination"])
+      expect(drained.termination).toEqual(summary.termination)
+      expect(drained.stats).toEqual(summary.stats)
+      expect(drained.stats).toMatchObject({ accepted: 8, succeeded: 7, failed: 1 })
+      // Both runs raised the same events: the results reach the observer.
+      expect(events.filter((t) => t === "ItemCompleted")).toHaveLength(14)
+      expect(events.filter((t) => t === "ItemFailed")).toHaveLength(2)
+      expect(events.filter((t) => t === "RunCompleted")).toHaveLength(2)
+    }))
+})
+
 describe("Batch.stream", () => {
   it.effect("yields each result as it happens and ends normally, in submission order on request", () =>
     Effect.gen(function*() {

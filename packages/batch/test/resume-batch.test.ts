@@ -1,7 +1,7 @@
 import { SystemError } from "@effect/platform/Error"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { ArtifactStore, Checkpoint, Guardrails } from "../src/index.js"
+import { ArtifactStore, Batch, Checkpoint, Guardrails, Resume } from "../src/index.js"
 import { bytes, nodeStore, tempFile, wrappedStore } from "./artifact-helpers.js"
 import { identity, otherPrompt } from "./fixtures/artifact-identity.js"
 import { contract, scriptedProvider } from "./fixtures/artifact-run.js"
@@ -13,6 +13,24 @@ const read = (path: string) =>
   Effect.flatMap(ArtifactStore.ArtifactStore, (s) => s.read).pipe(Effect.provide(nodeStore({ path })))
 
 describe("Checkpoint: a batch run over an artifact", () => {
+  it.scoped("fingerprints the caller already has are the records' own, not computed again", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      const items = prompts(4)
+      const summary = yield* Effect.gen(function*() {
+        const session = yield* Resume.open({ identity, policy: "reuse-all" })
+        const artifacts = Checkpoint.artifacts<string>(session, {
+          fingerprints: (item) => ({ input: `input of ${item}`, prompt: `prompt of ${item}` })
+        })
+        return yield* Batch.run(items, { contract, artifacts })
+      }).pipe(Effect.scoped, Effect.provide(Layer.merge(nodeStore({ path }), scriptedProvider({}))))
+      expect(summary.stats.succeeded).toBe(4)
+      const records = (yield* read(path)).records
+      expect(records.map((r) => [r.inputFingerprint, r.promptFingerprint]).sort()).toEqual(
+        items.map((item) => [`input of ${item}`, `prompt of ${item}`])
+      )
+    }))
+
   it.scoped("records every item; run again, it reuses them all: no call, nothing appended, nothing counted", () =>
     Effect.gen(function*() {
       const path = yield* tempFile

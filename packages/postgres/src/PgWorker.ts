@@ -1,7 +1,7 @@
 /**
  * A worker of a distributed batch run (`PgBatchRun`): it leases items from the run's queue, resolves each
  * item's input from the source by its submission index (checking its fingerprint against the one
- * submitted), runs them with batch's own engine (`Batch.stream`: the contract, the item deadline, the
+ * submitted), runs them with batch's own engine (`Batch.drain`: the contract, the item deadline, the
  * gate, abort modes, events, the checkpoint records of `Checkpoint`) and writes each terminal record fenced
  * by its lease. Many workers, on one machine or many, run one run together.
  *
@@ -48,7 +48,7 @@ import { ArtifactStore, Batch, Checkpoint, Fingerprint, Guardrails, Result, Resu
 import type { SourceError } from "@rein/batch/Source"
 import type { Contract, Outcome, Rein } from "@rein/core"
 import type { Scope } from "effect"
-import { Chunk, Duration, Effect, Option, Random, Schema, Stream, Struct } from "effect"
+import { Chunk, Duration, Effect, Fiber, Option, Random, Schema, Stream, Struct } from "effect"
 import { hostname } from "node:os"
 import * as Items from "./internal/batchItems.js"
 import * as Q from "./internal/batchStatements.js"
@@ -136,12 +136,16 @@ interface Leased<I> {
   readonly item: I
   readonly itemId: string
   readonly index: number
+  /** The input and prompt fingerprints, computed once (when the input is checked against the row). */
+  readonly fingerprints: { readonly input: string; readonly prompt: string }
 }
 
 const DEFAULT_GUARDRAILS = Guardrails.make()
 const SWEEP_BATCH = 500
-// How often a worker with nothing to lease looks again while others hold the last items.
-const WAIT_MILLIS = 250
+// How often a worker with nothing to lease looks again while others hold the last items: a worker leaves at
+// most this long after the run's last record commits. Each look is three small statements (lease, count of
+// the open items through their partial index, heartbeat).
+const WAIT_MILLIS = 50
 
 // The category and encoded error of an item the stop reached before it started (as the engine's collateral).
 const collateralOf = (stop: Termination.Stop) => {
@@ -261,41 +265,77 @@ const resolve = <I, E, R>(ctx: Context<I, E, R>, row: Q.LeaseRow) =>
     if (key.right.inputFingerprint !== row.input_fingerprint) {
       return mismatch(`its input fingerprint is ${key.right.inputFingerprint}, ${row.input_fingerprint} was submitted`)
     }
-    return Effect.succeed<Leased<I>>({ item, itemId: row.item_id, index: row.idx })
+    return Effect.succeed<Leased<I>>({
+      item,
+      itemId: row.item_id,
+      index: row.idx,
+      fingerprints: { input: key.right.inputFingerprint, prompt: key.right.promptFingerprint }
+    })
   })
 
-// The leased items as a lazy source: a lease round trip whenever the engine has taken every item leased so
-// far. With nothing to lease while other workers hold items, it waits a moment and asks again (a holder may
-// die and its lease expire); it ends when no item is left but its own, or the run stopped.
-const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Leased<I>, E | PgBatchError, R> => {
-  const next: Effect.Effect<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError, R> = Effect.gen(
-    function*() {
-      while (true) {
-        if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
-        const rows = yield* db(Q.lease(ctx.sql, ctx.options.runId, ctx.owner, batch, ctx.leaseMillis, true))
-        if (rows.length > 0) {
+// One lease round trip: up to `batch` items, their tokens registered for the fence, their inputs resolved.
+// The statement and the registration are one uninterruptible step: a lease the database granted is always
+// known to the fence, so that `releaseOwned` or the sweep can give it back.
+const leaseOnce = <I, E, R>(ctx: Context<I, E, R>, batch: number) =>
+  Effect.flatMap(
+    Effect.uninterruptible(Effect.tap(
+      db(Q.lease(ctx.sql, ctx.options.runId, ctx.owner, batch, ctx.leaseMillis, true)),
+      (rows) =>
+        Effect.sync(() => {
           ctx.leased += rows.length
           for (const row of rows) ctx.fence.tokens.set(row.item_id, row.lease_token)
-          return Option.some(yield* Effect.forEach(rows, (row) => resolve(ctx, row)))
-        }
-        const left = yield* db(Q.remaining(ctx.sql, ctx.options.runId, ctx.owner))
-        if (left.open === 0) return Option.none()
-        // Nothing leased with items open: held by others, or the run stopped or passed its deadline.
-        yield* beat(ctx)
-        if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
-        yield* Effect.sleep(Duration.millis(Math.min(ctx.heartbeatMillis, WAIT_MILLIS)))
-      }
-    }
+        })
+    )),
+    (rows) => Effect.forEach(rows, (row) => resolve(ctx, row))
   )
-  return Stream.repeatEffectChunkOption(
-    next.pipe(
-      Effect.mapError(Option.some),
-      Effect.flatMap((o) =>
-        Option.isNone(o) ? Effect.fail(Option.none()) : Effect.succeed(Chunk.unsafeFromArray(o.value))
+
+// The next leased items, or `None` when no item is left but this worker's own, or the run stopped. With
+// nothing to lease while other workers hold items, it waits a moment and asks again (a holder may die and
+// its lease expire).
+const nextLeases = <I, E, R>(
+  ctx: Context<I, E, R>,
+  batch: number
+): Effect.Effect<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError, R> =>
+  Effect.gen(function*() {
+    while (true) {
+      if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
+      const leased = yield* leaseOnce(ctx, batch)
+      if (leased.length > 0) return Option.some(leased)
+      const left = yield* db(Q.remaining(ctx.sql, ctx.options.runId, ctx.owner))
+      if (left.open === 0) return Option.none()
+      // Nothing leased with items open: held by others, or the run stopped or passed its deadline.
+      yield* beat(ctx)
+      if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
+      yield* Effect.sleep(Duration.millis(Math.min(ctx.heartbeatMillis, WAIT_MILLIS)))
+    }
+  })
+
+// The leased items as a lazy source that keeps one lease round trip ahead: when the engine takes a group of
+// leased items, the next group is already being leased in the background, so the engine's free slots never
+// wait for a round trip to the database (on a loaded machine, that wait was most of a worker's wall time).
+// A worker so holds at most two groups it has not started (`batch` items each) beside the ones in flight.
+const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Leased<I>, E | PgBatchError, R> =>
+  Stream.unwrapScoped(Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    type Ahead = Fiber.Fiber<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError>
+    let ahead: Ahead | undefined
+    const next = Effect.gen(function*() {
+      // `await`, not `join`: joining would merge the prefetch's fiber refs into the engine worker that pulls
+      // now, and with them the context of the engine worker that forked it (its gate: that worker's items
+      // would then be admitted and settled as another's).
+      const got = ahead === undefined ? yield* nextLeases(ctx, batch) : yield* Effect.flatten(Fiber.await(ahead))
+      ahead = Option.isSome(got) ? yield* Effect.forkIn(nextLeases(ctx, batch), scope) : undefined
+      return got
+    })
+    return Stream.repeatEffectChunkOption(
+      next.pipe(
+        Effect.mapError(Option.some),
+        Effect.flatMap((o) =>
+          Option.isNone(o) ? Effect.fail(Option.none()) : Effect.succeed(Chunk.unsafeFromArray(o.value))
+        )
       )
     )
-  )
-}
+  }))
 
 // The checkpoint hook of batch's `Checkpoint` (records made by batch's own code), appending through the fence
 // and recording each item at its submission index.
@@ -322,7 +362,8 @@ const artifactsOf = <I, E, R>(ctx: Context<I, E, R>, manifest: ArtifactStore.Man
   const hook = Checkpoint.artifacts<Leased<I>>(session, {
     request: (l) => request(l.item, l.index),
     input: (l) => options.input === undefined ? l.item : options.input(l.item),
-    result: keep === false ? false : keep === undefined ? undefined : (completion, l) => keep(completion, l.item)
+    result: keep === false ? false : keep === undefined ? undefined : (completion, l) => keep(completion, l.item),
+    fingerprints: (l) => l.fingerprints
   })
   return {
     opened,
@@ -453,25 +494,19 @@ const runScoped = <I, E, R>(
     else if ("kind" in planned) yield* ctx.limits.stop(planned)
     yield* Effect.forkScoped(heartbeat(ctx))
 
-    let ending: { readonly termination: Termination.Termination; readonly stats: Stats.Stats } | undefined
-    const onEvent = (event: Events.Event) =>
-      Effect.zipRight(
-        event._tag === "RunCompleted"
-          ? Effect.sync(() => void (ending = { termination: event.termination, stats: event.stats }))
-          : Effect.void,
-        options.onEvent === undefined ? Effect.void : options.onEvent(event)
-      )
     const request = Items.requestOf(options)
     const batch = options.leaseBatch ?? guardrails.concurrency
-    yield* Batch.stream(source(ctx, batch), {
+    // `drain`, not `stream`: the results are the records; and no event observer unless the caller has one
+    // (an observer makes the engine raise every item's events: a third of a worker's CPU time per item).
+    const ending = yield* Batch.drain(source(ctx, batch), {
       contract: options.contract,
       guardrails,
       request: (l: Leased<I>) => request(l.item, l.index),
       itemId: (l: Leased<I>) => l.itemId,
-      onEvent,
+      onEvent: options.onEvent,
       artifacts: artifactsOf(ctx, manifest)
-    }).pipe(Stream.runDrain, Effect.provideService(RunLimits.RunLimits, ctx.limits))
-    const termination = ending!.termination
+    }).pipe(Effect.provideService(RunLimits.RunLimits, ctx.limits))
+    const termination = ending.termination
     // Every record handed over is committed (or the worker stops on the write that failed) before it goes on.
     yield* Effect.ignore(ctx.fence.drain)
     const stopped = yield* inner.stopped
@@ -483,7 +518,7 @@ const runScoped = <I, E, R>(
     return {
       owner: ctx.owner,
       termination: Option.isSome(stopped) ? stopped.value : termination,
-      stats: ending!.stats,
+      stats: ending.stats,
       leased: ctx.leased,
       fencedOut: ctx.fence.fencedOut(),
       swept,

@@ -1,8 +1,8 @@
 /**
  * The fenced writer of one worker: every terminal record is written under the lease token the worker holds
- * for its item, and concurrent records share statements (group commit: each of two writer fibers takes
- * every record that arrives within a short linger and writes them in one `finish`, so a slow commit holds
- * back one group, not all).
+ * for its item, and concurrent records share statements (group commit: one writer fiber takes every record
+ * that arrives within a linger and writes them in one `finish`; the records that arrive while it writes
+ * join the next group).
  *
  * `submit` hands a record over and returns at once: the item's concurrency slot is not held while its
  * record commits (a database round trip would otherwise be added to every item's time in the slot). The
@@ -34,11 +34,14 @@ export interface Fence {
 }
 
 const MAX_GROUP = 512
-const WRITERS = 2
-// A writer that took a record waits this long for more before it writes: statements, not records, cost (on
-// a loaded machine the socket write of each statement is most of a worker's CPU time), and the item's slot
-// is not held meanwhile.
-const LINGER_MILLIS = 20
+const WRITERS = 1
+// A writer that took a record waits this long for more before it writes: statements, not records, cost (each
+// is a socket write and a parse here and a transaction in the database), and the item's slot is not held
+// meanwhile; only its commit (`onRecorded`) and the worker's last `drain` wait. At bench 12's 200 ms latency
+// (a worker finishes ~70 items a second), one writer lingering 100 ms spent 1,566 and 1,181 µs of the
+// worker's CPU per item and 310 and 240 µs of PostgreSQL's, two lingering 20 ms 2,336 and 1,574 µs and 740
+// and 530 µs (alternating runs, load 16-21).
+const LINGER_MILLIS = 100
 
 /** @internal */
 export const make = (
