@@ -28,7 +28,7 @@ export const modules = {
   },
   health: {
     mutate: ["packages/core/src/Health.ts"],
-    tests: core("HealthLaws", "Health", "Execute")
+    tests: core("HealthRules", "HealthLaws", "Health", "Execute")
   },
   "run-limits": {
     mutate: ["packages/batch/src/RunLimits.ts", "packages/batch/src/internal/limiter.ts", "packages/batch/src/internal/totals.ts"],

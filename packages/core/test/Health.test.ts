@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Budget, Failure, Fake, Health, Rein } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
-import { Clock, Effect, Either, FastCheck as fc, Fiber, Layer, Ref, TestClock } from "effect"
+import { Clock, Effect, Either, FastCheck as fc, Fiber, Layer, Metric, MetricLabel, Ref, TestClock } from "effect"
 import { catalog, contract, endpoint } from "./fixtures.js"
 
 const cat = catalog(endpoint("a"), endpoint("b"))
@@ -414,5 +414,24 @@ describe("Health: a refusal after the budget reservation", () => {
           expect(run.unsafeLeft!().calls).toBe(4)
         })
     )
+
+    it.effect(`a refused admission is counted in rein_admissions_refused_total by its reason (${fast ? "fast path" : "effects"})`, () =>
+      Effect.gen(function*() {
+        const refused = Metric.taggedWithLabels(
+          Metric.counter("rein_admissions_refused_total", {
+            description: "Attempts refused by health, per reason",
+            incremental: true
+          }),
+          [MetricLabel.make("reason", "no_probe_slot")]
+        )
+        const before = (yield* Metric.value(refused)).count
+        const fake = Fake.make({ a: [Fake.succeed({ text: "ok" })] })
+        const health = refusingOnce(yield* Health.make(), fast)
+        const answer = yield* Rein.execute(request, contract({ candidates: ["a"] })).pipe(
+          Effect.provide(withHealth(health, fake.provider))
+        )
+        expect(answer.text).toBe("ok")
+        expect((yield* Metric.value(refused)).count).toBe(before + 1)
+      }))
   }
 })
