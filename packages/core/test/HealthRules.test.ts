@@ -89,6 +89,53 @@ describe("Health: when a breaker trips", () => {
     }))
 })
 
+describe("Health: every outcome is kept, even one that changes a single count", () => {
+  /** Outcomes on endpoint `a` of `health`, in order (`true`: a provider-attributed failure). */
+  const outcomes = (health: Health.Service, failed: ReadonlyArray<boolean>) =>
+    Effect.forEach(
+      failed,
+      (f) => Effect.flatMap(health.acquire("a", "first"), (p) => health.complete(p, f ? failure() : SUCCESS)),
+      {
+        discard: true
+      }
+    )
+
+  it.effect("a success that only slides a full window (F F S, then S) is kept: one failure in the window, not two", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({
+        windowSize: 3,
+        minimumVolume: 3,
+        failureRatio: 0.6,
+        consecutiveFailures: 100
+      })
+      yield* outcomes(health, [true, true, false, false, true])
+      expect(yield* health.breaker("a")).toBe("closed")
+    }))
+
+  it.effect("successes that only lengthen the window are kept: S S S F is one failure in four", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({
+        windowSize: 4,
+        minimumVolume: 4,
+        failureRatio: 0.25,
+        consecutiveFailures: 100
+      })
+      yield* outcomes(health, [false, false, true])
+      expect(yield* health.breaker("a")).toBe("closed")
+      yield* outcomes(health, [true])
+      expect(yield* health.breaker("a")).toBe("open")
+    }))
+
+  it.effect("a failure that only counts one more in a row (the window all failures) is kept", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({ windowSize: 2, minimumVolume: 100, consecutiveFailures: 4 })
+      yield* outcomes(health, [true, true, true])
+      expect(yield* health.breaker("a")).toBe("closed")
+      yield* outcomes(health, [true])
+      expect(yield* health.breaker("a")).toBe("open")
+    }))
+})
+
 describe("Health: outcomes that land late", () => {
   it.effect("a success that lands after another request opened the breaker leaves it open", () =>
     Effect.gen(function*() {
