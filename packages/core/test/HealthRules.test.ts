@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Health } from "@rein/core"
+import { Failure, Health } from "@rein/core"
 import { Effect, Either, FastCheck as fc, Metric, TestClock } from "effect"
 
 // Health's exact answers at its boundaries (issue #23): when a breaker trips, what a failure or a success that
@@ -89,6 +89,15 @@ describe("Health: when a breaker trips", () => {
     }))
 })
 
+describe("Health: attribution", () => {
+  it("a failure kind counts against an endpoint exactly when the table's health column says so", () => {
+    expect(Health.attributed(Failure.defaultTable, "server_error")).toBe(true)
+    expect(Health.attributed(Failure.defaultTable, "timeout")).toBe(false)
+    const table = { ...Failure.defaultTable, timeout: { ...Failure.defaultTable.timeout, health: true } }
+    expect(Health.attributed(table, "timeout")).toBe(true)
+  })
+})
+
 describe("Health: every outcome is kept, even one that changes a single count", () => {
   /** Outcomes on endpoint `a` of `health`, in order (`true`: a provider-attributed failure). */
   const outcomes = (health: Health.Service, failed: ReadonlyArray<boolean>) =>
@@ -165,6 +174,23 @@ describe("Health: outcomes that land late", () => {
       expect(yield* at(5_000, Effect.all([health.breaker("a"), health.breaker("b")]))).toEqual(["half_open", "open"])
       expect(yield* at(6_999, health.breaker("b"))).toBe("open")
       expect(yield* at(7_000, health.breaker("b"))).toBe("half_open")
+    }))
+
+  it.effect("a late success that is not a probe closes a half-open breaker but keeps its grown cooldown", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: 1_000, cooldownGrowth: 2 })
+      const early = yield* at(0, health.acquire("a", "first"))
+      yield* at(0, health.complete(yield* at(0, health.acquire("a", "first")), failure()))
+      yield* at(1_000, health.complete(yield* at(1_000, health.acquire("a", "first")), failure()))
+      // Half-open again at 3 s with a 2 s cooldown; a probe is in flight when the early attempt succeeds.
+      const probe = yield* at(3_000, health.acquire("a", "first"))
+      yield* at(3_000, health.complete(early, SUCCESS))
+      yield* at(3_000, health.complete(probe, NEUTRAL))
+      expect(yield* at(3_000, health.breaker("a"))).toBe("closed")
+      // Only a probe's success proves recovery: the next trip waits the grown 2 s, not the first 1 s.
+      yield* at(3_000, health.complete(yield* at(3_000, health.acquire("a", "first")), failure()))
+      expect(yield* at(4_999, health.breaker("a"))).toBe("open")
+      expect(yield* at(5_000, health.breaker("a"))).toBe("half_open")
     }))
 
   it.effect("a failed probe keeps the longer Retry-After that reopened the breaker while it was in flight", () =>
