@@ -365,6 +365,26 @@ describe("Health: the planner's view", () => {
       })
     }))
 
+  it.effect("a view asked again after a change only to a breaker, or only to the global bucket, shows the change", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({ consecutiveFailures: 1, depositRatio: 0.5 })
+      const ids = ["a", "b"]
+      yield* health.acquire("b", "retry")
+      const permit = yield* health.acquire("a", "first")
+      expect(yield* health.view(["a"])).toEqual({ health: {}, retryTokens: { global: 9.5, endpoints: {} } })
+      // Another list of endpoints is another view.
+      expect(yield* health.view(ids)).toEqual({
+        health: { b: { state: "closed", probesFree: 1, opensInMillis: 0 } },
+        retryTokens: { global: 9.5, endpoints: { b: 9 } }
+      })
+      // A first attempt on an endpoint with nothing to change (closed, full) refills the global bucket alone.
+      yield* health.acquire("c", "first")
+      expect((yield* health.view(ids)).retryTokens.global).toBe(10)
+      // The failure changes a's breaker and nothing else.
+      yield* health.complete(permit, failure())
+      expect((yield* health.view(ids)).health.a).toEqual({ state: "open", probesFree: 1, opensInMillis: 5_000 })
+    }))
+
   it("probes free never go below zero, and an open breaker past its time shows 0 ms to go", () => {
     const settings = Health.settingsOf({ ...Health.defaults, probes: 1 })
     const e: Health.EndpointState = { ...Health.freshState(settings), state: "open", openUntil: 100, probesInFlight: 3 }
@@ -409,6 +429,9 @@ describe("Health: metrics", () => {
       expect(yield* valueOf("rein_retry_tokens", { endpoint: b })).toBe(9.5)
       expect(yield* valueOf("rein_retry_tokens", { endpoint: "*" })).toBe(9.5)
       expect(yield* valueOf("rein_breaker_transitions_total", { endpoint: a, to: "half_open" })).toBeUndefined()
+      // Completions that move no breaker count no transition.
+      expect(yield* valueOf("rein_breaker_transitions_total", { endpoint: a, to: "closed" })).toBe(1)
+      expect(yield* valueOf("rein_breaker_transitions_total", { endpoint: b, to: "closed" })).toBeUndefined()
     }))
 
   it.effect("a breaker that trips with no cooldown is published half-open", () =>
