@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Failure, Health } from "@rein/core"
-import { Effect, Either, FastCheck as fc, Metric, TestClock } from "effect"
+import { Failure, Fake, Health, Rein } from "@rein/core"
+import { Effect, Either, FastCheck as fc, Layer, Metric, TestClock } from "effect"
+import { catalog, contract, endpoint } from "./fixtures.js"
 
 // Health's exact answers at its boundaries (issue #23): when a breaker trips, what a failure or a success that
 // lands late does, what a Retry-After may change, what the planner's view says, and what is published. Each
@@ -450,5 +451,41 @@ describe("Health: metrics", () => {
       yield* Health.countRefusal("no_probe_slot")
       yield* Health.countRefusal("no_probe_slot")
       expect(yield* valueOf("rein_admissions_refused_total", { reason: "no_probe_slot" })).toBe(before + 2)
+    }))
+})
+
+describe("Health: through the executor's fast path", () => {
+  it.effect("a request's failure is recorded and its fallback admitted through the synchronous members", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({ consecutiveFailures: 1 })
+      const fake = Fake.make({ a: [Fake.fail("overloaded")], b: [Fake.succeed()] })
+      const layer = Layer.merge(
+        Rein.layer({
+          catalog: catalog(endpoint("a"), endpoint("b")),
+          providers: { fake: fake.provider },
+          health: false
+        }),
+        Layer.succeed(Health.Health, health)
+      )
+      const request = { prompt: "p", inputTokens: 10, maxOutputTokens: 10 }
+      const answer = yield* Rein.execute(request, contract({ retry: { perEndpoint: 0 } })).pipe(Effect.provide(layer))
+      expect(answer.endpoint).toBe("b")
+      expect(yield* health.breaker("a")).toBe("open")
+      expect((yield* health.view(["a", "b"])).retryTokens).toEqual({ global: 9, endpoints: { a: 10, b: 9 } })
+    }))
+})
+
+describe("Health: a breaker closed while its probes are in flight", () => {
+  it.effect("a late success that closes the breaker with every probe slot taken still admits new attempts", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: 1_000, probes: 1 })
+      const early = yield* at(0, health.acquire("a", "first"))
+      yield* at(0, health.complete(yield* at(0, health.acquire("a", "first")), failure()))
+      const probe = yield* at(1_000, health.acquire("a", "first"))
+      expect(probe.probe).toBe(true)
+      yield* at(1_000, health.complete(early, SUCCESS))
+      expect(yield* at(1_000, health.breaker("a"))).toBe("closed")
+      // A retry is judged by `admit` (a first attempt on a closed, full endpoint changes nothing and skips it).
+      expect((yield* at(1_000, health.acquire("a", "retry"))).probe).toBe(false)
     }))
 })
