@@ -455,7 +455,7 @@ describe("Health: metrics", () => {
 })
 
 describe("Health: through the executor's fast path", () => {
-  it.effect("a request's failure is recorded and its fallback admitted through the synchronous members", () =>
+  it.effect("a request's failure is recorded, and the next request's plan reads it, through the synchronous members", () =>
     Effect.gen(function*() {
       const health = yield* Health.make({ consecutiveFailures: 1 })
       const fake = Fake.make({ a: [Fake.fail("overloaded")], b: [Fake.succeed()] })
@@ -472,6 +472,9 @@ describe("Health: through the executor's fast path", () => {
       expect(answer.endpoint).toBe("b")
       expect(yield* health.breaker("a")).toBe("open")
       expect((yield* health.view(["a", "b"])).retryTokens).toEqual({ global: 9, endpoints: { a: 10, b: 9 } })
+      // The next request's plan sees a's open breaker (the synchronous view): it starts on b, with no refusal.
+      const next = yield* Rein.execute(request, contract({ retry: { perEndpoint: 0 } })).pipe(Effect.provide(layer))
+      expect(next.attempts.map((a) => [a.endpoint, a.role])).toEqual([["b", "first"]])
     }))
 })
 
