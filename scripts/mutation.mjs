@@ -25,6 +25,13 @@ for (const name of selected) {
   }
 }
 
+/** The files and line ranges of a `--mutate` flag, by file name (`Health.ts:1-430,500-520`). */
+const rangesOf = (flags) => {
+  const at = flags.findIndex((flag) => flag.startsWith("--mutate") || flag === "-m")
+  const value = flags[at].includes("=") ? flags[at].slice(flags[at].indexOf("=") + 1) : (flags[at + 1] ?? "")
+  return value.split(",").map((part) => path.basename(part)).join(",")
+}
+
 const detected = new Set(["Killed", "Timeout"])
 const valid = new Set(["Killed", "Timeout", "Survived", "NoCoverage"])
 
@@ -59,8 +66,10 @@ for (const name of selected) {
   const load = os.loadavg()[0].toFixed(1)
   console.log(`mutation: ${name} (${module.mutate.join(", ")}) against ${tests.length} test files, load ${load}`)
   const partial = extra.some((flag) => flag.startsWith("--mutate") || flag === "-m")
-  // A run over part of a module (a line range, to check new tests) is kept beside the module's full run.
-  const run = partial ? `${name}-partial` : name
+  // A run over part of a module (a line range, to check new tests) is kept beside the module's full run, and
+  // beside the runs over its other ranges: its key names the ranges (`health (partial, Health.ts:1-430)`).
+  const ranges = partial ? rangesOf(extra) : ""
+  const run = partial ? `${name}-partial-${ranges.replace(/[^\w.-]+/g, "_")}` : name
   const reportFile = reportOf(run)
   fs.rmSync(reportFile, { force: true })
   const started = process.hrtime.bigint()
@@ -82,7 +91,7 @@ for (const name of selected) {
     process.exit(1)
   }
   const summary = fs.existsSync(summaryFile) ? JSON.parse(fs.readFileSync(summaryFile, "utf8")) : {}
-  summary[partial ? `${name} (partial)` : name] = {
+  summary[partial ? `${name} (partial, ${ranges})` : name] = {
     finishedAt: new Date().toISOString(),
     wallSeconds: seconds,
     loadAtStart: Number(load),

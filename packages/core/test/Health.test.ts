@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Budget, Failure, Fake, Health, Rein } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
-import { Clock, Effect, Either, FastCheck as fc, Fiber, Layer, Ref, TestClock } from "effect"
+import { Clock, Effect, Either, FastCheck as fc, Fiber, Layer, Metric, MetricLabel, Ref, TestClock } from "effect"
 import { catalog, contract, endpoint } from "./fixtures.js"
 
 const cat = catalog(endpoint("a"), endpoint("b"))
@@ -10,6 +10,18 @@ const request = { prompt: "p", inputTokens: 10, maxOutputTokens: 10 }
 /** Runs `effect` with the test clock at `millis` (health reads its time from the clock). */
 const at = <A, E>(millis: number, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
   Effect.zipRight(TestClock.setTime(millis), effect)
+
+/**
+ * Lets the other fibers run `turns` times over before going on: the interleavings of concurrent acquisitions,
+ * drawn by the properties, without the test clock (each instant `TestClock.adjust` wakes costs a few real
+ * milliseconds while it waits for the fibers to settle, so sleeps of many distinct lengths made these properties
+ * take seconds of waiting).
+ */
+const pause = (turns: number): Effect.Effect<void> =>
+  Effect.repeatN(Effect.yieldNow(), turns - 1).pipe(
+    Effect.when(() => turns > 0),
+    Effect.asVoid
+  )
 
 /** A Rein layer over a given Health instance, so the test can inspect it. */
 const withHealth = (health: Health.Service, provider: Provider.Provider) =>
@@ -33,18 +45,17 @@ describe("Health: breakers", () => {
         const peak = yield* Ref.make(0)
         const probe = (delay: number) =>
           Effect.gen(function*() {
-            yield* Effect.sleep(delay)
+            yield* pause(delay)
             const permit = yield* Effect.either(health.acquire("a", "first"))
             if (Either.isLeft(permit)) return
             const n = yield* Ref.updateAndGet(inFlight, (x) => x + 1)
             yield* Ref.update(peak, (p) => Math.max(p, n))
-            yield* Effect.sleep(delay % 7 + 1)
+            yield* pause(delay % 7 + 1)
             yield* Ref.update(inFlight, (x) => x - 1)
             // Neutral outcomes give the slot back without a transition, so probing goes on.
             yield* health.complete(permit.right, { _tag: "neutral" })
           })
         const fibers = yield* Effect.forEach(delays, (d) => Effect.fork(probe(d)))
-        yield* TestClock.adjust(200)
         yield* Effect.forEach(fibers, Fiber.join)
         expect(yield* Ref.get(peak)).toBeLessThanOrEqual(k)
         expect(yield* Ref.get(peak)).toBeGreaterThan(0)
@@ -188,12 +199,11 @@ describe("Health: retry budgets", () => {
         const admitted = yield* Ref.make(0)
         const fibers = yield* Effect.forEach(delays, (d, i) =>
           Effect.fork(Effect.gen(function*() {
-            yield* Effect.sleep(d)
+            yield* pause(d)
             const role = i % 2 === 0 ? "retry" : "fallback"
             const permit = yield* Effect.either(at(0, health.acquire(i % 3 === 0 ? "a" : "b", role)))
             if (Either.isRight(permit)) yield* Ref.update(admitted, (n) => n + 1)
           })))
-        yield* TestClock.adjust(100)
         yield* Effect.forEach(fibers, Fiber.join)
         expect(yield* Ref.get(admitted)).toBeLessThanOrEqual(b)
       })
@@ -404,5 +414,24 @@ describe("Health: a refusal after the budget reservation", () => {
           expect(run.unsafeLeft!().calls).toBe(4)
         })
     )
+
+    it.effect(`a refused admission is counted in rein_admissions_refused_total by its reason (${fast ? "fast path" : "effects"})`, () =>
+      Effect.gen(function*() {
+        const refused = Metric.taggedWithLabels(
+          Metric.counter("rein_admissions_refused_total", {
+            description: "Attempts refused by health, per reason",
+            incremental: true
+          }),
+          [MetricLabel.make("reason", "no_probe_slot")]
+        )
+        const before = (yield* Metric.value(refused)).count
+        const fake = Fake.make({ a: [Fake.succeed({ text: "ok" })] })
+        const health = refusingOnce(yield* Health.make(), fast)
+        const answer = yield* Rein.execute(request, contract({ candidates: ["a"] })).pipe(
+          Effect.provide(withHealth(health, fake.provider))
+        )
+        expect(answer.text).toBe("ok")
+        expect((yield* Metric.value(refused)).count).toBe(before + 1)
+      }))
   }
 })

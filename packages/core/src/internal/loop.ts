@@ -14,7 +14,7 @@ import type { FailureKind } from "../Failure.js"
 import type * as Gate from "../Gate.js"
 import { Gate as GateTag } from "../Gate.js"
 import type * as Health from "../Health.js"
-import { Health as HealthTag } from "../Health.js"
+import { countRefusal, Health as HealthTag } from "../Health.js"
 type Permit = Health.Permit
 import type { Writer } from "../Journal.js"
 import { Journal } from "../Journal.js"
@@ -700,8 +700,9 @@ const giveBack = (env: Env, hold: Budget.Hold | undefined): Effect.Effect<void> 
   })
 }
 
-/** Refused (another request took the slot or the last token since the snapshot): the reservation is given
- * back whole, call included (no call was made), and the planner decides again. Else on to the wait. */
+/** Refused (another request took the slot or the last token since the snapshot): the refusal is counted
+ * (`rein_admissions_refused_total`), the reservation is given back whole, call included (no call was made),
+ * and the planner decides again. Else on to the wait. */
 const acquiredOrNot = <S, B>(
   env: Env,
   progress: Progress,
@@ -712,7 +713,9 @@ const acquiredOrNot = <S, B>(
 ): Effect.Effect<B, Outcome.Terminal> =>
   Either.isLeft(acquired)
     ? Effect.zipRight(
-      env.budget === undefined || hold === undefined ? Effect.void : env.budget.release(hold),
+      env.budget === undefined || hold === undefined
+        ? countRefusal(acquired.left)
+        : Effect.zipRight(countRefusal(acquired.left), env.budget.release(hold)),
       Effect.suspend(() => next(env, progress, driver))
     )
     : wait({ env, progress, decision, hold, permit: acquired.right }, driver)
