@@ -8,9 +8,10 @@ import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import type { SqlError as SqlErrorType } from "@effect/sql/SqlError"
 import * as H from "@rein/core/Health"
+import * as Input from "@rein/core/Input"
 import type { Role } from "@rein/core/Planner"
 import type { Scope, Stream } from "effect"
-import { Deferred, Duration, Effect, Either, Option, ParseResult, Schema } from "effect"
+import { Deferred, Duration, Effect, Either, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import * as Migrations from "../Migrations.js"
 import { bounded as holderBounded, holderLabel } from "./bounded.js"
@@ -106,9 +107,7 @@ export const makeWith = (
 ): Effect.Effect<H.Service, PgHealthError, Scope.Scope> =>
   Effect.gen(function*() {
     const o = yield* Schema.decodeUnknown(Options)(input).pipe(
-      Effect.mapError((e) =>
-        new PgHealthError({ reason: "InvalidOptions", message: ParseResult.TreeFormatter.formatErrorSync(e) })
-      )
+      Effect.mapError((e) => new PgHealthError({ reason: "InvalidOptions", message: Input.formatParseError(e) }))
     )
     const settings = H.settingsOf(configOf(o))
     const name = o.name ?? "default"
