@@ -132,10 +132,13 @@ export const reinVariants: ReadonlyArray<ReinVariant> = [
     name: "Rein (journal off, health off)",
     layer: (providers) => Rein.layer({ catalog, providers, health: false })
   },
-  { name: "Rein (journal off, health on)", layer: (providers) => Rein.layer({ catalog, providers, health }) },
+  {
+    name: "Rein (journal off, health on)",
+    layer: (providers) => Layer.orDie(Rein.layer({ catalog, providers, health }))
+  },
   {
     name: "Rein (journal on, health on)",
-    layer: (providers) => Layer.merge(Rein.layer({ catalog, providers, health }), memoryJournal)
+    layer: (providers) => Layer.merge(Layer.orDie(Rein.layer({ catalog, providers, health })), memoryJournal)
   }
 ]
 

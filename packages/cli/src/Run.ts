@@ -214,7 +214,7 @@ export const execute = (options: RunOptions): Effect.Effect<RunReport, InputErro
       providers,
       tokenizer,
       health: scenario === undefined ? {} : Scenario.healthConfig(scenario)
-    })
+    }).pipe(Layer.mapError((e) => new InputError({ message: `scenario health: ${e.message}` })))
     const journalContext = options.record === undefined
       ? Context.empty()
       : yield* journal(options.record, options.fileMode)

@@ -160,7 +160,8 @@ const chargedOr = (charged: number, reserved: number | null): number => isCharge
 const releasers = new WeakMap<Service, (hold: Hold) => void>()
 
 /**
- * Makes an in-memory budget over the given limits (absent limits are unlimited), at once.
+ * Makes an in-memory budget over the given limits (absent limits are unlimited), at once. A reservation whose
+ * worst case is not an amount (NaN, ±Infinity) is refused, naming that resource.
  *
  * @example
  * ```ts
@@ -185,6 +186,18 @@ export const unsafeMake = (input: Partial<Pick<BudgetLimits, "cost" | "tokens" |
     calls: limits.calls === null ? null : Math.max(0, limits.calls - calls)
   })
   const unsafeReserve = (r: Reservation): Either.Either<Hold, Shortfall> => {
+    // A worst case that is not an amount is refused: a NaN would make every later comparison false (admitting
+    // anything), an infinity would leave the counters at infinity.
+    if (r.cost !== null && !Number.isFinite(r.cost)) {
+      return Either.left({ resource: "cost", needed: r.cost, left: unsafeLeft().cost ?? Number.POSITIVE_INFINITY })
+    }
+    if (r.tokens !== null && !Number.isFinite(r.tokens)) {
+      return Either.left({
+        resource: "tokens",
+        needed: r.tokens,
+        left: unsafeLeft().tokens ?? Number.POSITIVE_INFINITY
+      })
+    }
     if (limits.calls !== null && calls + 1 > limits.calls) {
       return Either.left({ resource: "calls", needed: 1, left: Math.max(0, limits.calls - calls) })
     }

@@ -32,10 +32,11 @@
  *
  * @since 0.1.0
  */
-import type { Clock, Duration } from "effect"
-import { Context, Effect, Either, Layer, Metric, MetricLabel } from "effect"
+import type { Clock } from "effect"
+import { Context, Duration, Effect, Either, Layer, Metric, MetricLabel, Schema } from "effect"
 import type { FailureKind, Rule } from "./Failure.js"
-import { toMillis } from "./internal/duration.js"
+import { formatParseError, numberWhere, PositiveInt } from "./internal/decode.js"
+import { PositiveDuration, toMillis } from "./internal/duration.js"
 import type { HealthView, Role } from "./Planner.js"
 import { hasToken } from "./Planner.js"
 
@@ -758,6 +759,66 @@ const popcount = (n: number): number => {
   for (let x = n; x !== 0; x &= x - 1) count++
   return count
 }
+
+/**
+ * Health settings that could not be decoded: the message names each field (`probes: Expected a positive
+ * integer, actual 0`).
+ *
+ * @example
+ * ```ts
+ * import { Health } from "@rein/core"
+ *
+ * const error = new Health.ConfigError({ message: "probes: Expected a positive integer, actual 0" })
+ * ```
+ * @category errors
+ * @since 0.1.0
+ */
+export class ConfigError extends Schema.TaggedError<ConfigError>()("HealthConfigError", {
+  message: Schema.String
+}) {}
+
+const AnyDuration = Schema.Union(
+  Schema.DurationFromSelf.pipe(
+    Schema.filter((d) => Duration.greaterThan(d, Duration.zero) || "Expected a positive duration")
+  ),
+  PositiveDuration
+)
+const finite = (what: string, ok: (n: number) => boolean) => numberWhere(what, (n) => Number.isFinite(n) && ok(n))
+
+const ConfigInput = Schema.Struct({
+  consecutiveFailures: Schema.optionalWith(PositiveInt, { exact: true }),
+  windowSize: Schema.optionalWith(
+    numberWhere("an integer from 1 to 30", (n) => Number.isInteger(n) && n >= 1 && n <= 30),
+    { exact: true }
+  ),
+  minimumVolume: Schema.optionalWith(PositiveInt, { exact: true }),
+  failureRatio: Schema.optionalWith(finite("a number above 0, at most 1", (n) => n > 0 && n <= 1), { exact: true }),
+  cooldown: Schema.optionalWith(AnyDuration, { exact: true }),
+  cooldownGrowth: Schema.optionalWith(finite("a finite number of at least 1", (n) => n >= 1), { exact: true }),
+  maxCooldown: Schema.optionalWith(AnyDuration, { exact: true }),
+  probes: Schema.optionalWith(PositiveInt, { exact: true }),
+  capacity: Schema.optionalWith(finite("a non-negative finite number", (n) => n >= 0), { exact: true }),
+  depositRatio: Schema.optionalWith(finite("a non-negative finite number", (n) => n >= 0), { exact: true })
+})
+
+/**
+ * Decodes health settings given at the edge (to `Rein.layer`): every field optional, each checked, a bad one
+ * refused with a `ConfigError` naming it.
+ *
+ * @example
+ * ```ts
+ * import { Health } from "@rein/core"
+ *
+ * const config = Health.decodeConfig({ consecutiveFailures: 3, cooldown: "10 seconds" }) // Either.right(…)
+ * ```
+ * @category constructors
+ * @since 0.1.0
+ */
+export const decodeConfig = (input: unknown): Either.Either<Partial<Config>, ConfigError> =>
+  Either.mapLeft(
+    Schema.decodeUnknownEither(ConfigInput)(input, { onExcessProperty: "error" }),
+    (e) => new ConfigError({ message: formatParseError(e) })
+  )
 
 /**
  * A process-wide health layer.

@@ -536,7 +536,7 @@ const derivedSpec = (record: JournalRecord): Either.Either<Contract, ReplayMisma
     { streaming: recorded.requires.streaming, uses: usesOf(recorded) }
   )
   // A record of versions 1 and 2 has no copy of the contract's unplanned fields: nothing to compare them with.
-  const field = Canonical.firstDifference(recorded, recorded.contract === undefined ? withoutCopy(spec) : spec)
+  const field = Canonical.firstDifference(recorded, comparable(recorded, spec))
   if (field === undefined) return Either.right(contract.right)
   return Either.left(
     mismatch(
@@ -547,9 +547,17 @@ const derivedSpec = (record: JournalRecord): Either.Either<Contract, ReplayMisma
   )
 }
 
-const withoutCopy = (spec: Planner.Spec): Planner.Spec => {
-  const { contract: _, ...rest } = spec
-  return rest
+/**
+ * The derived spec as far as the record has copies to compare it with: a record of versions 1 and 2 has no copy
+ * of the contract's unplanned fields, and one written before `truncation` and `retry.maxRetryAfter` were copied
+ * has not those two.
+ */
+const comparable = (recorded: Planner.Spec, spec: Planner.Spec): Planner.Spec => {
+  const { contract, ...rest } = spec
+  if (recorded.contract === undefined || contract === undefined) return rest
+  if (recorded.contract.truncation !== undefined) return spec
+  const { maxRetryAfterMillis: _m, truncation: _t, ...older } = contract
+  return { ...rest, contract: older }
 }
 
 /**

@@ -153,6 +153,9 @@ export const Spec = Schema.Struct({
   contract: Schema.optional(Schema.Struct({
     deadlineMillis: Num,
     teardownGraceMillis: Num,
+    /** Absent in records written before it was copied (replay then has nothing to compare it with). */
+    truncation: Schema.optional(Schema.Literal("fail", "accept")),
+    maxRetryAfterMillis: Schema.optional(Num),
     requires: Schema.Struct({ tools: Schema.Boolean, structuredOutput: Schema.Boolean, streaming: Schema.Boolean })
   }))
 })

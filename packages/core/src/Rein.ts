@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import type { Effect, Stream } from "effect"
-import { Layer } from "effect"
+import { Either, Layer } from "effect"
 import type { Catalog } from "./Catalog.js"
 import type { Contract } from "./Contract.js"
 import * as Execute from "./Execute.js"
@@ -71,8 +71,18 @@ export const Rein = Internal.Rein
  */
 export type Rein = Internal.Rein
 
+/** What `Rein.layer` takes. */
+interface LayerOptions {
+  readonly catalog: Catalog
+  readonly providers: Readonly<Record<string, Provider>> | ReadonlyMap<string, Provider>
+  readonly tokenizer?: Tokenizer | undefined
+  /** Breaker and retry-budget settings for the process-wide `Health` (`false`: no health checks). */
+  readonly health?: Partial<Health.Config> | false | undefined
+}
+
 /**
- * Builds the Rein layer from a catalog and providers keyed by the catalog's `provider` names.
+ * Builds the Rein layer from a catalog and providers keyed by the catalog's `provider` names. Health settings are
+ * decoded at the edge: a bad one fails the layer with `Health.ConfigError` naming the field.
  *
  * @example
  * ```ts
@@ -94,13 +104,11 @@ export type Rein = Internal.Rein
  * @category layers
  * @since 0.1.0
  */
-export const layer = (options: {
-  readonly catalog: Catalog
-  readonly providers: Readonly<Record<string, Provider>> | ReadonlyMap<string, Provider>
-  readonly tokenizer?: Tokenizer | undefined
-  /** Breaker and retry-budget settings for the process-wide `Health` (`false`: no health checks). */
-  readonly health?: Partial<Health.Config> | false | undefined
-}): Layer.Layer<Rein | Health.Health> => {
+export function layer(
+  options: LayerOptions & { readonly health?: false | undefined }
+): Layer.Layer<Rein | Health.Health>
+export function layer(options: LayerOptions): Layer.Layer<Rein | Health.Health, Health.ConfigError>
+export function layer(options: LayerOptions): Layer.Layer<Rein | Health.Health, Health.ConfigError> {
   const services = Layer.succeed(Rein, {
     catalog: options.catalog,
     providers: options.providers instanceof Map
@@ -108,9 +116,10 @@ export const layer = (options: {
       : new Map(Object.entries(options.providers as Readonly<Record<string, Provider>>)),
     tokenizer: options.tokenizer
   })
-  return options.health === false
-    ? services as Layer.Layer<Rein | Health.Health>
-    : Layer.merge(services, Health.layer(options.health ?? {}))
+  if (options.health === false) return services as Layer.Layer<Rein | Health.Health>
+  // Decoded at the edge: a bad setting fails the layer with a typed error naming the field.
+  const health = Health.decodeConfig(options.health ?? {})
+  return Either.isLeft(health) ? Layer.fail(health.left) : Layer.merge(services, Health.layer(health.right))
 }
 
 /**

@@ -435,3 +435,29 @@ describe("Health: a refusal after the budget reservation", () => {
       }))
   }
 })
+
+describe("Health.Config given to Rein.layer", () => {
+  it.effect("is decoded at the edge: a bad setting fails the layer with a typed error naming the field", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed({ text: "ok" })] })
+      const run = (health: Partial<Health.Config>) =>
+        Effect.flip(
+          Rein.execute(request, contract({ candidates: ["a"] })).pipe(
+            Effect.provide(Rein.layer({ catalog: cat, providers: { fake: fake.provider }, health }))
+          )
+        )
+      const cases: ReadonlyArray<readonly [Partial<Health.Config>, string]> = [
+        [{ probes: 0 }, "probes: "],
+        [{ failureRatio: Number.NaN }, "failureRatio: "],
+        [{ cooldown: -5 }, "cooldown: "],
+        [{ windowSize: 31 }, "windowSize: "],
+        [{ depositRatio: -1 }, "depositRatio: "]
+      ]
+      for (const [health, field] of cases) {
+        const error = yield* run(health)
+        expect(error._tag).toBe("HealthConfigError")
+        expect(error.message.startsWith(field), error.message).toBe(true)
+      }
+      expect((yield* fake.calls).length).toBe(0)
+    }))
+})

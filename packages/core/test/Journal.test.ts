@@ -397,6 +397,25 @@ describe("Journal: the record's two copies of the contract", () => {
       })
     }))
 
+  it.effect("an edited contract.truncation or a longer contract.retry.maxRetryAfter fails replay naming the field", () =>
+    Effect.gen(function*() {
+      const line = yield* recorded(contract({ retry: { maxRetryAfter: "30 seconds" } }))
+      const truncation = replayEdited(line, (c) => void (c.truncation = "accept"))
+      expect(Either.isLeft(truncation) && truncation.left).toMatchObject({
+        decision: 0,
+        field: "contract.truncation (spec.contract.truncation)",
+        recorded: JSON.stringify("fail"),
+        replayed: JSON.stringify("accept")
+      })
+      const longer = replayEdited(line, (c) => void (c.retry = { ...(c.retry as object), maxRetryAfter: "20 minutes" }))
+      expect(Either.isLeft(longer) && longer.left).toMatchObject({
+        decision: 0,
+        field: "contract.retry.maxRetryAfter (spec.contract.maxRetryAfterMillis)",
+        recorded: "30000",
+        replayed: "1200000"
+      })
+    }))
+
   it.effect("an edited contract.requires fails replay naming the field, even when the request uses the same", () =>
     Effect.gen(function*() {
       const uses: ReadonlyArray<

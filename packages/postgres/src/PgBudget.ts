@@ -25,8 +25,9 @@
  */
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
+import * as Input from "@rein/core/Input"
 import type { Scope } from "effect"
-import { Duration, Effect, Either, Layer, ParseResult, Queue, Schema } from "effect"
+import { Duration, Effect, Either, Layer, Queue, Schema } from "effect"
 import { bounded, holderLabel } from "./internal/bounded.js"
 import type { Charged, Hold, Left, Reservation, Service, Shortfall } from "./internal/budgetService.js"
 import { SharedBudget } from "./internal/budgetService.js"
@@ -107,9 +108,7 @@ export type Options = typeof Options.Encoded
 
 const decode = (input: Options) =>
   Schema.decodeUnknown(Options)(input).pipe(
-    Effect.mapError((e) =>
-      new PgBudgetError({ reason: "InvalidOptions", message: ParseResult.TreeFormatter.formatErrorSync(e) })
-    )
+    Effect.mapError((e) => new PgBudgetError({ reason: "InvalidOptions", message: Input.formatParseError(e) }))
   )
 
 const describe = (e: { readonly message: string }) =>

@@ -36,7 +36,10 @@
  * process clock across machines. A process converts a row's `open_until` to its own monotonic clock when the
  * row arrives, so a cooldown ends there no earlier than in the database.
  *
- * **Failures.** Every database step is bounded by `queryTimeoutMillis`. An acquisition that needs the database
+ * **Failures.** Every database step is bounded by `queryTimeoutMillis`, and setting up (migrations, the
+ * settings row, the first read) by ten of them: a database that does not answer fails the layer with
+ * `PgHealthError` (`Unavailable`), never hangs it. The processes' health instances on one `PgClient` share one
+ * `LISTEN` subscription, which comes back after a lost connection (an instance pings itself each heartbeat). An acquisition that needs the database
  * while it is unreachable is refused (`breaker_open`, fail closed) and the endpoint is treated as open for a
  * heartbeat; an outcome that cannot be written is lost (logged), and a probe slot it held expires.
  * Degradation (an abandoned attempt still tearing down) stays local to its process.
@@ -121,7 +124,7 @@ export type Options = typeof OptionsSchema.Encoded
 export const make = (options: Options): Effect.Effect<H.Service, PgHealthError, PgClient.PgClient | Scope.Scope> =>
   Effect.flatMap(
     PgClient.PgClient,
-    (pg) => makeWith(options, { sql: pg, listen: pg.listen, notify: pg.notify }, databaseClock)
+    (pg) => makeWith(options, { sql: pg, listen: pg.listen }, databaseClock)
   )
 
 /**

@@ -33,8 +33,9 @@
  */
 import { RateLimiter } from "@effect/experimental"
 import type { SqlClient } from "@effect/sql"
+import * as Input from "@rein/core/Input"
 import type { Scope } from "effect"
-import { Duration, Effect, Layer, ParseResult, Schema } from "effect"
+import { Duration, Effect, Layer, Schema } from "effect"
 import { holderLabel } from "./internal/bounded.js"
 import * as B from "./internal/buckets.js"
 import * as E from "./internal/rateEngine.js"
@@ -108,7 +109,7 @@ export const make = (
 > =>
   Effect.gen(function*() {
     const o = yield* Schema.decodeUnknown(Options)(options).pipe(
-      Effect.mapError((e) => storeError(`invalid options: ${ParseResult.TreeFormatter.formatErrorSync(e)}`))
+      Effect.mapError((e) => storeError(`invalid options: ${Input.formatParseError(e)}`))
     )
     yield* Effect.mapError(Migrations.run, (e) => storeError(E.describe(e)))
     const engine = yield* E.make({

@@ -30,10 +30,12 @@ import { PgClient } from "@effect/sql-pg"
 import type { Termination } from "@rein/batch"
 import { RunLimits, Termination as Terminations } from "@rein/batch"
 import { Format } from "@rein/core"
+import * as Input from "@rein/core/Input"
 import type { Scope } from "effect"
-import { Deferred, Duration, Effect, Exit, FiberId, Layer, Option, ParseResult, Schema, Stream } from "effect"
+import { Deferred, Duration, Effect, Exit, FiberId, Layer, Option, Schema, Stream } from "effect"
 import { bounded, holderLabel } from "./internal/bounded.js"
 import * as B from "./internal/buckets.js"
+import * as L from "./internal/listener.js"
 import * as E from "./internal/rateEngine.js"
 import * as R from "./internal/runStatements.js"
 import * as Migrations from "./Migrations.js"
@@ -149,9 +151,7 @@ export const make = (
 ): Effect.Effect<RunLimits.Service, PgRunLimitsError, SqlClient.SqlClient | Scope.Scope> =>
   Effect.gen(function*() {
     const o = yield* Schema.decodeUnknown(Options)(options).pipe(
-      Effect.mapError((e) =>
-        new PgRunLimitsError({ reason: "InvalidOptions", message: ParseResult.TreeFormatter.formatErrorSync(e) })
-      )
+      Effect.mapError((e) => new PgRunLimitsError({ reason: "InvalidOptions", message: Input.formatParseError(e) }))
     )
     const sql = yield* SqlClient.SqlClient
     yield* Effect.mapError(Migrations.run, failWith("Unavailable"))
@@ -317,7 +317,10 @@ const record = (s: Shared, stop: Stop) =>
     return Option.getOrElse(winner, () => stop)
   })
 
-/** Listens for notifications (when the client can) and polls: each one reads the shared state again. */
+/**
+ * Listens for notifications (when the client can; a lost subscription is made again) and polls: each one reads
+ * the shared state again.
+ */
 const watch = (s: Shared, pollMillis: number) =>
   Effect.gen(function*() {
     const again = refresh(s).pipe(
@@ -328,11 +331,12 @@ const watch = (s: Shared, pollMillis: number) =>
     )
     const pg = yield* Effect.serviceOption(PgClient.PgClient)
     if (Option.isNone(pg)) return
+    // One subscription per client, shared, and subscribed again a poll after it fails (the poll covers meanwhile).
+    const channel = yield* L.open(pg.value.listen, R.CHANNEL, Duration.millis(pollMillis))
     yield* Effect.forkScoped(
-      pg.value.listen(R.CHANNEL).pipe(
+      channel.messages.pipe(
         Stream.filter((payload) => payload === s.name),
-        Stream.runForEach(() => again),
-        Effect.catchAll((e) => Effect.logWarning(`@rein/postgres: not listening, polling only: ${E.describe(e)}`))
+        Stream.runForEach(() => again)
       )
     )
   })

@@ -15,7 +15,7 @@ const virtual = (options: PgHealth.Options) =>
     const clock = yield* Effect.clock
     return yield* makeWith(
       options,
-      { sql, listen: undefined, notify: undefined },
+      { sql, listen: undefined },
       (sql) => sql`${clock.unsafeCurrentTimeMillis()}::float8`
     )
   })

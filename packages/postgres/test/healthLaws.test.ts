@@ -45,7 +45,7 @@ const suite = (fastPath: boolean) =>
           const make: HealthLaws.Make = (config) =>
             makeWith(
               optionsOf(config, { name: fresh("law"), fastPath, queryTimeoutMillis: 600_000 }),
-              { sql, listen: undefined, notify: undefined },
+              { sql, listen: undefined },
               (sql) => sql`${clock.unsafeCurrentTimeMillis()}::float8`
             ).pipe(Scope.extend(scope!), Effect.orDie)
           const cases = HealthLaws.laws(make)[index]!.cases

@@ -3,16 +3,13 @@
 // slice does not cover waits (fail closed: nothing is admitted on a guess), a charge stops the run, a stop
 // stops this process, Effect's RateLimiter fails with a RateLimitStoreError. All of them answer in time.
 import { RateLimiter } from "@effect/experimental"
-import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import type { Termination } from "@rein/batch"
 import { Clock, Effect, Layer, Option, Redacted } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 import * as path from "node:path"
-import { PgRateLimiterStore, PgRunLimits } from "../src/index.js"
-import { makeWith } from "../src/internal/healthMake.js"
-import { databaseClock } from "../src/internal/healthStatements.js"
+import { PgHealth, PgRateLimiterStore, PgRunLimits } from "../src/index.js"
 import { TestServer } from "../src/testing.js"
 import { available } from "./pg.js"
 
@@ -93,18 +90,15 @@ describe.skipIf(!available)("a database that stops answering", () => {
       Effect.scoped(Effect.gen(function*() {
         const server = yield* TestServer.start
         const context = yield* Layer.build(PgClient.layer({ url: Redacted.make(server.url), maxConnections: 20 }))
-        // Without LISTEN (the poll covers): `PgHealth.make` on this client did not return here (left for later).
-        const sql = yield* Effect.provide(SqlClient.SqlClient, context)
-        const health = yield* makeWith(
-          {
+        const health = yield* Effect.provide(
+          PgHealth.make({
             name: "frozen",
             consecutiveFailures: 1,
             cooldownMillis: 100,
             queryTimeoutMillis: TIMEOUT,
             heartbeatMillis: 1_000
-          },
-          { sql, listen: undefined, notify: undefined },
-          databaseClock
+          }),
+          context
         )
         const opener = yield* Effect.orDie(health.acquire("a", "first"))
         yield* health.complete(opener, { _tag: "failure", kind: "server_error", retryAfterMillis: null })

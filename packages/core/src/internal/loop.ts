@@ -461,7 +461,6 @@ const NOTHING = (): undefined => undefined
 const requestId = Effect.map(Random.nextIntBetween(0, 0x7fffffff), (n) => `req-${n.toString(36)}`)
 
 const UNLIMITED: Budget.Left = { cost: null, tokens: null, calls: null }
-const ZERO = { cost: 0, tokens: 0 } as const
 
 /** Settles a hold: at once on the budget's fast path (`undefined`), else the effect that settles it. */
 const settle = (
@@ -691,14 +690,13 @@ const acquire = <S, B>(
 
 const millisToNanos = (millis: number): bigint => millis <= 0 ? 0n : BigInt(Math.round(millis * 1e6))
 
-/** Gives back a reservation whose attempt never started (the call stays taken: calls are never refunded). */
-const giveBack = (env: Env, hold: Budget.Hold | undefined): Effect.Effect<void> => {
-  const budget = env.budget
-  return budget === undefined || hold === undefined ? Effect.void : Effect.suspend(() => {
-    const settling = settle(budget, hold, ZERO)
-    return settling === undefined ? Effect.void : settling
-  })
-}
+/**
+ * Gives back a reservation whose attempt never started, whole, call included: no call was made, and the cap
+ * counts calls made (a call made is never refunded). The one rule for every give-back: a refusal by health, a
+ * closing gate, expiry at admission, an interruption before the call.
+ */
+const giveBack = (env: Env, hold: Budget.Hold | undefined): Effect.Effect<void> =>
+  env.budget === undefined || hold === undefined ? Effect.void : env.budget.release(hold)
 
 /** Refused (another request took the slot or the last token since the snapshot): the refusal is counted
  * (`rein_admissions_refused_total`), the reservation is given back whole, call included (no call was made),
@@ -713,9 +711,7 @@ const acquiredOrNot = <S, B>(
 ): Effect.Effect<B, Outcome.Terminal> =>
   Either.isLeft(acquired)
     ? Effect.zipRight(
-      env.budget === undefined || hold === undefined
-        ? countRefusal(acquired.left)
-        : Effect.zipRight(countRefusal(acquired.left), env.budget.release(hold)),
+      Effect.zipRight(countRefusal(acquired.left), giveBack(env, hold)),
       Effect.suspend(() => next(env, progress, driver))
     )
     : wait({ env, progress, decision, hold, permit: acquired.right }, driver)

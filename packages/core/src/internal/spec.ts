@@ -131,6 +131,8 @@ export const derive = (
     contract: {
       deadlineMillis: Duration.toMillis(contract.deadline),
       teardownGraceMillis: Duration.toMillis(contract.teardownGrace),
+      truncation: contract.truncation,
+      maxRetryAfterMillis: Duration.toMillis(contract.retry.maxRetryAfter),
       requires: {
         tools: contract.requires.tools,
         structuredOutput: contract.requires.structuredOutput,
@@ -173,6 +175,8 @@ export const sourceOf = (contract: Contract, specField: string): string => {
         ? "contract.deadline"
         : field === "teardownGraceMillis"
         ? "contract.teardownGrace"
+        : field === "maxRetryAfterMillis"
+        ? "contract.retry.maxRetryAfter"
         : `contract.${rest.join(".")}`
     }
     default:

@@ -303,6 +303,32 @@ const composition = (make: Make): ReadonlyArray<Law> => {
   ]
 }
 
+/** A reservation whose worst case is not an amount is refused, naming that resource, and counts nothing. */
+const invalidReservation = (make: Make): Law => {
+  const name = "a reservation whose worst case is not an amount (NaN, ±Infinity) is refused naming that resource, " +
+    "and changes nothing"
+  const notAmount = fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY)
+  return {
+    name,
+    cases: fc.tuple(limitsArb, notAmount, fc.constantFrom("cost" as const, "tokens" as const)).map(
+      ([limits, bad, resource]) =>
+        Effect.gen(function*() {
+          const budget = yield* make(limits)
+          const before = yield* budget.left
+          const r: Reservation = resource === "cost" ? { cost: bad, tokens: 1 } : { cost: 0.001, tokens: bad }
+          const fast = budget.unsafeReserve?.(r)
+          const held = fast ?? (yield* Effect.either(budget.reserve(r)))
+          const after = yield* budget.left
+          yield* expect(name, Either.isLeft(held) && held.left.resource === resource, () =>
+            `reserve ${JSON.stringify(String(bad))} ${resource} with ${show(before)}: ` +
+            (Either.isLeft(held) ? `refused naming ${held.left.resource}` : "admitted"))
+          yield* expect(name, sameLeft(before, after), () =>
+            `${show(before)} became ${show(after)}`)
+        })
+    )
+  }
+}
+
 /** The optional fast path does what the effects do. */
 const fastPathAgrees = (make: Make): Law => {
   const name = "the synchronous fast path (when present) agrees with the effects"
@@ -358,6 +384,7 @@ export const laws = (make: Make): ReadonlyArray<Law> => [
   neverOverCommits(make),
   ...arithmetic(make),
   invalidCharge(make),
+  invalidReservation(make),
   ...composition(make),
   fastPathAgrees(make)
 ]

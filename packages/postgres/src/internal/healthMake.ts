@@ -8,16 +8,18 @@ import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import type { SqlError as SqlErrorType } from "@effect/sql/SqlError"
 import * as H from "@rein/core/Health"
+import * as Input from "@rein/core/Input"
 import type { Role } from "@rein/core/Planner"
 import type { Scope, Stream } from "effect"
-import { Deferred, Duration, Effect, Either, Option, ParseResult, Schema } from "effect"
+import { Deferred, Duration, Effect, Either, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import * as Migrations from "../Migrations.js"
-import { holderLabel } from "./bounded.js"
+import { bounded as holderBounded, holderLabel } from "./bounded.js"
 import { Options, PgHealthError } from "./healthOptions.js"
 import type { Ctx, PgPermit } from "./healthService.js"
 import * as S from "./healthService.js"
 import * as Q from "./healthStatements.js"
+import * as L from "./listener.js"
 import * as M from "./mirror.js"
 
 const describe = (e: { readonly message: string }) =>
@@ -68,22 +70,34 @@ const checkConfig = (name: string, asked: Record<string, number>, onRecord: stri
 export interface Source {
   readonly sql: SqlClient.SqlClient
   readonly listen: ((channel: string) => Stream.Stream<string, SqlErrorType>) | undefined
-  readonly notify: ((channel: string, payload: string) => Effect.Effect<void, SqlErrorType>) | undefined
 }
 
+/** Pings sent back to back (each a round trip) while the listening connection is set up, before any wait. */
+const EAGER_PINGS = 200
+
 /**
- * Waits (at most a heartbeat) until this instance hears its own ping on the channel, so that a notification sent
- * after `make` returns reaches it; past that, the heartbeat's poll covers.
+ * Waits until this instance hears its own ping on the channel, so that a notification sent after `make` returns
+ * reaches it; past that, the heartbeat's poll covers. The first pings are paced by their own round trips, not by
+ * the clock, so that setting up a health never waits on time that does not pass (a `TestClock`): setting up the
+ * listening connection takes a few round trips. Only when those go unheard does it wait on the clock, at most
+ * a heartbeat, and then go on polling.
  */
-const awaitListening = (ctx: Ctx, notify: Source["notify"]) =>
-  notify === undefined || ctx.listen === undefined ? Effect.void : Effect.gen(function*() {
+const awaitListening = (ctx: Ctx) =>
+  ctx.channel === undefined ? Effect.void : Effect.gen(function*() {
+    for (let i = 0; i < EAGER_PINGS; i++) {
+      if (yield* Deferred.isDone(ctx.heard)) return
+      yield* Effect.ignore(S.bounded(ctx, S.ping(ctx, 0)))
+    }
     const step = Duration.millis(Math.max(10, ctx.heartbeatMillis / 10))
     for (let i = 0; i < 10; i++) {
-      yield* Effect.ignore(S.bounded(ctx, notify(Q.CHANNEL, S.ping(ctx))))
       if (Option.isSome(yield* Effect.timeoutOption(Deferred.await(ctx.heard), step))) return
+      yield* Effect.ignore(S.bounded(ctx, S.ping(ctx, 0)))
     }
     yield* Effect.logWarning("@rein/postgres: health notifications not heard yet; polling each heartbeat")
   })
+
+/** What setting up may wait for (migrations under another process's lock included): ten query timeouts. */
+const SETUP_QUERIES = 10
 
 /** Makes the shared health in the current scope over the time source `now`. */
 export const makeWith = (
@@ -93,30 +107,39 @@ export const makeWith = (
 ): Effect.Effect<H.Service, PgHealthError, Scope.Scope> =>
   Effect.gen(function*() {
     const o = yield* Schema.decodeUnknown(Options)(input).pipe(
-      Effect.mapError((e) =>
-        new PgHealthError({ reason: "InvalidOptions", message: ParseResult.TreeFormatter.formatErrorSync(e) })
-      )
+      Effect.mapError((e) => new PgHealthError({ reason: "InvalidOptions", message: Input.formatParseError(e) }))
     )
     const settings = H.settingsOf(configOf(o))
     const name = o.name ?? "default"
     const { sql } = source
-    yield* unavailable(Effect.provideService(Migrations.run, SqlClient.SqlClient, sql))
+    const timeout = Duration.millis(o.queryTimeoutMillis ?? 1000)
+    // Setting up is bounded too: a database that does not answer fails the layer (typed), never hangs it.
+    const setup = <A, E extends { readonly message: string }>(effect: Effect.Effect<A, E>) =>
+      unavailable(
+        holderBounded(Duration.times(timeout, SETUP_QUERIES), () => ({
+          message: `the database did not answer within ${SETUP_QUERIES} query timeouts while setting up`
+        }))(effect)
+      )
+    yield* setup(Effect.provideService(Migrations.run, SqlClient.SqlClient, sql))
     const asked = recorded(settings)
-    const onRecord = yield* unavailable(Q.ensureHealth(sql, name, JSON.stringify(asked), settings.config.capacity))
+    const onRecord = yield* setup(Q.ensureHealth(sql, name, JSON.stringify(asked), settings.config.capacity))
     yield* checkConfig(name, asked, onRecord)
     const ctx: Ctx = {
       sql,
-      listen: source.listen,
+      channel: source.listen === undefined
+        ? undefined
+        : yield* L.open(source.listen, Q.CHANNEL, Duration.millis(o.heartbeatMillis ?? 1000)),
       now,
       name,
       holder: `${holderLabel(o.holder)}:${randomUUID().slice(0, 8)}`,
       settings,
       heartbeatMillis: o.heartbeatMillis ?? 1000,
       probeTtlMillis: o.probeTtlMillis ?? 5000,
-      timeout: Duration.millis(o.queryTimeoutMillis ?? 1000),
+      timeout,
       clock: yield* Effect.clock,
       mirror: M.make(settings),
-      heard: yield* Deferred.make<void>()
+      heard: yield* Deferred.make<void>(),
+      pings: { sent: 0, heard: 0 }
     }
     yield* unavailable(
       S.bounded(ctx, S.poll(ctx)).pipe(
@@ -124,7 +147,7 @@ export const makeWith = (
       )
     )
     yield* Effect.forkScoped(S.listen(ctx))
-    yield* awaitListening(ctx, source.notify)
+    yield* awaitListening(ctx)
     yield* Effect.forkScoped(S.heartbeat(ctx))
     yield* Effect.addFinalizer(() =>
       S.bounded(ctx, Effect.zipRight(S.flush(ctx), Q.dropOwnProbes(ctx.sql, ctx.holder))).pipe(

@@ -16,11 +16,13 @@ import { Deferred, Duration, Effect, Either, Option, Schema, Stream } from "effe
 import { randomUUID } from "node:crypto"
 import * as B from "./bounded.js"
 import * as Q from "./healthStatements.js"
+import * as L from "./listener.js"
 import * as M from "./mirror.js"
 
 export interface Ctx {
   readonly sql: SqlClient.SqlClient
-  readonly listen: ((channel: string) => Stream.Stream<string, SqlError>) | undefined
+  /** The notification channel, when the client can listen. */
+  readonly channel: L.Channel | undefined
   readonly now: Q.Now
   readonly name: string
   /** This instance's id in `rein_health_probes.holder`: a label and a random suffix. */
@@ -33,6 +35,8 @@ export interface Ctx {
   readonly mirror: M.Mirror
   /** Done when this instance has heard its own ping on the channel: it is listening. */
   readonly heard: Deferred.Deferred<void>
+  /** This instance's pings: the last one sent (at a heartbeat) and the last one heard back. */
+  readonly pings: { sent: number; heard: number }
 }
 
 /** A permit of the shared health: a probe carries the id of its slot row. */
@@ -96,16 +100,24 @@ const Notification = Schema.parseJson(Schema.Struct({
   t: Schema.Number
 }))
 const decodeNotification = Schema.decodeUnknownOption(Notification)
-const decodePing = Schema.decodeUnknownOption(Schema.parseJson(Schema.Struct({ ping: Schema.String })))
+const decodePing = Schema.decodeUnknownOption(
+  Schema.parseJson(Schema.Struct({ ping: Schema.String, n: Schema.optional(Schema.Number) }))
+)
 
-/** The payload of a ping: an instance checking that it hears the channel. */
-export const ping = (ctx: Ctx): string => JSON.stringify({ ping: ctx.holder })
+/**
+ * Sends a ping (an instance checking that it hears the channel) numbered `n`. Through `pg_notify` in a statement:
+ * `PgClient.notify` (sql-pg 0.53) sends `NOTIFY channel, $1`, which PostgreSQL refuses (no parameters there).
+ */
+export const ping = (ctx: Ctx, n: number) => Q.notify(ctx.sql, JSON.stringify({ ping: ctx.holder, n }))
 
 /** Applies a notification of another (or this) process's compare-and-set; notes this instance's own ping. */
 export const onNotification = (ctx: Ctx, raw: string): void => {
   const pinged = decodePing(raw)
   if (Option.isSome(pinged)) {
-    if (pinged.value.ping === ctx.holder) Deferred.unsafeDone(ctx.heard, Effect.void)
+    if (pinged.value.ping === ctx.holder) {
+      Deferred.unsafeDone(ctx.heard, Effect.void)
+      ctx.pings.heard = Math.max(ctx.pings.heard, pinged.value.n ?? 0)
+    }
     return
   }
   const n = decodeNotification(raw)
@@ -293,6 +305,23 @@ export const poll = (ctx: Ctx) =>
     ctx.mirror.global = (yield* Q.readGlobal(ctx.sql, ctx.now, ctx.name)).global_tokens
   })
 
+/**
+ * Checks that this instance still hears the channel: a ping sent at the previous heartbeat and not heard back
+ * since means the listening connection is gone (the listener subscribes again, and pings from the next
+ * heartbeat on); otherwise sends the next ping.
+ */
+const checkListening = (ctx: Ctx) =>
+  Effect.suspend(() => {
+    if (ctx.channel === undefined) return Effect.void
+    if (ctx.pings.sent > ctx.pings.heard) {
+      ctx.pings.heard = ctx.pings.sent
+      L.restart(ctx.channel.restart)
+      return Effect.logWarning("@rein/postgres: health notifications not heard for a heartbeat; listening again")
+    }
+    const n = ctx.pings.sent + 1
+    return Effect.tap(ping(ctx, n), () => Effect.sync(() => void (ctx.pings.sent = n)))
+  })
+
 /** The heartbeat: add the deposits, extend this process's probe slots, poll, drop long-expired slots. */
 export const heartbeat = (ctx: Ctx) => {
   const tick = Effect.gen(function*() {
@@ -300,28 +329,23 @@ export const heartbeat = (ctx: Ctx) => {
     yield* Q.renewProbes(ctx.sql, ctx.now, ctx.holder, ctx.probeTtlMillis)
     yield* poll(ctx)
     yield* Q.dropExpiredProbes(ctx.sql, ctx.now, ctx.name, 60_000)
+    yield* checkListening(ctx)
   })
+  // A defect in a tick is logged like a failure: the heartbeat never stops while the scope lives.
   return bounded(ctx, tick).pipe(
-    Effect.catchAll((e) => Effect.logWarning(`@rein/postgres: health heartbeat failed: ${e._tag}`)),
+    Effect.catchAllCause((cause) => Effect.logWarning(`@rein/postgres: health heartbeat failed: ${L.brief(cause)}`)),
     Effect.zipRight(Effect.sleep(Duration.millis(ctx.heartbeatMillis))),
     Effect.forever
   )
 }
 
 /**
- * Listens for the compare-and-sets of every process (`LISTEN rein_health`) and applies them to the mirror. If
- * listening fails it is tried again each heartbeat; the heartbeat's poll covers the gap (and a connection that
- * drops silently: `PgClient`'s listener does not report a lost connection), so the mirror is never more than a
- * heartbeat behind.
+ * Listens for the compare-and-sets of every process (`LISTEN rein_health`) and applies them to the mirror. A
+ * subscription that fails (or dies) is tried again each heartbeat, and one that went deaf silently (the
+ * heartbeat's ping not heard back: `PgClient`'s listener does not report a lost connection) at once; the
+ * heartbeat's poll covers the gap, so the mirror is never more than a heartbeat behind.
  */
-export const listen = (ctx: Ctx): Effect.Effect<void> => {
-  const subscribe = ctx.listen
-  if (subscribe === undefined) return Effect.void
-  return Effect.suspend(() =>
-    Stream.runForEach(subscribe(Q.CHANNEL), (raw) => Effect.sync(() => onNotification(ctx, raw)))
-  ).pipe(
-    Effect.catchAll((e) => Effect.logWarning(`@rein/postgres: health notifications lost: ${e.message}`)),
-    Effect.zipRight(Effect.sleep(Duration.millis(ctx.heartbeatMillis))),
-    Effect.forever
-  )
-}
+export const listen = (ctx: Ctx): Effect.Effect<void> =>
+  ctx.channel === undefined
+    ? Effect.void
+    : Stream.runForEach(ctx.channel.messages, (raw) => Effect.sync(() => onNotification(ctx, raw)))

@@ -1,0 +1,121 @@
+/**
+ * Listening on a notification channel, shared by every service of a process on one `PgClient`, for as long as
+ * one of them lives, whatever happens to the connection.
+ *
+ * `PgClient.listen` (sql-pg 0.53) shares one connection among every listener of a client, and ending a listener
+ * sends `UNLISTEN channel` on it: that deafens every other listener of the channel on the client (a health whose
+ * scope closes deafened the others, and one being set up waited for its own ping forever). It never reports a
+ * lost connection either; a new listener on a lost connection fails at once, and giving it up (`UNLISTEN` on a
+ * dead client) is a defect. So each channel of a client has one subscription, counted by its users and ended
+ * when the last one leaves; it fans out to every user; and every end of it (a failure, a defect, or a restart
+ * asked for by a user whose own pings go unheard) is logged and followed by a new one, after `retry` unless asked.
+ *
+ * @internal
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import type { Scope } from "effect"
+import { Cause, Deferred, Duration, Effect, Fiber, PubSub, Stream } from "effect"
+
+/** A way to end the current subscription and start a new one at once (a connection that went deaf). */
+export interface Restart {
+  current: Deferred.Deferred<void> | undefined
+}
+
+/** Ends the current subscription (if any); the listener subscribes again at once. */
+export const restart = (r: Restart): void => {
+  if (r.current !== undefined) Deferred.unsafeDone(r.current, Effect.void)
+}
+
+/** A short account of why something ended, for a log line. */
+export const brief = (cause: Cause.Cause<unknown>): string => {
+  const e = Cause.squash(cause)
+  if (e instanceof Error) return e.message
+  return typeof e === "object" && e !== null && "_tag" in e ? String(e._tag) : String(e)
+}
+
+export type Subscribe = (channel: string) => Stream.Stream<string, SqlError>
+
+/** Subscribes to `channel` forever, handing each payload to `onMessage`; never fails, never dies. */
+const listenForever = (
+  subscribe: Subscribe,
+  channel: string,
+  onMessage: (payload: string) => Effect.Effect<unknown>,
+  retry: Duration.Duration,
+  r: Restart
+): Effect.Effect<never> =>
+  Effect.forever(Effect.gen(function*() {
+    const asked = yield* Deferred.make<void>()
+    r.current = asked
+    const ended = yield* subscribe(channel).pipe(
+      Stream.interruptWhenDeferred(asked),
+      Stream.runForEach(onMessage),
+      Effect.exit
+    )
+    if (ended._tag === "Failure" && !Cause.isInterruptedOnly(ended.cause)) {
+      yield* Effect.logWarning(`@rein/postgres: notifications on ${channel} lost: ${brief(ended.cause)}`)
+    }
+    if (!(yield* Deferred.isDone(asked))) yield* Effect.sleep(retry)
+  }))
+
+interface Shared {
+  users: number
+  readonly pubsub: PubSub.PubSub<string>
+  readonly restart: Restart
+  readonly fiber: Fiber.RuntimeFiber<never>
+}
+
+const shared = new WeakMap<Subscribe, Map<string, Shared>>()
+/** Subscriptions start and end one at a time, so that an ending one's `UNLISTEN` never follows a new `LISTEN`. */
+const lock = Effect.unsafeMakeSemaphore(1)
+
+const join = (subscribe: Subscribe, channel: string, retry: Duration.Duration) =>
+  lock.withPermits(1)(Effect.gen(function*() {
+    let byChannel = shared.get(subscribe)
+    if (byChannel === undefined) shared.set(subscribe, byChannel = new Map())
+    let s = byChannel.get(channel)
+    if (s === undefined) {
+      const pubsub = yield* PubSub.unbounded<string>()
+      const r: Restart = { current: undefined }
+      // Forked inside an acquisition (uninterruptible): the subscription itself must stay interruptible.
+      const fiber = yield* Effect.forkDaemon(
+        Effect.interruptible(listenForever(subscribe, channel, (m) => PubSub.publish(pubsub, m), retry, r))
+      )
+      s = { users: 0, pubsub, restart: r, fiber }
+      byChannel.set(channel, s)
+    }
+    s.users++
+    return s
+  }))
+
+const leave = (subscribe: Subscribe, channel: string, s: Shared) =>
+  lock.withPermits(1)(Effect.gen(function*() {
+    if (--s.users > 0) return
+    shared.get(subscribe)?.delete(channel)
+    // `UNLISTEN` (bounded: a connection that stopped answering must not hold a scope open).
+    yield* Effect.ignore(Effect.timeout(Fiber.interrupt(s.fiber), Duration.seconds(1)))
+    yield* PubSub.shutdown(s.pubsub)
+  }))
+
+/** This user's view of a channel: its payloads, and a way to ask for a new subscription. */
+export interface Channel {
+  readonly messages: Stream.Stream<string>
+  readonly restart: Restart
+}
+
+/**
+ * Joins the channel's subscription on this client for the current scope (starting it if this is the first
+ * user); a failed subscription is tried again after `retry`.
+ */
+export const open = (
+  subscribe: Subscribe,
+  channel: string,
+  retryAfter: Duration.DurationInput
+): Effect.Effect<Channel, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const s = yield* Effect.acquireRelease(
+      join(subscribe, channel, Duration.decode(retryAfter)),
+      (s) => leave(subscribe, channel, s)
+    )
+    const subscription = yield* PubSub.subscribe(s.pubsub)
+    return { messages: Stream.fromQueue(subscription), restart: s.restart }
+  })
