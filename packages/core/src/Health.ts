@@ -554,8 +554,8 @@ export const admit = (
   const probe = breaker === "half_open"
   return Either.right({
     next: {
+      // The state is kept: an open breaker admitting a probe for a later start (its backoff) stays open till then.
       ...e,
-      state: breaker,
       probesInFlight: e.probesInFlight + (probe ? 1 : 0),
       tokens: extra ? e.tokens - 1 : deposit(config, e.tokens)
     },

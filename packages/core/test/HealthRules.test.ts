@@ -253,6 +253,23 @@ describe("Health: probes", () => {
       expect(yield* Effect.flip(health.acquire("a", "first"))).toBe("no_probe_slot")
     }))
 
+  it.effect("a probe admitted for a later start (its backoff) leaves the breaker open until then", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: 1_000, probes: 2 })
+      const early = yield* at(0, health.acquire("a", "first"))
+      yield* at(0, health.complete(yield* at(0, health.acquire("a", "first")), failure("rate_limited", 30_000)))
+      const later = yield* at(0, health.acquire("a", "first", { afterMillis: 30_000 }))
+      expect(later.probe).toBe(true)
+      expect(yield* at(10, health.breaker("a"))).toBe("open")
+      expect(yield* at(10, Effect.flip(health.acquire("a", "first")))).toBe("breaker_open")
+      expect((yield* at(10, health.view(["a"]))).health.a).toMatchObject({ state: "open", opensInMillis: 29_990 })
+      // A failure landing meanwhile (an attempt admitted before the breaker opened) does not shorten the
+      // server's Retry-After to a cooldown from now.
+      yield* at(10, health.complete(early, failure()))
+      expect(yield* at(29_999, health.breaker("a"))).toBe("open")
+      expect(yield* at(30_000, health.breaker("a"))).toBe("half_open")
+    }))
+
   it("a probe failure with a half-open state stored reopens from the time of the failure", () => {
     const settings = Health.settingsOf({ ...Health.defaults, cooldown: 1_000, maxCooldown: 10_000 })
     const halfOpen: Health.EndpointState = {
