@@ -230,6 +230,57 @@ const retryAfter = (make: Make, advance: Advance): Law => {
   }
 }
 
+const laterProbe = (make: Make, advance: Advance): Law => {
+  const name = "a probe admitted for a later start (its backoff) leaves the breaker open until its cooldown ends: " +
+    "no half-open, no attempt without a wait, and a failure landing meanwhile does not shorten a Retry-After"
+  return {
+    name,
+    cases: fc.tuple(
+      fc.integer({ min: 10, max: 5_000 }),
+      fc.integer({ min: 0, max: 55_000 }),
+      fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+      fc.integer({ min: 0, max: 5_000 }),
+      fc.integer({ min: 2, max: 4 })
+    ).map(([cooldown, longer, elapsed, beyond, probes]) =>
+      Effect.gen(function*() {
+        // Open with a Retry-After at least the cooldown: the breaker opens for exactly `retryAfter`.
+        const retryAfter = cooldown + longer
+        const health = yield* make(consecutiveOnly({ consecutiveFailures: 1, cooldown, probes }))
+        const early = yield* Effect.orDie(health.acquire("a", "first"))
+        const opener = yield* Effect.orDie(health.acquire("a", "first"))
+        yield* health.complete(opener, { _tag: "failure", kind: "rate_limited", retryAfterMillis: retryAfter })
+        const waited = Math.floor(elapsed * retryAfter)
+        yield* advance(waited)
+        const wait = retryAfter - waited + beyond
+        const later = yield* Effect.either(health.acquire("a", "first", { afterMillis: wait }))
+        yield* expect(
+          name,
+          Either.isRight(later) && later.right.probe,
+          () => `an attempt ${wait} ms from now (at the end of the Retry-After or later) was not admitted as a probe`
+        )
+        const when = `${waited} ms into a Retry-After of ${retryAfter} ms, a probe admitted for ${wait} ms later`
+        yield* state(name, health, "a", "open", when)
+        const now = yield* Effect.either(health.acquire("a", "first"))
+        yield* expect(
+          name,
+          Either.isLeft(now) && now.left === "breaker_open",
+          () => `${when}: an attempt without a wait was ${Either.isLeft(now) ? `refused ${now.left}` : "admitted"}`
+        )
+        const seen = (yield* health.view(["a"])).health.a
+        yield* expect(name, seen?.state === "open", () => `${when}: the view says ${seen?.state}`)
+        // A failure of an attempt admitted before the breaker opened lands now.
+        yield* health.complete(early, SERVER_ERROR)
+        if (retryAfter - waited > 1) {
+          yield* advance(retryAfter - waited - 1)
+          yield* state(name, health, "a", "open", `1 ms before the Retry-After of ${retryAfter} ms ends`)
+          yield* advance(1)
+        } else yield* advance(retryAfter - waited)
+        yield* state(name, health, "a", "half_open", `at the end of the Retry-After of ${retryAfter} ms`)
+      })
+    )
+  }
+}
+
 const degraded = (make: Make): Law => {
   const name = "a degraded endpoint refuses every attempt until each degradation is undone"
   return {
@@ -271,5 +322,6 @@ export const laws = (make: Make, advance: Advance = (millis) => TestClock.adjust
   neutral(make),
   retryTokens(make),
   retryAfter(make, advance),
+  laterProbe(make, advance),
   degraded(make)
 ]
