@@ -135,15 +135,39 @@ const main = async () => {
   const started = nowMillis()
   const kept = readKept()
   let facts = machine(effectVersion)
+  let failed = 0
   for (const b of benchmarks) {
     if (only !== undefined && !only.includes(b.id)) continue
     facts = machine(effectVersion)
-    kept.set(b.id, await runOne(b, facts))
+    const result = await runOne(b, facts).catch((error: unknown): Kept => {
+      // One benchmark failing does not lose the others: it is kept as failed, and the run exits non-zero.
+      failed++
+      console.error(error)
+      return {
+        id: b.id,
+        heading: `## ${b.id}. ${b.title}`,
+        markdown: `**This benchmark failed:** ${error instanceof Error ? error.message : String(error)}`,
+        goals: (b.goals ?? []).map((g): Goal => ({
+          benchmark: `${b.id}. ${b.title.toLowerCase()}`,
+          goal: g,
+          measured: "the benchmark failed",
+          status: "FAIL"
+        })),
+        date: fact(facts, "date"),
+        commit: fact(facts, "rein commit"),
+        load: "—",
+        seconds: "—",
+        quick
+      }
+    })
+    kept.set(b.id, result)
+    // Written after every benchmark, so that a run stopped half-way keeps what it measured.
+    const sections = [...kept.values()].sort((x, y) => x.id - y.id)
+    writeFileSync(store, JSON.stringify({ sections }, null, 2) + "\n")
+    writeFileSync(out, render(facts, sections))
   }
-  const sections = [...kept.values()].sort((a, b) => a.id - b.id)
-  writeFileSync(store, JSON.stringify({ sections }, null, 2) + "\n")
-  writeFileSync(out, render(facts, sections))
   log(`wrote ${out} and ${store} (${((nowMillis() - started) / 1000).toFixed(1)} s)`)
+  if (failed > 0) throw new Error(`${failed} benchmark(s) failed`)
 }
 
 main().then(
