@@ -104,7 +104,10 @@ export interface Options<I, E = never, R = never> extends Items.ItemOptions<I> {
   readonly leaseMillis?: number | undefined
   /** How often leases are extended and the run's stop and deadline read (default a third of the lease). */
   readonly heartbeatMillis?: number | undefined
-  /** Items leased per round trip (default the concurrency). */
+  /**
+   * Items leased by the first round trip (default the concurrency); each later one, which leases ahead of the
+   * engine, takes max(1, ⌈leaseBatch/4⌉).
+   */
   readonly leaseBatch?: number | undefined
 }
 
@@ -313,18 +316,28 @@ const nextLeases = <I, E, R>(
 // The leased items as a lazy source that keeps one lease round trip ahead: when the engine takes a group of
 // leased items, the next group is already being leased in the background, so the engine's free slots never
 // wait for a round trip to the database (on a loaded machine, that wait was most of a worker's wall time).
-// A worker so holds at most two groups it has not started (`batch` items each) beside the ones in flight.
+// The first lease takes `batch` items (it fills the free slots); every later one, the prefetch included,
+// takes `prefetchOf(batch)` = max(1, ⌈batch/4⌉): a worker holds at most 2 × ⌈batch/4⌉ items it has not
+// started (the group the engine is taking and the one leased ahead), never a whole second `batch`, which a
+// worker joining later could not get while the heartbeat renewed it for a whole item's duration.
+const prefetchOf = (batch: number) => Math.max(1, Math.ceil(batch / 4))
+
 const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Leased<I>, E | PgBatchError, R> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const scope = yield* Effect.scope
     type Ahead = Fiber.Fiber<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError>
     let ahead: Ahead | undefined
+    let first = true
+    const prefetch = prefetchOf(batch)
     const next = Effect.gen(function*() {
       // `await`, not `join`: joining would merge the prefetch's fiber refs into the engine worker that pulls
       // now, and with them the context of the engine worker that forked it (its gate: that worker's items
       // would then be admitted and settled as another's).
-      const got = ahead === undefined ? yield* nextLeases(ctx, batch) : yield* Effect.flatten(Fiber.await(ahead))
-      ahead = Option.isSome(got) ? yield* Effect.forkIn(nextLeases(ctx, batch), scope) : undefined
+      const got = ahead === undefined
+        ? yield* nextLeases(ctx, first ? batch : prefetch)
+        : yield* Effect.flatten(Fiber.await(ahead))
+      first = false
+      ahead = Option.isSome(got) ? yield* Effect.forkIn(nextLeases(ctx, prefetch), scope) : undefined
       return got
     })
     return Stream.repeatEffectChunkOption(

@@ -99,6 +99,25 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect(fresh_.reopened).toBe(200)
       }))
 
+    it.effect("a worker that joins a second late gets items: the first does not lease a second group ahead", () =>
+      Effect.gen(function*() {
+        const runId = fresh("stagger")
+        const items = itemsOf(8, [])
+        yield* startRun(runId, items)
+        // Slow items (2 s each), concurrency 4: A fills its 4 slots; on the old code it also leased the other
+        // 4 ahead at once and held them, renewed, for a whole item's duration, so B (joining 0.5 s later)
+        // found nothing.
+        const { layer } = fakeRein(2_000)
+        const g = Guardrails.make({ concurrency: 4 })
+        const [a, b] = yield* Effect.all([
+          worker(runId, items, "A", { guardrails: g }),
+          Effect.zipRight(Effect.sleep("500 millis"), worker(runId, items, "B", { guardrails: g }))
+        ], { concurrency: "unbounded" }).pipe(Effect.provide(layer))
+        expect(b.leased).toBeGreaterThan(0)
+        expect(a.leased + b.leased).toBe(8)
+        expect((yield* PgBatchRun.status(runId)).status).toBe("finished")
+      }))
+
     it.effect("workers with PgRunLimits in their context share one soft token cap: the run stops once, for all", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
