@@ -371,6 +371,57 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect((yield* PgBatchRun.status(runId)).byCategory).toEqual({ batch_deadline_exceeded: 20 })
       }))
 
+    it.effect("a run whose items were all done before the deadline is not recorded as timed out by status", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("done-late")
+        const items = itemsOf(5, [])
+        yield* PgBatchRun.start({
+          runId,
+          identity,
+          resume: "reuse-successes",
+          items,
+          request,
+          itemId: (item) => item.id,
+          contract,
+          guardrails: Guardrails.make({ batchDeadline: "1 hour" })
+        })
+        const { layer } = fakeRein(2)
+        yield* worker(runId, items, "w").pipe(Effect.provide(layer))
+        // As if the last worker was killed after its last record, before it marked the run finished; then the
+        // deadline passes with nobody alive.
+        yield* sql`UPDATE rein_batch_runs SET status = 'running', started_at = started_at - interval '2 hours'
+          WHERE run_id = ${runId}`
+        const status = yield* PgBatchRun.status(runId)
+        expect(status.stop).toBeNull()
+        expect(status.status).toBe("finished")
+        expect(status.items.done).toBe(5)
+        expect(status.byCategory).toEqual({ ok: 5 })
+      }))
+
+    it.effect("status reads with a role that may not write", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("ro")
+        const items = itemsOf(3, [])
+        yield* PgBatchRun.start({
+          runId,
+          identity,
+          resume: "reuse-successes",
+          items,
+          request,
+          itemId: (item) => item.id,
+          contract,
+          guardrails: Guardrails.make({ batchDeadline: "1 hour" })
+        })
+        yield* sql`UPDATE rein_batch_runs SET started_at = started_at - interval '2 hours' WHERE run_id = ${runId}`
+        const status = yield* sql.withTransaction(
+          Effect.zipRight(sql`SET TRANSACTION READ ONLY`, PgBatchRun.status(runId))
+        )
+        expect(status.status).toBe("running")
+        expect(status.items.pending).toBe(3)
+      }))
+
     it.effect("a worker that finds the deadline passed records the stop at the deadline, not when it looked", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
