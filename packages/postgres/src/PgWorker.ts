@@ -221,10 +221,9 @@ const sharedStop = (sql: SqlClient.SqlClient, runId: string, inner: RunLimits.Se
   }
 }
 
-// Extends this worker's leases, learns the run's stop, and stops the run at its deadline.
-const beat = <I, E, R>(ctx: Context<I, E, R>) =>
+// Learns the run's stop from its row, and stops the run at its deadline.
+const observe = <I, E, R>(ctx: Context<I, E, R>, row: Omit<Q.BeatRow, "open"> | undefined) =>
   Effect.gen(function*() {
-    const row = yield* db(Q.heartbeat(ctx.sql, ctx.options.runId, ctx.owner, ctx.leaseMillis))
     if (row === undefined) return
     const stop = stopOf(row.stop)
     if (stop !== undefined) {
@@ -233,6 +232,14 @@ const beat = <I, E, R>(ctx: Context<I, E, R>) =>
       yield* ctx.limits.stop(deadlineStop(row.deadline_millis))
     }
   })
+
+// Extends this worker's leases, learns the run's stop, and stops the run at its deadline.
+const beat = <I, E, R>(ctx: Context<I, E, R>) =>
+  Effect.flatMap(db(Q.heartbeat(ctx.sql, ctx.options.runId, ctx.owner, ctx.leaseMillis)), (row) => observe(ctx, row))
+
+// As `beat`, without extending any lease (the heartbeat does that every `heartbeatMillis`).
+const look = <I, E, R>(ctx: Context<I, E, R>) =>
+  Effect.flatMap(db(Q.look(ctx.sql, ctx.options.runId)), (row) => observe(ctx, row))
 
 // Every `heartbeatMillis`, a beat.
 const heartbeat = <I, E, R>(ctx: Context<I, E, R>) =>
@@ -293,13 +300,14 @@ const leaseOnce = <I, E, R>(ctx: Context<I, E, R>, batch: number) =>
   )
 
 // The next leased items, or `None` when no item is left but this worker's own, or the run stopped. With
-// nothing to lease while other workers hold items, it waits a moment and asks again (a holder may die and
-// its lease expire).
+// nothing to lease while other workers hold items, it waits a moment (50 ms, doubling up to
+// `heartbeatMillis`) and asks again (a holder may die and its lease expire).
 const nextLeases = <I, E, R>(
   ctx: Context<I, E, R>,
   batch: number
 ): Effect.Effect<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError, R> =>
   Effect.gen(function*() {
+    let wait = WAIT_MILLIS
     while (true) {
       if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
       const leased = yield* leaseOnce(ctx, batch)
@@ -307,9 +315,12 @@ const nextLeases = <I, E, R>(
       const left = yield* db(Q.remaining(ctx.sql, ctx.options.runId, ctx.owner))
       if (left.open === 0) return Option.none()
       // Nothing leased with items open: held by others, or the run stopped or passed its deadline.
-      yield* beat(ctx)
+      // Only a read: rewriting every held lease on each idle pass (20 a second) was the heartbeat's work.
+      yield* look(ctx)
       if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
-      yield* Effect.sleep(Duration.millis(Math.min(ctx.heartbeatMillis, WAIT_MILLIS)))
+      // Backs off from 50 ms to `heartbeatMillis` while nothing comes free.
+      yield* Effect.sleep(Duration.millis(Math.min(ctx.heartbeatMillis, wait)))
+      wait = Math.min(ctx.heartbeatMillis, wait * 2)
     }
   })
 

@@ -118,6 +118,37 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect((yield* PgBatchRun.status(runId)).status).toBe("finished")
       }))
 
+    it.effect("a worker waiting for items held by another does not rewrite its own leases between heartbeats", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("idle")
+        const items = itemsOf(3, [])
+        yield* startRun(runId, items)
+        // Another holder has the last item for 1.5 s; the worker runs the other two (2 s each) and, meanwhile,
+        // asks for more. Its heartbeat is a minute apart: its leases' expiry must not move in between.
+        yield* sql`UPDATE rein_batch_items SET state = 'leased', lease_owner = 'ghost', lease_token = '0',
+          lease_expires = clock_timestamp() + interval '1500 milliseconds' WHERE run_id = ${runId} AND idx = 2`
+        const { layer } = fakeRein(2_000)
+        const expiries = sql<{ readonly e: string }>`SELECT lease_expires::text AS e FROM rein_batch_items
+          WHERE run_id = ${runId} AND lease_owner = 'w' AND state = 'leased' ORDER BY idx`
+        const [s, seen] = yield* Effect.all([
+          worker(runId, items, "w", {
+            guardrails: Guardrails.make({ concurrency: 2 }),
+            leaseMillis: 120_000,
+            heartbeatMillis: 60_000
+          }),
+          Effect.gen(function*() {
+            yield* Effect.sleep("600 millis")
+            const first = yield* expiries
+            yield* Effect.sleep("600 millis")
+            return [first, yield* expiries] as const
+          })
+        ], { concurrency: "unbounded" }).pipe(Effect.provide(layer))
+        expect(seen[0].length).toBe(2)
+        expect(seen[1]).toEqual(seen[0])
+        expect(s.leased).toBe(3)
+      }))
+
     it.effect("workers with PgRunLimits in their context share one soft token cap: the run stops once, for all", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient

@@ -190,6 +190,15 @@ export const heartbeat = (sql: Sql, runId: string, owner: string, ttlMillis: num
     (rows) => rows[0]
   )
 
+/** The run's stop and clock, as `heartbeat` reads them, without extending any lease. @internal */
+export const look = (sql: Sql, runId: string) =>
+  Effect.map(
+    sql<Omit<BeatRow, "open">>`SELECT stop, status,
+        (extract(epoch FROM clock_timestamp() - started_at) * 1000)::float8 AS elapsed_millis, deadline_millis
+      FROM rein_batch_runs WHERE run_id = ${runId}`,
+    (rows) => rows[0]
+  )
+
 /** Gives this worker's leases back to the queue (items it leased and never started). @internal */
 export const releaseOwned = (sql: Sql, runId: string, owner: string) =>
   sql`UPDATE rein_batch_items SET state = 'pending', lease_owner = NULL, lease_expires = NULL
