@@ -2,12 +2,13 @@
 // sessions, the typed refusals. (The crash test with real processes is batch-multiprocess.test.ts.)
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Guardrails, Identity, RunLimits } from "@rein/batch"
+import { Guardrails, Identity, Resume, RunLimits } from "@rein/batch"
 import { Catalog, Contract, Fake, Rein } from "@rein/core"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, TestContext } from "effect"
 import * as fc from "effect/FastCheck"
 import { Migrations, PgBatchRun, PgRunLimits, PgWorker } from "../src/index.js"
 import * as Q from "../src/internal/batchStatements.js"
+import * as Fence from "../src/internal/fence.js"
 import { identity, itemsOf, request } from "./fixtures/batch-items.js"
 import type { Item } from "./fixtures/batch-items.js"
 import { available, fresh, PgLive } from "./pg.js"
@@ -147,6 +148,42 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect(seen[0].length).toBe(2)
         expect(seen[1]).toEqual(seen[0])
         expect(s.leased).toBe(3)
+      }))
+
+    it.effect("the fence writes full groups already queued without lingering", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("backlog")
+        const items = itemsOf(1_024, [])
+        yield* startRun(runId, items)
+        const rows = yield* Q.lease(sql, runId, "f", 1_024, 60_000, true)
+        expect(rows.length).toBe(1_024)
+        let written = 0
+        // Under a test clock that never moves: a writer that lingers before every group never writes. Two full
+        // groups (2 × 512 records) are queued at once, so neither may wait.
+        yield* Effect.scoped(Effect.gen(function*() {
+          const fence = yield* Fence.make(sql, runId, {
+            onWritten: () => Effect.sync(() => written++),
+            onFailed: () => Effect.void
+          })
+          for (const row of rows) fence.tokens.set(row.item_id, row.lease_token)
+          yield* Effect.forEach(rows, (row) =>
+            fence.submit(Resume.makeRecord({
+              itemId: row.item_id,
+              index: row.idx,
+              promptFingerprint: row.prompt_fingerprint,
+              inputFingerprint: row.input_fingerprint,
+              identityFingerprint: "x",
+              outcome: "failure",
+              category: "cancelled",
+              usage: { inputTokens: 0, outputTokens: 0 },
+              cost: 0,
+              attempts: 0,
+              durationMillis: 0
+            })), { discard: true })
+          yield* fence.drain
+        })).pipe(Effect.provide(TestContext.TestContext), Effect.timeout("20 seconds"))
+        expect(written).toBe(1_024)
       }))
 
     it.effect("workers with PgRunLimits in their context share one soft token cap: the run stops once, for all", () =>
