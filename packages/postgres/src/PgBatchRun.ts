@@ -290,9 +290,10 @@ export const stopOf = (value: unknown): Termination.Stop | undefined =>
   )
 
 /**
- * Reads a run's status. A session whose deadline passed on the database clock with no worker alive to
- * record it is recorded here as stopped by the batch timeout, at the deadline (a worker joining later
- * gives its open items the stop's record).
+ * Reads a run's status. A session whose deadline passed on the database clock with items open and no worker
+ * alive to record it is recorded here as stopped by the batch timeout, at the deadline (a worker joining
+ * later gives its open items the stop's record); a session whose items are all done is recorded as finished.
+ * Both writes are best-effort: with a role that may only read, the status is still read.
  *
  * @example
  * ```ts
@@ -307,7 +308,9 @@ export const stopOf = (value: unknown): Termination.Stop | undefined =>
 export const status = (runId: string): Effect.Effect<Status, PgBatchError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    yield* Q.stopAtDeadline(sql, runId)
+    // Best-effort: a role that may only read still reads the status (what it sees is then unrecorded). In its
+    // own transaction, a savepoint inside a caller's, so that a refused write does not abort the reads.
+    yield* Effect.ignore(sql.withTransaction(Effect.zipRight(Q.stopAtDeadline(sql, runId), Q.finishRun(sql, runId))))
     const run = yield* Q.readRun(sql, runId)
     if (run === undefined) {
       return yield* new PgBatchError({ reason: "NotFound", message: `no run ${JSON.stringify(runId)}` })

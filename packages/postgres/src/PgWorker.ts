@@ -104,7 +104,10 @@ export interface Options<I, E = never, R = never> extends Items.ItemOptions<I> {
   readonly leaseMillis?: number | undefined
   /** How often leases are extended and the run's stop and deadline read (default a third of the lease). */
   readonly heartbeatMillis?: number | undefined
-  /** Items leased per round trip (default the concurrency). */
+  /**
+   * Items leased by the first round trip (default the concurrency); each later one, which leases ahead of the
+   * engine, takes max(1, ⌈leaseBatch/4⌉).
+   */
   readonly leaseBatch?: number | undefined
 }
 
@@ -218,10 +221,9 @@ const sharedStop = (sql: SqlClient.SqlClient, runId: string, inner: RunLimits.Se
   }
 }
 
-// Extends this worker's leases, learns the run's stop, and stops the run at its deadline.
-const beat = <I, E, R>(ctx: Context<I, E, R>) =>
+// Learns the run's stop from its row, and stops the run at its deadline.
+const observe = <I, E, R>(ctx: Context<I, E, R>, row: Omit<Q.BeatRow, "open"> | undefined) =>
   Effect.gen(function*() {
-    const row = yield* db(Q.heartbeat(ctx.sql, ctx.options.runId, ctx.owner, ctx.leaseMillis))
     if (row === undefined) return
     const stop = stopOf(row.stop)
     if (stop !== undefined) {
@@ -230,6 +232,14 @@ const beat = <I, E, R>(ctx: Context<I, E, R>) =>
       yield* ctx.limits.stop(deadlineStop(row.deadline_millis))
     }
   })
+
+// Extends this worker's leases, learns the run's stop, and stops the run at its deadline.
+const beat = <I, E, R>(ctx: Context<I, E, R>) =>
+  Effect.flatMap(db(Q.heartbeat(ctx.sql, ctx.options.runId, ctx.owner, ctx.leaseMillis)), (row) => observe(ctx, row))
+
+// As `beat`, without extending any lease (the heartbeat does that every `heartbeatMillis`).
+const look = <I, E, R>(ctx: Context<I, E, R>) =>
+  Effect.flatMap(db(Q.look(ctx.sql, ctx.options.runId)), (row) => observe(ctx, row))
 
 // Every `heartbeatMillis`, a beat.
 const heartbeat = <I, E, R>(ctx: Context<I, E, R>) =>
@@ -290,13 +300,14 @@ const leaseOnce = <I, E, R>(ctx: Context<I, E, R>, batch: number) =>
   )
 
 // The next leased items, or `None` when no item is left but this worker's own, or the run stopped. With
-// nothing to lease while other workers hold items, it waits a moment and asks again (a holder may die and
-// its lease expire).
+// nothing to lease while other workers hold items, it waits a moment (50 ms, doubling up to
+// `heartbeatMillis`) and asks again (a holder may die and its lease expire).
 const nextLeases = <I, E, R>(
   ctx: Context<I, E, R>,
   batch: number
 ): Effect.Effect<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError, R> =>
   Effect.gen(function*() {
+    let wait = WAIT_MILLIS
     while (true) {
       if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
       const leased = yield* leaseOnce(ctx, batch)
@@ -304,27 +315,40 @@ const nextLeases = <I, E, R>(
       const left = yield* db(Q.remaining(ctx.sql, ctx.options.runId, ctx.owner))
       if (left.open === 0) return Option.none()
       // Nothing leased with items open: held by others, or the run stopped or passed its deadline.
-      yield* beat(ctx)
+      // Only a read: rewriting every held lease on each idle pass (20 a second) was the heartbeat's work.
+      yield* look(ctx)
       if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
-      yield* Effect.sleep(Duration.millis(Math.min(ctx.heartbeatMillis, WAIT_MILLIS)))
+      // Backs off from 50 ms to `heartbeatMillis` while nothing comes free.
+      yield* Effect.sleep(Duration.millis(Math.min(ctx.heartbeatMillis, wait)))
+      wait = Math.min(ctx.heartbeatMillis, wait * 2)
     }
   })
 
 // The leased items as a lazy source that keeps one lease round trip ahead: when the engine takes a group of
 // leased items, the next group is already being leased in the background, so the engine's free slots never
 // wait for a round trip to the database (on a loaded machine, that wait was most of a worker's wall time).
-// A worker so holds at most two groups it has not started (`batch` items each) beside the ones in flight.
+// The first lease takes `batch` items (it fills the free slots); every later one, the prefetch included,
+// takes `prefetchOf(batch)` = max(1, ⌈batch/4⌉): a worker holds at most 2 × ⌈batch/4⌉ items it has not
+// started (the group the engine is taking and the one leased ahead), never a whole second `batch`, which a
+// worker joining later could not get while the heartbeat renewed it for a whole item's duration.
+const prefetchOf = (batch: number) => Math.max(1, Math.ceil(batch / 4))
+
 const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Leased<I>, E | PgBatchError, R> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const scope = yield* Effect.scope
     type Ahead = Fiber.Fiber<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError>
     let ahead: Ahead | undefined
+    let first = true
+    const prefetch = prefetchOf(batch)
     const next = Effect.gen(function*() {
       // `await`, not `join`: joining would merge the prefetch's fiber refs into the engine worker that pulls
       // now, and with them the context of the engine worker that forked it (its gate: that worker's items
       // would then be admitted and settled as another's).
-      const got = ahead === undefined ? yield* nextLeases(ctx, batch) : yield* Effect.flatten(Fiber.await(ahead))
-      ahead = Option.isSome(got) ? yield* Effect.forkIn(nextLeases(ctx, batch), scope) : undefined
+      const got = ahead === undefined
+        ? yield* nextLeases(ctx, first ? batch : prefetch)
+        : yield* Effect.flatten(Fiber.await(ahead))
+      first = false
+      ahead = Option.isSome(got) ? yield* Effect.forkIn(nextLeases(ctx, prefetch), scope) : undefined
       return got
     })
     return Stream.repeatEffectChunkOption(

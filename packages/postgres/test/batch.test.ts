@@ -2,12 +2,13 @@
 // sessions, the typed refusals. (The crash test with real processes is batch-multiprocess.test.ts.)
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Guardrails, Identity, RunLimits } from "@rein/batch"
+import { Guardrails, Identity, Resume, RunLimits } from "@rein/batch"
 import { Catalog, Contract, Fake, Rein } from "@rein/core"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, TestContext } from "effect"
 import * as fc from "effect/FastCheck"
 import { Migrations, PgBatchRun, PgRunLimits, PgWorker } from "../src/index.js"
 import * as Q from "../src/internal/batchStatements.js"
+import * as Fence from "../src/internal/fence.js"
 import { identity, itemsOf, request } from "./fixtures/batch-items.js"
 import type { Item } from "./fixtures/batch-items.js"
 import { available, fresh, PgLive } from "./pg.js"
@@ -97,6 +98,92 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         // Under `none` every item runs again, with one more record each.
         const fresh_ = yield* startRun(runId, items, "none")
         expect(fresh_.reopened).toBe(200)
+      }))
+
+    it.effect("a worker that joins a second late gets items: the first does not lease a second group ahead", () =>
+      Effect.gen(function*() {
+        const runId = fresh("stagger")
+        const items = itemsOf(8, [])
+        yield* startRun(runId, items)
+        // Slow items (2 s each), concurrency 4: A fills its 4 slots; on the old code it also leased the other
+        // 4 ahead at once and held them, renewed, for a whole item's duration, so B (joining 0.5 s later)
+        // found nothing.
+        const { layer } = fakeRein(2_000)
+        const g = Guardrails.make({ concurrency: 4 })
+        const [a, b] = yield* Effect.all([
+          worker(runId, items, "A", { guardrails: g }),
+          Effect.zipRight(Effect.sleep("500 millis"), worker(runId, items, "B", { guardrails: g }))
+        ], { concurrency: "unbounded" }).pipe(Effect.provide(layer))
+        expect(b.leased).toBeGreaterThan(0)
+        expect(a.leased + b.leased).toBe(8)
+        expect((yield* PgBatchRun.status(runId)).status).toBe("finished")
+      }))
+
+    it.effect("a worker waiting for items held by another does not rewrite its own leases between heartbeats", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("idle")
+        const items = itemsOf(3, [])
+        yield* startRun(runId, items)
+        // Another holder has the last item for 1.5 s; the worker runs the other two (2 s each) and, meanwhile,
+        // asks for more. Its heartbeat is a minute apart: its leases' expiry must not move in between.
+        yield* sql`UPDATE rein_batch_items SET state = 'leased', lease_owner = 'ghost', lease_token = '0',
+          lease_expires = clock_timestamp() + interval '1500 milliseconds' WHERE run_id = ${runId} AND idx = 2`
+        const { layer } = fakeRein(2_000)
+        const expiries = sql<{ readonly e: string }>`SELECT lease_expires::text AS e FROM rein_batch_items
+          WHERE run_id = ${runId} AND lease_owner = 'w' AND state = 'leased' ORDER BY idx`
+        const [s, seen] = yield* Effect.all([
+          worker(runId, items, "w", {
+            guardrails: Guardrails.make({ concurrency: 2 }),
+            leaseMillis: 120_000,
+            heartbeatMillis: 60_000
+          }),
+          Effect.gen(function*() {
+            yield* Effect.sleep("600 millis")
+            const first = yield* expiries
+            yield* Effect.sleep("600 millis")
+            return [first, yield* expiries] as const
+          })
+        ], { concurrency: "unbounded" }).pipe(Effect.provide(layer))
+        expect(seen[0].length).toBe(2)
+        expect(seen[1]).toEqual(seen[0])
+        expect(s.leased).toBe(3)
+      }))
+
+    it.effect("the fence writes full groups already queued without lingering", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("backlog")
+        const items = itemsOf(1_024, [])
+        yield* startRun(runId, items)
+        const rows = yield* Q.lease(sql, runId, "f", 1_024, 60_000, true)
+        expect(rows.length).toBe(1_024)
+        let written = 0
+        // Under a test clock that never moves: a writer that lingers before every group never writes. Two full
+        // groups (2 × 512 records) are queued at once, so neither may wait.
+        yield* Effect.scoped(Effect.gen(function*() {
+          const fence = yield* Fence.make(sql, runId, {
+            onWritten: () => Effect.sync(() => written++),
+            onFailed: () => Effect.void
+          })
+          for (const row of rows) fence.tokens.set(row.item_id, row.lease_token)
+          yield* Effect.forEach(rows, (row) =>
+            fence.submit(Resume.makeRecord({
+              itemId: row.item_id,
+              index: row.idx,
+              promptFingerprint: row.prompt_fingerprint,
+              inputFingerprint: row.input_fingerprint,
+              identityFingerprint: "x",
+              outcome: "failure",
+              category: "cancelled",
+              usage: { inputTokens: 0, outputTokens: 0 },
+              cost: 0,
+              attempts: 0,
+              durationMillis: 0
+            })), { discard: true })
+          yield* fence.drain
+        })).pipe(Effect.provide(TestContext.TestContext), Effect.timeout("20 seconds"))
+        expect(written).toBe(1_024)
       }))
 
     it.effect("workers with PgRunLimits in their context share one soft token cap: the run stops once, for all", () =>
@@ -350,6 +437,57 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect(s.swept).toBe(20)
         expect((yield* fake.calls).length).toBe(0)
         expect((yield* PgBatchRun.status(runId)).byCategory).toEqual({ batch_deadline_exceeded: 20 })
+      }))
+
+    it.effect("a run whose items were all done before the deadline is not recorded as timed out by status", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("done-late")
+        const items = itemsOf(5, [])
+        yield* PgBatchRun.start({
+          runId,
+          identity,
+          resume: "reuse-successes",
+          items,
+          request,
+          itemId: (item) => item.id,
+          contract,
+          guardrails: Guardrails.make({ batchDeadline: "1 hour" })
+        })
+        const { layer } = fakeRein(2)
+        yield* worker(runId, items, "w").pipe(Effect.provide(layer))
+        // As if the last worker was killed after its last record, before it marked the run finished; then the
+        // deadline passes with nobody alive.
+        yield* sql`UPDATE rein_batch_runs SET status = 'running', started_at = started_at - interval '2 hours'
+          WHERE run_id = ${runId}`
+        const status = yield* PgBatchRun.status(runId)
+        expect(status.stop).toBeNull()
+        expect(status.status).toBe("finished")
+        expect(status.items.done).toBe(5)
+        expect(status.byCategory).toEqual({ ok: 5 })
+      }))
+
+    it.effect("status reads with a role that may not write", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("ro")
+        const items = itemsOf(3, [])
+        yield* PgBatchRun.start({
+          runId,
+          identity,
+          resume: "reuse-successes",
+          items,
+          request,
+          itemId: (item) => item.id,
+          contract,
+          guardrails: Guardrails.make({ batchDeadline: "1 hour" })
+        })
+        yield* sql`UPDATE rein_batch_runs SET started_at = started_at - interval '2 hours' WHERE run_id = ${runId}`
+        const status = yield* sql.withTransaction(
+          Effect.zipRight(sql`SET TRANSACTION READ ONLY`, PgBatchRun.status(runId))
+        )
+        expect(status.status).toBe("running")
+        expect(status.items.pending).toBe(3)
       }))
 
     it.effect("a worker that finds the deadline passed records the stop at the deadline, not when it looked", () =>

@@ -190,6 +190,15 @@ export const heartbeat = (sql: Sql, runId: string, owner: string, ttlMillis: num
     (rows) => rows[0]
   )
 
+/** The run's stop and clock, as `heartbeat` reads them, without extending any lease. @internal */
+export const look = (sql: Sql, runId: string) =>
+  Effect.map(
+    sql<Omit<BeatRow, "open">>`SELECT stop, status,
+        (extract(epoch FROM clock_timestamp() - started_at) * 1000)::float8 AS elapsed_millis, deadline_millis
+      FROM rein_batch_runs WHERE run_id = ${runId}`,
+    (rows) => rows[0]
+  )
+
 /** Gives this worker's leases back to the queue (items it leased and never started). @internal */
 export const releaseOwned = (sql: Sql, runId: string, owner: string) =>
   sql`UPDATE rein_batch_items SET state = 'pending', lease_owner = NULL, lease_expires = NULL
@@ -262,14 +271,16 @@ export const stop = (sql: Sql, runId: string, stop: unknown, itemId: string | nu
 /**
  * Records the batch timeout of a running session whose deadline passed on the database clock and that no
  * worker recorded (none was alive to see it), as stopped when the deadline passed. Nothing when the run
- * has a stop, no deadline, or time left. @internal
+ * has a stop, no deadline, time left, or no open item (its items all done before the deadline: the last
+ * worker died after its last record, before it marked the run finished). @internal
  */
 export const stopAtDeadline = (sql: Sql, runId: string) =>
   sql`UPDATE rein_batch_runs SET status = 'stopped', stopped_at = ${sql.literal(DEADLINE_AT)},
     stop = jsonb_build_object('_tag', 'BatchTimeout', 'kind', 'batch_timeout',
       'reason', 'the batch deadline of ' || deadline_millis::text || ' ms expired')
     WHERE run_id = ${runId} AND stop IS NULL AND status = 'running' AND deadline_millis IS NOT NULL
-      AND clock_timestamp() >= ${sql.literal(DEADLINE_AT)}`
+      AND clock_timestamp() >= ${sql.literal(DEADLINE_AT)}
+      AND EXISTS (SELECT 1 FROM rein_batch_items WHERE run_id = ${runId} AND state <> 'done')`
 
 /** Marks a run whose items are all done as finished (a stopped run stays `stopped`). @internal */
 export const finishRun = (sql: Sql, runId: string) =>

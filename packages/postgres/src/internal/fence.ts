@@ -96,7 +96,12 @@ export const make = (
         Effect.forever(
           Effect.flatMap(Queue.take(queue), (first) =>
             Effect.zipRight(
-              Effect.sleep(`${LINGER_MILLIS} millis`),
+              // No linger when a full group is already queued: waiting would only cap the writes at
+              // MAX_GROUP records per linger while the backlog grows.
+              Effect.flatMap(
+                Queue.size(queue),
+                (queued) => queued >= MAX_GROUP - 1 ? Effect.void : Effect.sleep(`${LINGER_MILLIS} millis`)
+              ),
               Effect.flatMap(Queue.takeUpTo(queue, MAX_GROUP - 1), (rest) => writeGroup([first, ...rest]))
             ))
         )
