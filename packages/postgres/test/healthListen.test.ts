@@ -21,7 +21,7 @@ import {
   TestContext,
   TestServices
 } from "effect"
-import { PgHealth } from "../src/index.js"
+import { PgHealth, PgRunLimits } from "../src/index.js"
 import { makeWith } from "../src/internal/healthMake.js"
 import { databaseClock } from "../src/internal/healthStatements.js"
 import { available, fresh, PgLive, Server } from "./pg.js"
@@ -60,6 +60,13 @@ const dropListeners = Effect.gen(function*() {
     schedule: Schedule.spaced("10 millis")
   }))
 })
+
+/** A client of `url` of its own, in the current scope. */
+const clientOf = (url: string) =>
+  Effect.map(
+    Layer.build(PgClient.layer({ url: Redacted.make(url), maxConnections: 4 })),
+    Context.get(PgClient.PgClient)
+  )
 
 describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () => {
   layer(PgLive, { timeout: "120 seconds", excludeTestServices: true })((it) => {
@@ -133,11 +140,6 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         const proxy = yield* Proxy.start(server.port)
         const url = server.url.replace(`:${server.port}/`, `:${proxy.port}/`)
         expect(url).not.toBe(server.url)
-        const clientOf = (url: string) =>
-          Effect.map(
-            Layer.build(PgClient.layer({ url: Redacted.make(url), maxConnections: 4 })),
-            Context.get(PgClient.PgClient)
-          )
         const stalling = yield* clientOf(url)
         const direct = yield* clientOf(server.url)
         // The direct client's listening connection is up before setting up starts (connecting one takes longer
@@ -168,6 +170,41 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         expect(exit._tag, "PgHealth.make did not end within ten query timeouts").toBe("Some")
         const error = Option.flatMap(exit, (e) => Exit.isFailure(e) ? Cause.failureOption(e.cause) : Option.none())
         expect(Option.map(error, (e) => e.reason)).toEqual(Option.some("Unavailable"))
+      }).pipe(Effect.provide(TestContext.TestContext)))
+    it.scoped("after its listening connection is lost, an instance hears again while PgRunLimits listens beside it", () =>
+      Effect.gen(function*() {
+        // One client of their own: PgHealth and PgRunLimits share its one listening connection.
+        const client = yield* clientOf((yield* Server).url)
+        const onClient = Effect.provide(
+          Layer.merge(Layer.succeed(PgClient.PgClient, client), Layer.succeed(SqlClient.SqlClient, client))
+        )
+        const limitsOptions = {
+          name: fresh("beside"),
+          clock: "effect" as const,
+          pollMillis: 10_000,
+          heartbeatMillis: 60_000,
+          ttlMillis: 180_000
+        }
+        yield* PgRunLimits.make({ concurrency: 1 }, limitsOptions).pipe(onClient)
+        const options = {
+          name: fresh("beside"),
+          consecutiveFailures: 1,
+          cooldownMillis: 600_000,
+          heartbeatMillis: 1_000
+        }
+        const a: H.Service = yield* madeInTime(PgHealth.make(options).pipe(onClient))
+        yield* dropListeners
+        for (let i = 0; i < 4; i++) {
+          yield* TestClock.adjust(1_000)
+          yield* TestServices.provideLive(Effect.sleep("200 millis"))
+        }
+        // Another instance (another client) opens a breaker; the clock stays put: only a notification tells `a`.
+        const b = yield* madeInTime(PgHealth.make(options))
+        const opener = yield* Effect.orDie(b.acquire("z", "first"))
+        yield* b.complete(opener, FAILURE)
+        const clock = yield* Effect.clock
+        const seen = () => a.unsafeView!(clock.unsafeCurrentTimeNanos(), ["z"]).health["z"]?.state === "open"
+        expect(yield* eventually(seen)).toBe(true)
       }).pipe(Effect.provide(TestContext.TestContext)))
   })
 })
