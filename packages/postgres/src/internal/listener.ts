@@ -63,29 +63,37 @@ export const brief = (cause: Cause.Cause<unknown>): string => {
 
 export type Subscribe = (channel: string) => Stream.Stream<string, SqlError>
 
-/** Subscribes to `channel` forever, handing each payload to `onMessage`; never fails, never dies. */
+/**
+ * Subscribes to `channel` forever, handing each payload to `onMessage`; never fails, never dies. A failure is
+ * logged when it is the first or follows a success: a channel that keeps failing logs once, not every retry.
+ */
 const listenForever = (
   subscribe: Subscribe,
   channel: string,
   onMessage: (payload: string) => Effect.Effect<unknown>,
   retry: Duration.Duration,
   r: Restart
-): Effect.Effect<never> =>
-  Effect.forever(Effect.gen(function*() {
+): Effect.Effect<never> => {
+  let failing = false
+  return Effect.forever(Effect.gen(function*() {
     const turn = yield* enter(r)
     if (Either.isLeft(turn)) return yield* Deferred.await(turn.left)
     const asked = turn.right
     const ended = yield* subscribe(channel).pipe(
       Stream.interruptWhenDeferred(asked),
-      Stream.runForEach(onMessage),
+      Stream.runForEach((m) => Effect.zipRight(Effect.sync(() => void (failing = false)), onMessage(m))),
       Effect.exit,
       Effect.ensuring(exit(r, asked))
     )
     if (ended._tag === "Failure" && !Cause.isInterruptedOnly(ended.cause)) {
-      yield* Effect.logWarning(`@rein/postgres: notifications on ${channel} lost: ${brief(ended.cause)}`)
+      if (!failing) yield* Effect.logWarning(`@rein/postgres: notifications on ${channel} lost: ${brief(ended.cause)}`)
+      failing = true
+    } else {
+      failing = false
     }
     if (!(yield* Deferred.isDone(asked))) yield* Effect.sleep(retry)
   }))
+}
 
 interface Shared {
   users: number
