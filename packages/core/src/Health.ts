@@ -33,7 +33,7 @@
  * @since 0.1.0
  */
 import type { Clock } from "effect"
-import { Context, Duration, Effect, Either, Layer, Metric, MetricLabel, Schema } from "effect"
+import { Context, Duration, Effect, Either, Layer, Metric, MetricLabel, Option, Schema } from "effect"
 import type { FailureKind, Rule } from "./Failure.js"
 import { formatParseError, numberWhere, PositiveInt } from "./internal/decode.js"
 import { PositiveDuration, toMillis } from "./internal/duration.js"
@@ -777,10 +777,15 @@ export class ConfigError extends Schema.TaggedError<ConfigError>()("HealthConfig
   message: Schema.String
 }) {}
 
+const positive = (d: Duration.DurationInput) =>
+  Option.exists(Duration.decodeUnknown(d), (d) => Duration.greaterThan(d, Duration.zero)) ||
+  "Expected a positive duration"
+
+/** Every `DurationInput`: a `Duration`, bigint nanoseconds or `[seconds, nanos]` (positive), or a config's form. */
 const AnyDuration = Schema.Union(
-  Schema.DurationFromSelf.pipe(
-    Schema.filter((d) => Duration.greaterThan(d, Duration.zero) || "Expected a positive duration")
-  ),
+  Schema.DurationFromSelf.pipe(Schema.filter(positive)),
+  Schema.BigIntFromSelf.pipe(Schema.filter(positive)),
+  Schema.Tuple(Schema.Number, Schema.Number).pipe(Schema.filter(positive)),
   PositiveDuration
 )
 const finite = (what: string, ok: (n: number) => boolean) => numberWhere(what, (n) => Number.isFinite(n) && ok(n))

@@ -2,13 +2,30 @@
 // on the clock when the database answers, over and over, concurrently, and after the listening connection was
 // lost; and an instance whose listening connection was lost hears notifications again after its heartbeats.
 import { SqlClient } from "@effect/sql"
-import type { PgClient } from "@effect/sql-pg"
+import { PgClient } from "@effect/sql-pg"
 import { describe, expect, layer } from "@effect/vitest"
 import type * as H from "@rein/core/Health"
 import type { Scope } from "effect"
-import { Cause, Effect, Exit, Fiber, Option, Schedule, TestClock, TestContext, TestServices } from "effect"
-import { PgHealth } from "../src/index.js"
-import { available, fresh, PgLive } from "./pg.js"
+import {
+  Cause,
+  Context,
+  Effect,
+  Exit,
+  Fiber,
+  Layer,
+  Option,
+  Redacted,
+  Schedule,
+  Stream,
+  TestClock,
+  TestContext,
+  TestServices
+} from "effect"
+import { PgHealth, PgRunLimits } from "../src/index.js"
+import { makeWith } from "../src/internal/healthMake.js"
+import { databaseClock } from "../src/internal/healthStatements.js"
+import { available, fresh, PgLive, Server } from "./pg.js"
+import * as Proxy from "./proxy.js"
 
 const FAILURE = { _tag: "failure", kind: "server_error", retryAfterMillis: null } as const
 
@@ -43,6 +60,13 @@ const dropListeners = Effect.gen(function*() {
     schedule: Schedule.spaced("10 millis")
   }))
 })
+
+/** A client of `url` of its own, in the current scope. */
+const clientOf = (url: string) =>
+  Effect.map(
+    Layer.build(PgClient.layer({ url: Redacted.make(url), maxConnections: 4 })),
+    Context.get(PgClient.PgClient)
+  )
 
 describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () => {
   layer(PgLive, { timeout: "120 seconds", excludeTestServices: true })((it) => {
@@ -109,6 +133,78 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
         expect(Option.map(error, (e) => e.reason)).toEqual(Option.some("Unavailable"))
         yield* Fiber.interrupt(fiber)
+      }).pipe(Effect.provide(TestContext.TestContext)))
+    it.scoped("a database that stops answering while the listener is set up fails make within ten query timeouts", () =>
+      Effect.gen(function*() {
+        const server = yield* Server
+        const proxy = yield* Proxy.start(server.port)
+        const url = server.url.replace(`:${server.port}/`, `:${proxy.port}/`)
+        expect(url).not.toBe(server.url)
+        const stalling = yield* clientOf(url)
+        const direct = yield* clientOf(server.url)
+        // The direct client's listening connection is up before setting up starts (connecting one takes longer
+        // than the eager pings under load).
+        const warm = yield* Effect.forkScoped(Stream.runHead(direct.listen("rein_health_warm")))
+        yield* TestServices.provideLive(Effect.repeat(direct`SELECT pg_notify('rein_health_warm', 'x')`, {
+          until: () => warm.unsafePoll() !== null,
+          schedule: Schedule.spaced("10 millis")
+        }))
+        // Statements go through the proxy, which freezes as soon as the first ping is heard (on a direct
+        // connection): the database answered setup's queries and a ping, then stops answering. That ping is kept
+        // from the health, as by a listening connection not set up yet, so setting up goes on pinging.
+        const listen = (channel: string) =>
+          direct.listen(channel).pipe(Stream.tap(() => proxy.freeze), Stream.filter(() => false))
+        const made = yield* Effect.fork(Effect.scoped(
+          makeWith({ name: fresh("stalls"), queryTimeoutMillis: 100 }, { sql: stalling, listen }, databaseClock)
+        ))
+        const held = yield* TestServices.provideLive(Effect.timeout(proxy.held, "20 seconds").pipe(Effect.option))
+        expect(held._tag, "no ping was held").toBe("Some")
+        // Fifteen query timeouts pass (before: each of the 200 eager pings waited for its own).
+        for (let i = 0; i < 15; i++) {
+          yield* TestClock.adjust(100)
+          yield* TestServices.provideLive(Effect.sleep("50 millis"))
+        }
+        const exit = yield* TestServices.provideLive(Effect.timeout(Fiber.await(made), "5 seconds").pipe(Effect.option))
+        yield* proxy.thaw
+        if (exit._tag === "None") yield* Fiber.interrupt(made)
+        expect(exit._tag, "PgHealth.make did not end within ten query timeouts").toBe("Some")
+        const error = Option.flatMap(exit, (e) => Exit.isFailure(e) ? Cause.failureOption(e.cause) : Option.none())
+        expect(Option.map(error, (e) => e.reason)).toEqual(Option.some("Unavailable"))
+      }).pipe(Effect.provide(TestContext.TestContext)))
+    it.scoped("after its listening connection is lost, an instance hears again while PgRunLimits listens beside it", () =>
+      Effect.gen(function*() {
+        // One client of their own: PgHealth and PgRunLimits share its one listening connection.
+        const client = yield* clientOf((yield* Server).url)
+        const onClient = Effect.provide(
+          Layer.merge(Layer.succeed(PgClient.PgClient, client), Layer.succeed(SqlClient.SqlClient, client))
+        )
+        const limitsOptions = {
+          name: fresh("beside"),
+          clock: "effect" as const,
+          pollMillis: 10_000,
+          heartbeatMillis: 60_000,
+          ttlMillis: 180_000
+        }
+        yield* PgRunLimits.make({ concurrency: 1 }, limitsOptions).pipe(onClient)
+        const options = {
+          name: fresh("beside"),
+          consecutiveFailures: 1,
+          cooldownMillis: 600_000,
+          heartbeatMillis: 1_000
+        }
+        const a: H.Service = yield* madeInTime(PgHealth.make(options).pipe(onClient))
+        yield* dropListeners
+        for (let i = 0; i < 4; i++) {
+          yield* TestClock.adjust(1_000)
+          yield* TestServices.provideLive(Effect.sleep("200 millis"))
+        }
+        // Another instance (another client) opens a breaker; the clock stays put: only a notification tells `a`.
+        const b = yield* madeInTime(PgHealth.make(options))
+        const opener = yield* Effect.orDie(b.acquire("z", "first"))
+        yield* b.complete(opener, FAILURE)
+        const clock = yield* Effect.clock
+        const seen = () => a.unsafeView!(clock.unsafeCurrentTimeNanos(), ["z"]).health["z"]?.state === "open"
+        expect(yield* eventually(seen)).toBe(true)
       }).pipe(Effect.provide(TestContext.TestContext)))
   })
 })

@@ -6,7 +6,7 @@ import { PgClient } from "@effect/sql-pg"
 import { SqlError } from "@effect/sql/SqlError"
 import { describe, expect, layer } from "@effect/vitest"
 import type { Termination } from "@rein/batch"
-import { Effect, Fiber, Layer, Stream, TestClock, TestContext, TestServices } from "effect"
+import { Effect, Fiber, Layer, Logger, Stream, TestClock, TestContext, TestServices } from "effect"
 import { PgBudget, PgHealth, PgRateLimiterStore, PgRunLimits } from "../src/index.js"
 import { makeWith } from "../src/internal/healthMake.js"
 import { available, fresh, PgLive } from "./pg.js"
@@ -67,6 +67,43 @@ describe.skipIf(!available)("the shared services' background fibers", () => {
         yield* other.stop(stop)
         expect(yield* eventually(() => stopped.unsafePoll() !== null)).toBe(true)
         yield* Fiber.interrupt(stopped)
+      }).pipe(Effect.provide(TestContext.TestContext)))
+
+    it.scoped("a subscription that keeps failing is logged once, not at every retry", () =>
+      Effect.gen(function*() {
+        const pg = yield* PgClient.PgClient
+        let subscriptions = 0
+        // The real client, whose every subscription fails.
+        const deaf = new Proxy(pg, {
+          get: (target, key) =>
+            key === "listen"
+              ? () => {
+                subscriptions++
+                return Stream.fail(new SqlError({ message: "connection lost" }))
+              }
+              : Reflect.get(target, key)
+        })
+        const warnings: Array<string> = []
+        const logger = Logger.make(({ logLevel, message }) => {
+          if (logLevel._tag === "Warning") warnings.push(String(message))
+        })
+        const options = {
+          name: fresh("deaf"),
+          clock: "effect" as const,
+          pollMillis: 1_000,
+          heartbeatMillis: 60_000,
+          ttlMillis: 180_000
+        }
+        yield* PgRunLimits.make({ concurrency: 1 }, options).pipe(
+          Effect.provide(Layer.merge(Layer.succeed(PgClient.PgClient, deaf), Layer.succeed(SqlClient.SqlClient, pg))),
+          Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+        )
+        for (let i = 0; i < 5; i++) {
+          yield* TestClock.adjust(1_000)
+          yield* TestServices.provideLive(Effect.sleep("50 millis"))
+        }
+        expect(yield* eventually(() => subscriptions >= 5)).toBe(true)
+        expect(warnings.filter((w) => w.includes("notifications on")).length).toBe(1)
       }).pipe(Effect.provide(TestContext.TestContext)))
 
     it.scoped("a defect in PgHealth's heartbeat is logged and the next heartbeat still polls", () =>

@@ -79,21 +79,43 @@ const EAGER_PINGS = 200
  * Waits until this instance hears its own ping on the channel, so that a notification sent after `make` returns
  * reaches it; past that, the heartbeat's poll covers. The first pings are paced by their own round trips, not by
  * the clock, so that setting up a health never waits on time that does not pass (a `TestClock`): setting up the
- * listening connection takes a few round trips. Only when those go unheard does it wait on the clock, at most
- * a heartbeat, and then go on polling.
+ * listening connection takes a few round trips. Only when those go unheard, or one of them fails or times out,
+ * does it wait on the clock, at most a heartbeat, and then go on polling. Answers whether the last ping sent got
+ * an answer (the database is still there); the caller bounds the whole of it.
  */
-const awaitListening = (ctx: Ctx) =>
+const awaitListening = (ctx: Ctx, answered: { last: boolean }) =>
   ctx.channel === undefined ? Effect.void : Effect.gen(function*() {
+    const ping = Effect.map(
+      Effect.either(S.bounded(ctx, S.ping(ctx, 0))),
+      (e) => void (answered.last = e._tag === "Right")
+    )
     for (let i = 0; i < EAGER_PINGS; i++) {
       if (yield* Deferred.isDone(ctx.heard)) return
-      yield* Effect.ignore(S.bounded(ctx, S.ping(ctx, 0)))
+      yield* ping
+      // A database that stops answering must not cost a query timeout per eager ping.
+      if (!answered.last) break
     }
     const step = Duration.millis(Math.max(10, ctx.heartbeatMillis / 10))
     for (let i = 0; i < 10; i++) {
       if (Option.isSome(yield* Effect.timeoutOption(Deferred.await(ctx.heard), step))) return
-      yield* Effect.ignore(S.bounded(ctx, S.ping(ctx, 0)))
+      yield* ping
     }
     yield* Effect.logWarning("@rein/postgres: health notifications not heard yet; polling each heartbeat")
+  })
+
+/**
+ * Waits for the listening connection within ten query timeouts: past them, or once the loop gave up, setting
+ * up goes on (the heartbeat polls) if the database answered the last ping, and fails `Unavailable` if not.
+ */
+const listening = (ctx: Ctx) =>
+  Effect.gen(function*() {
+    const answered = { last: true }
+    yield* Effect.timeoutOption(awaitListening(ctx, answered), Duration.times(ctx.timeout, SETUP_QUERIES))
+    if (answered.last || (yield* Deferred.isDone(ctx.heard))) return
+    return yield* new PgHealthError({
+      reason: "Unavailable",
+      message: `the database did not answer within ${SETUP_QUERIES} query timeouts while setting up`
+    })
   })
 
 /** What setting up may wait for (migrations under another process's lock included): ten query timeouts. */
@@ -147,7 +169,7 @@ export const makeWith = (
       )
     )
     yield* Effect.forkScoped(S.listen(ctx))
-    yield* awaitListening(ctx)
+    yield* listening(ctx)
     yield* Effect.forkScoped(S.heartbeat(ctx))
     yield* Effect.addFinalizer(() =>
       S.bounded(ctx, Effect.zipRight(S.flush(ctx), Q.dropOwnProbes(ctx.sql, ctx.holder))).pipe(
