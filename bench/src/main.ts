@@ -4,7 +4,7 @@
  *   node --expose-gc bench/dist/main.js [--quick] [--only=1,4] [--out=path]
  *
  * Every section is kept, with its own date, commit and load, in a JSON file beside the Markdown
- * (bench/results.json): a run with `--only` replaces just its sections and RESULTS.md is written again from
+ * (bench/RESULTS.json): a run with `--only` replaces just its sections and RESULTS.md is written again from
  * all of them, so no section is lost and each says when and on what it was measured. A full run replaces
  * every section. `--quick` is a smoke run (few rounds); its figures are not to be quoted, and its sections
  * say so. A benchmark whose package cannot be imported yet is skipped, and RESULTS.md says so.
@@ -106,7 +106,7 @@ const render = (facts: ReadonlyArray<[string, string]>, sections: ReadonlyArray<
   return [
     "# Rein benchmarks",
     "",
-    "Written by `pnpm bench` (bench/src/main.ts) from bench/results.json, which keeps each section's last run.",
+    "Written by `pnpm bench` (bench/src/main.ts) from bench/RESULTS.json, which keeps each section's last run.",
     "Do not edit by hand: run it again (`--only=N` re-runs and replaces section N). The machine is shared and",
     "noisy; contenders of one table ran side by side in the same process, interleaved, so compare within a table",
     "rather than across sections. Each section says when, on which commit and at which load it ran.",
