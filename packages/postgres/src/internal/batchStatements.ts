@@ -155,16 +155,21 @@ export const lease = (
   ttlMillis: number,
   admitting: boolean
 ) =>
-  sql<LeaseRow>`WITH picked AS (
+  // One reading of the database clock for the whole statement (a CTE with a volatile function is never
+  // inlined): the lease is decided, and recorded as taken, at the same instant, so `leased_at` is never past
+  // the deadline the statement checked.
+  sql<LeaseRow>`WITH t AS (SELECT clock_timestamp() AS now), picked AS (
       SELECT item_id FROM rein_batch_items
-      WHERE run_id = ${runId} AND (state = 'pending' OR (state = 'leased' AND lease_expires < clock_timestamp()))
+      WHERE run_id = ${runId}
+        AND (state = 'pending' OR (state = 'leased' AND lease_expires < (SELECT now FROM t)))
         AND (NOT ${admitting} OR EXISTS (SELECT 1 FROM rein_batch_runs r WHERE r.run_id = ${runId}
           AND r.stop IS NULL AND (r.deadline_millis IS NULL
-            OR clock_timestamp() < r.started_at + r.deadline_millis * interval '1 millisecond')))
+            OR (SELECT now FROM t) < r.started_at + r.deadline_millis * interval '1 millisecond')))
       ORDER BY idx LIMIT ${limit} FOR UPDATE SKIP LOCKED)
     UPDATE rein_batch_items i SET state = 'leased', lease_owner = ${owner},
-      lease_token = nextval('rein_batch_lease_tokens'), lease_expires = clock_timestamp() + ${interval(sql, ttlMillis)},
-      leased_at = clock_timestamp(), leases = i.leases + 1
+      lease_token = nextval('rein_batch_lease_tokens'),
+      lease_expires = (SELECT now FROM t) + ${interval(sql, ttlMillis)},
+      leased_at = (SELECT now FROM t), leases = i.leases + 1
     FROM picked WHERE i.run_id = ${runId} AND i.item_id = picked.item_id
     RETURNING i.item_id, i.idx, i.input_fingerprint, i.prompt_fingerprint, i.lease_token::text AS lease_token, i.leases`
 
