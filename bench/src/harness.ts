@@ -117,9 +117,13 @@ export const interleave = async (
   }
 ): Promise<ReadonlyArray<Timing>> => {
   const sizes: Array<number> = []
+  // Every contender is warmed up (JIT) before any is sized: contenders share code (Rein's configurations
+  // share the executor), and sizing the first one while the shared code was still cold gave it a sample of
+  // ~100–200 calls where the others got thousands, so its post-`gc()` warm-up (capped at the sample size)
+  // ended deep in V8's recovery stretch and it read 2–4× slower (#22: "health off slower than health on").
+  for (const c of contenders) await calibrate(c, options.sampleMillis)
   for (const c of contenders) {
-    await calibrate(c, options.sampleMillis) // warm-up (JIT) …
-    const n = options.calls ?? await calibrate(c, options.sampleMillis) // … then the size used
+    const n = options.calls ?? await calibrate(c, options.sampleMillis)
     await timeRun(c, n)
     if (c.verify !== undefined) await c.verify()
     sizes.push(n)
