@@ -265,8 +265,20 @@ const recordedOutcome = (
 }
 
 /**
- * Makes a journal that hands each finished record to `sink`.
+ * Makes a journal that hands each finished record to `sink`. Its writer opens without an effect
+ * (`unsafeBegin`): a request under it pays for its record, not for opening it.
  *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { Journal } from "@rein/core"
+ *
+ * const lines: Array<string> = []
+ * const JournalLive = Layer.succeed(
+ *   Journal.Journal,
+ *   Journal.make((record) => Effect.sync(() => void lines.push(Journal.encode(record))))
+ * )
+ * ```
  * @category constructors
  * @since 0.1.0
  */
