@@ -189,6 +189,12 @@ export interface Writer {
  */
 export interface Service {
   readonly begin: (header: Header) => Effect.Effect<Writer>
+  /**
+   * `begin` as a synchronous step, for a journal whose `begin` needs no effect (`Journal.make`'s): the
+   * executor then opens the writer in the step that resolves the request, not in an effect of its own.
+   * Optional: a journal without it is opened through `begin`.
+   */
+  readonly unsafeBegin?: ((header: Header) => Writer) | undefined
 }
 
 /**
@@ -214,6 +220,15 @@ const encodeContract = (contract: Contract): typeof Contract.Encoded => {
 const encodeEndpoint = (endpoint: Endpoint): typeof Endpoint.Encoded => {
   let encoded = encodedEndpoints.get(endpoint)
   if (encoded === undefined) encodedEndpoints.set(endpoint, encoded = encodeEndpointSync(endpoint))
+  return encoded
+}
+
+// The executor hands the same (cached) list of consulted entries to every request of one contract and
+// request shape: it is encoded once too.
+const encodedLists = new WeakMap<ReadonlyArray<Endpoint>, ReadonlyArray<typeof Endpoint.Encoded>>()
+const encodeEndpoints = (endpoints: ReadonlyArray<Endpoint>): ReadonlyArray<typeof Endpoint.Encoded> => {
+  let encoded = encodedLists.get(endpoints)
+  if (encoded === undefined) encodedLists.set(endpoints, encoded = endpoints.map(encodeEndpoint))
   return encoded
 }
 
@@ -250,42 +265,54 @@ const recordedOutcome = (
 }
 
 /**
- * Makes a journal that hands each finished record to `sink`.
+ * Makes a journal that hands each finished record to `sink`. Its writer opens without an effect
+ * (`unsafeBegin`): a request under it pays for its record, not for opening it.
  *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { Journal } from "@rein/core"
+ *
+ * const lines: Array<string> = []
+ * const JournalLive = Layer.succeed(
+ *   Journal.Journal,
+ *   Journal.make((record) => Effect.sync(() => void lines.push(Journal.encode(record))))
+ * )
+ * ```
  * @category constructors
  * @since 0.1.0
  */
-export const make = (sink: (record: JournalRecord) => Effect.Effect<void>): Service => ({
-  begin: (header) =>
-    Effect.sync(() => {
-      const decisions: Array<{ snapshot: Planner.Snapshot; decision: Planner.Decision }> = []
-      const attempts: Array<Outcome.AttemptRecord> = []
-      let ended = false
-      return {
-        decision: (snapshot, decision) => {
-          decisions.push({ snapshot, decision })
-        },
-        attempt: (record) => {
-          attempts.push(record)
-        },
-        end: (outcome) =>
-          Effect.suspend(() => {
-            if (ended) return Effect.void
-            ended = true
-            return sink({
-              version: VERSION,
-              requestId: header.requestId,
-              contract: encodeContract(header.contract),
-              endpoints: header.endpoints.map((e) => encodeEndpoint(e)),
-              spec: header.spec,
-              decisions,
-              attempts,
-              outcome: recordedOutcome(outcome)
-            })
+export const make = (sink: (record: JournalRecord) => Effect.Effect<void>): Service => {
+  const unsafeBegin = (header: Header): Writer => {
+    const decisions: Array<{ snapshot: Planner.Snapshot; decision: Planner.Decision }> = []
+    const attempts: Array<Outcome.AttemptRecord> = []
+    let ended = false
+    return {
+      decision: (snapshot, decision) => {
+        decisions.push({ snapshot, decision })
+      },
+      attempt: (record) => {
+        attempts.push(record)
+      },
+      end: (outcome) =>
+        Effect.suspend(() => {
+          if (ended) return Effect.void
+          ended = true
+          return sink({
+            version: VERSION,
+            requestId: header.requestId,
+            contract: encodeContract(header.contract),
+            endpoints: encodeEndpoints(header.endpoints),
+            spec: header.spec,
+            decisions,
+            attempts,
+            outcome: recordedOutcome(outcome)
           })
-      }
-    })
-})
+        })
+    }
+  }
+  return { begin: (header) => Effect.sync(() => unsafeBegin(header)), unsafeBegin }
+}
 
 /**
  * What the in-memory journal gives to read: the records written so far.

@@ -452,3 +452,80 @@ describe("Journal: the record's two copies of the contract", () => {
       expect(Either.isLeft(result) && result.left).toMatchObject({ decision: 1, field: "contract.budget.calls" })
     }))
 })
+
+describe("Journal: what a request pays for its record (#22)", () => {
+  /** Runs three requests (one without an id) under `service` and returns the headers it was opened with. */
+  const opened = (service: (headers: Array<Journal.Header>) => Journal.Service) =>
+    Effect.gen(function*() {
+      const headers: Array<Journal.Header> = []
+      const fake = Fake.make({ a: [Fake.succeed(), Fake.succeed(), Fake.succeed()] })
+      const c = contract()
+      yield* Effect.forEach(
+        [{ ...request, id: "r1" }, { ...request, id: "r2" }, request],
+        (r) => Rein.execute(r, c),
+        { discard: true }
+      ).pipe(
+        Effect.provide(Layer.merge(layer(fake), Layer.succeed(Journal.Journal, service(headers)))),
+        Effect.withRandom(Random.make(7))
+      )
+      return headers
+    })
+
+  it.effect("Journal.make's writer opens in the step that resolves the request: its begin effect is not run", () =>
+    Effect.gen(function*() {
+      const records: Array<Journal.JournalRecord> = []
+      const made = Journal.make((record) => Effect.sync(() => void records.push(record)))
+      const headers = yield* opened((headers) => ({
+        // A begin effect that would fail the test: the executor opens through `unsafeBegin`.
+        begin: () => Effect.dieMessage("begin run: the writer was not opened synchronously"),
+        unsafeBegin: (header) => {
+          headers.push(header)
+          return made.unsafeBegin!(header)
+        }
+      }))
+      expect(headers.map((h) => h.requestId).slice(0, 2)).toEqual(["r1", "r2"])
+      expect(headers[2]!.requestId).toMatch(/^req-[0-9a-z]+$/)
+      expect(records.map((r) => r.outcome._tag)).toEqual(["Completion", "Completion", "Completion"])
+      for (const r of records) expect(Journal.replay(r)).toEqual(Either.right(r.decisions.length))
+    }))
+
+  it.effect("a journal with only begin is opened through it, with the same record", () =>
+    Effect.gen(function*() {
+      const records: Array<Journal.JournalRecord> = []
+      const made = Journal.make((record) => Effect.sync(() => void records.push(record)))
+      const headers = yield* opened((headers) => ({
+        begin: (header) => Effect.flatMap(Effect.sync(() => headers.push(header)), () => made.begin(header))
+      }))
+      expect(headers).toHaveLength(3)
+      expect(records.map((r) => r.requestId).slice(0, 2)).toEqual(["r1", "r2"])
+      for (const r of records) expect(Journal.replay(r)).toEqual(Either.right(r.decisions.length))
+    }))
+
+  it.effect("the request id drawn for a request without one is the same draw with either opening", () =>
+    Effect.gen(function*() {
+      const viaBegin = yield* opened((headers) => ({
+        begin: (header) =>
+          Effect.sync(() => (headers.push(header), Journal.make(() => Effect.void).unsafeBegin!(header)))
+      }))
+      const viaUnsafe = yield* opened((headers) => ({
+        begin: () => Effect.dieMessage("not used"),
+        unsafeBegin: (header) => (headers.push(header), Journal.make(() => Effect.void).unsafeBegin!(header))
+      }))
+      expect(viaUnsafe.map((h) => h.requestId)).toEqual(viaBegin.map((h) => h.requestId))
+    }))
+
+  it.effect("requests of one contract and shape share the consulted entries and their encoding, resolved once", () =>
+    Effect.gen(function*() {
+      const records: Array<Journal.JournalRecord> = []
+      const made = Journal.make((record) => Effect.sync(() => void records.push(record)))
+      const headers = yield* opened((headers) => ({
+        begin: (header) => (headers.push(header), made.begin(header))
+      }))
+      expect(headers[0]!.endpoints.map((e) => e.id)).toEqual(["a", "b"])
+      expect(headers[1]!.endpoints).toBe(headers[0]!.endpoints)
+      expect(headers[2]!.endpoints).toBe(headers[0]!.endpoints)
+      expect(records[1]!.endpoints).toBe(records[0]!.endpoints)
+      // The shared encoding is the one a record encoded on its own has.
+      expect(Journal.decodeLine(Journal.encode(records[1]!))).toEqual(Either.right(records[1]!))
+    }))
+})

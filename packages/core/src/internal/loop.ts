@@ -16,7 +16,7 @@ import { Gate as GateTag } from "../Gate.js"
 import type * as Health from "../Health.js"
 import { countRefusal, Health as HealthTag } from "../Health.js"
 type Permit = Health.Permit
-import type { Writer } from "../Journal.js"
+import type { Service as JournalService, Writer } from "../Journal.js"
 import { Journal } from "../Journal.js"
 import * as Outcome from "../Outcome.js"
 import * as Planner from "../Planner.js"
@@ -250,12 +250,19 @@ const refuse = (
   })
 }
 
-/** The catalog entries a spec consults (its known candidates). */
-const consulted = (rein: ReinService, spec: Planner.Spec): ReadonlyArray<Endpoint> =>
-  spec.candidates.flatMap((c) => {
-    const e = rein.catalog.byId.get(c.id)
-    return e === undefined ? [] : [e]
-  })
+const consultedBySpec = new WeakMap<Planner.Spec, ReadonlyArray<Endpoint>>()
+/** The catalog entries a spec consults (its known candidates): once per (cached) spec, whose catalog is fixed. */
+const consulted = (rein: ReinService, spec: Planner.Spec): ReadonlyArray<Endpoint> => {
+  let found = consultedBySpec.get(spec)
+  if (found === undefined) {
+    found = spec.candidates.flatMap((c) => {
+      const e = rein.catalog.byId.get(c.id)
+      return e === undefined ? [] : [e]
+    })
+    consultedBySpec.set(spec, found)
+  }
+  return found
+}
 
 const validCount = (n: number | undefined, min: number): boolean =>
   n === undefined || (Number.isFinite(n) && Number.isInteger(n) && n >= min)
@@ -445,14 +452,30 @@ export const prepareIn = (
   })
   const journal = Context.getOrElse(context, Journal, NOTHING)
   if (journal === undefined) return observed === undefined ? env : { ...env, writer: observed }
-  return Effect.gen(function*() {
-    const writer = yield* journal.begin({
-      requestId: request.id ?? (yield* requestId),
-      contract,
-      endpoints: consulted(rein, spec),
-      spec
-    })
-    return { ...env, writer: Telemetry.tee(writer, observed) }
+  return journaledEnv(journal, env, observed)
+}
+
+/**
+ * The environment with the journal's writer (and telemetry's): opened in this step when the journal can
+ * (`unsafeBegin`) and the request names itself, else with one effect for the request id or `begin`.
+ */
+const journaledEnv = (
+  journal: JournalService,
+  env: Env,
+  observed: Writer | undefined
+): Env | Effect.Effect<Env> => {
+  const { contract, rein, request, spec } = env
+  const endpoints = consulted(rein, spec)
+  const open = (requestId: string): Env | Effect.Effect<Env> => {
+    const header = { requestId, contract, endpoints, spec }
+    return journal.unsafeBegin === undefined
+      ? Effect.map(journal.begin(header), (writer) => ({ ...env, writer: Telemetry.tee(writer, observed) }))
+      : { ...env, writer: Telemetry.tee(journal.unsafeBegin(header), observed) }
+  }
+  if (request.id !== undefined) return open(request.id)
+  return Effect.flatMap(requestId, (id) => {
+    const opened = open(id)
+    return Effect.isEffect(opened) ? opened : Effect.succeed(opened)
   })
 }
 
