@@ -211,7 +211,8 @@ export const simulate = (
       const finished = (now: number, result: Finished["result"]) =>
         Effect.flatMap(
           Clock.currentTimeMillis,
-          (end) => Effect.zipRight(observe, Effect.map(tokens, () => tallyRequest(tally, { latency: end - now, result })))
+          (end) =>
+            Effect.zipRight(observe, Effect.map(tokens, () => tallyRequest(tally, { latency: end - now, result })))
         )
       const requestAt = (i: number, now: number) =>
         Effect.flatMap(
