@@ -16,7 +16,7 @@ import type { FileSystem } from "@effect/platform"
 import type { Outcome, Provider } from "@rein/core"
 import { Catalog, Health, Rein } from "@rein/core"
 import type { Contract } from "@rein/core"
-import { Cause, Clock, Console, Deferred, Duration, Effect, Either, Exit, Random } from "effect"
+import { Cause, Clock, Console, Context, Deferred, Duration, Effect, Either, Exit, Random } from "effect"
 import { quantile } from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
@@ -184,39 +184,41 @@ export const simulate = (
       }
       // Every provider name runs on the scripted fake: a simulation never calls out.
       const providers = new Map(catalog.endpoints.map((e) => [e.provider, observed]))
+      // What every request runs with, per price epoch: its catalog and providers, and the one `Health` (one
+      // context, provided in one step).
       const epochs = Scenario.priceEpochs(scenario).map((at) => ({
         at,
-        services: { catalog: repriced(catalog, scenario, at), providers }
+        context: Context.make(Rein.Rein, { catalog: repriced(catalog, scenario, at), providers }).pipe(
+          Context.add(Health.Health, health)
+        )
       }))
-      const servicesAt = (now: number) => {
-        let current = epochs[0]!.services
+      const contextAt = (now: number) => {
+        let current = epochs[0]!.context
         for (const epoch of epochs) {
           if (epoch.at <= now) {
-            current = epoch.services
+            current = epoch.context
           }
         }
         return current
       }
+      const request = (i: number) => ({
+        id: `sim-${i + 1}`,
+        prompt: "simulated request",
+        inputTokens: scenario.request.inputTokens,
+        maxOutputTokens: scenario.request.maxOutputTokens
+      })
+      // After a request: the clock, the breakers, the retry tokens, then its tally (in that order).
+      const finished = (now: number, result: Finished["result"]) =>
+        Effect.flatMap(
+          Clock.currentTimeMillis,
+          (end) =>
+            Effect.zipRight(observe, Effect.map(tokens, () => tallyRequest(tally, { latency: end - now, result })))
+        )
       const requestAt = (i: number, now: number) =>
-        Effect.gen(function*() {
-          const result = yield* Rein.execute(
-            {
-              id: `sim-${i + 1}`,
-              prompt: "simulated request",
-              inputTokens: scenario.request.inputTokens,
-              maxOutputTokens: scenario.request.maxOutputTokens
-            },
-            contract
-          ).pipe(
-            Effect.either,
-            Effect.provideService(Rein.Rein, servicesAt(now)),
-            Effect.provideService(Health.Health, health)
-          )
-          const end = yield* Clock.currentTimeMillis
-          yield* observe
-          yield* tokens
-          tallyRequest(tally, { latency: end - now, result })
-        })
+        Effect.flatMap(
+          Effect.either(Effect.provide(Rein.execute(request(i), contract), contextAt(now))),
+          (result) => finished(now, result)
+        )
 
       // The requests in flight are counted, not kept: an hour's 10,000 ended fibers held until the end made
       // most of the simulation's CPU garbage collection. The first request that dies ends the simulation.

@@ -5,8 +5,8 @@
  * @internal
  */
 import type { Provider } from "@rein/core"
-import { Fake } from "@rein/core"
-import { Clock, Effect, Random } from "effect"
+import { Failure, Fake } from "@rein/core"
+import { Clock, Duration, Effect, Random } from "effect"
 import type { Scenario } from "../Scenario.js"
 import { behaviourAt } from "../Scenario.js"
 import { tokenizer } from "./tokens.js"
@@ -40,7 +40,7 @@ const toStep = (
   const ok = (latency: number, outputTokens: number) =>
     Fake.succeed({
       text: SIMULATED_TEXT,
-      latency: `${latency} millis`,
+      latency: Duration.millis(latency),
       usage: { inputTokens, outputTokens: Math.min(outputTokens, maxOutputTokens) }
     })
   switch (behaviour.kind) {
@@ -53,8 +53,8 @@ const toStep = (
       if (u < behaviour.probability) {
         return Fake.fail(behaviour.failure, {
           ...codeOf(behaviour.failure),
-          latency: `${behaviour.latency} millis`,
-          ...(behaviour.retryAfter === undefined ? {} : { retryAfter: `${behaviour.retryAfter} millis` })
+          latency: Duration.millis(behaviour.latency),
+          ...(behaviour.retryAfter === undefined ? {} : { retryAfter: Duration.millis(behaviour.retryAfter) })
         })
       }
       // The calls spared by the probability behave as the scenario's default (never recursively failing).
@@ -67,8 +67,39 @@ const toStep = (
       const position = offsetMillis % (behaviour.up + behaviour.down)
       return position < behaviour.up
         ? ok(behaviour.latency, 100)
-        : Fake.fail(behaviour.failure, { ...codeOf(behaviour.failure), latency: `${behaviour.latency} millis` })
+        : Fake.fail(behaviour.failure, { ...codeOf(behaviour.failure), latency: Duration.millis(behaviour.latency) })
     }
+  }
+}
+
+const sleep = (d: Duration.Duration) => (Duration.toMillis(d) > 0 ? Effect.sleep(d) : Effect.void)
+
+/**
+ * Plays one step as a `Fake` with that one step scripted would (its latency through `Effect.sleep`, then the
+ * answer or the classified failure), without making that `Fake`: its call log and teardown count are never
+ * read here, and making one per call was a visible share of a simulation's CPU.
+ */
+const play = (
+  step: Step,
+  request: Provider.CompletionRequest,
+  context: Provider.AttemptContext
+): Effect.Effect<Provider.ProviderResponse, Failure.ProviderFailure> => {
+  switch (step._tag) {
+    case "Succeed":
+      return Effect.as(sleep(step.latency), { text: step.text, usage: step.usage })
+    case "Fail": {
+      const failure = new Failure.ProviderFailure({
+        kind: step.kind,
+        code: step.code,
+        dispatched: step.dispatched,
+        ...(step.retryAfterMillis !== undefined ? { retryAfterMillis: step.retryAfterMillis } : {})
+      })
+      return Effect.zipRight(sleep(step.latency), Effect.fail(failure))
+    }
+    case "Hang":
+      return Effect.never
+    default:
+      return Fake.make({ [context.endpoint.id]: [step] }).provider.call(request, context)
   }
 }
 
@@ -91,6 +122,6 @@ export const scripted = (scenario: Scenario | undefined, originMillis: number): 
         : behaviourAt(scenario, context.endpoint.id, offset)
       const inputTokens = request.inputTokens ?? tokenizer(request)
       const step = toStep(scenario, behaviour, offset, u, inputTokens, context.maxOutputTokens)
-      return Fake.make({ [context.endpoint.id]: [step] }).provider.call(request, context)
+      return play(step, request, context)
     })
 })

@@ -18,8 +18,8 @@ import { Duration as D } from "effect"
 interface Sleeper {
   readonly at: number
   readonly seq: number
-  readonly wake: () => void
-  cancelled: boolean
+  /** Resumes the sleeping fiber; `undefined` once cancelled (see `sleep`). */
+  wake: (() => void) | undefined
 }
 
 const before = (a: Sleeper, b: Sleeper): boolean => a.at < b.at || (a.at === b.at && a.seq < b.seq)
@@ -58,7 +58,7 @@ class Sleepers {
           i = m
         }
       }
-      if (!top.cancelled) return top
+      if (top.wake !== undefined) return top
     }
   }
 }
@@ -86,12 +86,14 @@ export class VirtualClock implements Clock.Clock {
       const sleeper: Sleeper = {
         at: this.now + millis,
         seq: this.seq++,
-        wake: () => resume(Effect.void),
-        cancelled: false
+        wake: () => resume(Effect.void)
       }
       this.sleepers.push(sleeper)
+      // A cancelled sleeper stays in the heap until its time comes (up to a request's deadline later), but
+      // lets go of its fiber at once: kept, every interrupted sleep (an attempt's bound, the executor's timer
+      // fiber) held its fiber through young-generation collections and into the old generation.
       return Effect.sync(() => {
-        sleeper.cancelled = true
+        sleeper.wake = undefined
       })
     })
   }
@@ -143,7 +145,9 @@ export const run = <A, E>(
             }
           }
           clock.now = Math.max(clock.now, sleeper.at)
-          sleeper.wake()
+          const wake = sleeper.wake!
+          sleeper.wake = undefined
+          wake()
         }
       })
     )
