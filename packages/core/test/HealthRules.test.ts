@@ -292,6 +292,17 @@ describe("Health: probes", () => {
       expect(yield* at(30_000, health.breaker("a"))).toBe("half_open")
     }))
 
+  it.effect("a zero cooldown still half-opens the breaker: after a trip at time 0 only the probes are admitted", () =>
+    Effect.gen(function*() {
+      // The trip changes nothing but the state (the retry's token already taken, counts fresh, open until 0): it is
+      // still stored. `Rein.layer` refuses a zero cooldown (`decodeConfig`); `Health.make` takes it as given.
+      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: 0, probes: 1 })
+      yield* at(0, health.complete(yield* at(0, health.acquire("a", "retry")), failure()))
+      expect(yield* at(0, health.breaker("a"))).toBe("half_open")
+      expect((yield* at(0, health.acquire("a", "first"))).probe).toBe(true)
+      expect(yield* at(0, Effect.flip(health.acquire("a", "first")))).toBe("no_probe_slot")
+    }))
+
   it("a probe failure with a half-open state stored reopens from the time of the failure", () => {
     const settings = Health.settingsOf({ ...Health.defaults, cooldown: 1_000, maxCooldown: 10_000 })
     const halfOpen: Health.EndpointState = {
