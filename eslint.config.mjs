@@ -6,7 +6,7 @@ import tseslint from "typescript-eslint"
 
 export default tseslint.config(
   {
-    ignores: ["**/dist/**", "**/build/**", "**/node_modules/**", "**/*.d.ts", "**/.tmp/**", "**/*.mjs", "**/*.cjs"]
+    ignores: ["**/dist/**", "**/build/**", "**/node_modules/**", "**/*.d.ts", "**/.tmp/**", "**/.stryker-tmp*/**", "**/*.mjs", "**/*.cjs"]
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

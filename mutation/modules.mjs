@@ -30,7 +30,8 @@ export const modules = {
     mutate: ["packages/core/src/Health.ts"],
     // Not `Health.test.ts`: its traffic simulations (an outage, a stall, an impatient caller) take 100 s and more
     // at the machine's usual load, and every surviving mutant would run them all. The score is without them.
-    tests: core("HealthRules", "HealthLaws", "Execute")
+    // `HealthConfig` holds the tests of `decodeConfig` (the settings decoded at the edge).
+    tests: core("HealthRules", "HealthConfig", "HealthLaws", "Execute")
   },
   "run-limits": {
     mutate: ["packages/batch/src/RunLimits.ts", "packages/batch/src/internal/limiter.ts", "packages/batch/src/internal/totals.ts"],

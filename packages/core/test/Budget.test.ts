@@ -51,6 +51,37 @@ describe("an in-memory budget", () => {
       expect(yield* poor.left).toEqual({ cost: 0, tokens: 0, calls: 0 })
     }))
 
+  it.effect("a worst case that is not an amount is refused naming the resource, what it needed and what is left", () =>
+    Effect.gen(function*() {
+      const budget = yield* Budget.make({ cost: 1, tokens: 100, calls: 2 })
+      yield* budget.reserve(reservation(0.25, 10))
+      expect(yield* Effect.flip(budget.reserve(reservation(Number.NaN, 10)))).toEqual({
+        resource: "cost",
+        needed: Number.NaN,
+        left: 0.75
+      })
+      expect(yield* Effect.flip(budget.reserve(reservation(0.1, Number.POSITIVE_INFINITY)))).toEqual({
+        resource: "tokens",
+        needed: Number.POSITIVE_INFINITY,
+        left: 90
+      })
+      // A resource with no cap has an unlimited amount left, said as Infinity (a shortfall's left is a number).
+      const uncapped = yield* Budget.make({ calls: 5 })
+      expect(yield* Effect.flip(uncapped.reserve(reservation(Number.NEGATIVE_INFINITY, null)))).toEqual({
+        resource: "cost",
+        needed: Number.NEGATIVE_INFINITY,
+        left: Number.POSITIVE_INFINITY
+      })
+      expect(yield* Effect.flip(uncapped.reserve(reservation(null, Number.NaN)))).toEqual({
+        resource: "tokens",
+        needed: Number.NaN,
+        left: Number.POSITIVE_INFINITY
+      })
+      // Nothing was taken by the refusals.
+      expect(yield* budget.left).toEqual({ cost: 0.75, tokens: 90, calls: 1 })
+      expect(yield* uncapped.left).toEqual({ cost: null, tokens: null, calls: 5 })
+    }))
+
   it.effect("settling replaces the hold by the charge, and may leave less than nothing shown as 0", () =>
     Effect.gen(function*() {
       const budget = yield* Budget.make({ cost: 1, tokens: 100 })
@@ -240,6 +271,32 @@ describe("what an attempt is charged", () => {
     })
     expect(Budget.charge(reservation(null, null), { dispatched: true, usage: usage(9e9, 1), actualCost: 9e9 }))
       .toEqual({ cost: 9e9, tokens: 9e9 + 1, violation: false })
+  })
+
+  it("usage that is not a count, or an actual cost that is not a finite number ≥ 0, is charged as unknown usage", () => {
+    const notACount = FastCheck.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -1, -1e-9)
+    const count = FastCheck.integer({ min: 0, max: 1_000 })
+    // Each count alone fine but their sum overflows: no count either.
+    const overflowing = FastCheck.constant({ inputTokens: Number.MAX_VALUE, outputTokens: Number.MAX_VALUE })
+    const badUsage = FastCheck.oneof(
+      FastCheck.record({ inputTokens: notACount, outputTokens: count }),
+      FastCheck.record({ inputTokens: count, outputTokens: notACount }),
+      overflowing
+    )
+    const goodUsage = FastCheck.record({ inputTokens: count, outputTokens: count })
+    const goodCost = FastCheck.option(FastCheck.double({ min: 0, max: 0.4, noNaN: true }), { nil: null })
+    const outcome = FastCheck.oneof(
+      FastCheck.record({ usage: badUsage, actualCost: goodCost }),
+      FastCheck.record({ usage: goodUsage, actualCost: notACount })
+    )
+    FastCheck.assert(
+      FastCheck.property(outcome, FastCheck.boolean(), ({ actualCost, usage }, dispatched) => {
+        expect(Budget.charge(worst, { dispatched, usage, actualCost })).toEqual(
+          dispatched ? { cost: 0.5, tokens: 100, violation: false } : { cost: 0, tokens: 0, violation: false }
+        )
+      }),
+      { numRuns: 300, seed: 23 }
+    )
   })
 
   it("unknown usage charges the whole reservation if the request was sent, nothing if it was not", () => {

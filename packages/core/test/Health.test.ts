@@ -1,19 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Budget, Failure, Fake, Health, Rein } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
-import {
-  Clock,
-  Duration,
-  Effect,
-  Either,
-  FastCheck as fc,
-  Fiber,
-  Layer,
-  Metric,
-  MetricLabel,
-  Ref,
-  TestClock
-} from "effect"
+import { Clock, Effect, Either, FastCheck as fc, Fiber, Layer, Metric, MetricLabel, Ref, TestClock } from "effect"
 import { catalog, contract, endpoint } from "./fixtures.js"
 
 const cat = catalog(endpoint("a"), endpoint("b"))
@@ -446,45 +434,4 @@ describe("Health: a refusal after the budget reservation", () => {
         expect((yield* Metric.value(refused)).count).toBe(before + 1)
       }))
   }
-})
-
-describe("Health.Config given to Rein.layer", () => {
-  it.effect("is decoded at the edge: a bad setting fails the layer with a typed error naming the field", () =>
-    Effect.gen(function*() {
-      const fake = Fake.make({ a: [Fake.succeed({ text: "ok" })] })
-      const run = (health: Partial<Health.Config>) =>
-        Effect.flip(
-          Rein.execute(request, contract({ candidates: ["a"] })).pipe(
-            Effect.provide(Rein.layer({ catalog: cat, providers: { fake: fake.provider }, health }))
-          )
-        )
-      const cases: ReadonlyArray<readonly [Partial<Health.Config>, string]> = [
-        [{ probes: 0 }, "probes: "],
-        [{ failureRatio: Number.NaN }, "failureRatio: "],
-        [{ cooldown: -5 }, "cooldown: "],
-        [{ windowSize: 31 }, "windowSize: "],
-        [{ depositRatio: -1 }, "depositRatio: "]
-      ]
-      for (const [health, field] of cases) {
-        const error = yield* run(health)
-        expect(error._tag).toBe("HealthConfigError")
-        expect(error.message.startsWith(field), error.message).toBe(true)
-      }
-      expect((yield* fake.calls).length).toBe(0)
-    }))
-})
-
-describe("Health.decodeConfig", () => {
-  it("accepts every DurationInput form its type allows, positive, and refuses the rest naming the field", () => {
-    for (const cooldown of [Duration.seconds(2), 2_000, "2 seconds", 2_000_000_000n, [2, 0] as const]) {
-      const decoded = Health.decodeConfig({ cooldown })
-      expect(Either.isRight(decoded), String(cooldown)).toBe(true)
-      if (Either.isRight(decoded)) expect(Duration.toMillis(decoded.right.cooldown!)).toBe(2_000)
-    }
-    for (const maxCooldown of [0n, -1n, [0, 0] as const, [-1, 0] as const, [Number.NaN, 0] as const, Duration.zero]) {
-      const decoded = Health.decodeConfig({ maxCooldown })
-      expect(Either.isLeft(decoded), String(maxCooldown)).toBe(true)
-      if (Either.isLeft(decoded)) expect(decoded.left.message).toContain("maxCooldown")
-    }
-  })
 })

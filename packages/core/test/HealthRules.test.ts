@@ -207,6 +207,28 @@ describe("Health: outcomes that land late", () => {
       expect(yield* at(60_999, health.breaker("a"))).toBe("open")
       expect(yield* at(61_000, health.breaker("a"))).toBe("half_open")
     }))
+
+  it.effect("a probe's success ends the open time: a Retry-After that landed while it was in flight does not outlast it", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: 1_000 })
+      const early = yield* at(0, health.acquire("a", "first"))
+      yield* at(0, health.complete(yield* at(0, health.acquire("a", "first")), failure()))
+      const probe = yield* at(1_000, health.acquire("a", "first"))
+      expect(probe.probe).toBe(true)
+      // An attempt admitted before the breaker opened fails with a 60 s Retry-After, then the probe succeeds.
+      yield* at(1_000, health.complete(early, failure("rate_limited", 60_000)))
+      yield* at(1_000, health.complete(probe, SUCCESS))
+      expect(yield* at(1_000, health.breaker("a"))).toBe("closed")
+      expect((yield* at(1_000, health.view(["a"]))).health.a).toEqual({
+        state: "closed",
+        probesFree: 1,
+        opensInMillis: 0
+      })
+      // The next trip opens for the cooldown from its own failure, not until the old Retry-After's end.
+      yield* at(2_000, health.complete(yield* at(2_000, health.acquire("a", "first")), failure()))
+      expect(yield* at(2_999, health.breaker("a"))).toBe("open")
+      expect(yield* at(3_000, health.breaker("a"))).toBe("half_open")
+    }))
 })
 
 describe("Health: Retry-After", () => {
@@ -268,6 +290,17 @@ describe("Health: probes", () => {
       yield* at(10, health.complete(early, failure()))
       expect(yield* at(29_999, health.breaker("a"))).toBe("open")
       expect(yield* at(30_000, health.breaker("a"))).toBe("half_open")
+    }))
+
+  it.effect("a zero cooldown still half-opens the breaker: after a trip at time 0 only the probes are admitted", () =>
+    Effect.gen(function*() {
+      // The trip changes nothing but the state (the retry's token already taken, counts fresh, open until 0): it is
+      // still stored. `Rein.layer` refuses a zero cooldown (`decodeConfig`); `Health.make` takes it as given.
+      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: 0, probes: 1 })
+      yield* at(0, health.complete(yield* at(0, health.acquire("a", "retry")), failure()))
+      expect(yield* at(0, health.breaker("a"))).toBe("half_open")
+      expect((yield* at(0, health.acquire("a", "first"))).probe).toBe(true)
+      expect(yield* at(0, Effect.flip(health.acquire("a", "first")))).toBe("no_probe_slot")
     }))
 
   it("a probe failure with a half-open state stored reopens from the time of the failure", () => {
