@@ -93,24 +93,62 @@ export interface ItemKey {
 }
 
 /**
- * Adds items to the run. An item already there with the same input keeps its state; one whose input
- * changed is pending again under its new fingerprints (its old record cannot be reused for it). @internal
+ * Opens this transaction's submission: a temporary table of the ids submitted so far (and where each was),
+ * dropped at commit or rollback. Its primary key is what finds two items with one id, in the database,
+ * however many items a submission has. @internal
  */
-export const upsertItems = (sql: Sql, runId: string, items: ReadonlyArray<ItemKey>) =>
-  sql`INSERT INTO rein_batch_items (run_id, item_id, idx, input_fingerprint, prompt_fingerprint)
-    SELECT ${runId}, t.item_id, t.idx, t.input_fingerprint, t.prompt_fingerprint
-    FROM jsonb_to_recordset(${
-    JSON.stringify(items.map((i) => ({
-      item_id: i.itemId,
-      idx: i.index,
-      input_fingerprint: i.inputFingerprint,
-      prompt_fingerprint: i.promptFingerprint
-    })))
-  }::jsonb) AS t(item_id text, idx int, input_fingerprint text, prompt_fingerprint text)
-    ON CONFLICT (run_id, item_id) DO UPDATE SET idx = EXCLUDED.idx,
-      input_fingerprint = EXCLUDED.input_fingerprint, prompt_fingerprint = EXCLUDED.prompt_fingerprint,
-      state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
-    WHERE rein_batch_items.input_fingerprint <> EXCLUDED.input_fingerprint`
+export const openSubmission = (sql: Sql) =>
+  Effect.zipRight(
+    sql`DROP TABLE IF EXISTS pg_temp.rein_submission`,
+    sql`CREATE TEMP TABLE rein_submission (item_id text PRIMARY KEY, idx integer NOT NULL, place text)
+      ON COMMIT DROP`
+  )
+
+/** An item as submitted, with where it is in its source (for an error message; `null`: its index). @internal */
+export interface Submitted extends ItemKey {
+  readonly place: string | null
+}
+
+/**
+ * Submits a chunk of items, in one statement: each id is recorded in the submission, and the items whose id
+ * is new to it are added to the run (an item already there with the same input keeps its state; one whose
+ * input changed is pending again under its new fingerprints: its old record cannot be reused for it). Answers how many ids were new: fewer than the
+ * chunk's items means an id came twice (in this chunk or an earlier one), and the caller fails the
+ * transaction. @internal
+ */
+export const submitItems = (sql: Sql, runId: string, items: ReadonlyArray<Submitted>) =>
+  Effect.map(
+    sql<{ readonly fresh: number }>`WITH t AS (
+        SELECT * FROM jsonb_to_recordset(${
+      JSON.stringify(items.map((i) => ({
+        item_id: i.itemId,
+        idx: i.index,
+        input_fingerprint: i.inputFingerprint,
+        prompt_fingerprint: i.promptFingerprint,
+        place: i.place
+      })))
+    }::jsonb) AS t(item_id text, idx int, input_fingerprint text, prompt_fingerprint text, place text)),
+      fresh AS (
+        INSERT INTO rein_submission (item_id, idx, place) SELECT item_id, idx, place FROM t
+        ON CONFLICT (item_id) DO NOTHING RETURNING item_id, idx),
+      up AS (
+        INSERT INTO rein_batch_items (run_id, item_id, idx, input_fingerprint, prompt_fingerprint)
+        SELECT ${runId}, t.item_id, t.idx, t.input_fingerprint, t.prompt_fingerprint
+        FROM t JOIN fresh ON fresh.item_id = t.item_id AND fresh.idx = t.idx
+        ON CONFLICT (run_id, item_id) DO UPDATE SET idx = EXCLUDED.idx,
+          input_fingerprint = EXCLUDED.input_fingerprint, prompt_fingerprint = EXCLUDED.prompt_fingerprint,
+          state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+        WHERE rein_batch_items.input_fingerprint <> EXCLUDED.input_fingerprint
+        RETURNING 1)
+      SELECT (SELECT count(*) FROM fresh)::int AS fresh, (SELECT count(*) FROM up)::int AS changed`,
+    (rows) => rows[0]!.fresh
+  )
+
+/** Where the submission recorded each of these ids (the first item that had it). @internal */
+export const submittedAt = (sql: Sql, itemIds: ReadonlyArray<string>) =>
+  sql<{ readonly item_id: string; readonly idx: number; readonly place: string | null }>`
+    SELECT item_id, idx, place FROM rein_submission
+    WHERE item_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(itemIds)}::jsonb))`
 
 /** Puts finished items back to pending (a resume policy that does not reuse their records). @internal */
 export const reopenItems = (sql: Sql, runId: string, itemIds: ReadonlyArray<string>) =>
