@@ -466,7 +466,8 @@ const Settings = Schema.Struct({
 
 const decodeSettings = Schema.decodeUnknownEither(Settings)
 
-const capsOf = (runId: string, settings: unknown): Either.Either<Caps, PgBatchError> =>
+/** The caps of a run's settings (a run whose settings do not decode fails: never taken for no caps). @internal */
+export const capsOf = (runId: string, settings: unknown): Either.Either<Caps, PgBatchError> =>
   Either.match(decodeSettings(settings), {
     // Caps that cannot be read are never taken for no caps.
     onLeft: () =>
