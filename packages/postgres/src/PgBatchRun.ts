@@ -12,6 +12,10 @@
  * item runs again unless `Resume.index` over the run's records (under the session's identity and policy)
  * has a record to reuse for its id and input fingerprint; an item whose input changed runs again.
  *
+ * Each session's caps are shared through rows named `rein-batch/<run>/<session start>` in `PgRunLimits`'
+ * and `PgBudget`'s tables; they are kept an hour after the session ended (for operators), then `status` and
+ * `start` delete them, unless a lease on them is still live.
+ *
  * Sessions: `start` on an absent run creates it; on a `running` run it joins (adds items it lacks, changes
  * nothing else; a different identity is refused); on a `stopped` or `finished` run it starts a new session
  * (the stop cleared, the deadline counted from now, the resume policy applied).
@@ -278,6 +282,8 @@ export const start = <I, E = never, R = never>(
     const settings = summaryOf(options as StartOptions<unknown, unknown, unknown>)
     const deadlineMillis = deadlineOf(options as StartOptions<unknown, unknown, unknown>)
     const runId = options.runId
+    // The shared services' rows of every run's sessions that ended more than an hour ago, best-effort.
+    yield* clean(sql, null)
     return yield* sql.withTransaction(Effect.gen(function*() {
       const created = (yield* Q.insertRun(sql, { runId, manifest, settings, deadlineMillis })).length > 0
       const run = (yield* Q.lockRun(sql, runId))!
@@ -354,7 +360,9 @@ export const stopOf = (value: unknown): Termination.Stop | undefined =>
  * Reads a run's status. A session whose deadline passed on the database clock with items open and no worker
  * alive to record it is recorded here as stopped by the batch timeout, at the deadline (a worker joining
  * later gives its open items the stop's record); a session whose items are all done is recorded as finished.
- * Both writes are best-effort: with a role that may only read, the status is still read.
+ * It also deletes the shared services' rows (budget, soft-cap totals, rate buckets) of this run's sessions
+ * that ended more than an hour ago and that no live lease holds (`start` does so for every run). The writes
+ * are best-effort: with a role that may only read, the status is still read.
  *
  * @example
  * ```ts
@@ -372,6 +380,8 @@ export const status = (runId: string): Effect.Effect<Status, PgBatchError, SqlCl
     // Best-effort: a role that may only read still reads the status (what it sees is then unrecorded). In its
     // own transaction, a savepoint inside a caller's, so that a refused write does not abort the reads.
     yield* Effect.ignore(sql.withTransaction(Effect.zipRight(Q.stopAtDeadline(sql, runId), Q.finishRun(sql, runId))))
+    // The shared services' rows of this run's sessions that ended more than an hour ago, best-effort.
+    yield* clean(sql, runId)
     const run = yield* Q.readRun(sql, runId)
     if (run === undefined) {
       return yield* new PgBatchError({ reason: "NotFound", message: `no run ${JSON.stringify(runId)}` })
@@ -549,7 +559,7 @@ export const sharedLimits = (
     const sql = yield* SqlClient.SqlClient
     const run = yield* readOrFail(sql, runId)
     const c = yield* capsOf(runId, run.settings)
-    const name = `rein-batch/${runId}/${run.started_at}`
+    const name = Q.sessionName(runId, run.started_at)
     const failed = (e: PgRunLimits.PgRunLimitsError | PgBudget.PgBudgetError) =>
       new PgBatchError({ reason: "Unavailable", message: `run ${JSON.stringify(runId)}: ${e.message}` })
     const config: RunLimits.Config = {
@@ -570,3 +580,11 @@ export const sharedLimits = (
     const budget = c.budget === undefined ? Layer.empty : PgBudget.layer({ name, ...c.budget })
     return Layer.mapError(Layer.merge(limits, budget), failed)
   }))
+
+// Deletes the rows of ended sessions nothing uses any more (`Q.cleanSessions`: of one run, or of every run
+// for `null`), best-effort.
+const clean = (sql: SqlClient.SqlClient, runId: string | null): Effect.Effect<void> =>
+  Q.cleanSessions(sql, runId).pipe(
+    Effect.catchAll((e) => Effect.logWarning(`ended sessions' rows not deleted: ${e.message}`)),
+    Effect.asVoid
+  )

@@ -357,3 +357,62 @@ export const records = (sql: Sql, runId: string) =>
 export const appendRecord = (sql: Sql, runId: string, record: ArtifactStore.ItemRecord) =>
   sql`INSERT INTO rein_batch_records (run_id, item_id, record)
     VALUES (${runId}, ${record.itemId}, ${JSON.stringify(record)}::jsonb)`
+
+/** The name of a run's session in the shared services (`PgRunLimits`, `PgBudget`, their rate buckets). @internal */
+export const sessionName = (runId: string, startedAt: string) => `rein-batch/${runId}/${startedAt}`
+
+/** How long the rows of a run's ended session are kept (for operators to read its totals) before they go. @internal */
+export const SESSION_RETENTION_MILLIS = 60 * 60 * 1000
+
+const STARTED = `to_char(r.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
+/**
+ * Deletes the rows runs' sessions left in the shared services (`rein_budgets` and its leases and reclaims,
+ * `rein_run_limits` and its cooldowns, the rate buckets `requests:<name>` / `tokens:<name>` and their leases
+ * and reclaims): those of a session that ended (the run started another, or stopped or finished) more than
+ * `retentionMillis` ago on the database clock — the end of a run's last session is its last record or its
+ * stop — with no item of its run leased and no budget or rate lease of the session live (a dead worker's
+ * lease expires first). `runId`: that run's sessions only; `null`: every run's. Answers how many sessions
+ * were deleted. @internal
+ */
+export const cleanSessions = (sql: Sql, runId: string | null, retentionMillis: number = SESSION_RETENTION_MILLIS) =>
+  sql.withTransaction(Effect.gen(function*() {
+    const rows = yield* sql<{ readonly name: string }>`WITH names AS (
+        SELECT name FROM rein_budgets WHERE starts_with(name, 'rein-batch/')
+        UNION SELECT name FROM rein_run_limits WHERE starts_with(name, 'rein-batch/')
+        UNION SELECT substr(key, 10) FROM rein_rate_buckets WHERE starts_with(key, 'requests:rein-batch/')
+        UNION SELECT substr(key, 8) FROM rein_rate_buckets WHERE starts_with(key, 'tokens:rein-batch/')
+      ), parsed AS (
+        SELECT name, substr(name, 12, length(name) - 36) AS run_id, right(name, 24) AS started
+        FROM names WHERE length(name) > 36
+      ), sessions AS (
+        SELECT p.name, r.run_id, p.started = ${sql.literal(STARTED)} AS last, r.status, r.started_at, r.stopped_at
+        FROM parsed p JOIN rein_batch_runs r ON r.run_id = p.run_id
+        WHERE ${runId}::text IS NULL OR r.run_id = ${runId}::text
+      )
+      SELECT s.name FROM sessions s
+      WHERE NOT (s.last AND s.status = 'running')
+        AND (CASE WHEN s.last THEN COALESCE(GREATEST(s.stopped_at,
+            (SELECT max(i.finished_at) FROM rein_batch_items i WHERE i.run_id = s.run_id)), s.started_at)
+          ELSE s.started_at END) < clock_timestamp() - ${interval(sql, retentionMillis)}
+        AND NOT EXISTS (SELECT 1 FROM rein_batch_items i WHERE i.run_id = s.run_id AND i.state = 'leased'
+          AND i.lease_expires >= clock_timestamp())
+        AND NOT EXISTS (SELECT 1 FROM rein_budget_leases l WHERE l.budget = s.name
+          AND l.expires_at >= clock_timestamp())
+        AND NOT EXISTS (SELECT 1 FROM rein_rate_leases l WHERE l.key IN ('requests:' || s.name, 'tokens:' || s.name)
+          AND l.expires_at >= clock_timestamp())`
+    if (rows.length === 0) return 0
+    const names = JSON.stringify(rows.map((row) => row.name))
+    const keys = JSON.stringify(rows.flatMap((row) => [`requests:${row.name}`, `tokens:${row.name}`]))
+    const inNames = sql`(SELECT jsonb_array_elements_text(${names}::jsonb))`
+    const inKeys = sql`(SELECT jsonb_array_elements_text(${keys}::jsonb))`
+    yield* sql`DELETE FROM rein_budget_reclaims WHERE budget IN ${inNames}`
+    yield* sql`DELETE FROM rein_budget_leases WHERE budget IN ${inNames}`
+    yield* sql`DELETE FROM rein_budgets WHERE name IN ${inNames}`
+    yield* sql`DELETE FROM rein_run_cooldowns WHERE run IN ${inNames}`
+    yield* sql`DELETE FROM rein_run_limits WHERE name IN ${inNames}`
+    yield* sql`DELETE FROM rein_rate_reclaims WHERE key IN ${inKeys}`
+    yield* sql`DELETE FROM rein_rate_leases WHERE key IN ${inKeys}`
+    yield* sql`DELETE FROM rein_rate_buckets WHERE key IN ${inKeys}`
+    return rows.length
+  }))
