@@ -135,7 +135,9 @@ const work = (options: WorkerOptions, start: boolean) =>
         Effect.mapError((e) =>
           e._tag === "InputError"
             ? e
-            : new InputError({ message: e.reason === "InvalidInput" ? `${options.input}: ${e.message}` : `--store: ${e.message}` })
+            : new InputError({
+              message: e.reason === "InvalidInput" ? `${options.input}: ${e.message}` : `--store: ${e.message}`
+            })
         )
       )
       : undefined

@@ -94,7 +94,12 @@ describe.skipIf(!available)("rein batch --store, rein worker, rein status", () =
     "an input with two items of one id: the database finds it, the error names the id and both lines, no run",
     async () => {
       const input = join(tmp, "dup.jsonl")
-      writeFileSync(input, ['"first"', "", '{"id":"a","prompt":"x"}', '"third"', '{"id":"a","prompt":"y"}', ""].join("\n"))
+      writeFileSync(
+        input,
+        ["\"first\"", "", "{\"id\":\"a\",\"prompt\":\"x\"}", "\"third\"", "{\"id\":\"a\",\"prompt\":\"y\"}", ""].join(
+          "\n"
+        )
+      )
       const r = await rein(["batch", "--store", url, "--run", "dup", ...files.slice(2), "--input", input])
       expect(r.code).toBe(2)
       expect(r.stderr).toContain(`${input}: two items have the id "a": line 3 and line 5`)

@@ -170,7 +170,9 @@ const submittedOf = <I, E, R>(
       Either.left(
         new PgBatchError({
           reason: "InvalidInput",
-          message: `the input of item ${JSON.stringify(itemId)} (${placeOf(options, item, index)}) has no fingerprint: ${error.path}: ${error.message}`,
+          message: `the input of item ${JSON.stringify(itemId)} (${
+            placeOf(options, item, index)
+          }) has no fingerprint: ${error.path}: ${error.message}`,
           itemId,
           index
         })
@@ -188,9 +190,9 @@ const duplicateIn = (sql: SqlClient.SqlClient, chunk: ReadonlyArray<Q.Submitted>
     return Effect.fail(
       new PgBatchError({
         reason: "InvalidInput",
-        message: `two items have the id ${JSON.stringify(second.itemId)}: ${earlier.place ?? `item ${earlier.idx}`} and ${
-          second.place ?? `item ${second.index}`
-        }`,
+        message: `two items have the id ${JSON.stringify(second.itemId)}: ${
+          earlier.place ?? `item ${earlier.idx}`
+        } and ${second.place ?? `item ${second.index}`}`,
         itemId: second.itemId,
         index: second.index,
         firstIndex: earlier.idx

@@ -56,9 +56,9 @@ import { Chunk, Duration, Effect, Fiber, Option, Random, Schema, Stream, Struct 
 import { hostname } from "node:os"
 import * as Items from "./internal/batchItems.js"
 import * as Q from "./internal/batchStatements.js"
-import * as BudgetStop from "./internal/budgetStop.js"
 import type * as Budget from "./internal/budgetService.js"
 import { SharedBudget } from "./internal/budgetService.js"
+import * as BudgetStop from "./internal/budgetStop.js"
 import * as Fence from "./internal/fence.js"
 import { capsOf, PgBatchError, stopOf, unavailable } from "./PgBatchRun.js"
 
@@ -401,8 +401,10 @@ const artifactsOf = <I, E, R>(ctx: Context<I, E, R>, manifest: ArtifactStore.Man
   return {
     opened,
     toRecord: (result) =>
-      Effect.flatMap(hook.toRecord(result), (record) =>
-        Effect.as(watchBudget(ctx, result, record), { ...record, index: result.item.index }))
+      Effect.flatMap(
+        hook.toRecord(result),
+        (record) => Effect.as(watchBudget(ctx, result, record), { ...record, index: result.item.index })
+      )
   }
 }
 

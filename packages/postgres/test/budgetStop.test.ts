@@ -52,11 +52,16 @@ describe("a budget refusal as the run's stop", () => {
     },
     ({ cap, shared, used }) => {
       const own = Math.max(0, cap - used)
-      const stop = BudgetStop.stopFor(contractWith({ calls: cap }), record(Math.min(used, cap), 0, 0), refused("calls"), {
-        cost: null,
-        tokens: null,
-        calls: shared
-      })
+      const stop = BudgetStop.stopFor(
+        contractWith({ calls: cap }),
+        record(Math.min(used, cap), 0, 0),
+        refused("calls"),
+        {
+          cost: null,
+          tokens: null,
+          calls: shared
+        }
+      )
       expect(stop !== undefined).toBe(shared <= own)
     }
   )
@@ -72,12 +77,14 @@ describe("a budget refusal as the run's stop", () => {
       durationMillis: 0
     })
     expect(BudgetStop.refusal(failed(refused("cost")))).toBeDefined()
-    expect(BudgetStop.refusal(failed(new Outcome.BudgetExhausted({
-      resource: "cost",
-      reason: "down",
-      cause: null,
-      attempts: [],
-      unavailable: true
-    })))).toBeUndefined()
+    expect(BudgetStop.refusal(failed(
+      new Outcome.BudgetExhausted({
+        resource: "cost",
+        reason: "down",
+        cause: null,
+        attempts: [],
+        unavailable: true
+      })
+    ))).toBeUndefined()
   })
 })

@@ -12,7 +12,7 @@ import { available, fresh, PgLive } from "./pg.js"
 
 const Live = Layer.tap(PgLive, (ctx) => Effect.provide(Migrations.run, ctx))
 
-const options = (runId: string, items: Iterable<Item> | Stream.Stream<Item>, submitChunk?: number) => ({
+const options = <E = never>(runId: string, items: Iterable<Item> | Stream.Stream<Item, E>, submitChunk?: number) => ({
   runId,
   identity,
   resume: "reuse-successes" as const,

@@ -31,7 +31,9 @@ const ownLeft = (contract: Contract.Contract, record: ArtifactStore.ItemRecord, 
 }
 
 /** The refusal of an item by a budget that was consulted (`BudgetExhausted`, not `unavailable`). @internal */
-export const refusal = (result: Result.Succeeded<unknown> | Result.Failed<unknown>): Outcome.BudgetExhausted | undefined =>
+export const refusal = (
+  result: Result.Succeeded<unknown> | Result.Failed<unknown>
+): Outcome.BudgetExhausted | undefined =>
   result._tag === "Failed" && result.error._tag === "BudgetExhausted" && result.error.unavailable !== true
     ? result.error
     : undefined
@@ -53,6 +55,8 @@ export const stopFor = (
     _tag: "BudgetExceeded",
     kind: "budget_exceeded",
     resource,
-    reason: `the run's ${resource} budget is exhausted (item ${JSON.stringify(record.itemId)} refused: ${refused.reason})`
+    reason: `the run's ${resource} budget is exhausted (item ${
+      JSON.stringify(record.itemId)
+    } refused: ${refused.reason})`
   }
 }
