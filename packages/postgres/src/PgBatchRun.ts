@@ -298,6 +298,8 @@ export const start = <I, E = never, R = never>(
         })
       }
       const items = yield* submit(sql, options)
+      // A new run's session starts once its items are submitted (its deadline does not count the submission).
+      if (created) yield* Q.startedNow(sql, runId)
       if (run.status === "running") {
         return { runId, session: created ? "created" : "joined", items, reopened: 0 } as const
       }

@@ -120,6 +120,33 @@ describe.skipIf(!available)("submitting a run's items (PgBatchRun.start)", () =>
         expect((yield* PgBatchRun.status(runId)).items.total).toBe(n)
       }))
 
+    it.effect("a new run's session starts once its items are submitted: the deadline does not count the submission", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("started")
+        // The last item is read after a pause: the database clock then, read in `start`'s own transaction.
+        let lastRead = ""
+        const items = Stream.range(0, 4_999, 1).pipe(
+          Stream.mapEffect((i) =>
+            i < 4_999 ? Effect.succeed({ id: `item-${i}`, text: `text ${i}` }) : Effect.map(
+              Effect.zipRight(
+                sql`SELECT pg_sleep(0.2)`,
+                sql<{ readonly at: string }>`SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC',
+                  'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at`
+              ),
+              (rows) => {
+                lastRead = rows[0]!.at
+                return { id: `item-${i}`, text: `text ${i}` }
+              }
+            )
+          )
+        )
+        yield* PgBatchRun.start(options(runId, items, 1_000))
+        const status = yield* PgBatchRun.status(runId)
+        expect(status.startedAt >= lastRead).toBe(true)
+        expect(status.createdAt < lastRead).toBe(true)
+      }))
+
     it.effect("an item with no fingerprint is refused naming it and its place; nothing is submitted", () =>
       Effect.gen(function*() {
         const runId = fresh("nofp")

@@ -84,6 +84,10 @@ export const restartRun = (
     settings = ${JSON.stringify(run.settings)}::jsonb, deadline_millis = ${run.deadlineMillis}
     WHERE run_id = ${run.runId}`
 
+/** The session starts now (a new run, once its items are submitted). @internal */
+export const startedNow = (sql: Sql, runId: string) =>
+  sql`UPDATE rein_batch_runs SET started_at = clock_timestamp() WHERE run_id = ${runId}`
+
 /** An item as submitted. @internal */
 export interface ItemKey {
   readonly itemId: string
