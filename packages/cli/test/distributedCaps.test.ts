@@ -180,6 +180,11 @@ describe.skipIf(!available)("a run's caps, shared by every process of the run", 
       ])
       const reports = [started, first, second].map(parse)
       const calls = reports.reduce((n, r) => n + r.worker.stats.attempts, 0)
+      process.stdout.write(
+        `budget-calls: calls per process ${reports.map((r) => r.worker.stats.attempts).join("/")}, categories ${
+          JSON.stringify(reports[0]!.status.byCategory)
+        }\n`
+      )
       expect(calls).toBeLessThanOrEqual(CALLS)
       expect(reports.filter((r) => r.worker.stats.attempts > 0).length).toBeGreaterThan(1)
       const rows = await query<{ readonly calls_cap: string; readonly name: string }>(
