@@ -156,10 +156,11 @@ export const submittedAt = (sql: Sql, itemIds: ReadonlyArray<string>) =>
 
 /** Puts finished items back to pending (a resume policy that does not reuse their records). @internal */
 export const reopenItems = (sql: Sql, runId: string, itemIds: ReadonlyArray<string>) =>
-  sql`UPDATE rein_batch_items SET state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
-    WHERE run_id = ${runId} AND state = 'done' AND item_id IN (SELECT jsonb_array_elements_text(${
-    JSON.stringify(itemIds)
-  }::jsonb))`
+  sql`WITH locked AS MATERIALIZED (SELECT item_id FROM rein_batch_items WHERE run_id = ${runId} AND state = 'done'
+      AND item_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(itemIds)}::jsonb))
+      ORDER BY item_id FOR UPDATE)
+    UPDATE rein_batch_items i SET state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+    FROM locked WHERE i.run_id = ${runId} AND i.item_id = locked.item_id AND i.state = 'done'`
 
 /** A finished item's key, for the resume policy. @internal */
 export interface DoneRow {
@@ -225,12 +226,23 @@ export interface BeatRow {
   readonly open: number
 }
 
+/**
+ * The item rows of the leases this owner holds, locked in `item_id` order. Every statement that updates
+ * several item rows and may wait for one (the heartbeat, `releaseOwned`, `finish`, `reopenItems`) locks them
+ * in this one order first: a worker's heartbeat, its group writes and its sweep run on different connections
+ * at once, and two of them locking the same rows in different orders (an index scan's order, a join's)
+ * deadlocked (40P01). `lease` never waits (`SKIP LOCKED`), so its order does not matter. @internal
+ */
+const lockOwned = (sql: Sql, runId: string, owner: string) =>
+  sql`SELECT item_id FROM rein_batch_items WHERE run_id = ${runId} AND lease_owner = ${owner} AND state = 'leased'
+    ORDER BY item_id FOR UPDATE`
+
 /** Extends every lease this owner holds by `ttl` and reads the run's stop and clock. @internal */
 export const heartbeat = (sql: Sql, runId: string, owner: string, ttlMillis: number) =>
   Effect.map(
-    sql<BeatRow>`WITH beat AS (
-        UPDATE rein_batch_items SET lease_expires = clock_timestamp() + ${interval(sql, ttlMillis)}
-        WHERE run_id = ${runId} AND lease_owner = ${owner} AND state = 'leased' RETURNING 1)
+    sql<BeatRow>`WITH mine AS MATERIALIZED (${lockOwned(sql, runId, owner)}), beat AS (
+        UPDATE rein_batch_items i SET lease_expires = clock_timestamp() + ${interval(sql, ttlMillis)}
+        FROM mine WHERE i.run_id = ${runId} AND i.item_id = mine.item_id RETURNING 1)
       SELECT stop, status, (extract(epoch FROM clock_timestamp() - started_at) * 1000)::float8 AS elapsed_millis,
         deadline_millis, (SELECT count(*) FROM beat)::float8 AS open
       FROM rein_batch_runs WHERE run_id = ${runId}`,
@@ -248,8 +260,9 @@ export const look = (sql: Sql, runId: string) =>
 
 /** Gives this worker's leases back to the queue (items it leased and never started). @internal */
 export const releaseOwned = (sql: Sql, runId: string, owner: string) =>
-  sql`UPDATE rein_batch_items SET state = 'pending', lease_owner = NULL, lease_expires = NULL
-    WHERE run_id = ${runId} AND lease_owner = ${owner} AND state = 'leased'`
+  sql`WITH mine AS MATERIALIZED (${lockOwned(sql, runId, owner)})
+    UPDATE rein_batch_items i SET state = 'pending', lease_owner = NULL, lease_expires = NULL
+    FROM mine WHERE i.run_id = ${runId} AND i.item_id = mine.item_id`
 
 /** How many items are not done and not held by this owner (pending, or held by another holder). @internal */
 export const remaining = (sql: Sql, runId: string, owner: string) =>
@@ -269,21 +282,26 @@ export interface Terminal {
 /**
  * Writes terminal records, each fenced by its lease token: an item is marked done and its record appended
  * only while the lease that wrote it is still the item's lease (not taken over, not finished by anyone
- * else). One statement for the whole group, so the item and its record commit together. Returns the ids
- * written; the others were fenced out. @internal
+ * else). One statement for the whole group, so the item and its record commit together; its rows are locked in
+ * `item_id` order first (as the heartbeat locks them). Returns the ids written; the others were fenced out.
+ * @internal
  */
 export const finish = (sql: Sql, runId: string, terminals: ReadonlyArray<Terminal>) =>
   sql<{ readonly item_id: string }>`WITH input AS (
       SELECT * FROM jsonb_to_recordset(${
     JSON.stringify(terminals.map((t) => ({ item_id: t.itemId, token: t.token, record: t.record })))
   }::jsonb) AS t(item_id text, token bigint, record jsonb)),
+    locked AS MATERIALIZED (
+      SELECT i.item_id FROM rein_batch_items i JOIN input ON i.item_id = input.item_id
+      WHERE i.run_id = ${runId} AND i.state = 'leased' AND i.lease_token = input.token
+      ORDER BY i.item_id FOR UPDATE OF i),
     done AS (
       UPDATE rein_batch_items i SET state = 'done', lease_owner = NULL, lease_expires = NULL,
         outcome = input.record->>'outcome', category = input.record->>'category',
         cost = CASE WHEN jsonb_typeof(input.record->'cost') = 'number' THEN (input.record->>'cost')::float8 END,
         finished_at = clock_timestamp()
-      FROM input WHERE i.run_id = ${runId} AND i.item_id = input.item_id AND i.state = 'leased'
-        AND i.lease_token = input.token
+      FROM locked, input WHERE i.run_id = ${runId} AND i.item_id = locked.item_id AND input.item_id = locked.item_id
+        AND i.state = 'leased' AND i.lease_token = input.token
       RETURNING i.item_id, input.record)
     INSERT INTO rein_batch_records (run_id, item_id, record) SELECT ${runId}, item_id, record FROM done
     RETURNING item_id`

@@ -1,0 +1,77 @@
+// Row-lock order of the distributed batch's statements: a worker's heartbeat (every lease it holds) and its
+// terminal group writes (`finish`, from the fence or the sweep) and its release lock the same item rows, on
+// different connections at once; they must take them in one order, or PostgreSQL aborts one with a deadlock
+// (40P01). And a statement that lost to a deadlock or a serialization failure is retried.
+import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
+import { Resume } from "@rein/batch"
+import { Contract } from "@rein/core"
+import { Effect, Layer } from "effect"
+import { Migrations, PgBatchRun } from "../src/index.js"
+import * as Q from "../src/internal/batchStatements.js"
+import { identity, itemsOf, request } from "./fixtures/batch-items.js"
+import { available, fresh, PgLive } from "./pg.js"
+
+const contract = Contract.make({ deadline: "1 minute", candidates: ["fake/a"], allowSimulated: true })
+
+const Live = Layer.tap(PgLive, (ctx) => Effect.provide(Migrations.run, ctx))
+
+const recordOf = (row: Q.LeaseRow) =>
+  Resume.makeRecord({
+    itemId: row.item_id,
+    index: row.idx,
+    promptFingerprint: row.prompt_fingerprint,
+    inputFingerprint: row.input_fingerprint,
+    identityFingerprint: "id",
+    outcome: "failure",
+    category: "batch_aborted",
+    usage: { inputTokens: 0, outputTokens: 0 },
+    cost: 0,
+    attempts: 0,
+    durationMillis: 0,
+    error: null
+  })
+
+describe.skipIf(!available)("row-lock order of the batch statements", () => {
+  layer(Live, { timeout: "120 seconds", excludeTestServices: true })((it) => {
+    it.effect(
+      "heartbeats and group writes of one worker on the same rows never deadlock",
+      () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const n = 1_000
+          const items = itemsOf(n, [])
+          for (let round = 0; round < 3; round++) {
+            const runId = fresh("locks")
+            yield* PgBatchRun.start({ runId, identity, resume: "none", items, request, itemId: (i) => i.id, contract })
+            const rows = yield* Q.lease(sql, runId, "w", n, 60_000, true)
+            expect(rows.length).toBe(n)
+            // Groups in descending index order: the opposite of the order the heartbeat's scan meets them.
+            const groups: Array<Array<Q.Terminal>> = []
+            const sorted = [...rows].sort((a, b) => b.idx - a.idx)
+            for (let i = 0; i < sorted.length; i += 100) {
+              groups.push(
+                sorted.slice(i, i + 100).map((row) => ({
+                  itemId: row.item_id,
+                  token: row.lease_token,
+                  record: recordOf(row)
+                }))
+              )
+            }
+            // Two heartbeats beat without pause for as long as the groups are being written.
+            let writing = true
+            const beats = Effect.repeat(Q.heartbeat(sql, runId, "w", 60_000), { while: () => writing })
+            const writes = Effect.ensuring(
+              Effect.forEach(groups, (g) => Q.finish(sql, runId, g), { concurrency: 1 }),
+              Effect.sync(() => (writing = false))
+            )
+            yield* Effect.all([beats, beats, writes], { concurrency: "unbounded" })
+            const done = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM rein_batch_items
+            WHERE run_id = ${runId} AND state = 'done'`
+            expect(done[0]!.n).toBe(n)
+          }
+        }),
+      120_000
+    )
+  })
+})
