@@ -39,6 +39,7 @@ import { Contract } from "@rein/core"
 import { Duration, Effect, Either, Layer, Option, Predicate, Schema, Stream } from "effect"
 import * as Items from "./internal/batchItems.js"
 import * as Q from "./internal/batchStatements.js"
+import { describe } from "./internal/sqlError.js"
 import * as PgBudget from "./PgBudget.js"
 import * as PgRunLimits from "./PgRunLimits.js"
 
@@ -72,7 +73,7 @@ export class PgBatchError extends Schema.TaggedError<PgBatchError>()("PgBatchErr
 }) {}
 
 /** @internal */
-export const unavailable = (e: SqlError) => new PgBatchError({ reason: "Unavailable", message: e.message })
+export const unavailable = (e: SqlError) => new PgBatchError({ reason: "Unavailable", message: describe(e) })
 
 /**
  * How a run is started: its id, what makes results interchangeable (`identity`), the resume policy of a

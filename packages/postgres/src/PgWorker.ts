@@ -60,6 +60,7 @@ import type * as Budget from "./internal/budgetService.js"
 import { SharedBudget } from "./internal/budgetService.js"
 import * as BudgetStop from "./internal/budgetStop.js"
 import * as Fence from "./internal/fence.js"
+import { describe, retryConflicts } from "./internal/sqlError.js"
 import { capsOf, PgBatchError, stopOf, unavailable } from "./PgBatchRun.js"
 
 /**
@@ -180,8 +181,10 @@ const collateralOf = (stop: Termination.Stop) => {
   }
 }
 
+// Every statement here is one autocommitted transaction: one that lost to a deadlock or a serialization
+// failure was rolled back whole and runs again (a bounded number of times).
 const db = <A>(effect: Effect.Effect<A, SqlError>): Effect.Effect<A, PgBatchError> =>
-  Effect.mapError(effect, unavailable)
+  Effect.mapError(retryConflicts(effect), unavailable)
 
 const itemIdOfStop = (stop: Termination.Stop): string | null =>
   stop.kind === "fail_fast" || stop.kind === "artifact_error" ? stop.itemId : null
@@ -208,7 +211,7 @@ const sharedStop = (sql: SqlClient.SqlClient, runId: string, inner: RunLimits.Se
       : Q.stop(sql, runId, stop, itemIdOfStop(stop)).pipe(
         Effect.map((onRecord) => stopOf(onRecord) ?? stop),
         Effect.catchAll((e) =>
-          Effect.as(Effect.logWarning(`the run's stop could not be recorded: ${e.message}`), stop)
+          Effect.as(Effect.logWarning(`the run's stop could not be recorded: ${describe(e)}`), stop)
         ),
         Effect.flatMap(inner.stop)
       )

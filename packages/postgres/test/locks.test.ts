@@ -3,12 +3,15 @@
 // different connections at once; they must take them in one order, or PostgreSQL aborts one with a deadlock
 // (40P01). And a statement that lost to a deadlock or a serialization failure is retried.
 import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
 import { describe, expect, layer } from "@effect/vitest"
 import { Resume } from "@rein/batch"
 import { Contract } from "@rein/core"
-import { Effect, Layer } from "effect"
+import { Deferred, Effect, Either, Fiber, Layer, Schedule } from "effect"
 import { Migrations, PgBatchRun } from "../src/index.js"
 import * as Q from "../src/internal/batchStatements.js"
+import { retryConflicts } from "../src/internal/sqlError.js"
+import { unavailable } from "../src/PgBatchRun.js"
 import { identity, itemsOf, request } from "./fixtures/batch-items.js"
 import { available, fresh, PgLive } from "./pg.js"
 
@@ -30,6 +33,46 @@ const recordOf = (row: Q.LeaseRow) =>
     attempts: 0,
     durationMillis: 0,
     error: null
+  })
+
+// Provokes a deadlock whose victim is the first attempt of `victim`, deterministically: the other transaction
+// locks x and then waits (its deadlock timeout is a minute) for y, which the victim holds; the victim, once the
+// other waits, asks for x, and its own deadlock check (10 ms later) finds the cycle. Answers the outcome of
+// `wrap(victim)` and how many attempts the victim made.
+const provoke = <E>(
+  wrap: (victim: Effect.Effect<void, SqlError, SqlClient.SqlClient>) => Effect.Effect<void, E, SqlClient.SqlClient>
+) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const table = sql(fresh("probe").replaceAll("-", "_"))
+    yield* sql`CREATE TABLE ${table} (id text PRIMARY KEY)`
+    yield* sql`INSERT INTO ${table} VALUES ('x'), ('y')`
+    const holdsX = yield* Deferred.make<void>()
+    const holdsY = yield* Deferred.make<void>()
+    const other = yield* Effect.fork(sql.withTransaction(Effect.gen(function*() {
+      yield* sql`SET LOCAL deadlock_timeout = '1min'`
+      yield* sql`SELECT id FROM ${table} WHERE id = 'x' FOR UPDATE`
+      yield* Deferred.succeed(holdsX, undefined)
+      yield* Deferred.await(holdsY)
+      yield* sql`SELECT id FROM ${table} WHERE id = 'y' FOR UPDATE`
+    })))
+    yield* Deferred.await(holdsX)
+    // `pg_locks` is read afresh at each call, also inside a transaction.
+    const waiting = sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`
+    let attempts = 0
+    const victim = sql.withTransaction(Effect.gen(function*() {
+      attempts++
+      yield* sql`SET LOCAL deadlock_timeout = '10ms'`
+      yield* sql`SELECT id FROM ${table} WHERE id = 'y' FOR UPDATE`
+      if (attempts === 1) {
+        yield* Deferred.succeed(holdsY, undefined)
+        yield* Effect.repeat(waiting, { until: (rows) => rows[0]!.n > 0, schedule: Schedule.spaced("5 millis") })
+      }
+      yield* sql`SELECT id FROM ${table} WHERE id = 'x' FOR UPDATE`
+    }))
+    const outcome = yield* Effect.either(wrap(victim))
+    yield* Fiber.join(other)
+    return { outcome, attempts }
   })
 
 describe.skipIf(!available)("row-lock order of the batch statements", () => {
@@ -73,5 +116,24 @@ describe.skipIf(!available)("row-lock order of the batch statements", () => {
         }),
       120_000
     )
+    it.effect(
+      "a statement that lost to a deadlock fails with its SQLSTATE in the message",
+      () =>
+        Effect.gen(function*() {
+          const { attempts, outcome } = yield* provoke((victim) => Effect.mapError(victim, unavailable))
+          expect(attempts).toBe(1)
+          expect(Either.isLeft(outcome) && outcome.left.message).toBe(
+            "Failed to execute statement: deadlock detected (SQLSTATE 40P01)"
+          )
+        }),
+      60_000
+    )
+
+    it.effect("a transaction that lost to a deadlock runs again and commits", () =>
+      Effect.gen(function*() {
+        const { attempts, outcome } = yield* provoke(retryConflicts)
+        expect(Either.isRight(outcome)).toBe(true)
+        expect(attempts).toBe(2)
+      }), 60_000)
   })
 })
