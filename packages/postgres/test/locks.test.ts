@@ -117,6 +117,50 @@ describe.skipIf(!available)("row-lock order of the batch statements", () => {
       120_000
     )
     it.effect(
+      "a start joining a running run and its workers' group writes never deadlock",
+      () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const n = 1_000
+          // Ids in the opposite order of the submission: a start meets rows in submission order, `finish` by id.
+          const items = itemsOf(n, []).map((item, i) => ({ ...item, id: `item-${String(n - i).padStart(5, "0")}` }))
+          for (let round = 0; round < 3; round++) {
+            const runId = fresh("join")
+            const start = PgBatchRun.start({
+              runId,
+              identity,
+              resume: "none",
+              items,
+              request,
+              itemId: (i) => i.id,
+              contract
+            })
+            yield* start
+            const rows = yield* Q.lease(sql, runId, "w", n, 60_000, true)
+            const sorted = [...rows].sort((a, b) => b.idx - a.idx)
+            const groups: Array<Array<Q.Terminal>> = []
+            for (let i = 0; i < sorted.length; i += 100) {
+              groups.push(
+                sorted.slice(i, i + 100).map((row) => ({
+                  itemId: row.item_id,
+                  token: row.lease_token,
+                  record: recordOf(row)
+                }))
+              )
+            }
+            // Another process joins the run (submits the same items, holding the run row) while the groups commit.
+            const writes = Effect.forEach(groups, (g) => Q.finish(sql, runId, g), { concurrency: 1 })
+            const [joined] = yield* Effect.all([start, writes], { concurrency: "unbounded" })
+            expect(joined.session).toBe("joined")
+            const done = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM rein_batch_items
+            WHERE run_id = ${runId} AND state = 'done'`
+            expect(done[0]!.n).toBe(n)
+          }
+        }),
+      120_000
+    )
+
+    it.effect(
       "a statement that lost to a deadlock fails with its SQLSTATE in the message",
       () =>
         Effect.gen(function*() {

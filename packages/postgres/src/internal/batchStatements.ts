@@ -45,10 +45,15 @@ export const readRun = (sql: Sql, runId: string) =>
     (rows) => rows[0]
   )
 
-/** The same row, locked for the rest of the transaction (a start and a finish never interleave). @internal */
+/**
+ * The same row, locked for the rest of the transaction (a start and a finish never interleave). `NO KEY`: a
+ * worker's `finish` inserts records, whose foreign key takes a key-share lock on this row while the worker holds
+ * item rows that the start's submission then locks; under `FOR UPDATE` the two deadlocked (40P01). The run's key
+ * never changes, so the weaker lock still orders every start, stop and finish of the run. @internal
+ */
 export const lockRun = (sql: Sql, runId: string) =>
   Effect.map(
-    sql<RunRow>`SELECT ${sql.literal(RUN_COLUMNS)} FROM rein_batch_runs WHERE run_id = ${runId} FOR UPDATE`,
+    sql<RunRow>`SELECT ${sql.literal(RUN_COLUMNS)} FROM rein_batch_runs WHERE run_id = ${runId} FOR NO KEY UPDATE`,
     (rows) => rows[0]
   )
 
