@@ -65,7 +65,8 @@ export const FailFast = Schema.TaggedStruct("FailFast", {
 
 /**
  * A soft cap was reached (`tokens`, `cost`), or the cost function returned something other than a finite
- * non-negative number (`cost_function`).
+ * non-negative number (`cost_function`), or a hard budget shared by the run's workers could admit no more
+ * (`tokens`, `cost`, `calls`: a distributed run's, see `@rein/postgres`' `PgWorker`).
  *
  * @example
  * ```ts
@@ -79,7 +80,7 @@ export const FailFast = Schema.TaggedStruct("FailFast", {
 export const BudgetExceeded = Schema.TaggedStruct("BudgetExceeded", {
   kind: Schema.Literal("budget_exceeded"),
   reason: Schema.String,
-  resource: Schema.Literal("tokens", "cost", "cost_function")
+  resource: Schema.Literal("tokens", "cost", "calls", "cost_function")
 })
 
 /**

@@ -15,7 +15,7 @@ import type { Resume } from "@rein/batch"
 import { Guardrails, Identity } from "@rein/batch"
 import { Rein } from "@rein/core"
 import { Migrations, PgBatchRun, PgWorker } from "@rein/postgres"
-import { Chunk, Clock, Console, Effect, Either, Layer, Option, Redacted, Stream } from "effect"
+import { Clock, Console, Effect, Either, Layer, Option, Redacted } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import { inFile, loadCatalogAndContract, readDecoded } from "./internal/files.js"
@@ -23,7 +23,7 @@ import { json, num, table } from "./internal/format.js"
 import * as InputAt from "./internal/inputAt.js"
 import * as Shared from "./internal/options.js"
 import type { PromptItem } from "./internal/prompts.js"
-import { streamPrompts } from "./internal/prompts.js"
+import { streamLocated } from "./internal/prompts.js"
 import { forCalls } from "./internal/providers.js"
 import * as RunCaps from "./internal/runCaps.js"
 import type { ExitStatus } from "./internal/status.js"
@@ -91,9 +91,6 @@ const connect = (store: string): Layer.Layer<SqlClient.SqlClient, InputError> =>
 const fromStore = <A, R>(effect: Effect.Effect<A, PgBatchRun.PgBatchError, R>) =>
   Effect.mapError(effect, (e) => new InputError({ message: `--store: ${e.message}` }))
 
-const loadItems = (input: string) =>
-  Effect.map(Stream.runCollect(streamPrompts(input)), (items) => Chunk.toReadonlyArray(items))
-
 const request = (item: PromptItem) => ({
   id: item.id,
   prompt: item.prompt,
@@ -117,21 +114,32 @@ const work = (options: WorkerOptions, start: boolean) =>
     const scenario = options.scenario === undefined
       ? undefined
       : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
-    // The worker reads its items by index, in bounded memory; only a start holds them all, to submit them.
+    // The worker reads its items by index, in bounded memory; a start submits them a chunk at a time (the
+    // database finds two items with one id, and the error names both lines).
     const itemAt = yield* InputAt.open(options.input)
     yield* Effect.mapError(Migrations.run, (e) => new InputError({ message: `--store: ${e.message}` }))
     const started = start
-      ? yield* fromStore(PgBatchRun.start({
+      ? yield* PgBatchRun.start({
         runId: options.run,
         identity,
         resume: options.resume,
-        items: yield* loadItems(options.input),
-        request,
-        itemId: (item) => item.id,
+        items: streamLocated(options.input),
+        request: (located) => request(located.item),
+        itemId: (located) => located.item.id,
+        input: (located) => located.item,
+        where: (located) => `line ${located.line}`,
         contract,
         guardrails: options.guardrails,
         budget: options.budget
-      }))
+      }).pipe(
+        Effect.mapError((e) =>
+          e._tag === "InputError"
+            ? e
+            : new InputError({
+              message: e.reason === "InvalidInput" ? `${options.input}: ${e.message}` : `--store: ${e.message}`
+            })
+        )
+      )
       : undefined
     // The run's caps are its session's: this process may repeat them, never change them.
     yield* RunCaps.check(

@@ -6,6 +6,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { TestServer } from "@rein/postgres/testing"
 import { Effect, Exit, Scope } from "effect"
 import { execFile } from "node:child_process"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import * as Binary from "../../../test/support/binary.js"
 
@@ -86,6 +88,26 @@ describe.skipIf(!available)("rein batch --store, rein worker, rein status", () =
       expect(text.stdout).toMatch(/48: 48 done/)
     },
     240_000
+  )
+
+  it(
+    "an input with two items of one id: the database finds it, the error names the id and both lines, no run",
+    async () => {
+      const input = join(tmp, "dup.jsonl")
+      writeFileSync(
+        input,
+        ["\"first\"", "", "{\"id\":\"a\",\"prompt\":\"x\"}", "\"third\"", "{\"id\":\"a\",\"prompt\":\"y\"}", ""].join(
+          "\n"
+        )
+      )
+      const r = await rein(["batch", "--store", url, "--run", "dup", ...files.slice(2), "--input", input])
+      expect(r.code).toBe(2)
+      expect(r.stderr).toContain(`${input}: two items have the id "a": line 3 and line 5`)
+      expect(r.stderr).not.toMatch(/\n\s+at /)
+      const status = await rein(["status", "--store", url, "--run", "dup"])
+      expect(status.stderr).toMatch(/no run "dup"/)
+    },
+    120_000
   )
 
   it(

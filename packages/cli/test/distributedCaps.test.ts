@@ -112,7 +112,12 @@ interface Report {
     readonly termination: { readonly kind: string }
     readonly stats: { readonly tokensUsed: number; readonly attempts: number }
   }
-  readonly status: { readonly stop: { readonly kind: string } | null; readonly items: { readonly done: number } }
+  readonly status: {
+    readonly status: string
+    readonly stop: { readonly kind: string; readonly resource?: string } | null
+    readonly items: { readonly done: number }
+    readonly byCategory: Readonly<Record<string, number>>
+  }
 }
 
 const parse = (r: Result): Report => {
@@ -175,14 +180,29 @@ describe.skipIf(!available)("a run's caps, shared by every process of the run", 
       ])
       const reports = [started, first, second].map(parse)
       const calls = reports.reduce((n, r) => n + r.worker.stats.attempts, 0)
+      process.stdout.write(
+        `budget-calls: calls per process ${reports.map((r) => r.worker.stats.attempts).join("/")}, categories ${
+          JSON.stringify(reports[0]!.status.byCategory)
+        }\n`
+      )
       expect(calls).toBeLessThanOrEqual(CALLS)
       expect(reports.filter((r) => r.worker.stats.attempts > 0).length).toBeGreaterThan(1)
       const rows = await query<{ readonly calls_cap: string; readonly name: string }>(
         `SELECT name, calls_cap::text AS calls_cap FROM rein_budgets WHERE name LIKE 'rein-batch/budgeted/%'`
       )
       expect(rows.map((r) => r.calls_cap)).toEqual([String(CALLS)])
-      // Every item has its one terminal record: the ones past the budget refused without a call.
+      // Every item has its one terminal record: the ones past the budget without a call. The budget, spent,
+      // stopped the run once for all three (as a soft cap does): the items nobody ran got the stop's record
+      // (`batch_budget_exceeded`), the few refused before their worker stopped, `budget_exhausted`.
       expect(reports[0]!.status.items.done).toBe(ITEMS)
+      const status = reports.map((r) => r.status).reduce((a, b) => (b.items.done >= a.items.done ? b : a))
+      expect(status.status).toBe("stopped")
+      expect(status.stop).toMatchObject({ kind: "budget_exceeded", resource: "calls" })
+      for (const r of reports) expect(r.worker.termination.kind).toBe("budget_exceeded")
+      const refused = status.byCategory["budget_exhausted"] ?? 0
+      const swept = status.byCategory["batch_budget_exceeded"] ?? 0
+      expect((status.byCategory["ok"] ?? 0) + refused + swept).toBe(ITEMS)
+      expect(refused).toBeLessThan(swept)
     },
     240_000
   )

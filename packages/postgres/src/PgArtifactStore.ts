@@ -19,6 +19,7 @@ import { ArtifactStore } from "@rein/batch"
 import type { Scope } from "effect"
 import { Effect, Either, Layer, Schema } from "effect"
 import * as Q from "./internal/batchStatements.js"
+import { describe } from "./internal/sqlError.js"
 
 /**
  * Which run's artifact, and whether `create` and `open` may replace an existing one (its records and items
@@ -38,7 +39,7 @@ export interface Options {
   readonly overwrite?: boolean | undefined
 }
 
-const io = (e: SqlError) => new ArtifactStore.ArtifactError({ reason: "io", message: e.message })
+const io = (e: SqlError) => new ArtifactStore.ArtifactError({ reason: "io", message: describe(e) })
 
 const decodeManifest = Schema.decodeUnknownEither(ArtifactStore.Manifest)
 const decodeRecord = Schema.decodeUnknownEither(ArtifactStore.ItemRecord)

@@ -12,6 +12,10 @@
  * item runs again unless `Resume.index` over the run's records (under the session's identity and policy)
  * has a record to reuse for its id and input fingerprint; an item whose input changed runs again.
  *
+ * Each session's caps are shared through rows named `rein-batch/<run>/<session start>` in `PgRunLimits`'
+ * and `PgBudget`'s tables; they are kept an hour after the session ended (for operators), then `status` and
+ * `start` delete them, unless a lease on them is still live.
+ *
  * Sessions: `start` on an absent run creates it; on a `running` run it joins (adds items it lacks, changes
  * nothing else; a different identity is refused); on a `stopped` or `finished` run it starts a new session
  * (the stop cleared, the deadline counted from now, the resume policy applied).
@@ -28,13 +32,14 @@
  * @since 0.1.0
  */
 import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import type { Identity } from "@rein/batch"
 import { ArtifactStore, Guardrails, Resume, RunLimits, Termination } from "@rein/batch"
 import { Contract } from "@rein/core"
-import { Duration, Effect, Either, Layer, Option, Schema } from "effect"
+import { Duration, Effect, Either, Layer, Option, Predicate, Schema, Stream } from "effect"
 import * as Items from "./internal/batchItems.js"
 import * as Q from "./internal/batchStatements.js"
+import { describe } from "./internal/sqlError.js"
 import * as PgBudget from "./PgBudget.js"
 import * as PgRunLimits from "./PgRunLimits.js"
 
@@ -44,7 +49,8 @@ import * as PgRunLimits from "./PgRunLimits.js"
  * - `NotFound`: no run of this id;
  * - `IdentityMismatch`: a worker or a joining `start` whose identity is not the running session's;
  * - `InputMismatch`: the input a worker resolved for an item is not the one submitted (`itemId` names it);
- * - `InvalidInput`: an item with no fingerprint, or two items with one id;
+ * - `InvalidInput`: an item with no fingerprint, or two items with one id (`itemId` names it, `index` and
+ *   `firstIndex` are the two items' submission indexes; the database finds it, and nothing is submitted);
  * - `Unavailable`: the database failed or could not be reached.
  *
  * @example
@@ -59,11 +65,15 @@ import * as PgRunLimits from "./PgRunLimits.js"
 export class PgBatchError extends Schema.TaggedError<PgBatchError>()("PgBatchError", {
   reason: Schema.Literal("NotFound", "IdentityMismatch", "InputMismatch", "InvalidInput", "Unavailable"),
   message: Schema.String,
-  itemId: Schema.optional(Schema.String)
+  itemId: Schema.optional(Schema.String),
+  /** The submission index of the item refused (for two items with one id: the second). */
+  index: Schema.optional(Schema.Number),
+  /** For two items with one id: the submission index of the first. */
+  firstIndex: Schema.optional(Schema.Number)
 }) {}
 
 /** @internal */
-export const unavailable = (e: SqlError) => new PgBatchError({ reason: "Unavailable", message: e.message })
+export const unavailable = (e: SqlError) => new PgBatchError({ reason: "Unavailable", message: describe(e) })
 
 /**
  * How a run is started: its id, what makes results interchangeable (`identity`), the resume policy of a
@@ -92,11 +102,19 @@ export const unavailable = (e: SqlError) => new PgBatchError({ reason: "Unavaila
  * @category models
  * @since 0.1.0
  */
-export interface StartOptions<I> extends Items.ItemOptions<I> {
+export interface StartOptions<I, E = never, R = never> extends Items.ItemOptions<I> {
   readonly runId: string
   readonly identity: Identity.Identity
   readonly resume: Resume.Policy
-  readonly items: Iterable<I>
+  /**
+   * The items, read once, in order, as they are submitted: a chunk of them at a time is held in memory, never
+   * all (a lazy iterable or a stream keeps a submission of millions of items in bounded memory).
+   */
+  readonly items: Iterable<I> | Stream.Stream<I, E, R>
+  /** Where an item is in its source, for error messages (default: `item <its submission index>`). */
+  readonly where?: ((item: I, index: number) => string) | undefined
+  /** Items per submitting statement (default 2,000): what this process holds of the items at once. */
+  readonly submitChunk?: number | undefined
   readonly contract?: Contract.Contract | undefined
   readonly guardrails?: Guardrails.Guardrails | undefined
   /** The run's hard budget, shared by all its workers (`PgBudget`; see `sharedLimits`). */
@@ -105,7 +123,7 @@ export interface StartOptions<I> extends Items.ItemOptions<I> {
 
 /**
  * What `start` did: `created` a run, `joined` a running one, or `restarted` one that ended (a new session);
- * how many items the run has and how many the resume policy put back to run.
+ * how many items this `start` submitted and how many the resume policy put back to run.
  *
  * @example
  * ```ts
@@ -126,7 +144,7 @@ export interface Started {
 const CHUNK = 2_000
 
 // The run's summary: the encoded contract, guardrails and budget (no prompt is in any).
-const summaryOf = (options: StartOptions<unknown>): unknown => ({
+const summaryOf = (options: StartOptions<unknown, unknown, unknown>): unknown => ({
   ...(options.budget === undefined ? {} : { budget: options.budget }),
   ...(options.guardrails === undefined ? {} : {
     guardrails: Either.getOrUndefined(Schema.encodeEither(Guardrails.Guardrails)(options.guardrails))
@@ -136,40 +154,84 @@ const summaryOf = (options: StartOptions<unknown>): unknown => ({
   })
 })
 
-const deadlineOf = (options: StartOptions<unknown>): number | null =>
+const deadlineOf = (options: StartOptions<unknown, unknown, unknown>): number | null =>
   options.guardrails?.batchDeadline === undefined ? null : Duration.toMillis(options.guardrails.batchDeadline)
 
-// Every item's key, in order; an item with no fingerprint or a second item with an id is refused.
-const keysOf = <I>(options: StartOptions<I>): Either.Either<Array<Q.ItemKey>, PgBatchError> => {
-  const keys: Array<Q.ItemKey> = []
-  const seen = new Set<string>()
-  let index = 0
-  for (const item of options.items) {
-    const key = Items.keyOf(options, item, index++)
-    if (Either.isLeft(key)) {
-      const { error, itemId } = key.left
-      return Either.left(
+const placeOf = <I, E, R>(options: StartOptions<I, E, R>, item: I, index: number) =>
+  options.where === undefined ? `item ${index}` : options.where(item, index)
+
+// The key of the item at `index`, with where it is; an item with no fingerprint is refused.
+const submittedOf = <I, E, R>(
+  options: StartOptions<I, E, R>,
+  item: I,
+  index: number
+): Either.Either<Q.Submitted, PgBatchError> =>
+  Either.match(Items.keyOf(options, item, index), {
+    onLeft: ({ error, itemId }) =>
+      Either.left(
         new PgBatchError({
           reason: "InvalidInput",
-          message: `the input of item ${JSON.stringify(itemId)} has no fingerprint: ${error.path}: ${error.message}`,
-          itemId
+          message: `the input of item ${JSON.stringify(itemId)} (${
+            placeOf(options, item, index)
+          }) has no fingerprint: ${error.path}: ${error.message}`,
+          itemId,
+          index
         })
+      ),
+    onRight: (key) => Either.right({ ...key, place: options.where === undefined ? null : options.where(item, index) })
+  })
+
+// A chunk had an id the submission already had (in it or before it): the error names the id and both items.
+const duplicateIn = (sql: SqlClient.SqlClient, chunk: ReadonlyArray<Q.Submitted>) =>
+  Effect.flatMap(Q.submittedAt(sql, chunk.map((k) => k.itemId)), (rows) => {
+    const first = new Map(rows.map((row) => [row.item_id, row]))
+    // The item refused is the one not recorded; of several, the earliest.
+    const second = chunk.find((k) => first.get(k.itemId)?.idx !== k.index)!
+    const earlier = first.get(second.itemId)!
+    return Effect.fail(
+      new PgBatchError({
+        reason: "InvalidInput",
+        message: `two items have the id ${JSON.stringify(second.itemId)}: ${
+          earlier.place ?? `item ${earlier.idx}`
+        } and ${second.place ?? `item ${second.index}`}`,
+        itemId: second.itemId,
+        index: second.index,
+        firstIndex: earlier.idx
+      })
+    )
+  })
+
+const streamOf = <I, E, R>(items: Iterable<I> | Stream.Stream<I, E, R>, chunk: number): Stream.Stream<I, E, R> =>
+  Predicate.hasProperty(items, Stream.StreamTypeId)
+    ? items as Stream.Stream<I, E, R>
+    : Stream.suspend(() =>
+      Stream.fromIteratorSucceed(
+        (function*() {
+          yield* items as Iterable<I>
+        })(),
+        chunk
       )
-    }
-    if (seen.has(key.right.itemId)) {
-      return Either.left(
-        new PgBatchError({
-          reason: "InvalidInput",
-          message: `two items have the id ${JSON.stringify(key.right.itemId)}`,
-          itemId: key.right.itemId
-        })
-      )
-    }
-    seen.add(key.right.itemId)
-    keys.push(key.right)
-  }
-  return Either.right(keys)
-}
+    )
+
+/**
+ * Submits the items, `submitChunk` at a time (one statement each): what this process holds is one chunk, however
+ * many items there are. Two items with one id are found by the submission's primary key, in the database.
+ * Answers how many items were submitted.
+ */
+const submit = <I, E, R>(sql: SqlClient.SqlClient, options: StartOptions<I, E, R>) =>
+  Effect.gen(function*() {
+    yield* Q.openSubmission(sql)
+    const size = Math.max(1, Math.floor(options.submitChunk ?? CHUNK))
+    let index = 0
+    yield* Stream.runForEachChunk(Stream.rechunk(streamOf(options.items, size), size), (items) =>
+      Effect.gen(function*() {
+        const chunk: Array<Q.Submitted> = []
+        for (const item of items) chunk.push(yield* submittedOf(options, item, index++))
+        const fresh = yield* Q.submitItems(sql, options.runId, chunk)
+        if (fresh < chunk.length) yield* duplicateIn(sql, chunk)
+      }))
+    return index
+  })
 
 const decodeRecord = Schema.decodeUnknownEither(ArtifactStore.ItemRecord)
 
@@ -197,7 +259,9 @@ const reopen = (sql: SqlClient.SqlClient, runId: string, policy: Resume.Policy, 
 
 /**
  * Starts a run, joins it while it runs, or starts a new session of it after it ended (see the module doc).
- * The items are submitted in the same transaction, so a worker never sees half a submission.
+ * The items are submitted in the same transaction, a chunk at a time (the process holds one chunk, never
+ * all the items), so a worker never sees half a submission; two items with one id (found by the database)
+ * fail it with `InvalidInput` naming the id and both items, and nothing of it is submitted.
  *
  * @example
  * ```ts
@@ -212,14 +276,17 @@ const reopen = (sql: SqlClient.SqlClient, runId: string, policy: Resume.Policy, 
  * @category running
  * @since 0.1.0
  */
-export const start = <I>(options: StartOptions<I>): Effect.Effect<Started, PgBatchError, SqlClient.SqlClient> =>
+export const start = <I, E = never, R = never>(
+  options: StartOptions<I, E, R>
+): Effect.Effect<Started, PgBatchError | E, SqlClient.SqlClient | R> =>
   Effect.gen(function*() {
-    const keys = yield* keysOf(options)
     const sql = yield* SqlClient.SqlClient
     const manifest = yield* ArtifactStore.makeManifest(options.identity)
-    const settings = summaryOf(options as StartOptions<unknown>)
-    const deadlineMillis = deadlineOf(options as StartOptions<unknown>)
+    const settings = summaryOf(options as StartOptions<unknown, unknown, unknown>)
+    const deadlineMillis = deadlineOf(options as StartOptions<unknown, unknown, unknown>)
     const runId = options.runId
+    // The shared services' rows of every run's sessions that ended more than an hour ago, best-effort.
+    yield* clean(sql, null)
     return yield* sql.withTransaction(Effect.gen(function*() {
       const created = (yield* Q.insertRun(sql, { runId, manifest, settings, deadlineMillis })).length > 0
       const run = (yield* Q.lockRun(sql, runId))!
@@ -231,15 +298,20 @@ export const start = <I>(options: StartOptions<I>): Effect.Effect<Started, PgBat
           } is running under identity ${run.identity_fingerprint}, not ${manifest.identityFingerprint}`
         })
       }
-      for (let i = 0; i < keys.length; i += CHUNK) yield* Q.upsertItems(sql, runId, keys.slice(i, i + CHUNK))
+      const items = yield* submit(sql, options)
+      // A new run's session starts once its items are submitted (its deadline does not count the submission).
+      if (created) yield* Q.startedNow(sql, runId)
       if (run.status === "running") {
-        return { runId, session: created ? "created" : "joined", items: keys.length, reopened: 0 } as const
+        return { runId, session: created ? "created" : "joined", items, reopened: 0 } as const
       }
       yield* Q.restartRun(sql, { runId, identityFingerprint: manifest.identityFingerprint, settings, deadlineMillis })
       const reopened = yield* reopen(sql, runId, options.resume, manifest.identityFingerprint)
-      return { runId, session: "restarted", items: keys.length, reopened } as const
+      return { runId, session: "restarted", items, reopened } as const
     }))
-  }).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(unavailable(e))))
+  }).pipe(
+    // Only the database's own errors: the source's errors (`E`) pass as they are.
+    Effect.catchIf((e): e is SqlError => e instanceof SqlError, (e) => Effect.fail(unavailable(e)))
+  )
 
 /**
  * A run as any machine sees it: its session, stop (first trigger wins, with its item id), deadline, items
@@ -293,7 +365,9 @@ export const stopOf = (value: unknown): Termination.Stop | undefined =>
  * Reads a run's status. A session whose deadline passed on the database clock with items open and no worker
  * alive to record it is recorded here as stopped by the batch timeout, at the deadline (a worker joining
  * later gives its open items the stop's record); a session whose items are all done is recorded as finished.
- * Both writes are best-effort: with a role that may only read, the status is still read.
+ * It also deletes the shared services' rows (budget, soft-cap totals, rate buckets) of this run's sessions
+ * that ended more than an hour ago and that no live lease holds (`start` does so for every run). The writes
+ * are best-effort: with a role that may only read, the status is still read.
  *
  * @example
  * ```ts
@@ -311,6 +385,8 @@ export const status = (runId: string): Effect.Effect<Status, PgBatchError, SqlCl
     // Best-effort: a role that may only read still reads the status (what it sees is then unrecorded). In its
     // own transaction, a savepoint inside a caller's, so that a refused write does not abort the reads.
     yield* Effect.ignore(sql.withTransaction(Effect.zipRight(Q.stopAtDeadline(sql, runId), Q.finishRun(sql, runId))))
+    // The shared services' rows of this run's sessions that ended more than an hour ago, best-effort.
+    yield* clean(sql, runId)
     const run = yield* Q.readRun(sql, runId)
     if (run === undefined) {
       return yield* new PgBatchError({ reason: "NotFound", message: `no run ${JSON.stringify(runId)}` })
@@ -405,7 +481,8 @@ const Settings = Schema.Struct({
 
 const decodeSettings = Schema.decodeUnknownEither(Settings)
 
-const capsOf = (runId: string, settings: unknown): Either.Either<Caps, PgBatchError> =>
+/** The caps of a run's settings (a run whose settings do not decode fails: never taken for no caps). @internal */
+export const capsOf = (runId: string, settings: unknown): Either.Either<Caps, PgBatchError> =>
   Either.match(decodeSettings(settings), {
     // Caps that cannot be read are never taken for no caps.
     onLeft: () =>
@@ -487,7 +564,7 @@ export const sharedLimits = (
     const sql = yield* SqlClient.SqlClient
     const run = yield* readOrFail(sql, runId)
     const c = yield* capsOf(runId, run.settings)
-    const name = `rein-batch/${runId}/${run.started_at}`
+    const name = Q.sessionName(runId, run.started_at)
     const failed = (e: PgRunLimits.PgRunLimitsError | PgBudget.PgBudgetError) =>
       new PgBatchError({ reason: "Unavailable", message: `run ${JSON.stringify(runId)}: ${e.message}` })
     const config: RunLimits.Config = {
@@ -508,3 +585,11 @@ export const sharedLimits = (
     const budget = c.budget === undefined ? Layer.empty : PgBudget.layer({ name, ...c.budget })
     return Layer.mapError(Layer.merge(limits, budget), failed)
   }))
+
+// Deletes the rows of ended sessions nothing uses any more (`Q.cleanSessions`: of one run, or of every run
+// for `null`), best-effort.
+const clean = (sql: SqlClient.SqlClient, runId: string | null): Effect.Effect<void> =>
+  Q.cleanSessions(sql, runId).pipe(
+    Effect.catchAll((e) => Effect.logWarning(`ended sessions' rows not deleted: ${e.message}`)),
+    Effect.asVoid
+  )

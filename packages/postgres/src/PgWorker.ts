@@ -19,7 +19,11 @@
  * made twice only for an item whose worker lost its lease while the call was in flight.
  *
  * Budget: the token and cost caps are the shared hard budget (`PgBudget`, core's `SharedBudget`, provided
- * with the worker's `Rein`). It settles each attempt in-process against its slice; it is not in the
+ * with the worker's `Rein`). When the run has a budget on record (`PgBatchRun.start`'s `budget`, shared by
+ * `PgBatchRun.sharedLimits`) and it can admit no more (an item ended `BudgetExhausted`, not `unavailable`, on a
+ * resource where it had no more left than the request's own budget), the run stops with `budget_exceeded`
+ * naming the resource, and its other items get `batch_budget_exceeded` without a call, as a single-process run
+ * gives them when a soft cap is reached. It settles each attempt in-process against its slice; it is not in the
  * terminal write's transaction and need not be: the slice's exposure, reported at each heartbeat, already
  * counts every reservation in flight, and a dead worker's lease is reclaimed with that exposure charged as
  * spent. A worker that dies after the provider answered and before its record committed has its item run
@@ -28,7 +32,7 @@
  *
  * Run-wide guardrails: the batch deadline counts from the session's start on the database clock (each
  * worker runs with the time left, and the heartbeat checks it too); a stop (fail-fast, a batch timeout, a
- * soft cap) is recorded once on the run row, the first trigger winning with its item id, and every worker
+ * soft cap, the shared hard budget exhausted: see Budget) is recorded once on the run row, the first trigger winning with its item id, and every worker
  * learns it at its next heartbeat: it then admits nothing more, and its calls in flight drain or are
  * cancelled per its own `abortMode`. The stop travels through batch's `RunLimits` seam: this module wraps
  * the worker's limits with a stop recorded on the run row. Those limits are the `RunLimits` in the context
@@ -52,8 +56,12 @@ import { Chunk, Duration, Effect, Fiber, Option, Random, Schema, Stream, Struct 
 import { hostname } from "node:os"
 import * as Items from "./internal/batchItems.js"
 import * as Q from "./internal/batchStatements.js"
+import type * as Budget from "./internal/budgetService.js"
+import { SharedBudget } from "./internal/budgetService.js"
+import * as BudgetStop from "./internal/budgetStop.js"
 import * as Fence from "./internal/fence.js"
-import { PgBatchError, stopOf, unavailable } from "./PgBatchRun.js"
+import { describe, retryConflicts } from "./internal/sqlError.js"
+import { capsOf, PgBatchError, stopOf, unavailable } from "./PgBatchRun.js"
 
 /**
  * How a worker runs: the run, the source of inputs by submission index, the identity (it must be the
@@ -173,8 +181,10 @@ const collateralOf = (stop: Termination.Stop) => {
   }
 }
 
+// Every statement here is one autocommitted transaction: one that lost to a deadlock or a serialization
+// failure was rolled back whole and runs again (a bounded number of times).
 const db = <A>(effect: Effect.Effect<A, SqlError>): Effect.Effect<A, PgBatchError> =>
-  Effect.mapError(effect, unavailable)
+  Effect.mapError(retryConflicts(effect), unavailable)
 
 const itemIdOfStop = (stop: Termination.Stop): string | null =>
   stop.kind === "fail_fast" || stop.kind === "artifact_error" ? stop.itemId : null
@@ -188,6 +198,8 @@ interface Context<I, E, R> {
   readonly identityFingerprint: string
   readonly fence: Fence.Fence
   readonly limits: RunLimits.Service
+  /** The run's budget on record, when it has one (the `SharedBudget` in the worker's context). */
+  readonly budget: Option.Option<Budget.Service>
   leased: number
 }
 
@@ -199,7 +211,7 @@ const sharedStop = (sql: SqlClient.SqlClient, runId: string, inner: RunLimits.Se
       : Q.stop(sql, runId, stop, itemIdOfStop(stop)).pipe(
         Effect.map((onRecord) => stopOf(onRecord) ?? stop),
         Effect.catchAll((e) =>
-          Effect.as(Effect.logWarning(`the run's stop could not be recorded: ${e.message}`), stop)
+          Effect.as(Effect.logWarning(`the run's stop could not be recorded: ${describe(e)}`), stop)
         ),
         Effect.flatMap(inner.stop)
       )
@@ -391,8 +403,27 @@ const artifactsOf = <I, E, R>(ctx: Context<I, E, R>, manifest: ArtifactStore.Man
   })
   return {
     opened,
-    toRecord: (result) => Effect.map(hook.toRecord(result), (record) => ({ ...record, index: result.item.index }))
+    toRecord: (result) =>
+      Effect.flatMap(
+        hook.toRecord(result),
+        (record) => Effect.as(watchBudget(ctx, result, record), { ...record, index: result.item.index })
+      )
   }
+}
+
+// An item the run's shared budget refused stops the run (`budget_exceeded`, first trigger wins), as a soft
+// cap reached stops a single-process run: no later item could be admitted either (see `internal/budgetStop`).
+const watchBudget = <I, E, R>(
+  ctx: Context<I, E, R>,
+  result: Result.Succeeded<Leased<I>> | Result.Failed<Leased<I>>,
+  record: ArtifactStore.ItemRecord
+): Effect.Effect<void> => {
+  const refused = BudgetStop.refusal(result)
+  if (refused === undefined || Option.isNone(ctx.budget)) return Effect.void
+  return Effect.flatMap(ctx.budget.value.left, (left) => {
+    const stop = BudgetStop.stopFor(ctx.options.contract, record, refused, left)
+    return stop === undefined ? Effect.void : Effect.asVoid(ctx.limits.stop(stop))
+  })
 }
 
 // Gives every item nobody runs any more (pending, this worker's unstarted leases, expired leases) the stop's
@@ -511,6 +542,11 @@ const runScoped = <I, E, R>(
           }))
       }),
       limits: sharedStop(sql, runId, inner),
+      // Only a budget recorded with the run is the run's (`PgBatchRun.sharedLimits` provides it): its
+      // exhaustion stops the run. Another shared budget in the context refuses items one by one.
+      budget: (yield* capsOf(runId, run.settings)).budget === undefined
+        ? Option.none()
+        : yield* Effect.serviceOption(SharedBudget),
       leased: 0
     }
     const onRecord = stopOf(run.stop)

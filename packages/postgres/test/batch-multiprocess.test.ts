@@ -212,6 +212,70 @@ describe.skipIf(!available)("one batch run, four worker processes", () => {
     )
 
     it.scoped(
+      "the run's hard budget exhausted: the run stops once (budget_exceeded), every worker within one lease period",
+      () =>
+        Effect.gen(function*() {
+          const server = yield* Server
+          const sql = yield* SqlClient.SqlClient
+          const runId = fresh("exhausted")
+          // A cost budget recorded with the run (as `rein batch --budget-cost` records it), shared by the
+          // workers through `PgBatchRun.sharedLimits`: about 1,000 of the 2,000 calls fit.
+          yield* PgBatchRun.start({
+            runId,
+            identity,
+            resume: "reuse-all",
+            items: itemsOf(N, []),
+            request,
+            itemId: (item) => item.id,
+            contract,
+            budget: { cost: 1_000 * CALL_COST }
+          })
+          const script = yield* bundle("batch-worker")
+          const workers = yield* Effect.forEach([0, 1, 2, 3], () =>
+            spawnChild(script, {
+              url: server.url,
+              runId,
+              items: N,
+              concurrency: 8,
+              latencyMillis: 20,
+              leaseMillis: LEASE,
+              heartbeatMillis: HEARTBEAT,
+              runBudget: true
+            }))
+          const exits = yield* finished(workers, 120)
+          expect(exits.map((e) => e.code), workers.map((c) => c.stderr()).join("\n")).toEqual([0, 0, 0, 0])
+          const run = yield* sql<{ readonly stopped: number }>`SELECT
+            (extract(epoch FROM stopped_at) * 1000)::float8 AS stopped FROM rein_batch_runs WHERE run_id = ${runId}`
+          const status = yield* PgBatchRun.status(runId)
+          // Recorded once for the run, as a soft cap's stop is: the run's items past it get the stop's record.
+          expect(status.status).toBe("stopped")
+          expect(status.stop).toMatchObject({ kind: "budget_exceeded", resource: "cost" })
+          expect(status.items).toEqual({ total: N, pending: 0, leased: 0, done: N })
+          for (const w of workers) expect(summaryOf(w)).toMatchObject({ termination: { kind: "budget_exceeded" } })
+          const ok = status.byCategory["ok"] ?? 0
+          const swept = status.byCategory["batch_budget_exceeded"] ?? 0
+          const refused = status.byCategory["budget_exhausted"] ?? 0
+          expect(ok + swept + refused).toBe(N)
+          expect(ok).toBeGreaterThan(N / 4)
+          // Most items never reached the budget: they got the run's stop, not a refusal each.
+          expect(swept).toBeGreaterThan(N / 4)
+          expect(refused).toBeLessThan(swept)
+          // Every worker stopped admitting within one lease period of the stop.
+          const calls = workers.flatMap((c) => logOf(c.stdout()).calls)
+          expect(calls.filter((c) => c.at > run[0]!.stopped + LEASE)).toEqual([])
+          expect(calls.length).toBe(ok)
+          // Spent within the cap.
+          expect(status.cost).toBeLessThanOrEqual(1_000 * CALL_COST + 1e-9)
+          const lastCall = Math.max(...calls.map((x) => x.at))
+          process.stdout.write(
+            `budget: last call started ${lastCall - run[0]!.stopped} ms after the stop (lease ${LEASE} ms), ` +
+              `categories ${JSON.stringify(status.byCategory)}\n`
+          )
+        }),
+      180_000
+    )
+
+    it.scoped(
       "the batch deadline, counted from the run's start in the database, ends every worker on time",
       () =>
         Effect.gen(function*() {

@@ -109,12 +109,12 @@ export const countPrompts = (path: string): Effect.Effect<number, InputError, Fi
     )
   })
 
-/** Decodes one line (1-based `line`) into an item, checking its id against those seen so far. */
+/** Decodes one line (1-based `line`) into an item, checking its id against those seen so far (when given). */
 const itemOf = (
   path: string,
   raw: string,
   line: number,
-  seen: Map<string, number>
+  seen: Map<string, number> | undefined
 ): Either.Either<PromptItem, InputError> => {
   const where = `${path}:${line}`
   const json = parseJson(raw, where)
@@ -126,6 +126,7 @@ const itemOf = (
   const item: PromptItem = typeof decoded.right === "string"
     ? { id: `line-${line}`, prompt: decoded.right }
     : { ...decoded.right, id: decoded.right.id ?? `line-${line}` }
+  if (seen === undefined) return Either.right(item)
   const earlier = seen.get(item.id)
   if (earlier !== undefined) {
     return Either.left(
@@ -138,7 +139,7 @@ const itemOf = (
 
 /** Decodes the line `line` (1-based) as `streamPrompts` does, without the check of ids seen before. @internal */
 export const decodeAt = (path: string, raw: string, line: number): Either.Either<PromptItem, InputError> =>
-  itemOf(path, raw, line, new Map())
+  itemOf(path, raw, line, undefined)
 
 /**
  * The items of the file, read and decoded as they are pulled. A file with no item fails when the stream
@@ -147,10 +148,30 @@ export const decodeAt = (path: string, raw: string, line: number): Either.Either
  * @internal
  */
 export const streamPrompts = (path: string): Stream.Stream<PromptItem, InputError, FileSystem.FileSystem> =>
+  Stream.map(streamLines(path, true), (located) => located.item)
+
+/** An item and its line (1-based). @internal */
+export interface Located {
+  readonly item: PromptItem
+  readonly line: number
+}
+
+/**
+ * The items of the file with their lines, as `streamPrompts` reads them, without checking ids against those
+ * before: what it holds is a chunk or two of the file, not every id (a distributed run's `start` has its
+ * database find two items with one id).
+ *
+ * @internal
+ */
+export const streamLocated = (path: string): Stream.Stream<Located, InputError, FileSystem.FileSystem> =>
+  streamLines(path, false)
+
+const streamLines = (path: string, checkIds: boolean): Stream.Stream<Located, InputError, FileSystem.FileSystem> =>
   Stream.unwrap(Effect.map(FileSystem.FileSystem, (fs) => {
     // Ids seen so far (a resumed run matches records by id): the one thing that grows with the file.
-    const seen = new Map<string, number>()
+    const seen = checkIds ? new Map<string, number>() : undefined
     let line = 0
+    let items = 0
     // A small read-ahead: what is held is the lines of a chunk or two, however big the file.
     return fs.stream(path, { chunkSize: 64 * 1024, bufferSize: 2 }).pipe(
       Stream.mapError(readError(path)),
@@ -160,7 +181,10 @@ export const streamPrompts = (path: string): Stream.Stream<PromptItem, InputErro
         line++
         return BLANK.test(raw) ? Option.none() : Option.some([raw, line] as const)
       }),
-      Stream.mapEffect(([raw, n]) => itemOf(path, raw, n, seen)),
-      Stream.concat(Stream.suspend(() => (seen.size === 0 ? Stream.fail(noItems(path)) : Stream.empty)))
+      Stream.mapEffect(([raw, n]) => {
+        items++
+        return Either.map(itemOf(path, raw, n, seen), (item): Located => ({ item, line: n }))
+      }),
+      Stream.concat(Stream.suspend(() => (items === 0 ? Stream.fail(noItems(path)) : Stream.empty)))
     )
   }))

@@ -45,10 +45,15 @@ export const readRun = (sql: Sql, runId: string) =>
     (rows) => rows[0]
   )
 
-/** The same row, locked for the rest of the transaction (a start and a finish never interleave). @internal */
+/**
+ * The same row, locked for the rest of the transaction (a start and a finish never interleave). `NO KEY`: a
+ * worker's `finish` inserts records, whose foreign key takes a key-share lock on this row while the worker holds
+ * item rows that the start's submission then locks; under `FOR UPDATE` the two deadlocked (40P01). The run's key
+ * never changes, so the weaker lock still orders every start, stop and finish of the run. @internal
+ */
 export const lockRun = (sql: Sql, runId: string) =>
   Effect.map(
-    sql<RunRow>`SELECT ${sql.literal(RUN_COLUMNS)} FROM rein_batch_runs WHERE run_id = ${runId} FOR UPDATE`,
+    sql<RunRow>`SELECT ${sql.literal(RUN_COLUMNS)} FROM rein_batch_runs WHERE run_id = ${runId} FOR NO KEY UPDATE`,
     (rows) => rows[0]
   )
 
@@ -84,6 +89,10 @@ export const restartRun = (
     settings = ${JSON.stringify(run.settings)}::jsonb, deadline_millis = ${run.deadlineMillis}
     WHERE run_id = ${run.runId}`
 
+/** The session starts now (a new run, once its items are submitted). @internal */
+export const startedNow = (sql: Sql, runId: string) =>
+  sql`UPDATE rein_batch_runs SET started_at = clock_timestamp() WHERE run_id = ${runId}`
+
 /** An item as submitted. @internal */
 export interface ItemKey {
   readonly itemId: string
@@ -93,31 +102,70 @@ export interface ItemKey {
 }
 
 /**
- * Adds items to the run. An item already there with the same input keeps its state; one whose input
- * changed is pending again under its new fingerprints (its old record cannot be reused for it). @internal
+ * Opens this transaction's submission: a temporary table of the ids submitted so far (and where each was),
+ * dropped at commit or rollback. Its primary key is what finds two items with one id, in the database,
+ * however many items a submission has. @internal
  */
-export const upsertItems = (sql: Sql, runId: string, items: ReadonlyArray<ItemKey>) =>
-  sql`INSERT INTO rein_batch_items (run_id, item_id, idx, input_fingerprint, prompt_fingerprint)
-    SELECT ${runId}, t.item_id, t.idx, t.input_fingerprint, t.prompt_fingerprint
-    FROM jsonb_to_recordset(${
-    JSON.stringify(items.map((i) => ({
-      item_id: i.itemId,
-      idx: i.index,
-      input_fingerprint: i.inputFingerprint,
-      prompt_fingerprint: i.promptFingerprint
-    })))
-  }::jsonb) AS t(item_id text, idx int, input_fingerprint text, prompt_fingerprint text)
-    ON CONFLICT (run_id, item_id) DO UPDATE SET idx = EXCLUDED.idx,
-      input_fingerprint = EXCLUDED.input_fingerprint, prompt_fingerprint = EXCLUDED.prompt_fingerprint,
-      state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
-    WHERE rein_batch_items.input_fingerprint <> EXCLUDED.input_fingerprint`
+export const openSubmission = (sql: Sql) =>
+  Effect.zipRight(
+    sql`DROP TABLE IF EXISTS pg_temp.rein_submission`,
+    sql`CREATE TEMP TABLE rein_submission (item_id text PRIMARY KEY, idx integer NOT NULL, place text)
+      ON COMMIT DROP`
+  )
+
+/** An item as submitted, with where it is in its source (for an error message; `null`: its index). @internal */
+export interface Submitted extends ItemKey {
+  readonly place: string | null
+}
+
+/**
+ * Submits a chunk of items, in one statement: each id is recorded in the submission, and the items whose id
+ * is new to it are added to the run (an item already there with the same input keeps its state; one whose
+ * input changed is pending again under its new fingerprints: its old record cannot be reused for it). Answers how many ids were new: fewer than the
+ * chunk's items means an id came twice (in this chunk or an earlier one), and the caller fails the
+ * transaction. @internal
+ */
+export const submitItems = (sql: Sql, runId: string, items: ReadonlyArray<Submitted>) =>
+  Effect.map(
+    sql<{ readonly fresh: number }>`WITH t AS (
+        SELECT * FROM jsonb_to_recordset(${
+      JSON.stringify(items.map((i) => ({
+        item_id: i.itemId,
+        idx: i.index,
+        input_fingerprint: i.inputFingerprint,
+        prompt_fingerprint: i.promptFingerprint,
+        place: i.place
+      })))
+    }::jsonb) AS t(item_id text, idx int, input_fingerprint text, prompt_fingerprint text, place text)),
+      fresh AS (
+        INSERT INTO rein_submission (item_id, idx, place) SELECT item_id, idx, place FROM t
+        ON CONFLICT (item_id) DO NOTHING RETURNING item_id, idx),
+      up AS (
+        INSERT INTO rein_batch_items (run_id, item_id, idx, input_fingerprint, prompt_fingerprint)
+        SELECT ${runId}, t.item_id, t.idx, t.input_fingerprint, t.prompt_fingerprint
+        FROM t JOIN fresh ON fresh.item_id = t.item_id AND fresh.idx = t.idx
+        ON CONFLICT (run_id, item_id) DO UPDATE SET idx = EXCLUDED.idx,
+          input_fingerprint = EXCLUDED.input_fingerprint, prompt_fingerprint = EXCLUDED.prompt_fingerprint,
+          state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+        WHERE rein_batch_items.input_fingerprint <> EXCLUDED.input_fingerprint
+        RETURNING 1)
+      SELECT (SELECT count(*) FROM fresh)::int AS fresh, (SELECT count(*) FROM up)::int AS changed`,
+    (rows) => rows[0]!.fresh
+  )
+
+/** Where the submission recorded each of these ids (the first item that had it). @internal */
+export const submittedAt = (sql: Sql, itemIds: ReadonlyArray<string>) =>
+  sql<{ readonly item_id: string; readonly idx: number; readonly place: string | null }>`
+    SELECT item_id, idx, place FROM rein_submission
+    WHERE item_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(itemIds)}::jsonb))`
 
 /** Puts finished items back to pending (a resume policy that does not reuse their records). @internal */
 export const reopenItems = (sql: Sql, runId: string, itemIds: ReadonlyArray<string>) =>
-  sql`UPDATE rein_batch_items SET state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
-    WHERE run_id = ${runId} AND state = 'done' AND item_id IN (SELECT jsonb_array_elements_text(${
-    JSON.stringify(itemIds)
-  }::jsonb))`
+  sql`WITH locked AS MATERIALIZED (SELECT item_id FROM rein_batch_items WHERE run_id = ${runId} AND state = 'done'
+      AND item_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(itemIds)}::jsonb))
+      ORDER BY item_id FOR UPDATE)
+    UPDATE rein_batch_items i SET state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+    FROM locked WHERE i.run_id = ${runId} AND i.item_id = locked.item_id AND i.state = 'done'`
 
 /** A finished item's key, for the resume policy. @internal */
 export interface DoneRow {
@@ -183,12 +231,23 @@ export interface BeatRow {
   readonly open: number
 }
 
+/**
+ * The item rows of the leases this owner holds, locked in `item_id` order. Every statement that updates
+ * several item rows and may wait for one (the heartbeat, `releaseOwned`, `finish`, `reopenItems`) locks them
+ * in this one order first: a worker's heartbeat, its group writes and its sweep run on different connections
+ * at once, and two of them locking the same rows in different orders (an index scan's order, a join's)
+ * deadlocked (40P01). `lease` never waits (`SKIP LOCKED`), so its order does not matter. @internal
+ */
+const lockOwned = (sql: Sql, runId: string, owner: string) =>
+  sql`SELECT item_id FROM rein_batch_items WHERE run_id = ${runId} AND lease_owner = ${owner} AND state = 'leased'
+    ORDER BY item_id FOR UPDATE`
+
 /** Extends every lease this owner holds by `ttl` and reads the run's stop and clock. @internal */
 export const heartbeat = (sql: Sql, runId: string, owner: string, ttlMillis: number) =>
   Effect.map(
-    sql<BeatRow>`WITH beat AS (
-        UPDATE rein_batch_items SET lease_expires = clock_timestamp() + ${interval(sql, ttlMillis)}
-        WHERE run_id = ${runId} AND lease_owner = ${owner} AND state = 'leased' RETURNING 1)
+    sql<BeatRow>`WITH mine AS MATERIALIZED (${lockOwned(sql, runId, owner)}), beat AS (
+        UPDATE rein_batch_items i SET lease_expires = clock_timestamp() + ${interval(sql, ttlMillis)}
+        FROM mine WHERE i.run_id = ${runId} AND i.item_id = mine.item_id RETURNING 1)
       SELECT stop, status, (extract(epoch FROM clock_timestamp() - started_at) * 1000)::float8 AS elapsed_millis,
         deadline_millis, (SELECT count(*) FROM beat)::float8 AS open
       FROM rein_batch_runs WHERE run_id = ${runId}`,
@@ -206,8 +265,9 @@ export const look = (sql: Sql, runId: string) =>
 
 /** Gives this worker's leases back to the queue (items it leased and never started). @internal */
 export const releaseOwned = (sql: Sql, runId: string, owner: string) =>
-  sql`UPDATE rein_batch_items SET state = 'pending', lease_owner = NULL, lease_expires = NULL
-    WHERE run_id = ${runId} AND lease_owner = ${owner} AND state = 'leased'`
+  sql`WITH mine AS MATERIALIZED (${lockOwned(sql, runId, owner)})
+    UPDATE rein_batch_items i SET state = 'pending', lease_owner = NULL, lease_expires = NULL
+    FROM mine WHERE i.run_id = ${runId} AND i.item_id = mine.item_id`
 
 /** How many items are not done and not held by this owner (pending, or held by another holder). @internal */
 export const remaining = (sql: Sql, runId: string, owner: string) =>
@@ -227,21 +287,26 @@ export interface Terminal {
 /**
  * Writes terminal records, each fenced by its lease token: an item is marked done and its record appended
  * only while the lease that wrote it is still the item's lease (not taken over, not finished by anyone
- * else). One statement for the whole group, so the item and its record commit together. Returns the ids
- * written; the others were fenced out. @internal
+ * else). One statement for the whole group, so the item and its record commit together; its rows are locked in
+ * `item_id` order first (as the heartbeat locks them). Returns the ids written; the others were fenced out.
+ * @internal
  */
 export const finish = (sql: Sql, runId: string, terminals: ReadonlyArray<Terminal>) =>
   sql<{ readonly item_id: string }>`WITH input AS (
       SELECT * FROM jsonb_to_recordset(${
     JSON.stringify(terminals.map((t) => ({ item_id: t.itemId, token: t.token, record: t.record })))
   }::jsonb) AS t(item_id text, token bigint, record jsonb)),
+    locked AS MATERIALIZED (
+      SELECT i.item_id FROM rein_batch_items i JOIN input ON i.item_id = input.item_id
+      WHERE i.run_id = ${runId} AND i.state = 'leased' AND i.lease_token = input.token
+      ORDER BY i.item_id FOR UPDATE OF i),
     done AS (
       UPDATE rein_batch_items i SET state = 'done', lease_owner = NULL, lease_expires = NULL,
         outcome = input.record->>'outcome', category = input.record->>'category',
         cost = CASE WHEN jsonb_typeof(input.record->'cost') = 'number' THEN (input.record->>'cost')::float8 END,
         finished_at = clock_timestamp()
-      FROM input WHERE i.run_id = ${runId} AND i.item_id = input.item_id AND i.state = 'leased'
-        AND i.lease_token = input.token
+      FROM locked, input WHERE i.run_id = ${runId} AND i.item_id = locked.item_id AND input.item_id = locked.item_id
+        AND i.state = 'leased' AND i.lease_token = input.token
       RETURNING i.item_id, input.record)
     INSERT INTO rein_batch_records (run_id, item_id, record) SELECT ${runId}, item_id, record FROM done
     RETURNING item_id`
@@ -319,3 +384,62 @@ export const records = (sql: Sql, runId: string) =>
 export const appendRecord = (sql: Sql, runId: string, record: ArtifactStore.ItemRecord) =>
   sql`INSERT INTO rein_batch_records (run_id, item_id, record)
     VALUES (${runId}, ${record.itemId}, ${JSON.stringify(record)}::jsonb)`
+
+/** The name of a run's session in the shared services (`PgRunLimits`, `PgBudget`, their rate buckets). @internal */
+export const sessionName = (runId: string, startedAt: string) => `rein-batch/${runId}/${startedAt}`
+
+/** How long the rows of a run's ended session are kept (for operators to read its totals) before they go. @internal */
+export const SESSION_RETENTION_MILLIS = 60 * 60 * 1000
+
+const STARTED = `to_char(r.started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
+/**
+ * Deletes the rows runs' sessions left in the shared services (`rein_budgets` and its leases and reclaims,
+ * `rein_run_limits` and its cooldowns, the rate buckets `requests:<name>` / `tokens:<name>` and their leases
+ * and reclaims): those of a session that ended (the run started another, or stopped or finished) more than
+ * `retentionMillis` ago on the database clock — the end of a run's last session is its last record or its
+ * stop — with no item of its run leased and no budget or rate lease of the session live (a dead worker's
+ * lease expires first). `runId`: that run's sessions only; `null`: every run's. Answers how many sessions
+ * were deleted. @internal
+ */
+export const cleanSessions = (sql: Sql, runId: string | null, retentionMillis: number = SESSION_RETENTION_MILLIS) =>
+  sql.withTransaction(Effect.gen(function*() {
+    const rows = yield* sql<{ readonly name: string }>`WITH names AS (
+        SELECT name FROM rein_budgets WHERE starts_with(name, 'rein-batch/')
+        UNION SELECT name FROM rein_run_limits WHERE starts_with(name, 'rein-batch/')
+        UNION SELECT substr(key, 10) FROM rein_rate_buckets WHERE starts_with(key, 'requests:rein-batch/')
+        UNION SELECT substr(key, 8) FROM rein_rate_buckets WHERE starts_with(key, 'tokens:rein-batch/')
+      ), parsed AS (
+        SELECT name, substr(name, 12, length(name) - 36) AS run_id, right(name, 24) AS started
+        FROM names WHERE length(name) > 36
+      ), sessions AS (
+        SELECT p.name, r.run_id, p.started = ${sql.literal(STARTED)} AS last, r.status, r.started_at, r.stopped_at
+        FROM parsed p JOIN rein_batch_runs r ON r.run_id = p.run_id
+        WHERE ${runId}::text IS NULL OR r.run_id = ${runId}::text
+      )
+      SELECT s.name FROM sessions s
+      WHERE NOT (s.last AND s.status = 'running')
+        AND (CASE WHEN s.last THEN COALESCE(GREATEST(s.stopped_at,
+            (SELECT max(i.finished_at) FROM rein_batch_items i WHERE i.run_id = s.run_id)), s.started_at)
+          ELSE s.started_at END) < clock_timestamp() - ${interval(sql, retentionMillis)}
+        AND NOT EXISTS (SELECT 1 FROM rein_batch_items i WHERE i.run_id = s.run_id AND i.state = 'leased'
+          AND i.lease_expires >= clock_timestamp())
+        AND NOT EXISTS (SELECT 1 FROM rein_budget_leases l WHERE l.budget = s.name
+          AND l.expires_at >= clock_timestamp())
+        AND NOT EXISTS (SELECT 1 FROM rein_rate_leases l WHERE l.key IN ('requests:' || s.name, 'tokens:' || s.name)
+          AND l.expires_at >= clock_timestamp())`
+    if (rows.length === 0) return 0
+    const names = JSON.stringify(rows.map((row) => row.name))
+    const keys = JSON.stringify(rows.flatMap((row) => [`requests:${row.name}`, `tokens:${row.name}`]))
+    const inNames = sql`(SELECT jsonb_array_elements_text(${names}::jsonb))`
+    const inKeys = sql`(SELECT jsonb_array_elements_text(${keys}::jsonb))`
+    yield* sql`DELETE FROM rein_budget_reclaims WHERE budget IN ${inNames}`
+    yield* sql`DELETE FROM rein_budget_leases WHERE budget IN ${inNames}`
+    yield* sql`DELETE FROM rein_budgets WHERE name IN ${inNames}`
+    yield* sql`DELETE FROM rein_run_cooldowns WHERE run IN ${inNames}`
+    yield* sql`DELETE FROM rein_run_limits WHERE name IN ${inNames}`
+    yield* sql`DELETE FROM rein_rate_reclaims WHERE key IN ${inKeys}`
+    yield* sql`DELETE FROM rein_rate_leases WHERE key IN ${inKeys}`
+    yield* sql`DELETE FROM rein_rate_buckets WHERE key IN ${inKeys}`
+    return rows.length
+  }))

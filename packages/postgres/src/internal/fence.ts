@@ -20,6 +20,7 @@ import { ArtifactStore } from "@rein/batch"
 import type { Scope } from "effect"
 import { Deferred, Effect, FiberId, Queue } from "effect"
 import * as Q from "./batchStatements.js"
+import { describe, retryConflicts } from "./sqlError.js"
 
 /** @internal */
 export interface Fence {
@@ -72,7 +73,8 @@ export const make = (
       })
 
     const writeGroup = (group: ReadonlyArray<Q.Terminal>) =>
-      Q.finish(sql, runId, group).pipe(
+      // One statement: lost to a deadlock, it was rolled back whole, and its fence makes a second run safe.
+      retryConflicts(Q.finish(sql, runId, group)).pipe(
         Effect.flatMap((rows) => {
           const written = new Set(rows.map((r) => r.item_id))
           const dropped = group.length - written.size
@@ -85,7 +87,7 @@ export const make = (
         }),
         Effect.catchAll((e) => {
           if (failure !== undefined) return Effect.void
-          failure = new ArtifactStore.ArtifactError({ reason: "io", message: `terminal write failed: ${e.message}` })
+          failure = new ArtifactStore.ArtifactError({ reason: "io", message: `terminal write failed: ${describe(e)}` })
           return hooks.onFailed(failure, group[0]!.itemId)
         }),
         Effect.ensuring(settled(group.length))
