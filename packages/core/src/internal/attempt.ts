@@ -208,7 +208,7 @@ export const bounded = <A, E, S, B, E2>(
     const clock = Context.get(parent.currentDefaultServices, Clock.Clock)
     const runtime = runtimeOf(parent, RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption))
     // The provider's fiber never fails: its exit is data (a failing fiber would also be logged).
-    const fiber = Runtime.runFork(runtime, Effect.exit(work))
+    const fiber = Runtime.runFork(runtime, asExit(work))
     const polled = fiber.unsafePoll()
     // Synchronous so far: `k.then` is called before any interruption can land, its effect runs as the caller runs.
     if (polled !== null) return k.then(end(Exit.flatten(polled)))
@@ -306,6 +306,21 @@ class Waiting<A, E, S, B, E2> {
 }
 
 const TIMED_OUT = Effect.succeed(undefined)
+
+/** The handlers of `Effect.exit`, made once: `Effect.exit` builds two closures and two option objects per call. */
+interface AsExit<A, E> {
+  onFailure(cause: Cause.Cause<E>): Effect.Effect<Exit.Exit<A, E>>
+  onSuccess(a: A): Effect.Effect<Exit.Exit<A, E>>
+}
+
+const AS_EXIT: AsExit<unknown, unknown> = {
+  onFailure: (cause) => Effect.succeed(Exit.failCause(cause)),
+  onSuccess: (a) => Effect.succeed(Exit.succeed(a))
+}
+
+/** `Effect.exit(work)`, without allocating its handlers. */
+const asExit = <A, E>(work: Effect.Effect<A, E>): Effect.Effect<Exit.Exit<A, E>> =>
+  Effect.matchCauseEffect(work, AS_EXIT as AsExit<A, E>)
 
 const callEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd<ProviderResponse> => {
   if (!Exit.isSuccess(exit)) return { _tag: "Failure", failure: failureOf(exit.cause) }
