@@ -157,7 +157,12 @@ export const make = <I, E, R>(
       : state.observer.item(Rein.execute(request, itemContract), it.index, it.itemId)
     if (!cancelActive) {
       state.executing.add(it)
-      return Effect.flatMap(Effect.exit(executed), (exit) => finishItem(worker, it, item, startNanos, exit))
+      // Both ends of the call in one object (`Effect.exit` and a `flatMap` closure cost four closures and two
+      // option objects per item).
+      return Effect.matchCauseEffect(executed, {
+        onFailure: (cause) => finishItem(worker, it, item, startNanos, Exit.failCause(cause)),
+        onSuccess: (completion) => finishItem(worker, it, item, startNanos, Exit.succeed(completion))
+      })
     }
     // Its own fiber, so that a stop can interrupt the call while this worker publishes the result.
     return Effect.flatMap(Effect.fork(executed), (fiber) => {
