@@ -182,8 +182,26 @@ export const make = <I, E, R>(
     }
     const pullNow = pulling.pullNow
     const loop: Effect.Effect<void, never, Rein.Rein | R> = pullNow !== undefined
-      ? Effect.suspend(() => process(pullNow()))
+      ? Effect.suspend(() => loopNow(pullNow))
       : Effect.flatMap(window === undefined ? pulling.pull : Effect.zipRight(window.take(1), pulling.pull), process)
+    /** The loop over a source that never suspends: one `whileLoop`, pulling right after each item ended (no
+     * `zipRight` and `suspend` per item). */
+    const loopNow = (pullNow: () => Pulled<I>): Effect.Effect<void, never, Rein.Rein> => {
+      let next = pullNow()
+      return Effect.zipRight(
+        Effect.whileLoop({
+          while: () => Option.isSome(next),
+          body: () => {
+            const [item, index] = Option.getOrThrow(next)
+            return processItem(self, item, index)
+          },
+          step: () => {
+            next = pullNow()
+          }
+        }),
+        window === undefined ? Effect.void : window.release(1)
+      )
+    }
     return gated ? Effect.provideService(loop, Gate.Gate, gate.of(self)) : loop
   })
 
