@@ -299,8 +299,7 @@ class Waiting<A, E, S, B, E2> {
     const { fiber, k } = this
     return Effect.flatMap(
       teardown(this.clock, this.runtime, fiber, this.graceMillis, true),
-      (confirmed) =>
-        this.restore(k.then({ _tag: "Timeout", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) }))
+      (confirmed) => this.restore(k.then({ _tag: "Timeout", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) }))
     )
   }
 }
