@@ -247,6 +247,9 @@ class Waiting<A, E, S, B, E2> {
   readonly register = (resume: (effect: Effect.Effect<Exit.Exit<A, E> | undefined>) => void): void => {
     if (this.done) return
     this.resume = resume
+    // A fiber that already ended needs no timer entry (as in `watch`).
+    const ended = this.fiber.unsafePoll()
+    if (ended !== null) return this.onExit(ended)
     this.entry = Timers.schedule(this.clock, this.runtime, atNanos(this.clock, this.timeoutMillis), this.onTimer)
     // A fiber that already ended calls `onExit` at once.
     this.fiber.addObserver(this.onExit)
@@ -255,7 +258,7 @@ class Waiting<A, E, S, B, E2> {
   private readonly onExit = (exit: Exit.Exit<Exit.Exit<A, E>>): void => {
     if (this.done) return
     this.done = true
-    Timers.cancel(this.clock, this.entry!)
+    if (this.entry !== undefined) Timers.cancel(this.clock, this.entry)
     this.resume!(Effect.succeed(Exit.flatten(exit)))
   }
 
