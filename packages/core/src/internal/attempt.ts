@@ -191,8 +191,7 @@ export interface Continue<S, B, E2> {
  *
  * The attempt's fiber is started at once and runs synchronously until its first asynchronous step: a
  * provider that answers without suspending costs no timer and no scheduler hop. One that suspends costs an
- * entry in the clock's one timer and one wait. The fork and the watch happen in one synchronous step (no
- * interruption can land inside it), and the wait's end is handled with interruption held off, so no
+ * entry in the clock's one timer and one wait. The fork happens inside the uninterruptible region, so no
  * interruption can slip between starting the fiber and watching it, nor between its end and `k.then`.
  *
  * @internal
@@ -204,19 +203,19 @@ export const bounded = <A, E, S, B, E2>(
   graceMillis: number,
   k: Continue<S, B, E2>
 ): Effect.Effect<B, E2> =>
-  Effect.withFiberRuntime<B, E2>((parent, status) => {
-    const clock = Context.get(parent.currentDefaultServices, Clock.Clock)
-    const runtime = runtimeOf(parent, RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption))
-    // The provider's fiber never fails: its exit is data (a failing fiber would also be logged).
-    const fiber = Runtime.runFork(runtime, asExit(work))
-    const polled = fiber.unsafePoll()
-    // Synchronous so far: `k.then` is called before any interruption can land, its effect runs as the caller runs.
-    if (polled !== null) return k.then(end(Exit.flatten(polled)))
-    k.started?.(fiber)
-    const waiting = new Waiting(clock, runtime, fiber, timeoutMillis, graceMillis, end, k, status.runtimeFlags)
-    // The wait is interruptible as the caller is; what follows it is not (see `Waiting`).
-    return Effect.uninterruptible(Effect.matchCauseEffect(waiting.restore(Effect.async(waiting.register)), waiting))
-  })
+  Effect.uninterruptibleMask((restore) =>
+    Effect.withFiberRuntime<B, E2>((parent, status) => {
+      const clock = Context.get(parent.currentDefaultServices, Clock.Clock)
+      const runtime = runtimeOf(parent, RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption))
+      // The provider's fiber never fails: its exit is data (a failing fiber would also be logged).
+      const fiber = Runtime.runFork(runtime, asExit(work))
+      const polled = fiber.unsafePoll()
+      if (polled !== null) return restore(k.then(end(Exit.flatten(polled))))
+      k.started?.(fiber)
+      const waiting = new Waiting(clock, runtime, fiber, timeoutMillis, graceMillis, end, k, restore)
+      return Effect.matchCauseEffect(restore(Effect.async(waiting.register)), waiting)
+    })
+  )
 
 /**
  * One suspended attempt's wait and what follows it, in one object: the fiber's observer, the timer's callback,
@@ -235,13 +234,9 @@ class Waiting<A, E, S, B, E2> {
     private readonly graceMillis: number,
     private readonly end: (exit: Exit.Exit<A, E>) => AttemptEnd<S>,
     private readonly k: Continue<S, B, E2>,
-    private readonly flags: RuntimeFlags.RuntimeFlags
+    /** The caller's own interruptibility (the rest runs uninterruptibly: see `bounded`). */
+    private readonly restore: <X, EX, RX>(effect: Effect.Effect<X, EX, RX>) => Effect.Effect<X, EX, RX>
   ) {}
-
-  /** `effect` with the caller's own interruptibility (the rest runs uninterruptibly). */
-  restore<X, EX>(effect: Effect.Effect<X, EX>): Effect.Effect<X, EX> {
-    return RuntimeFlags.interruption(this.flags) ? Effect.interruptible(effect) : effect
-  }
 
   /** Starts watching: the fiber's exit, or `undefined` when the timeout came first. (No canceler: `onFailure` stops.) */
   readonly register = (resume: (effect: Effect.Effect<Exit.Exit<A, E> | undefined>) => void): void => {
