@@ -46,6 +46,19 @@ const walk = (node, stack = []) => {
   for (const c of node.children) walk(c, [...stack, f])
 }
 walk(profile.head)
+// BY=rein: each sample charged to the innermost Rein frame (core or batch) on its stack, so that Effect's and
+// Node's allocations are charged to the Rein call that caused them.
+if (process.env.BY === "rein") {
+  const byRein = new Map()
+  const charge = (node, owner) => {
+    const k = label(node.callFrame)
+    const own = /(core|batch)\/dist/.test(k) ? k : owner
+    byRein.set(own, (byRein.get(own) ?? 0) + node.selfSize)
+    for (const c of node.children) charge(c, own)
+  }
+  charge(profile.head, "(outside Rein)")
+  for (const [k, v] of [...byRein].sort((a, b) => b[1] - a[1]).slice(0, 30)) console.log(`${(v / N).toFixed(0).padStart(6)} B  ${k}`)
+}
 for (const [k, v] of [...parents].sort((a, b) => b[1] - a[1]).slice(0, 12)) console.log(`${(v / N).toFixed(0).padStart(6)} B  ${k}`)
 const total = [...self.values()].reduce((a, b) => a + b, 0)
 console.log(`total ${(total / N / 1024).toFixed(2)} KB/item`)

@@ -397,6 +397,8 @@ export const settle = (
       // Not the provider's fault: no count, no transition; a probe slot is simply given back.
       return released
     case "success":
+      // The common case changes nothing (closed, no failures in the full window): the same state, not a copy.
+      if (!permit.probe && settled(released, windowSize)) return released
       return permit.probe || current(released, now) !== "open"
         ? {
           ...released,
@@ -753,6 +755,10 @@ const pushWindow = (
   window: ((e.window << 1) | (failure ? 1 : 0)) & ((1 << size) - 1),
   windowLength: Math.min(size, e.windowLength + 1)
 })
+
+/** A non-probe success leaves `e` as it is: closed, no consecutive failures, and a full window of successes. */
+const settled = (e: EndpointState, size: number): boolean =>
+  e.state === "closed" && e.consecutive === 0 && e.window === 0 && e.windowLength === size
 
 const popcount = (n: number): number => {
   let count = 0

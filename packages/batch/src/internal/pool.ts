@@ -157,7 +157,12 @@ export const make = <I, E, R>(
       : state.observer.item(Rein.execute(request, itemContract), it.index, it.itemId)
     if (!cancelActive) {
       state.executing.add(it)
-      return Effect.flatMap(Effect.exit(executed), (exit) => finishItem(worker, it, item, startNanos, exit))
+      // Both ends of the call in one object (`Effect.exit` and a `flatMap` closure cost four closures and two
+      // option objects per item).
+      return Effect.matchCauseEffect(executed, {
+        onFailure: (cause) => finishItem(worker, it, item, startNanos, Exit.failCause(cause)),
+        onSuccess: (completion) => finishItem(worker, it, item, startNanos, Exit.succeed(completion))
+      })
     }
     // Its own fiber, so that a stop can interrupt the call while this worker publishes the result.
     return Effect.flatMap(Effect.fork(executed), (fiber) => {
@@ -177,8 +182,26 @@ export const make = <I, E, R>(
     }
     const pullNow = pulling.pullNow
     const loop: Effect.Effect<void, never, Rein.Rein | R> = pullNow !== undefined
-      ? Effect.suspend(() => process(pullNow()))
+      ? Effect.suspend(() => loopNow(pullNow))
       : Effect.flatMap(window === undefined ? pulling.pull : Effect.zipRight(window.take(1), pulling.pull), process)
+    /** The loop over a source that never suspends: one `whileLoop`, pulling right after each item ended (no
+     * `zipRight` and `suspend` per item). */
+    const loopNow = (pullNow: () => Pulled<I>): Effect.Effect<void, never, Rein.Rein> => {
+      let next = pullNow()
+      return Effect.zipRight(
+        Effect.whileLoop({
+          while: () => Option.isSome(next),
+          body: () => {
+            const [item, index] = Option.getOrThrow(next)
+            return processItem(self, item, index)
+          },
+          step: () => {
+            next = pullNow()
+          }
+        }),
+        window === undefined ? Effect.void : window.release(1)
+      )
+    }
     return gated ? Effect.provideService(loop, Gate.Gate, gate.of(self)) : loop
   })
 

@@ -208,50 +208,116 @@ export const bounded = <A, E, S, B, E2>(
       const clock = Context.get(parent.currentDefaultServices, Clock.Clock)
       const runtime = runtimeOf(parent, RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption))
       // The provider's fiber never fails: its exit is data (a failing fiber would also be logged).
-      const fiber = Runtime.runFork(runtime)(Effect.exit(work))
+      const fiber = Runtime.runFork(runtime, asExit(work))
       const polled = fiber.unsafePoll()
       if (polled !== null) return restore(k.then(end(Exit.flatten(polled))))
       k.started?.(fiber)
-      let stop = (): void => {}
-      /** The fiber's exit, or `undefined` when the timeout came first. (No canceler: `onFailure` stops.) */
-      const waited = Effect.async<Exit.Exit<A, E> | undefined>((resume) => {
-        stop = watch(clock, runtime, fiber, timeoutMillis, (exit) => {
-          if (exit !== undefined) return resume(Effect.succeed(Exit.flatten(exit)))
-          // Timed out: the attempt's teardown starts here, in the timer's own step, not when this caller's
-          // fiber next runs. With many expiries at once, the attempts' fibers then process their interruption
-          // in the same scheduler pass as their callers (one pass, not two). `teardown` below waits for it
-          // within the grace, as before, without interrupting it a second time.
-          fiber.unsafeInterruptAsFork(FiberId.none)
-          resume(TIMED_OUT)
-        })
-      })
-      return Effect.matchCauseEffect(restore(waited), {
-        // Only interruption reaches here: the wait itself never fails.
-        onFailure: (cause) => {
-          stop()
-          return Effect.zipRight(
-            Effect.flatMap(
-              // A gate that cancels requests may have interrupted the attempt already (see `Gate.Running`).
-              teardown(clock, runtime, fiber, graceMillis, false),
-              (confirmed) =>
-                k.interrupted({ _tag: "Interrupted", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) })
-            ),
-            Effect.failCause(cause)
-          )
-        },
-        onSuccess: (exit) =>
-          exit !== undefined
-            ? restore(k.then(end(exit)))
-            // Timed out: torn down (within the grace) before the caller goes on, whatever interrupts it.
-            : Effect.flatMap(
-              teardown(clock, runtime, fiber, graceMillis, true),
-              (confirmed) => restore(k.then({ _tag: "Timeout", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) }))
-            )
-      })
+      const waiting = new Waiting(clock, runtime, fiber, timeoutMillis, graceMillis, end, k, restore)
+      return Effect.matchCauseEffect(restore(Effect.async(waiting.register)), waiting)
     })
   )
 
+/**
+ * One suspended attempt's wait and what follows it, in one object: the fiber's observer, the timer's callback,
+ * the wait's registration and its two continuations are its fields, not a closure (and a closure context) per
+ * step: this runs once per attempt that suspends.
+ */
+class Waiting<A, E, S, B, E2> {
+  private done = false
+  private entry: Timers.Entry | undefined = undefined
+  private resume: ((effect: Effect.Effect<Exit.Exit<A, E> | undefined>) => void) | undefined = undefined
+  constructor(
+    private readonly clock: Clock.Clock,
+    private readonly runtime: Runtime.Runtime<never>,
+    private readonly fiber: Fiber.RuntimeFiber<Exit.Exit<A, E>>,
+    private readonly timeoutMillis: number,
+    private readonly graceMillis: number,
+    private readonly end: (exit: Exit.Exit<A, E>) => AttemptEnd<S>,
+    private readonly k: Continue<S, B, E2>,
+    /** The caller's own interruptibility (the rest runs uninterruptibly: see `bounded`). */
+    private readonly restore: <X, EX, RX>(effect: Effect.Effect<X, EX, RX>) => Effect.Effect<X, EX, RX>
+  ) {}
+
+  /** Starts watching: the fiber's exit, or `undefined` when the timeout came first. (No canceler: `onFailure` stops.) */
+  readonly register = (resume: (effect: Effect.Effect<Exit.Exit<A, E> | undefined>) => void): void => {
+    if (this.done) return
+    this.resume = resume
+    // A fiber that already ended needs no timer entry (as in `watch`).
+    const ended = this.fiber.unsafePoll()
+    if (ended !== null) return this.onExit(ended)
+    this.entry = Timers.schedule(this.clock, this.runtime, atNanos(this.clock, this.timeoutMillis), this.onTimer)
+    // A fiber that already ended calls `onExit` at once.
+    this.fiber.addObserver(this.onExit)
+  }
+
+  private readonly onExit = (exit: Exit.Exit<Exit.Exit<A, E>>): void => {
+    if (this.done) return
+    this.done = true
+    if (this.entry !== undefined) Timers.cancel(this.clock, this.entry)
+    this.resume!(Effect.succeed(Exit.flatten(exit)))
+  }
+
+  private readonly onTimer = (): void => {
+    if (this.done) return
+    this.done = true
+    this.fiber.removeObserver(this.onExit)
+    // Timed out: the attempt's teardown starts here, in the timer's own step, not when this caller's fiber
+    // next runs. With many expiries at once, the attempts' fibers then process their interruption in the same
+    // scheduler pass as their callers (one pass, not two). `teardown` below waits for it within the grace, as
+    // before, without interrupting it a second time.
+    this.fiber.unsafeInterruptAsFork(FiberId.none)
+    this.resume!(TIMED_OUT)
+  }
+
+  /** Stops watching (nothing happens once the wait ended). */
+  private stop(): void {
+    if (this.done) return
+    this.done = true
+    this.fiber.removeObserver(this.onExit)
+    if (this.entry !== undefined) Timers.cancel(this.clock, this.entry)
+  }
+
+  // Only interruption reaches here: the wait itself never fails.
+  readonly onFailure = (cause: Cause.Cause<never>): Effect.Effect<never, E2> => {
+    this.stop()
+    const { fiber, k } = this
+    return Effect.zipRight(
+      Effect.flatMap(
+        // A gate that cancels requests may have interrupted the attempt already (see `Gate.Running`).
+        teardown(this.clock, this.runtime, fiber, this.graceMillis, false),
+        (confirmed) => k.interrupted({ _tag: "Interrupted", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) })
+      ),
+      Effect.failCause(cause)
+    )
+  }
+
+  readonly onSuccess = (exit: Exit.Exit<A, E> | undefined): Effect.Effect<B, E2> => {
+    if (exit !== undefined) return this.restore(this.k.then(this.end(exit)))
+    // Timed out: torn down (within the grace) before the caller goes on, whatever interrupts it.
+    const { fiber, k } = this
+    return Effect.flatMap(
+      teardown(this.clock, this.runtime, fiber, this.graceMillis, true),
+      (confirmed) => this.restore(k.then({ _tag: "Timeout", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) }))
+    )
+  }
+}
+
 const TIMED_OUT = Effect.succeed(undefined)
+
+/** The handlers of `Effect.exit`, made once: `Effect.exit` builds two closures and two option objects per call. */
+interface AsExit<A, E> {
+  onFailure(cause: Cause.Cause<E>): Effect.Effect<Exit.Exit<A, E>>
+  onSuccess(a: A): Effect.Effect<Exit.Exit<A, E>>
+}
+
+const AS_EXIT: AsExit<unknown, unknown> = {
+  onFailure: (cause) => Effect.succeed(Exit.failCause(cause)),
+  onSuccess: (a) => Effect.succeed(Exit.succeed(a))
+}
+
+/** `Effect.exit(work)`, without allocating its handlers. */
+const asExit = <A, E>(work: Effect.Effect<A, E>): Effect.Effect<Exit.Exit<A, E>> =>
+  Effect.matchCauseEffect(work, AS_EXIT as AsExit<A, E>)
 
 const callEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd<ProviderResponse> => {
   if (!Exit.isSuccess(exit)) return { _tag: "Failure", failure: failureOf(exit.cause) }
