@@ -242,16 +242,28 @@ export const bounded = <A, E, S, B, E2>(
         onSuccess: (exit) =>
           exit !== undefined
             ? restore(k.then(end(exit)))
-            // Timed out: torn down (within the grace) before the caller goes on, whatever interrupts it.
+            // Timed out: torn down (within the grace) before the caller goes on, whatever interrupts it. The
+            // attempt was interrupted in the timer's step and usually processed it before this caller ran: then
+            // its teardown is confirmed here, in this step (no teardown effect to run).
+            : fiber.unsafePoll() !== null
+            ? restore(k.then(TIMED_OUT_CONFIRMED))
             : Effect.flatMap(
               teardown(clock, runtime, fiber, graceMillis, true),
-              (confirmed) => restore(k.then({ _tag: "Timeout", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) }))
+              (confirmed) =>
+                restore(k.then(
+                  confirmed
+                    ? TIMED_OUT_CONFIRMED
+                    : { _tag: "Timeout", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) }
+                ))
             )
       })
     })
   )
 
 const TIMED_OUT = Effect.succeed(undefined)
+
+/** A timeout whose teardown is confirmed: the attempt's fiber has ended, so there is nothing left to await. */
+const TIMED_OUT_CONFIRMED: AttemptEnd<never> = { _tag: "Timeout", confirmed: true, settled: Effect.void }
 
 const callEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd<ProviderResponse> => {
   if (!Exit.isSuccess(exit)) return { _tag: "Failure", failure: failureOf(exit.cause) }

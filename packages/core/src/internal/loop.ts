@@ -445,15 +445,14 @@ export const prepareIn = (
   })
   const journal = Context.getOrElse(context, Journal, NOTHING)
   if (journal === undefined) return observed === undefined ? env : { ...env, writer: observed }
-  return Effect.gen(function*() {
-    const writer = yield* journal.begin({
-      requestId: request.id ?? (yield* requestId),
-      contract,
-      endpoints: consulted(rein, spec),
-      spec
-    })
-    return { ...env, writer: Telemetry.tee(writer, observed) }
-  })
+  // Chained, not a generator: this runs once per journaled request. (The id is drawn before the header is
+  // built, as before.)
+  const begin = (id: string) =>
+    Effect.map(
+      journal.begin({ requestId: id, contract, endpoints: consulted(rein, spec), spec }),
+      (writer): Env => ({ ...env, writer: Telemetry.tee(writer, observed) })
+    )
+  return request.id === undefined ? Effect.flatMap(requestId, begin) : begin(request.id)
 }
 
 const NOTHING = (): undefined => undefined
@@ -948,30 +947,35 @@ const failedAttempt = <S, B>(
   end: Attempt.AttemptEnd<S>,
   driver: Driver<S, B>
 ): Effect.Effect<B, Outcome.Terminal> => {
-  const { binding, context, step } = running
-  const { decision, env, progress } = step
-  const rest = Effect.suspend((): Effect.Effect<B, Outcome.Terminal> => {
-    if (
-      end._tag === "Timeout" &&
-      (binding === "deadline" || env.clock.unsafeCurrentTimeNanos() >= env.deadline.expiresNanos)
-    ) {
-      return Effect.fail(
-        stackless(() =>
-          new Outcome.DeadlineExceeded({
-            phase: binding === "deadline" ? "attempt" : "teardown",
-            reason: binding === "deadline"
-              ? `the deadline expired during call ${context.call} on ${decision.endpoint}`
-              : `the deadline expired while call ${context.call} tore down`,
-            cause: causeOf(progress),
-            teardownUnconfirmed: record.teardownUnconfirmed,
-            attempts: progress.records
-          }, true)
-        )
-      )
-    }
-    return next(env, progress, driver)
-  })
+  const { binding, step } = running
+  const { env, progress } = step
+  // An attempt bound by the deadline that timed out ends the request: its verdict is known now (no clock to
+  // read after the settlement), so it is built here rather than in a suspended step after it.
+  const rest = end._tag === "Timeout" && binding === "deadline"
+    ? Effect.fail(deadlineExceeded(running, record))
+    : Effect.suspend((): Effect.Effect<B, Outcome.Terminal> =>
+      end._tag === "Timeout" && env.clock.unsafeCurrentTimeNanos() >= env.deadline.expiresNanos
+        ? Effect.fail(deadlineExceeded(running, record))
+        : next(env, progress, driver)
+    )
   return settling === undefined ? rest : Effect.zipRight(settling, rest)
+}
+
+/** The deadline expired while `running`'s attempt ran (binding `deadline`) or tore down (binding `attempt`). */
+const deadlineExceeded = (running: Running, record: Outcome.AttemptRecord): Outcome.DeadlineExceeded => {
+  const { binding, context, step } = running
+  const { decision, progress } = step
+  return stackless(() =>
+    new Outcome.DeadlineExceeded({
+      phase: binding === "deadline" ? "attempt" : "teardown",
+      reason: binding === "deadline"
+        ? `the deadline expired during call ${context.call} on ${decision.endpoint}`
+        : `the deadline expired while call ${context.call} tore down`,
+      cause: causeOf(progress),
+      teardownUnconfirmed: record.teardownUnconfirmed,
+      attempts: progress.records
+    }, true)
+  )
 }
 
 /** Records the attempt; the effect settles budget, health and gate (only where there is work). */
