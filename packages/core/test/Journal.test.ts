@@ -1,8 +1,8 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Budget, Fake, Journal, Rein } from "@rein/core"
-import type { Failure, Outcome, Planner } from "@rein/core"
-import { Cause, Effect, Either, Exit, FastCheck as fc, Fiber, Layer, Random, Stream, TestClock } from "effect"
+import type { Failure, Outcome, Planner, Provider } from "@rein/core"
+import { Cause, Effect, Either, Exit, FastCheck as fc, Fiber, Layer, Option, Random, Stream, TestClock } from "effect"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -528,4 +528,60 @@ describe("Journal: what a request pays for its record (#22)", () => {
       // The shared encoding is the one a record encoded on its own has.
       expect(Journal.decodeLine(Journal.encode(records[1]!))).toEqual(Either.right(records[1]!))
     }))
+})
+
+describe("Journal: requests that end at their deadline", () => {
+  const never: Provider.Provider = { internalMaxAttempts: 1, simulated: true, call: () => Effect.never }
+  const cat = catalog(endpoint("a"))
+  const expiring = contract({ deadline: "1 second", candidates: ["a"], retry: { perEndpoint: 0 } })
+
+  it.effect.prop(
+    "an id is drawn from the fiber's Random only for a request without one, and every expiry is recorded whole",
+    { seed: fc.integer() },
+    ({ seed }) =>
+      Effect.gen(function*() {
+        // The draws a request without an id makes: one each, in the order the requests start.
+        const draws = yield* Effect.all([Random.nextIntBetween(0, 0x7fffffff), Random.nextIntBetween(0, 0x7fffffff)])
+          .pipe(Effect.withRandom(Random.make(seed)))
+        const layers = Layer.merge(
+          Rein.layer({ catalog: cat, providers: { fake: never }, health: false }),
+          Journal.layerMemory
+        )
+        const records = yield* Effect.gen(function*() {
+          for (const id of [undefined, "given", undefined]) {
+            const run = yield* Effect.fork(Effect.either(Rein.execute({ ...request, id }, expiring)))
+            yield* TestClock.adjust("1 second")
+            const result = yield* Fiber.join(run)
+            expect(Either.getLeft(result).pipe(Option.getOrThrow)).toMatchObject({
+              _tag: "DeadlineExceeded",
+              phase: "attempt",
+              teardownUnconfirmed: false
+            })
+          }
+          return yield* Effect.flatMap(Journal.MemoryJournal, (j) => j.records)
+        }).pipe(Effect.provide(layers), Effect.withRandom(Random.make(seed)))
+        expect(records.map((r) => r.requestId)).toEqual([
+          `req-${draws[0].toString(36)}`,
+          "given",
+          `req-${draws[1].toString(36)}`
+        ])
+        for (const record of records) {
+          expect(record.outcome).toEqual({
+            _tag: "DeadlineExceeded",
+            reason: "the deadline expired during call 1 on a",
+            detail: "attempt",
+            cause: { kind: "timeout", code: "deadline_expired", endpoint: "a" }
+          })
+          expect(record.attempts.map((a) => [a.status, a.code, a.teardownUnconfirmed])).toEqual([
+            ["deadline", "deadline_expired", false]
+          ])
+          expect(record.decisions).toHaveLength(1)
+          expect(Journal.replay(record)).toEqual(Either.right(1))
+          // The line decodes back to the record and encodes to the same bytes.
+          const line = Journal.encode(record)
+          expect(Journal.encode(Either.getOrThrow(Journal.decodeLine(line)))).toBe(line)
+        }
+      }),
+    { fastCheck: { numRuns: 20 } }
+  )
 })

@@ -293,11 +293,17 @@ class Waiting<A, E, S, B, E2> {
 
   readonly onSuccess = (exit: Exit.Exit<A, E> | undefined): Effect.Effect<B, E2> => {
     if (exit !== undefined) return this.restore(this.k.then(this.end(exit)))
-    // Timed out: torn down (within the grace) before the caller goes on, whatever interrupts it.
+    // Timed out: torn down (within the grace) before the caller goes on, whatever interrupts it. The attempt
+    // was interrupted in the timer's step and usually processed it before this caller ran: then its teardown
+    // is confirmed here, in this step (no teardown effect to run).
     const { fiber, k } = this
+    if (fiber.unsafePoll() !== null) return this.restore(k.then(TIMED_OUT_CONFIRMED))
     return Effect.flatMap(
       teardown(this.clock, this.runtime, fiber, this.graceMillis, true),
-      (confirmed) => this.restore(k.then({ _tag: "Timeout", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) }))
+      (confirmed) =>
+        this.restore(k.then(
+          confirmed ? TIMED_OUT_CONFIRMED : { _tag: "Timeout", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) }
+        ))
     )
   }
 }
@@ -318,6 +324,9 @@ const AS_EXIT: AsExit<unknown, unknown> = {
 /** `Effect.exit(work)`, without allocating its handlers. */
 const asExit = <A, E>(work: Effect.Effect<A, E>): Effect.Effect<Exit.Exit<A, E>> =>
   Effect.matchCauseEffect(work, AS_EXIT as AsExit<A, E>)
+
+/** A timeout whose teardown is confirmed: the attempt's fiber has ended, so there is nothing left to await. */
+const TIMED_OUT_CONFIRMED: AttemptEnd<never> = { _tag: "Timeout", confirmed: true, settled: Effect.void }
 
 const callEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd<ProviderResponse> => {
   if (!Exit.isSuccess(exit)) return { _tag: "Failure", failure: failureOf(exit.cause) }

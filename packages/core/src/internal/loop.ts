@@ -971,30 +971,35 @@ const failedAttempt = <S, B>(
   end: Attempt.AttemptEnd<S>,
   driver: Driver<S, B>
 ): Effect.Effect<B, Outcome.Terminal> => {
-  const { binding, context, step } = running
-  const { decision, env, progress } = step
-  const rest = Effect.suspend((): Effect.Effect<B, Outcome.Terminal> => {
-    if (
-      end._tag === "Timeout" &&
-      (binding === "deadline" || env.clock.unsafeCurrentTimeNanos() >= env.deadline.expiresNanos)
-    ) {
-      return Effect.fail(
-        stackless(() =>
-          new Outcome.DeadlineExceeded({
-            phase: binding === "deadline" ? "attempt" : "teardown",
-            reason: binding === "deadline"
-              ? `the deadline expired during call ${context.call} on ${decision.endpoint}`
-              : `the deadline expired while call ${context.call} tore down`,
-            cause: causeOf(progress),
-            teardownUnconfirmed: record.teardownUnconfirmed,
-            attempts: progress.records
-          }, true)
-        )
-      )
-    }
-    return next(env, progress, driver)
-  })
+  const { binding, step } = running
+  const { env, progress } = step
+  // An attempt bound by the deadline that timed out ends the request: its verdict is known now (no clock to
+  // read after the settlement), so it is built here rather than in a suspended step after it.
+  const rest = end._tag === "Timeout" && binding === "deadline"
+    ? Effect.fail(deadlineExceeded(running, record))
+    : Effect.suspend((): Effect.Effect<B, Outcome.Terminal> =>
+      end._tag === "Timeout" && env.clock.unsafeCurrentTimeNanos() >= env.deadline.expiresNanos
+        ? Effect.fail(deadlineExceeded(running, record))
+        : next(env, progress, driver)
+    )
   return settling === undefined ? rest : Effect.zipRight(settling, rest)
+}
+
+/** The deadline expired while `running`'s attempt ran (binding `deadline`) or tore down (binding `attempt`). */
+const deadlineExceeded = (running: Running, record: Outcome.AttemptRecord): Outcome.DeadlineExceeded => {
+  const { binding, context, step } = running
+  const { decision, progress } = step
+  return stackless(() =>
+    new Outcome.DeadlineExceeded({
+      phase: binding === "deadline" ? "attempt" : "teardown",
+      reason: binding === "deadline"
+        ? `the deadline expired during call ${context.call} on ${decision.endpoint}`
+        : `the deadline expired while call ${context.call} tore down`,
+      cause: causeOf(progress),
+      teardownUnconfirmed: record.teardownUnconfirmed,
+      attempts: progress.records
+    }, true)
+  )
 }
 
 /** Records the attempt; the effect settles budget, health and gate (only where there is work). */
