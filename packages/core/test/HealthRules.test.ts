@@ -320,6 +320,21 @@ describe("Health: probes", () => {
       cooldownMillis: 2_000
     })
   })
+
+  it("a success that changes nothing keeps the very state; a probe's success on a closed breaker still resets its cooldown", () => {
+    const settings = Health.settingsOf({ ...Health.defaults, cooldown: 1_000, maxCooldown: 10_000 })
+    // Closed, no failure in a full window: what most successes find.
+    const settled: Health.EndpointState = { ...Health.freshState(settings), windowLength: settings.windowSize }
+    expect(Health.settle(settings, settled, 5_000, { probe: false }, SUCCESS)).toBe(settled)
+    // A breaker a late non-probe success closed keeps its grown cooldown (see `settle`); a probe admitted while
+    // it was half-open and still in flight then succeeds: the cooldown is back to the base.
+    const closedLate: Health.EndpointState = { ...settled, cooldownMillis: 4_000, probesInFlight: 1 }
+    expect(Health.settle(settings, closedLate, 5_000, { probe: true }, SUCCESS)).toEqual({
+      ...settled,
+      cooldownMillis: 1_000,
+      probesInFlight: 0
+    })
+  })
 })
 
 describe("Health: admission", () => {
