@@ -140,16 +140,25 @@ export const submitItems = (sql: Sql, runId: string, items: ReadonlyArray<Submit
       fresh AS (
         INSERT INTO rein_submission (item_id, idx, place) SELECT item_id, idx, place FROM t
         ON CONFLICT (item_id) DO NOTHING RETURNING item_id, idx),
-      up AS (
+      -- New items are inserted; an item already there is left unlocked (ON CONFLICT DO UPDATE would lock it even
+      -- when it changes nothing, in submission order, against the workers' writes in id order: a deadlock),
+      -- and only one whose input changed is updated (an UPDATE locks only the rows it changes).
+      ins AS (
         INSERT INTO rein_batch_items (run_id, item_id, idx, input_fingerprint, prompt_fingerprint)
         SELECT ${runId}, t.item_id, t.idx, t.input_fingerprint, t.prompt_fingerprint
         FROM t JOIN fresh ON fresh.item_id = t.item_id AND fresh.idx = t.idx
-        ON CONFLICT (run_id, item_id) DO UPDATE SET idx = EXCLUDED.idx,
-          input_fingerprint = EXCLUDED.input_fingerprint, prompt_fingerprint = EXCLUDED.prompt_fingerprint,
+        ON CONFLICT (run_id, item_id) DO NOTHING
+        RETURNING 1),
+      up AS (
+        UPDATE rein_batch_items SET idx = t.idx,
+          input_fingerprint = t.input_fingerprint, prompt_fingerprint = t.prompt_fingerprint,
           state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
-        WHERE rein_batch_items.input_fingerprint <> EXCLUDED.input_fingerprint
+        FROM t JOIN fresh ON fresh.item_id = t.item_id AND fresh.idx = t.idx
+        WHERE rein_batch_items.run_id = ${runId} AND rein_batch_items.item_id = t.item_id
+          AND rein_batch_items.input_fingerprint <> t.input_fingerprint
         RETURNING 1)
-      SELECT (SELECT count(*) FROM fresh)::int AS fresh, (SELECT count(*) FROM up)::int AS changed`,
+      SELECT (SELECT count(*) FROM fresh)::int AS fresh, (SELECT count(*) FROM up)::int AS changed,
+        (SELECT count(*) FROM ins)::int AS inserted`,
     (rows) => rows[0]!.fresh
   )
 
