@@ -204,6 +204,8 @@ const duplicateIn = (sql: SqlClient.SqlClient, chunk: ReadonlyArray<Q.Submitted>
 const streamOf = <I, E, R>(items: Iterable<I> | Stream.Stream<I, E, R>, chunk: number): Stream.Stream<I, E, R> =>
   Predicate.hasProperty(items, Stream.StreamTypeId)
     ? items as Stream.Stream<I, E, R>
+    // Not `Stream.fromIterable`: its chunks hold up to 4,096 items, more than one submitting chunk. (The
+    // generator makes the `IterableIterator` `fromIteratorSucceed` asks for.)
     : Stream.suspend(() =>
       Stream.fromIteratorSucceed(
         (function*() {

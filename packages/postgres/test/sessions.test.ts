@@ -4,23 +4,14 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Guardrails } from "@rein/batch"
-import { Catalog, Contract, Fake, Rein } from "@rein/core"
+import { Contract, Fake, Rein } from "@rein/core"
 import { Effect, Layer, Scope } from "effect"
 import { Exit } from "effect"
 import { Migrations, PgBatchRun, PgBudget, PgWorker } from "../src/index.js"
-import { identity, itemsOf, request } from "./fixtures/batch-items.js"
+import { catalog, identity, itemsOf, request } from "./fixtures/batch-items.js"
 import type { Item } from "./fixtures/batch-items.js"
 import { available, fresh, PgLive } from "./pg.js"
 
-const catalog = Catalog.make({
-  endpoints: [{
-    id: "fake/a",
-    provider: "fake",
-    model: "a",
-    capabilities: { contextWindow: 100_000, maxOutputTokens: 1_000 },
-    prices: { inputTokens: 1e-6, outputTokens: 2e-6, request: 0 }
-  }]
-})
 const contract = Contract.make({ deadline: "1 minute", candidates: ["fake/a"], allowSimulated: true })
 const fake = Fake.make({
   "fake/a": [Fake.succeed({ text: "ok", latency: "1 millis", usage: { inputTokens: 100, outputTokens: 50 } })]

@@ -147,18 +147,16 @@ export const submitItems = (sql: Sql, runId: string, items: ReadonlyArray<Submit
         INSERT INTO rein_batch_items (run_id, item_id, idx, input_fingerprint, prompt_fingerprint)
         SELECT ${runId}, t.item_id, t.idx, t.input_fingerprint, t.prompt_fingerprint
         FROM t JOIN fresh ON fresh.item_id = t.item_id AND fresh.idx = t.idx
-        ON CONFLICT (run_id, item_id) DO NOTHING
-        RETURNING 1),
+        ON CONFLICT (run_id, item_id) DO NOTHING),
       up AS (
         UPDATE rein_batch_items SET idx = t.idx,
           input_fingerprint = t.input_fingerprint, prompt_fingerprint = t.prompt_fingerprint,
           state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
         FROM t JOIN fresh ON fresh.item_id = t.item_id AND fresh.idx = t.idx
         WHERE rein_batch_items.run_id = ${runId} AND rein_batch_items.item_id = t.item_id
-          AND rein_batch_items.input_fingerprint <> t.input_fingerprint
-        RETURNING 1)
-      SELECT (SELECT count(*) FROM fresh)::int AS fresh, (SELECT count(*) FROM up)::int AS changed,
-        (SELECT count(*) FROM ins)::int AS inserted`,
+          AND rein_batch_items.input_fingerprint <> t.input_fingerprint)
+      -- (A data-modifying WITH runs whole whether or not the query reads it.)
+      SELECT (SELECT count(*) FROM fresh)::int AS fresh`,
     (rows) => rows[0]!.fresh
   )
 
