@@ -1,0 +1,98 @@
+/**
+ * Bench 6's floor rows: the same virtual hour (10,000 arrivals, one every 360 virtual ms, each call a 300 ms
+ * sleep) on the CLI's own virtual scheduler and clock (`packages/cli/dist/internal/virtual.js`, what
+ * `Simulate.simulate` runs on), without the simulator:
+ *
+ * - the arrivals alone: a fiber forked per arrival that sleeps 300 ms (the scheduler's and the clock's cost);
+ * - the same call bounded by `Effect.timeout` (30 s): the Effect-native bound on each call;
+ * - bare `Rein.execute` per arrival (the scenario's catalog, contract and health settings, a provider that
+ *   sleeps 300 ms and answers; no scenario lookup, no tally, no report): what Rein's requests cost in virtual
+ *   time, which the simulator cannot go below.
+ */
+import type { Catalog, Contract, Provider } from "@rein/core"
+import { Health, Rein } from "@rein/core"
+import { Deferred, Duration, Effect, Exit } from "effect"
+import { join } from "node:path"
+import { pathToFileURL } from "node:url"
+
+const ARRIVALS = 10_000
+const EVERY = Duration.millis(360)
+const LATENCY = Duration.millis(300)
+
+interface VirtualModule {
+  readonly run: <A, E>(
+    effect: Effect.Effect<A, E>
+  ) => Effect.Effect<{ readonly exit: Exit.Exit<A, E>; readonly virtualMillis: number }>
+}
+
+/** Forks `one(i)` for every arrival, one every 360 virtual ms, and waits for all of them to end. */
+const arrivals = (one: (i: number) => Effect.Effect<unknown, unknown>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const done = yield* Deferred.make<void>()
+    let pending = 0
+    let arriving = true
+    const settled = Effect.suspend(() => --pending === 0 && !arriving ? Deferred.succeed(done, undefined) : Effect.void)
+    for (let i = 0; i < ARRIVALS; i++) {
+      pending++
+      yield* Effect.fork(Effect.ensuring(Effect.either(one(i)), settled))
+      yield* Effect.sleep(EVERY)
+    }
+    arriving = false
+    if (pending > 0) yield* Deferred.await(done)
+  })
+
+export interface Floor {
+  readonly name: string
+  /** Runs the hour once on the virtual scheduler; rejects when it did not end as expected. */
+  readonly run: () => Promise<void>
+}
+
+/** The floor rows, run on the CLI's virtual scheduler (found under `root`'s built CLI). */
+export const floors = async (
+  root: string,
+  inputs: {
+    readonly catalog: Catalog.Catalog
+    readonly contract: Contract.Contract
+    readonly health: Partial<Health.Config>
+  }
+): Promise<ReadonlyArray<Floor>> => {
+  const url = pathToFileURL(join(root, "packages", "cli", "dist", "internal", "virtual.js")).href
+  const Virtual = await import(url) as VirtualModule
+  const answer: Provider.ProviderResponse = {
+    text: "(simulated answer)",
+    usage: { inputTokens: 600, outputTokens: 120 }
+  }
+  const provider: Provider.Provider = {
+    internalMaxAttempts: 1,
+    simulated: true,
+    call: () => Effect.as(Effect.sleep(LATENCY), answer)
+  }
+  const providers = new Map([["fake", provider]])
+  const runHour = (name: string, hour: Effect.Effect<void>) => async () => {
+    const { exit } = await Effect.runPromise(Virtual.run(hour))
+    if (!Exit.isSuccess(exit)) throw new Error(`${name}: the hour did not end: ${String(exit)}`)
+  }
+  const sleep = Effect.sleep(LATENCY)
+  const bounded = Effect.timeout(sleep, Duration.seconds(30))
+  const rein = Effect.flatMap(Health.make(inputs.health), (health) =>
+    arrivals((i) =>
+      Rein.execute(
+        { id: `sim-${i + 1}`, prompt: "simulated request", inputTokens: 600, maxOutputTokens: 300 },
+        inputs.contract
+      ).pipe(
+        Effect.provideService(Rein.Rein, { catalog: inputs.catalog, providers }),
+        Effect.provideService(Health.Health, health)
+      )
+    ))
+  return [
+    {
+      name: "floor: the arrivals alone (a fiber per arrival, one 300 ms sleep)",
+      run: runHour("arrivals", arrivals(() => sleep))
+    },
+    {
+      name: "floor: each call bounded by Effect.timeout(30 s)",
+      run: runHour("Effect.timeout", arrivals(() => bounded))
+    },
+    { name: "bare Rein.execute per arrival, no simulator", run: runHour("Rein.execute", rein) }
+  ]
+}
