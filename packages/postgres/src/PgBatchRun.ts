@@ -20,6 +20,15 @@
  * nothing else; a different identity is refused); on a `stopped` or `finished` run it starts a new session
  * (the stop cleared, the deadline counted from now, the resume policy applied).
  *
+ * Order: a run's items keep the indexes of their first submission, and every later `start` must submit them
+ * in that order (new items after them); a reordered submission is refused as `InvalidInput` naming the first
+ * item out of order with both its indexes, and nothing of it is submitted. This is stricter than the JSONL
+ * store, where an item's identity is its id and input fingerprint only and a reordered input resumes: there
+ * one process reads one source, while here the index is how every worker finds the item in its own copy of
+ * the source, so renumbering a run's items would let a worker still reading the old order take one item for
+ * another (its id and fingerprint check fails the worker with `InputMismatch`). Reuse is unchanged: within a
+ * run, a record is reused by id, input fingerprint and identity, as in the JSONL store.
+ *
  * Queue choice: `graphile-worker` and `pg-boss` were considered. Both lease jobs with
  * `FOR UPDATE SKIP LOCKED` and expire stuck jobs, but neither fences the completion of a job by a lease
  * token (a worker whose job was re-assigned after its lease expired can still complete it — pg-boss
@@ -50,7 +59,8 @@ import * as PgRunLimits from "./PgRunLimits.js"
  * - `IdentityMismatch`: a worker or a joining `start` whose identity is not the running session's;
  * - `InputMismatch`: the input a worker resolved for an item is not the one submitted (`itemId` names it);
  * - `InvalidInput`: an item with no fingerprint, or two items with one id (`itemId` names it, `index` and
- *   `firstIndex` are the two items' submission indexes; the database finds it, and nothing is submitted);
+ *   `firstIndex` are the two items' submission indexes; the database finds it, and nothing is submitted), or
+ *   an item out of the run's order (`index` in this submission, `recordedIndex` on record; nothing is submitted);
  * - `Unavailable`: the database failed or could not be reached.
  *
  * @example
@@ -69,7 +79,9 @@ export class PgBatchError extends Schema.TaggedError<PgBatchError>()("PgBatchErr
   /** The submission index of the item refused (for two items with one id: the second). */
   index: Schema.optional(Schema.Number),
   /** For two items with one id: the submission index of the first. */
-  firstIndex: Schema.optional(Schema.Number)
+  firstIndex: Schema.optional(Schema.Number),
+  /** For an item submitted out of the run's order: its index on record. */
+  recordedIndex: Schema.optional(Schema.Number)
 }) {}
 
 /** @internal */
@@ -201,6 +213,27 @@ const duplicateIn = (sql: SqlClient.SqlClient, chunk: ReadonlyArray<Q.Submitted>
     )
   })
 
+// An item whose index is not the run's (reordered items, or a new item where the run has another): the error
+// names it, its index in this submission and the run's.
+const outOfOrder = (runId: string, moved: Q.Moved) => {
+  const item = `item ${JSON.stringify(moved.item_id)}${moved.place === null ? "" : ` (${moved.place})`}`
+  const why = moved.recorded_idx !== null
+    ? `${item} is at index ${moved.idx} of this submission but at index ${moved.recorded_idx} of run ${
+      JSON.stringify(runId)
+    }`
+    : `${item} is new at index ${moved.idx} of this submission, but run ${JSON.stringify(runId)} has item ${
+      JSON.stringify(moved.holder)
+    } there`
+  return new PgBatchError({
+    reason: "InvalidInput",
+    message: `${why}: a run's items keep the order of their first submission (each worker finds an item in its ` +
+      `source by its index); submit them in that order, new items after them`,
+    itemId: moved.item_id,
+    index: moved.idx,
+    ...(moved.recorded_idx === null ? {} : { recordedIndex: moved.recorded_idx })
+  })
+}
+
 const streamOf = <I, E, R>(items: Iterable<I> | Stream.Stream<I, E, R>, chunk: number): Stream.Stream<I, E, R> =>
   Predicate.hasProperty(items, Stream.StreamTypeId)
     ? items as Stream.Stream<I, E, R>
@@ -229,8 +262,9 @@ const submit = <I, E, R>(sql: SqlClient.SqlClient, options: StartOptions<I, E, R
       Effect.gen(function*() {
         const chunk: Array<Q.Submitted> = []
         for (const item of items) chunk.push(yield* submittedOf(options, item, index++))
-        const fresh = yield* Q.submitItems(sql, options.runId, chunk)
-        if (fresh < chunk.length) yield* duplicateIn(sql, chunk)
+        const submitted = yield* Q.submitItems(sql, options.runId, chunk)
+        if (submitted.moved !== null) return yield* outOfOrder(options.runId, submitted.moved)
+        if (submitted.fresh < chunk.length) yield* duplicateIn(sql, chunk)
       }))
     return index
   })
