@@ -271,26 +271,41 @@ const submit = <I, E, R>(sql: SqlClient.SqlClient, options: StartOptions<I, E, R
 
 const decodeRecord = Schema.decodeUnknownEither(ArtifactStore.ItemRecord)
 
-/** Every record of the run, oldest first, decoded (a record that does not decode is skipped, never reused). @internal */
-export const recordsOf = (sql: SqlClient.SqlClient, runId: string) =>
-  Effect.map(Q.records(sql, runId), (rows) => {
-    const out: Array<ArtifactStore.ItemRecord> = []
-    for (const row of rows) {
-      const decoded = decodeRecord(row.record)
-      if (Either.isRight(decoded)) out.push(decoded.right)
-    }
-    return out
-  })
+/** Records read at a time when a new session applies its resume policy. */
+const RECORDS_PAGE = 2_000
 
-// A new session: the items whose records the policy does not reuse (under this identity, for this input) run again.
+/**
+ * The records of a page, decoded (a record that does not decode is skipped, never reused), and of them the
+ * (id, input fingerprint) pairs batch's own `Resume.index` reuses under this policy and identity. A pair is
+ * reusable when any record of it is: the newest only decides which record, not whether.
+ */
+const reusableIn = (rows: ReadonlyArray<Q.RecordRow>, policy: Resume.Policy, identityFingerprint: string) => {
+  const records: Array<ArtifactStore.ItemRecord> = []
+  for (const row of rows) {
+    const decoded = decodeRecord(row.record)
+    if (Either.isRight(decoded)) records.push(decoded.right)
+  }
+  const index = Resume.index(records, { policy, identityFingerprint })
+  return records.filter((r) => Option.isSome(index.lookup(r.itemId, r.inputFingerprint)))
+}
+
+/**
+ * A new session: the items whose records the policy does not reuse (under this identity, for this input) run
+ * again. The records are read `RECORDS_PAGE` at a time and what they make reusable is kept in the database, so
+ * the process holds one page, however many records the run has; one statement then puts the others back.
+ */
 const reopen = (sql: SqlClient.SqlClient, runId: string, policy: Resume.Policy, identityFingerprint: string) =>
   Effect.gen(function*() {
-    const index = Resume.index(yield* recordsOf(sql, runId), { policy, identityFingerprint })
-    const done = yield* Q.doneItems(sql, runId)
-    const again = done.filter((row) => Option.isNone(index.lookup(row.item_id, row.input_fingerprint)))
-      .map((row) => row.item_id)
-    for (let i = 0; i < again.length; i += CHUNK) yield* Q.reopenItems(sql, runId, again.slice(i, i + CHUNK))
-    return again.length
+    yield* Q.openReusable(sql)
+    let after = "0"
+    while (policy !== "none") {
+      const rows = yield* Q.recordsAfter(sql, runId, after, RECORDS_PAGE)
+      const reusable = reusableIn(rows, policy, identityFingerprint)
+      if (reusable.length > 0) yield* Q.addReusable(sql, reusable)
+      if (rows.length < RECORDS_PAGE) break
+      after = rows[rows.length - 1]!.at
+    }
+    return yield* Q.reopenUnreusable(sql, runId)
   })
 
 /**

@@ -201,23 +201,47 @@ export const submittedAt = (sql: Sql, itemIds: ReadonlyArray<string>) =>
     SELECT item_id, idx, place FROM rein_submission
     WHERE item_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(itemIds)}::jsonb))`
 
-/** Puts finished items back to pending (a resume policy that does not reuse their records). @internal */
-export const reopenItems = (sql: Sql, runId: string, itemIds: ReadonlyArray<string>) =>
-  sql`WITH locked AS MATERIALIZED (SELECT item_id FROM rein_batch_items WHERE run_id = ${runId} AND state = 'done'
-      AND item_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(itemIds)}::jsonb))
-      ORDER BY item_id FOR UPDATE)
-    UPDATE rein_batch_items i SET state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
-    FROM locked WHERE i.run_id = ${runId} AND i.item_id = locked.item_id AND i.state = 'done'`
+/**
+ * Opens this transaction's set of reusable records: the (item id, input fingerprint) pairs a resume policy
+ * reuses, kept in the database while the records are read a page at a time, dropped at commit or rollback.
+ * @internal
+ */
+export const openReusable = (sql: Sql) =>
+  Effect.zipRight(
+    sql`DROP TABLE IF EXISTS pg_temp.rein_reusable`,
+    sql`CREATE TEMP TABLE rein_reusable (item_id text, input_fingerprint text, PRIMARY KEY (item_id, input_fingerprint))
+      ON COMMIT DROP`
+  )
 
-/** A finished item's key, for the resume policy. @internal */
-export interface DoneRow {
-  readonly item_id: string
-  readonly input_fingerprint: string
-}
+/** Adds pairs to the set of reusable records. @internal */
+export const addReusable = (
+  sql: Sql,
+  pairs: ReadonlyArray<{ readonly itemId: string; readonly inputFingerprint: string }>
+) =>
+  sql`INSERT INTO rein_reusable (item_id, input_fingerprint)
+    SELECT item_id, input_fingerprint FROM jsonb_to_recordset(${
+    JSON.stringify(pairs.map((p) => ({ item_id: p.itemId, input_fingerprint: p.inputFingerprint })))
+  }::jsonb) AS t(item_id text, input_fingerprint text)
+    ON CONFLICT DO NOTHING`
 
-/** Every finished item. @internal */
-export const doneItems = (sql: Sql, runId: string) =>
-  sql<DoneRow>`SELECT item_id, input_fingerprint FROM rein_batch_items WHERE run_id = ${runId} AND state = 'done'`
+/**
+ * Puts back to pending every finished item with no reusable record for its id and input fingerprint (in the
+ * set `addReusable` filled), its rows locked in `item_id` order first (as the workers' statements lock them).
+ * Answers how many. @internal
+ */
+export const reopenUnreusable = (sql: Sql, runId: string) =>
+  Effect.map(
+    sql<{ readonly n: number }>`WITH locked AS MATERIALIZED (
+        SELECT item_id FROM rein_batch_items i WHERE run_id = ${runId} AND state = 'done'
+          AND NOT EXISTS (SELECT 1 FROM rein_reusable r
+            WHERE r.item_id = i.item_id AND r.input_fingerprint = i.input_fingerprint)
+        ORDER BY item_id FOR UPDATE),
+      up AS (
+        UPDATE rein_batch_items i SET state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+        FROM locked WHERE i.run_id = ${runId} AND i.item_id = locked.item_id AND i.state = 'done' RETURNING 1)
+      SELECT count(*)::int AS n FROM up`,
+    (rows) => rows[0]!.n
+  )
 
 /** A leased item. @internal */
 export interface LeaseRow {
@@ -275,7 +299,7 @@ export interface BeatRow {
 
 /**
  * The item rows of the leases this owner holds, locked in `item_id` order. Every statement that updates
- * several item rows and may wait for one (the heartbeat, `releaseOwned`, `finish`, `reopenItems`) locks them
+ * several item rows and may wait for one (the heartbeat, `releaseOwned`, `finish`, `reopenUnreusable`) locks them
  * in this one order first: a worker's heartbeat, its group writes and its sweep run on different connections
  * at once, and two of them locking the same rows in different orders (an index scan's order, a join's)
  * deadlocked (40P01). `lease` never waits (`SKIP LOCKED`), so its order does not matter. @internal
@@ -421,6 +445,19 @@ export interface RecordRow {
 /** Every record of the run, in the order written. @internal */
 export const records = (sql: Sql, runId: string) =>
   sql<RecordRow>`SELECT record FROM rein_batch_records WHERE run_id = ${runId} ORDER BY seq`
+
+/** A record with its place in the order written (`at`: its `seq`, as text: a bigint). @internal */
+export interface RecordPageRow extends RecordRow {
+  readonly at: string
+}
+
+/**
+ * Up to `limit` records written after `after` (a `seq`; "0": from the first), in the order written. (The text
+ * is named `at`, not `seq`: `ORDER BY seq` would sort by an output column of that name, as text.) @internal
+ */
+export const recordsAfter = (sql: Sql, runId: string, after: string, limit: number) =>
+  sql<RecordPageRow>`SELECT seq::text AS at, record FROM rein_batch_records
+    WHERE run_id = ${runId} AND seq > ${after}::bigint ORDER BY seq LIMIT ${limit}`
 
 /** Appends a record without a lease (a single-process run through the artifact store). @internal */
 export const appendRecord = (sql: Sql, runId: string, record: ArtifactStore.ItemRecord) =>
