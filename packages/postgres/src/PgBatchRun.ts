@@ -20,6 +20,15 @@
  * nothing else; a different identity is refused); on a `stopped` or `finished` run it starts a new session
  * (the stop cleared, the deadline counted from now, the resume policy applied).
  *
+ * Order: a run's items keep the indexes of their first submission, and every later `start` must submit them
+ * in that order (new items after them); a reordered submission is refused as `InvalidInput` naming the first
+ * item out of order with both its indexes, and nothing of it is submitted. This is stricter than the JSONL
+ * store, where an item's identity is its id and input fingerprint only and a reordered input resumes: there
+ * one process reads one source, while here the index is how every worker finds the item in its own copy of
+ * the source, so renumbering a run's items would let a worker still reading the old order take one item for
+ * another (its id and fingerprint check fails the worker with `InputMismatch`). Reuse is unchanged: within a
+ * run, a record is reused by id, input fingerprint and identity, as in the JSONL store.
+ *
  * Queue choice: `graphile-worker` and `pg-boss` were considered. Both lease jobs with
  * `FOR UPDATE SKIP LOCKED` and expire stuck jobs, but neither fences the completion of a job by a lease
  * token (a worker whose job was re-assigned after its lease expired can still complete it — pg-boss
@@ -50,7 +59,8 @@ import * as PgRunLimits from "./PgRunLimits.js"
  * - `IdentityMismatch`: a worker or a joining `start` whose identity is not the running session's;
  * - `InputMismatch`: the input a worker resolved for an item is not the one submitted (`itemId` names it);
  * - `InvalidInput`: an item with no fingerprint, or two items with one id (`itemId` names it, `index` and
- *   `firstIndex` are the two items' submission indexes; the database finds it, and nothing is submitted);
+ *   `firstIndex` are the two items' submission indexes; the database finds it, and nothing is submitted), or
+ *   an item out of the run's order (`index` in this submission, `recordedIndex` on record; nothing is submitted);
  * - `Unavailable`: the database failed or could not be reached.
  *
  * @example
@@ -69,7 +79,9 @@ export class PgBatchError extends Schema.TaggedError<PgBatchError>()("PgBatchErr
   /** The submission index of the item refused (for two items with one id: the second). */
   index: Schema.optional(Schema.Number),
   /** For two items with one id: the submission index of the first. */
-  firstIndex: Schema.optional(Schema.Number)
+  firstIndex: Schema.optional(Schema.Number),
+  /** For an item submitted out of the run's order: its index on record. */
+  recordedIndex: Schema.optional(Schema.Number)
 }) {}
 
 /** @internal */
@@ -201,6 +213,27 @@ const duplicateIn = (sql: SqlClient.SqlClient, chunk: ReadonlyArray<Q.Submitted>
     )
   })
 
+// An item whose index is not the run's (reordered items, or a new item where the run has another): the error
+// names it, its index in this submission and the run's.
+const outOfOrder = (runId: string, moved: Q.Moved) => {
+  const item = `item ${JSON.stringify(moved.item_id)}${moved.place === null ? "" : ` (${moved.place})`}`
+  const why = moved.recorded_idx !== null
+    ? `${item} is at index ${moved.idx} of this submission but at index ${moved.recorded_idx} of run ${
+      JSON.stringify(runId)
+    }`
+    : `${item} is new at index ${moved.idx} of this submission, but run ${JSON.stringify(runId)} has item ${
+      JSON.stringify(moved.holder)
+    } there`
+  return new PgBatchError({
+    reason: "InvalidInput",
+    message: `${why}: a run's items keep the order of their first submission (each worker finds an item in its ` +
+      `source by its index); submit them in that order, new items after them`,
+    itemId: moved.item_id,
+    index: moved.idx,
+    ...(moved.recorded_idx === null ? {} : { recordedIndex: moved.recorded_idx })
+  })
+}
+
 const streamOf = <I, E, R>(items: Iterable<I> | Stream.Stream<I, E, R>, chunk: number): Stream.Stream<I, E, R> =>
   Predicate.hasProperty(items, Stream.StreamTypeId)
     ? items as Stream.Stream<I, E, R>
@@ -229,34 +262,50 @@ const submit = <I, E, R>(sql: SqlClient.SqlClient, options: StartOptions<I, E, R
       Effect.gen(function*() {
         const chunk: Array<Q.Submitted> = []
         for (const item of items) chunk.push(yield* submittedOf(options, item, index++))
-        const fresh = yield* Q.submitItems(sql, options.runId, chunk)
-        if (fresh < chunk.length) yield* duplicateIn(sql, chunk)
+        const submitted = yield* Q.submitItems(sql, options.runId, chunk)
+        if (submitted.moved !== null) return yield* outOfOrder(options.runId, submitted.moved)
+        if (submitted.fresh < chunk.length) yield* duplicateIn(sql, chunk)
       }))
     return index
   })
 
 const decodeRecord = Schema.decodeUnknownEither(ArtifactStore.ItemRecord)
 
-/** Every record of the run, oldest first, decoded (a record that does not decode is skipped, never reused). @internal */
-export const recordsOf = (sql: SqlClient.SqlClient, runId: string) =>
-  Effect.map(Q.records(sql, runId), (rows) => {
-    const out: Array<ArtifactStore.ItemRecord> = []
-    for (const row of rows) {
-      const decoded = decodeRecord(row.record)
-      if (Either.isRight(decoded)) out.push(decoded.right)
-    }
-    return out
-  })
+/** Records read at a time when a new session applies its resume policy. */
+const RECORDS_PAGE = 2_000
 
-// A new session: the items whose records the policy does not reuse (under this identity, for this input) run again.
+/**
+ * The records of a page, decoded (a record that does not decode is skipped, never reused), and of them the
+ * (id, input fingerprint) pairs batch's own `Resume.index` reuses under this policy and identity. A pair is
+ * reusable when any record of it is: the newest only decides which record, not whether.
+ */
+const reusableIn = (rows: ReadonlyArray<Q.RecordRow>, policy: Resume.Policy, identityFingerprint: string) => {
+  const records: Array<ArtifactStore.ItemRecord> = []
+  for (const row of rows) {
+    const decoded = decodeRecord(row.record)
+    if (Either.isRight(decoded)) records.push(decoded.right)
+  }
+  const index = Resume.index(records, { policy, identityFingerprint })
+  return records.filter((r) => Option.isSome(index.lookup(r.itemId, r.inputFingerprint)))
+}
+
+/**
+ * A new session: the items whose records the policy does not reuse (under this identity, for this input) run
+ * again. The records are read `RECORDS_PAGE` at a time and what they make reusable is kept in the database, so
+ * the process holds one page, however many records the run has; one statement then puts the others back.
+ */
 const reopen = (sql: SqlClient.SqlClient, runId: string, policy: Resume.Policy, identityFingerprint: string) =>
   Effect.gen(function*() {
-    const index = Resume.index(yield* recordsOf(sql, runId), { policy, identityFingerprint })
-    const done = yield* Q.doneItems(sql, runId)
-    const again = done.filter((row) => Option.isNone(index.lookup(row.item_id, row.input_fingerprint)))
-      .map((row) => row.item_id)
-    for (let i = 0; i < again.length; i += CHUNK) yield* Q.reopenItems(sql, runId, again.slice(i, i + CHUNK))
-    return again.length
+    yield* Q.openReusable(sql)
+    let after = "0"
+    while (policy !== "none") {
+      const rows = yield* Q.recordsAfter(sql, runId, after, RECORDS_PAGE)
+      const reusable = reusableIn(rows, policy, identityFingerprint)
+      if (reusable.length > 0) yield* Q.addReusable(sql, reusable)
+      if (rows.length < RECORDS_PAGE) break
+      after = rows[rows.length - 1]!.at
+    }
+    return yield* Q.reopenUnreusable(sql, runId)
   })
 
 /**

@@ -33,6 +33,7 @@ import type { Charged, Hold, Left, Reservation, Service, Shortfall } from "./int
 import { SharedBudget } from "./internal/budgetService.js"
 import * as L from "./internal/lease.js"
 import * as S from "./internal/slice.js"
+import { describe } from "./internal/sqlError.js"
 import * as Q from "./internal/statements.js"
 import * as Migrations from "./Migrations.js"
 
@@ -110,9 +111,6 @@ const decode = (input: Options) =>
   Schema.decodeUnknown(Options)(input).pipe(
     Effect.mapError((e) => new PgBudgetError({ reason: "InvalidOptions", message: Input.formatParseError(e) }))
   )
-
-const describe = (e: { readonly message: string }) =>
-  e instanceof SqlError && e.cause instanceof Error ? `${e.message}: ${e.cause.message}` : e.message
 
 const unavailable = <A, E extends { readonly message: string }, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.mapError(effect, (e) => new PgBudgetError({ reason: "Unavailable", message: describe(e) }))

@@ -21,7 +21,8 @@
  * Without the database: an admission the slice does not cover waits (`Wait`, never an admission without
  * tokens; the batch gate bounds every wait by the item's deadline); a charge that cannot be recorded stops
  * the run (fail closed); a stop that cannot be recorded stops this process and is recorded when the
- * database is back.
+ * database is back; the totals are the last ones read. The same holds when the run's row was deleted while
+ * its processes run: the stop's reason and the warnings name the run.
  *
  * @since 0.1.0
  */
@@ -156,7 +157,13 @@ export const make = (
     const sql = yield* SqlClient.SqlClient
     yield* Effect.mapError(Migrations.run, failWith("Unavailable"))
     const caps: R.Caps = { maxTotalTokens: config.maxTotalTokens ?? null, maxTotalCost: config.maxTotalCost ?? null }
-    const onRecord = yield* Effect.mapError(R.ensureRun(sql, o.name, caps), failWith("Unavailable"))
+    const onRecord = yield* Effect.mapError(
+      R.ensureRun(sql, o.name, caps),
+      (e) =>
+        e instanceof R.RunMissing
+          ? new PgRunLimitsError({ reason: "Unavailable", message: e.message })
+          : failWith("Unavailable")(e)
+    )
     if (onRecord.maxTotalTokens !== caps.maxTotalTokens || onRecord.maxTotalCost !== caps.maxTotalCost) {
       return yield* new PgRunLimitsError({
         reason: "Mismatch",
@@ -196,7 +203,9 @@ export const make = (
       timed: (effect) =>
         effect.pipe(
           bounded(timeoutMillis, () => new E.Unavailable("the database did not answer in time")),
-          Effect.mapError((e) => e instanceof E.Unavailable ? e : new E.Unavailable(E.describe(e)))
+          Effect.mapError((e) =>
+            e instanceof E.Unavailable ? e : new E.Unavailable(e instanceof R.RunMissing ? e.message : E.describe(e))
+          )
         ),
       caps
     })
@@ -441,11 +450,12 @@ const makeLimiter = (
 
 // ---- the service -----------------------------------------------------------------------------------------
 
-const unreachable = (message: string): Stop => ({
+/** The stop of a charge that could not be recorded (the database is unreachable, the run's row is gone). */
+const unreachable = (name: string, message: string): Stop => ({
   _tag: "BudgetExceeded",
   kind: "budget_exceeded",
   resource: "tokens",
-  reason: `the shared run totals could not be recorded (${message}): stopped, failing closed`
+  reason: `the shared totals of run ${JSON.stringify(name)} could not be recorded (${message}): stopped, failing closed`
 })
 
 /** The stop a charge trips, in the in-memory limits' order: an overflow (cost first), then a cap (tokens first). */
@@ -544,12 +554,20 @@ const service = (config: RunLimits.Config, limiter: Limiter, s: Shared): RunLimi
           s.lastTotals = { tokens: c.tokens, cost: c.cost }
           return Option.fromNullable(tripOf(c, usage, s.caps))
         }),
-        Effect.catchAll((e) => Effect.succeed(Option.some(unreachable(e.message))))
+        Effect.catchAll((e) => Effect.succeed(Option.some(unreachable(s.name, e.message))))
       )
     },
+    // `RunLimits.Service`'s totals cannot fail: when they cannot be read, the last ones read, with a warning.
     totals: s.timed(R.totals(s.sql, s.name)).pipe(
       Effect.tap((t) => Effect.sync(() => void (s.lastTotals = t))),
-      Effect.catchAll(() => Effect.sync(() => s.lastTotals))
+      Effect.catchAll((e) =>
+        Effect.as(
+          Effect.logWarning(
+            `@rein/postgres: totals of run ${JSON.stringify(s.name)} not read (${e.message}); the last ones read`
+          ),
+          s.lastTotals
+        )
+      )
     ),
     cool,
     cooldownLeft: (endpoint) => Effect.sync(() => cooldownLeft(endpoint)),

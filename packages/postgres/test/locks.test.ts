@@ -10,7 +10,7 @@ import { Contract } from "@rein/core"
 import { Deferred, Effect, Either, Fiber, Layer, Schedule } from "effect"
 import { Migrations, PgBatchRun } from "../src/index.js"
 import * as Q from "../src/internal/batchStatements.js"
-import { retryConflicts } from "../src/internal/sqlError.js"
+import { describe as describeError, retryConflicts } from "../src/internal/sqlError.js"
 import { unavailable } from "../src/PgBatchRun.js"
 import { identity, itemsOf, request } from "./fixtures/batch-items.js"
 import { available, fresh, PgLive } from "./pg.js"
@@ -158,6 +158,46 @@ describe.skipIf(!available)("row-lock order of the batch statements", () => {
           }
         }),
       120_000
+    )
+
+    it.effect(
+      "a join that changes inputs locks their rows in id order: a worker's group write holding the first never deadlocks",
+      () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const runId = fresh("changed")
+          // Submitted in descending id order: a join that updated in submission order locked item-2 first.
+          const items = [{ id: "item-2", text: "two" }, { id: "item-1", text: "one" }]
+          const start = (texts: ReadonlyArray<typeof items[number]>) =>
+            PgBatchRun.start({ runId, identity, resume: "none", items: texts, request, itemId: (i) => i.id, contract })
+          yield* start(items)
+          const rows = yield* Q.lease(sql, runId, "w", 2, 60_000, true)
+          const terminals = rows.map((row) => ({ itemId: row.item_id, token: row.lease_token, record: recordOf(row) }))
+          // Another process joins with both inputs changed, once the worker holds item-1.
+          const holds = yield* Deferred.make<void>()
+          const join = yield* Effect.fork(
+            Effect.zipRight(Deferred.await(holds), start(items.map((i) => ({ ...i, text: `${i.text}, changed` }))))
+          )
+          const waiting = sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`
+          // The worker's group write, in one transaction: it holds item-1 (the first in id order) until the join
+          // waits for a row, then writes both. A join that held item-2 and waited for item-1 made a cycle: this
+          // transaction's deadlock check (10 ms) found it and aborted it.
+          const written = yield* Effect.either(sql.withTransaction(Effect.gen(function*() {
+            yield* sql`SET LOCAL deadlock_timeout = '10ms'`
+            yield* sql`SELECT item_id FROM rein_batch_items WHERE run_id = ${runId} AND item_id = 'item-1' FOR UPDATE`
+            yield* Deferred.succeed(holds, undefined)
+            yield* Effect.repeat(waiting, { until: (r) => r[0]!.n > 0, schedule: Schedule.spaced("5 millis") })
+            return yield* Q.finish(sql, runId, terminals)
+          })))
+          const joined = yield* Effect.either(Fiber.join(join))
+          expect(Either.isRight(written) ? written.right.length : describeError(written.left)).toBe(2)
+          expect(Either.isRight(joined) ? joined.right.session : joined.left.message).toBe("joined")
+          // The join committed after the write: both items run again under their new inputs.
+          const after = yield* sql<{ readonly state: string }>`SELECT state FROM rein_batch_items
+            WHERE run_id = ${runId} ORDER BY item_id`
+          expect(after.map((r) => r.state)).toEqual(["pending", "pending"])
+        }),
+      60_000
     )
 
     it.effect(

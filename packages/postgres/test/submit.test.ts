@@ -22,6 +22,11 @@ const options = <E = never>(runId: string, items: Iterable<Item> | Stream.Stream
   submitChunk
 })
 
+// The run's item rows, as a joining start must leave them when it is refused.
+const rowsOf = (sql: SqlClient.SqlClient, runId: string) =>
+  sql`SELECT item_id, idx, input_fingerprint, prompt_fingerprint, state FROM rein_batch_items
+    WHERE run_id = ${runId} ORDER BY item_id`
+
 // The first repeated id in submission order (the earliest second occurrence): what `start` must name.
 const firstDuplicate = (ids: ReadonlyArray<string>) => {
   const seen = new Map<string, number>()
@@ -160,6 +165,75 @@ describe.skipIf(!available)("submitting a run's items (PgBatchRun.start)", () =>
         expect(error).toMatchObject({ reason: "InvalidInput", itemId: "c", index: 2 })
         expect(error.message).toContain("(item 2)")
         expect((yield* Effect.flip(PgBatchRun.status(runId))).reason).toBe("NotFound")
+      }))
+
+    // A run's items keep the order of their first submission: a joining start that reorders them is refused,
+    // naming the first item out of order with its index now and on record, and the run is left as it was.
+    it.effect.prop(
+      "a join that reorders the items: refused naming the first item out of order, both indexes; nothing changed",
+      {
+        order: fc.shuffledSubarray(Array.from({ length: 12 }, (_, i) => i), { minLength: 12, maxLength: 12 }),
+        chunk: fc.integer({ min: 1, max: 5 }),
+        changed: fc.integer({ min: 0, max: 11 })
+      },
+      ({ changed, chunk, order }) =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const runId = fresh("reorder")
+          const items = itemsOf(12, [])
+          yield* PgBatchRun.start(options(runId, items, chunk))
+          const before = yield* rowsOf(sql, runId)
+          // The same ids in another order, one of them with a changed input (an update the rollback must undo).
+          const joining = order.map((i) => i === changed ? { ...items[i]!, text: "changed" } : items[i]!)
+          const moved = order.findIndex((i, at) => i !== at)
+          const exit = yield* Effect.either(PgBatchRun.start({ ...options(runId, joining, chunk) }))
+          if (moved === -1) {
+            expect(exit).toMatchObject({ _tag: "Right", right: { session: "joined", items: 12 } })
+            return
+          }
+          expect(exit._tag).toBe("Left")
+          if (exit._tag === "Right") return
+          const id = items[order[moved]!]!.id
+          expect(exit.left).toMatchObject({
+            _tag: "PgBatchError",
+            reason: "InvalidInput",
+            itemId: id,
+            index: moved,
+            recordedIndex: order[moved]
+          })
+          expect(exit.left.message).toBe(
+            `item ${JSON.stringify(id)} is at index ${moved} of this submission but at index ${order[moved]} of run ${
+              JSON.stringify(runId)
+            }: a run's items keep the order of their first submission (each worker finds an item in its source by ` +
+              `its index); submit them in that order, new items after them`
+          )
+          expect(yield* rowsOf(sql, runId)).toEqual(before)
+        }),
+      { fastCheck: { numRuns: 30, seed: 19 } }
+    )
+
+    it.effect("a join with a new item where the run has another is refused naming both; nothing changed", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("taken")
+        const items = itemsOf(6, [])
+        yield* PgBatchRun.start(options(runId, items, 2))
+        const before = yield* rowsOf(sql, runId)
+        const joining = [...items.slice(0, 3), { id: "new", text: "new" }, ...items.slice(3)]
+        const error = yield* Effect.flip(
+          PgBatchRun.start({ ...options(runId, joining, 2), where: (_, i) => `line ${i + 1}` })
+        )
+        expect(error).toMatchObject({ reason: "InvalidInput", itemId: "new", index: 3 })
+        expect(error.message).toContain(
+          `item "new" (line 4) is new at index 3 of this submission, but run ${JSON.stringify(runId)} has item ` +
+            `"item-00003" there`
+        )
+        expect(yield* rowsOf(sql, runId)).toEqual(before)
+        // In the run's order, new items after: joined.
+        expect(yield* PgBatchRun.start(options(runId, [...items, { id: "new", text: "new" }], 2))).toMatchObject({
+          session: "joined",
+          items: 7
+        })
       }))
   })
 })

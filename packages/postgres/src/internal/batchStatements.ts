@@ -119,15 +119,35 @@ export interface Submitted extends ItemKey {
 }
 
 /**
+ * An item of a submission whose index is not the run's: `recordedIdx` is the index the run has for it (`holder`
+ * null), or the item is new and the run has another item, `holder`, at its index (`recordedIdx` null). @internal
+ */
+export interface Moved {
+  readonly item_id: string
+  readonly idx: number
+  readonly place: string | null
+  readonly recorded_idx: number | null
+  readonly holder: string | null
+}
+
+/** What submitting a chunk did: how many ids were new to the submission; the first item out of the run's order. */
+export interface SubmittedChunk {
+  readonly fresh: number
+  readonly moved: Moved | null
+}
+
+/**
  * Submits a chunk of items, in one statement: each id is recorded in the submission, and the items whose id
  * is new to it are added to the run (an item already there with the same input keeps its state; one whose
- * input changed is pending again under its new fingerprints: its old record cannot be reused for it). Answers how many ids were new: fewer than the
- * chunk's items means an id came twice (in this chunk or an earlier one), and the caller fails the
- * transaction. @internal
+ * input changed is pending again under its new fingerprints: its old record cannot be reused for it). Answers
+ * how many ids were new: fewer than the chunk's items means an id came twice (in this chunk or an earlier
+ * one), and the caller fails the transaction. When an item's index is not the run's (the items were
+ * reordered, or a new item is where the run has another), the run is left as it was and the first such item
+ * is answered: the caller fails the transaction. @internal
  */
 export const submitItems = (sql: Sql, runId: string, items: ReadonlyArray<Submitted>) =>
   Effect.map(
-    sql<{ readonly fresh: number }>`WITH t AS (
+    sql<{ readonly fresh: number; readonly moved: Moved | null }>`WITH t AS (
         SELECT * FROM jsonb_to_recordset(${
       JSON.stringify(items.map((i) => ({
         item_id: i.itemId,
@@ -140,24 +160,39 @@ export const submitItems = (sql: Sql, runId: string, items: ReadonlyArray<Submit
       fresh AS (
         INSERT INTO rein_submission (item_id, idx, place) SELECT item_id, idx, place FROM t
         ON CONFLICT (item_id) DO NOTHING RETURNING item_id, idx),
+      mine AS (SELECT t.* FROM t JOIN fresh ON fresh.item_id = t.item_id AND fresh.idx = t.idx),
+      -- The first item whose index is not the run's: the run has it elsewhere, or another item where it is.
+      moved AS (
+        SELECT m.item_id, m.idx, m.place, i.idx AS recorded_idx, NULL::text AS holder
+        FROM mine m JOIN rein_batch_items i ON i.run_id = ${runId} AND i.item_id = m.item_id WHERE i.idx <> m.idx
+        UNION ALL
+        SELECT m.item_id, m.idx, m.place, NULL::int, h.item_id
+        FROM mine m JOIN rein_batch_items h ON h.run_id = ${runId} AND h.idx = m.idx WHERE h.item_id <> m.item_id
+        ORDER BY idx LIMIT 1),
       -- New items are inserted; an item already there is left unlocked (ON CONFLICT DO UPDATE would lock it even
       -- when it changes nothing, in submission order, against the workers' writes in id order: a deadlock),
       -- and only one whose input changed is updated (an UPDATE locks only the rows it changes).
       ins AS (
         INSERT INTO rein_batch_items (run_id, item_id, idx, input_fingerprint, prompt_fingerprint)
-        SELECT ${runId}, t.item_id, t.idx, t.input_fingerprint, t.prompt_fingerprint
-        FROM t JOIN fresh ON fresh.item_id = t.item_id AND fresh.idx = t.idx
+        SELECT ${runId}, m.item_id, m.idx, m.input_fingerprint, m.prompt_fingerprint
+        FROM mine m WHERE NOT EXISTS (SELECT 1 FROM moved)
         ON CONFLICT (run_id, item_id) DO NOTHING),
+      -- The rows of changed inputs, locked in item_id order first (as the workers' heartbeat and finish
+      -- lock them): updated in the join's order, they deadlocked (40P01) with a worker's group write.
+      changed AS MATERIALIZED (
+        SELECT i.item_id FROM rein_batch_items i JOIN mine m ON m.item_id = i.item_id
+        WHERE i.run_id = ${runId} AND i.input_fingerprint <> m.input_fingerprint AND NOT EXISTS (SELECT 1 FROM moved)
+        ORDER BY i.item_id FOR UPDATE OF i),
       up AS (
-        UPDATE rein_batch_items SET idx = t.idx,
-          input_fingerprint = t.input_fingerprint, prompt_fingerprint = t.prompt_fingerprint,
+        UPDATE rein_batch_items i SET input_fingerprint = m.input_fingerprint,
+          prompt_fingerprint = m.prompt_fingerprint,
           state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
-        FROM t JOIN fresh ON fresh.item_id = t.item_id AND fresh.idx = t.idx
-        WHERE rein_batch_items.run_id = ${runId} AND rein_batch_items.item_id = t.item_id
-          AND rein_batch_items.input_fingerprint <> t.input_fingerprint)
+        FROM changed JOIN mine m ON m.item_id = changed.item_id
+        WHERE i.run_id = ${runId} AND i.item_id = changed.item_id AND i.input_fingerprint <> m.input_fingerprint)
       -- (A data-modifying WITH runs whole whether or not the query reads it.)
-      SELECT (SELECT count(*) FROM fresh)::int AS fresh`,
-    (rows) => rows[0]!.fresh
+      SELECT (SELECT count(*) FROM fresh)::int AS fresh,
+        (SELECT row_to_json(moved) FROM moved) AS moved`,
+    (rows): SubmittedChunk => rows[0]!
   )
 
 /** Where the submission recorded each of these ids (the first item that had it). @internal */
@@ -166,23 +201,47 @@ export const submittedAt = (sql: Sql, itemIds: ReadonlyArray<string>) =>
     SELECT item_id, idx, place FROM rein_submission
     WHERE item_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(itemIds)}::jsonb))`
 
-/** Puts finished items back to pending (a resume policy that does not reuse their records). @internal */
-export const reopenItems = (sql: Sql, runId: string, itemIds: ReadonlyArray<string>) =>
-  sql`WITH locked AS MATERIALIZED (SELECT item_id FROM rein_batch_items WHERE run_id = ${runId} AND state = 'done'
-      AND item_id IN (SELECT jsonb_array_elements_text(${JSON.stringify(itemIds)}::jsonb))
-      ORDER BY item_id FOR UPDATE)
-    UPDATE rein_batch_items i SET state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
-    FROM locked WHERE i.run_id = ${runId} AND i.item_id = locked.item_id AND i.state = 'done'`
+/**
+ * Opens this transaction's set of reusable records: the (item id, input fingerprint) pairs a resume policy
+ * reuses, kept in the database while the records are read a page at a time, dropped at commit or rollback.
+ * @internal
+ */
+export const openReusable = (sql: Sql) =>
+  Effect.zipRight(
+    sql`DROP TABLE IF EXISTS pg_temp.rein_reusable`,
+    sql`CREATE TEMP TABLE rein_reusable (item_id text, input_fingerprint text, PRIMARY KEY (item_id, input_fingerprint))
+      ON COMMIT DROP`
+  )
 
-/** A finished item's key, for the resume policy. @internal */
-export interface DoneRow {
-  readonly item_id: string
-  readonly input_fingerprint: string
-}
+/** Adds pairs to the set of reusable records. @internal */
+export const addReusable = (
+  sql: Sql,
+  pairs: ReadonlyArray<{ readonly itemId: string; readonly inputFingerprint: string }>
+) =>
+  sql`INSERT INTO rein_reusable (item_id, input_fingerprint)
+    SELECT item_id, input_fingerprint FROM jsonb_to_recordset(${
+    JSON.stringify(pairs.map((p) => ({ item_id: p.itemId, input_fingerprint: p.inputFingerprint })))
+  }::jsonb) AS t(item_id text, input_fingerprint text)
+    ON CONFLICT DO NOTHING`
 
-/** Every finished item. @internal */
-export const doneItems = (sql: Sql, runId: string) =>
-  sql<DoneRow>`SELECT item_id, input_fingerprint FROM rein_batch_items WHERE run_id = ${runId} AND state = 'done'`
+/**
+ * Puts back to pending every finished item with no reusable record for its id and input fingerprint (in the
+ * set `addReusable` filled), its rows locked in `item_id` order first (as the workers' statements lock them).
+ * Answers how many. @internal
+ */
+export const reopenUnreusable = (sql: Sql, runId: string) =>
+  Effect.map(
+    sql<{ readonly n: number }>`WITH locked AS MATERIALIZED (
+        SELECT item_id FROM rein_batch_items i WHERE run_id = ${runId} AND state = 'done'
+          AND NOT EXISTS (SELECT 1 FROM rein_reusable r
+            WHERE r.item_id = i.item_id AND r.input_fingerprint = i.input_fingerprint)
+        ORDER BY item_id FOR UPDATE),
+      up AS (
+        UPDATE rein_batch_items i SET state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
+        FROM locked WHERE i.run_id = ${runId} AND i.item_id = locked.item_id AND i.state = 'done' RETURNING 1)
+      SELECT count(*)::int AS n FROM up`,
+    (rows) => rows[0]!.n
+  )
 
 /** A leased item. @internal */
 export interface LeaseRow {
@@ -240,7 +299,7 @@ export interface BeatRow {
 
 /**
  * The item rows of the leases this owner holds, locked in `item_id` order. Every statement that updates
- * several item rows and may wait for one (the heartbeat, `releaseOwned`, `finish`, `reopenItems`) locks them
+ * several item rows and may wait for one (the heartbeat, `releaseOwned`, `finish`, `reopenUnreusable`) locks them
  * in this one order first: a worker's heartbeat, its group writes and its sweep run on different connections
  * at once, and two of them locking the same rows in different orders (an index scan's order, a join's)
  * deadlocked (40P01). `lease` never waits (`SKIP LOCKED`), so its order does not matter. @internal
@@ -386,6 +445,19 @@ export interface RecordRow {
 /** Every record of the run, in the order written. @internal */
 export const records = (sql: Sql, runId: string) =>
   sql<RecordRow>`SELECT record FROM rein_batch_records WHERE run_id = ${runId} ORDER BY seq`
+
+/** A record with its place in the order written (`at`: its `seq`, as text: a bigint). @internal */
+export interface RecordPageRow extends RecordRow {
+  readonly at: string
+}
+
+/**
+ * Up to `limit` records written after `after` (a `seq`; "0": from the first), in the order written. (The text
+ * is named `at`, not `seq`: `ORDER BY seq` would sort by an output column of that name, as text.) @internal
+ */
+export const recordsAfter = (sql: Sql, runId: string, after: string, limit: number) =>
+  sql<RecordPageRow>`SELECT seq::text AS at, record FROM rein_batch_records
+    WHERE run_id = ${runId} AND seq > ${after}::bigint ORDER BY seq LIMIT ${limit}`
 
 /** Appends a record without a lease (a single-process run through the artifact store). @internal */
 export const appendRecord = (sql: Sql, runId: string, record: ArtifactStore.ItemRecord) =>

@@ -5,7 +5,6 @@
  * @internal
  */
 import { SqlClient } from "@effect/sql"
-import { SqlError } from "@effect/sql/SqlError"
 import type { SqlError as SqlErrorType } from "@effect/sql/SqlError"
 import * as H from "@rein/core/Health"
 import * as Input from "@rein/core/Input"
@@ -21,9 +20,7 @@ import * as S from "./healthService.js"
 import * as Q from "./healthStatements.js"
 import * as L from "./listener.js"
 import * as M from "./mirror.js"
-
-const describe = (e: { readonly message: string }) =>
-  e instanceof SqlError && e.cause instanceof Error ? `${e.message}: ${e.cause.message}` : e.message
+import { describe } from "./sqlError.js"
 
 const unavailable = <A, E extends { readonly message: string }, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.mapError(effect, (e) => new PgHealthError({ reason: "Unavailable", message: describe(e) }))

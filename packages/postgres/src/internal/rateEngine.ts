@@ -6,12 +6,12 @@
  * @internal
  */
 import { SqlClient } from "@effect/sql"
-import { SqlError } from "@effect/sql/SqlError"
 import type { Scope } from "effect"
 import { Duration, Effect, Option, Schema } from "effect"
 import { bounded } from "./bounded.js"
 import * as B from "./buckets.js"
 import * as Q from "./rateStatements.js"
+import { describe as describeError } from "./sqlError.js"
 
 /** The options the engine needs (decoded by the public module). */
 export interface Options {
@@ -65,13 +65,9 @@ export const threeHeartbeats = (
   (o.ttlMillis ?? 5000) >= 3 * (o.heartbeatMillis ?? 1000) ||
   { path: ["ttlMillis"], message: "Expected at least three heartbeats (3 × heartbeatMillis)" }
 
-/** A failure's message, with the cause of an `SqlError`. */
+/** A failure's message: an `SqlError`'s with its cause's and its SQLSTATE (as `sqlError.describe` says it). */
 export const describe = (e: unknown): string =>
-  e instanceof SqlError && e.cause instanceof Error
-    ? `${e.message}: ${e.cause.message}`
-    : e instanceof Error || e instanceof Unavailable
-    ? e.message
-    : String(e)
+  e instanceof Error || e instanceof Unavailable ? describeError(e) : String(e)
 
 /** Makes the engine in the current scope: its heartbeat runs until the scope closes, which closes the leases. */
 export const make = (o: Options): Effect.Effect<Engine, never, SqlClient.SqlClient | Scope.Scope> =>

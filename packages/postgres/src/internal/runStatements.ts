@@ -17,6 +17,19 @@ export const CHANNEL = "rein_run_limits"
 /** Half the largest double: `a + b` is finite exactly when `|a/2 + b/2|` is at most this (halving is exact). */
 const HALF_MAX = Number.MAX_VALUE / 2
 
+/** The run's row is not there (deleted while processes used it, or never created): nothing can be recorded. */
+export class RunMissing {
+  readonly _tag = "RunMissing"
+  readonly message: string
+  constructor(readonly name: string) {
+    this.message = `run ${JSON.stringify(name)} has no row in rein_run_limits (deleted, or never created)`
+  }
+}
+
+/** The first row, or `RunMissing` when the run's row is not there. */
+const first = <A>(name: string) => (rows: ReadonlyArray<A>): Effect.Effect<A, RunMissing> =>
+  rows.length === 0 ? Effect.fail(new RunMissing(name)) : Effect.succeed(rows[0]!)
+
 export interface Caps {
   readonly maxTotalTokens: number | null
   readonly maxTotalCost: number | null
@@ -27,9 +40,12 @@ export const ensureRun = (sql: Sql, name: string, caps: Caps) =>
   Effect.gen(function*() {
     yield* sql`INSERT INTO rein_run_limits (name, max_total_tokens, max_total_cost)
       VALUES (${name}, ${caps.maxTotalTokens}, ${caps.maxTotalCost}) ON CONFLICT (name) DO NOTHING`
-    const rows = yield* sql<{ readonly max_total_tokens: number | null; readonly max_total_cost: number | null }>`
-      SELECT max_total_tokens, max_total_cost FROM rein_run_limits WHERE name = ${name}`
-    return { maxTotalTokens: rows[0]!.max_total_tokens, maxTotalCost: rows[0]!.max_total_cost } satisfies Caps
+    const row = yield* Effect.flatMap(
+      sql<{ readonly max_total_tokens: number | null; readonly max_total_cost: number | null }>`
+        SELECT max_total_tokens, max_total_cost FROM rein_run_limits WHERE name = ${name}`,
+      first(name)
+    )
+    return { maxTotalTokens: row.max_total_tokens, maxTotalCost: row.max_total_cost } satisfies Caps
   })
 
 export interface Charged {
@@ -53,10 +69,14 @@ interface ChargedRow {
   readonly cost_ok: boolean
 }
 
-/** Adds a finished attempt's usage to the totals, in one statement; a sum that would not be finite is not taken. */
+/**
+ * Adds a finished attempt's usage to the totals, in one statement; a sum that would not be finite is not taken.
+ * `RunMissing` when the run's row is not there.
+ */
 export const charge = (sql: Sql, name: string, tokens: number, cost: number) =>
   Effect.map(
-    sql<ChargedRow>`WITH r AS (
+    Effect.flatMap(
+      sql<ChargedRow>`WITH r AS (
         SELECT name, tokens, cost, abs(tokens * 0.5 + ${tokens}::float8 * 0.5) <= ${HALF_MAX}::float8 AS tokens_ok,
           abs(cost * 0.5 + ${cost}::float8 * 0.5) <= ${HALF_MAX}::float8 AS cost_ok
         FROM rein_run_limits WHERE name = ${name} FOR UPDATE
@@ -67,8 +87,9 @@ export const charge = (sql: Sql, name: string, tokens: number, cost: number) =>
         FROM r WHERE x.name = r.name RETURNING x.tokens, x.cost
       )
       SELECT u.tokens, u.cost, r.tokens AS tokens_before, r.cost AS cost_before, r.tokens_ok, r.cost_ok FROM u, r`,
-    (rows): Charged => {
-      const row = rows[0]!
+      first(name)
+    ),
+    (row): Charged => {
       return {
         tokens: row.tokens,
         cost: row.cost,
@@ -80,17 +101,21 @@ export const charge = (sql: Sql, name: string, tokens: number, cost: number) =>
     }
   )
 
-/** The run's totals. */
+/** The run's totals; `RunMissing` when the run's row is not there. */
 export const totals = (sql: Sql, name: string) =>
   Effect.map(
-    sql<{ readonly tokens: number; readonly cost: number }>`SELECT tokens, cost FROM rein_run_limits
-      WHERE name = ${name}`,
-    (rows) => ({ tokens: rows[0]!.tokens, cost: rows[0]!.cost })
+    Effect.flatMap(
+      sql<{ readonly tokens: number; readonly cost: number }>`SELECT tokens, cost FROM rein_run_limits
+        WHERE name = ${name}`,
+      first(name)
+    ),
+    (row) => ({ tokens: row.tokens, cost: row.cost })
   )
 
 /**
  * Records the stop unless the run already stopped (and notifies the other processes when it did); then the
- * stop on record, as JSON text (the winner: this one or an earlier one).
+ * stop on record, as JSON text (the winner: this one or an earlier one). `RunMissing` when the run's row is
+ * not there.
  */
 export const stop = (
   sql: Sql,
@@ -107,8 +132,11 @@ export const stop = (
       SELECT COUNT(pg_notify(${CHANNEL}, s.name))::int AS won FROM s`
     if (won[0]!.won === 1) return stop.json
     // A later statement sees the winner that committed before this one's update.
-    const rows = yield* sql<{ readonly stop: string }>`SELECT stop FROM rein_run_limits WHERE name = ${name}`
-    return rows[0]!.stop
+    const row = yield* Effect.flatMap(
+      sql<{ readonly stop: string }>`SELECT stop FROM rein_run_limits WHERE name = ${name}`,
+      first(name)
+    )
+    return row.stop
   })
 
 /** What the other processes may have changed: the stop (JSON text) and the cooldowns still running. */
