@@ -14,13 +14,17 @@ export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 /** The binary the tests run (`node bin …`). */
 export const bin = path.join(root, "packages/cli/dist/bin.js")
 
-/** Builds the CLI and what it references, then makes the suite's temporary directory (`prefix…`). */
+/**
+ * Builds the CLI and what it references and bundles it, as `pnpm build` does, then makes the suite's
+ * temporary directory (`prefix…`). The suites test the binary a user runs: its bundle.
+ */
 export const prepare = (prefix: string): string => {
   execFileSync(process.execPath, [
     path.join(root, "node_modules/typescript/bin/tsc"),
     "-b",
     "packages/cli/tsconfig.src.json"
   ], { cwd: root, stdio: "inherit" })
+  execFileSync(process.execPath, [path.join(root, "scripts/bundle-cli.mjs")], { cwd: root, stdio: "inherit" })
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix))
 }
 
