@@ -27,6 +27,20 @@ const writeWhole = (file, contents) => {
   fs.renameSync(tmp, file)
 }
 
+// Each input's size and mtime, taken before esbuild reads it: a file rewritten while the bundle is made (a
+// concurrent `tsc -b`) then no longer matches, and the bundle is not run.
+const seen = new Map()
+const statBeforeRead = {
+  name: "stat-before-read",
+  setup(build) {
+    build.onLoad({ filter: /\.(c|m)?js$|\.json$/ }, async (args) => {
+      const stat = await fs.promises.stat(args.path)
+      seen.set(args.path, [stat.size, stat.mtimeMs])
+      return { contents: await fs.promises.readFile(args.path), loader: args.path.endsWith(".json") ? "json" : "js" }
+    })
+  }
+}
+
 const result = await esbuild.build({
   absWorkingDir: root,
   entryPoints: [entry],
@@ -39,6 +53,7 @@ const result = await esbuild.build({
   metafile: true,
   write: false,
   logLevel: "warning",
+  plugins: [statBeforeRead],
   // CommonJS dependencies (yaml, pg, undici, …) call require(): an ES module has none of its own.
   banner: { js: "import { createRequire as __reinRequire } from \"node:module\"\nconst require = __reinRequire(import.meta.url)" }
 })
@@ -47,8 +62,9 @@ fs.mkdirSync(out, { recursive: true })
 // Every file the bundle was made from, relative to the bundle's directory, with what identifies its version.
 const inputs = Object.keys(result.metafile.inputs).map((input) => {
   const file = path.resolve(root, input)
-  const stat = fs.statSync(file)
-  return [path.relative(out, file), stat.size, stat.mtimeMs]
+  const version = seen.get(file)
+  if (version === undefined) throw new Error(`bundle-cli: ${input} was bundled without being read by the plugin`)
+  return [path.relative(out, file), ...version]
 })
 const written = new Set(["inputs.json"])
 for (const file of result.outputFiles) {

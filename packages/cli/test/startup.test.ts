@@ -25,14 +25,17 @@ afterAll(() => Binary.cleanUp(tmp))
 const inputs = ["--catalog", "examples/catalog.json", "--contract", "examples/contract.json"]
 const simulate = ["simulate", ...inputs, "--scenario", "examples/scenarios/brief-outage.json", "--json"]
 const plan = ["plan", ...inputs, "--json"]
-// A JSONL store: the batch runs in this process, against the simulated endpoints.
+// A JSONL store: the batch runs in this process, against the fake endpoints, all healthy (the default
+// scenario), so that every item succeeds however loaded the machine.
 const batch = (out: string) => [
   "batch",
   "--input",
   "examples/prompts.jsonl",
   ...inputs,
   "--scenario",
-  "examples/scenarios/brief-outage.json",
+  path.join(tmp, "healthy.json"),
+  "--concurrency",
+  "16",
   "--out",
   out,
   "--overwrite",
@@ -40,7 +43,10 @@ const batch = (out: string) => [
 ]
 
 /** The commands checked, by name; `out` is the batch's JSONL store. */
-const commands = (out: string) => [["simulate", simulate], ["plan", plan], ["batch", batch(out)]] as const
+const commands = (out: string) => {
+  fs.writeFileSync(path.join(tmp, "healthy.json"), JSON.stringify({ endpoints: {} }))
+  return [["simulate", simulate], ["plan", plan], ["batch", batch(out)]] as const
+}
 
 /** Runs `node <script> args…` with the module hook; the exit code and the URLs of the modules it loaded. */
 const loaded = (script: string, args: ReadonlyArray<string>, name: string) =>
