@@ -16,8 +16,8 @@ import { freshBundle } from "../src/internal/entry.js"
 const { bin, root } = Binary
 let tmp = ""
 
-beforeAll(() => {
-  tmp = Binary.prepare("rein-startup-")
+beforeAll(async () => {
+  tmp = await Binary.prepare("rein-startup-")
 }, 600_000)
 
 afterAll(() => Binary.cleanUp(tmp))
