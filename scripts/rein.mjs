@@ -1,5 +1,6 @@
 // `pnpm rein …` from the repository root: runs the built `rein` binary (packages/cli/dist/bin.js), building
-// first when a source file is newer than the build (an up-to-date check is a walk of mtimes, a few ms).
+// first when a source file is newer than the build (an up-to-date check is a walk of mtimes, a few ms), and
+// bundling it again (scripts/bundle-cli.mjs) when the bundle is not the build's: as `pnpm build` leaves it.
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -35,6 +36,14 @@ if (stale()) {
   // tsc -b leaves an unchanged output untouched: mark the build as current.
   const now = new Date()
   fs.utimesSync(bin, now, now)
+}
+
+// The binary would run the unbundled build rather than a stale bundle (packages/cli/src/internal/entry.ts):
+// correct, but slower to start. Make the bundle current.
+const { freshBundle } = await import(pathToFileURL(path.join(root, "packages/cli/dist/internal/entry.js")).href)
+if (freshBundle(path.join(root, "packages/cli/dist/bundle")) === undefined) {
+  const bundle = spawnSync(process.execPath, [path.join(root, "scripts/bundle-cli.mjs")], { cwd: root, stdio: "inherit" })
+  if (bundle.status !== 0) process.exit(bundle.status ?? 1)
 }
 
 // In this process (no second start-up; Ctrl-C and the exit code are the binary's own), from the user's

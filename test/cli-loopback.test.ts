@@ -53,8 +53,8 @@ const endpoint = (id: string, model: string) => ({
 })
 
 // The tests run the built binary: built fresh before the suite.
-beforeAll(() => {
-  tmp = Binary.prepare("rein-loopback-")
+beforeAll(async () => {
+  tmp = await Binary.prepare("rein-loopback-")
 }, 600_000)
 
 afterAll(() => Binary.cleanUp(tmp))

@@ -10,11 +10,10 @@
 import { Command, Options } from "@effect/cli"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type { SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import type { Resume } from "@rein/batch"
 import { Guardrails, Identity } from "@rein/batch"
 import { Rein } from "@rein/core"
-import { Migrations, PgBatchRun, PgWorker } from "@rein/postgres"
+import type { PgBatchRun, PgWorker } from "@rein/postgres"
 import { Clock, Console, Effect, Either, Layer, Option, Redacted } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
@@ -22,6 +21,7 @@ import { inFile, loadCatalogAndContract, readDecoded } from "./internal/files.js
 import { json, num, table } from "./internal/format.js"
 import * as InputAt from "./internal/inputAt.js"
 import * as Shared from "./internal/options.js"
+import * as Pg from "./internal/pg.js"
 import type { PromptItem } from "./internal/prompts.js"
 import { streamLocated } from "./internal/prompts.js"
 import { forCalls } from "./internal/providers.js"
@@ -82,11 +82,13 @@ export interface WorkerReport {
   readonly status: PgBatchRun.Status
 }
 
+// PostgreSQL is loaded here, when a command connects to a store, and not at start-up (internal/pg.ts).
 const connect = (store: string): Layer.Layer<SqlClient.SqlClient, InputError> =>
-  Layer.mapError(
-    PgClient.layer({ url: Redacted.make(store), maxConnections: 8 }),
-    (e) => new InputError({ message: `--store: cannot connect: ${e.message}` })
-  )
+  Layer.unwrapEffect(Effect.map(Pg.load, ({ PgClient }) =>
+    Layer.mapError(
+      PgClient.layer({ url: Redacted.make(store), maxConnections: 8 }),
+      (e) => new InputError({ message: `--store: cannot connect: ${e.message}` })
+    )))
 
 const fromStore = <A, R>(effect: Effect.Effect<A, PgBatchRun.PgBatchError, R>) =>
   Effect.mapError(effect, (e) => new InputError({ message: `--store: ${e.message}` }))
@@ -102,6 +104,7 @@ const request = (item: PromptItem) => ({
 // Runs one worker (after starting the run when `start`), then reads the whole run's status.
 const work = (options: WorkerOptions, start: boolean) =>
   Effect.gen(function*() {
+    const { Migrations, PgBatchRun, PgWorker } = yield* Pg.load
     const { catalog, contract } = yield* loadCatalogAndContract(options.catalog, options.contract)
     const identity = yield* Either.mapLeft(
       Identity.fromContract(contract, catalog, {
@@ -292,6 +295,7 @@ export const statusCommand = Command.make(
   { store, run, json: Shared.json },
   (o): Effect.Effect<void, InputError> =>
     Effect.gen(function*() {
+      const { PgBatchRun } = yield* Pg.load
       const status = yield* fromStore(PgBatchRun.status(o.run)).pipe(Effect.provide(connect(o.store)))
       yield* Console.log(o.json ? json(status) : renderStatus(status))
     })

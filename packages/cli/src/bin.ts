@@ -3,7 +3,8 @@
  * The `rein` binary. `rein --version` is answered at once, from a module with no imports; every other
  * command line loads the command tree and runs `Cli.main` on Node (`internal/node.ts`), ending the process
  * with its exit code. Start-up is most of a short command's time, so nothing is loaded that the command at
- * hand does not need.
+ * hand does not need, and the command tree is loaded from its bundle (`pnpm build`) when that is current
+ * (`internal/entry.ts`).
  *
  * @since 0.1.0
  */
@@ -13,6 +14,7 @@ const args = process.argv.slice(2)
 if (args.length === 1 && args[0] === "--version") {
   process.stdout.write(`${version}\n`)
 } else {
-  const { start } = await import("./internal/node.js")
+  const { entry } = await import("./internal/entry.js")
+  const { start }: typeof import("./internal/node.js") = await import(entry())
   start(process.argv)
 }

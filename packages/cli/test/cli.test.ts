@@ -61,8 +61,8 @@ const failingA = () =>
   )
 
 // The tests run the built binary: built fresh before the suite.
-beforeAll(() => {
-  tmp = Binary.prepare("rein-cli-")
+beforeAll(async () => {
+  tmp = await Binary.prepare("rein-cli-")
 }, 600_000)
 
 afterAll(() => Binary.cleanUp(tmp))

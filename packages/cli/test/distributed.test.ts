@@ -47,7 +47,7 @@ const files = [
 
 beforeAll(async () => {
   if (!available) return
-  tmp = Binary.prepare("rein-distributed-")
+  tmp = await Binary.prepare("rein-distributed-")
   url = (await Effect.runPromise(Scope.extend(TestServer.start, scope))).url
 }, 300_000)
 

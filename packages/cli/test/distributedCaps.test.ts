@@ -66,7 +66,7 @@ let files: Array<string> = []
 
 beforeAll(async () => {
   if (!available) return
-  tmp = Binary.prepare("rein-distributed-caps-")
+  tmp = await Binary.prepare("rein-distributed-caps-")
   const input = path.join(tmp, "prompts.jsonl")
   fs.writeFileSync(
     input,

@@ -16,8 +16,8 @@ const { bin, root } = Binary
 let tmp = ""
 
 // The tests run the built binary: built fresh before the suite.
-beforeAll(() => {
-  tmp = Binary.prepare("rein-otlp-")
+beforeAll(async () => {
+  tmp = await Binary.prepare("rein-otlp-")
 }, 600_000)
 
 afterAll(() => Binary.cleanUp(tmp))

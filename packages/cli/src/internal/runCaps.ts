@@ -9,10 +9,11 @@
  */
 import { Options } from "@effect/cli"
 import type { Guardrails } from "@rein/batch"
-import { PgBatchRun } from "@rein/postgres"
-import { Either, Option, ParseResult, Schema } from "effect"
+import type { PgBatchRun } from "@rein/postgres"
+import { Effect, Either, Option, ParseResult, Schema } from "effect"
 import { InputError } from "../InputError.js"
 import * as Shared from "./options.js"
+import * as Pg from "./pg.js"
 
 /** A cap as one number, by the flag that sets it. */
 type Flat = Readonly<Record<string, number | undefined>>
@@ -71,25 +72,29 @@ const BUDGET_FLAGS: Readonly<Record<string, string>> = {
   calls: "--budget-calls"
 }
 
-/** The hard budget of `--budget-*` (`undefined`: none given); a bad value names its flag. @internal */
+/**
+ * The hard budget of `--budget-*` (`undefined`: none given); a bad value names its flag. Its schema is
+ * `@rein/postgres`'s, loaded only when a flag is given (`pg.ts`). @internal
+ */
 export const decodeBudget = (flags: {
   readonly cost: Option.Option<number>
   readonly tokens: Option.Option<number>
   readonly calls: Option.Option<number>
-}): Either.Either<PgBatchRun.Budget | undefined, InputError> => {
+}): Effect.Effect<PgBatchRun.Budget | undefined, InputError> => {
   const given: Record<string, number> = {}
   for (const [k, v] of Object.entries(flags)) if (Option.isSome(v)) given[k] = v.value
-  if (Object.keys(given).length === 0) return Either.right(undefined)
-  return Either.mapLeft(
-    Schema.decodeUnknownEither(PgBatchRun.Budget)(given),
-    (e) =>
-      new InputError({
-        message: ParseResult.ArrayFormatter.formatErrorSync(e).map((issue) => {
-          const field = String(issue.path[0] ?? "")
-          return `${BUDGET_FLAGS[field] ?? field}: ${issue.message}`
-        }).join("\n")
-      })
-  )
+  if (Object.keys(given).length === 0) return Effect.succeed(undefined)
+  return Effect.flatMap(Pg.load, ({ PgBatchRun }) =>
+    Either.mapLeft(
+      Schema.decodeUnknownEither(PgBatchRun.Budget)(given),
+      (e) =>
+        new InputError({
+          message: ParseResult.ArrayFormatter.formatErrorSync(e).map((issue) => {
+            const field = String(issue.path[0] ?? "")
+            return `${BUDGET_FLAGS[field] ?? field}: ${issue.message}`
+          }).join("\n")
+        })
+    ))
 }
 
 /** `--budget-cost`, `--budget-tokens`, `--budget-calls`. @internal */
