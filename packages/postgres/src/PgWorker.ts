@@ -432,7 +432,7 @@ const watchBudget = <I, E, R>(
   const budget = ctx.budget.value
   const read = Grantable.readerOf(budget) ?? budget.left
   const contract = ctx.options.contract
-  const check = (waited: number): Effect.Effect<void, unknown> =>
+  const check = (waited: number): Effect.Effect<void, Grantable.Failure> =>
     Effect.flatMap(read, (grantable) => {
       const stop = BudgetStop.stopFor(contract, record, refused, grantable)
       if (stop !== undefined) return Effect.asVoid(ctx.limits.stop(stop))
@@ -442,8 +442,8 @@ const watchBudget = <I, E, R>(
       return Effect.zipRight(Effect.sleep(Duration.millis(HELD_POLL_MILLIS)), check(waited + HELD_POLL_MILLIS))
     })
   return check(0).pipe(
-    Effect.catchAll(() =>
-      Effect.logWarning(`@rein/postgres: the run's budget could not be read after a refusal: not stopping`)
+    Effect.catchAll((e) =>
+      Effect.logWarning(`the run's budget could not be read after a refusal, the run goes on: ${describe(e)}`)
     )
   )
 }

@@ -55,10 +55,15 @@ export const grantable = (holdings: Holdings, own: Own): Left => {
 }
 
 /** The budgets that can answer it (`PgBudget`'s services), with how. */
-const readers = new WeakMap<Service, Effect.Effect<Left, unknown>>()
+const readers = new WeakMap<Service, Effect.Effect<Left, Failure>>()
+
+/** A failed read: the database did not answer, or not in time. */
+export interface Failure {
+  readonly message: string
+}
 
 /** Registers how `service` reads what it could still grant. */
-export const register = (service: Service, read: Effect.Effect<Left, unknown>): void => {
+export const register = (service: Service, read: Effect.Effect<Left, Failure>): void => {
   readers.set(service, read)
 }
 
@@ -66,4 +71,4 @@ export const register = (service: Service, read: Effect.Effect<Left, unknown>): 
  * How `service` reads what it could still grant, if it can (a `PgBudget`); `undefined` for another budget
  * (an in-memory one, whose `left` already is that).
  */
-export const readerOf = (service: Service): Effect.Effect<Left, unknown> | undefined => readers.get(service)
+export const readerOf = (service: Service): Effect.Effect<Left, Failure> | undefined => readers.get(service)
