@@ -253,7 +253,12 @@ export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("Budg
   cause: Schema.NullOr(Cause),
   attempts,
   /** `true`: refused because the budget's store was unavailable, not because the budget is spent. */
-  unavailable: Schema.optional(Schema.Boolean)
+  unavailable: Schema.optional(Schema.Boolean),
+  /**
+   * What the refused reservation needed of `resource`, in its public measure (dollars for cost; one call for
+   * calls). Absent when unknown (a worst case of unknown size; records written before it existed).
+   */
+  needed: Schema.optional(Schema.Number)
 }) {}
 
 /**

@@ -748,6 +748,32 @@ export const decide = (spec: Spec, snap: Snapshot): Decision => {
   }
 }
 
+/**
+ * What the attempt a `BudgetExhausted` stop refused needed of the stop's resource, in its public measure: one
+ * call, or the worst-case cost (dollars) or tokens of the candidate the budget refused (the first the policy
+ * allows, as `decide` picks it). `undefined` for any other stop, or a worst case of unknown size.
+ *
+ * @example
+ * ```ts
+ * import { Planner } from "@rein/core"
+ *
+ * declare const spec: Planner.Spec
+ * declare const snapshot: Planner.Snapshot
+ * const decision = Planner.decide(spec, snapshot)
+ * if (decision._tag === "Stop") console.log(Planner.neededFor(spec, decision))
+ * ```
+ * @category planning
+ * @since 0.1.0
+ */
+export const neededFor = (spec: Spec, stop: Stop): number | undefined => {
+  if (stop.outcome !== "BudgetExhausted" || stop.resource === null) return undefined
+  if (stop.resource === "calls") return 1
+  const allowed = stop.candidates.find((v) => POLICY.every((p) => v.verdicts[p] === true))
+  const candidate = allowed === undefined ? undefined : spec.candidates.find((c) => c.id === allowed.endpoint)
+  if (candidate === undefined) return undefined
+  return reservationFor(spec, candidate)[stop.resource] ?? undefined
+}
+
 const firstReason = (evaluated: ReadonlyArray<Evaluated>): string | undefined => {
   for (const e of evaluated) {
     for (const p of POLICY) {

@@ -71,7 +71,50 @@ describe("Execute", () => {
       const error = failureOf(yield* runFor(Effect.either(Rein.execute(request, c).pipe(Effect.provide(layer(fake))))))
       expect(error._tag).toBe("BudgetExhausted")
       if (error._tag === "BudgetExhausted") expect(error.resource).toBe("calls")
+      if (error._tag === "BudgetExhausted") expect(error.needed).toBe(1)
       expect((yield* fake.calls).length).toBe(1)
+    }))
+
+  it.effect("a refusal says what the refused reservation needed: the worst case, or what the store was asked", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed()] })
+      // 100 input tokens at $1e-6 and at most 100 output tokens at $2e-6: a worst case of $0.0003, 200 tokens.
+      const cost = failureOf(
+        yield* runFor(Effect.either(
+          Rein.execute(request, contract({ budget: { cost: 0.0002 } })).pipe(
+            Effect.provide(layer(fake))
+          )
+        ))
+      )
+      expect(cost).toMatchObject({ _tag: "BudgetExhausted", resource: "cost" })
+      if (cost._tag === "BudgetExhausted") expect(cost.needed).toBeCloseTo(0.0003, 12)
+      const tokens = failureOf(
+        yield* runFor(Effect.either(
+          Rein.execute(request, contract({ budget: { tokens: 150 } })).pipe(
+            Effect.provide(layer(fake))
+          )
+        ))
+      )
+      expect(tokens).toMatchObject({ _tag: "BudgetExhausted", resource: "tokens", needed: 200 })
+      // A shared budget whose store did not answer: what it was asked for.
+      const inner = yield* Budget.make({})
+      const down: Budget.Service = {
+        limits: inner.limits,
+        left: inner.left,
+        reserve: () => Effect.fail({ resource: "cost", needed: 0.0003, left: 0, reason: "unavailable" }),
+        settle: inner.settle,
+        release: inner.release
+      }
+      const unavailable = failureOf(
+        yield* runFor(Effect.either(
+          Rein.execute(request, contract()).pipe(
+            Effect.provide(layer(fake)),
+            Effect.provideService(Budget.SharedBudget, down)
+          )
+        ))
+      )
+      expect(unavailable).toMatchObject({ _tag: "BudgetExhausted", unavailable: true, needed: 0.0003 })
+      expect((yield* fake.calls).length).toBe(0)
     }))
 
   it.effect("an already-interrupted caller makes zero calls", () =>

@@ -31,6 +31,7 @@ import { Duration, Effect, Either, Layer, Queue, Schema } from "effect"
 import { bounded, holderLabel } from "./internal/bounded.js"
 import type { Charged, Hold, Left, Reservation, Service, Shortfall } from "./internal/budgetService.js"
 import { SharedBudget } from "./internal/budgetService.js"
+import * as G from "./internal/grantable.js"
 import * as L from "./internal/lease.js"
 import * as S from "./internal/slice.js"
 import { describe } from "./internal/sqlError.js"
@@ -299,7 +300,7 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
     S.settle(ctx.slice, meta.need, S.charged(c, meta.need))
     if (S.blocked(ctx.slice, ctx.caps, S.zero()) !== undefined) Queue.unsafeOffer(wake, undefined)
   }
-  return {
+  const budget: Service = {
     limits,
     left: db(Effect.map(Q.free(ctx.sql, ctx.name), (free) => {
       L.sawFree(ctx, free)
@@ -317,6 +318,17 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
     unsafeSettle: settleNow,
     unsafeLeft: leftNow
   }
+  // Under the lock, so this process's own lease is not being reported, topped up or trimmed meanwhile.
+  G.register(
+    budget,
+    db(Effect.flatMap(Q.holdings(ctx.sql, ctx.name), (holdings) =>
+      holdings === undefined
+        ? Effect.fail(new PgBudgetError({ reason: "Unavailable", message: `budget "${ctx.name}" not found` }))
+        : Effect.sync(() =>
+          G.grantable(holdings, { id: ctx.slice.id, used: S.add(ctx.slice.charged, ctx.slice.reserved) })
+        )))
+  )
+  return budget
 }
 
 /** One step of the slow path: renew an expired lease, lease what is short, or raise the ceiling. */

@@ -20,10 +20,13 @@
  *
  * Budget: the token and cost caps are the shared hard budget (`PgBudget`, core's `SharedBudget`, provided
  * with the worker's `Rein`). When the run has a budget on record (`PgBatchRun.start`'s `budget`, shared by
- * `PgBatchRun.sharedLimits`) and it can admit no more (an item ended `BudgetExhausted`, not `unavailable`, on a
- * resource where it had no more left than the request's own budget), the run stops with `budget_exceeded`
- * naming the resource, and its other items get `batch_budget_exceeded` without a call, as a single-process run
- * gives them when a soft cap is reached. It settles each attempt in-process against its slice; it is not in the
+ * `PgBatchRun.sharedLimits`) and it can admit no more (an item ended `BudgetExhausted`, not `unavailable`, and
+ * the whole budget, read in the database then, could grant no reservation that large anywhere, counting the
+ * units other workers lease and have not used, nor more than the request's own budget had left), the run stops
+ * with `budget_exceeded` naming the resource, and its other items get `batch_budget_exceeded` without a call,
+ * as a single-process run gives them when a soft cap is reached. A refusal while another worker's slice could
+ * still admit the item stops nothing: the worker reads again for up to a second (the holder reports what it
+ * used within a heartbeat), then that item stays `budget_exhausted` and a later refusal stops the run. It settles each attempt in-process against its slice; it is not in the
  * terminal write's transaction and need not be: the slice's exposure, reported at each heartbeat, already
  * counts every reservation in flight, and a dead worker's lease is reclaimed with that exposure charged as
  * spent. A worker that dies after the provider answered and before its record committed has its item run
@@ -60,6 +63,7 @@ import type * as Budget from "./internal/budgetService.js"
 import { SharedBudget } from "./internal/budgetService.js"
 import * as BudgetStop from "./internal/budgetStop.js"
 import * as Fence from "./internal/fence.js"
+import * as Grantable from "./internal/grantable.js"
 import { describe, retryConflicts } from "./internal/sqlError.js"
 import { capsOf, PgBatchError, stopOf, unavailable } from "./PgBatchRun.js"
 
@@ -412,7 +416,12 @@ const artifactsOf = <I, E, R>(ctx: Context<I, E, R>, manifest: ArtifactStore.Man
 }
 
 // An item the run's shared budget refused stops the run (`budget_exceeded`, first trigger wins), as a soft
-// cap reached stops a single-process run: no later item could be admitted either (see `internal/budgetStop`).
+// cap reached stops a single-process run, once the whole budget, read in the database, can admit no such
+// item either: not only this worker's slice and the pool (see `internal/budgetStop`). While another worker's
+// slice could still admit it, the worker reads again (every `HELD_POLL`, for up to `HELD_WAIT`, the item
+// keeping its slot) before it lets the item go as refused: a holder reports what it used within a heartbeat,
+// and meanwhile this worker does not refuse the run's other items one after the other, at the speed of a
+// database read, before the holder of the units could get them. A failed read stops nothing.
 const watchBudget = <I, E, R>(
   ctx: Context<I, E, R>,
   result: Result.Succeeded<Leased<I>> | Result.Failed<Leased<I>>,
@@ -420,11 +429,28 @@ const watchBudget = <I, E, R>(
 ): Effect.Effect<void> => {
   const refused = BudgetStop.refusal(result)
   if (refused === undefined || Option.isNone(ctx.budget)) return Effect.void
-  return Effect.flatMap(ctx.budget.value.left, (left) => {
-    const stop = BudgetStop.stopFor(ctx.options.contract, record, refused, left)
-    return stop === undefined ? Effect.void : Effect.asVoid(ctx.limits.stop(stop))
-  })
+  const budget = ctx.budget.value
+  const read = Grantable.readerOf(budget) ?? budget.left
+  const contract = ctx.options.contract
+  const check = (waited: number): Effect.Effect<void, Grantable.Failure> =>
+    Effect.flatMap(read, (grantable) => {
+      const stop = BudgetStop.stopFor(contract, record, refused, grantable)
+      if (stop !== undefined) return Effect.asVoid(ctx.limits.stop(stop))
+      if (waited >= HELD_WAIT_MILLIS || !BudgetStop.grantableElsewhere(contract, record, refused, grantable)) {
+        return Effect.void
+      }
+      return Effect.zipRight(Effect.sleep(Duration.millis(HELD_POLL_MILLIS)), check(waited + HELD_POLL_MILLIS))
+    })
+  return check(0).pipe(
+    Effect.catchAll((e) =>
+      Effect.logWarning(`the run's budget could not be read after a refusal, the run goes on: ${describe(e)}`)
+    )
+  )
 }
+
+/** How long a refusal waits, at most, for units other workers hold to be used (about a budget heartbeat). */
+const HELD_WAIT_MILLIS = 1_000
+const HELD_POLL_MILLIS = 100
 
 // Gives every item nobody runs any more (pending, this worker's unstarted leases, expired leases) the stop's
 // record, without a call, under a fresh lease so that a late holder is fenced out.

@@ -1,10 +1,13 @@
 // When an item's budget refusal is the run's budget exhausted (the run then stops) and when it is the
-// request's own per-request budget (it does not).
+// request's own per-request budget, or a budget other holders could still grant the item from (it does not).
 import { describe, expect, it } from "@effect/vitest"
 import { Resume } from "@rein/batch"
 import { Contract, Outcome } from "@rein/core"
 import * as fc from "effect/FastCheck"
 import * as BudgetStop from "../src/internal/budgetStop.js"
+import * as Grantable from "../src/internal/grantable.js"
+
+const vec = (tokens: number) => ({ calls: 0, cost: 0, tokens })
 
 const record = (attempts: number, cost: number, tokens: number) =>
   Resume.makeRecord({
@@ -21,8 +24,14 @@ const record = (attempts: number, cost: number, tokens: number) =>
     durationMillis: 0
   })
 
-const refused = (resource: "cost" | "tokens" | "calls") =>
-  new Outcome.BudgetExhausted({ resource, reason: "no room", cause: null, attempts: [] })
+const refused = (resource: "cost" | "tokens" | "calls", needed?: number) =>
+  new Outcome.BudgetExhausted({
+    resource,
+    reason: "no room",
+    cause: null,
+    attempts: [],
+    ...(needed === undefined ? {} : { needed })
+  })
 
 const contractWith = (budget: { cost?: number; tokens?: number; calls?: number }) =>
   Contract.make({ deadline: "1 minute", candidates: ["fake/a"], allowSimulated: true, budget })
@@ -44,7 +53,8 @@ describe("a budget refusal as the run's stop", () => {
   })
 
   it.prop(
-    "with a per-request cap: the run stops exactly when the shared budget had no more left than the request",
+    "with a per-request cap: the run stops exactly when the shared budget had no more left than the request " +
+      "and cannot grant the call",
     {
       cap: fc.integer({ min: 1, max: 10 }),
       used: fc.integer({ min: 0, max: 10 }),
@@ -55,16 +65,84 @@ describe("a budget refusal as the run's stop", () => {
       const stop = BudgetStop.stopFor(
         contractWith({ calls: cap }),
         record(Math.min(used, cap), 0, 0),
-        refused("calls"),
+        refused("calls", 1),
         {
           cost: null,
           tokens: null,
           calls: shared
         }
       )
-      expect(stop !== undefined).toBe(shared <= own)
-    }
+      expect(stop !== undefined).toBe(shared <= own && shared < 1)
+    },
+    { fastCheck: { seed: 19 } }
   )
+
+  it.prop(
+    "the run stops exactly when no holder of the budget could grant the refused reservation, nor more than " +
+      "the request's own budget had left",
+    {
+      cap: fc.integer({ min: 0, max: 1_000 }),
+      spent: fc.integer({ min: 0, max: 1_000 }),
+      leases: fc.array(
+        fc.record({ live: fc.boolean(), leased: fc.nat(300), used: fc.nat(300), exposed: fc.nat(300) }),
+        { maxLength: 5 }
+      ),
+      own: fc.option(fc.nat(4), { nil: undefined }),
+      ownUsed: fc.nat(300),
+      needed: fc.integer({ min: 1, max: 200 }),
+      perRequest: fc.option(fc.integer({ min: 1, max: 400 }), { nil: undefined }),
+      itemUsed: fc.nat(400)
+    },
+    ({ cap, itemUsed, leases, needed, own, ownUsed, perRequest, spent }) => {
+      // A database snapshot as the budget keeps it: the leases never hold more than the cap less what is spent.
+      const rows = leases.map((l, i) => ({
+        id: `l${i}`,
+        live: l.live,
+        leased: vec(l.leased),
+        used: vec(Math.min(l.used, l.leased)),
+        exposed: vec(Math.min(l.exposed, l.leased))
+      }))
+      const held = rows.reduce((n, l) => n + l.leased.tokens, 0)
+      const holdings = {
+        caps: { cost: null, calls: null, tokens: Math.max(cap, spent + held) },
+        spent: vec(spent),
+        leases: rows
+      }
+      const ownId = own === undefined ? "none" : `l${own}`
+      const ownRow = rows.find((l) => l.id === ownId)
+      const ownNow = ownRow === undefined ? 0 : Math.min(ownUsed, ownRow.leased.tokens)
+      const left = Grantable.grantable(holdings, { id: ownId, used: vec(ownNow) })
+      const stop = BudgetStop.stopFor(
+        contractWith(perRequest === undefined ? {} : { tokens: perRequest }),
+        record(0, 0, Math.min(itemUsed, perRequest ?? itemUsed)),
+        refused("tokens", needed),
+        left
+      )
+      // Independently: the pool once the expired leases are reclaimed, and what each live holder could top up.
+      const pool = holdings.caps.tokens - spent -
+        rows.reduce((n, l) => n + (l.live ? l.leased.tokens : l.exposed.tokens), 0)
+      const free = rows.filter((l) => l.live).map((l) => l.leased.tokens - (l.id === ownId ? ownNow : l.used.tokens))
+      const someoneAdmits = pool >= needed || free.some((f) => pool + f >= needed)
+      const ownLeft = perRequest === undefined ? Infinity : perRequest - Math.min(itemUsed, perRequest)
+      const largest = Math.max(pool, ...free.map((f) => pool + f))
+      expect(stop !== undefined).toBe(!someoneAdmits && largest <= ownLeft)
+      // Never more than what is really left, whoever holds it.
+      const total = pool + free.reduce((n, f) => n + f, 0)
+      expect(left.tokens).toBeLessThanOrEqual(Math.max(0, total))
+    },
+    { fastCheck: { numRuns: 2_000, seed: 19 } }
+  )
+
+  it("a refusal of unknown size stops only a budget with nothing left", () => {
+    const shared = (calls: number) => ({ cost: null, tokens: null, calls })
+    const contract = contractWith({})
+    expect(BudgetStop.stopFor(contract, record(0, 0, 0), refused("calls"), shared(0))).toBeDefined()
+    expect(BudgetStop.stopFor(contract, record(0, 0, 0), refused("calls"), shared(1))).toBeUndefined()
+    // A dollar amount a float's noise above what is left still fits (the budget counts nano-dollars).
+    const cost = (left: number) => ({ cost: left, tokens: null, calls: null })
+    expect(BudgetStop.stopFor(contract, record(0, 0, 0), refused("cost", 0.1 + 0.2), cost(0.3))).toBeUndefined()
+    expect(BudgetStop.stopFor(contract, record(0, 0, 0), refused("cost", 0.31), cost(0.3))).toBeDefined()
+  })
 
   it("a refusal because the store was unavailable is no refusal of the budget", () => {
     const failed = (error: Outcome.BudgetExhausted) => ({

@@ -628,7 +628,7 @@ const plan = <S, B>(
   driver: Driver<S, B>
 ): Effect.Effect<B, Outcome.Terminal> => {
   const decision = decide(env, snap)
-  if (decision._tag === "Stop") return Effect.fail(terminal(decision, progress))
+  if (decision._tag === "Stop") return Effect.fail(terminal(decision, progress, env.spec))
   const budget = env.budget
   if (budget === undefined) return acquire(env, progress, decision, undefined, driver)
   // Another request took the shared budget since the snapshot: decide again on the fresh state.
@@ -670,6 +670,10 @@ const reserveWithin = (
   )
 }
 
+/** What a refused reservation needed, for `BudgetExhausted`: only an amount (a record holds no NaN). */
+const neededOf = (needed: number | undefined): { readonly needed?: number } =>
+  needed !== undefined && Number.isFinite(needed) && needed >= 0 ? { needed } : {}
+
 /** The budget could not be consulted (its store did not answer): refused, and said so. */
 const unavailable = (shortfall: Budget.Shortfall, progress: Progress) =>
   stackless(() =>
@@ -678,7 +682,8 @@ const unavailable = (shortfall: Budget.Shortfall, progress: Progress) =>
       reason: `the ${shortfall.resource} budget could not be consulted (its store is unavailable)`,
       cause: causeOf(progress),
       attempts: progress.records,
-      unavailable: true
+      unavailable: true,
+      ...neededOf(shortfall.needed)
     }, true)
   )
 
@@ -951,7 +956,7 @@ class CommittedAttempt<S> implements Committed<S> {
       Effect.map(snapshot(env, progress), (snap) => {
         const decision = decide(env, { ...snap, committed: true })
         return decision._tag === "Stop"
-          ? terminal(decision, progress)
+          ? terminal(decision, progress, env.spec)
           : stackless(() =>
             new Outcome.FailedSafe({
               reason: "the stream has committed: no retry, no fallback",
@@ -1213,7 +1218,7 @@ export const totalCost = (records: ReadonlyArray<Outcome.AttemptRecord>): number
 }
 
 /** @internal */
-export const terminal = (decision: Planner.Stop, progress: Progress): Outcome.Terminal => {
+export const terminal = (decision: Planner.Stop, progress: Progress, spec: Planner.Spec): Outcome.Terminal => {
   const attempts = progress.records
   const cause = causeOf(progress)
   switch (decision.outcome) {
@@ -1233,7 +1238,8 @@ export const terminal = (decision: Planner.Stop, progress: Progress): Outcome.Te
           resource: decision.resource ?? "cost",
           reason: decision.reason,
           cause,
-          attempts
+          attempts,
+          ...neededOf(Planner.neededFor(spec, decision))
         }, true)
       )
     case "PlanExhausted":

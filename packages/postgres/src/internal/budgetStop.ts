@@ -3,9 +3,17 @@
  * soft cap is reached (`budget_exceeded`) and gives the items it did not run `batch_budget_exceeded`; a
  * worker of a distributed run does the same when the run's shared budget (`SharedBudget`, `PgBudget`) can no
  * longer admit an item: an item that ended `BudgetExhausted` (not `unavailable`: a store that did not answer
- * says nothing of what is left) on a resource where the shared budget had no more left than the request's
- * own budget (the contract's per-request cap, less what the item used; no cap: unlimited). Then it was the
- * run's budget that refused the item, and no later item can be admitted by it either.
+ * says nothing of what is left) is the run's stop only when, read in the database after the refusal, the
+ * largest reservation the whole budget could still grant (`grantable`: the pool once expired leases are
+ * reclaimed, plus the freest slice, this worker's own from memory) both
+ * - is less than what the refused reservation needed of that resource (`needed`, with a float's tolerance;
+ *   unknown: nothing left at all), so no worker could admit the item: one worker's refusal alone proves
+ *   nothing, since the units other workers lease and have not used are in no `left` of its own; and
+ * - is no more than what the request's own budget had left (the contract's per-request cap, less what the item
+ *   used; no cap: unlimited), so it was the run's budget, not the request's own cap, that refused it.
+ * Otherwise the item stays `budget_exhausted` and the run goes on; a later refusal, once the other workers
+ * have spent their slices, stops it. A read that fails (the database unavailable) stops nothing. (The worker
+ * reads again for a while before it gives up on the stop, `grantableElsewhere`: see `PgWorker`.)
  *
  * @internal
  */
@@ -38,19 +46,41 @@ export const refusal = (
     ? result.error
     : undefined
 
+/** Float noise of a dollar amount (as the planner's budget verdict allows it). */
+const EPSILON = 1e-12
+
+/** Whether `grantable` of the refused resource can admit the refused reservation (`needed`: unknown). */
+const admits = (grantable: number, needed: number | undefined): boolean =>
+  needed === undefined ? grantable > 0 : grantable + EPSILON >= needed
+
 /**
- * The run's stop when the shared budget (`shared`: what it has left now) is what refused the item, else
- * `undefined`. @internal
+ * Whether the refusal was the run's budget (no more than the request's own budget had left) and the budget
+ * could still grant the item elsewhere: units another worker leases and has not used, as last reported.
+ * @internal
+ */
+export const grantableElsewhere = (
+  contract: Contract.Contract,
+  record: ArtifactStore.ItemRecord,
+  refused: Outcome.BudgetExhausted,
+  grantable: Left
+): boolean => {
+  const left = grantable[refused.resource]
+  return left !== null && left <= ownLeft(contract, record, refused.resource) && admits(left, refused.needed)
+}
+
+/**
+ * The run's stop when the shared budget (`grantable`: the largest reservation it could still grant, per
+ * resource, `null` for no cap) is what refused the item and can admit it no more, else `undefined`. @internal
  */
 export const stopFor = (
   contract: Contract.Contract,
   record: ArtifactStore.ItemRecord,
   refused: Outcome.BudgetExhausted,
-  shared: Left
+  grantable: Left
 ): Termination.Stop | undefined => {
   const resource = refused.resource
-  const left = shared[resource]
-  if (left === null || left > ownLeft(contract, record, resource)) return undefined
+  const left = grantable[resource]
+  if (left === null || left > ownLeft(contract, record, resource) || admits(left, refused.needed)) return undefined
   return {
     _tag: "BudgetExceeded",
     kind: "budget_exceeded",

@@ -207,3 +207,79 @@ export const reclaim = (sql: Sql, name: string) =>
       FROM t WHERE b.name = ${name} AND t.n > 0 RETURNING t.n::float8 AS n`,
     (rows) => rows[0]?.n ?? 0
   )
+
+interface HoldingRow {
+  readonly cost_cap: number | null
+  readonly tokens_cap: number | null
+  readonly calls_cap: number | null
+  readonly calls_spent: number
+  readonly cost_spent: number
+  readonly tokens_spent: number
+  readonly id: string | null
+  readonly live: boolean | null
+  readonly calls_leased: number | null
+  readonly cost_leased: number | null
+  readonly tokens_leased: number | null
+  readonly calls_exposed: number | null
+  readonly cost_exposed: number | null
+  readonly tokens_exposed: number | null
+  readonly calls_used: number | null
+  readonly cost_used: number | null
+  readonly tokens_used: number | null
+}
+
+/** One lease of a budget as on record: `used` is what it charged and reserved at its last report. */
+export interface LeaseHolding {
+  readonly id: string
+  /** Not expired on the database clock (an expired one is reclaimed by the next process to look). */
+  readonly live: boolean
+  readonly leased: Vec
+  readonly exposed: Vec
+  readonly used: Vec
+}
+
+/** A budget's caps, spent and leases, as one statement read them (one snapshot). */
+export interface Holdings {
+  readonly caps: Caps
+  readonly spent: Vec
+  readonly leases: ReadonlyArray<LeaseHolding>
+}
+
+const vecOf = (row: HoldingRow, column: "leased" | "exposed" | "used"): Vec => ({
+  calls: row[`calls_${column}`] ?? 0,
+  cost: row[`cost_${column}`] ?? 0,
+  tokens: row[`tokens_${column}`] ?? 0
+})
+
+/** The budget's caps, spent and every lease (live or expired), in one snapshot. */
+export const holdings = (sql: Sql, name: string) =>
+  Effect.map(
+    sql<HoldingRow>`SELECT b.cost_cap::float8 AS cost_cap, b.tokens_cap::float8 AS tokens_cap,
+        b.calls_cap::float8 AS calls_cap, b.calls_spent::float8 AS calls_spent,
+        b.cost_spent::float8 AS cost_spent, b.tokens_spent::float8 AS tokens_spent,
+        l.id, l.expires_at > clock_timestamp() AS live,
+        l.calls_leased::float8 AS calls_leased, l.cost_leased::float8 AS cost_leased,
+        l.tokens_leased::float8 AS tokens_leased, l.calls_exposed::float8 AS calls_exposed,
+        l.cost_exposed::float8 AS cost_exposed, l.tokens_exposed::float8 AS tokens_exposed,
+        (l.calls_charged + l.calls_reserved)::float8 AS calls_used,
+        (l.cost_charged + l.cost_reserved)::float8 AS cost_used,
+        (l.tokens_charged + l.tokens_reserved)::float8 AS tokens_used
+      FROM rein_budgets b LEFT JOIN rein_budget_leases l ON l.budget = b.name WHERE b.name = ${name}`,
+    (rows): Holdings | undefined => {
+      const first = rows[0]
+      if (first === undefined) return undefined
+      return {
+        caps: { cost: first.cost_cap, tokens: first.tokens_cap, calls: first.calls_cap },
+        spent: { calls: first.calls_spent, cost: first.cost_spent, tokens: first.tokens_spent },
+        leases: rows.flatMap((row) =>
+          row.id === null ? [] : [{
+            id: row.id,
+            live: row.live === true,
+            leased: vecOf(row, "leased"),
+            exposed: vecOf(row, "exposed"),
+            used: vecOf(row, "used")
+          }]
+        )
+      }
+    }
+  )

@@ -1,0 +1,135 @@
+// The run's budget stop against a real PostgreSQL, with two holders of one budget: a refusal stops the run
+// only when no holder could still grant the item, units another worker leases and has not used included.
+import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
+import { Guardrails } from "@rein/batch"
+import { Contract, Fake, Rein } from "@rein/core"
+import { Deferred, Effect, Layer, Schedule } from "effect"
+import { Migrations, PgBatchRun, PgBudget, PgWorker } from "../src/index.js"
+import * as Q from "../src/internal/batchStatements.js"
+import * as Grantable from "../src/internal/grantable.js"
+import { catalog, identity, itemsOf, request } from "./fixtures/batch-items.js"
+import { available, fresh, PgLive } from "./pg.js"
+
+const contract = Contract.make({ deadline: "1 minute", candidates: ["fake/a"], allowSimulated: true })
+
+const Live = Layer.tap(PgLive, (ctx) => Effect.provide(Migrations.run, ctx))
+
+const CALLS = 10
+const unknownSize = { cost: null, tokens: null }
+
+/** Waits until the lease of `holder` has reported `calls` charged (its heartbeat runs every 100 ms). */
+const reported = (holder: string, calls: number) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<{ readonly n: number }>`SELECT calls_charged::float8 AS n FROM rein_budget_leases WHERE holder = ${holder}`
+        .pipe(
+          Effect.filterOrFail((rows) => rows[0]?.n === calls, () => "not yet"),
+          Effect.retry(Schedule.spaced("20 millis").pipe(Schedule.upTo("10 seconds"))),
+          Effect.orDie
+        )
+  )
+
+/** Holder A: leases the whole budget at its first reservation (`slice: 1`) and uses one call of it. */
+const holderA = (name: string, holder: string) =>
+  Effect.gen(function*() {
+    const a = yield* PgBudget.make({ name, calls: CALLS, slice: 1, heartbeatMillis: 100, holder })
+    yield* a.settle(yield* a.reserve(unknownSize), { cost: 0, tokens: 0 })
+    return a
+  })
+
+/** A's remaining calls, used up, and on record. */
+const spendAll = (a: PgBudget.Service, holder: string) =>
+  Effect.gen(function*() {
+    for (let i = 1; i < CALLS; i++) yield* a.settle(yield* a.reserve(unknownSize), { cost: 0, tokens: 0 })
+    yield* reported(holder, CALLS)
+  })
+
+describe.skipIf(!available)("the run's budget stop with two holders of the budget", () => {
+  layer(Live, { timeout: "60 seconds", excludeTestServices: true })((it) => {
+    it.scoped("what the budget can still grant counts another holder's unused slice, until it is spent", () =>
+      Effect.gen(function*() {
+        const name = fresh("grantable")
+        const a = yield* holderA(name, "A")
+        const b = yield* PgBudget.make({ name, calls: CALLS, heartbeatMillis: 100, holder: "B" })
+        // B alone sees nothing left: A leases all of it.
+        expect((yield* b.left).calls).toBe(0)
+        expect((yield* Effect.either(b.reserve(unknownSize)))._tag).toBe("Left")
+        // The budget can still grant a call: A's nine unused ones.
+        const read = Grantable.readerOf(b)!
+        expect((yield* read).calls).toBe(CALLS - 1)
+        expect((yield* Grantable.readerOf(a)!).calls).toBe(CALLS - 1)
+        yield* spendAll(a, "A")
+        expect((yield* read).calls).toBe(0)
+      }))
+
+    it.scoped(
+      "a refusal while another worker holds unused units does not stop the run; once it spent them, one does",
+      () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const runId = fresh("held")
+          const items = itemsOf(6, [])
+          yield* PgBatchRun.start({
+            runId,
+            identity,
+            resume: "none",
+            items,
+            request,
+            itemId: (item) => item.id,
+            contract,
+            budget: { calls: CALLS }
+          })
+          const run = yield* Q.readRun(sql, runId)
+          const name = Q.sessionName(runId, run!.started_at)
+          // Worker A (here a holder of the run's budget, as a worker's PgBudget is) took the whole budget and
+          // used one call: every reservation of worker B is refused, its slice and the pool being empty.
+          const a = yield* holderA(name, "A")
+          const spent = yield* Deferred.make<void>()
+          // B's first item is refused while A still holds nine calls; A spends them once that item's record
+          // committed, and B's later items wait for that (one at a time, in order).
+          const fake = Fake.make({
+            "fake/a": [Fake.succeed({ text: "ok", usage: { inputTokens: 1, outputTokens: 1 } })]
+          })
+          const summary = yield* PgWorker.run({
+            runId,
+            item: (index) => index === 0 ? Effect.succeed(items[0]!) : Effect.as(Deferred.await(spent), items[index]!),
+            request,
+            itemId: (item) => item.id,
+            identity,
+            contract,
+            guardrails: Guardrails.make({ concurrency: 1 }),
+            leaseBatch: 1,
+            owner: "B",
+            leaseMillis: 5_000,
+            heartbeatMillis: 200,
+            onRecorded: (itemId) =>
+              itemId === items[0]!.id
+                ? Effect.asVoid(Effect.forkDaemon(
+                  Effect.zipRight(spendAll(a, "A"), Deferred.succeed(spent, void 0)).pipe(
+                    Effect.provideService(SqlClient.SqlClient, sql)
+                  )
+                ))
+                : Effect.void
+          }).pipe(
+            Effect.provide(PgBatchRun.sharedLimits(runId)),
+            Effect.provide(Rein.layer({ catalog, providers: { fake: fake.provider }, health: false }))
+          )
+          expect((yield* fake.calls).length).toBe(0)
+          const records = yield* sql<{ readonly item_id: string; readonly category: string }>`SELECT item_id,
+            category FROM rein_batch_items WHERE run_id = ${runId} ORDER BY idx`
+          // The first refusal did not stop the run (on the old code it did, naming item 0, and swept the rest).
+          expect(records[0]).toEqual({ item_id: items[0]!.id, category: "budget_exhausted" })
+          const status = yield* PgBatchRun.status(runId)
+          expect(status.status).toBe("stopped")
+          expect(status.stop).toMatchObject({ kind: "budget_exceeded", resource: "calls" })
+          expect(status.stop?.reason).toContain(items[1]!.id)
+          expect(summary.termination).toMatchObject({ kind: "budget_exceeded" })
+          // The refusal after A spent its calls stopped the run: the items after it got the stop's record.
+          expect(records[1]!.category).toBe("budget_exhausted")
+          expect(records.slice(2).map((r) => r.category)).toEqual(Array(4).fill("batch_budget_exceeded"))
+        })
+    )
+  })
+})
