@@ -1,8 +1,8 @@
 // EXPLAIN (ANALYZE, BUFFERS) of the lease and finish statements (as batchStatements.ts writes them, literals in
 // place of parameters) at bench 12's row counts: 2,000 items, 512 leased and finished in groups of 16, 64 held
 // by four owners. Not part of the bench.
-//   [PRIOR=2] [ANALYZE=1] [OLDQ=1] node bench/ab/explain-lease.mjs
-// PRIOR: that many finished runs of 2,000 items first (bench 12's earlier runs on its one server); ANALYZE: the
+//   [N=2000] [PRIOR=2] [ANALYZE=1] [OLDQ=1] node bench/ab/explain-lease.mjs
+// N: the run's items; PRIOR: that many finished runs of 2,000 items first (bench 12's earlier runs on its one server); ANALYZE: the
 // table analyzed before (the plans without statistics are the ones a fresh table gets); OLDQ: the lease's
 // predicate as it was at 7987c0e (`state = 'pending' OR (state = 'leased' AND …)`).
 import { PgClient } from "@effect/sql-pg"
@@ -57,7 +57,7 @@ const program = Effect.gen(function*() {
       yield* PgBatchRun.start({ runId: `p${p}`, identity, resume: "none", items: itemsOf(2000), request, itemId })
       for (let g = 0; g < 125; g++) yield* sql.unsafe(finish(yield* sql.unsafe(lease(`o${g % 4}`, 16, `p${p}`)), `p${p}`))
     }
-    yield* PgBatchRun.start({ runId: "x", identity, resume: "none", items: itemsOf(2000), request, itemId })
+    yield* PgBatchRun.start({ runId: "x", identity, resume: "none", items: itemsOf(Number(process.env.N ?? 2000)), request, itemId })
     // 500 items leased and finished in groups of 16 (4 owners), then 64 held.
     for (let g = 0; g < 32; g++) {
       const rows = yield* sql.unsafe(lease(`o${g % 4}`, 16))
