@@ -55,7 +55,7 @@ import { ArtifactStore, Batch, Checkpoint, Fingerprint, Guardrails, Result, Resu
 import type { SourceError } from "@rein/batch/Source"
 import type { Contract, Outcome, Rein } from "@rein/core"
 import type { Scope } from "effect"
-import { Chunk, Duration, Effect, Fiber, Option, Random, Schema, Stream, Struct } from "effect"
+import { Chunk, Clock, Duration, Effect, Fiber, Option, Random, Schema, Stream, Struct } from "effect"
 import { hostname } from "node:os"
 import * as Items from "./internal/batchItems.js"
 import * as Q from "./internal/batchStatements.js"
@@ -64,6 +64,7 @@ import { SharedBudget } from "./internal/budgetService.js"
 import * as BudgetStop from "./internal/budgetStop.js"
 import * as Fence from "./internal/fence.js"
 import * as Grantable from "./internal/grantable.js"
+import * as LeaseAhead from "./internal/leaseAhead.js"
 import { describe, retryConflicts } from "./internal/sqlError.js"
 import { capsOf, PgBatchError, stopOf, unavailable } from "./PgBatchRun.js"
 
@@ -118,7 +119,8 @@ export interface Options<I, E = never, R = never> extends Items.ItemOptions<I> {
   readonly heartbeatMillis?: number | undefined
   /**
    * Items leased by the first round trip (default the concurrency); each later one, which leases ahead of the
-   * engine, takes max(1, ⌈leaseBatch/4⌉).
+   * engine, takes what this worker starts in about 250 ms at its recent pace, at least max(1, ⌈leaseBatch/4⌉)
+   * and at most `leaseBatch`.
    */
   readonly leaseBatch?: number | undefined
 }
@@ -343,28 +345,30 @@ const nextLeases = <I, E, R>(
 // The leased items as a lazy source that keeps one lease round trip ahead: when the engine takes a group of
 // leased items, the next group is already being leased in the background, so the engine's free slots never
 // wait for a round trip to the database (on a loaded machine, that wait was most of a worker's wall time).
-// The first lease takes `batch` items (it fills the free slots); every later one, the prefetch included,
-// takes `prefetchOf(batch)` = max(1, ⌈batch/4⌉): a worker holds at most 2 × ⌈batch/4⌉ items it has not
-// started (the group the engine is taking and the one leased ahead), never a whole second `batch`, which a
-// worker joining later could not get while the heartbeat renewed it for a whole item's duration.
-const prefetchOf = (batch: number) => Math.max(1, Math.ceil(batch / 4))
-
+// The first lease takes `batch` items (it fills the free slots); every later one, the prefetch included, takes
+// what the engine takes in about `LeaseAhead.AHEAD_MILLIS` at its recent pace, between max(1, ⌈batch/4⌉) and
+// `batch` (see `internal/leaseAhead`): a slow worker holds few items it has not started (never a whole second
+// `batch`, which a worker joining later could not get while the heartbeat renewed it for a whole item's
+// duration), and a fast one does not pay a lease statement per few items.
 const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Leased<I>, E | PgBatchError, R> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const scope = yield* Effect.scope
     type Ahead = Fiber.Fiber<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError>
     let ahead: Ahead | undefined
-    let first = true
-    const prefetch = prefetchOf(batch)
+    // The last groups handed to the engine: every one of them was taken when the engine asks again.
+    const handed: Array<LeaseAhead.Handed> = []
     const next = Effect.gen(function*() {
+      const size = LeaseAhead.sizeOf(batch, handed, yield* Clock.currentTimeMillis)
       // `await`, not `join`: joining would merge the prefetch's fiber refs into the engine worker that pulls
       // now, and with them the context of the engine worker that forked it (its gate: that worker's items
       // would then be admitted and settled as another's).
-      const got = ahead === undefined
-        ? yield* nextLeases(ctx, first ? batch : prefetch)
-        : yield* Effect.flatten(Fiber.await(ahead))
-      first = false
-      ahead = Option.isSome(got) ? yield* Effect.forkIn(nextLeases(ctx, prefetch), scope) : undefined
+      const got = ahead === undefined ? yield* nextLeases(ctx, batch) : yield* Effect.flatten(Fiber.await(ahead))
+      if (Option.isNone(got)) {
+        ahead = undefined
+        return got
+      }
+      LeaseAhead.record(handed, { at: yield* Clock.currentTimeMillis, size: got.value.length })
+      ahead = yield* Effect.forkIn(nextLeases(ctx, size), scope)
       return got
     })
     return Stream.repeatEffectChunkOption(

@@ -272,10 +272,17 @@ export const lease = (
   // One reading of the database clock for the whole statement (a CTE with a volatile function is never
   // inlined): the lease is decided, and recorded as taken, at the same instant, so `leased_at` is never past
   // the deadline the statement checked.
+  // Pending, or leased with the lease expired, written as "not done, and not a live lease" (the same rows: a
+  // state is one of the three): the planner then expects most of the run's open rows to qualify and walks the
+  // open index in `idx` order, stopping at `limit` (and dropping the dead index entries it passes). Written as
+  // `state = 'pending' OR …`, without statistics on the new run (a fresh table, a run not yet analyzed) it
+  // expected one row and chose a bitmap scan of every open row of the run, dead versions included, and a sort
+  // of them all, at every lease: bench 12's PostgreSQL CPU per item grew with the run and with each run on the
+  // same table.
   sql<LeaseRow>`WITH t AS (SELECT clock_timestamp() AS now), picked AS (
       SELECT item_id FROM rein_batch_items
       WHERE run_id = ${runId}
-        AND (state = 'pending' OR (state = 'leased' AND lease_expires < (SELECT now FROM t)))
+        AND state <> 'done' AND (state <> 'leased' OR lease_expires < (SELECT now FROM t))
         AND (NOT ${admitting} OR EXISTS (SELECT 1 FROM rein_batch_runs r WHERE r.run_id = ${runId}
           AND r.stop IS NULL AND (r.deadline_millis IS NULL
             OR (SELECT now FROM t) < r.started_at + r.deadline_millis * interval '1 millisecond')))
