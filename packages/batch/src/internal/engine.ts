@@ -23,7 +23,6 @@ import type { Settings } from "./settings.js"
 import type { Puller } from "./source.js"
 import * as State from "./state.js"
 import * as Telemetry from "./telemetry.js"
-import { fmt } from "./totals.js"
 
 /** @internal */
 export interface Ending {
@@ -83,15 +82,9 @@ const runUntraced = <I, E, R>(
     yield* state.event((at) => ({ _tag: "RunStarted", at }))
     if (g.batchDeadline !== undefined) {
       const millis = Duration.toMillis(g.batchDeadline)
+      state.deadlineMillis = millis
       yield* Effect.forkIn(
-        Effect.zipRight(
-          Effect.sleep(Duration.millis(clampMillis(millis))),
-          State.stop(state, {
-            _tag: "BatchTimeout",
-            kind: "batch_timeout",
-            reason: `the batch deadline of ${fmt(millis)} ms expired`
-          })
-        ),
+        Effect.zipRight(Effect.sleep(Duration.millis(clampMillis(millis))), State.stop(state, State.timedOut(millis))),
         state.scope
       )
     }

@@ -18,6 +18,7 @@ import * as Stats from "../Stats.js"
 import type { Stop } from "../Termination.js"
 import type { Settings } from "./settings.js"
 import * as Telemetry from "./telemetry.js"
+import { fmt } from "./totals.js"
 
 /** An attempt's hold at the gate, until it settles. @internal */
 export interface Ticket {
@@ -70,6 +71,11 @@ export interface RunState<I> {
   inFlight: number
   /** The run's view of the stop: the run limits' stop, once this run learned of it. */
   stopped: Stop | undefined
+  /**
+   * The batch deadline, in milliseconds since the run started (`undefined`: none). Its timer stops the run; the
+   * gate also reads the clock at each admission, so no attempt starts after it when the timer fires late.
+   */
+  deadlineMillis: number | undefined
   /** Telemetry's observer of the run (`undefined` without `Telemetry`: nothing is paid). */
   readonly observer: Telemetry.Observer | undefined
 }
@@ -111,6 +117,7 @@ export const make = <I>(settings: Settings<I>, limits: Limits): Effect.Effect<Ru
       progress: Effect.void,
       inFlight: 0,
       stopped: undefined,
+      deadlineMillis: undefined,
       observer
     }
     if (progressRef !== undefined) {
@@ -176,6 +183,21 @@ export const applyStop = <I>(state: RunState<I>, winner: Stop, except?: ItemStat
   })
 
 /** The gate's refusal once the run stopped. @internal */
+/** The stop of a batch deadline of `millis`. @internal */
+export const timedOut = (millis: number): Stop => ({
+  _tag: "BatchTimeout",
+  kind: "batch_timeout",
+  reason: `the batch deadline of ${fmt(millis)} ms expired`
+})
+
+/**
+ * Whether the batch deadline has passed, by the clock now: its timer stops the run, but a loaded process can
+ * fire that timer late, and an admission must not start an attempt after the deadline meanwhile. @internal
+ */
+export const pastDeadline = <I>(state: RunState<I>): boolean =>
+  state.deadlineMillis !== undefined && state.sinceStart(state.clock.unsafeCurrentTimeNanos()) >= state.deadlineMillis
+
+/** @internal */
 export const closedOf = <I>(state: RunState<I>): Gate.Closed => ({
   _tag: "GateClosed",
   reason: state.stopped?.reason ?? "the run stopped"
