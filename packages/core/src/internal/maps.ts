@@ -5,9 +5,10 @@
  * weak transitions: it lives only while an instance does. Between two batches no attempt is in flight, so a
  * full collection frees the maps of `Attempting`, `Waiting`, `CommittedAttempt` and `Calling`, and every
  * optimized function that checked one of them (the whole attempt path, inlined) is deoptimized ("weak
- * objects") and compiled again in the next run. In bench 2 (a full `gc()` before each run) that was
- * ≈ 60 deoptimizations and ≈ 150 ms of CPU per 20,000-item run (`bench/ab/gc-deopt.mjs`). One idle instance of
- * each, made at load with fields of the same kinds (objects, doubles, bigints, strings), keeps its map.
+ * objects") and compiled again in the next run. Bench 2 forces a full `gc()` before each run: ≈ 60 functions
+ * were marked each time, and a run after one took ≈ 200 ms more CPU (20,000 items) than a run without
+ * (`bench/ab/gc-deopt.mjs`; the rest of that is Effect's and Node's own maps). One idle instance of each, made
+ * at load with fields of the same kinds (objects, doubles, bigints, strings), keeps its map.
  *
  * @internal
  */
