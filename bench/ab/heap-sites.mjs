@@ -1,6 +1,6 @@
 // A/B helper (not part of the bench): V8's sampling heap profiler with collected objects included, over a
 // Batch.run of N items (zero latency unless L given): bytes per item by allocating function (self), top 40.
-// node bench/ab/heap-sites.mjs [N] [L]
+// node bench/ab/heap-sites.mjs [N] [L]   (GUARD=all: bench 2's "every guardrail on" row instead of the plain one)
 import { Session } from "node:inspector/promises"
 import { Batch, Guardrails } from "@rein/batch"
 import { Contract, Rein } from "@rein/core"
@@ -17,7 +17,13 @@ const context = Effect.runSync(
 )
 const contract = Contract.make({ deadline: "1 minute", candidates: ["mem/a"] })
 const items = Array.from({ length: N }, (_, i) => i)
-const guardrails = Guardrails.make({ concurrency: 200 })
+const guardrails = Guardrails.make(process.env.GUARD === "all"
+  ? {
+    concurrency: 200, itemDeadline: "30 seconds", batchDeadline: "10 minutes",
+    abortOn: ["authentication", "insufficient_balance"], maxTotalTokens: 1e12, maxTotalCost: 1e9,
+    requestsPerMinute: 1e9, tokensPerMinute: 1e12, cooldown: "1 second"
+  }
+  : { concurrency: 200 })
 const one = () =>
   Effect.runPromise(Batch.run(items, { contract, request: () => request, guardrails }).pipe(Effect.provide(context)))
 await one()

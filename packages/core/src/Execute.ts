@@ -12,6 +12,7 @@ import type { Contract } from "./Contract.js"
 import * as Attempt from "./internal/attempt.js"
 import type { Rein } from "./internal/context.js"
 import * as Loop from "./internal/loop.js"
+import { IDLE, keepMap } from "./internal/maps.js"
 import * as Outcome from "./Outcome.js"
 import type { AttemptContext, CompletionRequest, Provider, ProviderResponse } from "./Provider.js"
 
@@ -113,6 +114,9 @@ class Calling implements Loop.Driver<ProviderResponse, Outcome.Completion> {
     return commit(committed)
   }
 }
+
+// Its map outlives a full collection between runs (see `internal/maps.ts`).
+keepMap(new Calling(IDLE, IDLE))
 
 /** A committed answer becomes the completion (its record settled in the same step). */
 const commit = (committed: Loop.Committed<ProviderResponse>): Effect.Effect<Outcome.Completion> => {

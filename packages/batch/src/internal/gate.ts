@@ -41,7 +41,9 @@ export const make = <I>(state: RunState<I>): RunGate => {
   /** The item holds the ticket until its attempt settles; the admission is counted. */
   const hold = (it: ItemState, held: Hold | undefined, waitedMillis: number): Ticket => {
     const ticket: Ticket = { hold: held, waitedMillis, settled: false, record: undefined, attempt: undefined }
-    it.tickets.push(ticket)
+    // Most items have one attempt: a one-element array (an empty one would grow to 16 slots on its first push,
+    // and an ungated item keeps the shared empty one).
+    it.tickets = it.tickets.length === 0 ? [ticket] : [...it.tickets, ticket]
     stats.attempts++
     if (waitedMillis > 0) {
       stats.admissionWaits++

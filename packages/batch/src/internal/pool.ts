@@ -11,6 +11,7 @@ import type { RunGate } from "./gate.js"
 import type { Pulled, Pulling } from "./pull.js"
 import type { Results } from "./results.js"
 import type { ItemState, RunState, Worker } from "./state.js"
+import { NO_TICKETS } from "./state.js"
 
 /** @internal */
 export interface Pool<R> {
@@ -133,7 +134,7 @@ export const make = <I, E, R>(
     }
     if (g.dryRun) return results.complete({ _tag: "Planned", index, itemId, item, request })
 
-    const it: ItemState = { index, itemId, tickets: [], fiber: undefined }
+    const it: ItemState = { index, itemId, tickets: NO_TICKETS, fiber: undefined }
     worker.current = it
     state.inFlight++
     return quiet

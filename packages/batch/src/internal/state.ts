@@ -36,9 +36,13 @@ export interface Ticket {
 export interface ItemState {
   readonly index: number
   readonly itemId: string
-  readonly tickets: Array<Ticket>
+  /** Its attempts' tickets, in admission order (`NO_TICKETS` until the gate admits one: see `hold`). */
+  tickets: ReadonlyArray<Ticket>
   fiber: { readonly unsafeInterruptAsFork: (id: FiberId.FiberId) => void } | undefined
 }
+
+/** The tickets of an item the gate has not admitted yet: shared, never mutated. @internal */
+export const NO_TICKETS: ReadonlyArray<Ticket> = []
 
 /** A worker: the item it is executing (`undefined` between items). @internal */
 export interface Worker {

@@ -24,6 +24,7 @@ import { countToolCalls } from "../Outcome.js"
 import type { AttemptContext, CompletionRequest, Provider, ProviderResponse, StreamPart } from "../Provider.js"
 import type { Usage } from "../Usage.js"
 import { clampMillis } from "./duration.js"
+import { IDLE, keepMap } from "./maps.js"
 import * as Timers from "./timers.js"
 
 /** How one attempt ended, before it becomes a record. @internal */
@@ -307,6 +308,9 @@ class Waiting<A, E, S, B, E2> {
     )
   }
 }
+
+// Its map outlives a full collection between runs (see `internal/maps.ts`): doubles for the two bounds.
+keepMap(new Waiting(IDLE, IDLE, IDLE, 0.5, 0.5, IDLE, IDLE, IDLE))
 
 const TIMED_OUT = Effect.succeed(undefined)
 

@@ -28,6 +28,7 @@ import type { Service as ReinService } from "./context.js"
 import { Rein } from "./context.js"
 import { describe } from "./decode.js"
 import { clampMillis } from "./duration.js"
+import { IDLE, keepMap } from "./maps.js"
 import * as Spec from "./spec.js"
 import { stackless } from "./stackless.js"
 import * as Telemetry from "./telemetry.js"
@@ -968,6 +969,17 @@ class CommittedAttempt<S> implements Committed<S> {
     )
   }
 }
+
+// Their maps outlive a full collection between runs (see `internal/maps.ts`): the placeholders have the kinds
+// of the real fields (a double for the timeout, a bigint for the start, a string for the binding).
+const IDLE_STEP: Step = { env: IDLE, progress: IDLE, decision: IDLE, hold: undefined, permit: undefined }
+keepMap(
+  new CommittedAttempt(
+    keepMap(new Attempting(IDLE_STEP, IDLE, IDLE, undefined, 0n, 0.5, "attempt", IDLE, IDLE)),
+    IDLE,
+    "unknown"
+  )
+)
 
 /** A failed attempt, recorded: its settlement, then the deadline's verdict or the next decision. */
 const failedAttempt = <S, B>(
