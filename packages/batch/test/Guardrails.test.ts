@@ -1,8 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Batch, Events, Guardrails } from "@rein/batch"
 import type { Cost } from "@rein/batch"
-import { Duration, Effect, Either, Exit, Fiber, Random, SubscriptionRef, Supervisor, TestClock } from "effect"
-import { contract, counted, fail, hang, ok, scripted } from "./batch-helpers.js"
+import { Rein } from "@rein/core"
+import type { Provider } from "@rein/core"
+import { Clock, Duration, Effect, Either, Exit, Fiber, Random, SubscriptionRef, Supervisor, TestClock } from "effect"
+import { catalog, contract, counted, fail, hang, ok, scripted } from "./batch-helpers.js"
 
 const runFor = <A, E>(effect: Effect.Effect<A, E>, advance: Duration.DurationInput = "1 hour") =>
   Effect.gen(function*() {
@@ -281,5 +283,49 @@ describe("runs", () => {
         category: "invalid_request"
       }])
       expect(summary.stats.byCategory).toEqual({ ok: 3, invalid_request: 1 })
+    }))
+})
+
+describe("the batch deadline at admission", () => {
+  // A clock whose timers never fire, while each call moves its time on by 40 ms: the deadline's own timer is
+  // as late as a loaded process can make it, and only the gate's reading of the clock can stop the run.
+  const lateTimers = () => {
+    const state = { now: 0 }
+    const clock: Clock.Clock = {
+      [Clock.ClockTypeId]: Clock.ClockTypeId,
+      unsafeCurrentTimeMillis: () => state.now,
+      currentTimeMillis: Effect.sync(() => state.now),
+      unsafeCurrentTimeNanos: () => BigInt(state.now) * 1_000_000n,
+      currentTimeNanos: Effect.sync(() => BigInt(state.now) * 1_000_000n),
+      sleep: () => Effect.never
+    }
+    return { state, clock }
+  }
+
+  it.effect("no attempt starts once the deadline has passed, though its timer has not fired", () =>
+    Effect.gen(function*() {
+      const { clock, state } = lateTimers()
+      const starts: Array<number> = []
+      const provider: Provider.Provider = {
+        internalMaxAttempts: 1,
+        simulated: true,
+        call: () =>
+          Effect.sync(() => {
+            starts.push(state.now)
+            state.now += 40
+            return { text: "ok", usage: { inputTokens: 5, outputTokens: 5 } }
+          })
+      }
+      const summary = yield* Batch.run(prompts(10), {
+        contract: contract(),
+        guardrails: Guardrails.make({ concurrency: 1, batchDeadline: "100 millis" })
+      }).pipe(
+        Effect.provide(Rein.layer({ catalog, providers: { fake: provider }, health: false })),
+        Effect.withClock(clock)
+      )
+      // Admitted at 0, 40 and 80 ms; the fourth item is refused at 120 ms, and the run stops there.
+      expect(starts).toEqual([0, 40, 80])
+      expect(summary.termination).toMatchObject({ kind: "batch_timeout" })
+      expect(summary.stats.byCategory).toMatchObject({ ok: 3, batch_deadline_exceeded: 7 })
     }))
 })
