@@ -71,8 +71,16 @@ for (const file of result.outputFiles) {
   writeWhole(file.path, file.contents)
   written.add(path.basename(file.path))
 }
-writeWhole(path.join(out, "inputs.json"), JSON.stringify({ entry: "node.js", inputs }))
-// Chunks of an earlier bundle (their names carry a hash of their contents).
+// The bundle's own files are listed too: the binary runs it only while every one of them is there.
+const outputs = [...written].filter((name) => name !== "inputs.json")
+writeWhole(path.join(out, "inputs.json"), JSON.stringify({ entry: "node.js", inputs, outputs }))
+// Chunks of earlier bundles (their names carry a hash of their contents), once an hour old: a concurrent
+// bundle (test suites prepare in parallel) may have just written them, and a running command may still load
+// one (the PostgreSQL chunk is imported on first use).
+const HOUR = 3_600_000
 for (const name of fs.readdirSync(out)) {
-  if (!written.has(name) && !name.endsWith(".tmp")) fs.rmSync(path.join(out, name), { force: true })
+  if (written.has(name) || name.endsWith(".tmp")) continue
+  const file = path.join(out, name)
+  const stat = fs.statSync(file, { throwIfNoEntry: false })
+  if (stat !== undefined && Date.now() - stat.mtimeMs > HOUR) fs.rmSync(file, { force: true })
 }

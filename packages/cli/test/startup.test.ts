@@ -143,6 +143,20 @@ describe("the bundle is run only while it is the build's", () => {
     expect(freshBundle(other.dir)).toBeUndefined()
   })
 
+  it("not once one of its own chunks is gone (a concurrent build's clean-up)", () => {
+    const { dir, input, stat } = bundleDir("chunks")
+    fs.writeFileSync(path.join(dir, "chunk-A.js"), "export const y = 2\n")
+    const list = {
+      entry: "node.js",
+      inputs: [[path.basename(input), stat.size, stat.mtimeMs]],
+      outputs: ["node.js", "chunk-A.js"]
+    }
+    fs.writeFileSync(path.join(dir, "inputs.json"), JSON.stringify(list))
+    expect(freshBundle(dir)).toBe(path.join(dir, "node.js"))
+    fs.rmSync(path.join(dir, "chunk-A.js"))
+    expect(freshBundle(dir)).toBeUndefined()
+  })
+
   it("the built binary's bundle is current after the build (tsc -b, then scripts/bundle-cli.mjs)", () => {
     expect(freshBundle(path.join(root, "packages/cli/dist/bundle"))).toBe(
       path.join(root, "packages/cli/dist/bundle/node.js")

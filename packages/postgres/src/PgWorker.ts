@@ -434,13 +434,18 @@ const watchBudget = <I, E, R>(
   const refused = BudgetStop.refusal(result)
   if (refused === undefined || Option.isNone(ctx.budget)) return Effect.void
   const budget = ctx.budget.value
-  const read = Grantable.readerOf(budget) ?? budget.left
+  // Only a budget shared through the database (a `PgBudget`) has units held elsewhere worth waiting for.
+  const shared = Grantable.readerOf(budget)
+  const read = shared ?? budget.left
   const contract = ctx.options.contract
   const check = (waited: number): Effect.Effect<void, Grantable.Failure> =>
     Effect.flatMap(read, (grantable) => {
       const stop = BudgetStop.stopFor(contract, record, refused, grantable)
       if (stop !== undefined) return Effect.asVoid(ctx.limits.stop(stop))
-      if (waited >= HELD_WAIT_MILLIS || !BudgetStop.grantableElsewhere(contract, record, refused, grantable)) {
+      if (
+        shared === undefined || waited >= HELD_WAIT_MILLIS ||
+        !BudgetStop.grantableElsewhere(contract, record, refused, grantable)
+      ) {
         return Effect.void
       }
       return Effect.zipRight(Effect.sleep(Duration.millis(HELD_POLL_MILLIS)), check(waited + HELD_POLL_MILLIS))

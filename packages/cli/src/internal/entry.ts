@@ -11,10 +11,14 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 
-/** What `bundle-cli.mjs` writes beside the bundle: its entry file, and each input's path, size and mtime. */
+/**
+ * What `bundle-cli.mjs` writes beside the bundle: its entry file, each input's path, size and mtime, and the
+ * bundle's own files (an older bundle's list has none: then only the entry is checked).
+ */
 interface Inputs {
   readonly entry: string
   readonly inputs: ReadonlyArray<readonly [file: string, size: number, mtimeMs: number]>
+  readonly outputs?: ReadonlyArray<string>
 }
 
 // About 1,250 inputs are checked at every start (≈ 13 ms of CPU): the path is joined by hand, as
@@ -31,9 +35,10 @@ const unchanged = (dir: string, [file, size, mtimeMs]: Inputs["inputs"][number])
  */
 export const freshBundle = (dir: string): string | undefined => {
   try {
-    const { entry, inputs }: Inputs = JSON.parse(fs.readFileSync(path.join(dir, "inputs.json"), "utf8"))
+    const { entry, inputs, outputs = [] }: Inputs = JSON.parse(fs.readFileSync(path.join(dir, "inputs.json"), "utf8"))
     const file = path.join(dir, entry)
-    return fs.existsSync(file) && inputs.length > 0 && inputs.every((input) => unchanged(dir, input))
+    return fs.existsSync(file) && inputs.length > 0 && outputs.every((name) => fs.existsSync(path.join(dir, name))) &&
+        inputs.every((input) => unchanged(dir, input))
       ? file
       : undefined
   } catch {

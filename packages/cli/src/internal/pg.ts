@@ -7,19 +7,26 @@
  * @internal
  */
 import { Effect } from "effect"
+import { InputError } from "../InputError.js"
 
 /**
- * The modules, imported on first use. A module that cannot load is a defect, as a failed static import
- * would have been.
+ * The modules, imported on first use. One that cannot load (a partial install, a bundle chunk deleted by a
+ * build while this process ran) is a clear `InputError`, one line with no stack trace, as a bad store is.
  *
  * @internal
  */
-export const load = Effect.promise(async () => {
-  const [sqlPg, postgres] = await Promise.all([import("@effect/sql-pg"), import("@rein/postgres")])
-  return {
-    PgClient: sqlPg.PgClient,
-    Migrations: postgres.Migrations,
-    PgBatchRun: postgres.PgBatchRun,
-    PgWorker: postgres.PgWorker
-  }
+export const load = Effect.tryPromise({
+  try: async () => {
+    const [sqlPg, postgres] = await Promise.all([import("@effect/sql-pg"), import("@rein/postgres")])
+    return {
+      PgClient: sqlPg.PgClient,
+      Migrations: postgres.Migrations,
+      PgBatchRun: postgres.PgBatchRun,
+      PgWorker: postgres.PgWorker
+    }
+  },
+  catch: (e) =>
+    new InputError({
+      message: `--store: PostgreSQL support could not be loaded (${e instanceof Error ? e.message : String(e)})`
+    })
 })

@@ -168,6 +168,7 @@ export const submitItems = (sql: Sql, runId: string, items: ReadonlyArray<Submit
         UNION ALL
         SELECT m.item_id, m.idx, m.place, NULL::int, h.item_id
         FROM mine m JOIN rein_batch_items h ON h.run_id = ${runId} AND h.idx = m.idx WHERE h.item_id <> m.item_id
+          AND NOT EXISTS (SELECT 1 FROM rein_batch_items x WHERE x.run_id = ${runId} AND x.item_id = m.item_id)
         ORDER BY idx LIMIT 1),
       -- New items are inserted; an item already there is left unlocked (ON CONFLICT DO UPDATE would lock it even
       -- when it changes nothing, in submission order, against the workers' writes in id order: a deadlock),

@@ -2,7 +2,7 @@
  * How many items a worker leases ahead of its engine: what the engine takes in about `AHEAD_MILLIS` at its recent
  * pace, at least `minimumOf(batch)` = max(1, ⌈batch/4⌉) and at most `batch`.
  *
- * Why a pace and not a count: every lease is one statement (and a sort of the run's open items in the database),
+ * Why a pace and not a count: every lease is one statement (before 59ca3c5, also a sort of the run's open items),
  * so a small fixed group made a fast worker lease four times as often as a whole batch did (bench 12, 200 ms
  * items at 16 per worker: 500 leases instead of 125 per 2,000 items, PostgreSQL's CPU per item 305 → 600 µs and
  * the worker's ~1,250 → ~1,640 µs), while a whole batch ahead held a slow worker's items from a worker joining
