@@ -15,7 +15,7 @@ import type { Admission, Hold } from "../RunLimits.js"
 import type { Stop } from "../Termination.js"
 import { clampMillis } from "./schema.js"
 import type { ItemState, RunState, Ticket, Worker } from "./state.js"
-import { closedOf, pastDeadline, stop, timedOut } from "./state.js"
+import { closeAtDeadline, closedOf, pastDeadline, stop } from "./state.js"
 import { addFinite } from "./totals.js"
 
 /** @internal */
@@ -72,19 +72,13 @@ export const make = <I>(state: RunState<I>): RunGate => {
       ? Effect.sync(() => unsafeAdmit(ask.endpoint.id, ask.reservation.tokens ?? 0))
       : limits.admit(ask.endpoint.id, ask.reservation.tokens ?? 0)
 
-  // Past the batch deadline (its timer not run yet): the run stops now and the attempt is refused as closed.
-  const closeAtDeadline: Effect.Effect<never, Gate.Closed> = Effect.zipRight(
-    Effect.suspend(() => stop(state, timedOut(state.deadlineMillis!))),
-    Effect.suspend(() => Effect.fail(closedOf(state)))
-  )
-
   // The gate bounds its own wait by the request's remaining time (the executor sets no timer around it).
   const admitLimited = (ask: Gate.Ask, it: ItemState): Effect.Effect<Ticket, Gate.Closed | Gate.Expired> =>
     Effect.gen(function*() {
       const start = yield* state.nowMillis
       while (true) {
         if (state.stopped !== undefined) return yield* Effect.fail(closedOf(state))
-        if (pastDeadline(state)) return yield* closeAtDeadline
+        if (pastDeadline(state)) return yield* closeAtDeadline(state)
         const waited = (yield* state.nowMillis) - start
         if (waited > 0 && waited >= ask.remainingMillis) return yield* Effect.fail(EXPIRED)
         const taken = yield* take(ask)
@@ -102,7 +96,7 @@ export const make = <I>(state: RunState<I>): RunGate => {
   const admit = (ask: Gate.Ask, it: ItemState): Effect.Effect<Ticket, Gate.Closed | Gate.Expired> =>
     Effect.suspend(() => {
       if (state.stopped !== undefined) return Effect.fail(closedOf(state))
-      if (pastDeadline(state)) return closeAtDeadline
+      if (pastDeadline(state)) return closeAtDeadline(state)
       if (limits.waits) return admitLimited(ask, it)
       return admitted(it, hold(it, undefined, 0), ask)
     })

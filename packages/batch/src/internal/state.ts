@@ -201,6 +201,16 @@ export const timedOut = (millis: number): Stop => ({
 export const pastDeadline = <I>(state: RunState<I>): boolean =>
   state.deadlineMillis !== undefined && state.sinceStart(state.clock.unsafeCurrentTimeNanos()) >= state.deadlineMillis
 
+/**
+ * Past the batch deadline, its timer not run yet: the run stops now, and the attempt asking is refused as
+ * closed. @internal
+ */
+export const closeAtDeadline = <I>(state: RunState<I>): Effect.Effect<never, Gate.Closed> =>
+  Effect.zipRight(
+    Effect.suspend(() => stop(state, timedOut(state.deadlineMillis!))),
+    Effect.suspend(() => Effect.fail(closedOf(state)))
+  )
+
 /** @internal */
 export const closedOf = <I>(state: RunState<I>): Gate.Closed => ({
   _tag: "GateClosed",
