@@ -26,10 +26,10 @@
  * with `budget_exceeded` naming the resource, and its other items get `batch_budget_exceeded` without a call,
  * as a single-process run gives them when a soft cap is reached. A refusal while another worker's slice could
  * still admit the item stops nothing: the worker reads again for up to a second (the holder reports what it
- * used within a heartbeat), then that item stays `budget_exhausted` and a later refusal stops the run. It settles each attempt in-process against its slice; it is not in the
- * terminal write's transaction and need not be: the slice's exposure, reported at each heartbeat, already
- * counts every reservation in flight, and a dead worker's lease is reclaimed with that exposure charged as
- * spent. A worker that dies after the provider answered and before its record committed has its item run
+ * used within a heartbeat), then that item stays `budget_exhausted` and a later refusal stops the run. It
+ * settles each attempt in-process against its slice; it is not in the terminal write's transaction and need
+ * not be: the slice's exposure, reported at each heartbeat, already counts every reservation in flight, and a
+ * dead worker's lease is reclaimed with that exposure charged as spent. A worker that dies after the provider answered and before its record committed has its item run
  * again by another worker and its call charged by the reclaim: both calls are paid for, none is lost from
  * the accounting, and spent never exceeds the cap.
  *

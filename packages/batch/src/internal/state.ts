@@ -186,7 +186,6 @@ export const applyStop = <I>(state: RunState<I>, winner: Stop, except?: ItemStat
     )
   })
 
-/** The gate's refusal once the run stopped. @internal */
 /** The stop of a batch deadline of `millis`. @internal */
 export const timedOut = (millis: number): Stop => ({
   _tag: "BatchTimeout",
@@ -211,7 +210,7 @@ export const closeAtDeadline = <I>(state: RunState<I>): Effect.Effect<never, Gat
     Effect.suspend(() => Effect.fail(closedOf(state)))
   )
 
-/** @internal */
+/** The gate's refusal once the run stopped. @internal */
 export const closedOf = <I>(state: RunState<I>): Gate.Closed => ({
   _tag: "GateClosed",
   reason: state.stopped?.reason ?? "the run stopped"

@@ -54,23 +54,35 @@ const admits = (grantable: number, needed: number | undefined): boolean =>
   needed === undefined ? grantable > 0 : grantable + EPSILON >= needed
 
 /**
- * Whether the refusal was the run's budget (no more than the request's own budget had left) and the budget
- * could still grant the item elsewhere: units another worker leases and has not used, as last reported.
- * @internal
+ * What the shared budget (`grantable`: the largest reservation it could still grant, per resource, `null` for
+ * no cap) says of a refusal: `"own"` when the request's own budget, not the run's, was the limit (or the
+ * resource has no run cap); `"held"` when the run's budget could still grant the item elsewhere (units another
+ * worker leases and has not used, as last reported); `"spent"` when it can grant it nowhere.
+ */
+const verdict = (
+  contract: Contract.Contract,
+  record: ArtifactStore.ItemRecord,
+  refused: Outcome.BudgetExhausted,
+  grantable: Left
+): "own" | "held" | "spent" => {
+  const left = grantable[refused.resource]
+  if (left === null || left > ownLeft(contract, record, refused.resource)) return "own"
+  return admits(left, refused.needed) ? "held" : "spent"
+}
+
+/**
+ * Whether the refusal was the run's budget and the budget could still grant the item elsewhere. @internal
  */
 export const grantableElsewhere = (
   contract: Contract.Contract,
   record: ArtifactStore.ItemRecord,
   refused: Outcome.BudgetExhausted,
   grantable: Left
-): boolean => {
-  const left = grantable[refused.resource]
-  return left !== null && left <= ownLeft(contract, record, refused.resource) && admits(left, refused.needed)
-}
+): boolean => verdict(contract, record, refused, grantable) === "held"
 
 /**
- * The run's stop when the shared budget (`grantable`: the largest reservation it could still grant, per
- * resource, `null` for no cap) is what refused the item and can admit it no more, else `undefined`. @internal
+ * The run's stop when the shared budget (`grantable`) is what refused the item and can admit it no more,
+ * else `undefined`. @internal
  */
 export const stopFor = (
   contract: Contract.Contract,
@@ -78,9 +90,8 @@ export const stopFor = (
   refused: Outcome.BudgetExhausted,
   grantable: Left
 ): Termination.Stop | undefined => {
+  if (verdict(contract, record, refused, grantable) !== "spent") return undefined
   const resource = refused.resource
-  const left = grantable[resource]
-  if (left === null || left > ownLeft(contract, record, resource) || admits(left, refused.needed)) return undefined
   return {
     _tag: "BudgetExceeded",
     kind: "budget_exceeded",
