@@ -68,7 +68,7 @@ export const floors = async (
     call: () => Effect.as(Effect.sleep(LATENCY), answer)
   }
   const providers = new Map([["fake", provider]])
-  const runHour = (name: string, hour: Effect.Effect<void>) => async () => {
+  const runHour = (name: string, hour: Effect.Effect<void, Health.ConfigError>) => async () => {
     const { exit } = await Effect.runPromise(Virtual.run(hour))
     if (!Exit.isSuccess(exit)) throw new Error(`${name}: the hour did not end: ${String(exit)}`)
   }

@@ -589,7 +589,8 @@ export const viewOf = (settings: Settings, e: EndpointState, now: number): Healt
 }
 
 /**
- * Makes a health service.
+ * Makes a health service. The settings are checked first: one out of range (`probes: 0`, `failureRatio: 2`, a
+ * cooldown of zero) fails with a `ConfigError` naming the field, before any state exists.
  *
  * @example
  * ```ts
@@ -604,7 +605,11 @@ export const viewOf = (settings: Settings, e: EndpointState, now: number): Healt
  * @category constructors
  * @since 0.1.0
  */
-export const make = (options: Partial<Config> = {}): Effect.Effect<Service> =>
+export const make = (options: Partial<Config> = {}): Effect.Effect<Service, ConfigError> =>
+  Either.match(decodeConfig(options), { onLeft: Effect.fail, onRight: build })
+
+/** The service over settings already checked. */
+const build = (options: Partial<Config>): Effect.Effect<Service> =>
   Effect.sync(() => {
     const config: Config = { ...defaults, ...options }
     // The state: endpoint states by id (immutable values, replaced on change) and the global bucket.
@@ -832,7 +837,7 @@ export const decodeConfig = (input: unknown): Either.Either<Partial<Config>, Con
   )
 
 /**
- * A process-wide health layer.
+ * A process-wide health layer. Settings out of range fail the layer with a `ConfigError` naming the field.
  *
  * @example
  * ```ts
@@ -843,4 +848,5 @@ export const decodeConfig = (input: unknown): Either.Either<Partial<Config>, Con
  * @category layers
  * @since 0.1.0
  */
-export const layer = (options: Partial<Config> = {}): Layer.Layer<Health> => Layer.effect(Health, make(options))
+export const layer = (options: Partial<Config> = {}): Layer.Layer<Health, ConfigError> =>
+  Layer.effect(Health, make(options))

@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import type { Effect, Stream } from "effect"
-import { Either, Layer } from "effect"
+import { Layer } from "effect"
 import type { Catalog } from "./Catalog.js"
 import type { Contract } from "./Contract.js"
 import * as Execute from "./Execute.js"
@@ -117,9 +117,8 @@ export function layer(options: LayerOptions): Layer.Layer<Rein | Health.Health, 
     tokenizer: options.tokenizer
   })
   if (options.health === false) return services as Layer.Layer<Rein | Health.Health>
-  // Decoded at the edge: a bad setting fails the layer with a typed error naming the field.
-  const health = Health.decodeConfig(options.health ?? {})
-  return Either.isLeft(health) ? Layer.fail(health.left) : Layer.merge(services, Health.layer(health.right))
+  // Decoded at the edge (by `Health.layer`): a bad setting fails the layer with a typed error naming the field.
+  return Layer.merge(services, Health.layer(options.health ?? {}))
 }
 
 /**

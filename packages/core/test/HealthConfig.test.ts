@@ -176,3 +176,33 @@ describe("Health.Config given to Rein.layer", () => {
       expect((yield* fake.calls).length).toBe(0)
     }))
 })
+
+describe("Health.make and Health.layer called directly", () => {
+  const cases: ReadonlyArray<readonly [Partial<Health.Config>, string]> = [
+    [{ probes: 0 }, "probes: "],
+    [{ consecutiveFailures: 1.5 }, "consecutiveFailures: "],
+    [{ failureRatio: 2 }, "failureRatio: "],
+    [{ cooldown: Duration.zero }, "cooldown: "],
+    [{ capacity: Number.POSITIVE_INFINITY }, "capacity: "]
+  ]
+
+  it.effect("check the settings too: one out of range fails with a ConfigError naming the field", () =>
+    Effect.gen(function*() {
+      for (const [config, field] of cases) {
+        const made = yield* Effect.flip(Health.make(config))
+        expect(made).toBeInstanceOf(Health.ConfigError)
+        expect(made.message.startsWith(field), made.message).toBe(true)
+        const layered = yield* Effect.flip(Effect.provide(Health.Health, Health.layer(config)))
+        expect(layered.message).toBe(made.message)
+      }
+    }))
+
+  it.effect("build a service from settings in range, their values kept", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({ probes: 3, cooldown: "2 seconds", failureRatio: 1 })
+      expect(health.config.probes).toBe(3)
+      expect(health.config.failureRatio).toBe(1)
+      expect(Duration.toMillis(health.config.cooldown)).toBe(2_000)
+      expect(yield* health.breaker("a")).toBe("closed")
+    }))
+})

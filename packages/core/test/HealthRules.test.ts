@@ -292,15 +292,16 @@ describe("Health: probes", () => {
       expect(yield* at(30_000, health.breaker("a"))).toBe("half_open")
     }))
 
-  it.effect("a zero cooldown still half-opens the breaker: after a trip at time 0 only the probes are admitted", () =>
+  it.effect("the shortest cooldown still half-opens the breaker: a millisecond after a trip only the probes are admitted", () =>
     Effect.gen(function*() {
-      // The trip changes nothing but the state (the retry's token already taken, counts fresh, open until 0): it is
-      // still stored. `Rein.layer` refuses a zero cooldown (`decodeConfig`); `Health.make` takes it as given.
-      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: 0, probes: 1 })
+      // A zero cooldown is refused (`Health.make` checks its settings as `Rein.layer` does): a millisecond is the
+      // shortest a whole-millisecond clock can tell from none.
+      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: 1, probes: 1 })
       yield* at(0, health.complete(yield* at(0, health.acquire("a", "retry")), failure()))
-      expect(yield* at(0, health.breaker("a"))).toBe("half_open")
-      expect((yield* at(0, health.acquire("a", "first"))).probe).toBe(true)
-      expect(yield* at(0, Effect.flip(health.acquire("a", "first")))).toBe("no_probe_slot")
+      expect(yield* at(0, health.breaker("a"))).toBe("open")
+      expect(yield* at(1, health.breaker("a"))).toBe("half_open")
+      expect((yield* at(1, health.acquire("a", "first"))).probe).toBe(true)
+      expect(yield* at(1, Effect.flip(health.acquire("a", "first")))).toBe("no_probe_slot")
     }))
 
   it("a probe failure with a half-open state stored reopens from the time of the failure", () => {
@@ -500,14 +501,30 @@ describe("Health: metrics", () => {
       expect(yield* valueOf("rein_breaker_transitions_total", { endpoint: b, to: "closed" })).toBeUndefined()
     }))
 
-  it.effect("a breaker that trips with no cooldown is published half-open", () =>
+  it.effect("a completion reads the breaker at its own time: a failed probe after the cooldown is a new transition to open", () =>
     Effect.gen(function*() {
-      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: 0 })
+      // A zero cooldown (a trip straight to half-open) is refused by `Health.make`: the states a completion
+      // compares are those at the clock's time, so half-open → open counts though the stored state was open.
+      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: 1 })
       const c = "metrics/c"
-      yield* health.complete(yield* health.acquire(c, "first"), failure())
-      expect(yield* health.breaker(c)).toBe("half_open")
-      expect(yield* valueOf("rein_breaker_state", { endpoint: c })).toBe(1)
-      expect(yield* valueOf("rein_breaker_transitions_total", { endpoint: c, to: "half_open" })).toBe(1)
+      yield* at(0, health.complete(yield* at(0, health.acquire(c, "first")), failure()))
+      expect(yield* valueOf("rein_breaker_transitions_total", { endpoint: c, to: "open" })).toBe(1)
+      expect(yield* at(1, health.breaker(c))).toBe("half_open")
+      yield* at(1, health.complete(yield* at(1, health.acquire(c, "first")), failure()))
+      expect(yield* health.breaker(c)).toBe("open")
+      expect(yield* valueOf("rein_breaker_state", { endpoint: c })).toBe(2)
+      expect(yield* valueOf("rein_breaker_transitions_total", { endpoint: c, to: "open" })).toBe(2)
+    }))
+
+  it.effect("a successful probe after the cooldown is published closed: one transition, from half-open", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: 1 })
+      const c = "metrics/c2"
+      yield* at(0, health.complete(yield* at(0, health.acquire(c, "first")), failure()))
+      yield* at(1, health.complete(yield* at(1, health.acquire(c, "first")), SUCCESS))
+      expect(yield* valueOf("rein_breaker_state", { endpoint: c })).toBe(0)
+      expect(yield* valueOf("rein_breaker_transitions_total", { endpoint: c, to: "closed" })).toBe(1)
+      expect(yield* valueOf("rein_breaker_transitions_total", { endpoint: c, to: "half_open" })).toBeUndefined()
     }))
 
   it.effect("a refusal is counted per reason", () =>

@@ -57,5 +57,5 @@ export const observe = (inner: Health.Service, transitions: Queue.Enqueue<Transi
 export const layer = (
   config: Partial<Health.Config>,
   transitions: Queue.Enqueue<Transition>
-): Layer.Layer<Health.Health> =>
+): Layer.Layer<Health.Health, Health.ConfigError> =>
   Layer.effect(Health.Health, Effect.map(Health.make(config), (inner) => observe(inner, transitions)))

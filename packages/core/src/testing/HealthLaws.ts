@@ -20,12 +20,13 @@ import type { Law, LawBroken } from "./Laws.js"
 import { expect } from "./Laws.js"
 
 /**
- * Makes a fresh health over `config`: the implementation under test.
+ * Makes a fresh health over `config`: the implementation under test. The laws only give settings in range, so
+ * a `ConfigError` is a defect of the implementation.
  *
  * @category models
  * @since 0.1.0
  */
-export type Make = (config: Partial<Health.Config>) => Effect.Effect<Health.Service>
+export type Make = (config: Partial<Health.Config>) => Effect.Effect<Health.Service, Health.ConfigError>
 
 /**
  * How the laws move time forward (milliseconds).
@@ -68,7 +69,7 @@ const state = (
     (s) => expect(law, s === expected, () => `${when}: breaker ${s}, expected ${expected}`)
   )
 
-const tripping = (make: Make): Law => {
+const tripping = (make: Fresh): Law => {
   const name = "k consecutive provider-attributed failures open a closed breaker; fewer do not"
   return {
     name,
@@ -84,7 +85,7 @@ const tripping = (make: Make): Law => {
   }
 }
 
-const cooldowns = (make: Make, advance: Advance): Law => {
+const cooldowns = (make: Fresh, advance: Advance): Law => {
   const name = "an open breaker half-opens after its cooldown; a probe success closes it, a probe failure reopens it " +
     "with the cooldown grown (up to the maximum)"
   return {
@@ -125,7 +126,7 @@ const cooldowns = (make: Make, advance: Advance): Law => {
   }
 }
 
-const probeSlots = (make: Make, advance: Advance): Law => {
+const probeSlots = (make: Fresh, advance: Advance): Law => {
   const name = "half-open admits at most `probes` probes at once; a completed probe frees its slot"
   return {
     name,
@@ -155,7 +156,7 @@ const probeSlots = (make: Make, advance: Advance): Law => {
   }
 }
 
-const neutral = (make: Make): Law => {
+const neutral = (make: Fresh): Law => {
   const name = "neutral outcomes (timeouts, transport, the caller's deadline) never move a breaker"
   return {
     name,
@@ -169,7 +170,7 @@ const neutral = (make: Make): Law => {
   }
 }
 
-const retryTokens = (make: Make): Law => {
+const retryTokens = (make: Fresh): Law => {
   const name = "retries and fallbacks are bounded by the retry budget: extra attempts ≤ capacity + depositRatio × " +
     "first attempts, globally and per endpoint"
   const step = fc.record({
@@ -212,7 +213,7 @@ const retryTokens = (make: Make): Law => {
   }
 }
 
-const retryAfter = (make: Make, advance: Advance): Law => {
+const retryAfter = (make: Fresh, advance: Advance): Law => {
   const name = "a Retry-After opens the breaker for at least that long; a shorter one later never shortens it"
   return {
     name,
@@ -230,7 +231,7 @@ const retryAfter = (make: Make, advance: Advance): Law => {
   }
 }
 
-const laterProbe = (make: Make, advance: Advance): Law => {
+const laterProbe = (make: Fresh, advance: Advance): Law => {
   const name = "a probe admitted for a later start (its backoff) leaves the breaker open until its cooldown ends: " +
     "no half-open, no attempt without a wait, and a failure landing meanwhile does not shorten a Retry-After"
   return {
@@ -281,7 +282,7 @@ const laterProbe = (make: Make, advance: Advance): Law => {
   }
 }
 
-const degraded = (make: Make): Law => {
+const degraded = (make: Fresh): Law => {
   const name = "a degraded endpoint refuses every attempt until each degradation is undone"
   return {
     name,
@@ -315,7 +316,15 @@ const degraded = (make: Make): Law => {
  * @category laws
  * @since 0.1.0
  */
-export const laws = (make: Make, advance: Advance = (millis) => TestClock.adjust(millis)): ReadonlyArray<Law> => [
+export const laws = (given: Make, advance: Advance = (millis) => TestClock.adjust(millis)): ReadonlyArray<Law> => {
+  const make: Fresh = (config) => Effect.orDie(given(config))
+  return lawsOf(make, advance)
+}
+
+/** The implementation under test, its `ConfigError` a defect. */
+type Fresh = (config: Partial<Health.Config>) => Effect.Effect<Health.Service>
+
+const lawsOf = (make: Fresh, advance: Advance): ReadonlyArray<Law> => [
   tripping(make),
   cooldowns(make, advance),
   probeSlots(make, advance),
