@@ -651,6 +651,9 @@ const ALL_TRUE: Verdicts = Object.freeze({
 const POLICY: ReadonlyArray<Predicate> = ["listed", "capable", "mode", "simulation", "failureAllows", "uncommitted"]
 const DYNAMIC: ReadonlyArray<Predicate> = ["deadline", "budget", "calls", "health", "retryBudget"]
 
+/** Whether the policy (every predicate but the dynamic ones) allows this candidate. */
+const policyAllows = (v: CandidateVerdict): boolean => POLICY.every((p) => v.verdicts[p] === true)
+
 const stop = (
   outcome: Stop["outcome"],
   reason: string,
@@ -715,7 +718,7 @@ export const decide = (spec: Spec, snap: Snapshot): Decision => {
     }
     if (snap.committed) return stop("FailedSafe", "the stream has committed: no retry, no fallback", verdicts)
   }
-  const allowed = evaluated.find((e) => POLICY.every((p) => e.verdict.verdicts[p] === true))
+  const allowed = evaluated.find((e) => policyAllows(e.verdict))
   if (allowed === undefined) {
     return snap.attempts === 0
       ? stop("Refused", firstReason(evaluated) ?? "no candidate", verdicts)
@@ -723,7 +726,7 @@ export const decide = (spec: Spec, snap: Snapshot): Decision => {
   }
   const blocking = DYNAMIC.find((p) => allowed.verdict.verdicts[p] !== true)!
   const others = evaluated
-    .filter((e) => e !== allowed && POLICY.every((p) => e.verdict.verdicts[p] === true))
+    .filter((e) => e !== allowed && policyAllows(e.verdict))
     .map((e) => {
       const p = DYNAMIC.find((d) => e.verdict.verdicts[d] !== true)
       return p === undefined ? undefined : `${e.candidate.id}: ${e.verdict.verdicts[p] as string}`
@@ -768,7 +771,7 @@ export const decide = (spec: Spec, snap: Snapshot): Decision => {
 export const neededFor = (spec: Spec, stop: Stop): number | undefined => {
   if (stop.outcome !== "BudgetExhausted" || stop.resource === null) return undefined
   if (stop.resource === "calls") return 1
-  const allowed = stop.candidates.find((v) => POLICY.every((p) => v.verdicts[p] === true))
+  const allowed = stop.candidates.find(policyAllows)
   const candidate = allowed === undefined ? undefined : spec.candidates.find((c) => c.id === allowed.endpoint)
   if (candidate === undefined) return undefined
   return reservationFor(spec, candidate)[stop.resource] ?? undefined
