@@ -1,7 +1,9 @@
 /**
  * A hard budget shared by many processes through PostgreSQL, without a round trip per request. Each process
- * leases a slice of the budget with one conditional `UPDATE` and serves reservations from it in memory (a
- * synchronous fast path, `unsafeReserve`); it tops the slice up in the background when it runs low, leases
+ * leases a slice of the budget with one conditional `UPDATE` at its first reservation (a process that does
+ * not reserve holds none: what it does not use stays in the pool for the others) and serves reservations from
+ * it in memory (a synchronous fast path, `unsafeReserve`); while it reserves, it tops the slice up in the
+ * background when it runs low (a heartbeat with no reservation since the last one leases nothing), leases
  * smaller slices as the remainder shrinks (a fixed fraction of what is free, never less than what the
  * reservation needs, so the last reservations are exact), gives back what it holds beyond what it needs, and
  * returns everything it did not use when its scope closes. The same holds for the call cap and the token cap.
@@ -136,7 +138,8 @@ interface HoldMeta {
 
 /**
  * Makes the shared budget in the current scope: migrates, creates the budget row if absent, opens this
- * process's lease and starts its heartbeat; closing the scope gives back what was not used.
+ * process's lease (empty: its first reservation leases a slice) and starts its heartbeat; closing the scope
+ * gives back what was not used.
  *
  * @example
  * ```ts
@@ -176,7 +179,8 @@ export const make = (input: Options): Effect.Effect<Service, PgBudgetError, SqlC
       clock: yield* Effect.clock,
       slice: S.fresh("", 0, 0),
       free: { calls: caps.calls, cost: caps.cost, tokens: caps.tokens },
-      freeAt: Number.NEGATIVE_INFINITY
+      freeAt: Number.NEGATIVE_INFINITY,
+      wanted: false
     }
     const timeout = Duration.millis(o.queryTimeoutMillis ?? 2000)
     const lock = yield* Effect.makeSemaphore(1)
@@ -198,14 +202,19 @@ export const make = (input: Options): Effect.Effect<Service, PgBudgetError, SqlC
 
 type Db = <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E | PgBudgetError>
 
-/** The heartbeat: on each tick (or when the fast path asks), reclaim the dead, report, top up, trim. */
+/**
+ * The heartbeat: on each tick (or when the fast path asks), reclaim the dead, report, top up (only for a
+ * process that reserved since the last tick: one that does not reserve takes no slice from the others), trim.
+ */
 const maintain = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>) =>
   Effect.gen(function*() {
     const tick = Effect.gen(function*() {
+      const wanted = ctx.wanted
+      ctx.wanted = false
       yield* Q.reclaim(ctx.sql, ctx.name)
       yield* L.renew(ctx)
       const low = S.low(ctx.slice, ctx.caps)
-      if (!S.isZero(low)) {
+      if (wanted && !S.isZero(low)) {
         // A prefetch asks for nothing it must have: a shortfall here only means the pool is empty.
         yield* L.topUp(ctx, S.zero(), low, S.zero()).pipe(
           Effect.catchAll((e) =>
@@ -256,6 +265,7 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
     const bad = notAmount(reservation)
     if (bad !== undefined) return bad
     const need = S.need(reservation)
+    ctx.wanted = true
     if (ctx.clock.unsafeCurrentTimeMillis() >= s.validUntil) return undefined
     if (S.blocked(s, ctx.caps, need) !== undefined) return undefined
     S.take(s, need)

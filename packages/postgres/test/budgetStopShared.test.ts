@@ -46,6 +46,21 @@ const spendAll = (a: PgBudget.Service, holder: string) =>
     yield* reported(holder, CALLS)
   })
 
+/** Waits until the lease of `holder` has had `n` more heartbeats (its `heartbeat_at` moved `n` times). */
+const heartbeats = (holder: string, n: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const at = sql<{ readonly at: number }>`SELECT extract(epoch FROM heartbeat_at)::float8 AS at
+      FROM rein_budget_leases WHERE holder = ${holder}`.pipe(Effect.map((rows) => rows[0]?.at), Effect.orDie)
+    let seen = yield* at
+    for (let moved = 0; moved < n;) {
+      yield* Effect.sleep("10 millis")
+      const now = yield* at
+      if (now !== seen) moved++
+      seen = now
+    }
+  })
+
 describe.skipIf(!available)("the run's budget stop with two holders of the budget", () => {
   layer(Live, { timeout: "60 seconds", excludeTestServices: true })((it) => {
     it.scoped("what the budget can still grant counts another holder's unused slice, until it is spent", () =>
@@ -129,6 +144,66 @@ describe.skipIf(!available)("the run's budget stop with two holders of the budge
           // The refusal after A spent its calls stopped the run: the items after it got the stop's record.
           expect(records[1]!.category).toBe("budget_exhausted")
           expect(records.slice(2).map((r) => r.category)).toEqual(Array(4).fill("batch_budget_exceeded"))
+        })
+    )
+
+    it.scoped(
+      "a holder of the run's budget that never reserves holds none of it: the first refusal stops the run at once",
+      () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const runId = fresh("idle-holder")
+          const items = itemsOf(8, [])
+          const budget = 4
+          yield* PgBatchRun.start({
+            runId,
+            identity,
+            resume: "none",
+            items,
+            request,
+            itemId: (item) => item.id,
+            contract,
+            budget: { calls: budget }
+          })
+          const run = yield* Q.readRun(sql, runId)
+          const name = Q.sessionName(runId, run!.started_at)
+          // A process that joined the run's budget and has reserved nothing (a worker that has not started an
+          // item yet, or has none to run), a few heartbeats old.
+          yield* PgBudget.make({ name, calls: budget, heartbeatMillis: 100, holder: "idle" })
+          yield* heartbeats("idle", 3)
+          const fake = Fake.make({
+            "fake/a": [Fake.succeed({ text: "ok", usage: { inputTokens: 1, outputTokens: 1 } })]
+          })
+          const summary = yield* PgWorker.run({
+            runId,
+            item: (index) => Effect.succeed(items[index]!),
+            request,
+            itemId: (item) => item.id,
+            identity,
+            contract,
+            guardrails: Guardrails.make({ concurrency: 1 }),
+            leaseBatch: 1,
+            owner: "W",
+            leaseMillis: 5_000,
+            heartbeatMillis: 200
+          }).pipe(
+            Effect.provide(PgBatchRun.sharedLimits(runId)),
+            Effect.provide(Rein.layer({ catalog, providers: { fake: fake.provider }, health: false }))
+          )
+          // The worker made every call of the budget (on the old code the idle holder had leased one at its first
+          // heartbeat: the worker made three) …
+          expect((yield* fake.calls).length).toBe(budget)
+          const records = yield* sql<{ readonly item_id: string; readonly category: string }>`SELECT item_id,
+            category FROM rein_batch_items WHERE run_id = ${runId} ORDER BY idx`
+          // … and its first refusal stopped the run, nothing being grantable anywhere (on the old code the idle
+          // holder's call was: every refusal waited a second for it, none stopped the run, every later item was
+          // refused one by one).
+          expect(summary.termination).toMatchObject({ kind: "budget_exceeded" })
+          expect(records.map((r) => r.category)).toEqual([
+            ...Array(budget).fill("ok"),
+            "budget_exhausted",
+            ...Array(items.length - budget - 1).fill("batch_budget_exceeded")
+          ])
         })
     )
   })

@@ -32,6 +32,11 @@ export interface Ctx {
   /** The pool's free units at the last contact with the database, and when (local clock, ms). */
   free: Q.Free
   freeAt: number
+  /**
+   * A reservation was asked for since the last heartbeat: only then does the heartbeat lease ahead. A process
+   * that does not reserve holds no slice (its first one is leased by its first reservation).
+   */
+  wanted: boolean
 }
 
 /** Records what the pool had free, as just read from the database. */
