@@ -5,8 +5,9 @@
  * it in memory (a synchronous fast path, `unsafeReserve`); while it reserves, it tops the slice up in the
  * background when it runs low (a heartbeat with no reservation since the last one leases nothing), leases
  * smaller slices as the remainder shrinks (a fixed fraction of what is free, never less than what the
- * reservation needs, so the last reservations are exact), gives back what it holds beyond what it needs, and
- * returns everything it did not use when its scope closes. The same holds for the call cap and the token cap.
+ * reservation needs, so the last reservations are exact), gives back what it holds beyond what it needs (at
+ * rest, with no reservation since its last heartbeat and none in flight, all it has unused), and returns
+ * everything it did not use when its scope closes. The same holds for the call cap and the token cap.
  *
  * What is left, as the fast path reports it (`unsafeLeft`: the pool's free units as last read, plus the
  * slice, minus what the slice has charged and reserved), is exact for this process's own use: every give-back
@@ -205,14 +206,16 @@ type Db = <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E | PgBudgetEr
 /**
  * The heartbeat: on each tick (or when the fast path asks), reclaim the dead, report, top up (only for a
  * process that reserved since the last tick: one that does not reserve takes no slice from the others), trim.
+ * A process at rest (no reservation since the last tick, none in flight) gives back all its slice has unused.
  */
 const maintain = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>) =>
   Effect.gen(function*() {
     const tick = Effect.gen(function*() {
       const wanted = ctx.wanted
       ctx.wanted = false
+      const resting = !wanted && S.isZero(ctx.slice.reserved)
       yield* Q.reclaim(ctx.sql, ctx.name)
-      yield* L.renew(ctx)
+      yield* L.renew(ctx, resting)
       const low = S.low(ctx.slice, ctx.caps)
       if (wanted && !S.isZero(low)) {
         // A prefetch asks for nothing it must have: a shortfall here only means the pool is empty.
@@ -222,7 +225,7 @@ const maintain = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>) =>
           )
         )
       }
-      yield* L.trim(ctx)
+      yield* L.trim(ctx, resting)
     })
     const step = db(tick).pipe(
       Effect.catchAll((e) => Effect.logWarning(`@rein/postgres: heartbeat failed: ${describe(e)}`))

@@ -31,18 +31,23 @@ const reported = (holder: string, calls: number) =>
         )
   )
 
-/** Holder A: leases the whole budget at its first reservation (`slice: 1`) and uses one call of it. */
+/**
+ * Holder A: leases the whole budget at its first reservation (`slice: 1`) and uses one call of it, still in
+ * flight (a holder with nothing in flight and no reservation for a heartbeat gives back what it has unused).
+ */
 const holderA = (name: string, holder: string) =>
   Effect.gen(function*() {
     const a = yield* PgBudget.make({ name, calls: CALLS, slice: 1, heartbeatMillis: 100, holder })
-    yield* a.settle(yield* a.reserve(unknownSize), { cost: 0, tokens: 0 })
-    return a
+    return { budget: a, inFlight: yield* a.reserve(unknownSize) }
   })
 
-/** A's remaining calls, used up, and on record. */
-const spendAll = (a: PgBudget.Service, holder: string) =>
+/** A's call in flight settled and its remaining calls used up, and on record. */
+const spendAll = (a: { readonly budget: PgBudget.Service; readonly inFlight: PgBudget.Hold }, holder: string) =>
   Effect.gen(function*() {
-    for (let i = 1; i < CALLS; i++) yield* a.settle(yield* a.reserve(unknownSize), { cost: 0, tokens: 0 })
+    yield* a.budget.settle(a.inFlight, { cost: 0, tokens: 0 })
+    for (let i = 1; i < CALLS; i++) {
+      yield* a.budget.settle(yield* a.budget.reserve(unknownSize), { cost: 0, tokens: 0 })
+    }
     yield* reported(holder, CALLS)
   })
 
@@ -74,7 +79,7 @@ describe.skipIf(!available)("the run's budget stop with two holders of the budge
         // The budget can still grant a call: A's nine unused ones.
         const read = Grantable.readerOf(b)!
         expect((yield* read).calls).toBe(CALLS - 1)
-        expect((yield* Grantable.readerOf(a)!).calls).toBe(CALLS - 1)
+        expect((yield* Grantable.readerOf(a.budget)!).calls).toBe(CALLS - 1)
         yield* spendAll(a, "A")
         expect((yield* read).calls).toBe(0)
       }))
@@ -147,64 +152,70 @@ describe.skipIf(!available)("the run's budget stop with two holders of the budge
         })
     )
 
-    it.scoped(
-      "a holder of the run's budget that never reserves holds none of it: the first refusal stops the run at once",
-      () =>
-        Effect.gen(function*() {
-          const sql = yield* SqlClient.SqlClient
-          const runId = fresh("idle-holder")
-          const items = itemsOf(8, [])
-          const budget = 4
-          yield* PgBatchRun.start({
-            runId,
-            identity,
-            resume: "none",
-            items,
-            request,
-            itemId: (item) => item.id,
-            contract,
-            budget: { calls: budget }
+    // A process that joined the run's budget and is idle: it has reserved nothing (a worker that has not started
+    // an item yet, or has none to run), or one call, settled, and nothing since (a worker done with its items).
+    for (const used of [0, 1]) {
+      it.scoped(
+        `a holder of the run's budget idle for a few heartbeats (${
+          used === 0 ? "no call" : "one call"
+        } used) holds none of it unused: ` +
+          "the first refusal stops the run at once",
+        () =>
+          Effect.gen(function*() {
+            const sql = yield* SqlClient.SqlClient
+            const runId = fresh("idle-holder")
+            const items = itemsOf(8, [])
+            const budget = 4
+            yield* PgBatchRun.start({
+              runId,
+              identity,
+              resume: "none",
+              items,
+              request,
+              itemId: (item) => item.id,
+              contract,
+              budget: { calls: budget }
+            })
+            const run = yield* Q.readRun(sql, runId)
+            const name = Q.sessionName(runId, run!.started_at)
+            const idle = yield* PgBudget.make({ name, calls: budget, heartbeatMillis: 100, holder: "idle" })
+            for (let i = 0; i < used; i++) yield* idle.settle(yield* idle.reserve(unknownSize), { cost: 0, tokens: 0 })
+            yield* heartbeats("idle", 3)
+            const fake = Fake.make({
+              "fake/a": [Fake.succeed({ text: "ok", usage: { inputTokens: 1, outputTokens: 1 } })]
+            })
+            const summary = yield* PgWorker.run({
+              runId,
+              item: (index) => Effect.succeed(items[index]!),
+              request,
+              itemId: (item) => item.id,
+              identity,
+              contract,
+              guardrails: Guardrails.make({ concurrency: 1 }),
+              leaseBatch: 1,
+              owner: "W",
+              leaseMillis: 5_000,
+              heartbeatMillis: 200
+            }).pipe(
+              Effect.provide(PgBatchRun.sharedLimits(runId)),
+              Effect.provide(Rein.layer({ catalog, providers: { fake: fake.provider }, health: false }))
+            )
+            // The worker made every call the idle holder did not use (on the old code the idle holder had leased
+            // some at its heartbeats and kept them: the worker made two) …
+            expect((yield* fake.calls).length).toBe(budget - used)
+            const records = yield* sql<{ readonly item_id: string; readonly category: string }>`SELECT item_id,
+              category FROM rein_batch_items WHERE run_id = ${runId} ORDER BY idx`
+            // … and its first refusal stopped the run, nothing being grantable anywhere (on the old code the idle
+            // holder's calls were: every refusal waited a second for them, none stopped the run, every later item
+            // was refused one by one).
+            expect(summary.termination).toMatchObject({ kind: "budget_exceeded" })
+            expect(records.map((r) => r.category)).toEqual([
+              ...Array(budget - used).fill("ok"),
+              "budget_exhausted",
+              ...Array(items.length - budget + used - 1).fill("batch_budget_exceeded")
+            ])
           })
-          const run = yield* Q.readRun(sql, runId)
-          const name = Q.sessionName(runId, run!.started_at)
-          // A process that joined the run's budget and has reserved nothing (a worker that has not started an
-          // item yet, or has none to run), a few heartbeats old.
-          yield* PgBudget.make({ name, calls: budget, heartbeatMillis: 100, holder: "idle" })
-          yield* heartbeats("idle", 3)
-          const fake = Fake.make({
-            "fake/a": [Fake.succeed({ text: "ok", usage: { inputTokens: 1, outputTokens: 1 } })]
-          })
-          const summary = yield* PgWorker.run({
-            runId,
-            item: (index) => Effect.succeed(items[index]!),
-            request,
-            itemId: (item) => item.id,
-            identity,
-            contract,
-            guardrails: Guardrails.make({ concurrency: 1 }),
-            leaseBatch: 1,
-            owner: "W",
-            leaseMillis: 5_000,
-            heartbeatMillis: 200
-          }).pipe(
-            Effect.provide(PgBatchRun.sharedLimits(runId)),
-            Effect.provide(Rein.layer({ catalog, providers: { fake: fake.provider }, health: false }))
-          )
-          // The worker made every call of the budget (on the old code the idle holder had leased one at its first
-          // heartbeat: the worker made three) …
-          expect((yield* fake.calls).length).toBe(budget)
-          const records = yield* sql<{ readonly item_id: string; readonly category: string }>`SELECT item_id,
-            category FROM rein_batch_items WHERE run_id = ${runId} ORDER BY idx`
-          // … and its first refusal stopped the run, nothing being grantable anywhere (on the old code the idle
-          // holder's call was: every refusal waited a second for it, none stopped the run, every later item was
-          // refused one by one).
-          expect(summary.termination).toMatchObject({ kind: "budget_exceeded" })
-          expect(records.map((r) => r.category)).toEqual([
-            ...Array(budget).fill("ok"),
-            "budget_exhausted",
-            ...Array(items.length - budget - 1).fill("batch_budget_exceeded")
-          ])
-        })
-    )
+      )
+    }
   })
 })
