@@ -331,15 +331,18 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
     unsafeSettle: settleNow,
     unsafeLeft: leftNow
   }
-  // Under the lock, so this process's own lease is not being reported, topped up or trimmed meanwhile.
+  // Under the lock, so this process's own lease is not being reported, topped up or trimmed meanwhile. The pool
+  // read in passing is this process's view of it from now on: units given back elsewhere since its last
+  // contact with the database are then not refused as known short (`unsafeLeft` counts them).
   G.register(
     budget,
     db(Effect.flatMap(Q.holdings(ctx.sql, ctx.name), (holdings) =>
       holdings === undefined
         ? Effect.fail(new PgBudgetError({ reason: "Unavailable", message: `budget "${ctx.name}" not found` }))
-        : Effect.sync(() =>
-          G.grantable(holdings, { id: ctx.slice.id, used: S.add(ctx.slice.charged, ctx.slice.reserved) })
-        )))
+        : Effect.sync(() => {
+          L.sawFree(ctx, G.freeOf(holdings))
+          return G.grantable(holdings, { id: ctx.slice.id, used: S.add(ctx.slice.charged, ctx.slice.reserved) })
+        })))
   )
   return budget
 }

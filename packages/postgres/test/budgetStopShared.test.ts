@@ -152,6 +152,77 @@ describe.skipIf(!available)("the run's budget stop with two holders of the budge
         })
     )
 
+    it.scoped(
+      "a refusal while a working holder holds the units: the wait ends once it gave them back, the next item runs",
+      () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const runId = fresh("given-back")
+          const items = itemsOf(4, [])
+          yield* PgBatchRun.start({
+            runId,
+            identity,
+            resume: "none",
+            items,
+            request,
+            itemId: (item) => item.id,
+            contract,
+            budget: { calls: CALLS }
+          })
+          const run = yield* Q.readRun(sql, runId)
+          const name = Q.sessionName(runId, run!.started_at)
+          // A holds nine unused calls while its call is in flight: B's first item is refused. A's call ends 200 ms
+          // after B took the item; at its next heartbeat A, at rest, gives back the nine calls.
+          const a = yield* holderA(name, "A")
+          let taken = 0
+          let recorded = 0
+          const fake = Fake.make({
+            "fake/a": [Fake.succeed({ text: "ok", usage: { inputTokens: 1, outputTokens: 1 } })]
+          })
+          const summary = yield* PgWorker.run({
+            runId,
+            item: (index) =>
+              index === 0
+                ? Effect.gen(function*() {
+                  taken = performance.now()
+                  yield* Effect.forkDaemon(
+                    Effect.zipRight(Effect.sleep("200 millis"), a.budget.settle(a.inFlight, { cost: 0, tokens: 0 }))
+                  )
+                  return items[0]!
+                })
+                : Effect.succeed(items[index]!),
+            request,
+            itemId: (item) => item.id,
+            identity,
+            contract,
+            guardrails: Guardrails.make({ concurrency: 1 }),
+            leaseBatch: 1,
+            owner: "B",
+            leaseMillis: 5_000,
+            heartbeatMillis: 200,
+            onRecorded: (itemId) =>
+              Effect.sync(() => {
+                if (itemId === items[0]!.id) recorded = performance.now()
+              })
+          }).pipe(
+            Effect.provide(PgBatchRun.sharedLimits(runId)),
+            Effect.provide(Rein.layer({ catalog, providers: { fake: fake.provider }, health: false }))
+          )
+          const records = yield* sql<{ readonly category: string }>`SELECT category FROM rein_batch_items
+            WHERE run_id = ${runId} ORDER BY idx`
+          // The first item was refused (A held the calls), the run went on, and the others ran on A's calls …
+          expect(records.map((r) => r.category)).toEqual(["budget_exhausted", "ok", "ok", "ok"])
+          expect(summary.termination).toMatchObject({ kind: "completed" })
+          expect((yield* fake.calls).length).toBe(3)
+          // … and the refused item left once the calls were back in the pool, not after the whole wait (on the old
+          // code it waited the full second, the units being held elsewhere, then in the pool, all along).
+          process.stdout.write(
+            `given back: the refused item left ${(recorded - taken).toFixed(0)} ms after it was taken\n`
+          )
+          expect(recorded - taken).toBeLessThan(1_000)
+        })
+    )
+
     // A process that joined the run's budget and is idle: it has reserved nothing (a worker that has not started
     // an item yet, or has none to run), or one call, settled, and nothing since (a worker done with its items).
     for (const used of [0, 1]) {
