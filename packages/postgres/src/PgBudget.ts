@@ -1,10 +1,13 @@
 /**
  * A hard budget shared by many processes through PostgreSQL, without a round trip per request. Each process
- * leases a slice of the budget with one conditional `UPDATE` and serves reservations from it in memory (a
- * synchronous fast path, `unsafeReserve`); it tops the slice up in the background when it runs low, leases
+ * leases a slice of the budget with one conditional `UPDATE` at its first reservation (a process that does
+ * not reserve holds none: what it does not use stays in the pool for the others) and serves reservations from
+ * it in memory (a synchronous fast path, `unsafeReserve`); while it reserves, it tops the slice up in the
+ * background when it runs low (a heartbeat with no reservation since the last one leases nothing), leases
  * smaller slices as the remainder shrinks (a fixed fraction of what is free, never less than what the
- * reservation needs, so the last reservations are exact), gives back what it holds beyond what it needs, and
- * returns everything it did not use when its scope closes. The same holds for the call cap and the token cap.
+ * reservation needs, so the last reservations are exact), gives back what it holds beyond what it needs (at
+ * rest, with no reservation since its last heartbeat and none in flight, all it has unused), and returns
+ * everything it did not use when its scope closes. The same holds for the call cap and the token cap.
  *
  * What is left, as the fast path reports it (`unsafeLeft`: the pool's free units as last read, plus the
  * slice, minus what the slice has charged and reserved), is exact for this process's own use: every give-back
@@ -136,7 +139,8 @@ interface HoldMeta {
 
 /**
  * Makes the shared budget in the current scope: migrates, creates the budget row if absent, opens this
- * process's lease and starts its heartbeat; closing the scope gives back what was not used.
+ * process's lease (empty: its first reservation leases a slice) and starts its heartbeat; closing the scope
+ * gives back what was not used.
  *
  * @example
  * ```ts
@@ -176,7 +180,8 @@ export const make = (input: Options): Effect.Effect<Service, PgBudgetError, SqlC
       clock: yield* Effect.clock,
       slice: S.fresh("", 0, 0),
       free: { calls: caps.calls, cost: caps.cost, tokens: caps.tokens },
-      freeAt: Number.NEGATIVE_INFINITY
+      freeAt: Number.NEGATIVE_INFINITY,
+      wanted: false
     }
     const timeout = Duration.millis(o.queryTimeoutMillis ?? 2000)
     const lock = yield* Effect.makeSemaphore(1)
@@ -198,14 +203,21 @@ export const make = (input: Options): Effect.Effect<Service, PgBudgetError, SqlC
 
 type Db = <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E | PgBudgetError>
 
-/** The heartbeat: on each tick (or when the fast path asks), reclaim the dead, report, top up, trim. */
+/**
+ * The heartbeat: on each tick (or when the fast path asks), reclaim the dead, report, top up (only for a
+ * process that reserved since the last tick: one that does not reserve takes no slice from the others), trim.
+ * A process at rest (no reservation since the last tick, none in flight) gives back all its slice has unused.
+ */
 const maintain = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>) =>
   Effect.gen(function*() {
     const tick = Effect.gen(function*() {
+      const wanted = ctx.wanted
+      ctx.wanted = false
+      const resting = !wanted && S.isZero(ctx.slice.reserved)
       yield* Q.reclaim(ctx.sql, ctx.name)
-      yield* L.renew(ctx)
+      yield* L.renew(ctx, resting)
       const low = S.low(ctx.slice, ctx.caps)
-      if (!S.isZero(low)) {
+      if (wanted && !S.isZero(low)) {
         // A prefetch asks for nothing it must have: a shortfall here only means the pool is empty.
         yield* L.topUp(ctx, S.zero(), low, S.zero()).pipe(
           Effect.catchAll((e) =>
@@ -213,7 +225,7 @@ const maintain = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>) =>
           )
         )
       }
-      yield* L.trim(ctx)
+      yield* L.trim(ctx, resting)
     })
     const step = db(tick).pipe(
       Effect.catchAll((e) => Effect.logWarning(`@rein/postgres: heartbeat failed: ${describe(e)}`))
@@ -256,6 +268,7 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
     const bad = notAmount(reservation)
     if (bad !== undefined) return bad
     const need = S.need(reservation)
+    ctx.wanted = true
     if (ctx.clock.unsafeCurrentTimeMillis() >= s.validUntil) return undefined
     if (S.blocked(s, ctx.caps, need) !== undefined) return undefined
     S.take(s, need)
@@ -318,15 +331,18 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
     unsafeSettle: settleNow,
     unsafeLeft: leftNow
   }
-  // Under the lock, so this process's own lease is not being reported, topped up or trimmed meanwhile.
+  // Under the lock, so this process's own lease is not being reported, topped up or trimmed meanwhile. The pool
+  // read in passing is this process's view of it from now on: units given back elsewhere since its last
+  // contact with the database are then not refused as known short (`unsafeLeft` counts them).
   G.register(
     budget,
     db(Effect.flatMap(Q.holdings(ctx.sql, ctx.name), (holdings) =>
       holdings === undefined
         ? Effect.fail(new PgBudgetError({ reason: "Unavailable", message: `budget "${ctx.name}" not found` }))
-        : Effect.sync(() =>
-          G.grantable(holdings, { id: ctx.slice.id, used: S.add(ctx.slice.charged, ctx.slice.reserved) })
-        )))
+        : Effect.sync(() => {
+          L.sawFree(ctx, G.freeOf(holdings))
+          return G.grantable(holdings, { id: ctx.slice.id, used: S.add(ctx.slice.charged, ctx.slice.reserved) })
+        })))
   )
   return budget
 }

@@ -26,7 +26,8 @@
  * with `budget_exceeded` naming the resource, and its other items get `batch_budget_exceeded` without a call,
  * as a single-process run gives them when a soft cap is reached. A refusal while another worker's slice could
  * still admit the item stops nothing: the worker reads again for up to a second (the holder reports what it
- * used within a heartbeat), then that item stays `budget_exhausted` and a later refusal stops the run. It
+ * used, or gives back what it does not need, within a heartbeat; the wait ends once the units are back in the
+ * pool), then that item stays `budget_exhausted` and a later refusal stops the run. It
  * settles each attempt in-process against its slice; it is not in the terminal write's transaction and need
  * not be: the slice's exposure, reported at each heartbeat, already counts every reservation in flight, and a
  * dead worker's lease is reclaimed with that exposure charged as spent. A worker that dies after the provider answered and before its record committed has its item run
@@ -423,9 +424,12 @@ const artifactsOf = <I, E, R>(ctx: Context<I, E, R>, manifest: ArtifactStore.Man
 // cap reached stops a single-process run, once the whole budget, read in the database, can admit no such
 // item either: not only this worker's slice and the pool (see `internal/budgetStop`). While another worker's
 // slice could still admit it, the worker reads again (every `HELD_POLL`, for up to `HELD_WAIT`, the item
-// keeping its slot) before it lets the item go as refused: a holder reports what it used within a heartbeat,
-// and meanwhile this worker does not refuse the run's other items one after the other, at the speed of a
-// database read, before the holder of the units could get them. A failed read stops nothing.
+// keeping its slot) before it lets the item go as refused: a holder reports what it used, or gives back what
+// it holds beyond its need (all it has unused, at rest), within a heartbeat, and meanwhile this worker does not
+// refuse the run's other items one after the other, at the speed of a database read, before the units could
+// be used. The wait ends as soon as the units are back in the pool, where this worker's next item gets them
+// (its view of the pool is the one just read). (A process that holds a slice reserves, or did within a
+// heartbeat: one that does not holds none.) A failed read stops nothing.
 const watchBudget = <I, E, R>(
   ctx: Context<I, E, R>,
   result: Result.Succeeded<Leased<I>> | Result.Failed<Leased<I>>,
@@ -444,7 +448,8 @@ const watchBudget = <I, E, R>(
       if (stop !== undefined) return Effect.asVoid(ctx.limits.stop(stop))
       if (
         shared === undefined || waited >= HELD_WAIT_MILLIS ||
-        !BudgetStop.grantableElsewhere(contract, record, refused, grantable)
+        !BudgetStop.grantableElsewhere(contract, record, refused, grantable) ||
+        (budget.unsafeLeft !== undefined && BudgetStop.admitsHere(budget.unsafeLeft(), refused))
       ) {
         return Effect.void
       }

@@ -133,6 +133,69 @@ describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
         expect(r.cost_spent + r.cost_leased).toBeLessThanOrEqual(NANOS)
       }))
 
+    it.scoped("a process that never reserves holds no slice: another can use the whole budget at once", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const name = fresh("idle")
+        // An idle holder that would take the whole pool with its first top-up (`slice: 1`), beating fast.
+        yield* PgBudget.make({ name, calls: 10, cost: 1, slice: 1, heartbeatMillis: 20, holder: "idle" })
+        // Three of its heartbeats later (its lease row says so; the first one ran when it was made) …
+        const beats = () =>
+          Effect.map(
+            sql<{ readonly n: number }>`SELECT extract(epoch FROM heartbeat_at)::float8 AS n
+              FROM rein_budget_leases WHERE budget = ${name} AND holder = 'idle'`,
+            (rows) => rows[0]?.n ?? 0
+          )
+        let seen = yield* beats()
+        for (let ticks = 0; ticks < 3;) {
+          yield* Effect.sleep("5 millis")
+          const now = yield* beats()
+          if (now !== seen) ticks++
+          seen = now
+        }
+        // … it still holds nothing of the pool, …
+        const held = yield* row(name)
+        expect({ calls: held.calls_leased, cost: held.cost_leased }).toEqual({ calls: 0, cost: 0 })
+        // … so a second process sees the whole budget, and reserves all of it without a refusal or a wait.
+        const other = yield* PgBudget.make({ name, calls: 10, cost: 1, heartbeatMillis: 20 })
+        expect(yield* other.left).toEqual({ calls: 10, cost: 1, tokens: null })
+        for (let i = 0; i < 10; i++) {
+          yield* other.settle(yield* other.reserve({ cost: 0.1, tokens: null }), { cost: 0.1, tokens: 0 })
+        }
+        expect(Either.isLeft(yield* Effect.either(other.reserve({ cost: null, tokens: null })))).toBe(true)
+      }))
+
+    it.scoped("a process at rest (nothing reserved for a heartbeat, nothing in flight) gives back all it has unused", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const name = fresh("rest")
+        // It leases the whole pool with its first reservation (`slice: 1`), uses one call and $0.25 of it, …
+        const first = yield* PgBudget.make({ name, calls: 10, cost: 1, slice: 1, heartbeatMillis: 20, holder: "rest" })
+        const hold = yield* first.reserve({ cost: 0.5, tokens: null })
+        expect((yield* row(name)).calls_leased).toBe(10)
+        yield* first.settle(hold, { cost: 0.25, tokens: 0 })
+        // … and reserves nothing for three of its heartbeats: it keeps what it used and gives back the rest …
+        const at = sql<{ readonly n: number }>`SELECT extract(epoch FROM heartbeat_at)::float8 AS n
+          FROM rein_budget_leases WHERE budget = ${name} AND holder = 'rest'`.pipe(Effect.map((rows) => rows[0]?.n))
+        let seen = yield* at
+        for (let ticks = 0; ticks < 3;) {
+          yield* Effect.sleep("5 millis")
+          const now = yield* at
+          if (now !== seen) ticks++
+          seen = now
+        }
+        const rested = yield* row(name)
+        expect({ calls: rested.calls_leased, cost: rested.cost_leased }).toEqual({ calls: 1, cost: 0.25 * NANOS })
+        // … so another process can use all the rest at once; and the first one, reserving again, leases again.
+        const other = yield* PgBudget.make({ name, calls: 10, cost: 1, heartbeatMillis: 20 })
+        expect(yield* other.left).toEqual({ calls: 9, cost: 0.75, tokens: null })
+        const all = yield* other.reserve({ cost: 0.75, tokens: null })
+        expect(Either.isLeft(yield* Effect.either(first.reserve({ cost: 0.01, tokens: null })))).toBe(true)
+        yield* other.release(all)
+        yield* first.settle(yield* first.reserve({ cost: null, tokens: null }), { cost: 0, tokens: 0 })
+        expect((yield* row(name)).calls_spent + (yield* row(name)).calls_leased).toBeLessThanOrEqual(10)
+      }))
+
     it.scoped("the call cap: a call stays taken when settled and comes back when released", () =>
       Effect.gen(function*() {
         const budget = yield* PgBudget.make({ name: fresh("calls"), calls: 3 })

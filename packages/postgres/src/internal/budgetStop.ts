@@ -13,7 +13,8 @@
  *   used; no cap: unlimited), so it was the run's budget, not the request's own cap, that refused it.
  * Otherwise the item stays `budget_exhausted` and the run goes on; a later refusal, once the other workers
  * have spent their slices, stops it. A read that fails (the database unavailable) stops nothing. (The worker
- * reads again for a while before it gives up on the stop, `grantableElsewhere`: see `PgWorker`.)
+ * reads again for a while before it gives up on the stop, `grantableElsewhere`, unless the units came back to
+ * the pool, `admitsHere`: see `PgWorker`.)
  *
  * @internal
  */
@@ -79,6 +80,16 @@ export const grantableElsewhere = (
   refused: Outcome.BudgetExhausted,
   grantable: Left
 ): boolean => verdict(contract, record, refused, grantable) === "held"
+
+/**
+ * Whether this worker's own budget (`left`: the pool as just read plus its own slice, less what it used) could
+ * now admit the refused reservation: the units held elsewhere came back to the pool, where it gets them.
+ * @internal
+ */
+export const admitsHere = (left: Left, refused: Outcome.BudgetExhausted): boolean => {
+  const here = left[refused.resource]
+  return here === null || admits(here, refused.needed)
+}
 
 /**
  * The run's stop when the shared budget (`grantable`) is what refused the item and can admit it no more,

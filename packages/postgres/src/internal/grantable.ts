@@ -23,7 +23,7 @@
 import type { Effect } from "effect"
 import type { Left, Service } from "./budgetService.js"
 import * as S from "./slice.js"
-import type { Holdings } from "./statements.js"
+import type { Free, Holdings } from "./statements.js"
 
 /** This process's own lease, from memory: current, unlike its row. */
 export interface Own {
@@ -52,6 +52,21 @@ export const grantable = (holdings: Holdings, own: Own): Left => {
     return S.toPublic(r, Math.max(0, pool) + freest)
   }
   return { cost: of("cost"), tokens: of("tokens"), calls: of("calls") }
+}
+
+/**
+ * What the pool has free in the same snapshot, as the budget row counts it (cap − spent − Σ leased, expired
+ * leases included until reclaimed): what `Q.free` reads, so a process can refresh its view of the pool with it.
+ */
+export const freeOf = (holdings: Holdings): Free => {
+  const of = (r: S.Resource): number | null => {
+    const cap = holdings.caps[r]
+    if (cap === null) return null
+    let free = cap - holdings.spent[r]
+    for (const lease of holdings.leases) free -= lease.leased[r]
+    return free
+  }
+  return { calls: of("calls"), cost: of("cost"), tokens: of("tokens") }
 }
 
 /** The budgets that can answer it (`PgBudget`'s services), with how. */

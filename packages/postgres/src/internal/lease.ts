@@ -32,6 +32,11 @@ export interface Ctx {
   /** The pool's free units at the last contact with the database, and when (local clock, ms). */
   free: Q.Free
   freeAt: number
+  /**
+   * A reservation was asked for since the last heartbeat: only then does the heartbeat lease ahead. A process
+   * that does not reserve holds no slice (its first one is leased by its first reservation).
+   */
+  wanted: boolean
 }
 
 /** Records what the pool had free, as just read from the database. */
@@ -82,12 +87,14 @@ export const open = (ctx: Ctx) =>
 
 /**
  * Reports usage and a recomputed ceiling (which may be lower: adopted before sending) and extends the lease.
- * A lost lease is replaced by a fresh one.
+ * At rest (`resting`: nothing reserved since the last heartbeat, nothing in flight), the ceiling is what the
+ * slice used, with no headroom: its next reservation goes through the database. A lost lease is replaced by a
+ * fresh one.
  */
-export const renew = (ctx: Ctx) =>
+export const renew = (ctx: Ctx, resting = false) =>
   Effect.gen(function*() {
     const s = ctx.slice
-    const next = S.ceiling(s, ctx.caps, ctx.exposure)
+    const next = resting ? S.usedCeiling(s, ctx.caps) : S.ceiling(s, ctx.caps, ctx.exposure)
     s.exposed = minVec(s.exposed, next)
     const sentAt = now(ctx)
     const free = yield* Q.report(ctx.sql, s.id, next, s.charged, s.reserved, ctx.ttlMillis)
@@ -164,13 +171,18 @@ export const shortfallOf = (ctx: Ctx, reservationNeed: S.Vec, needed: S.Vec): Sh
   }
 }
 
-/** Gives back what the lease holds beyond twice the slice a top-up would get now. */
-export const trim = (ctx: Ctx) =>
+/**
+ * Gives back what the lease holds beyond twice the slice a top-up would get now; at rest (`resting`, after a
+ * `renew` at rest), all it holds unused: a process that stopped reserving keeps nothing from the others.
+ */
+export const trim = (ctx: Ctx, resting = false) =>
   Effect.gen(function*() {
     const s = ctx.slice
     const keep = S.zero()
     for (const r of S.resources) {
-      keep[r] = 2 * Math.ceil(ctx.fraction * ((ctx.free[r] ?? 0) + Math.max(0, s.leased[r] - S.used(s, r))))
+      keep[r] = resting
+        ? 0
+        : 2 * Math.ceil(ctx.fraction * ((ctx.free[r] ?? 0) + Math.max(0, s.leased[r] - S.used(s, r))))
     }
     const amount = S.surplus(s, ctx.caps, keep)
     if (S.isZero(amount)) return

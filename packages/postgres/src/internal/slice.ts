@@ -125,6 +125,13 @@ export const ceiling = (s: Slice, caps: Caps, exposure: number, n: Vec = zero())
   return out
 }
 
+/** The ceiling of a slice at rest (nothing in flight, nothing reserved for a heartbeat): what it used, no more. */
+export const usedCeiling = (s: Slice, caps: Caps): Vec => {
+  const out = zero()
+  for (const r of resources) out[r] = caps[r] === null ? 0 : used(s, r)
+  return out
+}
+
 /** The limited resources whose ceiling is close (less than half the headroom left): report before it binds. */
 export const nearCeiling = (s: Slice, caps: Caps, exposure: number): boolean =>
   resources.some((r) =>
