@@ -20,13 +20,20 @@
 import type { Clock, Fiber } from "effect"
 import { Duration, Effect, Exit, FiberId, Runtime, RuntimeFlags } from "effect"
 
-/** A scheduled callback; `cancel` it when the thing it bounds ended first. @internal */
-export interface Entry {
-  readonly at: bigint
-  readonly seq: number
-  readonly fire: () => void
-  /** Position in the heap, -1 once fired or cancelled. */
-  index: number
+/**
+ * A scheduled callback; `cancel` it when the thing it bounds ended first. A class, not an object literal: V8
+ * pretenures a literal's allocation site once some of its objects outlive a young-generation collection (an
+ * entry lives as long as its attempt), and a pretenured entry, dead in the old generation, kept its callback,
+ * and through it the attempt's fiber, alive until the next full collection. @internal
+ */
+export class Entry {
+  constructor(
+    readonly at: bigint,
+    readonly seq: number,
+    readonly fire: () => void,
+    /** Position in the heap, -1 once fired or cancelled. */
+    public index: number
+  ) {}
 }
 
 class Timers {
@@ -49,7 +56,7 @@ class Timers {
   }
 
   schedule(runtime: Runtime.Runtime<never>, at: bigint, fire: () => void): Entry {
-    const entry: Entry = { at, seq: this.seq++, fire, index: this.heap.length }
+    const entry = new Entry(at, this.seq++, fire, this.heap.length)
     this.heap.push(entry)
     this.up(entry.index)
     if (!this.armed || at < this.wakesAt) this.arm(runtime)
