@@ -185,22 +185,15 @@ export const simulate = (
       // Every provider name runs on the scripted fake: a simulation never calls out.
       const providers = new Map(catalog.endpoints.map((e) => [e.provider, observed]))
       // What every request runs with, per price epoch: its catalog and providers, and the one `Health` (one
-      // context, provided in one step).
+      // context, provided in one step). The arrivals of an epoch run with its services, and each request's
+      // fiber inherits them: a request provided its own until then (two context updates per request, each a
+      // copy of the fiber's references).
       const epochs = Scenario.priceEpochs(scenario).map((at) => ({
         at,
         context: Context.make(Rein.Rein, { catalog: repriced(catalog, scenario, at), providers }).pipe(
           Context.add(Health.Health, health)
         )
       }))
-      const contextAt = (now: number) => {
-        let current = epochs[0]!.context
-        for (const epoch of epochs) {
-          if (epoch.at <= now) {
-            current = epoch.context
-          }
-        }
-        return current
-      }
       const request = (i: number) => ({
         id: `sim-${i + 1}`,
         prompt: "simulated request",
@@ -215,10 +208,7 @@ export const simulate = (
             Effect.zipRight(observe, Effect.map(tokens, () => tallyRequest(tally, { latency: end - now, result })))
         )
       const requestAt = (i: number, now: number) =>
-        Effect.flatMap(
-          Effect.either(Effect.provide(Rein.execute(request(i), contract), contextAt(now))),
-          (result) => finished(now, result)
-        )
+        Effect.flatMap(Effect.either(Rein.execute(request(i), contract)), (result) => finished(now, result))
 
       // The requests in flight are counted, not kept: an hour's 10,000 ended fibers held until the end made
       // most of the simulation's CPU garbage collection. The first request that dies ends the simulation.
@@ -235,14 +225,21 @@ export const simulate = (
         })
       let now = 0
       let i = 0
-      while (now < scenario.duration) {
-        pending++
-        yield* Effect.fork(Effect.onExit(requestAt(i++, now), settled))
-        const gap = scenario.arrivals === "steady"
-          ? 1_000 / scenario.rate
-          : (-Math.log(1 - (yield* Random.next)) * 1_000) / scenario.rate
-        yield* Effect.sleep(Duration.millis(gap))
-        now = yield* Clock.currentTimeMillis
+      // The arrivals before `until` (a request arriving at `now` runs in the last epoch that began by then).
+      const arrivals = (until: number) =>
+        Effect.gen(function*() {
+          while (now < scenario.duration && now < until) {
+            pending++
+            yield* Effect.fork(Effect.onExit(requestAt(i++, now), settled))
+            const gap = scenario.arrivals === "steady"
+              ? 1_000 / scenario.rate
+              : (-Math.log(1 - (yield* Random.next)) * 1_000) / scenario.rate
+            yield* Effect.sleep(Duration.millis(gap))
+            now = yield* Clock.currentTimeMillis
+          }
+        })
+      for (let e = 0; e < epochs.length; e++) {
+        yield* Effect.provide(arrivals(epochs[e + 1]?.at ?? Infinity), epochs[e]!.context)
       }
       arriving = false
       if (pending > 0) {

@@ -1,7 +1,20 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Fake, Gate, Health, Rein } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
-import { Cause, Effect, Either, Exit, Fiber, FiberRef, Layer, Option, Supervisor, TestClock } from "effect"
+import {
+  Cause,
+  Clock,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Fiber,
+  FiberRef,
+  Layer,
+  Option,
+  Supervisor,
+  TestClock
+} from "effect"
 import * as Attempt from "../src/internal/attempt.js"
 import * as Timers from "../src/internal/timers.js"
 import { catalog, contract, endpoint } from "./fixtures.js"
@@ -150,6 +163,121 @@ describe("the timer shared by every bound", () => {
       yield* schedule(200, () => fired.push("after"))
       yield* TestClock.adjust(200)
       expect(fired).toEqual(["after"])
+    }))
+})
+
+/**
+ * A clock that schedules callbacks itself, as Effect's live clock does (`scheduler()`, whose tasks here run when
+ * `advance` reaches them, in time order, then in scheduling order): the timer needs no fiber on it.
+ */
+class CallbackClock implements Clock.Clock {
+  readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
+  now = 0
+  private seq = 0
+  private tasks: Array<{ at: number; seq: number; task: () => void; live: boolean }> = []
+  unsafeCurrentTimeMillis() {
+    return this.now
+  }
+  unsafeCurrentTimeNanos() {
+    return BigInt(this.now) * 1_000_000n
+  }
+  readonly currentTimeMillis = Effect.sync(() => this.now)
+  readonly currentTimeNanos = Effect.sync(() => this.unsafeCurrentTimeNanos())
+  sleep(): Effect.Effect<void> {
+    return Effect.die("the timer must not sleep on a clock with its own scheduler")
+  }
+  scheduler(): Effect.Effect<Clock.ClockScheduler> {
+    return Effect.succeed({
+      unsafeSchedule: (task, duration) => {
+        const entry = { at: this.now + Duration.toMillis(duration), seq: this.seq++, task, live: true }
+        this.tasks.push(entry)
+        return () => {
+          const was = entry.live
+          entry.live = false
+          return was
+        }
+      }
+    })
+  }
+  /** Tasks armed and not cancelled nor run. */
+  get armed(): number {
+    return this.tasks.filter((t) => t.live).length
+  }
+  advance(millis: number): void {
+    const until = this.now + millis
+    for (;;) {
+      const due = this.tasks.filter((t) => t.live && t.at <= until).sort((a, b) => a.at - b.at || a.seq - b.seq)[0]
+      if (due === undefined) break
+      due.live = false
+      this.now = Math.max(this.now, due.at)
+      due.task()
+    }
+    this.now = until
+  }
+}
+
+describe("the timer on a clock with its own scheduler", () => {
+  it.effect("serves every entry with one callback at a time and no fiber, and leaves nothing armed", () =>
+    Effect.gen(function*() {
+      const clock = new CallbackClock()
+      const runtime = yield* Effect.runtime<never>()
+      const starts = new Starts()
+      const fired: Array<string> = []
+      const at = (millis: number, name: string) =>
+        Timers.schedule(clock, runtime, BigInt(millis) * 1_000_000n, () => fired.push(name))
+      yield* Effect.supervised(
+        Effect.sync(() => {
+          at(300, "c")
+          at(100, "a")
+          const cancelled = at(200, "never")
+          at(100, "b")
+          Timers.cancel(clock, cancelled)
+        }),
+        starts
+      )
+      expect(starts.count).toBe(0)
+      expect(Timers.sleeperOf(clock)).toBeUndefined()
+      // Re-armed when an earlier entry came: the first callback (for 300) was cancelled.
+      expect(clock.armed).toBe(1)
+      clock.advance(99)
+      expect(fired).toEqual([])
+      clock.advance(1)
+      expect(fired).toEqual(["a", "b"])
+      clock.advance(1_000)
+      expect(fired).toEqual(["a", "b", "c"])
+      expect(clock.armed).toBe(0)
+      // The last entry cancelled: its callback is cancelled too.
+      const last = at(5_000, "cancelled")
+      expect(clock.armed).toBe(1)
+      Timers.cancel(clock, last)
+      expect(clock.armed).toBe(0)
+      clock.advance(10_000)
+      expect(fired).toEqual(["a", "b", "c"])
+    }))
+
+  it.effect("bounds an attempt with no timer fiber: only the attempt's own fiber is started", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.hang] })
+      const layer = Rein.layer({ catalog: cat, providers: { fake: fake.provider }, health: false })
+      const clock = new CallbackClock()
+      const starts = new Starts()
+      const fiber = yield* Effect.fork(Effect.supervised(
+        Effect.either(Rein.execute(request, contract({ deadline: "1 second", candidates: ["a"] }))).pipe(
+          Effect.provide(layer),
+          Effect.withClock(clock)
+        ),
+        starts
+      ))
+      for (let i = 0; i < 5; i++) yield* Effect.yieldNow()
+      expect(clock.armed).toBe(1)
+      clock.advance(1_000)
+      const result = yield* Fiber.join(fiber)
+      expect(Either.getLeft(result).pipe(Option.getOrThrow)).toMatchObject({
+        _tag: "DeadlineExceeded",
+        teardownUnconfirmed: false
+      })
+      expect(starts.count).toBe(1)
+      expect(clock.armed).toBe(0)
     }))
 })
 

@@ -15,11 +15,20 @@ import type { Duration } from "effect"
 import { Clock, Effect, Exit, Scheduler } from "effect"
 import { Duration as D } from "effect"
 
-interface Sleeper {
-  readonly at: number
-  readonly seq: number
-  /** Resumes the sleeping fiber; `undefined` once cancelled (see `sleep`). */
-  wake: (() => void) | undefined
+/**
+ * One sleeping fiber. A class, not an object literal: V8 pretenures an object literal's allocation site when
+ * its objects survive young-generation collections (a sleeper lives as long as its sleep, and a cancelled one
+ * until its time), and then every sleeper of the hour was allocated in the old generation, where each kept
+ * what it pointed to (its fiber's resume, the fiber's young state) alive through scavenges: most of the
+ * simulation's garbage-collection time. Objects made by `new` are not pretenured that way.
+ */
+class Sleeper {
+  constructor(
+    readonly at: number,
+    readonly seq: number,
+    /** Resumes the sleeping fiber; `undefined` once cancelled (see `sleep`). */
+    public wake: (() => void) | undefined
+  ) {}
 }
 
 const before = (a: Sleeper, b: Sleeper): boolean => a.at < b.at || (a.at === b.at && a.seq < b.seq)
@@ -63,12 +72,19 @@ class Sleepers {
   }
 }
 
-/** A `Clock` reading virtual milliseconds since the start of the simulation. @internal */
+/**
+ * A `Clock` reading virtual milliseconds since the start of the simulation. Besides fibers' sleeps, it schedules
+ * plain callbacks (`scheduler()`, as Effect's live clock does): Rein's one timer per clock runs on them without a
+ * fiber of its own (see `@rein/core`'s `internal/timers.ts`). @internal
+ */
 export class VirtualClock implements Clock.Clock {
   readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
   now = 0
   private seq = 0
   readonly sleepers = new Sleepers()
+
+  /** @param yieldTo queues a task on the simulation's scheduler (what a sleep of no time does). */
+  constructor(private readonly yieldTo: (task: () => void) => void) {}
 
   unsafeCurrentTimeMillis(): number {
     return this.now
@@ -78,16 +94,43 @@ export class VirtualClock implements Clock.Clock {
     return BigInt(Math.round(this.now * 1_000_000))
   }
   readonly currentTimeNanos = Effect.sync(() => this.unsafeCurrentTimeNanos())
+  /**
+   * Calls `task` when virtual time reaches `duration` from now, ordered with sleeps exactly as a fiber sleeping
+   * that long would wake (no time at all: queued as a task, as `Effect.yieldNow` is). The token cancels it.
+   */
+  unsafeSchedule(task: () => void, duration: Duration.Duration): Clock.CancelToken {
+    const millis = D.toMillis(duration)
+    if (!Number.isFinite(millis)) return () => false
+    let pending = true
+    const run = () => {
+      if (!pending) return
+      pending = false
+      task()
+    }
+    const cancel = () => {
+      const was = pending
+      pending = false
+      return was
+    }
+    if (!(millis > 0)) {
+      this.yieldTo(run)
+      return cancel
+    }
+    const sleeper = new Sleeper(this.now + millis, this.seq++, run)
+    this.sleepers.push(sleeper)
+    return () => {
+      sleeper.wake = undefined
+      return cancel()
+    }
+  }
+  readonly scheduler = (): Effect.Effect<Clock.ClockScheduler> => Effect.succeed(this)
+
   sleep(duration: Duration.Duration): Effect.Effect<void> {
     const millis = D.toMillis(duration)
     if (!(millis > 0)) return Effect.yieldNow()
     if (!Number.isFinite(millis)) return Effect.never
     return Effect.async<void>((resume) => {
-      const sleeper: Sleeper = {
-        at: this.now + millis,
-        seq: this.seq++,
-        wake: () => resume(Effect.void)
-      }
+      const sleeper = new Sleeper(this.now + millis, this.seq++, () => resume(Effect.void))
       this.sleepers.push(sleeper)
       // A cancelled sleeper stays in the heap until its time comes (up to a request's deadline later), but
       // lets go of its fiber at once: kept, every interrupted sleep (an attempt's bound, the executor's timer
@@ -110,7 +153,6 @@ export const run = <A, E>(
   effect: Effect.Effect<A, E>
 ): Effect.Effect<{ readonly exit: Exit.Exit<A, E>; readonly virtualMillis: number }> =>
   Effect.suspend(() => {
-    const clock = new VirtualClock()
     // A task run is cleared from the queue at once: the queue holds at most 4,096 of them, and each one
     // kept its fiber alive through every young-generation collection until the queue was trimmed (most of
     // what those collections copied, and most of the simulation's CPU).
@@ -118,6 +160,7 @@ export const run = <A, E>(
     const scheduler = Scheduler.make((task) => {
       tasks.push(task)
     })
+    const clock = new VirtualClock((task) => tasks.push(task))
     return Effect.forkDaemon(Effect.withClock(effect, clock)).pipe(
       Effect.withScheduler(scheduler),
       Effect.map((fiber) => {

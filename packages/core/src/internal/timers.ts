@@ -8,20 +8,32 @@
  * left: after a run, no fiber and no timer of Rein's stays behind. Entries due at the same instant fire in
  * the order they were scheduled.
  *
+ * A clock that schedules callbacks itself (one with Effect's `scheduler()`: the live clock, whose scheduler is
+ * `setTimeout`, and the CLI's virtual clock) needs no fiber for it: the heap is served by one callback on the
+ * clock's scheduler instead, armed, re-armed and cancelled exactly as the fiber's sleep would be. When requests
+ * do not overlap, every attempt armed and disarmed the timer, and the sleeper was a fork and an interruption.
+ *
  * JavaScript runs one fiber at a time: every operation here is a synchronous step.
  *
  * @internal
  */
 import type { Clock, Fiber } from "effect"
-import { Duration, Effect, FiberId, Runtime, RuntimeFlags } from "effect"
+import { Duration, Effect, Exit, FiberId, Runtime, RuntimeFlags } from "effect"
 
-/** A scheduled callback; `cancel` it when the thing it bounds ended first. @internal */
-export interface Entry {
-  readonly at: bigint
-  readonly seq: number
-  readonly fire: () => void
-  /** Position in the heap, -1 once fired or cancelled. */
-  index: number
+/**
+ * A scheduled callback; `cancel` it when the thing it bounds ended first. A class, not an object literal: V8
+ * pretenures a literal's allocation site once some of its objects outlive a young-generation collection (an
+ * entry lives as long as its attempt), and a pretenured entry, dead in the old generation, kept its callback,
+ * and through it the attempt's fiber, alive until the next full collection. @internal
+ */
+export class Entry {
+  constructor(
+    readonly at: bigint,
+    readonly seq: number,
+    readonly fire: () => void,
+    /** Position in the heap, -1 once fired or cancelled. */
+    public index: number
+  ) {}
 }
 
 class Timers {
@@ -34,11 +46,17 @@ class Timers {
   private generation = 0
   /** When the current sleeper wakes (nanos); meaningful only while `armed`. */
   private wakesAt = 0n
+  /** The clock's own scheduler, when it has one: then the heap is served by a callback, not a fiber. */
+  private readonly direct: Clock.ClockScheduler | undefined
+  /** Cancels the callback armed on `direct`. */
+  private cancelDirect: Clock.CancelToken | undefined = undefined
 
-  constructor(private readonly clock: Clock.Clock) {}
+  constructor(private readonly clock: Clock.Clock) {
+    this.direct = schedulerOf(clock)
+  }
 
   schedule(runtime: Runtime.Runtime<never>, at: bigint, fire: () => void): Entry {
-    const entry: Entry = { at, seq: this.seq++, fire, index: this.heap.length }
+    const entry = new Entry(at, this.seq++, fire, this.heap.length)
     this.heap.push(entry)
     this.up(entry.index)
     if (!this.armed || at < this.wakesAt) this.arm(runtime)
@@ -62,6 +80,7 @@ class Timers {
     const generation = ++this.generation
     this.armed = true
     this.wakesAt = top.at
+    if (this.direct !== undefined) return this.callAt(this.direct, generation, top.at)
     // The sleeper must stay interruptible (it may be armed from a finalizer), and it starts at once: a clock
     // whose sleep ends synchronously (a test clock, an entry already due) may fire, empty the heap and end
     // before `runFork` returns. Only a sleeper still current is kept.
@@ -76,14 +95,32 @@ class Timers {
     const sleeper = this.sleeper
     this.sleeper = undefined
     sleeper?.unsafeInterruptAsFork(FiberId.none)
+    const cancel = this.cancelDirect
+    this.cancelDirect = undefined
+    cancel?.()
+  }
+
+  /** `sleepUntil`, as a callback on the clock's own scheduler (no fiber). */
+  private callAt(direct: Clock.ClockScheduler, generation: number, at: bigint): void {
+    this.cancelDirect = direct.unsafeSchedule(() => {
+      if (generation !== this.generation) return
+      this.cancelDirect = undefined
+      this.fireDue(this.clock.unsafeCurrentTimeNanos())
+      if (generation !== this.generation) return
+      const top = this.heap[0]
+      if (top === undefined) {
+        this.armed = false
+        this.generation++
+        return
+      }
+      this.wakesAt = top.at
+      this.callAt(direct, generation, top.at)
+    }, Duration.millis(millisUntil(this.clock, at)))
   }
 
   /** Sleeps until `at`, then fires what is due and sleeps until the next entry, until none is left. */
   private sleepUntil(generation: number, at: bigint): Effect.Effect<void> {
-    const now = this.clock.unsafeCurrentTimeNanos()
-    // Timers round to whole milliseconds: wake never before the entry is due.
-    const millis = Math.max(0, Math.ceil(Number(at - now) / 1e6))
-    return Effect.flatMap(this.clock.sleep(Duration.millis(millis)), () =>
+    return Effect.flatMap(this.clock.sleep(Duration.millis(millisUntil(this.clock, at))), () =>
       Effect.suspend(() => {
         // Replaced by an earlier sleeper, or disarmed: this fiber is done.
         if (generation !== this.generation) return Effect.void
@@ -163,6 +200,22 @@ class Timers {
     heap[i] = entry
     entry.index = i
   }
+}
+
+/** Timers round to whole milliseconds: wake never before the entry is due. */
+const millisUntil = (clock: Clock.Clock, at: bigint): number =>
+  Math.max(0, Math.ceil(Number(at - clock.unsafeCurrentTimeNanos()) / 1e6))
+
+/**
+ * The scheduler of a clock that has one (Effect's `scheduler()`, which the `Clock` interface does not declare:
+ * the live clock's is `setTimeout`); `undefined` for any other clock (`TestClock`), or one whose scheduler is
+ * not at hand synchronously.
+ */
+const schedulerOf = (clock: Clock.Clock): Clock.ClockScheduler | undefined => {
+  const scheduler = (clock as Partial<{ scheduler: () => Effect.Effect<Clock.ClockScheduler> }>).scheduler
+  if (typeof scheduler !== "function") return undefined
+  const exit = Effect.runSyncExit(scheduler.call(clock))
+  return Exit.isSuccess(exit) ? exit.value : undefined
 }
 
 const interruptible = (runtime: Runtime.Runtime<never>): Runtime.Runtime<never> =>

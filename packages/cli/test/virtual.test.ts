@@ -1,0 +1,66 @@
+/**
+ * The simulation's virtual clock schedules plain callbacks (what core's one timer per clock runs on) in the
+ * same order as fibers sleeping as long: by wake time, then by registration; a callback of no time is a task,
+ * as `Effect.yieldNow` is. The report's byte-for-byte determinism depends on that order.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Exit } from "effect"
+import * as Virtual from "../src/internal/virtual.js"
+
+/** Runs `f` with the simulation's clock, in virtual time; what it logged, in order. */
+const simulate = (f: (clock: Virtual.VirtualClock, log: (s: string) => void) => Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    const logged: Array<string> = []
+    const log = (s: string) => {
+      logged.push(s)
+    }
+    const { exit } = yield* Virtual.run(
+      Effect.flatMap(Effect.clock, (clock) => f(clock as Virtual.VirtualClock, log))
+    )
+    expect(Exit.isSuccess(exit)).toBe(true)
+    return logged
+  })
+
+describe("the virtual clock's callbacks", () => {
+  it.effect("interleave with sleeps by wake time, then registration; a cancelled one never runs", () =>
+    Effect.gen(function*() {
+      const logged = yield* simulate((clock, log) =>
+        Effect.gen(function*() {
+          const at = (name: string) => () => log(`${name}@${clock.unsafeCurrentTimeMillis()}`)
+          clock.unsafeSchedule(at("callback 200"), Duration.millis(200))
+          const sleeper = yield* Effect.fork(Effect.andThen(Effect.sleep("100 millis"), Effect.sync(at("sleep 100"))))
+          yield* Effect.yieldNow() // the fiber starts, and its sleep is registered
+          clock.unsafeSchedule(at("callback 100"), Duration.millis(100))
+          const cancel = clock.unsafeSchedule(at("never"), Duration.millis(50))
+          expect(cancel()).toBe(true)
+          yield* Effect.sleep("300 millis")
+          yield* Effect.fromFiber(sleeper)
+          // Cancelling after it ran says so.
+          const ran = clock.unsafeSchedule(at("soon"), Duration.millis(1))
+          yield* Effect.sleep("2 millis")
+          expect(ran()).toBe(false)
+        })
+      )
+      expect(logged).toEqual(["sleep 100@100", "callback 100@100", "callback 200@200", "soon@301"])
+    }))
+
+  it.effect("a callback of no time runs as a task, before time moves", () =>
+    Effect.gen(function*() {
+      const logged = yield* simulate((clock, log) =>
+        Effect.gen(function*() {
+          clock.unsafeSchedule(() => log(`later@${clock.unsafeCurrentTimeMillis()}`), Duration.millis(10))
+          clock.unsafeSchedule(() => log(`now@${clock.unsafeCurrentTimeMillis()}`), Duration.zero)
+          yield* Effect.sleep("20 millis")
+        })
+      )
+      expect(logged).toEqual(["now@0", "later@10"])
+    }))
+
+  it.effect("is what `scheduler()` gives (as Effect's live clock's does)", () =>
+    Effect.gen(function*() {
+      const logged = yield* simulate((clock) =>
+        Effect.map(clock.scheduler(), (scheduler) => expect(scheduler).toBe(clock))
+      )
+      expect(logged).toEqual([])
+    }))
+})
