@@ -166,6 +166,7 @@ const isRight = (r: unknown) => (r as { readonly _tag: string })._tag === "Right
 
 type Kind = "floor" | "peer" | "rein" | "stubborn"
 
+/** One row of the section: what it measures, its samples so far, and how to take one more. */
 export interface Row {
   readonly name: string
   readonly kind: Kind
