@@ -16,9 +16,14 @@
 import { Contract, Rein } from "@rein/core"
 import type { Provider } from "@rein/core"
 import { Effect } from "effect"
+import { execFileSync } from "node:child_process"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { contextOf, leanBound, LeanTimeout, reinVariants, request, response } from "./fixtures.js"
 import type { Benchmark, Goal, RunOptions, Section } from "./harness.js"
 import { collect, fmtMs, fmtRatio, loadNow, loadRange, nowMillis, quantile, table } from "./harness.js"
+
+const here = dirname(fileURLToPath(import.meta.url))
 
 const CONCURRENCY = 1_000
 const DEADLINE_MILLIS = 50
@@ -161,7 +166,8 @@ const isRight = (r: unknown) => (r as { readonly _tag: string })._tag === "Right
 
 type Kind = "floor" | "peer" | "rein" | "stubborn"
 
-interface Row {
+/** One row of the section: what it measures, its samples so far, and how to take one more. */
+export interface Row {
   readonly name: string
   readonly kind: Kind
   readonly shape: Shape
@@ -244,19 +250,35 @@ const floorRows = (): Array<Row> =>
     }
   ])
 
+/** Every row of the section, in a fixed order (a child process is handed a row's index in it). */
+export const allRows = async (): Promise<Array<Row>> => [...floorRows(), ...(await reinRows())]
+
+/**
+ * One sample of row `index`, taken in a fresh child process (`deadline-child.js`) after an untimed run of the
+ * same row there: every sample starts from the same process state, whatever row ran before it.
+ */
+const sampleInChild = (index: number): Array<number> => {
+  const out = execFileSync(process.execPath, ["--expose-gc", join(here, "deadline-child.js"), String(index)], {
+    encoding: "utf8",
+    maxBuffer: 1 << 22
+  })
+  return JSON.parse(out.trim().split("\n").at(-1)!) as Array<number>
+}
+
 const p99Of = (row: Row) => quantile([...row.samples].sort((a, b) => a - b), 0.99)
 
 const run = async (options: RunOptions): Promise<Section> => {
   const reps = options.quick ? 1 : 5
-  const rows: Array<Row> = [...floorRows(), ...(await reinRows())]
+  const rows = await allRows()
   const load0 = loadNow()
-  // Warm-up: one run of each, not recorded.
-  for (const row of rows) await row.measure()
   for (let r = 0; r < reps; r++) {
     options.log(`  round ${r + 1}/${reps}`)
     for (let k = 0; k < rows.length; k++) {
-      const row = rows[(k + r) % rows.length]!
-      row.samples.push(...(await row.measure()))
+      // Each sample in its own process: in one shared process the first Rein row after the floor rows ran
+      // with V8's old-generation limit set low by their slow allocation and took an incremental mark-compact
+      // that no other Rein row took (bench/PROFILE.md, #22).
+      const index = (k + r) % rows.length
+      rows[index]!.samples.push(...sampleInChild(index))
     }
   }
   const load = loadRange(load0, loadNow())
@@ -305,9 +327,9 @@ const run = async (options: RunOptions): Promise<Section> => {
     } requests with a ${DEADLINE_MILLIS} ms deadline (teardown grace ${GRACE_MILLIS} ms, no`,
     "retry, one candidate) against a provider that never answers. burst: all started at once (`Effect.forEach`,",
     "unbounded concurrency; the timers: 1,000 `setTimeout` at once). spread: one started per millisecond (a real",
-    `1 ms timer between starts, ≈ ${DEADLINE_MILLIS} in flight). ${reps} interleaved rounds after a warm-up (the row order rotated`,
-    "every round), all samples pooled. Lateness = (time the request returned − time it started) − deadline,",
-    "from `process.hrtime`. Every request is checked to end as expected (`DeadlineExceeded`, `TimeoutException`,",
+    `1 ms timer between starts, ≈ ${DEADLINE_MILLIS} in flight). ${reps} interleaved rounds (the row order rotated every round),`,
+    "each sample in a fresh child process right after an untimed run of the same row there, all samples pooled.",
+    "Lateness = (time the request returned − time it started) − deadline, from `process.hrtime`. Every request is checked to end as expected (`DeadlineExceeded`, `TimeoutException`,",
     "the lean bound's timeout, the sleep's success). The lean bound is one fork and one `setTimeout` per call,",
     "resumed by the forked fiber's observer after the interruption: the floor for a bound that waits for the",
     "call's teardown (as Rein does). The stubborn provider runs",
