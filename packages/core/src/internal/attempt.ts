@@ -23,7 +23,6 @@ import type { FinishReason, ToolCallCount } from "../Outcome.js"
 import { countToolCalls } from "../Outcome.js"
 import type { AttemptContext, CompletionRequest, Provider, ProviderResponse, StreamPart } from "../Provider.js"
 import type { Usage } from "../Usage.js"
-import { clampMillis } from "./duration.js"
 import { IDLE, keepMap } from "./maps.js"
 import * as Timers from "./timers.js"
 
@@ -83,7 +82,7 @@ const watch = <A, E>(
     return NOOP
   }
   let done = false
-  const entry = Timers.schedule(clock, runtime, atNanos(clock, millis), () => {
+  const entry = Timers.after(clock, runtime, millis, () => {
     if (done) return
     done = true
     fiber.removeObserver(onExit)
@@ -122,9 +121,6 @@ const awaitWithin = <A, E>(
   )
 
 const NONE = Effect.succeed(Option.none<never>())
-
-const atNanos = (clock: Clock.Clock, millis: number): bigint =>
-  clock.unsafeCurrentTimeNanos() + BigInt(Math.ceil(clampMillis(millis) * 1e6))
 
 const runtimeOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>, flags: RuntimeFlags.RuntimeFlags) =>
   Runtime.make({ context: fiber.currentContext, fiberRefs: fiber.getFiberRefs(), runtimeFlags: flags })
@@ -211,7 +207,7 @@ export const bounded = <A, E, S, B, E2>(
       // The provider's fiber never fails: its exit is data (a failing fiber would also be logged).
       const fiber = Runtime.runFork(runtime, asExit(work))
       const polled = fiber.unsafePoll()
-      if (polled !== null) return restore(k.then(end(Exit.flatten(polled))))
+      if (polled !== null) return restoreUnlessDone(restore, k.then(end(Exit.flatten(polled))))
       k.started?.(fiber)
       const waiting = new Waiting(clock, runtime, fiber, timeoutMillis, graceMillis, end, k, restore)
       return Effect.matchCauseEffect(restore(Effect.async(waiting.register)), waiting)
@@ -223,9 +219,12 @@ export const bounded = <A, E, S, B, E2>(
  * the wait's registration and its two continuations are its fields, not a closure (and a closure context) per
  * step: this runs once per attempt that suspends.
  */
-class Waiting<A, E, S, B, E2> {
+class Waiting<A, E, S, B, E2> implements Timers.Entry {
   private done = false
-  private entry: Timers.Entry | undefined = undefined
+  // The wait is its own timer entry (see `Timers.Entry`): `fire` is the timeout.
+  key = 0
+  seq = 0
+  index = -1
   private resume: ((effect: Effect.Effect<Exit.Exit<A, E> | undefined>) => void) | undefined = undefined
   constructor(
     private readonly clock: Clock.Clock,
@@ -246,7 +245,7 @@ class Waiting<A, E, S, B, E2> {
     // A fiber that already ended needs no timer entry (as in `watch`).
     const ended = this.fiber.unsafePoll()
     if (ended !== null) return this.onExit(ended)
-    this.entry = Timers.schedule(this.clock, this.runtime, atNanos(this.clock, this.timeoutMillis), this.onTimer)
+    Timers.scheduleIn(this.clock, this.runtime, this.timeoutMillis, this)
     // A fiber that already ended calls `onExit` at once.
     this.fiber.addObserver(this.onExit)
   }
@@ -254,11 +253,12 @@ class Waiting<A, E, S, B, E2> {
   private readonly onExit = (exit: Exit.Exit<Exit.Exit<A, E>>): void => {
     if (this.done) return
     this.done = true
-    if (this.entry !== undefined) Timers.cancel(this.clock, this.entry)
+    Timers.cancel(this.clock, this)
     this.resume!(Effect.succeed(Exit.flatten(exit)))
   }
 
-  private readonly onTimer = (): void => {
+  /** The timeout (called by the timer). */
+  fire(): void {
     if (this.done) return
     this.done = true
     this.fiber.removeObserver(this.onExit)
@@ -275,7 +275,7 @@ class Waiting<A, E, S, B, E2> {
     if (this.done) return
     this.done = true
     this.fiber.removeObserver(this.onExit)
-    if (this.entry !== undefined) Timers.cancel(this.clock, this.entry)
+    Timers.cancel(this.clock, this)
   }
 
   // Only interruption reaches here: the wait itself never fails.
@@ -293,12 +293,12 @@ class Waiting<A, E, S, B, E2> {
   }
 
   readonly onSuccess = (exit: Exit.Exit<A, E> | undefined): Effect.Effect<B, E2> => {
-    if (exit !== undefined) return this.restore(this.k.then(this.end(exit)))
+    if (exit !== undefined) return restoreUnlessDone(this.restore, this.k.then(this.end(exit)))
     // Timed out: torn down (within the grace) before the caller goes on, whatever interrupts it. The attempt
     // was interrupted in the timer's step and usually processed it before this caller ran: then its teardown
     // is confirmed here, in this step (no teardown effect to run).
     const { fiber, k } = this
-    if (fiber.unsafePoll() !== null) return this.restore(k.then(TIMED_OUT_CONFIRMED))
+    if (fiber.unsafePoll() !== null) return restoreUnlessDone(this.restore, k.then(TIMED_OUT_CONFIRMED))
     return Effect.flatMap(
       teardown(this.clock, this.runtime, fiber, this.graceMillis, true),
       (confirmed) =>
@@ -308,6 +308,17 @@ class Waiting<A, E, S, B, E2> {
     )
   }
 }
+
+/**
+ * `restore(effect)`, unless the effect is already its result (an `Exit`: a committed answer's completion):
+ * that does no work an interruption could cut short, and an interruption pending now lands as the
+ * uninterruptible region ends, just as it would have landed on `restore` (the completion dropped either
+ * way). Saves a runtime-flags step, its revert and their objects on every successful attempt.
+ */
+const restoreUnlessDone = <X, EX>(
+  restore: <Y, EY, RY>(effect: Effect.Effect<Y, EY, RY>) => Effect.Effect<Y, EY, RY>,
+  effect: Effect.Effect<X, EX>
+): Effect.Effect<X, EX> => Exit.isExit(effect) ? effect : restore(effect)
 
 // Its map outlives a full collection between runs (see `internal/maps.ts`): doubles for the two bounds.
 keepMap(new Waiting(IDLE, IDLE, IDLE, 0.5, 0.5, IDLE, IDLE, IDLE))

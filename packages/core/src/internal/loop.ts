@@ -292,7 +292,8 @@ export interface Env {
 
 /** @internal */
 export interface Progress {
-  readonly records: Array<Outcome.AttemptRecord>
+  /** The attempts' records so far (replaced by a one-element array at the first: see `finishAttempt`). */
+  records: Array<Outcome.AttemptRecord>
   current: string | null
   tries: number
   rateLimited: number
@@ -1028,7 +1029,9 @@ const finishAttempt = (
   const endNanos = running.step.env.clock.unsafeCurrentTimeNanos()
   const { charged, kind, record } = recordOf(running, end, endNanos)
   const progress = running.step.progress
-  progress.records.push(record)
+  // Most requests make one attempt: a one-element array (an empty one grows to 17 slots on its first push).
+  if (progress.records.length === 0) progress.records = [record]
+  else progress.records.push(record)
   running.step.env.writer?.attempt(record)
   if (progress.current === record.endpoint) progress.tries++
   else {

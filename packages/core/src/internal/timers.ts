@@ -14,16 +14,37 @@
  */
 import type { Clock, Fiber } from "effect"
 import { Duration, Effect, FiberId, Runtime, RuntimeFlags } from "effect"
+import { clampMillis } from "./duration.js"
 
-/** A scheduled callback; `cancel` it when the thing it bounds ended first. @internal */
+/**
+ * A scheduled callback; `cancel` it when the thing it bounds ended first. A bound that lives in an object of
+ * its own (an attempt's wait) can be the entry itself: no entry object and no callback closure per bound.
+ *
+ * @internal
+ */
 export interface Entry {
-  readonly at: bigint
-  readonly seq: number
-  readonly fire: () => void
+  /** When it is due: nanoseconds after the timer's origin, as a number (see `Timers`). */
+  key: number
+  seq: number
   /** Position in the heap, -1 once fired or cancelled. */
   index: number
+  fire(): void
 }
 
+/** An entry for a callback (`schedule`). */
+class Callback implements Entry {
+  key = 0
+  seq = 0
+  index = -1
+  constructor(readonly fire: () => void) {}
+}
+
+/**
+ * Deadlines are kept as numbers: nanoseconds after the clock's reading when this timer was made. Comparing and
+ * moving them down the heap then costs no `bigint` work (every insert and cancel compares a few of them), and a
+ * bound set relative to now allocates one `bigint` fewer (the offset is added as a number). Exact for 104 days
+ * after the origin (2^53 ns); later, ties may break a few nanoseconds apart.
+ */
 class Timers {
   private readonly heap: Array<Entry> = []
   private seq = 0
@@ -32,17 +53,30 @@ class Timers {
   private sleeper: Fiber.RuntimeFiber<void> | undefined = undefined
   /** Which sleeper is current: one that wakes after it was replaced or disarmed does nothing. */
   private generation = 0
-  /** When the current sleeper wakes (nanos); meaningful only while `armed`. */
-  private wakesAt = 0n
+  /** When the current sleeper wakes (a key); meaningful only while `armed`. */
+  private wakesAt = 0
+  private readonly origin: bigint
 
-  constructor(private readonly clock: Clock.Clock) {}
+  constructor(private readonly clock: Clock.Clock) {
+    this.origin = clock.unsafeCurrentTimeNanos()
+  }
 
-  schedule(runtime: Runtime.Runtime<never>, at: bigint, fire: () => void): Entry {
-    const entry: Entry = { at, seq: this.seq++, fire, index: this.heap.length }
+  /** The clock's reading now, as a key. */
+  now(): number {
+    return Number(this.clock.unsafeCurrentTimeNanos() - this.origin)
+  }
+
+  keyOf(atNanos: bigint): number {
+    return Number(atNanos - this.origin)
+  }
+
+  schedule(runtime: Runtime.Runtime<never>, key: number, entry: Entry): void {
+    entry.key = key
+    entry.seq = this.seq++
+    entry.index = this.heap.length
     this.heap.push(entry)
     this.up(entry.index)
-    if (!this.armed || at < this.wakesAt) this.arm(runtime)
-    return entry
+    if (!this.armed || key < this.wakesAt) this.arm(runtime)
   }
 
   /** The fiber serving the heap, if any (for tests). */
@@ -61,11 +95,11 @@ class Timers {
     const top = this.heap[0]!
     const generation = ++this.generation
     this.armed = true
-    this.wakesAt = top.at
+    this.wakesAt = top.key
     // The sleeper must stay interruptible (it may be armed from a finalizer), and it starts at once: a clock
     // whose sleep ends synchronously (a test clock, an entry already due) may fire, empty the heap and end
     // before `runFork` returns. Only a sleeper still current is kept.
-    const fiber = Runtime.runFork(interruptible(runtime))(this.sleepUntil(generation, top.at))
+    const fiber = Runtime.runFork(interruptible(runtime))(this.sleepUntil(generation, top.key))
     if (generation === this.generation) this.sleeper = fiber
   }
 
@@ -79,15 +113,14 @@ class Timers {
   }
 
   /** Sleeps until `at`, then fires what is due and sleeps until the next entry, until none is left. */
-  private sleepUntil(generation: number, at: bigint): Effect.Effect<void> {
-    const now = this.clock.unsafeCurrentTimeNanos()
+  private sleepUntil(generation: number, key: number): Effect.Effect<void> {
     // Timers round to whole milliseconds: wake never before the entry is due.
-    const millis = Math.max(0, Math.ceil(Number(at - now) / 1e6))
+    const millis = Math.max(0, Math.ceil((key - this.now()) / 1e6))
     return Effect.flatMap(this.clock.sleep(Duration.millis(millis)), () =>
       Effect.suspend(() => {
         // Replaced by an earlier sleeper, or disarmed: this fiber is done.
         if (generation !== this.generation) return Effect.void
-        this.fireDue(this.clock.unsafeCurrentTimeNanos())
+        this.fireDue(this.now())
         // A fired callback may have emptied the heap (disarming this fiber) or scheduled more.
         if (generation !== this.generation) return Effect.void
         const top = this.heap[0]
@@ -97,13 +130,13 @@ class Timers {
           this.generation++
           return Effect.void
         }
-        this.wakesAt = top.at
-        return this.sleepUntil(generation, top.at)
+        this.wakesAt = top.key
+        return this.sleepUntil(generation, top.key)
       }))
   }
 
-  private fireDue(now: bigint): void {
-    while (this.heap.length > 0 && this.heap[0]!.at <= now) {
+  private fireDue(now: number): void {
+    while (this.heap.length > 0 && this.heap[0]!.key <= now) {
       const entry = this.heap[0]!
       this.remove(0)
       try {
@@ -115,7 +148,7 @@ class Timers {
   }
 
   private before(a: Entry, b: Entry): boolean {
-    return a.at < b.at || (a.at === b.at && a.seq < b.seq)
+    return a.key < b.key || (a.key === b.key && a.seq < b.seq)
   }
 
   private remove(i: number): void {
@@ -193,7 +226,35 @@ export const schedule = (
   runtime: Runtime.Runtime<never>,
   atNanos: bigint,
   fire: () => void
-): Entry => timersOf(clock).schedule(runtime, atNanos, fire)
+): Entry => {
+  const timers = timersOf(clock)
+  const entry = new Callback(fire)
+  timers.schedule(runtime, timers.keyOf(atNanos), entry)
+  return entry
+}
+
+/**
+ * Calls `entry.fire()` once `clock` is `millis` (clamped to a timer's range, rounded up to a nanosecond)
+ * past now, unless cancelled first: `schedule` for an entry the caller made.
+ *
+ * @internal
+ */
+export const scheduleIn = (
+  clock: Clock.Clock,
+  runtime: Runtime.Runtime<never>,
+  millis: number,
+  entry: Entry
+): void => {
+  const timers = timersOf(clock)
+  timers.schedule(runtime, timers.now() + Math.ceil(clampMillis(millis) * 1e6), entry)
+}
+
+/** `scheduleIn` for a callback. @internal */
+export const after = (clock: Clock.Clock, runtime: Runtime.Runtime<never>, millis: number, fire: () => void): Entry => {
+  const entry = new Callback(fire)
+  scheduleIn(clock, runtime, millis, entry)
+  return entry
+}
 
 /** Cancels an entry (nothing happens if it already fired). @internal */
 export const cancel = (clock: Clock.Clock, entry: Entry): void => timersOf(clock).cancel(entry)
