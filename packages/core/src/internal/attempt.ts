@@ -225,6 +225,8 @@ class Waiting<A, E, S, B, E2> implements Timers.Entry {
   key = 0
   seq = 0
   index = -1
+  prev: Timers.Entry | undefined = undefined
+  next: Timers.Entry | undefined = undefined
   private resume: ((effect: Effect.Effect<Exit.Exit<A, E> | undefined>) => void) | undefined = undefined
   constructor(
     private readonly clock: Clock.Clock,

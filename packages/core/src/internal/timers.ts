@@ -1,6 +1,11 @@
 /**
- * One timer per clock for every bound the executor sets (attempt timeouts, teardown graces): a heap of
- * deadlines served by a single sleeping fiber, instead of a timer fiber per attempt.
+ * One timer per clock for every bound the executor sets (attempt timeouts, teardown graces): the deadlines
+ * in order, served by a single sleeping fiber, instead of a timer fiber per attempt.
+ *
+ * The deadlines are kept in a run (a linked list in due order) and a heap. Bounds of one length set one after
+ * another come due in the order they were set (a batch's attempt timeouts, a burst's deadlines): each is
+ * appended to the run and, as nearly all are cancelled long before they are due, unlinked from it, both in
+ * constant time. Only an entry due before the run's last goes into the heap (`log n`), as every entry did.
  *
  * The fiber sleeps on the clock it was made for (so `TestClock` drives it in tests, and a virtual clock in
  * simulations) until the earliest deadline, fires every entry that is due, and sleeps again. It is
@@ -26,16 +31,24 @@ export interface Entry {
   /** When it is due: nanoseconds after the timer's origin, as a number (see `Timers`). */
   key: number
   seq: number
-  /** Position in the heap, -1 once fired or cancelled. */
+  /** Position in the heap, `IN_RUN` while in the run, -1 once fired or cancelled (or before it is scheduled). */
   index: number
+  /** Its neighbours in the run. */
+  prev: Entry | undefined
+  next: Entry | undefined
   fire(): void
 }
+
+/** `Entry.index` of an entry in the run. */
+const IN_RUN = -2
 
 /** An entry for a callback (`schedule`). */
 class Callback implements Entry {
   key = 0
   seq = 0
   index = -1
+  prev: Entry | undefined = undefined
+  next: Entry | undefined = undefined
   constructor(readonly fire: () => void) {}
 }
 
@@ -47,6 +60,9 @@ class Callback implements Entry {
  */
 class Timers {
   private readonly heap: Array<Entry> = []
+  /** The run: entries in due order (then scheduling order), first to last. */
+  private first: Entry | undefined = undefined
+  private last: Entry | undefined = undefined
   private seq = 0
   /** Whether a sleeper is serving the heap (it may have no fiber yet: see `arm`). */
   private armed = false
@@ -73,10 +89,49 @@ class Timers {
   schedule(runtime: Runtime.Runtime<never>, key: number, entry: Entry): void {
     entry.key = key
     entry.seq = this.seq++
-    entry.index = this.heap.length
-    this.heap.push(entry)
-    this.up(entry.index)
+    const last = this.last
+    if (last === undefined || key >= last.key) {
+      // Due no earlier than the run's last (and scheduled after it): appended.
+      entry.index = IN_RUN
+      entry.prev = last
+      entry.next = undefined
+      if (last === undefined) this.first = entry
+      else last.next = entry
+      this.last = entry
+    } else {
+      entry.index = this.heap.length
+      this.heap.push(entry)
+      this.up(entry.index)
+    }
     if (!this.armed || key < this.wakesAt) this.arm(runtime)
+  }
+
+  /** The entry due first (`undefined`: none). */
+  private top(): Entry | undefined {
+    const first = this.first
+    const root = this.heap[0]
+    return first === undefined ? root : root === undefined || this.before(first, root) ? first : root
+  }
+
+  private unlink(entry: Entry): void {
+    entry.index = -1
+    const { next, prev } = entry
+    if (prev === undefined) this.first = next
+    else prev.next = next
+    if (next === undefined) this.last = prev
+    else next.prev = prev
+    entry.prev = undefined
+    entry.next = undefined
+  }
+
+  /** Takes an entry out, wherever it is. */
+  private take(entry: Entry): void {
+    if (entry.index === IN_RUN) this.unlink(entry)
+    else this.remove(entry.index)
+  }
+
+  private isEmpty(): boolean {
+    return this.first === undefined && this.heap.length === 0
   }
 
   /** The fiber serving the heap, if any (for tests). */
@@ -85,14 +140,14 @@ class Timers {
   }
 
   cancel(entry: Entry): void {
-    if (entry.index < 0) return
-    this.remove(entry.index)
-    if (this.heap.length === 0) this.disarm()
+    if (entry.index === -1) return
+    this.take(entry)
+    if (this.isEmpty()) this.disarm()
   }
 
   private arm(runtime: Runtime.Runtime<never>): void {
     this.disarm()
-    const top = this.heap[0]!
+    const top = this.top()!
     const generation = ++this.generation
     this.armed = true
     this.wakesAt = top.key
@@ -123,7 +178,7 @@ class Timers {
         this.fireDue(this.now())
         // A fired callback may have emptied the heap (disarming this fiber) or scheduled more.
         if (generation !== this.generation) return Effect.void
-        const top = this.heap[0]
+        const top = this.top()
         if (top === undefined) {
           this.armed = false
           this.sleeper = undefined
@@ -136,9 +191,10 @@ class Timers {
   }
 
   private fireDue(now: number): void {
-    while (this.heap.length > 0 && this.heap[0]!.key <= now) {
-      const entry = this.heap[0]!
-      this.remove(0)
+    while (true) {
+      const entry = this.top()
+      if (entry === undefined || entry.key > now) return
+      this.take(entry)
       try {
         entry.fire()
       } catch {
