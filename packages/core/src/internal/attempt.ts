@@ -174,6 +174,8 @@ export const endsWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, millis: number
  * @internal
  */
 export interface Continue<S, B, E2> {
+  /** The clock's reading when the attempt started: its timeout counts from it (else from when it is watched). */
+  readonly startNanos?: bigint
   /** Called synchronously once the attempt runs in its own fiber (not when it ended without suspending). */
   readonly started?: (fiber: Fiber.RuntimeFiber<unknown, unknown>) => void
   readonly then: (end: AttemptEnd<S>) => Effect.Effect<B, E2>
@@ -188,7 +190,8 @@ export interface Continue<S, B, E2> {
  *
  * The attempt's fiber is started at once and runs synchronously until its first asynchronous step: a
  * provider that answers without suspending costs no timer and no scheduler hop. One that suspends costs an
- * entry in the clock's one timer and one wait. The fork happens inside the uninterruptible region, so no
+ * entry in the clock's one timer (due `timeoutMillis` after `k.startNanos`, the attempt's recorded start, when
+ * given) and one wait. The fork happens inside the uninterruptible region, so no
  * interruption can slip between starting the fiber and watching it, nor between its end and `k.then`.
  *
  * @internal
@@ -247,7 +250,9 @@ class Waiting<A, E, S, B, E2> implements Timers.Entry {
     // A fiber that already ended needs no timer entry (as in `watch`).
     const ended = this.fiber.unsafePoll()
     if (ended !== null) return this.onExit(ended)
-    Timers.scheduleIn(this.clock, this.runtime, this.timeoutMillis, this)
+    const from = this.k.startNanos
+    if (from === undefined) Timers.scheduleIn(this.clock, this.runtime, this.timeoutMillis, this)
+    else Timers.scheduleFrom(this.clock, this.runtime, from, this.timeoutMillis, this)
     // A fiber that already ended calls `onExit` at once.
     this.fiber.addObserver(this.onExit)
   }

@@ -121,6 +121,8 @@ interface Resolved {
     readonly streaming: boolean
     readonly uses: string | undefined
     readonly spec: Planner.Spec
+    /** The spec's candidate ids (`idsOf`), kept beside it: no lookup per request. */
+    readonly ids: ReadonlyArray<string>
   } | undefined
 }
 
@@ -165,7 +167,7 @@ const resolve = (rein: ReinService, contract: Contract): Resolved => {
   return found
 }
 
-/** The spec is a pure function of these inputs: built once per contract and request shape. */
+/** The spec is a pure function of these inputs: built once per contract and request shape (with its ids). */
 const cachedSpec = (
   rein: ReinService,
   contract: Contract,
@@ -174,13 +176,13 @@ const cachedSpec = (
   maxOutputTokens: number | null,
   streaming: boolean,
   uses: Uses | undefined
-): Planner.Spec => {
+): NonNullable<Resolved["last"]> => {
   const last = entry.last
   if (
     last !== undefined && last.input === inputTokens && last.output === maxOutputTokens &&
     last.streaming === streaming && last.uses === uses?.key
   ) {
-    return last.spec
+    return last
   }
   const key = `${inputTokens}:${maxOutputTokens}:${streaming ? 1 : 0}${uses === undefined ? "" : `:${uses.key}`}`
   let spec = entry.byShape.get(key)
@@ -189,8 +191,7 @@ const cachedSpec = (
     spec = makeSpec(contract, rein.catalog.byId, rein.providers, inputTokens, maxOutputTokens, { streaming, uses })
     entry.byShape.set(key, spec)
   }
-  entry.last = { input: inputTokens, output: maxOutputTokens, streaming, uses: uses?.key, spec }
-  return spec
+  return entry.last = { input: inputTokens, output: maxOutputTokens, streaming, uses: uses?.key, spec, ids: idsOf(spec) }
 }
 
 const ids = new WeakMap<Planner.Spec, ReadonlyArray<string>>()
@@ -421,7 +422,8 @@ export const prepareIn = (
     return refuse(refusingIn(fiber, request, contract, streaming), "nested_retries", entry.nested)
   }
   const uses = usesOf(request)
-  const spec = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming, uses)
+  const shape = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming, uses)
+  const spec = shape.spec
   // The optional services are read with `getOrElse` (no `Option` per lookup: this runs once per request).
   const outer = Context.getOrElse(context, Deadline.Deadline, NOTHING)
   const deadline = Deadline.startingNanos(clock.unsafeCurrentTimeNanos(), entry.deadlineNanos, outer)
@@ -437,7 +439,7 @@ export const prepareIn = (
     request,
     contract,
     spec,
-    ids: idsOf(spec),
+    ids: shape.ids,
     deadline,
     budget: own === undefined ? shared : shared === undefined ? own : Budget.both(own, shared),
     health: Context.getOrElse(context, HealthTag, NOTHING),

@@ -305,6 +305,23 @@ export const scheduleIn = (
   timers.schedule(runtime, timers.now() + Math.ceil(clampMillis(millis) * 1e6), entry)
 }
 
+/**
+ * `scheduleIn`, counted from the reading `fromNanos` (an attempt's start) rather than from now: a bound due
+ * `millis` after the thing it bounds started, whatever ran since (and no reading of the clock here).
+ *
+ * @internal
+ */
+export const scheduleFrom = (
+  clock: Clock.Clock,
+  runtime: Runtime.Runtime<never>,
+  fromNanos: bigint,
+  millis: number,
+  entry: Entry
+): void => {
+  const timers = timersOf(clock)
+  timers.schedule(runtime, timers.keyOf(fromNanos) + Math.ceil(clampMillis(millis) * 1e6), entry)
+}
+
 /** `scheduleIn` for a callback. @internal */
 export const after = (clock: Clock.Clock, runtime: Runtime.Runtime<never>, millis: number, fire: () => void): Entry => {
   const entry = new Callback(fire)
