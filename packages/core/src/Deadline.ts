@@ -71,12 +71,16 @@ export const starting = (
 ): Service => startingNanos(nowNanos, nanosOf(duration), Option.getOrUndefined(outer))
 
 /** A deadline's duration as the nanoseconds `starting` adds (rounded up). @internal */
-export const nanosOf = (duration: Duration.DurationInput): bigint => BigInt(Math.ceil(Duration.toMillis(duration) * 1e6))
+export const nanosOf = (duration: Duration.DurationInput): bigint =>
+  BigInt(Math.ceil(Duration.toMillis(duration) * 1e6))
 
 /** `starting`, with the duration converted once (`nanosOf`) and no `Option`: once per request. @internal */
 export const startingNanos = (nowNanos: bigint, nanos: bigint, outer: Service | undefined): Service => {
   const own = nowNanos + nanos
-  return { originNanos: nowNanos, expiresNanos: outer !== undefined && outer.expiresNanos < own ? outer.expiresNanos : own }
+  return {
+    originNanos: nowNanos,
+    expiresNanos: outer !== undefined && outer.expiresNanos < own ? outer.expiresNanos : own
+  }
 }
 
 /**

@@ -65,6 +65,28 @@ interface Running<I> extends Worker {
   }
 }
 
+/** A worker and the ends of the call of the item it executes (see `execute`): `finish` completes the item. */
+const workerOf = <I>(
+  finish: (
+    worker: Running<I>,
+    it: ItemState,
+    item: I,
+    startNanos: bigint,
+    exit: Exit.Exit<Outcome.Completion, Outcome.Terminal>
+  ) => Effect.Effect<void>
+): Running<I> => {
+  const self: Running<I> = {
+    current: undefined,
+    item: undefined,
+    startNanos: 0n,
+    ends: {
+      onFailure: (cause) => finish(self, self.current!, self.item!, self.startNanos, Exit.failCause(cause)),
+      onSuccess: (completion) => finish(self, self.current!, self.item!, self.startNanos, Exit.succeed(completion))
+    }
+  }
+  return self
+}
+
 /** @internal */
 export const make = <I, E, R>(
   state: RunState<I>,
@@ -184,23 +206,8 @@ export const make = <I, E, R>(
     })
   }
 
-  /** A worker and the ends of the call of the item it executes (see `execute`). */
-  const workerOf = (): Running<I> => {
-    const self: Running<I> = {
-      current: undefined,
-      item: undefined,
-      startNanos: 0n,
-      ends: {
-        onFailure: (cause) => finishItem(self, self.current!, self.item!, self.startNanos, Exit.failCause(cause)),
-        onSuccess: (completion) =>
-          finishItem(self, self.current!, self.item!, self.startNanos, Exit.succeed(completion))
-      }
-    }
-    return self
-  }
-
   const worker: Effect.Effect<void, never, Rein.Rein | R> = Effect.suspend(() => {
-    const self = workerOf()
+    const self = workerOf(finishItem)
     // Without anything that acts on single attempts, the executor runs without a gate (see `gated`).
     const process = (next: Pulled<I>): Effect.Effect<void, never, Rein.Rein | R> => {
       if (Option.isNone(next)) return window === undefined ? Effect.void : window.release(1)

@@ -191,7 +191,14 @@ const cachedSpec = (
     spec = makeSpec(contract, rein.catalog.byId, rein.providers, inputTokens, maxOutputTokens, { streaming, uses })
     entry.byShape.set(key, spec)
   }
-  return entry.last = { input: inputTokens, output: maxOutputTokens, streaming, uses: uses?.key, spec, ids: idsOf(spec) }
+  return entry.last = {
+    input: inputTokens,
+    output: maxOutputTokens,
+    streaming,
+    uses: uses?.key,
+    spec,
+    ids: idsOf(spec)
+  }
 }
 
 const ids = new WeakMap<Planner.Spec, ReadonlyArray<string>>()
