@@ -328,7 +328,10 @@ const restoreUnlessDone = <X, EX>(
 ): Effect.Effect<X, EX> => Exit.isExit(effect) ? effect : restore(effect)
 
 // Its map outlives a full collection between runs (see `internal/maps.ts`): doubles for the two bounds.
-keepMap(new Waiting(IDLE, IDLE, IDLE, 0.5, 0.5, IDLE, IDLE, IDLE))
+// Its timer key is a double too (nanoseconds past the timer's origin outgrow a small integer at once).
+const idleWaiting = new Waiting(IDLE, IDLE, IDLE, 0.5, 0.5, IDLE, IDLE, IDLE)
+idleWaiting.key = 0.5
+keepMap(idleWaiting)
 
 const TIMED_OUT = Effect.succeed(undefined)
 
