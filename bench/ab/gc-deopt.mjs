@@ -5,18 +5,12 @@
 // RT=1: the runs on one Runtime of Rein's context instead of `Effect.provide(context)` each.
 // (`execute`: a 200-wide `Effect.forEach` of `Rein.execute`, no batch.)
 // node --expose-gc bench/ab/gc-deopt.mjs [plain|all|floor|execute|...] [N,L,C,rounds]
-import { readFileSync } from "node:fs"
-import { dirname, resolve } from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
-import { catalog, leanBound, request, response } from "../dist/fixtures.js"
-// ROOT=<checkout root>: Rein from that build (default: this checkout's).
-const root = resolve(process.env.ROOT ?? resolve(dirname(fileURLToPath(import.meta.url)), "../.."))
-const at = (p) => import(pathToFileURL(resolve(root, p)).href)
-const { Batch, Guardrails } = await at("packages/batch/dist/index.js")
-const { Contract, Rein } = await at("packages/core/dist/index.js")
-const { Effect, Layer, Runtime, Scope } = await at("packages/core/node_modules/effect/dist/esm/index.js")
-const which = process.argv[2] ?? "plain"
+import { shapeOf } from "./shape.mjs"
 const [N, L, C, R] = (process.argv[3] ?? "20000,5,200,12").split(",").map(Number)
+// ROOT=<checkout root>: Rein from that build (default: this checkout's).
+const { Batch, Guardrails, Rein, effect, leanBound, request, call, context, contract, items, load } = await shapeOf(process.env.ROOT, N, L)
+const { Effect, Runtime } = effect
+const which = process.argv[2] ?? "plain"
 const configs = {
   plain: {},
   all: {
@@ -25,12 +19,6 @@ const configs = {
   },
   abortOn: { abortOn: ["authentication", "insufficient_balance"] }
 }
-const load = () => readFileSync("/proc/loadavg", "utf8").split(" ")[0]
-const call = () => L === 0 ? Promise.resolve(1) : new Promise((r) => setTimeout(() => r(1), L))
-const provider = { internalMaxAttempts: 1, call: () => Effect.as(Effect.promise(call), response) }
-const context = Effect.runSync(Effect.flatMap(Scope.make(), (s) => Layer.buildWithScope(Rein.layer({ catalog, providers: { mem: provider } }), s)))
-const contract = Contract.make({ deadline: "1 minute", candidates: ["mem/a"] })
-const items = Array.from({ length: N }, (_, i) => i)
 // RT=1: run every batch on one Runtime made from Rein's context (no `Effect.provide` per run).
 const runtime = Runtime.make({ context, fiberRefs: Runtime.defaultRuntime.fiberRefs, runtimeFlags: Runtime.defaultRuntime.runtimeFlags })
 const oneRun = which === "execute"

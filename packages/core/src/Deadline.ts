@@ -68,10 +68,19 @@ export const starting = (
   nowNanos: bigint,
   duration: Duration.DurationInput,
   outer: Option.Option<Service>
-): Service => {
-  const own = nowNanos + BigInt(Math.ceil(Duration.toMillis(duration) * 1e6))
-  const expiresNanos = Option.isSome(outer) && outer.value.expiresNanos < own ? outer.value.expiresNanos : own
-  return { originNanos: nowNanos, expiresNanos }
+): Service => startingNanos(nowNanos, nanosOf(duration), Option.getOrUndefined(outer))
+
+/** A deadline's duration as the nanoseconds `starting` adds (rounded up). @internal */
+export const nanosOf = (duration: Duration.DurationInput): bigint =>
+  BigInt(Math.ceil(Duration.toMillis(duration) * 1e6))
+
+/** `starting`, with the duration converted once (`nanosOf`) and no `Option`: once per request. @internal */
+export const startingNanos = (nowNanos: bigint, nanos: bigint, outer: Service | undefined): Service => {
+  const own = nowNanos + nanos
+  return {
+    originNanos: nowNanos,
+    expiresNanos: outer !== undefined && outer.expiresNanos < own ? outer.expiresNanos : own
+  }
 }
 
 /**

@@ -81,11 +81,18 @@ export const execute = (
 ): Effect.Effect<Outcome.Completion, Outcome.Terminal, Rein> =>
   Effect.withFiberRuntime((fiber) => {
     const prepared = Loop.prepareIn(fiber, request, contract, false)
-    return Effect.isEffect(prepared) ? Effect.flatMap(prepared, (env) => run(request, env)) : run(request, prepared)
+    // Prepared in this step: the request's start is the clock's reading for its first steps (see `Loop.Now`).
+    return Effect.isEffect(prepared)
+      ? Effect.flatMap(prepared, (env) => run(request, env))
+      : run(request, prepared, prepared.deadline.originNanos)
   })
 
-const run = (request: CompletionRequest, env: Loop.Env): Effect.Effect<Outcome.Completion, Outcome.Terminal> =>
-  journaled(env, Loop.run<ProviderResponse, Outcome.Completion>(env, new Calling(request, env)), identity)
+const run = (
+  request: CompletionRequest,
+  env: Loop.Env,
+  now?: Loop.Now
+): Effect.Effect<Outcome.Completion, Outcome.Terminal> =>
+  journaled(env, Loop.run<ProviderResponse, Outcome.Completion>(env, new Calling(request, env), now), identity)
 
 const identity = <A>(a: A): A => a
 

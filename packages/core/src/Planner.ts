@@ -462,14 +462,27 @@ export const backoffMillis = (retry: Spec["retry"], tries: number, u: number): n
 
 type StaticVerdicts = Pick<Verdicts, "listed" | "capable" | "mode" | "simulation">
 
-const staticCache = new WeakMap<Spec, WeakMap<CandidateSpec, StaticVerdicts>>()
+/**
+ * What a decision reads of one candidate that depends on the spec alone, computed once per spec and candidate:
+ * its static verdicts, its reservation, and its verdict when every predicate holds, per role (made on first
+ * use, then shared, like `ALL_TRUE`: nearly every decision finds its candidate legal, and this runs once per
+ * candidate per attempt).
+ */
+interface PerCandidate {
+  readonly s: StaticVerdicts
+  readonly reservation: Reservation
+  readonly legal: { first?: CandidateVerdict; retry?: CandidateVerdict; fallback?: CandidateVerdict }
+}
 
-/** The verdicts that depend on the spec alone, computed once per spec and candidate. */
-const staticVerdicts = (spec: Spec, c: CandidateSpec): StaticVerdicts => {
+const staticCache = new WeakMap<Spec, WeakMap<CandidateSpec, PerCandidate>>()
+
+const perCandidate = (spec: Spec, c: CandidateSpec): PerCandidate => {
   let bySpec = staticCache.get(spec)
   if (bySpec === undefined) staticCache.set(spec, bySpec = new WeakMap())
   let found = bySpec.get(c)
-  if (found === undefined) bySpec.set(c, found = computeStaticVerdicts(spec, c))
+  if (found === undefined) {
+    bySpec.set(c, found = { s: computeStaticVerdicts(spec, c), reservation: reservationFor(spec, c), legal: {} })
+  }
   return found
 }
 
@@ -563,7 +576,8 @@ interface Evaluated {
 }
 
 const evaluate = (spec: Spec, snap: Snapshot, c: CandidateSpec, role: Role, failed: CandidateSpec | undefined) => {
-  const s = staticVerdicts(spec, c)
+  const per = perCandidate(spec, c)
+  const s = per.s
   let waitMillis = 0
   let waitReason: Evaluated["waitReason"] = "none"
   if (role === "retry" && snap.last !== null) {
@@ -582,7 +596,7 @@ const evaluate = (spec: Spec, snap: Snapshot, c: CandidateSpec, role: Role, fail
     : `${fmt(snap.remainingMillis)} ms remaining${
       spec.minAttemptMillis > 0 ? `, below the ${fmt(spec.minAttemptMillis)} ms minimum attempt` : ""
     }`
-  const reservation = reservationFor(spec, c)
+  const reservation = per.reservation
   const b = snap.budget
   const budget: true | string = b.cost !== null && reservation.cost !== null && reservation.cost > b.cost + EPSILON
     ? `worst-case cost ${fmt(reservation.cost)} > ${fmt(b.cost)} left`
@@ -625,9 +639,12 @@ const evaluate = (spec: Spec, snap: Snapshot, c: CandidateSpec, role: Role, fail
       failureAllows: failure,
       uncommitted: snap.committed ? "the stream has committed" : true
     }
+  const verdict = verdicts === ALL_TRUE
+    ? per.legal[role] ??= Object.freeze({ endpoint: c.id, role, legal: true, verdicts })
+    : { endpoint: c.id, role, legal: isLegal(verdicts), verdicts }
   return {
     candidate: c,
-    verdict: { endpoint: c.id, role, legal: isLegal(verdicts), verdicts },
+    verdict,
     waitMillis,
     waitReason,
     reservation
@@ -680,16 +697,18 @@ const stop = (
 export const decide = (spec: Spec, snap: Snapshot): Decision => {
   const start = snap.current === null ? 0 : spec.candidates.findIndex((c) => c.id === snap.current)
   const failed = start >= 0 && snap.current !== null ? spec.candidates[start] : undefined
-  const evaluated: Array<Evaluated> = []
-  const verdicts: Array<CandidateVerdict> = []
+  // Both lists sized once (an empty array grows to 17 slots on its first push; this runs once per attempt).
+  const from = Math.max(0, start)
+  const evaluated: Array<Evaluated> = new Array(spec.candidates.length - from)
+  const verdicts: Array<CandidateVerdict> = new Array(evaluated.length)
   // The first legal candidate, found in the same pass (no closures: this runs once per attempt).
   let chosen: Evaluated | undefined
-  for (let i = Math.max(0, start); i < spec.candidates.length; i++) {
+  for (let i = from; i < spec.candidates.length; i++) {
     const c = spec.candidates[i]!
     const role: Role = snap.current === null ? "first" : i === start ? "retry" : "fallback"
     const e = evaluate(spec, snap, c, role, failed)
-    evaluated.push(e)
-    verdicts.push(e.verdict)
+    evaluated[i - from] = e
+    verdicts[i - from] = e.verdict
     if (chosen === undefined && e.verdict.legal) chosen = e
   }
   if (snap.remainingMillis <= 0) {

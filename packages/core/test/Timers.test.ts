@@ -8,12 +8,14 @@ import {
   Effect,
   Either,
   Exit,
+  FastCheck,
   Fiber,
   FiberRef,
   Layer,
   Option,
   Supervisor,
-  TestClock
+  TestClock,
+  TestContext
 } from "effect"
 import * as Attempt from "../src/internal/attempt.js"
 import * as Timers from "../src/internal/timers.js"
@@ -58,6 +60,37 @@ describe("the timer shared by every bound", () => {
       yield* TestClock.adjust(1_000)
       expect(fired).toEqual(["a", "b", "c"])
     }))
+
+  // Entries set one after another with the same length go to the run (a list in due order), the others to the
+  // heap: whatever mix of the two, they fire in due order, then in scheduling order, and the cancelled never.
+  it("entries fire in due order, then scheduling order, wherever they were kept, and cancelled ones never", async () => {
+    const plan = FastCheck.array(
+      FastCheck.record({ at: FastCheck.integer({ min: 1, max: 40 }), cancel: FastCheck.boolean() }),
+      { maxLength: 40 }
+    )
+    await FastCheck.assert(
+      FastCheck.asyncProperty(plan, (entries) =>
+        Effect.runPromise(
+          Effect.gen(function*() {
+            const clock = yield* Effect.clock
+            const fired: Array<number> = []
+            const scheduled: Array<Timers.Entry> = []
+            for (const [i, e] of entries.entries()) scheduled.push(yield* schedule(e.at, () => fired.push(i)))
+            for (const [i, e] of entries.entries()) if (e.cancel) Timers.cancel(clock, scheduled[i]!)
+            yield* TestClock.adjust(50)
+            const expected = entries
+              .map((e, i) => ({ ...e, i }))
+              .filter((e) => !e.cancel)
+              .sort((a, b) => a.at - b.at || a.i - b.i)
+              .map((e) => e.i)
+            expect(fired).toEqual(expected)
+            // Nothing left: no sleeper stays behind.
+            expect(Timers.sleeperOf(clock)).toBeUndefined()
+          }).pipe(Effect.provide(TestContext.TestContext))
+        )),
+      { numRuns: 100, seed: 22 }
+    )
+  })
 
   it.effect("an entry due at once does not stop later entries from firing", () =>
     Effect.gen(function*() {

@@ -55,6 +55,38 @@ export const runAll = <R>(worker: Effect.Effect<void, never, R>, n: number): Eff
     return Effect.zipRight(forkFrom(0), Effect.onInterrupt(restore(awaitAll), () => Fiber.interruptAll(fibers)))
   })
 
+/** A worker of this pool: the item it executes, with its start, and the ends of its call (made once). */
+interface Running<I> extends Worker {
+  item: I | undefined
+  startNanos: bigint
+  readonly ends: {
+    readonly onFailure: (cause: Cause.Cause<Outcome.Terminal>) => Effect.Effect<void>
+    readonly onSuccess: (completion: Outcome.Completion) => Effect.Effect<void>
+  }
+}
+
+/** A worker and the ends of the call of the item it executes (see `execute`): `finish` completes the item. */
+const workerOf = <I>(
+  finish: (
+    worker: Running<I>,
+    it: ItemState,
+    item: I,
+    startNanos: bigint,
+    exit: Exit.Exit<Outcome.Completion, Outcome.Terminal>
+  ) => Effect.Effect<void>
+): Running<I> => {
+  const self: Running<I> = {
+    current: undefined,
+    item: undefined,
+    startNanos: 0n,
+    ends: {
+      onFailure: (cause) => finish(self, self.current!, self.item!, self.startNanos, Exit.failCause(cause)),
+      onSuccess: (completion) => finish(self, self.current!, self.item!, self.startNanos, Exit.succeed(completion))
+    }
+  }
+  return self
+}
+
 /** @internal */
 export const make = <I, E, R>(
   state: RunState<I>,
@@ -120,7 +152,7 @@ export const make = <I, E, R>(
   }
 
   /** Called when the worker has pulled the item (a synchronous step); the effect executes it. */
-  const processItem = (worker: Worker, item: I, index: number): Effect.Effect<void, never, Rein.Rein> => {
+  const processItem = (worker: Running<I>, item: I, index: number): Effect.Effect<void, never, Rein.Rein> => {
     const request = settings.request(item, index)
     const itemId = settings.itemId?.(item, index) ?? request.id ?? String(index)
     const artifacts = settings.artifacts
@@ -147,7 +179,7 @@ export const make = <I, E, R>(
 
   /** Executes an accepted item and completes it (a function of the pool, not a closure per item). */
   const execute = (
-    worker: Worker,
+    worker: Running<I>,
     it: ItemState,
     item: I,
     request: Provider.CompletionRequest
@@ -158,12 +190,12 @@ export const make = <I, E, R>(
       : state.observer.item(Rein.execute(request, itemContract), it.index, it.itemId)
     if (!cancelActive) {
       state.executing.add(it)
-      // Both ends of the call in one object (`Effect.exit` and a `flatMap` closure cost four closures and two
-      // option objects per item).
-      return Effect.matchCauseEffect(executed, {
-        onFailure: (cause) => finishItem(worker, it, item, startNanos, Exit.failCause(cause)),
-        onSuccess: (completion) => finishItem(worker, it, item, startNanos, Exit.succeed(completion))
-      })
+      // Both ends of the call are the worker's own handlers, made once per worker: the item runs on the
+      // worker's fiber, one at a time, so they read it from the worker (no closures and no options object
+      // per item).
+      worker.item = item
+      worker.startNanos = startNanos
+      return Effect.matchCauseEffect(executed, worker.ends)
     }
     // Its own fiber, so that a stop can interrupt the call while this worker publishes the result.
     return Effect.flatMap(Effect.fork(executed), (fiber) => {
@@ -175,7 +207,7 @@ export const make = <I, E, R>(
   }
 
   const worker: Effect.Effect<void, never, Rein.Rein | R> = Effect.suspend(() => {
-    const self: Worker = { current: undefined }
+    const self = workerOf(finishItem)
     // Without anything that acts on single attempts, the executor runs without a gate (see `gated`).
     const process = (next: Pulled<I>): Effect.Effect<void, never, Rein.Rein | R> => {
       if (Option.isNone(next)) return window === undefined ? Effect.void : window.release(1)

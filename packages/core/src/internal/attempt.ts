@@ -23,7 +23,6 @@ import type { FinishReason, ToolCallCount } from "../Outcome.js"
 import { countToolCalls } from "../Outcome.js"
 import type { AttemptContext, CompletionRequest, Provider, ProviderResponse, StreamPart } from "../Provider.js"
 import type { Usage } from "../Usage.js"
-import { clampMillis } from "./duration.js"
 import { IDLE, keepMap } from "./maps.js"
 import * as Timers from "./timers.js"
 
@@ -83,7 +82,7 @@ const watch = <A, E>(
     return NOOP
   }
   let done = false
-  const entry = Timers.schedule(clock, runtime, atNanos(clock, millis), () => {
+  const entry = Timers.after(clock, runtime, millis, () => {
     if (done) return
     done = true
     fiber.removeObserver(onExit)
@@ -122,9 +121,6 @@ const awaitWithin = <A, E>(
   )
 
 const NONE = Effect.succeed(Option.none<never>())
-
-const atNanos = (clock: Clock.Clock, millis: number): bigint =>
-  clock.unsafeCurrentTimeNanos() + BigInt(Math.ceil(clampMillis(millis) * 1e6))
 
 const runtimeOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>, flags: RuntimeFlags.RuntimeFlags) =>
   Runtime.make({ context: fiber.currentContext, fiberRefs: fiber.getFiberRefs(), runtimeFlags: flags })
@@ -178,6 +174,8 @@ export const endsWithin = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, millis: number
  * @internal
  */
 export interface Continue<S, B, E2> {
+  /** The clock's reading when the attempt started: its timeout counts from it (else from when it is watched). */
+  readonly startNanos?: bigint
   /** Called synchronously once the attempt runs in its own fiber (not when it ended without suspending). */
   readonly started?: (fiber: Fiber.RuntimeFiber<unknown, unknown>) => void
   readonly then: (end: AttemptEnd<S>) => Effect.Effect<B, E2>
@@ -192,7 +190,8 @@ export interface Continue<S, B, E2> {
  *
  * The attempt's fiber is started at once and runs synchronously until its first asynchronous step: a
  * provider that answers without suspending costs no timer and no scheduler hop. One that suspends costs an
- * entry in the clock's one timer and one wait. The fork happens inside the uninterruptible region, so no
+ * entry in the clock's one timer (due `timeoutMillis` after `k.startNanos`, the attempt's recorded start, when
+ * given) and one wait. The fork happens inside the uninterruptible region, so no
  * interruption can slip between starting the fiber and watching it, nor between its end and `k.then`.
  *
  * @internal
@@ -211,7 +210,7 @@ export const bounded = <A, E, S, B, E2>(
       // The provider's fiber never fails: its exit is data (a failing fiber would also be logged).
       const fiber = Runtime.runFork(runtime, asExit(work))
       const polled = fiber.unsafePoll()
-      if (polled !== null) return restore(k.then(end(Exit.flatten(polled))))
+      if (polled !== null) return restoreUnlessDone(restore, k.then(end(Exit.flatten(polled))))
       k.started?.(fiber)
       const waiting = new Waiting(clock, runtime, fiber, timeoutMillis, graceMillis, end, k, restore)
       return Effect.matchCauseEffect(restore(Effect.async(waiting.register)), waiting)
@@ -223,9 +222,14 @@ export const bounded = <A, E, S, B, E2>(
  * the wait's registration and its two continuations are its fields, not a closure (and a closure context) per
  * step: this runs once per attempt that suspends.
  */
-class Waiting<A, E, S, B, E2> {
+class Waiting<A, E, S, B, E2> implements Timers.Entry {
   private done = false
-  private entry: Timers.Entry | undefined = undefined
+  // The wait is its own timer entry (see `Timers.Entry`): `fire` is the timeout.
+  key = 0
+  seq = 0
+  index = -1
+  prev: Timers.Entry | undefined = undefined
+  next: Timers.Entry | undefined = undefined
   private resume: ((effect: Effect.Effect<Exit.Exit<A, E> | undefined>) => void) | undefined = undefined
   constructor(
     private readonly clock: Clock.Clock,
@@ -246,7 +250,9 @@ class Waiting<A, E, S, B, E2> {
     // A fiber that already ended needs no timer entry (as in `watch`).
     const ended = this.fiber.unsafePoll()
     if (ended !== null) return this.onExit(ended)
-    this.entry = Timers.schedule(this.clock, this.runtime, atNanos(this.clock, this.timeoutMillis), this.onTimer)
+    const from = this.k.startNanos
+    if (from === undefined) Timers.scheduleIn(this.clock, this.runtime, this.timeoutMillis, this)
+    else Timers.scheduleFrom(this.clock, this.runtime, from, this.timeoutMillis, this)
     // A fiber that already ended calls `onExit` at once.
     this.fiber.addObserver(this.onExit)
   }
@@ -254,11 +260,12 @@ class Waiting<A, E, S, B, E2> {
   private readonly onExit = (exit: Exit.Exit<Exit.Exit<A, E>>): void => {
     if (this.done) return
     this.done = true
-    if (this.entry !== undefined) Timers.cancel(this.clock, this.entry)
+    Timers.cancel(this.clock, this)
     this.resume!(Effect.succeed(Exit.flatten(exit)))
   }
 
-  private readonly onTimer = (): void => {
+  /** The timeout (called by the timer). */
+  fire(): void {
     if (this.done) return
     this.done = true
     this.fiber.removeObserver(this.onExit)
@@ -275,7 +282,7 @@ class Waiting<A, E, S, B, E2> {
     if (this.done) return
     this.done = true
     this.fiber.removeObserver(this.onExit)
-    if (this.entry !== undefined) Timers.cancel(this.clock, this.entry)
+    Timers.cancel(this.clock, this)
   }
 
   // Only interruption reaches here: the wait itself never fails.
@@ -293,12 +300,12 @@ class Waiting<A, E, S, B, E2> {
   }
 
   readonly onSuccess = (exit: Exit.Exit<A, E> | undefined): Effect.Effect<B, E2> => {
-    if (exit !== undefined) return this.restore(this.k.then(this.end(exit)))
+    if (exit !== undefined) return restoreUnlessDone(this.restore, this.k.then(this.end(exit)))
     // Timed out: torn down (within the grace) before the caller goes on, whatever interrupts it. The attempt
     // was interrupted in the timer's step and usually processed it before this caller ran: then its teardown
     // is confirmed here, in this step (no teardown effect to run).
     const { fiber, k } = this
-    if (fiber.unsafePoll() !== null) return this.restore(k.then(TIMED_OUT_CONFIRMED))
+    if (fiber.unsafePoll() !== null) return restoreUnlessDone(this.restore, k.then(TIMED_OUT_CONFIRMED))
     return Effect.flatMap(
       teardown(this.clock, this.runtime, fiber, this.graceMillis, true),
       (confirmed) =>
@@ -309,8 +316,22 @@ class Waiting<A, E, S, B, E2> {
   }
 }
 
+/**
+ * `restore(effect)`, unless the effect is already its result (an `Exit`: a committed answer's completion):
+ * that does no work an interruption could cut short, and an interruption pending now lands as the
+ * uninterruptible region ends, just as it would have landed on `restore` (the completion dropped either
+ * way). Saves a runtime-flags step, its revert and their objects on every successful attempt.
+ */
+const restoreUnlessDone = <X, EX>(
+  restore: <Y, EY, RY>(effect: Effect.Effect<Y, EY, RY>) => Effect.Effect<Y, EY, RY>,
+  effect: Effect.Effect<X, EX>
+): Effect.Effect<X, EX> => Exit.isExit(effect) ? effect : restore(effect)
+
 // Its map outlives a full collection between runs (see `internal/maps.ts`): doubles for the two bounds.
-keepMap(new Waiting(IDLE, IDLE, IDLE, 0.5, 0.5, IDLE, IDLE, IDLE))
+// Its timer key is a double too (nanoseconds past the timer's origin outgrow a small integer at once).
+const idleWaiting = new Waiting(IDLE, IDLE, IDLE, 0.5, 0.5, IDLE, IDLE, IDLE)
+idleWaiting.key = 0.5
+keepMap(idleWaiting)
 
 const TIMED_OUT = Effect.succeed(undefined)
 

@@ -111,6 +111,9 @@ interface Resolved {
   /** Why a candidate's provider is refused (it retries internally), or `null`. */
   readonly nested: string | null
   readonly byShape: Map<string, Planner.Spec>
+  /** The contract's deadline and teardown grace, converted once. */
+  readonly deadlineNanos: bigint
+  readonly graceMillis: number
   /** The last shape asked for: consecutive requests of one batch usually share it. */
   last: {
     readonly input: number | null
@@ -118,6 +121,8 @@ interface Resolved {
     readonly streaming: boolean
     readonly uses: string | undefined
     readonly spec: Planner.Spec
+    /** The spec's candidate ids (`idsOf`), kept beside it: no lookup per request. */
+    readonly ids: ReadonlyArray<string>
   } | undefined
 }
 
@@ -149,13 +154,20 @@ const resolve = (rein: ReinService, contract: Contract): Resolved => {
     const unknown = contract.candidates.filter((id) => !rein.catalog.byId.has(id))
     byContract.set(
       contract,
-      found = { unknown: unknownCandidates(unknown), nested, byShape: new Map(), last: undefined }
+      found = {
+        unknown: unknownCandidates(unknown),
+        nested,
+        byShape: new Map(),
+        last: undefined,
+        deadlineNanos: Deadline.nanosOf(contract.deadline),
+        graceMillis: Duration.toMillis(contract.teardownGrace)
+      }
     )
   }
   return found
 }
 
-/** The spec is a pure function of these inputs: built once per contract and request shape. */
+/** The spec is a pure function of these inputs: built once per contract and request shape (with its ids). */
 const cachedSpec = (
   rein: ReinService,
   contract: Contract,
@@ -164,13 +176,13 @@ const cachedSpec = (
   maxOutputTokens: number | null,
   streaming: boolean,
   uses: Uses | undefined
-): Planner.Spec => {
+): NonNullable<Resolved["last"]> => {
   const last = entry.last
   if (
     last !== undefined && last.input === inputTokens && last.output === maxOutputTokens &&
     last.streaming === streaming && last.uses === uses?.key
   ) {
-    return last.spec
+    return last
   }
   const key = `${inputTokens}:${maxOutputTokens}:${streaming ? 1 : 0}${uses === undefined ? "" : `:${uses.key}`}`
   let spec = entry.byShape.get(key)
@@ -179,8 +191,14 @@ const cachedSpec = (
     spec = makeSpec(contract, rein.catalog.byId, rein.providers, inputTokens, maxOutputTokens, { streaming, uses })
     entry.byShape.set(key, spec)
   }
-  entry.last = { input: inputTokens, output: maxOutputTokens, streaming, uses: uses?.key, spec }
-  return spec
+  return entry.last = {
+    input: inputTokens,
+    output: maxOutputTokens,
+    streaming,
+    uses: uses?.key,
+    spec,
+    ids: idsOf(spec)
+  }
 }
 
 const ids = new WeakMap<Planner.Spec, ReadonlyArray<string>>()
@@ -292,7 +310,8 @@ export interface Env {
 
 /** @internal */
 export interface Progress {
-  readonly records: Array<Outcome.AttemptRecord>
+  /** The attempts' records so far (replaced by a one-element array at the first: see `finishAttempt`). */
+  records: Array<Outcome.AttemptRecord>
   current: string | null
   tries: number
   rateLimited: number
@@ -410,14 +429,11 @@ export const prepareIn = (
     return refuse(refusingIn(fiber, request, contract, streaming), "nested_retries", entry.nested)
   }
   const uses = usesOf(request)
-  const spec = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming, uses)
+  const shape = cachedSpec(rein, contract, entry, inputTokens, request.maxOutputTokens ?? null, streaming, uses)
+  const spec = shape.spec
   // The optional services are read with `getOrElse` (no `Option` per lookup: this runs once per request).
   const outer = Context.getOrElse(context, Deadline.Deadline, NOTHING)
-  const deadline = Deadline.starting(
-    clock.unsafeCurrentTimeNanos(),
-    contract.deadline,
-    outer === undefined ? Option.none() : Option.some(outer)
-  )
+  const deadline = Deadline.startingNanos(clock.unsafeCurrentTimeNanos(), entry.deadlineNanos, outer)
   const limits = contract.budget
   const ownLimits = limits.cost !== undefined || limits.tokens !== undefined || limits.calls !== undefined
   const shared = Context.getOrElse(context, Budget.SharedBudget, NOTHING)
@@ -430,13 +446,13 @@ export const prepareIn = (
     request,
     contract,
     spec,
-    ids: idsOf(spec),
+    ids: shape.ids,
     deadline,
     budget: own === undefined ? shared : shared === undefined ? own : Budget.both(own, shared),
     health: Context.getOrElse(context, HealthTag, NOTHING),
     gate,
     writer: undefined,
-    graceMillis: Duration.toMillis(contract.teardownGrace)
+    graceMillis: entry.graceMillis
   }
   // Telemetry hook: spans and metrics ride on the journal's writer hooks (nothing when no `Telemetry`).
   const telemetry = Context.getOrElse(context, TelemetryTag, NOTHING)
@@ -512,9 +528,10 @@ const snapshotOf = (
   progress: Progress,
   budget: Budget.Left,
   jitter: number | null,
-  viewed?: Health.View
+  viewed?: Health.View,
+  reading?: Now
 ): Planner.Snapshot => {
-  const now = env.clock.unsafeCurrentTimeNanos()
+  const now = reading ?? env.clock.unsafeCurrentTimeNanos()
   const health = env.health
   const view = health === undefined
     ? undefined
@@ -543,11 +560,17 @@ const snapshotOf = (
  * The snapshot the planner will consume: at once when every input can be read synchronously (no jitter to
  * draw, the budget and health on their fast paths), else the effect that reads them.
  */
-const snapshotNow = (env: Env, progress: Progress): Planner.Snapshot | Effect.Effect<Planner.Snapshot> => {
+const snapshotNow = (
+  env: Env,
+  progress: Progress,
+  now?: Now
+): Planner.Snapshot | Effect.Effect<Planner.Snapshot> => {
   const { budget, health } = env
   const slowHealth = health !== undefined && health.unsafeView === undefined
   const left = budget === undefined ? UNLIMITED : budget.unsafeLeft === undefined ? undefined : budget.unsafeLeft()
-  if (left !== undefined && progress.last === null && !slowHealth) return snapshotOf(env, progress, left, null)
+  if (left !== undefined && progress.last === null && !slowHealth) {
+    return snapshotOf(env, progress, left, null, undefined, now)
+  }
   return Effect.map(
     Effect.all([
       left !== undefined || budget === undefined ? Effect.succeed(left ?? UNLIMITED) : budget.left,
@@ -605,20 +628,36 @@ export interface Driver<S, B> {
 export const loop = <S, B>(env: Env, driver: Driver<S, B>): Effect.Effect<B, Outcome.Terminal> =>
   Effect.suspend(() => run(env, driver))
 
-/** `loop`, started now: call it only while the request runs (it allocates the request's progress). @internal */
-export const run = <S, B>(env: Env, driver: Driver<S, B>): Effect.Effect<B, Outcome.Terminal> =>
-  next(env, { records: [], current: null, tries: 0, rateLimited: 0, counted: 0, last: null }, driver)
+/**
+ * `loop`, started now: call it only while the request runs (it allocates the request's progress). `now`: the
+ * clock's reading, when the caller read it in this same synchronous step (see `Now`).
+ *
+ * @internal
+ */
+export const run = <S, B>(env: Env, driver: Driver<S, B>, now?: Now): Effect.Effect<B, Outcome.Terminal> =>
+  next(env, { records: [], current: null, tries: 0, rateLimited: 0, counted: 0, last: null }, driver, now)
+
+/**
+ * A reading of the request's clock taken in the current synchronous step, handed along the steps that follow
+ * without an effect in between (the snapshot, the health slot's time, the attempt's start), so that a first
+ * attempt reads the clock once (its request's start) instead of four times: each reading is a native call
+ * and two `bigint`s. Never carried past an effect (a step after one reads the clock itself: `undefined`).
+ *
+ * @internal
+ */
+export type Now = bigint
 
 /** Snapshot and decide (reading the budget and drawing jitter only when they matter). */
 const next = <S, B>(
   env: Env,
   progress: Progress,
-  driver: Driver<S, B>
+  driver: Driver<S, B>,
+  now?: Now
 ): Effect.Effect<B, Outcome.Terminal> => {
-  const snap = snapshotNow(env, progress)
+  const snap = snapshotNow(env, progress, now)
   return Effect.isEffect(snap)
     ? Effect.flatMap(snap, (snap) => plan(env, progress, snap, driver))
-    : plan(env, progress, snap, driver)
+    : plan(env, progress, snap, driver, now)
 }
 
 /** Decides, then acquires: the budget reservation (a transaction over the request's and the shared budget). */
@@ -626,18 +665,19 @@ const plan = <S, B>(
   env: Env,
   progress: Progress,
   snap: Planner.Snapshot,
-  driver: Driver<S, B>
+  driver: Driver<S, B>,
+  now?: Now
 ): Effect.Effect<B, Outcome.Terminal> => {
   const decision = decide(env, snap)
   if (decision._tag === "Stop") return Effect.fail(terminal(decision, progress, env.spec))
   const budget = env.budget
-  if (budget === undefined) return acquire(env, progress, decision, undefined, driver)
+  if (budget === undefined) return acquire(env, progress, decision, undefined, driver, now)
   // Another request took the shared budget since the snapshot: decide again on the fresh state.
   const reserved = budget.unsafeReserve === undefined ? undefined : budget.unsafeReserve(decision.reservation)
   if (reserved !== undefined) {
     return Either.isLeft(reserved)
       ? Effect.suspend(() => next(env, progress, driver))
-      : acquire(env, progress, decision, reserved.right, driver)
+      : acquire(env, progress, decision, reserved.right, driver, now)
   }
   return Effect.flatMap(
     reserveWithin(env, progress, budget, decision),
@@ -697,18 +737,23 @@ const acquire = <S, B>(
   progress: Progress,
   decision: Planner.Attempt,
   hold: Budget.Hold | undefined,
-  driver: Driver<S, B>
+  driver: Driver<S, B>,
+  now?: Now
 ): Effect.Effect<B, Outcome.Terminal> => {
   const health = env.health
-  if (health === undefined) return wait({ env, progress, decision, hold, permit: undefined }, driver)
+  if (health === undefined) return wait({ env, progress, decision, hold, permit: undefined }, driver, now)
   // The slot is for when the attempt starts: after its wait. The fast path may decline (undefined): then the effect.
-  const acquired = health.unsafeAcquire === undefined ? undefined : health.unsafeAcquire(
-    env.clock.unsafeCurrentTimeNanos() + millisToNanos(decision.waitMillis),
-    decision.endpoint,
-    decision.role,
-    env.ids
-  )
-  if (acquired !== undefined) return acquiredOrNot(env, progress, decision, hold, acquired, driver)
+  let acquired: Either.Either<Permit, Health.Refusal> | undefined
+  if (health.unsafeAcquire !== undefined) {
+    const at = now ?? env.clock.unsafeCurrentTimeNanos()
+    acquired = health.unsafeAcquire(
+      decision.waitMillis <= 0 ? at : at + millisToNanos(decision.waitMillis),
+      decision.endpoint,
+      decision.role,
+      env.ids
+    )
+  }
+  if (acquired !== undefined) return acquiredOrNot(env, progress, decision, hold, acquired, driver, now)
   return Effect.flatMap(
     Effect.either(
       health.acquire(decision.endpoint, decision.role, { candidates: env.ids, afterMillis: decision.waitMillis })
@@ -736,19 +781,20 @@ const acquiredOrNot = <S, B>(
   decision: Planner.Attempt,
   hold: Budget.Hold | undefined,
   acquired: Either.Either<Permit, Health.Refusal>,
-  driver: Driver<S, B>
+  driver: Driver<S, B>,
+  now?: Now
 ): Effect.Effect<B, Outcome.Terminal> =>
   Either.isLeft(acquired)
     ? Effect.zipRight(
       Effect.zipRight(countRefusal(acquired.left), giveBack(env, hold)),
       Effect.suspend(() => next(env, progress, driver))
     )
-    : wait({ env, progress, decision, hold, permit: acquired.right }, driver)
+    : wait({ env, progress, decision, hold, permit: acquired.right }, driver, now)
 
 /** Waits out the decision's backoff (stopped at once by a closing gate), then asks the gate. */
-const wait = <S, B>(step: Step, driver: Driver<S, B>): Effect.Effect<B, Outcome.Terminal> => {
+const wait = <S, B>(step: Step, driver: Driver<S, B>, now?: Now): Effect.Effect<B, Outcome.Terminal> => {
   const { decision, env, progress } = step
-  if (decision.waitMillis <= 0) return admit(step, driver)
+  if (decision.waitMillis <= 0) return admit(step, driver, now)
   const i = progress.records.length - 1
   progress.records[i] = { ...progress.records[i]!, backoffMillis: decision.waitMillis }
   const sleep = Effect.sleep(Duration.millis(clampMillis(decision.waitMillis)))
@@ -786,15 +832,13 @@ const release = (step: Step): Effect.Effect<void> =>
   )
 
 /** Asks the gate (which bounds its own wait by the time left: see `Gate`), then starts the attempt. */
-const admit = <S, B>(step: Step, driver: Driver<S, B>): Effect.Effect<B, Outcome.Terminal> => {
+const admit = <S, B>(step: Step, driver: Driver<S, B>, now?: Now): Effect.Effect<B, Outcome.Terminal> => {
   const { decision, env, progress } = step
   const endpoint = env.rein.catalog.byId.get(decision.endpoint)!
   const gate = env.gate
-  if (gate === undefined) return start(step, endpoint, undefined, driver)
-  const remainingMillis = Math.max(
-    0,
-    Deadline.millisBetween(env.clock.unsafeCurrentTimeNanos(), env.deadline.expiresNanos)
-  )
+  if (gate === undefined) return start(step, endpoint, undefined, driver, now)
+  const asked = now ?? env.clock.unsafeCurrentTimeNanos()
+  const remainingMillis = Math.max(0, Deadline.millisBetween(asked, env.deadline.expiresNanos))
   if (remainingMillis <= 0) return Effect.zipRight(release(step), Effect.fail(expiredAtAdmission(progress, endpoint)))
   const ask: Gate.Ask = {
     endpoint,
@@ -806,7 +850,8 @@ const admit = <S, B>(step: Step, driver: Driver<S, B>): Effect.Effect<B, Outcome
   }
   if (gate.unsafeTryAdmit !== undefined) {
     const ticket = gate.unsafeTryAdmit(ask)
-    if (Option.isSome(ticket)) return start(step, endpoint, ticket.value, driver)
+    // Admitted in this step: the attempt starts as of the same reading.
+    if (Option.isSome(ticket)) return start(step, endpoint, ticket.value, driver, asked)
   }
   return Effect.flatMap(
     Effect.either(gate.admit(ask)).pipe(Effect.onInterrupt(() => release(step))),
@@ -844,11 +889,12 @@ const start = <S, B>(
   step: Step,
   endpoint: Endpoint,
   ticket: unknown,
-  driver: Driver<S, B>
+  driver: Driver<S, B>,
+  now?: Now
 ): Effect.Effect<B, Outcome.Terminal> => {
   const { decision, env, progress } = step
   const provider = env.rein.providers.get(endpoint.provider)!
-  const startNanos = env.clock.unsafeCurrentTimeNanos()
+  const startNanos = now ?? env.clock.unsafeCurrentTimeNanos()
   const remainingAtStart = Math.max(0, Deadline.millisBetween(startNanos, env.deadline.expiresNanos))
   // A late timer or a gate that waited too long: no attempt starts at or after the deadline. (The gate's
   // ticket, if any, is the gate's to close: this attempt never reached `settle`.)
@@ -1028,7 +1074,9 @@ const finishAttempt = (
   const endNanos = running.step.env.clock.unsafeCurrentTimeNanos()
   const { charged, kind, record } = recordOf(running, end, endNanos)
   const progress = running.step.progress
-  progress.records.push(record)
+  // Most requests make one attempt: a one-element array (an empty one grows to 17 slots on its first push).
+  if (progress.records.length === 0) progress.records = [record]
+  else progress.records.push(record)
   running.step.env.writer?.attempt(record)
   if (progress.current === record.endpoint) progress.tries++
   else {
