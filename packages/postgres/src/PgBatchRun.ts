@@ -48,7 +48,7 @@ import { Contract } from "@rein/core"
 import { Duration, Effect, Either, Layer, Option, Predicate, Schema, Stream } from "effect"
 import * as Items from "./internal/batchItems.js"
 import * as Q from "./internal/batchStatements.js"
-import { describe } from "./internal/sqlError.js"
+import { describe, retryConflicts } from "./internal/sqlError.js"
 import * as PgBudget from "./PgBudget.js"
 import * as PgRunLimits from "./PgRunLimits.js"
 
@@ -89,7 +89,7 @@ export const unavailable = (e: SqlError) => new PgBatchError({ reason: "Unavaila
 
 /**
  * How a run is started: its id, what makes results interchangeable (`identity`), the resume policy of a
- * new session, its items (read once, in order), how an item becomes a request, an id and a fingerprinted
+ * new session, its items (read in order, once unless the start runs again: see `start`), how an item becomes a request, an id and a fingerprinted
  * input (as `Batch` and `Checkpoint` options), and the contract and guardrails (kept as the run's summary;
  * the guardrails' `batchDeadline` is the run-wide deadline).
  *
@@ -119,8 +119,10 @@ export interface StartOptions<I, E = never, R = never> extends Items.ItemOptions
   readonly identity: Identity.Identity
   readonly resume: Resume.Policy
   /**
-   * The items, read once, in order, as they are submitted: a chunk of them at a time is held in memory, never
-   * all (a lazy iterable or a stream keeps a submission of millions of items in bounded memory).
+   * The items, read in order as they are submitted: a chunk of them at a time is held in memory, never all (a
+   * lazy iterable or a stream keeps a submission of millions of items in bounded memory). A start that lost to
+   * a deadlock reads them again from the first (an iterable is iterated afresh, a stream run again); an
+   * iterator, such as a generator's object, is read once and such a start is not retried.
    */
   readonly items: Iterable<I> | Stream.Stream<I, E, R>
   /** Where an item is in its source, for error messages (default: `item <its submission index>`). */
@@ -234,6 +236,13 @@ const outOfOrder = (runId: string, moved: Q.Moved) => {
   })
 }
 
+/**
+ * Whether the items can be read once only: an iterator (a generator's object, whose iterator is itself), which
+ * a second reading would find spent. An array or another iterable is iterated afresh, and a stream is run again.
+ */
+const readOnce = (items: Iterable<unknown> | Stream.Stream<unknown, unknown, unknown>): boolean =>
+  !Predicate.hasProperty(items, Stream.StreamTypeId) && Predicate.hasProperty(items, "next")
+
 const streamOf = <I, E, R>(items: Iterable<I> | Stream.Stream<I, E, R>, chunk: number): Stream.Stream<I, E, R> =>
   Predicate.hasProperty(items, Stream.StreamTypeId)
     ? items as Stream.Stream<I, E, R>
@@ -314,6 +323,11 @@ const reopen = (sql: SqlClient.SqlClient, runId: string, policy: Resume.Policy, 
  * all the items), so a worker never sees half a submission; two items with one id (found by the database)
  * fail it with `InvalidInput` naming the id and both items, and nothing of it is submitted.
  *
+ * Starts of one run at the same time are ordered by the run row: one creates the run and the others join it
+ * (or are refused, as above). A start that lost to a deadlock or a serialization failure (SQLSTATE 40P01,
+ * 40001) was rolled back whole and runs again, up to four times, reading its items again; with items that can
+ * be read once only (an iterator) it fails with `Unavailable` instead.
+ *
  * @example
  * ```ts
  * import { Effect } from "effect"
@@ -338,7 +352,7 @@ export const start = <I, E = never, R = never>(
     const runId = options.runId
     // The shared services' rows of every run's sessions that ended more than an hour ago, best-effort.
     yield* clean(sql, null)
-    return yield* sql.withTransaction(Effect.gen(function*() {
+    const attempt = sql.withTransaction(Effect.gen(function*() {
       const created = (yield* Q.insertRun(sql, { runId, manifest, settings, deadlineMillis })).length > 0
       const run = (yield* Q.lockRun(sql, runId))!
       if (run.status === "running" && !created && run.identity_fingerprint !== manifest.identityFingerprint) {
@@ -359,6 +373,9 @@ export const start = <I, E = never, R = never>(
       const reopened = yield* reopen(sql, runId, options.resume, manifest.identityFingerprint)
       return { runId, session: "restarted", items, reopened } as const
     }))
+    // Lost to a deadlock or a serialization failure, the transaction was rolled back whole: it runs again,
+    // reading the items again, unless they can be read once only.
+    return yield* (readOnce(options.items) ? attempt : retryConflicts(attempt))
   }).pipe(
     // Only the database's own errors: the source's errors (`E`) pass as they are.
     Effect.catchIf((e): e is SqlError => e instanceof SqlError, (e) => Effect.fail(unavailable(e)))

@@ -75,6 +75,57 @@ const provoke = <E>(
     return { outcome, attempts }
   })
 
+// A join that loses to a deadlock, deterministically: the run's two items are done, submitted in descending id
+// order; the join changes both inputs, one item per chunk, so it locks item-2 in its first chunk and item-1 in
+// its second (against the id order of the workers' statements). Another transaction holds item-1 until the join
+// (holding item-2) waits for it, then asks for item-2: a cycle, whose victim is the join (its deadlock check
+// comes first: the other's is a minute away). Answers the join's outcome and the items' states after it.
+const deadlockedJoin = (
+  source: (items: ReadonlyArray<{ readonly id: string; readonly text: string }>) => Iterable<{
+    readonly id: string
+    readonly text: string
+  }>
+) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const runId = fresh("victim")
+    const items = [{ id: "item-2", text: "two" }, { id: "item-1", text: "one" }]
+    const start = (texts: Iterable<typeof items[number]>) =>
+      PgBatchRun.start({
+        runId,
+        identity,
+        resume: "none",
+        items: texts,
+        submitChunk: 1,
+        request,
+        itemId: (i) => i.id,
+        contract
+      })
+    yield* start(items)
+    const rows = yield* Q.lease(sql, runId, "w", 2, 60_000, true)
+    yield* Q.finish(
+      sql,
+      runId,
+      rows.map((row) => ({ itemId: row.item_id, token: row.lease_token, record: recordOf(row) }))
+    )
+    const holds = yield* Deferred.make<void>()
+    const join = yield* Effect.fork(
+      Effect.zipRight(Deferred.await(holds), start(source(items.map((i) => ({ ...i, text: `${i.text}, changed` })))))
+    )
+    const waiting = sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted`
+    yield* sql.withTransaction(Effect.gen(function*() {
+      yield* sql`SET LOCAL deadlock_timeout = '1min'`
+      yield* sql`SELECT item_id FROM rein_batch_items WHERE run_id = ${runId} AND item_id = 'item-1' FOR UPDATE`
+      yield* Deferred.succeed(holds, undefined)
+      yield* Effect.repeat(waiting, { until: (r) => r[0]!.n > 0, schedule: Schedule.spaced("5 millis") })
+      yield* sql`SELECT item_id FROM rein_batch_items WHERE run_id = ${runId} AND item_id = 'item-2' FOR UPDATE`
+    }))
+    const joined = yield* Effect.either(Fiber.join(join))
+    const after = yield* sql<{ readonly state: string }>`SELECT state FROM rein_batch_items
+      WHERE run_id = ${runId} ORDER BY item_id`
+    return { runId, joined, after: after.map((r) => r.state) }
+  })
+
 describe.skipIf(!available)("row-lock order of the batch statements", () => {
   layer(Live, { timeout: "120 seconds", excludeTestServices: true })((it) => {
     it.effect(
@@ -196,6 +247,35 @@ describe.skipIf(!available)("row-lock order of the batch statements", () => {
           const after = yield* sql<{ readonly state: string }>`SELECT state FROM rein_batch_items
             WHERE run_id = ${runId} ORDER BY item_id`
           expect(after.map((r) => r.state)).toEqual(["pending", "pending"])
+        }),
+      60_000
+    )
+
+    it.effect("a joining start that lost to a deadlock runs again and joins", () =>
+      Effect.gen(function*() {
+        const { after, joined, runId } = yield* deadlockedJoin((items) => items)
+        expect(Either.isRight(joined) ? joined.right : joined.left.message).toEqual({
+          runId,
+          session: "joined",
+          items: 2,
+          reopened: 0
+        })
+        // Both inputs changed: both items run again under their new inputs.
+        expect(after).toEqual(["pending", "pending"])
+      }), 60_000)
+
+    it.effect(
+      "a joining start whose items can be read once only is not run again after a deadlock",
+      () =>
+        Effect.gen(function*() {
+          const { after, joined } = yield* deadlockedJoin(function*(items) {
+            yield* items
+          })
+          expect(Either.isLeft(joined) && joined.left.message).toBe(
+            "Failed to execute statement: deadlock detected (SQLSTATE 40P01)"
+          )
+          // Nothing of it was submitted.
+          expect(after).toEqual(["done", "done"])
         }),
       60_000
     )

@@ -173,10 +173,15 @@ export const submitItems = (sql: Sql, runId: string, items: ReadonlyArray<Submit
       -- New items are inserted; an item already there is left unlocked (ON CONFLICT DO UPDATE would lock it even
       -- when it changes nothing, in submission order, against the workers' writes in id order: a deadlock),
       -- and only one whose input changed is updated (an UPDATE locks only the rows it changes).
+      -- An item already there is never offered to the INSERT: ON CONFLICT (run_id, item_id) looks for it with
+      -- a scan that can miss a row a worker's lease or write moves to a new version and commits meanwhile, and
+      -- the insert then fails on the other unique key, (run_id, idx), with 23505. This statement's snapshot
+      -- always sees the row (a start holds the run row, so no other start adds items meanwhile).
       ins AS (
         INSERT INTO rein_batch_items (run_id, item_id, idx, input_fingerprint, prompt_fingerprint)
         SELECT ${runId}, m.item_id, m.idx, m.input_fingerprint, m.prompt_fingerprint
         FROM mine m WHERE NOT EXISTS (SELECT 1 FROM moved)
+          AND NOT EXISTS (SELECT 1 FROM rein_batch_items x WHERE x.run_id = ${runId} AND x.item_id = m.item_id)
         ON CONFLICT (run_id, item_id) DO NOTHING),
       -- The rows of changed inputs, locked in item_id order first (as the workers' heartbeat and finish
       -- lock them): updated in the join's order, they deadlocked (40P01) with a worker's group write.
