@@ -4,7 +4,7 @@
 // in real time.
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Deferred, Effect, Either, Fiber, TestClock, TestContext, TestServices } from "effect"
+import { Chunk, Deferred, Effect, Either, Fiber, TestClock, TestContext, TestServices } from "effect"
 import type { PgHealth } from "../src/index.js"
 import { makeWith } from "../src/internal/healthMake.js"
 import { available, fresh, PgLive } from "./pg.js"
@@ -21,6 +21,18 @@ const virtual = (options: PgHealth.Options) =>
   })
 
 const FAILURE = { _tag: "failure", kind: "server_error", retryAfterMillis: null } as const
+
+/** Waits (in real time, each poll a round trip) until `count` sleeps end `millis` after the TestClock's now. */
+const asleep = (count: number, millis: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const now = yield* TestClock.currentTimeMillis
+    for (let poll = 0; poll < 2000; poll++) {
+      if (Chunk.size(Chunk.filter(yield* TestClock.sleeps(), (end) => end === now + millis)) >= count) return
+      yield* sql`SELECT 1`
+    }
+    return yield* Effect.dieMessage(`${count} heartbeats did not go to sleep`)
+  })
 
 describe.skipIf(!available)("PgHealth in one process, against a real PostgreSQL", () => {
   layer(PgLive, { timeout: "60 seconds", excludeTestServices: true })((it) => {
@@ -69,6 +81,10 @@ describe.skipIf(!available)("PgHealth in one process, against a real PostgreSQL"
         const clock = yield* Effect.clock
         const seen = () => b.unsafeView!(clock.unsafeCurrentTimeNanos(), ["x"]).health["x"]?.state
         expect(seen()).not.toBe("open")
+        // Both heartbeats' first ticks are real round trips: only once both sleep (a heartbeat from now) does
+        // advancing the clock by one heartbeat wake them. Advanced earlier, a tick still running would go to
+        // sleep after the adjustment, until a time the clock never reaches.
+        yield* asleep(2, 1_000)
         yield* TestClock.adjust(1_000)
         // The heartbeat's poll is a real round trip: wait for it (in real time, bounded).
         for (let i = 0; i < 500 && seen() !== "open"; i++) yield* TestServices.provideLive(Effect.sleep("10 millis"))
