@@ -70,7 +70,9 @@ const cpuOf = (stderr: string): number => {
 }
 
 /** Runs the binary once on `scenario`; resolves with its wall time (ms), its CPU time (ms) and its JSON report. */
-const runBinary = (scenario: string): Promise<{ readonly millis: number; readonly cpuMillis: number; readonly json: string }> =>
+const runBinary = (
+  scenario: string
+): Promise<{ readonly millis: number; readonly cpuMillis: number; readonly json: string }> =>
   new Promise((resolve, reject) => {
     const t0 = nowMillis()
     execFile(
@@ -196,7 +198,8 @@ const run = async (options: RunOptions): Promise<Section> => {
       goal: `${name}: a one-hour virtual outage, ${
         REQUESTS.toLocaleString("en-US")
       } requests, ≤ ${GOAL_SECONDS} s of CPU time`,
-      measured: `${fmtMs(c.median)} s CPU median (max ${fmtMs(c.max)} s; wall ${fmtMs(w.median)} s)${fixed}; same run, ` +
+      measured:
+        `${fmtMs(c.median)} s CPU median (max ${fmtMs(c.max)} s; wall ${fmtMs(w.median)} s)${fixed}; same run, ` +
         `same virtual hour: ${floorsSaid}; ${load}`,
       status: c.median <= GOAL_SECONDS ? "PASS" : "FAIL"
     })
@@ -205,7 +208,12 @@ const run = async (options: RunOptions): Promise<Section> => {
   if (binaryBuilt) {
     const fixed = `, of which start-up ${fmtMs(median(startUpCpu) / 1000)} s (the same command for one virtual second)`
     add("`node packages/cli/dist/bin.js simulate --json` (child process)", binaryCpu, binary, fixed)
-    row("the binary's fixed cost: the same command, one virtual second (3 requests)", startUpCpu, startUp, SECOND_REQUESTS)
+    row(
+      "the binary's fixed cost: the same command, one virtual second (3 requests)",
+      startUpCpu,
+      startUp,
+      SECOND_REQUESTS
+    )
   } else rows.push(["the built binary", "skipped: packages/cli/dist/bin.js not built", "", "", "", ""])
   floorRows.forEach((f, i) => row(f.name, floorCpu[i]!, floorWall[i]!))
   const s = summary!
