@@ -17,7 +17,7 @@ if (process.env.MARK !== undefined) for (const c of cs) { const run = c.run; c.r
 const warmx = Number(process.env.WARMX ?? 1)
 if (warmx !== 1) for (const c of cs) { const run = c.run; c.run = (n) => run(n === 3000 ? n * warmx : n) }
 console.log("TABLE START")
-const t = await interleave(cs, { rounds, sampleMillis: 120 })
+const t = await interleave(cs, { rounds, sampleMillis: 120, calls: process.env.CALLS === undefined ? undefined : Number(process.env.CALLS) })
 console.log("TABLE END")
 const off = t.find((x) => x.name.includes("health off")), on = t.find((x) => x.name === "Rein (journal off, health on)")
 for (const x of t) console.log(x.name.padEnd(44), "wall", Math.round(x.median), "cpu", Math.round(x.cpu.median), "calls/sample", x.calls / rounds, "max", Math.round(x.max))
