@@ -42,11 +42,11 @@ import type { Counted } from "./fixtures.js"
 import type { Benchmark, Contender, Goal, RunOptions, Section, Timing } from "./harness.js"
 import { fmtNs, fmtRatio, interleave, loadNow, loadRange, table, WARM_AFTER_GC } from "./harness.js"
 
-type Path = "success" | "flaky"
-type Mode = "runPromise" | "fiber"
+export type Path = "success" | "flaky"
+export type Mode = "runPromise" | "fiber"
 
 /** What a contender is made of: an Effect (with the context it needs, if any) or a promise-returning call. */
-type Made =
+export type Made =
   | {
     readonly kind: "effect"
     readonly effect: Effect.Effect<unknown, unknown, Rein.Rein>
@@ -55,7 +55,8 @@ type Made =
   }
   | { readonly kind: "promise"; readonly call: () => Promise<unknown>; readonly counted: Counted }
 
-interface Entry {
+/** A contender of the tables, made per path. */
+export interface Entry {
   readonly name: string
   readonly rein: boolean
   readonly make: (path: Path) => Promise<Made>
@@ -66,7 +67,8 @@ const asyncOf = (path: Path) => path === "success" ? succeedingAsync() : flakyAs
 
 class Model extends Effect.Tag("bench/Model")<Model, Provider.Provider>() {}
 
-const peers: ReadonlyArray<Entry> = [
+/** The peers of the tables (exported for bench/ab scripts). */
+export const peers: ReadonlyArray<Entry> = [
   {
     name: "bare provider Effect",
     rein: false,
@@ -124,7 +126,8 @@ const peers: ReadonlyArray<Entry> = [
   }
 ]
 
-const reinEntries: ReadonlyArray<Entry> = reinVariants.map((variant) => ({
+/** Rein's configurations as table entries (exported for bench/ab scripts). */
+export const reinEntries: ReadonlyArray<Entry> = reinVariants.map((variant) => ({
   name: variant.name,
   rein: true,
   make: async (path) => {
@@ -148,7 +151,7 @@ const sdkTracer = (): Tracer.Tracer => {
 }
 
 /** Rein with telemetry on: `Telemetry.layer` and an SDK tracer (not part of the goals: its row says the cost). */
-const tracedEntry: Entry = {
+export const tracedEntry: Entry = {
   name: "Rein (health on, tracing on)",
   rein: true,
   make: async (path) => {
@@ -163,7 +166,8 @@ const tracedEntry: Entry = {
   }
 }
 
-const toContender = (entry: Entry, made: Made, mode: Mode, path: Path): Contender => {
+/** A table's contender from an entry (exported for bench/ab scripts). */
+export const toContender = (entry: Entry, made: Made, mode: Mode, path: Path): Contender => {
   const perCall = path === "success" ? 1 : 3
   let run: (n: number) => Promise<void>
   let once: () => Promise<unknown>
