@@ -793,7 +793,7 @@ export const neededFor = (spec: Spec, stop: Stop): number | undefined => {
   const allowed = stop.candidates.find(policyAllows)
   const candidate = allowed === undefined ? undefined : spec.candidates.find((c) => c.id === allowed.endpoint)
   if (candidate === undefined) return undefined
-  return reservationFor(spec, candidate)[stop.resource] ?? undefined
+  return perCandidate(spec, candidate).reservation[stop.resource] ?? undefined
 }
 
 const firstReason = (evaluated: ReadonlyArray<Evaluated>): string | undefined => {

@@ -89,9 +89,9 @@ export const unavailable = (e: SqlError) => new PgBatchError({ reason: "Unavaila
 
 /**
  * How a run is started: its id, what makes results interchangeable (`identity`), the resume policy of a
- * new session, its items (read in order, once unless the start runs again: see `start`), how an item becomes a request, an id and a fingerprinted
- * input (as `Batch` and `Checkpoint` options), and the contract and guardrails (kept as the run's summary;
- * the guardrails' `batchDeadline` is the run-wide deadline).
+ * new session, its items (read in order, once unless the start runs again: see `start`), how an item becomes
+ * a request, an id and a fingerprinted input (as `Batch` and `Checkpoint` options), and the contract and
+ * guardrails (kept as the run's summary; the guardrails' `batchDeadline` is the run-wide deadline).
  *
  * @example
  * ```ts

@@ -25,6 +25,21 @@ const row = (name: string) =>
 
 const NANOS = 1e9
 
+/** Waits (in real time: the heartbeat runs on the live clock) until `holder`'s lease row shows `count` more beats. */
+const heartbeats = (name: string, holder: string, count: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const at = sql<{ readonly n: number }>`SELECT extract(epoch FROM heartbeat_at)::float8 AS n
+      FROM rein_budget_leases WHERE budget = ${name} AND holder = ${holder}`.pipe(Effect.map((rows) => rows[0]?.n))
+    let seen = yield* at
+    for (let ticks = 0; ticks < count;) {
+      yield* Effect.sleep("5 millis")
+      const now = yield* at
+      if (now !== seen) ticks++
+      seen = now
+    }
+  })
+
 describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
   layer(PgLive, { timeout: "60 seconds", excludeTestServices: true })((it) => {
     it.effect("migrations run concurrently from many clients and a second run finds nothing to do", () =>
@@ -135,24 +150,11 @@ describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
 
     it.scoped("a process that never reserves holds no slice: another can use the whole budget at once", () =>
       Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
         const name = fresh("idle")
         // An idle holder that would take the whole pool with its first top-up (`slice: 1`), beating fast.
         yield* PgBudget.make({ name, calls: 10, cost: 1, slice: 1, heartbeatMillis: 20, holder: "idle" })
         // Three of its heartbeats later (its lease row says so; the first one ran when it was made) …
-        const beats = () =>
-          Effect.map(
-            sql<{ readonly n: number }>`SELECT extract(epoch FROM heartbeat_at)::float8 AS n
-              FROM rein_budget_leases WHERE budget = ${name} AND holder = 'idle'`,
-            (rows) => rows[0]?.n ?? 0
-          )
-        let seen = yield* beats()
-        for (let ticks = 0; ticks < 3;) {
-          yield* Effect.sleep("5 millis")
-          const now = yield* beats()
-          if (now !== seen) ticks++
-          seen = now
-        }
+        yield* heartbeats(name, "idle", 3)
         // … it still holds nothing of the pool, …
         const held = yield* row(name)
         expect({ calls: held.calls_leased, cost: held.cost_leased }).toEqual({ calls: 0, cost: 0 })
@@ -167,7 +169,6 @@ describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
 
     it.scoped("a process at rest (nothing reserved for a heartbeat, nothing in flight) gives back all it has unused", () =>
       Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
         const name = fresh("rest")
         // It leases the whole pool with its first reservation (`slice: 1`), uses one call and $0.25 of it, …
         const first = yield* PgBudget.make({ name, calls: 10, cost: 1, slice: 1, heartbeatMillis: 20, holder: "rest" })
@@ -175,15 +176,7 @@ describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
         expect((yield* row(name)).calls_leased).toBe(10)
         yield* first.settle(hold, { cost: 0.25, tokens: 0 })
         // … and reserves nothing for three of its heartbeats: it keeps what it used and gives back the rest …
-        const at = sql<{ readonly n: number }>`SELECT extract(epoch FROM heartbeat_at)::float8 AS n
-          FROM rein_budget_leases WHERE budget = ${name} AND holder = 'rest'`.pipe(Effect.map((rows) => rows[0]?.n))
-        let seen = yield* at
-        for (let ticks = 0; ticks < 3;) {
-          yield* Effect.sleep("5 millis")
-          const now = yield* at
-          if (now !== seen) ticks++
-          seen = now
-        }
+        yield* heartbeats(name, "rest", 3)
         const rested = yield* row(name)
         expect({ calls: rested.calls_leased, cost: rested.cost_leased }).toEqual({ calls: 1, cost: 0.25 * NANOS })
         // … so another process can use all the rest at once; and the first one, reserving again, leases again.
