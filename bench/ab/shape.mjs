@@ -15,7 +15,7 @@ export const shapeOf = async (root, N, L) => {
   const provider = { internalMaxAttempts: 1, call: () => Effect.as(Effect.promise(call), response) }
   const context = Effect.runSync(Effect.flatMap(Scope.make(), (s) => Layer.buildWithScope(Rein.layer({ catalog, providers: { mem: provider } }), s)))
   return {
-    Batch, Guardrails, Contract, Rein, effect, leanBound, request, call, context,
+    Batch, Guardrails, Contract, Rein, effect, leanBound, request, response, catalog, call, context,
     contract: Contract.make({ deadline: "1 minute", candidates: ["mem/a"] }),
     items: Array.from({ length: N }, (_, i) => i),
     load: () => readFileSync("/proc/loadavg", "utf8").split(" ")[0]

@@ -261,7 +261,9 @@ class Waiting<A, E, S, B, E2> implements Timers.Entry {
     if (this.done) return
     this.done = true
     Timers.cancel(this.clock, this)
-    this.resume!(Effect.succeed(Exit.flatten(exit)))
+    // The attempt's fiber ends in success (its exit is data: see `asExit`), and an `Exit` is an effect: resumed
+    // with it, the caller goes on with its value without a `succeed` (and its run-loop step) per attempt.
+    this.resume!(Exit.isSuccess(exit) ? exit : Effect.succeed(Exit.flatten(exit)))
   }
 
   /** The timeout (called by the timer). */
