@@ -10,6 +10,10 @@ const rounds = Number(process.argv[2] ?? 15), mode = process.argv[3] ?? "runProm
 const all = [...reinEntries, tracedEntry, ...peers]
 const entries = process.argv[4] === undefined ? all : process.argv[4].split(",").map((i) => all[Number(i)])
 const load0 = loadavg()[0]
+// KEEP=1: a fiber stays alive (suspended) beside the calls, as a program's main fiber would: a full gc() then
+// keeps the maps of Effect's fiber runtime, and the code that checks them stays optimized (PROFILE.md, #22).
+const { Effect: KeepEffect } = await import("effect")
+const kept = process.env.KEEP === undefined ? undefined : KeepEffect.runFork(KeepEffect.never)
 const warm = []
 for (const e of entries) warm.push(toContender(e, await e.make("success"), "runPromise", "success"))
 await interleave(warm, { rounds: 5, sampleMillis: 120 })
@@ -41,3 +45,4 @@ if (process.env.ALLOC !== undefined) {
   }
   for (let i = 0; i < rein.length; i++) console.log(rein[i].name.padEnd(44), "bytes/call", b[i].map(Math.round).join(" "))
 }
+if (kept !== undefined) kept.unsafeInterruptAsFork(kept.id())
