@@ -5,6 +5,10 @@ import { Runtime } from "effect"
 import { contextOf, overheadContract, reinVariants, request, succeeding } from "../dist/fixtures.js"
 const reps = Number(process.argv[2] ?? 9), B = Number(process.argv[3] ?? 250), K = Number(process.argv[4] ?? 24)
 const cs = []
+// KEEP=1: a fiber stays alive (suspended) beside the calls, as a program's main fiber would: a full gc() then
+// keeps the maps of Effect's fiber runtime, and the code that checks them stays optimized (PROFILE.md, #22).
+const { Effect: KeepEffect } = await import("effect")
+const kept = process.env.KEEP === undefined ? undefined : KeepEffect.runFork(KeepEffect.never)
 for (const v of reinVariants) { if (process.env.ONLY !== undefined && !v.name.includes(process.env.ONLY)) continue
   const ctx = await contextOf(v, { mem: succeeding() })
   const rt = Runtime.make({ context: ctx, fiberRefs: Runtime.defaultRuntime.fiberRefs, runtimeFlags: Runtime.defaultRuntime.runtimeFlags })
@@ -30,3 +34,4 @@ for (let i = 0; i < cs.length; i++) {
   console.log(cs[i].name, "\n  cpu µs ", cpu[i].map((x) => (med(x) / 1000).toFixed(1)).join(" "), "\n  wall µs", wall[i].map((x) => (med(x) / 1000).toFixed(1)).join(" "))
 }
 console.log("load", (await import("node:os")).loadavg()[0])
+if (kept !== undefined) kept.unsafeInterruptAsFork(kept.id())
