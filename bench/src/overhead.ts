@@ -42,6 +42,9 @@ import type { Counted } from "./fixtures.js"
 import type { Benchmark, Contender, Goal, RunOptions, Section, Timing } from "./harness.js"
 import { fmtNs, fmtRatio, interleave, loadNow, loadRange, table, WARM_AFTER_GC } from "./harness.js"
 
+/** Calls per sample of the health off / health on pair (≈ 140 ms a sample on a quiet machine). */
+const PAIR_CALLS = 20_000
+
 export type Path = "success" | "flaky"
 export type Mode = "runPromise" | "fiber"
 
@@ -304,7 +307,10 @@ const run = async (options: RunOptions): Promise<Section> => {
         toContender(entry, await entry.make("success"), "runPromise", "success")
       )
     ),
-    { rounds: rounds === 15 ? 21 : 3, sampleMillis, log: options.log }
+    // One fixed sample size for both: calibrated sizes differ up to 7× under load, and the smaller sample spends
+    // more of itself in the slow stretch after each `gc()` (18–57 µs a call for the first ~3,000 calls, 4–6 µs
+    // warm), so the ratio tracked the size ratio (0.35–2.79×; bench/PROFILE.md, branch h/hoff2).
+    { rounds: rounds === 15 ? 21 : 3, sampleMillis, calls: PAIR_CALLS, log: options.log }
   )
   const pairLoad = loadRange(pairLoad0, loadNow())
   parts.push(
@@ -320,7 +326,9 @@ const run = async (options: RunOptions): Promise<Section> => {
         ])
       ) +
       `\n\nThe order alternates every round (${rounds === 15 ? 21 : 3} rounds): each follows the other as often as ` +
-      "itself. The goal \"health off never slower than health on\" is read from this table."
+      `itself, and every sample is the same ${PAIR_CALLS.toLocaleString("en-US")} calls (not calibrated to a time: ` +
+      "the two then time the same stretch after each `gc()`). The goal \"health off never slower than health on\" " +
+      "is read from this table."
   )
   const goals: Array<Goal> = []
   const success = results.get("success/runPromise")!
