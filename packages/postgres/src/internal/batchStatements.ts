@@ -57,7 +57,10 @@ export const lockRun = (sql: Sql, runId: string) =>
     (rows) => rows[0]
   )
 
-/** Creates the run row (nothing when it exists). @internal */
+/**
+ * Creates the run row (nothing when it exists), created when the start's transaction began (`now()`: before
+ * its items were read). @internal
+ */
 export const insertRun = (
   sql: Sql,
   run: {
@@ -67,9 +70,10 @@ export const insertRun = (
     readonly deadlineMillis: number | null
   }
 ) =>
-  sql`INSERT INTO rein_batch_runs (run_id, manifest, identity_fingerprint, settings, deadline_millis)
+  sql`INSERT INTO rein_batch_runs (run_id, manifest, identity_fingerprint, settings, deadline_millis, created_at)
     VALUES (${run.runId}, ${JSON.stringify(run.manifest)}::jsonb, ${run.manifest.identityFingerprint},
-      ${JSON.stringify(run.settings)}::jsonb, ${run.deadlineMillis}) ON CONFLICT (run_id) DO NOTHING RETURNING run_id`
+      ${JSON.stringify(run.settings)}::jsonb, ${run.deadlineMillis}, now())
+    ON CONFLICT (run_id) DO NOTHING RETURNING run_id`
 
 /**
  * A new session of a run that ended: running again from now, the stop cleared, under this identity and with
