@@ -82,12 +82,12 @@ type Item = { readonly id: string; readonly text: string }
 // the join waits for it, then asks for the run row, which the join holds: a cycle, whose victim is the join
 // (its deadlock check comes first: the other's is a minute away). Answers the join's outcome and the items'
 // states after it.
-const deadlockedJoin = (source: (items: ReadonlyArray<Item>) => Iterable<Item> | Stream.Stream<Item, unknown>) =>
+const deadlockedJoin = (source: (items: ReadonlyArray<Item>) => Iterable<Item> | Stream.Stream<Item, Error>) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const runId = fresh("victim")
     const items = [{ id: "item-2", text: "two" }, { id: "item-1", text: "one" }]
-    const start = (texts: Iterable<Item> | Stream.Stream<Item, unknown>) =>
+    const start = (texts: Iterable<Item> | Stream.Stream<Item, Error>) =>
       PgBatchRun.start({
         runId,
         identity,
@@ -282,7 +282,7 @@ describe.skipIf(!available)("row-lock order of the batch statements", () => {
               (async function*() {
                 yield* items
               })(),
-              (e) => e
+              (e) => new Error(String(e))
             )
         ]
       ] as const
