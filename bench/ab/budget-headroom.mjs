@@ -43,7 +43,7 @@ for (let i = 0; i < 200; i++) {
   await new Promise((r) => setTimeout(r, 50))
 }
 const url = `postgres://rein@127.0.0.1:${port}/postgres`
-const pkg = resolve(dists[0], "..")
+const pkg = resolve(import.meta.dirname, "../../packages/postgres")
 const at = (p) => import(pathToFileURL(join(pkg, p)).href)
 const { PgClient } = await at("node_modules/@effect/sql-pg/dist/esm/index.js")
 const { SqlClient } = await at("node_modules/@effect/sql/dist/esm/index.js")
