@@ -89,7 +89,7 @@ export const unavailable = (e: SqlError) => new PgBatchError({ reason: "Unavaila
 
 /**
  * How a run is started: its id, what makes results interchangeable (`identity`), the resume policy of a
- * new session, its items (read in order, once unless the start runs again: see `start`), how an item becomes
+ * new session, its items (read once, in order), how an item becomes
  * a request, an id and a fingerprinted input (as `Batch` and `Checkpoint` options), and the contract and
  * guardrails (kept as the run's summary; the guardrails' `batchDeadline` is the run-wide deadline).
  *
@@ -119,10 +119,10 @@ export interface StartOptions<I, E = never, R = never> extends Items.ItemOptions
   readonly identity: Identity.Identity
   readonly resume: Resume.Policy
   /**
-   * The items, read in order as they are submitted: a chunk of them at a time is held in memory, never all (a
-   * lazy iterable or a stream keeps a submission of millions of items in bounded memory). A start that lost to
-   * a deadlock reads them again from the first (an iterable is iterated afresh, a stream run again); an
-   * iterator, such as a generator's object, is read once and such a start is not retried.
+   * The items, read once, in order, as they are submitted: a chunk of them at a time is held in memory, never
+   * all (a lazy iterable or a stream keeps a submission of millions of items in bounded memory). A start that
+   * lost to a deadlock does not read them again (see `start`): an iterator or a stream that can be run once only
+   * is fine.
    */
   readonly items: Iterable<I> | Stream.Stream<I, E, R>
   /** Where an item is in its source, for error messages (default: `item <its submission index>`). */
@@ -236,13 +236,6 @@ const outOfOrder = (runId: string, moved: Q.Moved) => {
   })
 }
 
-/**
- * Whether the items can be read once only: an iterator (a generator's object, whose iterator is itself), which
- * a second reading would find spent. An array or another iterable is iterated afresh, and a stream is run again.
- */
-const readOnce = (items: Iterable<unknown> | Stream.Stream<unknown, unknown, unknown>): boolean =>
-  !Predicate.hasProperty(items, Stream.StreamTypeId) && Predicate.hasProperty(items, "next")
-
 const streamOf = <I, E, R>(items: Iterable<I> | Stream.Stream<I, E, R>, chunk: number): Stream.Stream<I, E, R> =>
   Predicate.hasProperty(items, Stream.StreamTypeId)
     ? items as Stream.Stream<I, E, R>
@@ -258,11 +251,12 @@ const streamOf = <I, E, R>(items: Iterable<I> | Stream.Stream<I, E, R>, chunk: n
     )
 
 /**
- * Submits the items, `submitChunk` at a time (one statement each): what this process holds is one chunk, however
- * many items there are. Two items with one id are found by the submission's primary key, in the database.
+ * Reads the items once, in order, into the transaction's submission (`Q.openSubmission`), `submitChunk` at a
+ * time (one statement each): what this process holds is one chunk, however many items there are. Two items with
+ * one id are found by the submission's primary key, in the database. Nothing of the run is touched or locked.
  * Answers how many items were submitted.
  */
-const submit = <I, E, R>(sql: SqlClient.SqlClient, options: StartOptions<I, E, R>) =>
+const stage = <I, E, R>(sql: SqlClient.SqlClient, options: StartOptions<I, E, R>) =>
   Effect.gen(function*() {
     yield* Q.openSubmission(sql)
     const size = Math.max(1, Math.floor(options.submitChunk ?? CHUNK))
@@ -271,9 +265,7 @@ const submit = <I, E, R>(sql: SqlClient.SqlClient, options: StartOptions<I, E, R
       Effect.gen(function*() {
         const chunk: Array<Q.Submitted> = []
         for (const item of items) chunk.push(yield* submittedOf(options, item, index++))
-        const submitted = yield* Q.submitItems(sql, options.runId, chunk)
-        if (submitted.moved !== null) return yield* outOfOrder(options.runId, submitted.moved)
-        if (submitted.fresh < chunk.length) yield* duplicateIn(sql, chunk)
+        if ((yield* Q.stageItems(sql, chunk)) < chunk.length) yield* duplicateIn(sql, chunk)
       }))
     return index
   })
@@ -317,16 +309,66 @@ const reopen = (sql: SqlClient.SqlClient, runId: string, policy: Resume.Policy, 
     return yield* Q.reopenUnreusable(sql, runId)
   })
 
+// A running session under another identity refuses a joining start.
+const identityRefused = (run: Q.RunRow | undefined, runId: string, identityFingerprint: string) =>
+  run !== undefined && run.status === "running" && run.identity_fingerprint !== identityFingerprint
+    ? Effect.fail(
+      new PgBatchError({
+        reason: "IdentityMismatch",
+        message: `run ${
+          JSON.stringify(runId)
+        } is running under identity ${run.identity_fingerprint}, not ${identityFingerprint}`
+      })
+    )
+    : Effect.void
+
+/**
+ * Everything a start changes in the run, from the submission alone (the items were read already): created or
+ * locked (the run row orders the starts of one run), refused under another identity, the items added, the
+ * session started or restarted.
+ */
+const applyStart = (
+  sql: SqlClient.SqlClient,
+  start: {
+    readonly options: StartOptions<unknown, unknown, unknown>
+    readonly manifest: ArtifactStore.Manifest
+    readonly items: number
+  }
+) =>
+  Effect.gen(function*() {
+    const { items, manifest, options } = start
+    const runId = options.runId
+    const settings = summaryOf(options)
+    const deadlineMillis = deadlineOf(options)
+    const created = (yield* Q.insertRun(sql, { runId, manifest, settings, deadlineMillis })).length > 0
+    const run = (yield* Q.lockRun(sql, runId))!
+    if (!created) yield* identityRefused(run, runId, manifest.identityFingerprint)
+    const moved = yield* Q.applySubmission(sql, runId)
+    if (moved !== null) return yield* outOfOrder(runId, moved)
+    // A new run's session starts once its items are submitted (its deadline does not count the submission).
+    if (created) yield* Q.startedNow(sql, runId)
+    if (run.status === "running") {
+      return { runId, session: created ? "created" : "joined", items, reopened: 0 } as const
+    }
+    yield* Q.restartRun(sql, { runId, identityFingerprint: manifest.identityFingerprint, settings, deadlineMillis })
+    const reopened = yield* reopen(sql, runId, options.resume, manifest.identityFingerprint)
+    return { runId, session: "restarted", items, reopened } as const
+  })
+
 /**
  * Starts a run, joins it while it runs, or starts a new session of it after it ended (see the module doc).
- * The items are submitted in the same transaction, a chunk at a time (the process holds one chunk, never
- * all the items), so a worker never sees half a submission; two items with one id (found by the database)
- * fail it with `InvalidInput` naming the id and both items, and nothing of it is submitted.
+ * The items are submitted in one transaction, so a worker never sees half a submission: they are read once,
+ * a chunk at a time (the process holds one chunk, never all the items), into a temporary table, and then the
+ * run is changed from that table; two items with one id (found by the database) fail it with `InvalidInput`
+ * naming the id and both items, and nothing of it is submitted.
  *
  * Starts of one run at the same time are ordered by the run row: one creates the run and the others join it
- * (or are refused, as above). A start that lost to a deadlock or a serialization failure (SQLSTATE 40P01,
- * 40001) was rolled back whole and runs again, up to four times, reading its items again; with items that can
- * be read once only (an iterator) it fails with `Unavailable` instead.
+ * (or are refused, as above); the run row is held only while the run is changed, not while the items are read.
+ * A change that lost to a deadlock or a serialization failure (SQLSTATE 40P01, 40001) is rolled back to the
+ * end of the reading (a savepoint) and runs again, up to four times, from the temporary table: the items are
+ * never read twice, so a source that can be read once only (an iterator, a stream of an async iterable) is
+ * submitted whole. A change that lost every time fails the start with `Unavailable`, and nothing of it is
+ * submitted.
  *
  * @example
  * ```ts
@@ -347,35 +389,21 @@ export const start = <I, E = never, R = never>(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const manifest = yield* ArtifactStore.makeManifest(options.identity)
-    const settings = summaryOf(options as StartOptions<unknown, unknown, unknown>)
-    const deadlineMillis = deadlineOf(options as StartOptions<unknown, unknown, unknown>)
-    const runId = options.runId
     // The shared services' rows of every run's sessions that ended more than an hour ago, best-effort.
     yield* clean(sql, null)
-    const attempt = sql.withTransaction(Effect.gen(function*() {
-      const created = (yield* Q.insertRun(sql, { runId, manifest, settings, deadlineMillis })).length > 0
-      const run = (yield* Q.lockRun(sql, runId))!
-      if (run.status === "running" && !created && run.identity_fingerprint !== manifest.identityFingerprint) {
-        return yield* new PgBatchError({
-          reason: "IdentityMismatch",
-          message: `run ${
-            JSON.stringify(runId)
-          } is running under identity ${run.identity_fingerprint}, not ${manifest.identityFingerprint}`
-        })
-      }
-      const items = yield* submit(sql, options)
-      // A new run's session starts once its items are submitted (its deadline does not count the submission).
-      if (created) yield* Q.startedNow(sql, runId)
-      if (run.status === "running") {
-        return { runId, session: created ? "created" : "joined", items, reopened: 0 } as const
-      }
-      yield* Q.restartRun(sql, { runId, identityFingerprint: manifest.identityFingerprint, settings, deadlineMillis })
-      const reopened = yield* reopen(sql, runId, options.resume, manifest.identityFingerprint)
-      return { runId, session: "restarted", items, reopened } as const
+    // A join under another identity is refused before the items are read (and again, under the run row's
+    // lock, when the run is changed).
+    yield* identityRefused(yield* Q.readRun(sql, options.runId), options.runId, manifest.identityFingerprint)
+    return yield* sql.withTransaction(Effect.gen(function*() {
+      const items = yield* stage(sql, options)
+      // Lost to a deadlock or a serialization failure, the change is rolled back to its savepoint (the
+      // submission is kept) and runs again from the submission: the items are not read again.
+      return yield* retryConflicts(
+        sql.withTransaction(
+          applyStart(sql, { options: options as StartOptions<unknown, unknown, unknown>, manifest, items })
+        )
+      )
     }))
-    // Lost to a deadlock or a serialization failure, the transaction was rolled back whole: it runs again,
-    // reading the items again, unless they can be read once only.
-    return yield* (readOnce(options.items) ? attempt : retryConflicts(attempt))
   }).pipe(
     // Only the database's own errors: the source's errors (`E`) pass as they are.
     Effect.catchIf((e): e is SqlError => e instanceof SqlError, (e) => Effect.fail(unavailable(e)))

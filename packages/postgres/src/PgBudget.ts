@@ -3,7 +3,8 @@
  * leases a slice of the budget with one conditional `UPDATE` at its first reservation (a process that does
  * not reserve holds none: what it does not use stays in the pool for the others) and serves reservations from
  * it in memory (a synchronous fast path, `unsafeReserve`); while it reserves, it tops the slice up in the
- * background when it runs low (a heartbeat with no reservation since the last one leases nothing), leases
+ * background when it runs low (less unused than half the slice a top-up would lease now; a heartbeat with no
+ * reservation since the last one leases nothing), leases
  * smaller slices as the remainder shrinks (a fixed fraction of what is free, never less than what the
  * reservation needs, so the last reservations are exact), gives back what it holds beyond what it needs (at
  * rest, with no reservation since its last heartbeat and none in flight, all it has unused), and returns
@@ -16,13 +17,14 @@
  * pool first.)
  *
  * Crashes: a process reports to the database, at each heartbeat and before it reserves past it, a ceiling
- * (what it has charged and reserved plus a small headroom, `exposure` of its slice). If it dies, its lease
+ * (what it has charged and reserved plus a small headroom, `exposure` of what its slice holds unused: not of
+ * what it spent, so a process that spent much holds no large ceiling). If it dies, its lease
  * expires after `ttlMillis` on the database clock; the next process to look reclaims it: the ceiling is
  * charged as spent (its calls in flight may have been billed), the rest returns to the pool. A live process
  * whose lease may have expired (no heartbeat got through) stops serving from it.
  *
  * The guarantee: charged plus reserved over all processes never exceeds the cap; a call in flight when its
- * process died is charged as spent, and at most `exposure` of that process's slice more.
+ * process died is charged as spent, and at most `exposure` of what that process's slice held unused more.
  *
  * @since 0.1.0
  */
@@ -88,7 +90,7 @@ export const Options = Schema.Struct({
   calls: Schema.optional(Schema.NonNegativeInt),
   /** Fraction of the free pool one top-up leases (default 0.1). */
   slice: Schema.optional(Fraction),
-  /** Fraction of its slice a process may reserve beyond what it last reported (default 0.25). */
+  /** Fraction of what its slice holds unused a process may reserve beyond what it last reported (default 0.25). */
   exposure: Schema.optional(Fraction),
   /** How often a process reports and extends its lease (default 1000 ms). */
   heartbeatMillis: Schema.optional(Millis),
@@ -216,7 +218,7 @@ const maintain = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>) =>
       const resting = !wanted && S.isZero(ctx.slice.reserved)
       yield* Q.reclaim(ctx.sql, ctx.name)
       yield* L.renew(ctx, resting)
-      const low = S.low(ctx.slice, ctx.caps)
+      const low = S.low(ctx.slice, ctx.caps, ctx.free, ctx.fraction)
       if (wanted && !S.isZero(low)) {
         // A prefetch asks for nothing it must have: a shortfall here only means the pool is empty.
         yield* L.topUp(ctx, S.zero(), low, S.zero()).pipe(
@@ -274,7 +276,9 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
     S.take(s, need)
     const hold: Hold = { reservation }
     holds.set(hold, { need, epoch: s.epoch })
-    if (S.nearCeiling(s, ctx.caps, ctx.exposure) || !S.isZero(S.low(s, ctx.caps))) Queue.unsafeOffer(wake, undefined)
+    if (S.nearCeiling(s, ctx.caps, ctx.exposure) || !S.isZero(S.low(s, ctx.caps, ctx.free, ctx.fraction))) {
+      Queue.unsafeOffer(wake, undefined)
+    }
     return Either.right(hold)
   }
   // Under the lock: other slow reservations wait, so a top-up is not taken by the next one in line.

@@ -189,6 +189,41 @@ describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
         expect((yield* row(name)).calls_spent + (yield* row(name)).calls_leased).toBeLessThanOrEqual(10)
       }))
 
+    // A process that spent much and goes on reserving: its ceiling on record (what a crash charges, and below
+    // which it gives nothing back) is what it uses plus a quarter of what it holds unused, not a quarter of all
+    // it ever leased; and it tops up when its unused part runs under half the slice it would get now, not at
+    // every heartbeat because it spent more than it holds.
+    it.scoped("a busy process that spent much keeps a ceiling of a quarter of what it holds unused, and tops up only when low", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const name = fresh("busy")
+        const budget = yield* PgBudget.make({ name, cost: 10, slice: 0.1, heartbeatMillis: 20, holder: "busy" })
+        // $6 spent, $0.5 at a time: many top-ups, each a tenth of what is free.
+        for (let i = 0; i < 12; i++) {
+          yield* budget.settle(yield* budget.reserve({ cost: 0.5, tokens: null }), { cost: 0.5, tokens: 0 })
+        }
+        // Then it goes on reserving a little, with one reservation always in flight (never at rest).
+        const lease = sql<
+          { readonly l: number; readonly k: number; readonly u: number }
+        >`SELECT cost_leased::float8 AS l,
+          cost_exposed::float8 AS k, (cost_charged + cost_reserved)::float8 AS u
+          FROM rein_budget_leases WHERE budget = ${name} AND holder = 'busy'`.pipe(Effect.map((rows) => rows[0]!))
+        let held = yield* budget.reserve({ cost: 0.01, tokens: null })
+        const leased: Array<number> = []
+        for (let i = 0; i < 6; i++) {
+          const next = yield* budget.reserve({ cost: 0.01, tokens: null })
+          yield* budget.settle(held, { cost: 0.01, tokens: 0 })
+          held = next
+          yield* heartbeats(name, "busy", 1)
+          const row = yield* lease
+          leased.push(row.l)
+          // Its ceiling: what it uses, plus a quarter of what it holds unused (rounded up to a nano-dollar).
+          expect(row.k - row.u).toBeLessThanOrEqual(Math.ceil(0.25 * (row.l - row.u)))
+        }
+        // It held enough after its first heartbeat here: no top-up since.
+        expect(new Set(leased.slice(1)).size).toBe(1)
+      }))
+
     it.scoped("the call cap: a call stays taken when settled and comes back when released", () =>
       Effect.gen(function*() {
         const budget = yield* PgBudget.make({ name: fresh("calls"), calls: 3 })

@@ -102,14 +102,15 @@ describe.skipIf(!available)("submitting a run's items (PgBatchRun.start)", () =>
         const runId = fresh("bounded")
         const n = 20_000
         const chunk = 2_000
-        // Each item, when it is read, looks how many are in the database already (the same transaction: the
-        // source is read inside `start`'s). What was read and is not yet there is what `start` holds.
+        // Each item, when it is read, looks how many are in the database already, in the submission `start`
+        // reads them into (the same transaction: the source is read inside `start`'s). What was read and is not
+        // yet there is what `start` holds.
         let held = 0
         const items = Stream.range(0, n - 1, 1).pipe(
           Stream.mapEffect((i) =>
             Effect.map(
               i % 100 === 0
-                ? sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM rein_batch_items WHERE run_id = ${runId}`
+                ? sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM pg_temp.rein_submission`
                 : Effect.succeed([{ n: i }]),
               (rows) => {
                 held = Math.max(held, i - rows[0]!.n)

@@ -57,7 +57,10 @@ export const lockRun = (sql: Sql, runId: string) =>
     (rows) => rows[0]
   )
 
-/** Creates the run row (nothing when it exists). @internal */
+/**
+ * Creates the run row (nothing when it exists), created when the start's transaction began (`now()`: before
+ * its items were read). @internal
+ */
 export const insertRun = (
   sql: Sql,
   run: {
@@ -67,9 +70,10 @@ export const insertRun = (
     readonly deadlineMillis: number | null
   }
 ) =>
-  sql`INSERT INTO rein_batch_runs (run_id, manifest, identity_fingerprint, settings, deadline_millis)
+  sql`INSERT INTO rein_batch_runs (run_id, manifest, identity_fingerprint, settings, deadline_millis, created_at)
     VALUES (${run.runId}, ${JSON.stringify(run.manifest)}::jsonb, ${run.manifest.identityFingerprint},
-      ${JSON.stringify(run.settings)}::jsonb, ${run.deadlineMillis}) ON CONFLICT (run_id) DO NOTHING RETURNING run_id`
+      ${JSON.stringify(run.settings)}::jsonb, ${run.deadlineMillis}, now())
+    ON CONFLICT (run_id) DO NOTHING RETURNING run_id`
 
 /**
  * A new session of a run that ended: running again from now, the stop cleared, under this identity and with
@@ -102,15 +106,16 @@ export interface ItemKey {
 }
 
 /**
- * Opens this transaction's submission: a temporary table of the ids submitted so far (and where each was),
- * dropped at commit or rollback. Its primary key is what finds two items with one id, in the database,
- * however many items a submission has. @internal
+ * Opens this transaction's submission: a temporary table of the items submitted so far (id, index, where each
+ * was, fingerprints), dropped at commit or rollback. Its primary key is what finds two items with one id, in
+ * the database, however many items a submission has; the run's items are then changed from it alone
+ * (`applySubmission`), so a change that lost to a deadlock runs again without reading the source again. @internal
  */
 export const openSubmission = (sql: Sql) =>
   Effect.zipRight(
     sql`DROP TABLE IF EXISTS pg_temp.rein_submission`,
-    sql`CREATE TEMP TABLE rein_submission (item_id text PRIMARY KEY, idx integer NOT NULL, place text)
-      ON COMMIT DROP`
+    sql`CREATE TEMP TABLE rein_submission (item_id text PRIMARY KEY, idx integer NOT NULL, place text,
+      input_fingerprint text NOT NULL, prompt_fingerprint text NOT NULL) ON COMMIT DROP`
   )
 
 /** An item as submitted, with where it is in its source (for an error message; `null`: its index). @internal */
@@ -130,44 +135,49 @@ export interface Moved {
   readonly holder: string | null
 }
 
-/** What submitting a chunk did: how many ids were new to the submission; the first item out of the run's order. */
-export interface SubmittedChunk {
-  readonly fresh: number
-  readonly moved: Moved | null
-}
-
 /**
- * Submits a chunk of items, in one statement: each id is recorded in the submission, and the items whose id
- * is new to it are added to the run (an item already there with the same input keeps its state; one whose
- * input changed is pending again under its new fingerprints: its old record cannot be reused for it). Answers
- * how many ids were new: fewer than the chunk's items means an id came twice (in this chunk or an earlier
- * one), and the caller fails the transaction. When an item's index is not the run's (the items were
- * reordered, or a new item is where the run has another), the run is left as it was and the first such item
- * is answered: the caller fails the transaction. @internal
+ * Records a chunk of items in the submission, in one statement (the run is not touched, nothing is locked).
+ * Answers how many ids were new: fewer than the chunk's items means an id came twice (in this chunk or an
+ * earlier one), and the caller fails the transaction. @internal
  */
-export const submitItems = (sql: Sql, runId: string, items: ReadonlyArray<Submitted>) =>
+export const stageItems = (sql: Sql, items: ReadonlyArray<Submitted>) =>
   Effect.map(
-    sql<{ readonly fresh: number; readonly moved: Moved | null }>`WITH t AS (
+    sql<{ readonly fresh: number }>`WITH fresh AS (
+        INSERT INTO rein_submission (item_id, idx, place, input_fingerprint, prompt_fingerprint)
         SELECT * FROM jsonb_to_recordset(${
       JSON.stringify(items.map((i) => ({
         item_id: i.itemId,
         idx: i.index,
+        place: i.place,
         input_fingerprint: i.inputFingerprint,
-        prompt_fingerprint: i.promptFingerprint,
-        place: i.place
+        prompt_fingerprint: i.promptFingerprint
       })))
-    }::jsonb) AS t(item_id text, idx int, input_fingerprint text, prompt_fingerprint text, place text)),
-      fresh AS (
-        INSERT INTO rein_submission (item_id, idx, place) SELECT item_id, idx, place FROM t
-        ON CONFLICT (item_id) DO NOTHING RETURNING item_id, idx),
-      mine AS (SELECT t.* FROM t JOIN fresh ON fresh.item_id = t.item_id AND fresh.idx = t.idx),
+    }::jsonb) AS t(item_id text, idx int, place text, input_fingerprint text, prompt_fingerprint text)
+        ON CONFLICT (item_id) DO NOTHING RETURNING 1)
+      SELECT count(*)::int AS fresh FROM fresh`,
+    (rows) => rows[0]!.fresh
+  )
+
+/**
+ * Adds the submission's items to the run, in one statement: the items new to the run are inserted (an item
+ * already there with the same input keeps its state; one whose input changed is pending again under its new
+ * fingerprints: its old record cannot be reused for it). When an item's index is not the run's (the items were
+ * reordered, or a new item is where the run has another), the run is left as it was and the first such item is
+ * answered: the caller fails the transaction. The caller holds the run row (no other start adds items
+ * meanwhile). @internal
+ */
+export const applySubmission = (sql: Sql, runId: string) =>
+  Effect.map(
+    sql<{ readonly moved: Moved | null }>`WITH
       -- The first item whose index is not the run's: the run has it elsewhere, or another item where it is.
       moved AS (
         SELECT m.item_id, m.idx, m.place, i.idx AS recorded_idx, NULL::text AS holder
-        FROM mine m JOIN rein_batch_items i ON i.run_id = ${runId} AND i.item_id = m.item_id WHERE i.idx <> m.idx
+        FROM rein_submission m JOIN rein_batch_items i ON i.run_id = ${runId} AND i.item_id = m.item_id
+        WHERE i.idx <> m.idx
         UNION ALL
         SELECT m.item_id, m.idx, m.place, NULL::int, h.item_id
-        FROM mine m JOIN rein_batch_items h ON h.run_id = ${runId} AND h.idx = m.idx WHERE h.item_id <> m.item_id
+        FROM rein_submission m JOIN rein_batch_items h ON h.run_id = ${runId} AND h.idx = m.idx
+        WHERE h.item_id <> m.item_id
           AND NOT EXISTS (SELECT 1 FROM rein_batch_items x WHERE x.run_id = ${runId} AND x.item_id = m.item_id)
         ORDER BY idx LIMIT 1),
       -- New items are inserted; an item already there is left unlocked (ON CONFLICT DO UPDATE would lock it even
@@ -180,25 +190,25 @@ export const submitItems = (sql: Sql, runId: string, items: ReadonlyArray<Submit
       ins AS (
         INSERT INTO rein_batch_items (run_id, item_id, idx, input_fingerprint, prompt_fingerprint)
         SELECT ${runId}, m.item_id, m.idx, m.input_fingerprint, m.prompt_fingerprint
-        FROM mine m WHERE NOT EXISTS (SELECT 1 FROM moved)
+        FROM rein_submission m WHERE NOT EXISTS (SELECT 1 FROM moved)
           AND NOT EXISTS (SELECT 1 FROM rein_batch_items x WHERE x.run_id = ${runId} AND x.item_id = m.item_id)
         ON CONFLICT (run_id, item_id) DO NOTHING),
-      -- The rows of changed inputs, locked in item_id order first (as the workers' heartbeat and finish
-      -- lock them): updated in the join's order, they deadlocked (40P01) with a worker's group write.
+      -- The rows of changed inputs, of the whole submission, locked in item_id order first (as the workers'
+      -- heartbeat and finish lock them): updated in the join's order, or in item_id order a chunk at a time,
+      -- they deadlocked (40P01) with a worker's group write.
       changed AS MATERIALIZED (
-        SELECT i.item_id FROM rein_batch_items i JOIN mine m ON m.item_id = i.item_id
+        SELECT i.item_id FROM rein_batch_items i JOIN rein_submission m ON m.item_id = i.item_id
         WHERE i.run_id = ${runId} AND i.input_fingerprint <> m.input_fingerprint AND NOT EXISTS (SELECT 1 FROM moved)
         ORDER BY i.item_id FOR UPDATE OF i),
       up AS (
         UPDATE rein_batch_items i SET input_fingerprint = m.input_fingerprint,
           prompt_fingerprint = m.prompt_fingerprint,
           state = 'pending', lease_owner = NULL, lease_token = NULL, lease_expires = NULL
-        FROM changed JOIN mine m ON m.item_id = changed.item_id
+        FROM changed JOIN rein_submission m ON m.item_id = changed.item_id
         WHERE i.run_id = ${runId} AND i.item_id = changed.item_id AND i.input_fingerprint <> m.input_fingerprint)
       -- (A data-modifying WITH runs whole whether or not the query reads it.)
-      SELECT (SELECT count(*) FROM fresh)::int AS fresh,
-        (SELECT row_to_json(moved) FROM moved) AS moved`,
-    (rows): SubmittedChunk => rows[0]!
+      SELECT (SELECT row_to_json(moved) FROM moved) AS moved`,
+    (rows) => rows[0]!.moved
   )
 
 /** Where the submission recorded each of these ids (the first item that had it). @internal */

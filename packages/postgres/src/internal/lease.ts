@@ -178,12 +178,9 @@ export const shortfallOf = (ctx: Ctx, reservationNeed: S.Vec, needed: S.Vec): Sh
 export const trim = (ctx: Ctx, resting = false) =>
   Effect.gen(function*() {
     const s = ctx.slice
+    const slice = S.sliceNow(s, ctx.caps, ctx.free, ctx.fraction)
     const keep = S.zero()
-    for (const r of S.resources) {
-      keep[r] = resting
-        ? 0
-        : 2 * Math.ceil(ctx.fraction * ((ctx.free[r] ?? 0) + Math.max(0, s.leased[r] - S.used(s, r))))
-    }
+    for (const r of S.resources) keep[r] = resting ? 0 : 2 * slice[r]
     const amount = S.surplus(s, ctx.caps, keep)
     if (S.isZero(amount)) return
     // Lowered before the statement: if it fails, the database still holds more than this process uses.

@@ -111,16 +111,24 @@ export const release = (s: Slice, n: Vec): void => {
 }
 
 /**
+ * The headroom of the ceiling: `exposure` of what the lease holds unused (at least one unit). Not of all it
+ * leased: that counts what it spent, so a process that had spent much kept a large ceiling over a small
+ * remainder (all its slice, often), which it could never give back while it reserved, and which a crash
+ * charged whole.
+ */
+const headroom = (s: Slice, r: Resource, exposure: number): number =>
+  Math.max(1, Math.ceil(Math.max(0, s.leased[r] - used(s, r)) * exposure))
+
+/**
  * The ceiling to put on record: what is used, plus `n` (the reservation waiting for it), plus `exposure` of
- * the lease, never above the lease.
+ * what the lease holds unused, never above the lease.
  */
 export const ceiling = (s: Slice, caps: Caps, exposure: number, n: Vec = zero()): Vec => {
   const out = zero()
   for (const r of resources) {
     if (caps[r] === null) continue
-    const headroom = Math.max(1, Math.ceil(s.leased[r] * exposure))
     // An actual above its reservation was billed: it is on record even past the lease.
-    out[r] = Math.max(used(s, r), Math.min(s.leased[r], used(s, r) + n[r] + headroom))
+    out[r] = Math.max(used(s, r), Math.min(s.leased[r], used(s, r) + n[r] + headroom(s, r, exposure)))
   }
   return out
 }
@@ -136,17 +144,34 @@ export const usedCeiling = (s: Slice, caps: Caps): Vec => {
 export const nearCeiling = (s: Slice, caps: Caps, exposure: number): boolean =>
   resources.some((r) =>
     caps[r] !== null && s.exposed[r] < s.leased[r] &&
-    s.exposed[r] - used(s, r) < Math.max(1, Math.ceil(s.leased[r] * exposure)) / 2
+    s.exposed[r] - used(s, r) < headroom(s, r, exposure) / 2
   )
 
+/** What the pool has free, per resource (`null`: no cap). */
+export type Free = { readonly [R in Resource]: number | null }
+
 /**
- * The limited resources with less than half the lease free: top up before it binds. (Earlier than the
- * ceiling's headroom, a quarter: so a lease keeps a part above its ceiling, which returns if its holder dies.)
+ * The slice a top-up would lease now, per resource: `fraction` of what is free, in the pool and unused in the
+ * lease (0 where there is no cap).
  */
-export const low = (s: Slice, caps: Caps): Vec => {
+export const sliceNow = (s: Slice, caps: Caps, free: Free, fraction: number): Vec => {
   const out = zero()
   for (const r of resources) {
-    out[r] = caps[r] !== null && s.leased[r] - used(s, r) < s.leased[r] / 2 + 1 ? 1 : 0
+    if (caps[r] !== null) out[r] = Math.ceil(fraction * ((free[r] ?? 0) + Math.max(0, s.leased[r] - used(s, r))))
+  }
+  return out
+}
+
+/**
+ * The limited resources with less unused than half the slice a top-up would lease now (`sliceNow`): top up
+ * before it binds. Not half of all the lease took: that counts what it spent, so a process that had spent much
+ * was always low, and topped up at every heartbeat.
+ */
+export const low = (s: Slice, caps: Caps, free: Free, fraction: number): Vec => {
+  const slice = sliceNow(s, caps, free, fraction)
+  const out = zero()
+  for (const r of resources) {
+    out[r] = caps[r] !== null && s.leased[r] - used(s, r) < slice[r] / 2 + 1 ? 1 : 0
   }
   return out
 }

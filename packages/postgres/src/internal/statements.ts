@@ -8,7 +8,7 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
-import type { Caps, Resource, Vec } from "./slice.js"
+import type { Caps, Free, Resource, Vec } from "./slice.js"
 
 type Sql = SqlClient.SqlClient
 
@@ -33,7 +33,7 @@ interface FreeRow {
   readonly tokens_free: number | null
 }
 
-export type Free = { readonly [R in Resource]: number | null }
+export type { Free }
 
 const freeOf = (row: FreeRow): Free => ({ calls: row.calls_free, cost: row.cost_free, tokens: row.tokens_free })
 
