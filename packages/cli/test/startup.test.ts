@@ -12,7 +12,7 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { afterAll, beforeAll } from "vitest"
 import * as Binary from "../../../test/support/binary.js"
-import { type Bundle, freshBundle } from "../src/internal/entry.js"
+import { freshBundle } from "../src/internal/entry.js"
 
 const { bin, root } = Binary
 let tmp = ""
@@ -134,7 +134,7 @@ describe("start-up", () => {
 
 describe("the code cache", () => {
   // The bundle and its cache, copied into a directory of the test's own, run as the binary runs them.
-  const copy = (name: string): Bundle & { readonly runner: string } => {
+  const copy = (name: string): { readonly script: string; readonly cache: string; readonly runner: string } => {
     const bundle = built()
     if (bundle?.cache === undefined) throw new Error("the build left no code cache")
     const dir = path.join(tmp, name)
@@ -173,7 +173,8 @@ describe("the code cache", () => {
   it("a damaged cache is rejected (V8 checks its checksum): the same output and exit code", async () => {
     const { cache, runner } = copy("damaged")
     const bytes = fs.readFileSync(cache)
-    for (let i = 0; i < 64; i++) bytes[Math.floor(bytes.length / 2) + i] ^= 0x5a
+    const middle = Math.floor(bytes.length / 2)
+    bytes.set(bytes.subarray(middle, middle + 64).map((b) => b ^ 0x5a), middle)
     fs.writeFileSync(cache, bytes)
     await sameAsBinary(runner, "damaged", true)
   }, 120_000)
