@@ -12,7 +12,8 @@ const scenarios = ["examples/scenarios", "bench/scenarios"].flatMap((dir) =>
 const lines = [
   ...scenarios.flatMap((s) => [["simulate", ...inputs, "--scenario", s, "--seed", "1", "--json"],
     ["simulate", ...inputs, "--scenario", s, "--seed", "1"]]),
-  ["plan", ...inputs, "--json"], ["--help"], ["batch", "--help"], ["simulate", "--catalog", "nope.json"], ["frobnicate"]
+  ["plan", ...inputs, "--json"], ["--help"], ["batch", "--help"], ["simulate", "--catalog", "nope.json"], ["frobnicate"],
+  ["status", "--store", "postgres://127.0.0.1:1/none", "--run", "r1"]
 ]
 const run = (checkout, args) => {
   const r = spawnSync(process.execPath, [`${checkout}/packages/cli/dist/bin.js`, ...args], { cwd: root,
