@@ -99,14 +99,16 @@ const loaded = (script: string, args: ReadonlyArray<string>, name: string) =>
 
 // A module of PostgreSQL's, unbundled: ours, @effect/sql-pg's or pg's.
 const postgres = /packages\/postgres\/|@effect\+sql-pg|\/node_modules\/\.pnpm\/pg[@-]/
+// In the ES modules, esbuild heads each module's code with a comment naming it (`// packages/postgres/dist/…`).
+const bundlesPostgres = (url: string) => postgres.test(fs.readFileSync(new URL(url), "utf8"))
 // Node's built-ins that `pg` and the HTTP client (undici) require when their code runs, and nothing else does.
 const network = ["dns", "net", "tls"]
 const built = () => freshBundle(path.join(root, "packages/cli/dist/bundle"))
 
 describe("start-up", () => {
   it("a command runs the bundle from its code cache: no module from node_modules, no PostgreSQL run", async () => {
-    const bundle = built()
-    expect(bundle?.cache).toBeDefined()
+    const bundle = built()?.cached
+    expect(bundle).toBeDefined()
     for (const [name, args] of commands(path.join(tmp, "b.jsonl"))) {
       const r = await loaded(bin, args, `bundle-${name}`)
       expect(r.code, name).toBe(0)
@@ -115,6 +117,24 @@ describe("start-up", () => {
       expect(files.length, name).toBeLessThan(30)
       expect(r.compiled.scripts, name).toEqual([{ filename: bundle?.script, cached: true, rejected: false }])
       expect(r.compiled.required.filter((m) => network.includes(m)), name).toEqual([])
+    }
+  }, 120_000)
+
+  // What runs without a code cache this Node can use (another Node's, or none).
+  it("the bundle's ES modules: a few files of their own, nothing from node_modules, no PostgreSQL", async () => {
+    const runner = path.join(tmp, "modules.mjs")
+    fs.writeFileSync(
+      runner,
+      `import { start } from ${JSON.stringify(pathToFileURL(built()?.entry ?? "").href)}\nstart(process.argv)\n`
+    )
+    for (const [name, args] of commands(path.join(tmp, "m.jsonl"))) {
+      const r = await loaded(runner, args, `modules-${name}`)
+      expect(r.code, name).toBe(0)
+      const files = r.modules.filter((m) => m.startsWith("file:"))
+      expect(files, name).toContain(pathToFileURL(path.join(root, "packages/cli/dist/bundle/node.js")).href)
+      expect(files.filter((m) => m.includes("/node_modules/")), name).toEqual([])
+      expect(files.filter((m) => postgres.test(m) || bundlesPostgres(m)), name).toEqual([])
+      expect(files.length, name).toBeLessThan(30)
     }
   }, 120_000)
 
@@ -135,8 +155,8 @@ describe("start-up", () => {
 describe("the code cache", () => {
   // The bundle and its cache, copied into a directory of the test's own, run as the binary runs them.
   const copy = (name: string): { readonly script: string; readonly cache: string; readonly runner: string } => {
-    const bundle = built()
-    if (bundle?.cache === undefined) throw new Error("the build left no code cache")
+    const bundle = built()?.cached
+    if (bundle === undefined) throw new Error("the build left no code cache")
     const dir = path.join(tmp, name)
     fs.mkdirSync(dir)
     const script = path.join(dir, path.basename(bundle.script))
@@ -213,28 +233,32 @@ describe("the bundle is run only while it is the build's", () => {
 
   it("runs a bundle whose inputs are all unchanged", () => {
     const { dir } = bundleDir("fresh")
-    expect(freshBundle(dir)).toEqual({ script: path.join(dir, "node.js"), cache: undefined })
+    expect(freshBundle(dir)).toEqual({ entry: path.join(dir, "node.js"), cached: undefined })
   })
 
-  it("with its code cache when this V8 made it, without it otherwise (not read: V8 would reject it)", () => {
+  it("its script with the code cache when this V8 made it, its ES modules otherwise (V8 would reject it)", () => {
     const { dir, input, stat } = bundleDir("cached")
     const list = (v8: string) => ({
       entry: "node.js",
+      script: "node.cjs",
       cache: { file: "node.cache", v8 },
       inputs: [[path.basename(input), stat.size, stat.mtimeMs]]
     })
     fs.writeFileSync(path.join(dir, "inputs.json"), JSON.stringify(list(process.versions.v8)))
-    expect(freshBundle(dir)).toEqual({ script: path.join(dir, "node.js"), cache: path.join(dir, "node.cache") })
+    expect(freshBundle(dir)).toEqual({
+      entry: path.join(dir, "node.js"),
+      cached: { script: path.join(dir, "node.cjs"), cache: path.join(dir, "node.cache") }
+    })
     fs.writeFileSync(path.join(dir, "inputs.json"), JSON.stringify(list("10.2.154.26-node.36")))
-    expect(freshBundle(dir)).toEqual({ script: path.join(dir, "node.js"), cache: undefined })
+    expect(freshBundle(dir)).toEqual({ entry: path.join(dir, "node.js"), cached: undefined })
   })
 
   it("installed (under node_modules), without checking its inputs: a package keeps no mtimes, has no workspace", () => {
     const { dir, input } = bundleDir("install/node_modules/@rein/cli/dist/bundle")
     fs.utimesSync(input, new Date(499162500000), new Date(499162500000))
-    expect(freshBundle(dir)?.script).toBe(path.join(dir, "node.js"))
+    expect(freshBundle(dir)?.entry).toBe(path.join(dir, "node.js"))
     fs.rmSync(input)
-    expect(freshBundle(dir)?.script).toBe(path.join(dir, "node.js"))
+    expect(freshBundle(dir)?.entry).toBe(path.join(dir, "node.js"))
     fs.rmSync(path.join(dir, "node.js"))
     expect(freshBundle(dir)).toBeUndefined()
   })
@@ -274,7 +298,7 @@ describe("the bundle is run only while it is the build's", () => {
       outputs: ["node.js", "chunk-A.js"]
     }
     fs.writeFileSync(path.join(dir, "inputs.json"), JSON.stringify(list))
-    expect(freshBundle(dir)?.script).toBe(path.join(dir, "node.js"))
+    expect(freshBundle(dir)?.entry).toBe(path.join(dir, "node.js"))
     fs.rmSync(path.join(dir, "chunk-A.js"))
     expect(freshBundle(dir)).toBeUndefined()
   })
@@ -282,7 +306,8 @@ describe("the bundle is run only while it is the build's", () => {
   it("the built binary's bundle is current after the build (tsc -b, then scripts/bundle-cli.mjs)", () => {
     const dir = path.join(root, "packages/cli/dist/bundle")
     const bundle = built()
-    expect(bundle?.script).toMatch(new RegExp(`^${dir}/node-\\w+\\.cjs$`))
-    expect(bundle?.cache).toBe(bundle?.script.replace(/\.cjs$/, ".cache"))
+    expect(bundle?.entry).toBe(path.join(dir, "node.js"))
+    expect(bundle?.cached?.script).toMatch(new RegExp(`^${dir}/node-\\w+\\.cjs$`))
+    expect(bundle?.cached?.cache).toBe(bundle?.cached?.script.replace(/\.cjs$/, ".cache"))
   })
 })

@@ -1,6 +1,6 @@
 /**
- * How the binary runs the command tree: from the bundle of `scripts/bundle-cli.mjs` (`dist/bundle/`, one
- * CommonJS file, ≈ 0.8 s less start-up than the unbundled tree) while every file it was made from is
+ * How the binary runs the command tree: from the bundle of `scripts/bundle-cli.mjs` (`dist/bundle/`, ≈ 0.8 s
+ * less start-up than the unbundled tree) while every file it was made from is
  * unchanged, and otherwise from the unbundled `node.js` that `tsc -b` keeps current. A bundle is never run
  * stale: a build that changed any input (ours or a dependency's) since it was made, a missing bundle or a
  * damaged list of its inputs all mean the unbundled entry. An installed package (one inside a `node_modules`
@@ -8,11 +8,12 @@
  * bundle carries every dependency it was made from, and the inputs listed are the workspace's files, which an
  * install has not (and whose mtimes a package does not keep).
  *
- * The bundle is compiled with `vm.Script` and the V8 code cache the build left beside it (a training run of a
- * short command, so the functions a command compiles lazily are in it too): a command then compiles almost
- * none of the bundle's code. A cache V8 rejects (another Node, other V8 flags), a missing or a damaged one
- * only means compiling as without it. Each cache is named after its bundle's contents, so it never meets
- * another bundle's source.
+ * The bundle is one CommonJS script compiled with `vm.Script` and the V8 code cache the build left beside it
+ * (a training run of a short command, so the functions a command compiles lazily are in it too): a command then
+ * compiles almost none of the bundle's code. Without a cache made by this V8 (another Node's, none) the same
+ * bundle's ES modules are imported instead: the script compiled from source would start slower. A cache V8
+ * rejects after all (other V8 flags) or a damaged one only means compiling the script as without it. Each
+ * cache is named after its script's contents, so it never meets another script's source.
  *
  * Plain Node (no Effect): it runs before anything is loaded, Effect included, and decides which Effect to
  * load. Node 20 has no compile cache for ES modules (`module.enableCompileCache` is Node 22's), hence a
@@ -23,26 +24,30 @@
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { setFlagsFromString } from "node:v8"
 import * as vm from "node:vm"
 
 /**
- * What `bundle-cli.mjs` writes beside the bundle: its entry file, each input's path, size and mtime, the
- * bundle's own files (an older bundle's list has none: then only the entry is checked), and its code cache
- * with the V8 version that made it (absent when the build could not make one).
+ * What `bundle-cli.mjs` writes beside the bundle: its ES module entry, its script, each input's path, size and
+ * mtime, the bundle's own files (an older bundle's list has none: then only the entry is checked), and the
+ * script's code cache with the V8 version that made it (absent when the build could not make one).
  */
 interface Inputs {
   readonly entry: string
+  readonly script?: string
   readonly inputs: ReadonlyArray<readonly [file: string, size: number, mtimeMs: number]>
   readonly outputs?: ReadonlyArray<string>
   readonly cache?: { readonly file: string; readonly v8: string }
 }
 
-/** A current bundle: its script and the code cache to compile it with, if one fits this Node. @internal */
+/**
+ * A current bundle: its ES module entry, and its script with the code cache to compile it with when there is
+ * one this Node can use. @internal
+ */
 export interface Bundle {
-  readonly script: string
-  readonly cache: string | undefined
+  readonly entry: string
+  readonly cached: { readonly script: string; readonly cache: string } | undefined
 }
 
 /** What the command tree exports (`internal/node.ts`). @internal */
@@ -67,13 +72,18 @@ const installed = (dir: string): boolean => path.resolve(dir).split(path.sep).in
  */
 export const freshBundle = (dir: string): Bundle | undefined => {
   try {
-    const { cache, entry, inputs, outputs = [] }: Inputs = JSON.parse(
+    const { cache, entry, inputs, outputs = [], script }: Inputs = JSON.parse(
       fs.readFileSync(path.join(dir, "inputs.json"), "utf8")
     )
-    const script = path.join(dir, entry)
-    return fs.existsSync(script) && inputs.length > 0 && outputs.every((name) => fs.existsSync(path.join(dir, name))) &&
+    const file = path.join(dir, entry)
+    return fs.existsSync(file) && inputs.length > 0 && outputs.every((name) => fs.existsSync(path.join(dir, name))) &&
         (installed(dir) || inputs.every((input) => unchanged(dir, input)))
-      ? { script, cache: cache?.v8 === process.versions.v8 ? path.join(dir, cache.file) : undefined }
+      ? {
+        entry: file,
+        cached: script !== undefined && cache?.v8 === process.versions.v8
+          ? { script: path.join(dir, script), cache: path.join(dir, cache.file) }
+          : undefined
+      }
       : undefined
   } catch {
     return undefined
@@ -104,7 +114,9 @@ const readCache = (file: string | undefined): Buffer | undefined => {
  * Compiles the bundle's script (with the code cache when there is one) and runs its top level: the compiled
  * script, for the build's training run to take its cache from, and what the bundle exports. @internal
  */
-export const compileBundle = (bundle: Bundle): { readonly script: vm.Script; readonly tree: Tree } => {
+export const compileBundle = (
+  bundle: { readonly script: string; readonly cache: string | undefined }
+): { readonly script: vm.Script; readonly tree: Tree } => {
   const cachedData = readCache(bundle.cache)
   const source = `(function (exports, require, module, __filename, __dirname) { ${
     fs.readFileSync(bundle.script, "utf8")
@@ -119,8 +131,12 @@ export const compileBundle = (bundle: Bundle): { readonly script: vm.Script; rea
   return { script, tree: module.exports }
 }
 
-/** The command tree: the bundle's when it is current, else the unbundled tree's. @internal */
+/**
+ * The command tree: the bundle's when it is current (its script with the code cache, or its ES modules), else
+ * the unbundled tree's. @internal
+ */
 export const load = async (): Promise<Tree> => {
   const bundle = freshBundle(fileURLToPath(new URL("../bundle", import.meta.url)))
-  return bundle === undefined ? import("./node.js") : compileBundle(bundle).tree
+  if (bundle === undefined) return import("./node.js")
+  return bundle.cached === undefined ? import(pathToFileURL(bundle.entry).href) : compileBundle(bundle.cached).tree
 }
