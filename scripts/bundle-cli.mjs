@@ -1,8 +1,18 @@
 // `pnpm build`'s second step (after `tsc -b`): bundles the built CLI (packages/cli/dist/internal/node.js, the
-// command tree and everything it imports) with esbuild into packages/cli/dist/bundle/, so that a command loads
-// a dozen files instead of ~1,000 modules (start-up ≈ 0.35 s of CPU instead of ≈ 1.1 s). Tree-shaking drops
-// what nothing uses (most of `fast-check`, which the `effect` index re-exports); what is imported dynamically
-// (PostgreSQL, the HTTP providers) stays in chunks of its own, loaded when used.
+// command tree and everything it imports) with esbuild into packages/cli/dist/bundle/, twice: one CommonJS
+// script (`node-<hash>.cjs`), and ES modules with splitting (`node.js` and its chunks), so that a command
+// loads a few files instead of ~1,000 modules (start-up ≈ 0.35 s of CPU instead of ≈ 1.1 s). Tree-shaking
+// drops what nothing uses (most of `fast-check`, which the `effect` index re-exports); what is imported
+// dynamically (PostgreSQL, the HTTP providers) is in the script but runs only when first imported, and in
+// chunks of its own among the modules.
+//
+// Then a training run (scripts/cli-code-cache.mjs: `rein simulate` of a few virtual seconds, run from the
+// script as the binary runs it) leaves V8's code cache of the script beside it, functions compiled lazily
+// during the run included: the binary compiles the script with it (packages/cli/src/internal/entry.ts) and
+// then compiles almost nothing (≈ 0.09 s less start-up). The script's name carries a hash of its contents and
+// the cache is named after it, so a cache never meets another script's source (V8 itself checks only the
+// source's length). Without a cache this Node can use (a failed training run, another Node) the binary imports
+// the ES modules, which compile faster than the whole script from source.
 //
 // The bundle cannot go stale unnoticed: beside it, inputs.json lists every file it was made from (the built
 // packages and node_modules alike) with its size and modification time, and the binary runs the bundle only
@@ -11,6 +21,7 @@
 //
 // Concurrent runs (test suites prepare in parallel) write the same files: each file is written to a
 // temporary name and renamed, so a reader sees a whole file, old or new, and inputs.json is written last.
+import { spawnSync } from "node:child_process"
 import * as esbuild from "esbuild"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -41,43 +52,72 @@ const statBeforeRead = {
   }
 }
 
-const result = await esbuild.build({
+const options = {
   absWorkingDir: root,
   entryPoints: [entry],
   bundle: true,
-  splitting: true,
-  format: "esm",
   platform: "node",
   target: "node20",
   outdir: out,
   metafile: true,
   write: false,
   logLevel: "warning",
-  plugins: [statBeforeRead],
-  // CommonJS dependencies (yaml, pg, undici, …) call require(): an ES module has none of its own.
-  banner: { js: "import { createRequire as __reinRequire } from \"node:module\"\nconst require = __reinRequire(import.meta.url)" }
-})
+  plugins: [statBeforeRead]
+}
+// The script compiled with the code cache, and the ES modules the binary imports when it has no cache that
+// this Node can use (another Node's; then they start faster than the script compiled from source, as
+// PostgreSQL and the HTTP client stay in chunks of their own, read when used).
+const [script, modules] = await Promise.all([
+  esbuild.build({ ...options, format: "cjs", entryNames: "[name]-[hash]", outExtension: { ".js": ".cjs" } }),
+  esbuild.build({
+    ...options,
+    format: "esm",
+    splitting: true,
+    // CommonJS dependencies (yaml, pg, undici, …) call require(): an ES module has none of its own.
+    banner: { js: "import { createRequire as __reinRequire } from \"node:module\"\nconst require = __reinRequire(import.meta.url)" }
+  })
+])
 
 fs.mkdirSync(out, { recursive: true })
 // Every file the bundle was made from, relative to the bundle's directory, with what identifies its version.
-const inputs = Object.keys(result.metafile.inputs).map((input) => {
-  const file = path.resolve(root, input)
-  const version = seen.get(file)
-  if (version === undefined) throw new Error(`bundle-cli: ${input} was bundled without being read by the plugin`)
-  return [path.relative(out, file), ...version]
-})
+const inputs = [...new Set([...Object.keys(script.metafile.inputs), ...Object.keys(modules.metafile.inputs)])].map(
+  (input) => {
+    const file = path.resolve(root, input)
+    const version = seen.get(file)
+    if (version === undefined) throw new Error(`bundle-cli: ${input} was bundled without being read by the plugin`)
+    return [path.relative(out, file), ...version]
+  }
+)
 const written = new Set(["inputs.json"])
-for (const file of result.outputFiles) {
+for (const file of [...script.outputFiles, ...modules.outputFiles]) {
   writeWhole(file.path, file.contents)
   written.add(path.basename(file.path))
 }
-// The bundle's own files are listed too: the binary runs it only while every one of them is there.
-const outputs = [...written].filter((name) => name !== "inputs.json")
-writeWhole(path.join(out, "inputs.json"), JSON.stringify({ entry: "node.js", inputs, outputs }))
-// Chunks of earlier bundles (their names carry a hash of their contents), once an hour old: a concurrent
-// bundle (test suites prepare in parallel) may have just written them, and a running command may still load
-// one (the PostgreSQL chunk is imported on first use).
-const HOUR = 3_600_000
+const scriptFile = script.outputFiles[0].path
+// The training run: its cache, or none (reported, not fatal) when it failed.
+const trained = () => {
+  const cache = scriptFile.replace(/\.cjs$/, ".cache")
+  const run = spawnSync(process.execPath, [path.join(root, "scripts/cli-code-cache.mjs"), scriptFile, cache], {
+    cwd: root,
+    encoding: "utf8"
+  })
+  if (run.status === 0 && fs.existsSync(cache)) return { file: path.basename(cache), v8: process.versions.v8 }
+  process.stderr.write(`bundle-cli: no code cache (training run: exit ${run.status})\n${run.stderr}`)
+  return undefined
+}
+const cache = trained()
+if (cache !== undefined) written.add(cache.file)
+// The bundle's own files are listed too: the binary runs it only while every one of them is there (the cache
+// is not one of them: without it the binary imports the ES modules).
+const outputs = [...written].filter((name) => name !== "inputs.json" && name !== cache?.file)
+writeWhole(
+  path.join(out, "inputs.json"),
+  JSON.stringify({ entry: "node.js", script: path.basename(scriptFile), cache, inputs, outputs })
+)
+// Files of earlier bundles (their names carry a hash of their contents), once an hour old: a concurrent
+// bundle (test suites prepare in parallel) may have just written them and not yet its list. With `--prune`
+// (`pnpm pack`'s prepack, so that the package holds this bundle only), whatever their age.
+const HOUR = process.argv.includes("--prune") ? -1 : 3_600_000
 for (const name of fs.readdirSync(out)) {
   if (written.has(name) || name.endsWith(".tmp")) continue
   const file = path.join(out, name)

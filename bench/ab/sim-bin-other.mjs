@@ -2,8 +2,9 @@
 // --import bench/dist/cpu-report.js <checkout>/packages/cli/dist/bin.js simulate … hour-outage.json --seed 1
 // --json`, the child's own CPU), this checkout against another one (e.g. a copy of an older build: its
 // packages/, examples/, bench/ and a link to this node_modules), interleaved; checks the two reports are
-// byte-identical. Prints medians with min–max and the load.
-// node bench/ab/sim-bin-other.mjs <other checkout root> [rounds]
+// byte-identical. Prints medians with min–max and the load. A third argument runs another scenario (e.g.
+// bench/scenarios/second.json, the binary's fixed cost).
+// node bench/ab/sim-bin-other.mjs <other checkout root> [rounds] [scenario]
 import { spawnSync } from "node:child_process"
 import os from "node:os"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -13,7 +14,7 @@ const sides = { other: process.argv[2], this: root }
 const rounds = Number(process.argv[3] ?? 5)
 const report = pathToFileURL(`${root}bench/dist/cpu-report.js`).href
 const args = ["simulate", "--catalog", "examples/catalog.json", "--contract", "examples/contract.json", "--scenario",
-  "bench/scenarios/hour-outage.json", "--seed", "1", "--json"]
+  process.argv[4] ?? "bench/scenarios/hour-outage.json", "--seed", "1", "--json"]
 const runOnce = (checkout) => {
   const r = spawnSync(process.execPath, ["--import", report, `${checkout}/packages/cli/dist/bin.js`, ...args], {
     cwd: root,
@@ -37,5 +38,5 @@ for (let r = 0; r < rounds; r++) {
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const fmt = (xs) => `${median(xs)} ms (${Math.min(...xs)}–${Math.max(...xs)})`
-console.log(`binary CPU: other ${fmt(out.other)} | this ${fmt(out.this)} | load ${load0.toFixed(1)}–${
+console.log(`${args[6]}: binary CPU: other ${fmt(out.other)} | this ${fmt(out.this)} | load ${load0.toFixed(1)}–${
   os.loadavg()[0].toFixed(1)} | reports identical (${reference.length} bytes)`)

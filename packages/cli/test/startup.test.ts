@@ -1,8 +1,9 @@
 /**
- * What a command loads at start-up. The binary runs the bundle of `pnpm build` (`scripts/bundle-cli.mjs`)
- * while it is the build's, and the unbundled tree otherwise (`internal/entry.ts`); neither loads PostgreSQL
- * for a command that does not use a `postgres://` store. Module lists come from a loader hook
- * (`test/support/modules.mjs`).
+ * What a command loads at start-up. The binary runs the bundle of `pnpm build` (`scripts/bundle-cli.mjs`),
+ * compiled with the code cache the build left, while it is the build's, and the unbundled tree otherwise
+ * (`internal/entry.ts`); neither runs PostgreSQL's code for a command that does not use a `postgres://`
+ * store. Module lists come from a loader hook (`test/support/modules.mjs`), the scripts compiled and the
+ * built-ins required from another (`test/support/codecache.mjs`).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
@@ -48,31 +49,86 @@ const commands = (out: string) => {
   return [["simulate", simulate], ["plan", plan], ["batch", batch(out)]] as const
 }
 
-/** Runs `node <script> args…` with the module hook; the exit code and the URLs of the modules it loaded. */
+/** What the code cache hook saw: each script compiled with `vm.Script`, and the modules `require`d. */
+interface Compiled {
+  readonly scripts: ReadonlyArray<{ readonly filename: string; readonly cached: boolean; readonly rejected?: boolean }>
+  readonly required: ReadonlyArray<string>
+}
+
+/**
+ * Runs `node <script> args…` with both hooks; its exit code, output, the URLs of the modules it loaded and
+ * what it compiled.
+ */
 const loaded = (script: string, args: ReadonlyArray<string>, name: string) =>
-  new Promise<{ readonly code: number | null; readonly modules: ReadonlyArray<string> }>((resolve) => {
+  new Promise<
+    {
+      readonly code: number | null
+      readonly stdout: string
+      readonly stderr: string
+      readonly modules: ReadonlyArray<string>
+      readonly compiled: Compiled
+    }
+  >((resolve) => {
     const out = path.join(tmp, `${name}.modules`)
-    const hook = pathToFileURL(path.join(root, "test/support/modules.mjs")).href
+    const compiled = path.join(tmp, `${name}.compiled`)
+    const hooks = ["modules.mjs", "codecache.mjs"].flatMap((hook) => [
+      "--import",
+      pathToFileURL(path.join(root, "test/support", hook)).href
+    ])
     execFile(
       process.execPath,
-      ["--import", hook, script, ...args],
-      { cwd: root, env: { ...process.env, REIN_MODULES_OUT: out }, timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
-      (error) => {
+      [...hooks, script, ...args],
+      {
+        cwd: root,
+        env: { ...process.env, REIN_MODULES_OUT: out, REIN_CODECACHE_OUT: compiled },
+        timeout: 120_000,
+        maxBuffer: 64 * 1024 * 1024
+      },
+      (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
-        resolve({ code, modules: fs.readFileSync(out, "utf8").split("\n").filter((l) => l !== "") })
+        resolve({
+          code,
+          stdout,
+          stderr,
+          modules: fs.readFileSync(out, "utf8").split("\n").filter((l) => l !== ""),
+          compiled: JSON.parse(fs.readFileSync(compiled, "utf8"))
+        })
       }
     )
   })
 
 // A module of PostgreSQL's, unbundled: ours, @effect/sql-pg's or pg's.
 const postgres = /packages\/postgres\/|@effect\+sql-pg|\/node_modules\/\.pnpm\/pg[@-]/
-// In the bundle, esbuild heads each module's code with a comment naming it (`// packages/postgres/dist/…`).
+// In the ES modules, esbuild heads each module's code with a comment naming it (`// packages/postgres/dist/…`).
 const bundlesPostgres = (url: string) => postgres.test(fs.readFileSync(new URL(url), "utf8"))
+// Node's built-ins that `pg` and the HTTP client (undici) require when their code runs, and nothing else does.
+const network = ["dns", "net", "tls"]
+const built = () => freshBundle(path.join(root, "packages/cli/dist/bundle"))
 
 describe("start-up", () => {
-  it("a command runs the bundle: a few files of its own, nothing from node_modules, no PostgreSQL", async () => {
+  it("a command runs the bundle from its code cache: no module from node_modules, no PostgreSQL run", async () => {
+    const bundle = built()?.cached
+    expect(bundle).toBeDefined()
     for (const [name, args] of commands(path.join(tmp, "b.jsonl"))) {
       const r = await loaded(bin, args, `bundle-${name}`)
+      expect(r.code, name).toBe(0)
+      const files = r.modules.filter((m) => m.startsWith("file:"))
+      expect(files.filter((m) => m.includes("/node_modules/") || postgres.test(m)), name).toEqual([])
+      expect(files.length, name).toBeLessThan(30)
+      expect(r.compiled.scripts, name).toEqual([{ filename: bundle?.script, cached: true, rejected: false }])
+      expect(r.compiled.required.filter((m) => network.includes(m)), name).toEqual([])
+    }
+  }, 120_000)
+
+  // What runs without a code cache this Node can use (another Node's, or none).
+  it("the bundle's ES modules: a few files of their own, nothing from node_modules, no PostgreSQL", async () => {
+    const runner = path.join(tmp, "modules.mjs")
+    fs.writeFileSync(
+      runner,
+      `import { start } from ${JSON.stringify(pathToFileURL(built()?.entry ?? "").href)}\nstart(process.argv)\n`
+    )
+    for (const [name, args] of commands(path.join(tmp, "m.jsonl"))) {
+      const r = await loaded(runner, args, `modules-${name}`)
       expect(r.code, name).toBe(0)
       const files = r.modules.filter((m) => m.startsWith("file:"))
       expect(files, name).toContain(pathToFileURL(path.join(root, "packages/cli/dist/bundle/node.js")).href)
@@ -96,11 +152,74 @@ describe("start-up", () => {
   }, 120_000)
 })
 
+describe("the code cache", () => {
+  // The bundle and its cache, copied into a directory of the test's own, run as the binary runs them.
+  const copy = (name: string): { readonly script: string; readonly cache: string; readonly runner: string } => {
+    const bundle = built()?.cached
+    if (bundle === undefined) throw new Error("the build left no code cache")
+    const dir = path.join(tmp, name)
+    fs.mkdirSync(dir)
+    const script = path.join(dir, path.basename(bundle.script))
+    const cache = path.join(dir, path.basename(bundle.cache))
+    fs.copyFileSync(bundle.script, script)
+    fs.copyFileSync(bundle.cache, cache)
+    const runner = path.join(dir, "run.mjs")
+    const entry = pathToFileURL(path.join(root, "packages/cli/dist/internal/entry.js")).href
+    fs.writeFileSync(
+      runner,
+      `import { compileBundle, tuneV8 } from ${JSON.stringify(entry)}\ntuneV8()\n` +
+        `compileBundle(${JSON.stringify({ script, cache })}).tree.start(process.argv)\n`
+    )
+    return { script, cache, runner }
+  }
+  // A report, and a command that fails on its input (its exit code and message).
+  const lines = [simulate, ["simulate", ...inputs, "--scenario", "nowhere.json"]]
+
+  /** Runs each line through the binary and through `runner`: the same output and exit code, every time. */
+  const sameAsBinary = async (runner: string, name: string, rejected: boolean | undefined) => {
+    for (const [i, args] of lines.entries()) {
+      const want = await loaded(bin, args, `${name}-bin-${i}`)
+      const got = await loaded(runner, args, `${name}-${i}`)
+      expect([got.code, got.stdout, got.stderr]).toEqual([want.code, want.stdout, want.stderr])
+      expect(got.compiled.scripts.map((s) => s.rejected)).toEqual([rejected])
+    }
+  }
+
+  it("a copy of the build's is accepted", async () => {
+    const { runner } = copy("accepted")
+    await sameAsBinary(runner, "accepted", false)
+  }, 120_000)
+
+  it("a damaged cache is rejected (V8 checks its checksum): the same output and exit code", async () => {
+    const { cache, runner } = copy("damaged")
+    const bytes = fs.readFileSync(cache)
+    const middle = Math.floor(bytes.length / 2)
+    bytes.set(bytes.subarray(middle, middle + 64).map((b) => b ^ 0x5a), middle)
+    fs.writeFileSync(cache, bytes)
+    await sameAsBinary(runner, "damaged", true)
+  }, 120_000)
+
+  it("a truncated cache, or one made for another source, is rejected: the same output and exit code", async () => {
+    const truncated = copy("truncated")
+    fs.truncateSync(truncated.cache, 100_000)
+    await sameAsBinary(truncated.runner, "truncated", true)
+    const other = copy("other-source")
+    fs.appendFileSync(other.script, "\n// another build\n")
+    await sameAsBinary(other.runner, "other-source", true)
+  }, 120_000)
+
+  it("a missing cache only means compiling without one", async () => {
+    const { cache, runner } = copy("missing")
+    fs.rmSync(cache)
+    await sameAsBinary(runner, "missing", undefined)
+  }, 120_000)
+})
+
 describe("the bundle is run only while it is the build's", () => {
   // A bundle directory of our own: an entry, one input beside it, and the list bundle-cli.mjs would write.
   const bundleDir = (name: string) => {
     const dir = path.join(tmp, name)
-    fs.mkdirSync(dir)
+    fs.mkdirSync(dir, { recursive: true })
     fs.writeFileSync(path.join(dir, "node.js"), "export const start = () => {}\n")
     const input = path.join(dir, "input.js")
     fs.writeFileSync(input, "export const x = 1\n")
@@ -114,7 +233,34 @@ describe("the bundle is run only while it is the build's", () => {
 
   it("runs a bundle whose inputs are all unchanged", () => {
     const { dir } = bundleDir("fresh")
-    expect(freshBundle(dir)).toBe(path.join(dir, "node.js"))
+    expect(freshBundle(dir)).toEqual({ entry: path.join(dir, "node.js"), cached: undefined })
+  })
+
+  it("its script with the code cache when this V8 made it, its ES modules otherwise (V8 would reject it)", () => {
+    const { dir, input, stat } = bundleDir("cached")
+    const list = (v8: string) => ({
+      entry: "node.js",
+      script: "node.cjs",
+      cache: { file: "node.cache", v8 },
+      inputs: [[path.basename(input), stat.size, stat.mtimeMs]]
+    })
+    fs.writeFileSync(path.join(dir, "inputs.json"), JSON.stringify(list(process.versions.v8)))
+    expect(freshBundle(dir)).toEqual({
+      entry: path.join(dir, "node.js"),
+      cached: { script: path.join(dir, "node.cjs"), cache: path.join(dir, "node.cache") }
+    })
+    fs.writeFileSync(path.join(dir, "inputs.json"), JSON.stringify(list("10.2.154.26-node.36")))
+    expect(freshBundle(dir)).toEqual({ entry: path.join(dir, "node.js"), cached: undefined })
+  })
+
+  it("installed (under node_modules), without checking its inputs: a package keeps no mtimes, has no workspace", () => {
+    const { dir, input } = bundleDir("install/node_modules/@rein/cli/dist/bundle")
+    fs.utimesSync(input, new Date(499162500000), new Date(499162500000))
+    expect(freshBundle(dir)?.entry).toBe(path.join(dir, "node.js"))
+    fs.rmSync(input)
+    expect(freshBundle(dir)?.entry).toBe(path.join(dir, "node.js"))
+    fs.rmSync(path.join(dir, "node.js"))
+    expect(freshBundle(dir)).toBeUndefined()
   })
 
   it("not once an input was rebuilt (a new modification time, even with the same size)", () => {
@@ -152,14 +298,16 @@ describe("the bundle is run only while it is the build's", () => {
       outputs: ["node.js", "chunk-A.js"]
     }
     fs.writeFileSync(path.join(dir, "inputs.json"), JSON.stringify(list))
-    expect(freshBundle(dir)).toBe(path.join(dir, "node.js"))
+    expect(freshBundle(dir)?.entry).toBe(path.join(dir, "node.js"))
     fs.rmSync(path.join(dir, "chunk-A.js"))
     expect(freshBundle(dir)).toBeUndefined()
   })
 
   it("the built binary's bundle is current after the build (tsc -b, then scripts/bundle-cli.mjs)", () => {
-    expect(freshBundle(path.join(root, "packages/cli/dist/bundle"))).toBe(
-      path.join(root, "packages/cli/dist/bundle/node.js")
-    )
+    const dir = path.join(root, "packages/cli/dist/bundle")
+    const bundle = built()
+    expect(bundle?.entry).toBe(path.join(dir, "node.js"))
+    expect(bundle?.cached?.script).toMatch(new RegExp(`^${dir}/node-\\w+\\.cjs$`))
+    expect(bundle?.cached?.cache).toBe(bundle?.cached?.script.replace(/\.cjs$/, ".cache"))
   })
 })

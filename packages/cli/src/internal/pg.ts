@@ -10,8 +10,8 @@ import { Effect } from "effect"
 import { InputError } from "../InputError.js"
 
 /**
- * The modules, imported on first use. One that cannot load (a partial install, a bundle chunk deleted by a
- * build while this process ran) is a clear `InputError`, one line with no stack trace, as a bad store is.
+ * The modules, imported on first use (in the bundle: their code runs then). One that cannot load (a partial
+ * install) is a clear `InputError`, one line with no stack trace, as a bad store is.
  *
  * @internal
  */
