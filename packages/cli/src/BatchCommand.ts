@@ -204,6 +204,13 @@ const decodeGuardrails = (
       }).join("\n")
     }))
 
+// The run forks one worker per unit of concurrency up front: no more than there are items (`--concurrency 1e9`
+// over 48 prompts would otherwise fork a billion fibers and run out of memory before the first call).
+const workersFor = (guardrails: Guardrails.Guardrails, items: number): Guardrails.Guardrails =>
+  guardrails.concurrency <= items
+    ? guardrails
+    : new Guardrails.Guardrails({ ...guardrails, concurrency: Math.max(1, items) })
+
 const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -299,7 +306,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
 
     const summary: Batch.Summary<PromptItem> = yield* Checkpoint.run(items, {
       contract,
-      guardrails,
+      guardrails: workersFor(guardrails, total),
       request: (item: PromptItem) => request(item),
       itemId: (item: PromptItem) => item.id,
       progress: display.progress,
@@ -419,12 +426,12 @@ const onStore = (
 export const command = Command.make(
   "batch",
   {
-    input: Options.file("input").pipe(
+    input: Shared.file("input").pipe(
       Options.withDescription("Prompts, one per line: a JSON string, or { id, prompt, inputTokens?, maxOutputTokens? }")
     ),
     catalog: Shared.catalog,
     contract: Shared.contract,
-    out: Options.file("out").pipe(
+    out: Shared.file("out").pipe(
       Options.withDescription("The artifact (JSONL): one record per finished item"),
       Options.optional
     ),
@@ -441,7 +448,7 @@ export const command = Command.make(
       Options.withDescription("Start a fresh artifact even if --out exists")
     ),
     fileMode: Shared.fileMode,
-    guardrails: Options.file("guardrails").pipe(
+    guardrails: Shared.file("guardrails").pipe(
       Options.withDescription("Guardrails as JSON (flags override its fields)"),
       Options.optional
     ),

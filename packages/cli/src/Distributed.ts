@@ -318,7 +318,7 @@ export const workerCommand = Command.make(
   {
     store,
     run,
-    input: Options.file("input").pipe(Options.withDescription("The run's input file (the same on every worker)")),
+    input: Shared.file("input").pipe(Options.withDescription("The run's input file (the same on every worker)")),
     catalog: Shared.catalog,
     contract: Shared.contract,
     concurrency: Shared.number("concurrency", "a positive integer").pipe(

@@ -258,7 +258,7 @@ export const command = Command.make(
       Options.withDescription("The output bound (default: the endpoint's maximum)"),
       Options.optional
     ),
-    record: Options.file("record").pipe(
+    record: Shared.file("record").pipe(
       Options.withDescription("Append the journal record to this JSONL file"),
       Options.optional
     ),

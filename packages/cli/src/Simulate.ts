@@ -513,7 +513,7 @@ export const command = Command.make(
   {
     catalog: Shared.catalog,
     contract: Shared.contract,
-    scenario: Options.file("scenario").pipe(
+    scenario: Shared.file("scenario").pipe(
       Options.withDescription("The scenario (JSON): traffic, duration, endpoint phases, price changes")
     ),
     seed: Shared.number("seed", "an integer").pipe(

@@ -9,6 +9,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { Catalog, Contract, Input } from "@rein/core"
 import { Effect, Either } from "effect"
 import { InputError } from "../InputError.js"
+import { describeJsonError } from "./jsonError.js"
 
 /** Why a file cannot be read, in a person's words. @internal */
 export const describeReadError = (e: PlatformError): string => {
@@ -18,13 +19,25 @@ export const describeReadError = (e: PlatformError): string => {
         return "no such file"
       case "PermissionDenied":
         return "permission denied"
-      case "BadResource":
-        return "not a readable file"
       default:
-        return e.reason
+        return systemCode(e.description)
     }
   }
   return e.message
+}
+
+// What the errno in a system error's description (`EISDIR: illegal operation on a directory, read`) means.
+const ERRNO: Readonly<Record<string, string>> = {
+  EISDIR: "a directory, not a file",
+  ENOTDIR: "a part of the path is not a directory",
+  ELOOP: "too many symbolic links",
+  ENAMETOOLONG: "the name is too long",
+  EACCES: "permission denied"
+}
+
+const systemCode = (description: string | undefined): string => {
+  const code = /^E[A-Z]+/.exec(description ?? "")?.[0]
+  return code === undefined ? "not a readable file" : ERRNO[code] ?? code
 }
 
 /** Prefixes every line of a (possibly multi-line) message with the file it is about. @internal */
@@ -41,12 +54,19 @@ export const readText = (
       Effect.mapError((e) => new InputError({ message: `cannot read the ${what} ${path}: ${describeReadError(e)}` }))
     ))
 
-/** Parses JSON text; `where` names the file (and line). @internal */
-export const parseJson = (text: string, where: string): Either.Either<unknown, InputError> =>
+/**
+ * Parses JSON text; `where` names the file (and line: then `multiline` is false, and a problem is placed by
+ * its column only). The message never quotes the text (see `describeJsonError`).
+ *
+ * @internal
+ */
+export const parseJson = (text: string, where: string, multiline = true): Either.Either<unknown, InputError> =>
   Either.try({
     try: () => JSON.parse(text) as unknown,
     catch: (e) =>
-      new InputError({ message: `${where}: invalid JSON (${e instanceof Error ? e.message : "unparseable"})` })
+      new InputError({
+        message: `${where}: invalid JSON (${describeJsonError(text, e instanceof Error ? e.message : "", multiline)})`
+      })
   })
 
 /** Reads and parses a JSON file. @internal */

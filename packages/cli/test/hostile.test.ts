@@ -1,0 +1,164 @@
+/**
+ * Hostile input at the edge of the `rein` binary: a file that is a directory, a symlink loop, a name too long,
+ * text that is not JSON (binary garbage, terminal escape sequences, a secret, a prompt cut short), an absurd
+ * `--concurrency`. Each is bad input (exit 2) named by its file and place, never an internal error, a crash
+ * or a quote of the file's text.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll, beforeAll } from "vitest"
+import * as Binary from "../../../test/support/binary.js"
+import { describeJsonError, lineColumn, showChar } from "../src/internal/jsonError.js"
+
+const { bin, root } = Binary
+const catalog = "examples/catalog.json"
+const contract = "examples/contract.json"
+let tmp = ""
+
+interface Result {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const rein = (args: ReadonlyArray<string>): Promise<Result> =>
+  new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      { cwd: root, encoding: "utf8", timeout: 60_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+        resolve({ code, stdout, stderr })
+      }
+    )
+  })
+
+const file = (name: string, content: string | Uint8Array): string => {
+  const p = path.join(tmp, name)
+  fs.writeFileSync(p, content)
+  return p
+}
+
+const expectBadInput = (r: Result, message: RegExp) => {
+  expect(r.code).toBe(2)
+  expect(r.stderr).toMatch(message)
+  expect(r.stderr).not.toMatch(/internal error|\n\s+at |Expected path/)
+  expect(r.stderr.split("\n").length).toBeLessThan(4)
+}
+
+beforeAll(async () => {
+  tmp = await Binary.prepare("rein-hostile-")
+}, 600_000)
+
+afterAll(() => Binary.cleanUp(tmp))
+
+describe("why a text is not JSON (describeJsonError)", () => {
+  const reason = (text: string, multiline = true) => {
+    try {
+      JSON.parse(text)
+    } catch (e) {
+      return describeJsonError(text, (e as Error).message, multiline)
+    }
+    throw new Error("valid JSON")
+  }
+
+  it("names the line and column, and never quotes the text", () => {
+    expect(reason("a: b")).toBe("unexpected character 'a' at line 1, column 1")
+    expect(reason("{\"a\":1,\n \"b\": [1,2,]\n}")).toBe("unexpected character ']' at line 2, column 12")
+    expect(reason("{\"key\": \"sk-live-secret\", \"cost\": Infinity}")).toBe(
+      "unexpected character 'I' at line 1, column 35"
+    )
+    expect(reason("{bad")).toBe("Expected property name or '}' at line 1, column 2")
+    expect(reason("{\"a\":1} x")).toBe("Unexpected non-whitespace character after JSON at line 1, column 9")
+    expect(reason("{\"a\":")).toBe("the text ends before the JSON value does")
+    expect(reason("{\"prompt\": \"my secret prompt", false)).toBe("Unterminated string at column 29")
+  })
+
+  it("shows a character only when it is printable ASCII", () => {
+    expect(reason("\u001b]0;PWNED\u0007")).toBe("unexpected character U+001B at line 1, column 1")
+    expect(showChar("\u{1F600}")).toBe("U+1F600")
+    expect(showChar("'")).toBe("'''")
+    expect(lineColumn("ab\ncd\nef", 7)).toEqual({ line: 3, column: 2 })
+  })
+})
+
+describe("rein on hostile input", () => {
+  it("invalid JSON: the file, the line and column, never the text (escapes, secrets, prompts)", async () => {
+    const escapes = file("escapes.json", "\u001b]0;PWNED\u0007\u001b[31m{}")
+    const r1 = await rein(["plan", "--catalog", escapes, "--contract", contract])
+    expectBadInput(r1, /escapes\.json: invalid JSON \(unexpected character U\+001B at line 1, column 1\)/)
+    expect(r1.stderr).not.toContain("\u001b")
+    expect(r1.stderr).not.toContain("PWNED")
+
+    const secret = file("secret.json", "OPENAI_API_KEY=sk-live-0123456789\n")
+    const r2 = await rein(["plan", "--catalog", catalog, "--contract", secret])
+    expectBadInput(r2, /secret\.json: invalid JSON \(unexpected character 'O' at line 1, column 1\)/)
+    expect(r2.stderr).not.toContain("sk-live")
+
+    const garbage = file("garbage.json", Uint8Array.from({ length: 4096 }, (_, i) => (i * 7919) % 256))
+    const r3 = await rein(["plan", "--catalog", garbage, "--contract", contract])
+    expectBadInput(r3, /garbage\.json: invalid JSON/)
+    // eslint-disable-next-line no-control-regex
+    expect(r3.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\ufffd]/)
+
+    const prompts = file("cut.jsonl", "{\"id\": \"q1\", \"prompt\": \"MY PRIVATE PROMPT text\n")
+    const r4 = await rein([
+      "batch",
+      "--input",
+      prompts,
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--out",
+      path.join(tmp, "cut-out.jsonl")
+    ])
+    expectBadInput(r4, /cut\.jsonl:1: invalid JSON \(Unterminated string at column \d+\)/)
+    expect(r4.stderr).not.toContain("PRIVATE")
+  }, 120_000)
+
+  it("a path that is a directory, a symlink loop or a name too long: bad input naming what it is", async () => {
+    const loop = path.join(tmp, "loop")
+    fs.symlinkSync("loop", loop)
+    expectBadInput(
+      await rein(["plan", "--catalog", tmp, "--contract", contract]),
+      /cannot read the catalog .*: a directory, not a file/
+    )
+    expectBadInput(
+      await rein(["plan", "--catalog", catalog, "--contract", loop]),
+      /cannot read the contract .*loop: too many symbolic links/
+    )
+    expectBadInput(
+      await rein(["plan", "--catalog", "a".repeat(5000), "--contract", contract]),
+      /cannot read the catalog a+: the name is too long/
+    )
+    expectBadInput(await rein(["replay", tmp]), /cannot read the record .*: a directory, not a file/)
+    expectBadInput(
+      await rein(["batch", "--input", tmp, "--catalog", catalog, "--contract", contract, "--out", loop]),
+      /cannot read the input .*: a directory, not a file/
+    )
+  }, 120_000)
+
+  it("--concurrency far above the number of items runs them, in bounded memory", async () => {
+    const r = await rein([
+      "batch",
+      "--input",
+      "examples/prompts.jsonl",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--out",
+      path.join(tmp, "wide.jsonl"),
+      "--concurrency",
+      "1000000000",
+      "--dry-run",
+      "--json"
+    ])
+    expect(r.code).toBe(0)
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, stats: { accepted: 48 } })
+  }, 120_000)
+})
