@@ -142,6 +142,28 @@ describe("rein on hostile input", () => {
     )
   }, 120_000)
 
+  it(
+    "--store of another scheme is refused before any connection, without echoing it (it may hold a password)",
+    async () => {
+      for (
+        const args of [["status"], [
+          "batch",
+          "--input",
+          "examples/prompts.jsonl",
+          "--catalog",
+          catalog,
+          "--contract",
+          contract
+        ]]
+      ) {
+        const r = await rein([...args, "--store", "mysql://user:hunter2@db.example/x", "--run", "r1"])
+        expectBadInput(r, /^rein: --store: Expected a postgres:\/\/ or postgresql:\/\/ connection string\n$/)
+        expect(r.stderr).not.toContain("hunter2")
+      }
+    },
+    120_000
+  )
+
   it("--concurrency far above the number of items runs them, in bounded memory", async () => {
     const r = await rein([
       "batch",
