@@ -164,6 +164,23 @@ describe("rein on hostile input", () => {
     120_000
   )
 
+  it(
+    "simulate: traffic that would take hours of CPU is refused before it starts, naming rate and duration",
+    async () => {
+      const huge = file("huge.json", JSON.stringify({ duration: "1000000 days", rate: 1_000_000 }))
+      expectBadInput(
+        await rein(["simulate", "--catalog", catalog, "--contract", contract, "--scenario", huge]),
+        /huge\.json: rate, duration: 1000000 requests a second for 1000000d is about 8\.64e\+16 requests; a simulation runs at most 1000000/
+      )
+      const key = "k".repeat(100_000)
+      const unknown = file("unknown.json", JSON.stringify({ duration: "1 second", endpoints: { [key]: [] } }))
+      const r = await rein(["simulate", "--catalog", catalog, "--contract", contract, "--scenario", unknown])
+      expectBadInput(r, /unknown\.json: endpoints: "k+"… \(100000 characters\) is not in the catalog/)
+      expect(r.stderr.length).toBeLessThan(300)
+    },
+    120_000
+  )
+
   it("--concurrency far above the number of items runs them, in bounded memory", async () => {
     const r = await rein([
       "batch",
