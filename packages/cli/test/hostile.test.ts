@@ -5,36 +5,20 @@
  * or a quote of the file's text.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import * as Binary from "../../../test/support/binary.js"
 import { describeJsonError, lineColumn, showChar } from "../src/internal/jsonError.js"
 
-const { bin, root } = Binary
+const { rein } = Binary
 const catalog = "examples/catalog.json"
 const contract = "examples/contract.json"
 let tmp = ""
 
-interface Result {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const rein = (args: ReadonlyArray<string>): Promise<Result> =>
-  new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [bin, ...args],
-      { cwd: root, encoding: "utf8", timeout: 60_000, maxBuffer: 16 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
-        resolve({ code, stdout, stderr })
-      }
-    )
-  })
+// `rein batch` over `input` with the example catalog and contract, then `more`.
+const batch = (input: string, ...more: ReadonlyArray<string>) =>
+  rein(["batch", "--input", input, "--catalog", catalog, "--contract", contract, ...more])
 
 const file = (name: string, content: string | Uint8Array): string => {
   const p = path.join(tmp, name)
@@ -42,7 +26,7 @@ const file = (name: string, content: string | Uint8Array): string => {
   return p
 }
 
-const expectBadInput = (r: Result, message: RegExp) => {
+const expectBadInput = (r: Binary.Result, message: RegExp) => {
   expect(r.code).toBe(2)
   expect(r.stderr).toMatch(message)
   expect(r.stderr).not.toMatch(/internal error|\n\s+at |Expected path/)
@@ -105,17 +89,7 @@ describe("rein on hostile input", () => {
     expect(r3.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\ufffd]/)
 
     const prompts = file("cut.jsonl", "{\"id\": \"q1\", \"prompt\": \"MY PRIVATE PROMPT text\n")
-    const r4 = await rein([
-      "batch",
-      "--input",
-      prompts,
-      "--catalog",
-      catalog,
-      "--contract",
-      contract,
-      "--out",
-      path.join(tmp, "cut-out.jsonl")
-    ])
+    const r4 = await batch(prompts, "--out", path.join(tmp, "cut-out.jsonl"))
     expectBadInput(r4, /cut\.jsonl:1: invalid JSON \(Unterminated string at column \d+\)/)
     expect(r4.stderr).not.toContain("PRIVATE")
   }, 120_000)
@@ -137,7 +111,7 @@ describe("rein on hostile input", () => {
     )
     expectBadInput(await rein(["replay", tmp]), /cannot read the record .*: a directory, not a file/)
     expectBadInput(
-      await rein(["batch", "--input", tmp, "--catalog", catalog, "--contract", contract, "--out", loop]),
+      await batch(tmp, "--out", loop),
       /cannot read the input .*: a directory, not a file/
     )
   }, 120_000)
@@ -145,18 +119,8 @@ describe("rein on hostile input", () => {
   it(
     "--store of another scheme is refused before any connection, without echoing it (it may hold a password)",
     async () => {
-      for (
-        const args of [["status"], [
-          "batch",
-          "--input",
-          "examples/prompts.jsonl",
-          "--catalog",
-          catalog,
-          "--contract",
-          contract
-        ]]
-      ) {
-        const r = await rein([...args, "--store", "mysql://user:hunter2@db.example/x", "--run", "r1"])
+      const store = ["--store", "mysql://user:hunter2@db.example/x", "--run", "r1"]
+      for (const r of [await rein(["status", ...store]), await batch("examples/prompts.jsonl", ...store)]) {
         expectBadInput(r, /^rein: --store: Expected a postgres:\/\/ or postgresql:\/\/ connection string\n$/)
         expect(r.stderr).not.toContain("hunter2")
       }
@@ -182,21 +146,8 @@ describe("rein on hostile input", () => {
   )
 
   it("--concurrency far above the number of items runs them, in bounded memory", async () => {
-    const r = await rein([
-      "batch",
-      "--input",
-      "examples/prompts.jsonl",
-      "--catalog",
-      catalog,
-      "--contract",
-      contract,
-      "--out",
-      path.join(tmp, "wide.jsonl"),
-      "--concurrency",
-      "1000000000",
-      "--dry-run",
-      "--json"
-    ])
+    const wide = ["--out", path.join(tmp, "wide.jsonl"), "--concurrency", "1000000000", "--dry-run", "--json"]
+    const r = await batch("examples/prompts.jsonl", ...wide)
     expect(r.code).toBe(0)
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, stats: { accepted: 48 } })
   }, 120_000)
