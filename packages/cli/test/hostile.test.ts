@@ -145,6 +145,32 @@ describe("rein on hostile input", () => {
     120_000
   )
 
+  it("a vendor's provider name (openai) runs on the fake: the refusal comes with a note saying so", async () => {
+    const openai = file(
+      "openai.json",
+      JSON.stringify({
+        endpoints: [{
+          id: "openai/mini",
+          provider: "openai",
+          model: "gpt-4.1-mini",
+          capabilities: { contextWindow: 32_000, maxOutputTokens: 4_096 },
+          prices: { inputTokens: 1e-6, outputTokens: 1e-6 }
+        }]
+      })
+    )
+    const strict = file("strict.json", JSON.stringify({ deadline: "5 seconds", candidates: ["openai/mini"] }))
+    const r = await rein(["run", "--catalog", openai, "--contract", strict, "--prompt", "hi"])
+    expect(r.code).toBe(1)
+    expect(r.stdout).toContain("simulation: simulated endpoint; the contract does not allow simulation")
+    expect(r.stderr).toBe(
+      "rein: note: provider \"openai\" (\"openai/mini\") runs on the built-in fake provider, which the contract does " +
+        "not allow (allowSimulated): rein calls a real server only for provider \"openai-compatible\" (with --base-url " +
+        "or REIN_BASE_URL)\n"
+    )
+    const examples = await rein(["plan", "--catalog", catalog, "--contract", contract])
+    expect([examples.code, examples.stderr]).toEqual([0, ""])
+  }, 120_000)
+
   it("--concurrency far above the number of items runs them, in bounded memory", async () => {
     const wide = ["--out", path.join(tmp, "wide.jsonl"), "--concurrency", "1000000000", "--dry-run", "--json"]
     const r = await batch("examples/prompts.jsonl", ...wide)

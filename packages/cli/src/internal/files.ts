@@ -7,9 +7,10 @@
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Catalog, Contract, Input } from "@rein/core"
-import { Effect, Either } from "effect"
+import { Console, Effect, Either } from "effect"
 import { InputError } from "../InputError.js"
 import { describeJsonError } from "./jsonError.js"
+import { entryFor } from "./providers.js"
 
 /** Why a file cannot be read, in a person's words. @internal */
 export const describeReadError = (e: PlatformError): string => {
@@ -110,6 +111,28 @@ const checkCandidates = (
 }
 
 /**
+ * A note for a contract that forbids simulation while some of its candidates' providers (`openai`,
+ * `anthropic`, …) are not ones the command calls for real, so they run on the built-in fake: without it
+ * the only word is the planner's refusal, "simulated endpoint; the contract does not allow simulation".
+ *
+ * @internal
+ */
+export const fakeNote = (catalog: Catalog.Catalog, contract: Contract.Contract): string | undefined => {
+  if (contract.allowSimulated) return undefined
+  const faked = contract.candidates.flatMap((id) => {
+    const endpoint = catalog.byId.get(id)
+    return endpoint !== undefined && endpoint.provider !== "fake" && entryFor(endpoint.provider).simulated
+      ? [`${Input.describe(endpoint.provider)} (${Input.describe(id)})`]
+      : []
+  })
+  return faked.length === 0 ?
+    undefined :
+    `rein: note: provider ${
+      faked.join(", ")
+    } runs on the built-in fake provider, which the contract does not allow (allowSimulated): rein calls a real server only for provider "openai-compatible" (with --base-url or REIN_BASE_URL)`
+}
+
+/**
  * Loads the catalog and the contract every command reads together, and checks that each candidate is in the
  * catalog: a typo fails here, as bad input (exit 2), not at run time.
  *
@@ -127,6 +150,8 @@ export const loadCatalogAndContract = (
     const catalog = yield* loadCatalog(catalogPath)
     const contract = yield* loadContract(contractPath)
     yield* checkCandidates(contract, catalog, contractPath)
+    const note = fakeNote(catalog, contract)
+    if (note !== undefined) yield* Console.error(note)
     return { catalog, contract }
   })
 
