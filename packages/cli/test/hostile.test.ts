@@ -171,6 +171,14 @@ describe("rein on hostile input", () => {
     expect([examples.code, examples.stderr]).toEqual([0, ""])
   }, 120_000)
 
+  it("help calls each path a file, as before paths were read as text", async () => {
+    for (const command of ["plan", "run", "replay", "explain", "simulate", "batch"]) {
+      const help = await rein([command, "--help"])
+      expect(help.stdout).not.toMatch(/(--[a-z-]+ file|<record>)\n\n {2}A user-defined piece of text/)
+      expect(help.stdout).toMatch(/(--catalog file|<record>)\n\n {2}A file\./)
+    }
+  }, 120_000)
+
   it("--concurrency far above the number of items runs them, in bounded memory", async () => {
     const wide = ["--out", path.join(tmp, "wide.jsonl"), "--concurrency", "1000000000", "--dry-run", "--json"]
     const r = await batch("examples/prompts.jsonl", ...wide)
