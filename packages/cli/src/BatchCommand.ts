@@ -18,7 +18,14 @@ import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import * as Breakers from "./internal/breakers.js"
 import * as Drift from "./internal/drift.js"
-import { ensureParent, inFile, loadCatalogAndContract, readDecoded, readJson } from "./internal/files.js"
+import {
+  describeReadError,
+  ensureParent,
+  inFile,
+  loadCatalogAndContract,
+  readDecoded,
+  readJson
+} from "./internal/files.js"
 import { json, millis, num, table } from "./internal/format.js"
 import * as Interrupt from "./internal/interrupt.js"
 import * as Shared from "./internal/options.js"
@@ -272,8 +279,18 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
 
     // A fresh run never appends to someone's file by accident: resume it, or overwrite it, explicitly.
     const existing = yield* fs.stat(options.out).pipe(
-      Effect.map((info) => Number(info.size)),
-      Effect.orElseSucceed(() => 0)
+      Effect.flatMap((info) =>
+        info.type === "Directory"
+          ? Effect.fail(new InputError({ message: `--out ${options.out}: a directory, not a file` }))
+          : Effect.succeed(Number(info.size))
+      ),
+      Effect.catchTags({
+        SystemError: (e) =>
+          e.reason === "NotFound"
+            ? Effect.succeed(0)
+            : Effect.fail(new InputError({ message: `--out ${options.out}: ${describeReadError(e)}` })),
+        BadArgument: (e) => Effect.fail(new InputError({ message: `--out ${options.out}: ${describeReadError(e)}` }))
+      })
     )
     if (existing > 0 && options.resume === undefined && !options.overwrite) {
       return yield* new InputError({

@@ -114,6 +114,18 @@ describe("rein on hostile input", () => {
       await batch(tmp, "--out", loop),
       /cannot read the input .*: a directory, not a file/
     )
+    expectBadInput(
+      await batch("examples/prompts.jsonl", "--out", tmp),
+      /^rein: --out .*: a directory, not a file\n$/
+    )
+    expectBadInput(
+      await batch("examples/prompts.jsonl", "--out", loop),
+      /^rein: --out .*loop: too many symbolic links\n$/
+    )
+    expectBadInput(
+      await rein(["run", "--catalog", catalog, "--contract", contract, "--prompt", "p", "--record", tmp]),
+      /^rein: cannot open the record file .*: a directory, not a file\n$/
+    )
   }, 120_000)
 
   it(
