@@ -2,7 +2,7 @@
  * The built `rein` binary for test suites that run it as a user does: where it is, and the set-up each such
  * suite needs (the CLI built fresh, so no suite runs a stale dist, and a temporary directory for its files).
  */
-import { spawn } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -37,3 +37,24 @@ export const prepare = async (prefix: string): Promise<string> => {
 export const cleanUp = (dir: string): void => {
   if (dir !== "") fs.rmSync(dir, { recursive: true, force: true })
 }
+
+/** What a run of the binary gave: its exit code (`null` when killed), stdout and stderr. */
+export interface Result {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs `rein args…` from the root, asynchronously (the test worker stays responsive), killed after 60 s. */
+export const rein = (args: ReadonlyArray<string>): Promise<Result> =>
+  new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      { cwd: root, encoding: "utf8", timeout: 60_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+        resolve({ code, stdout, stderr })
+      }
+    )
+  })

@@ -18,7 +18,14 @@ import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import * as Breakers from "./internal/breakers.js"
 import * as Drift from "./internal/drift.js"
-import { ensureParent, inFile, loadCatalogAndContract, readDecoded, readJson } from "./internal/files.js"
+import {
+  describeReadError,
+  ensureParent,
+  inFile,
+  loadCatalogAndContract,
+  readDecoded,
+  readJson
+} from "./internal/files.js"
 import { json, millis, num, table } from "./internal/format.js"
 import * as Interrupt from "./internal/interrupt.js"
 import * as Shared from "./internal/options.js"
@@ -204,6 +211,13 @@ const decodeGuardrails = (
       }).join("\n")
     }))
 
+// The run forks one worker per unit of concurrency up front: no more than there are items (`--concurrency 1e9`
+// over 48 prompts would otherwise fork a billion fibers and run out of memory before the first call).
+const workersFor = (guardrails: Guardrails.Guardrails, items: number): Guardrails.Guardrails =>
+  guardrails.concurrency <= items
+    ? guardrails
+    : new Guardrails.Guardrails({ ...guardrails, concurrency: Math.max(1, items) })
+
 const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -265,8 +279,18 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
 
     // A fresh run never appends to someone's file by accident: resume it, or overwrite it, explicitly.
     const existing = yield* fs.stat(options.out).pipe(
-      Effect.map((info) => Number(info.size)),
-      Effect.orElseSucceed(() => 0)
+      Effect.flatMap((info) =>
+        info.type === "Directory"
+          ? Effect.fail(new InputError({ message: `--out ${options.out}: a directory, not a file` }))
+          : Effect.succeed(Number(info.size))
+      ),
+      Effect.catchTags({
+        SystemError: (e) =>
+          e.reason === "NotFound"
+            ? Effect.succeed(0)
+            : Effect.fail(new InputError({ message: `--out ${options.out}: ${describeReadError(e)}` })),
+        BadArgument: (e) => Effect.fail(new InputError({ message: `--out ${options.out}: ${describeReadError(e)}` }))
+      })
     )
     if (existing > 0 && options.resume === undefined && !options.overwrite) {
       return yield* new InputError({
@@ -299,7 +323,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
 
     const summary: Batch.Summary<PromptItem> = yield* Checkpoint.run(items, {
       contract,
-      guardrails,
+      guardrails: workersFor(guardrails, total),
       request: (item: PromptItem) => request(item),
       itemId: (item: PromptItem) => item.id,
       progress: display.progress,
@@ -419,12 +443,12 @@ const onStore = (
 export const command = Command.make(
   "batch",
   {
-    input: Options.file("input").pipe(
+    input: Shared.file("input").pipe(
       Options.withDescription("Prompts, one per line: a JSON string, or { id, prompt, inputTokens?, maxOutputTokens? }")
     ),
     catalog: Shared.catalog,
     contract: Shared.contract,
-    out: Options.file("out").pipe(
+    out: Shared.file("out").pipe(
       Options.withDescription("The artifact (JSONL): one record per finished item"),
       Options.optional
     ),
@@ -441,7 +465,7 @@ export const command = Command.make(
       Options.withDescription("Start a fresh artifact even if --out exists")
     ),
     fileMode: Shared.fileMode,
-    guardrails: Options.file("guardrails").pipe(
+    guardrails: Shared.file("guardrails").pipe(
       Options.withDescription("Guardrails as JSON (flags override its fields)"),
       Options.optional
     ),

@@ -14,7 +14,7 @@ import type { Resume } from "@rein/batch"
 import { Guardrails, Identity } from "@rein/batch"
 import { Rein } from "@rein/core"
 import type { PgBatchRun, PgWorker } from "@rein/postgres"
-import { Clock, Console, Effect, Either, Layer, Option, Redacted } from "effect"
+import { Clock, Console, Effect, Either, Layer, Option, Predicate, Redacted } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import { inFile, loadCatalogAndContract, readDecoded } from "./internal/files.js"
@@ -83,12 +83,21 @@ export interface WorkerReport {
 }
 
 // PostgreSQL is loaded here, when a command connects to a store, and not at start-up (internal/pg.ts).
+// Another scheme (`mysql://`, a bare host name) is refused before any connection is tried, without echoing the
+// value (it may hold a password); a connection that fails says why by its errno (`ECONNREFUSED`) when it has one.
 const connect = (store: string): Layer.Layer<SqlClient.SqlClient, InputError> =>
-  Layer.unwrapEffect(Effect.map(Pg.load, ({ PgClient }) =>
-    Layer.mapError(
-      PgClient.layer({ url: Redacted.make(store), maxConnections: 8 }),
-      (e) => new InputError({ message: `--store: cannot connect: ${e.message}` })
-    )))
+  /^postgres(ql)?:\/\//i.test(store)
+    ? Layer.unwrapEffect(Effect.map(Pg.load, ({ PgClient }) =>
+      Layer.mapError(
+        PgClient.layer({ url: Redacted.make(store), maxConnections: 8 }),
+        (e) => new InputError({ message: `--store: cannot connect: ${e.message}${errnoOf(e.cause)}` })
+      )))
+    : Layer.fail(new InputError({ message: "--store: Expected a postgres:// or postgresql:// connection string" }))
+
+const errnoOf = (cause: unknown): string => {
+  const code = Predicate.hasProperty(cause, "code") ? cause.code : undefined
+  return typeof code === "string" && /^E[A-Z]+$/.test(code) ? ` (${code})` : ""
+}
 
 const fromStore = <A, R>(effect: Effect.Effect<A, PgBatchRun.PgBatchError, R>) =>
   Effect.mapError(effect, (e) => new InputError({ message: `--store: ${e.message}` }))
@@ -318,7 +327,7 @@ export const workerCommand = Command.make(
   {
     store,
     run,
-    input: Options.file("input").pipe(Options.withDescription("The run's input file (the same on every worker)")),
+    input: Shared.file("input").pipe(Options.withDescription("The run's input file (the same on every worker)")),
     catalog: Shared.catalog,
     contract: Shared.contract,
     concurrency: Shared.number("concurrency", "a positive integer").pipe(

@@ -53,7 +53,7 @@ export const explain = (
 export const command = Command.make(
   "explain",
   {
-    record: Args.file({ name: "record" }).pipe(Args.withDescription("A journal (JSONL) written by rein run --record")),
+    record: Args.text({ name: "record" }).pipe(Args.withDescription("A journal (JSONL) written by rein run --record")),
     json: Shared.json
   },
   (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>

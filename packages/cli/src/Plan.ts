@@ -364,7 +364,7 @@ export const command = Command.make(
   {
     catalog: Shared.catalog,
     contract: Shared.contract,
-    request: Options.file("request").pipe(
+    request: Shared.file("request").pipe(
       Options.withDescription(
         "A request (JSON): { inputTokens, maxOutputTokens } or { prompt } (default 900 input, 400 output tokens; " +
           "see examples/request.json)"

@@ -122,7 +122,7 @@ export const render = (r: ReplayReport): string =>
 export const command = Command.make(
   "replay",
   {
-    record: Args.file({ name: "record" }).pipe(Args.withDescription("A journal (JSONL) written by rein run --record")),
+    record: Args.text({ name: "record" }).pipe(Args.withDescription("A journal (JSONL) written by rein run --record")),
     json: Shared.json
   },
   (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>

@@ -14,7 +14,7 @@ import { Clock, Console, Context, Effect, Either, Layer, Option } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import { attemptsTable } from "./internal/attempts.js"
-import { ensureParent, loadCatalogAndContract, readDecoded } from "./internal/files.js"
+import { describeReadError, ensureParent, loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
 import { forCalls } from "./internal/providers.js"
@@ -178,7 +178,9 @@ const journal = (
       (fs) =>
         Layer.build(Journal.layerJsonl(path, { mode }).pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, fs))))
           .pipe(
-            Effect.mapError((e) => new InputError({ message: `cannot open the record file ${path}: ${e.message}` }))
+            Effect.mapError((e) =>
+              new InputError({ message: `cannot open the record file ${path}: ${describeReadError(e)}` })
+            )
           )
     )
   )
@@ -258,7 +260,7 @@ export const command = Command.make(
       Options.withDescription("The output bound (default: the endpoint's maximum)"),
       Options.optional
     ),
-    record: Options.file("record").pipe(
+    record: Shared.file("record").pipe(
       Options.withDescription("Append the journal record to this JSONL file"),
       Options.optional
     ),

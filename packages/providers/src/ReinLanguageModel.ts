@@ -55,7 +55,7 @@ export type Model<R> =
 export interface Options<R> {
   readonly contract: Contract.Contract
   readonly catalog: Catalog.Catalog
-  /** Per endpoint id of the contract's candidates: its model. */
+  /** Per endpoint id of the contract's candidates: its model (every candidate needs one, else `Refused`). */
   readonly models: Readonly<Record<string, Model<R>>>
   /** Rein's output bound per call (default: each endpoint's maximum). */
   readonly maxOutputTokens?: number | undefined
@@ -187,6 +187,24 @@ const providersOf = (
 }
 
 /**
+ * A candidate of the contract that the catalog knows but `models` does not give a model: every request is
+ * `Refused` (`unknown_candidate`, naming it) before any call. Without this check a fallback to it reached
+ * the provider, found no model there, and ended as an opaque `unknown` / `provider_defect` after a call.
+ */
+const unmodelled = <R>(options: Options<R>): Outcome.Refused | undefined => {
+  const missing = options.contract.candidates.filter((id) =>
+    options.catalog.byId.has(id) && !Object.prototype.hasOwnProperty.call(options.models, id)
+  )
+  return missing.length === 0 ? undefined : new Outcome.Refused({
+    refusal: "unknown_candidate",
+    reason: `no model in \`models\` for the contract's candidate${missing.length > 1 ? "s" : ""} ${
+      missing.map((id) => JSON.stringify(id)).join(", ")
+    }`,
+    attempts: []
+  })
+}
+
+/**
  * The outer `LanguageModel`: every provider-level call is one Rein request. `generateText` takes the
  * inner model's decoded parts as they are and resolves tool calls with the caller's handlers
  * (`internal/generateText.ts`); `generateObject` and `streamText` go through `LanguageModel.make`.
@@ -203,8 +221,11 @@ const serviceOf = <R>(
         : Inner.tokensOf(tokenizers, call.prompt),
       (inputTokens) => Inner.requestOf(call, inputTokens, options.maxOutputTokens)
     )
+  const refused = unmodelled(options)
+  const execute = (r: Provider.CompletionRequest) =>
+    refused === undefined ? Rein.execute(r, options.contract) : Effect.fail(refused)
   const parts = (call: LanguageModel.ProviderOptions) =>
-    Effect.flatMap(request(call), (r) => Rein.execute(r, options.contract)).pipe(
+    Effect.flatMap(request(call), execute).pipe(
       Effect.flatMap((completion) =>
         completion.payload instanceof Inner.Parts
           ? Effect.succeed(completion.payload)
@@ -217,13 +238,18 @@ const serviceOf = <R>(
     const made = yield* LanguageModel.make({
       generateText: (call) => Effect.flatMap(parts(call), (p) => p.encoded()),
       streamText: (call) =>
-        Stream.unwrap(Effect.map(request(call), (r) => Rein.executeStream(r, options.contract))).pipe(
+        Stream.unwrap(
+          Effect.map(request(call), (r) =>
+            refused === undefined ? Rein.executeStream(r, options.contract) : Stream.fail(refused))
+        ).pipe(
           Stream.filterMap((event) =>
             event._tag === "Delta" && event.payload instanceof Inner.StreamPart
               ? Option.some(event.payload.part)
               : Option.none()
           ),
-          Stream.mapError((outcome) => toAiError(outcome, "streamText")),
+          Stream.mapError((outcome) =>
+            toAiError(outcome, "streamText")
+          ),
           Stream.provideSomeContext(rein)
         )
     })

@@ -170,6 +170,32 @@ describe("ReinLanguageModel: an @effect/ai LanguageModel backed by Rein", () => 
       expect(plain.seen).toEqual([])
     }))
 
+  it.effect("a candidate with no model in `models` is refused before any call, named, for text and streams", () =>
+    Effect.gen(function*() {
+      const a = memoryModel([malformed, malformed])
+      const layer = underRein({ a: a.model }) // the contract's candidates are a and b
+      const text = yield* LanguageModel.generateText({ prompt: "p" }).pipe(
+        ReinLanguageModel.withOutcomes,
+        Effect.flip,
+        Effect.provide(layer)
+      )
+      const stream = yield* LanguageModel.streamText({ prompt: "p" }).pipe(
+        Stream.runDrain,
+        ReinLanguageModel.withOutcomes,
+        Effect.flip,
+        Effect.provide(layer)
+      )
+      for (const outcome of [text, stream]) {
+        expect(outcome).toMatchObject({
+          _tag: "Refused",
+          refusal: "unknown_candidate",
+          reason: "no model in `models` for the contract's candidate \"b\"",
+          attempts: []
+        })
+      }
+      expect(a.seen).toEqual([])
+    }))
+
   it.effect("a provider-defined tool of one vendor never reaches another vendor's endpoint", () =>
     Effect.gen(function*() {
       const cat = Catalog.make({

@@ -7,8 +7,10 @@
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Catalog, Contract, Input } from "@rein/core"
-import { Effect, Either } from "effect"
+import { Console, Effect, Either } from "effect"
 import { InputError } from "../InputError.js"
+import { describeJsonError } from "./jsonError.js"
+import { entryFor } from "./providers.js"
 
 /** Why a file cannot be read, in a person's words. @internal */
 export const describeReadError = (e: PlatformError): string => {
@@ -18,13 +20,25 @@ export const describeReadError = (e: PlatformError): string => {
         return "no such file"
       case "PermissionDenied":
         return "permission denied"
-      case "BadResource":
-        return "not a readable file"
       default:
-        return e.reason
+        return systemCode(e.description)
     }
   }
   return e.message
+}
+
+// What the errno in a system error's description (`EISDIR: illegal operation on a directory, read`) means.
+const ERRNO: Readonly<Record<string, string>> = {
+  EISDIR: "a directory, not a file",
+  ENOTDIR: "a part of the path is not a directory",
+  ELOOP: "too many symbolic links",
+  ENAMETOOLONG: "the name is too long",
+  EACCES: "permission denied"
+}
+
+const systemCode = (description: string | undefined): string => {
+  const code = /^E[A-Z]+/.exec(description ?? "")?.[0]
+  return code === undefined ? "not a readable file" : ERRNO[code] ?? code
 }
 
 /** Prefixes every line of a (possibly multi-line) message with the file it is about. @internal */
@@ -41,12 +55,19 @@ export const readText = (
       Effect.mapError((e) => new InputError({ message: `cannot read the ${what} ${path}: ${describeReadError(e)}` }))
     ))
 
-/** Parses JSON text; `where` names the file (and line). @internal */
-export const parseJson = (text: string, where: string): Either.Either<unknown, InputError> =>
+/**
+ * Parses JSON text; `where` names the file (and line: then `multiline` is false, and a problem is placed by
+ * its column only). The message never quotes the text (see `describeJsonError`).
+ *
+ * @internal
+ */
+export const parseJson = (text: string, where: string, multiline = true): Either.Either<unknown, InputError> =>
   Either.try({
     try: () => JSON.parse(text) as unknown,
     catch: (e) =>
-      new InputError({ message: `${where}: invalid JSON (${e instanceof Error ? e.message : "unparseable"})` })
+      new InputError({
+        message: `${where}: invalid JSON (${describeJsonError(text, e instanceof Error ? e.message : "", multiline)})`
+      })
   })
 
 /** Reads and parses a JSON file. @internal */
@@ -90,6 +111,28 @@ const checkCandidates = (
 }
 
 /**
+ * A note for a contract that forbids simulation while some of its candidates' providers (`openai`,
+ * `anthropic`, …) are not ones the command calls for real, so they run on the built-in fake: without it
+ * the only word is the planner's refusal, "simulated endpoint; the contract does not allow simulation".
+ *
+ * @internal
+ */
+export const fakeNote = (catalog: Catalog.Catalog, contract: Contract.Contract): string | undefined => {
+  if (contract.allowSimulated) return undefined
+  const faked = contract.candidates.flatMap((id) => {
+    const endpoint = catalog.byId.get(id)
+    return endpoint !== undefined && endpoint.provider !== "fake" && entryFor(endpoint.provider).simulated
+      ? [`${Input.describe(endpoint.provider)} (${Input.describe(id)})`]
+      : []
+  })
+  return faked.length === 0 ?
+    undefined :
+    `rein: note: provider ${
+      faked.join(", ")
+    } runs on the built-in fake provider, which the contract does not allow (allowSimulated): rein calls a real server only for provider "openai-compatible" (with --base-url or REIN_BASE_URL)`
+}
+
+/**
  * Loads the catalog and the contract every command reads together, and checks that each candidate is in the
  * catalog: a typo fails here, as bad input (exit 2), not at run time.
  *
@@ -107,6 +150,8 @@ export const loadCatalogAndContract = (
     const catalog = yield* loadCatalog(catalogPath)
     const contract = yield* loadContract(contractPath)
     yield* checkCandidates(contract, catalog, contractPath)
+    const note = fakeNote(catalog, contract)
+    if (note !== undefined) yield* Console.error(note)
     return { catalog, contract }
   })
 

@@ -44,9 +44,13 @@ const unpad = (line: string): Array<string> => {
   return parts.map((part, i) => (i === 0 ? " ".repeat(lead) : indent) + part)
 }
 
+// A path option is a text option (see `options.file`): its help says what @effect/cli says of a file option.
+// eslint-disable-next-line no-control-regex
+const PATH_OPTION = /((?:--[a-z-]+ file|<record>)(?:\x1b\[[0-9;]*m)*\n\n {2})A user-defined piece of text\./g
+
 /** Lays out help text: styles kept only when `ansi`, column padding dropped, lines wrapped. @internal */
 export const layout = (text: string, options: { readonly ansi: boolean; readonly width: number }): string =>
-  text.split("\n")
+  text.replace(PATH_OPTION, "$1A file.").split("\n")
     .flatMap((line) => unpad((options.ansi ? line : line.replace(ANSI, "")).trimEnd()))
     .flatMap((line) => wrap(line, options.width))
     .join("\n")

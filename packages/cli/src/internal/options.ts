@@ -10,18 +10,27 @@ import { InputError } from "../InputError.js"
 /** `--json`: machine-readable output on stdout. @internal */
 export const json = Options.boolean("json").pipe(Options.withDescription("Print machine-readable JSON on stdout"))
 
+/**
+ * An option whose value is a path the command reads or writes. Not `Options.file`: its check that the path
+ * is a regular file names no flag, and dies (an internal error) on a path it cannot stat (a symlink loop, a
+ * name too long). The command reading or writing the path reports each of those as bad input instead.
+ *
+ * @internal
+ */
+export const file = (name: string): Options.Options<string> => Options.text(name).pipe(Options.withPseudoName("file"))
+
 /** `--catalog FILE`. @internal */
-export const catalog = Options.file("catalog").pipe(
+export const catalog = file("catalog").pipe(
   Options.withDescription("The catalog: endpoints, capabilities, pinned prices (JSON)")
 )
 
 /** `--contract FILE`. @internal */
-export const contract = Options.file("contract").pipe(
+export const contract = file("contract").pipe(
   Options.withDescription("The contract: deadline, attempt timeout, budget, retry policy, candidates (JSON)")
 )
 
 /** `--scenario FILE` (optional). @internal */
-export const scenario = Options.file("scenario").pipe(
+export const scenario = file("scenario").pipe(
   Options.withDescription("A scenario (JSON) scripting the built-in fake endpoints' behaviour over time"),
   Options.optional
 )

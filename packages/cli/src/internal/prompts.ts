@@ -117,7 +117,7 @@ const itemOf = (
   seen: Map<string, number> | undefined
 ): Either.Either<PromptItem, InputError> => {
   const where = `${path}:${line}`
-  const json = parseJson(raw, where)
+  const json = parseJson(raw, where, false)
   if (Either.isLeft(json)) return Either.left(json.left)
   const decoded = decodeLine(json.right)
   if (Either.isLeft(decoded)) {
