@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Batch, Guardrails } from "@rein/batch"
 import { Cause, Effect, Exit, Fiber, Stream, TestClock } from "effect"
 import * as fc from "effect/FastCheck"
+import * as Pool from "../src/internal/pool.js"
 import { contract, ok, scripted } from "./batch-helpers.js"
 
 // With concurrency N and a fixed latency L, a worker that frees its slot takes the next item in the same
@@ -79,5 +80,75 @@ describe("Batch workers", () => {
       const exit = yield* Fiber.await(fiber)
       expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
       expect(fake.log.map((c) => [c.prompt, c.tornDown])).toEqual([["p0", true], ["p1", true]])
+    }))
+
+  it.effect("a concurrency far above the items starts a worker per item taken, not per unit of concurrency", () =>
+    Effect.gen(function*() {
+      // 10⁹ workers forked up front ran out of memory (rein batch --concurrency 1000000000 over 48 items).
+      const fake = scripted(() => ok(5))
+      const prompts = Array.from({ length: 48 }, (_, i) => `p${i}`)
+      const fiber = yield* Effect.fork(
+        Batch.run(Stream.fromIterable(prompts), {
+          contract: contract(),
+          guardrails: Guardrails.make({ concurrency: 1_000_000_000 })
+        }).pipe(Effect.provide(fake.layer))
+      )
+      yield* TestClock.adjust(5)
+      const summary = yield* Fiber.join(fiber)
+      expect(summary.stats.succeeded).toBe(48)
+      expect(fake.log.map((c) => c.startMillis)).toEqual(prompts.map(() => 0))
+    }))
+
+  it.effect.prop(
+    "Pool.runAll starts min(n, items + 1) workers, and at most n run at once",
+    { items: fc.integer({ min: 0, max: 40 }), n: fc.integer({ min: 1, max: 60 }) },
+    ({ items, n }) =>
+      Effect.gen(function*() {
+        let left = items
+        let started = 0
+        let running = 0
+        let most = 0
+        const worker = (spawner: Pool.Spawner<never>): Effect.Effect<void> => {
+          const loop: Effect.Effect<void> = Effect.suspend(() => {
+            if (left === 0) return Effect.void
+            left--
+            return Effect.zipRight(
+              spawner.full ? Effect.void : spawner.one,
+              Effect.zipRight(Effect.sleep(10), loop)
+            )
+          })
+          return Effect.acquireUseRelease(
+            Effect.sync(() => {
+              started++
+              most = Math.max(most, ++running)
+            }),
+            () => loop,
+            () => Effect.sync(() => void running--)
+          )
+        }
+        const fiber = yield* Effect.fork(Pool.runAll(worker, n))
+        yield* TestClock.adjust(10 * (items + 1))
+        yield* Fiber.join(fiber)
+        expect(left).toBe(0)
+        expect(started).toBe(Math.min(n, items + 1))
+        expect(most).toBeLessThanOrEqual(n)
+        expect(running).toBe(0)
+      }),
+    { fastCheck: { numRuns: 50 } }
+  )
+
+  it.effect("Pool.runAll: a worker that fails interrupts the others and stops the starting of more", () =>
+    Effect.gen(function*() {
+      let started = 0
+      const worker = (spawner: Pool.Spawner<never>): Effect.Effect<void> =>
+        Effect.suspend(() => {
+          const me = ++started
+          return me === 3
+            ? Effect.die("worker 3")
+            : Effect.zipRight(spawner.one, Effect.never)
+        })
+      const exit = yield* Effect.exit(Pool.runAll(worker, 10))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      expect(started).toBe(3)
     }))
 })
