@@ -56,6 +56,7 @@ import { Effect, Layer } from "effect"
 import { makeWith } from "./internal/healthMake.js"
 import { Options as OptionsSchema, PgHealthError as PgHealthErrorClass } from "./internal/healthOptions.js"
 import { databaseClock } from "./internal/healthStatements.js"
+import * as LC from "./internal/listenConnection.js"
 
 /**
  * The shared health could not be set up: invalid options, settings that differ from those on record for the
@@ -124,7 +125,7 @@ export type Options = typeof OptionsSchema.Encoded
 export const make = (options: Options): Effect.Effect<H.Service, PgHealthError, PgClient.PgClient | Scope.Scope> =>
   Effect.flatMap(
     PgClient.PgClient,
-    (pg) => makeWith(options, { sql: pg, listen: pg.listen }, databaseClock)
+    (pg) => makeWith(options, { sql: pg, listen: LC.of(pg) }, databaseClock)
   )
 
 /**

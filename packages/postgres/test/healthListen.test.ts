@@ -159,7 +159,10 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         // Then that set-up did not meet the condition under test: it is set up again (at most three times).
         const start = () =>
           Effect.fork(Effect.scoped(
-            makeWith({ name: fresh("stalls"), queryTimeoutMillis: 100 }, { sql: stalling, listen }, databaseClock)
+            makeWith({ name: fresh("stalls"), queryTimeoutMillis: 100 }, {
+              sql: stalling,
+              listen: { subscribe: listen, discard: () => {} }
+            }, databaseClock)
           ))
         type Made = Effect.Effect.Success<ReturnType<typeof start>>
         const setUp = Effect.gen(function*() {

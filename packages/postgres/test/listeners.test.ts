@@ -3,13 +3,20 @@
 // with core's formatter (each line names its field first), the same in every service.
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqlError } from "@effect/sql/SqlError"
 import { describe, expect, layer } from "@effect/vitest"
 import type { Termination } from "@rein/batch"
-import { Effect, Fiber, Layer, Logger, Stream, TestClock, TestContext, TestServices } from "effect"
+import { Effect, Fiber, Layer, Logger, Redacted, TestClock, TestContext, TestServices } from "effect"
 import { PgBudget, PgHealth, PgRateLimiterStore, PgRunLimits } from "../src/index.js"
 import { makeWith } from "../src/internal/healthMake.js"
 import { available, fresh, PgLive } from "./pg.js"
+
+/** A configuration whose connections are refused (nothing listens on port 1 of loopback). */
+const refused = (config: PgClient.PgClientConfig): PgClient.PgClientConfig => ({
+  ...config,
+  url: Redacted.make("postgres://rein@127.0.0.1:1/postgres"),
+  host: "127.0.0.1",
+  port: 1
+})
 
 const FAILURE = { _tag: "failure", kind: "server_error", retryAfterMillis: null } as const
 
@@ -26,14 +33,12 @@ describe.skipIf(!available)("the shared services' background fibers", () => {
       Effect.gen(function*() {
         const pg = yield* PgClient.PgClient
         let subscriptions = 0
-        // The real client, whose first subscription fails (as a lost listening connection does).
+        // The real client, whose first listening connection fails (as a lost one does): each subscription made on
+        // a new listening connection reads the client's configuration once.
         const flaky = new Proxy(pg, {
           get: (target, key) =>
-            key === "listen"
-              ? (channel: string) =>
-                ++subscriptions === 1
-                  ? Stream.fail(new SqlError({ message: "connection lost" }))
-                  : target.listen(channel)
+            key === "config"
+              ? ++subscriptions === 1 ? refused(target.config) : target.config
               : Reflect.get(target, key)
         })
         const name = fresh("relisten")
@@ -73,15 +78,13 @@ describe.skipIf(!available)("the shared services' background fibers", () => {
       Effect.gen(function*() {
         const pg = yield* PgClient.PgClient
         let subscriptions = 0
-        // The real client, whose every subscription fails.
+        // The real client, whose every listening connection fails.
         const deaf = new Proxy(pg, {
-          get: (target, key) =>
-            key === "listen"
-              ? () => {
-                subscriptions++
-                return Stream.fail(new SqlError({ message: "connection lost" }))
-              }
-              : Reflect.get(target, key)
+          get: (target, key) => {
+            if (key !== "config") return Reflect.get(target, key)
+            subscriptions++
+            return refused(target.config)
+          }
         })
         const warnings: Array<string> = []
         const logger = Logger.make(({ logLevel, message }) => {
