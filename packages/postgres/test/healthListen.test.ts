@@ -189,6 +189,42 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         const error = Option.flatMap(exit, (e) => Exit.isFailure(e) ? Cause.failureOption(e.cause) : Option.none())
         expect(Option.map(error, (e) => e.reason)).toEqual(Option.some("Unavailable"))
       }).pipe(Effect.provide(TestContext.TestContext)))
+    it.scoped("a listening connection that goes deaf (open, silent) is dropped: the restart ends, a new one hears", () =>
+      Effect.gen(function*() {
+        const server = yield* Server
+        const proxy = yield* Proxy.start(server.port)
+        const direct = yield* PgClient.PgClient
+        const proxied = yield* clientOf(server.url.replace(`:${server.port}/`, `:${proxy.port}/`))
+        // Statements go straight to the database (the heartbeat, its pings); listening goes through the proxy.
+        const client = new globalThis.Proxy(direct, {
+          get: (target, key) =>
+            key === "config" || key === "listen" ? Reflect.get(proxied, key) : Reflect.get(target, key)
+        })
+        const onClient = Effect.provide(
+          Layer.merge(Layer.succeed(PgClient.PgClient, client), Layer.succeed(SqlClient.SqlClient, client))
+        )
+        const options = { name: fresh("deaf"), consecutiveFailures: 1, cooldownMillis: 600_000, heartbeatMillis: 1_000 }
+        const a: H.Service = yield* madeInTime(PgHealth.make(options).pipe(onClient))
+        const before = proxy.accepted()
+        // The listening connection stops passing anything, and stays open: nothing tells the client.
+        yield* proxy.deafen
+        // Heartbeats: a ping goes unheard, the next heartbeat restarts (before: ending the deaf subscription sent an
+        // `UNLISTEN` that never returned, so the restart never ended), a new connection listens, pings are heard.
+        for (let i = 0; i < 4; i++) {
+          yield* TestClock.adjust(1_000)
+          yield* TestServices.provideLive(Effect.sleep("200 millis"))
+        }
+        expect(yield* eventually(() => proxy.accepted() > before)).toBe(true)
+        // Another instance opens a breaker; the clock stays put, so `a`'s poll cannot run: only a notification,
+        // through the new connection, can tell `a`.
+        const b = yield* madeInTime(PgHealth.make(options))
+        const opener = yield* Effect.orDie(b.acquire("d", "first"))
+        yield* b.complete(opener, FAILURE)
+        const clock = yield* Effect.clock
+        const seen = () => a.unsafeView!(clock.unsafeCurrentTimeNanos(), ["d"]).health["d"]?.state === "open"
+        expect(yield* eventually(seen)).toBe(true)
+      }).pipe(Effect.provide(TestContext.TestContext)))
+
     it.scoped("after its listening connection is lost, an instance hears again while PgRunLimits listens beside it", () =>
       Effect.gen(function*() {
         // One client of their own: PgHealth and PgRunLimits share its one listening connection.

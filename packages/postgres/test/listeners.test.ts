@@ -5,7 +5,22 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, layer } from "@effect/vitest"
 import type { Termination } from "@rein/batch"
-import { Effect, Fiber, Layer, Logger, Redacted, TestClock, TestContext, TestServices } from "effect"
+import {
+  Context,
+  Effect,
+  Fiber,
+  FiberRef,
+  FiberRefs,
+  HashMap,
+  Layer,
+  List,
+  Logger,
+  Redacted,
+  TestClock,
+  TestContext,
+  TestServices,
+  Tracer
+} from "effect"
 import { PgBudget, PgHealth, PgRateLimiterStore, PgRunLimits } from "../src/index.js"
 import { makeWith } from "../src/internal/healthMake.js"
 import { available, fresh, PgLive } from "./pg.js"
@@ -107,6 +122,42 @@ describe.skipIf(!available)("the shared services' background fibers", () => {
         }
         expect(yield* eventually(() => subscriptions >= 5)).toBe(true)
         expect(warnings.filter((w) => w.includes("notifications on")).length).toBe(1)
+      }).pipe(Effect.provide(TestContext.TestContext)))
+
+    it.scoped("the shared subscription reports in a neutral context, not in its first user's", () =>
+      Effect.gen(function*() {
+        const pg = yield* PgClient.PgClient
+        // The real client, whose every listening connection fails: the subscription logs that it is lost.
+        const deaf = new Proxy(pg, {
+          get: (target, key) => key === "config" ? refused(target.config) : Reflect.get(target, key)
+        })
+        const seen: Array<{ annotations: Array<string>; spans: number; parent: boolean }> = []
+        const logger = Logger.make(({ annotations, context, message, spans }) => {
+          if (!String(message).includes("notifications on")) return
+          seen.push({
+            annotations: [...HashMap.keys(annotations)],
+            spans: List.size(spans),
+            parent: Context.getOption(FiberRefs.getOrDefault(context, FiberRef.currentContext), Tracer.ParentSpan)
+              ._tag === "Some"
+          })
+        })
+        const options = {
+          name: fresh("neutral"),
+          clock: "effect" as const,
+          pollMillis: 1_000,
+          heartbeatMillis: 60_000,
+          ttlMillis: 180_000
+        }
+        // The first user runs with annotations, a log span and a span of its own.
+        yield* PgRunLimits.make({ concurrency: 1 }, options).pipe(
+          Effect.provide(Layer.merge(Layer.succeed(PgClient.PgClient, deaf), Layer.succeed(SqlClient.SqlClient, pg))),
+          Effect.annotateLogs("caller", "first"),
+          Effect.withLogSpan("first-caller"),
+          Effect.withSpan("first caller"),
+          Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+        )
+        expect(yield* eventually(() => seen.length > 0)).toBe(true)
+        expect(seen[0]).toEqual({ annotations: [], spans: 0, parent: false })
       }).pipe(Effect.provide(TestContext.TestContext)))
 
     it.scoped("a defect in PgHealth's heartbeat is logged and the next heartbeat still polls", () =>
