@@ -1,7 +1,8 @@
 // PgArtifactStore's read in memory: a run of N records on a TestServer, read by child processes (one per
 // measurement, builds alternated): `read` from each build, and `stream` (counting the records) from the first.
 // Prints per child the peak live heap (a full GC, then heapUsed, every 5 ms: what was reachable, garbage left
-// out), the peak RSS and the CPU time (the GCs included); medians at the end.
+// out), the peak RSS and the CPU time (the GCs included: `NOGC=1` for CPU time, heap then with garbage);
+// medians at the end.
 //
 //   node bench/ab/artifact-read.mjs <dist>[,<dist>…] [records] [rounds]
 //
@@ -24,7 +25,7 @@ if (child !== undefined) {
   const { PgArtifactStore } = await import(pathToFileURL(`${dists[0]}/index.js`).href)
   let peak = 0
   const sample = () => {
-    globalThis.gc()
+    if (process.env.NOGC === undefined) globalThis.gc()
     peak = Math.max(peak, process.memoryUsage().heapUsed)
   }
   const timer = setInterval(sample, 5)

@@ -5,7 +5,6 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, layer } from "@effect/vitest"
 import type * as H from "@rein/core/Health"
-import type { Scope } from "effect"
 import {
   Cause,
   Context,
@@ -16,6 +15,7 @@ import {
   Option,
   Redacted,
   Schedule,
+  Scope,
   Stream,
   TestClock,
   TestContext,
@@ -223,6 +223,39 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         const clock = yield* Effect.clock
         const seen = () => a.unsafeView!(clock.unsafeCurrentTimeNanos(), ["d"]).health["d"]?.state === "open"
         expect(yield* eventually(seen)).toBe(true)
+      }).pipe(Effect.provide(TestContext.TestContext)))
+
+    it.scoped("a health that closes while its listening connection is deaf drops it: nothing waits on it after", () =>
+      Effect.gen(function*() {
+        const server = yield* Server
+        const proxy = yield* Proxy.start(server.port)
+        const direct = yield* PgClient.PgClient
+        const url = Redacted.make(server.url.replace(`:${server.port}/`, `:${proxy.port}/`))
+        // Statements go straight to the database; the listening connection (made from `config`) through the proxy.
+        const client = new globalThis.Proxy(direct, {
+          get: (target, key) => key === "config" ? { ...target.config, url } : Reflect.get(target, key)
+        })
+        const onClient = Effect.provide(
+          Layer.merge(Layer.succeed(PgClient.PgClient, client), Layer.succeed(SqlClient.SqlClient, client))
+        )
+        const scope = yield* Scope.make()
+        yield* madeInTime(
+          Scope.extend(PgHealth.make({ name: fresh("closes"), heartbeatMillis: 1_000 }), scope).pipe(
+            onClient
+          )
+        )
+        expect(proxy.open()).toBeGreaterThan(0)
+        yield* proxy.deafen
+        // Closing ends the subscription: its `UNLISTEN` goes unanswered for a second, then the connection is
+        // dropped (before: the subscription's fiber waited on it for good, and the connection stayed open).
+        const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+        // The clock moves a second at a time (the close's statements answer in real time in between).
+        for (let i = 0; i < 30 && closing.unsafePoll() === null; i++) {
+          yield* TestServices.provideLive(Effect.sleep("100 millis"))
+          yield* TestClock.adjust(1_000)
+        }
+        expect(closing.unsafePoll(), "the health did not close").not.toBe(null)
+        expect(yield* eventually(() => proxy.open() === 0)).toBe(true)
       }).pipe(Effect.provide(TestContext.TestContext)))
 
     it.scoped("after its listening connection is lost, an instance hears again while PgRunLimits listens beside it", () =>

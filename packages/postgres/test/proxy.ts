@@ -14,8 +14,9 @@ export interface Proxy {
   readonly held: Effect.Effect<void>
   /** The connections open now pass nothing from now on (they stay open); later ones pass. */
   readonly deafen: Effect.Effect<void>
-  /** Connections accepted so far. */
+  /** Connections accepted so far, and open now. */
   readonly accepted: () => number
+  readonly open: () => number
 }
 
 export const start = (upstreamPort: number): Effect.Effect<Proxy, never, Scope.Scope> =>
@@ -77,6 +78,7 @@ export const start = (upstreamPort: number): Effect.Effect<Proxy, never, Scope.S
       deafen: Effect.sync(() => {
         for (const pair of open) pair.deaf = true
       }),
-      accepted: () => accepted
+      accepted: () => accepted,
+      open: () => open.size
     }
   })

@@ -32,6 +32,7 @@ import {
   FiberRef,
   HashMap,
   List,
+  Option,
   PubSub,
   Stream
 } from "effect"
@@ -155,8 +156,14 @@ const leave = (connection: Connection, channel: string, s: Shared) =>
   lock.withPermits(1)(Effect.gen(function*() {
     if (--s.users > 0) return
     shared.get(connection)?.channels.delete(channel)
-    // `UNLISTEN` (bounded: a connection that stopped answering must not hold a scope open).
-    yield* Effect.ignore(Effect.timeout(Fiber.interrupt(s.fiber), Duration.seconds(1)))
+    // `UNLISTEN` (bounded: a connection that stopped answering must not hold a scope open). When it is not
+    // answered in time the connection is dropped (the other channels' subscriptions move to a new one), so that
+    // the `UNLISTEN` fails and the subscription's fiber ends rather than waiting on it for good. The wait is made
+    // interruptible: this runs in a release, where a timeout could not interrupt it and so would never end.
+    const ended = yield* Effect.option(
+      Effect.timeout(Effect.interruptible(Fiber.interrupt(s.fiber)), Duration.seconds(1))
+    )
+    if (Option.isNone(ended)) restart(s.restart)
     yield* PubSub.shutdown(s.pubsub)
   }))
 
