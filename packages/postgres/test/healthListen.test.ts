@@ -68,6 +68,30 @@ const clientOf = (url: string) =>
     Context.get(PgClient.PgClient)
   )
 
+/**
+ * Another instance (of another client) opens `endpoint`'s breaker while the clock stays put, so `a`'s poll cannot
+ * run: whether `a` sees it open, which only a notification can tell it.
+ */
+const heardOpening = (a: H.Service, options: PgHealth.Options, endpoint: string) =>
+  Effect.gen(function*() {
+    const b = yield* madeInTime(PgHealth.make(options))
+    const opener = yield* Effect.orDie(b.acquire(endpoint, "first"))
+    yield* b.complete(opener, FAILURE)
+    const clock = yield* Effect.clock
+    return yield* eventually(() =>
+      a.unsafeView!(clock.unsafeCurrentTimeNanos(), [endpoint]).health[endpoint]?.state === "open"
+    )
+  })
+
+/** `n` heartbeats of a second, with real time in between for the database to answer. */
+const heartbeats = (n: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < n; i++) {
+      yield* TestClock.adjust(1_000)
+      yield* TestServices.provideLive(Effect.sleep("200 millis"))
+    }
+  })
+
 describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () => {
   layer(PgLive, { timeout: "120 seconds", excludeTestServices: true })((it) => {
     it.scoped("returns without the clock moving, one after another and eight at once", () =>
@@ -85,18 +109,10 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         const a: H.Service = yield* madeInTime(PgHealth.make(options))
         yield* dropListeners
         // Heartbeats: one ping goes unheard, the next heartbeat subscribes again, the one after hears.
-        for (let i = 0; i < 4; i++) {
-          yield* TestClock.adjust(1_000)
-          yield* TestServices.provideLive(Effect.sleep("200 millis"))
-        }
+        yield* heartbeats(4)
         // Another instance (set up after the loss too) opens a breaker; the clock stays put, so `a`'s poll cannot
         // run: only the notification can tell `a`.
-        const b = yield* madeInTime(PgHealth.make(options))
-        const opener = yield* Effect.orDie(b.acquire("x", "first"))
-        yield* b.complete(opener, FAILURE)
-        const clock = yield* Effect.clock
-        const seen = () => a.unsafeView!(clock.unsafeCurrentTimeNanos(), ["x"]).health["x"]?.state === "open"
-        expect(yield* eventually(seen)).toBe(true)
+        expect(yield* heardOpening(a, options, "x")).toBe(true)
       }).pipe(Effect.provide(TestContext.TestContext)))
 
     it.scoped("an instance keeps hearing when another one on the same client closes", () =>
@@ -210,19 +226,11 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         yield* proxy.deafen
         // Heartbeats: a ping goes unheard, the next heartbeat restarts (before: ending the deaf subscription sent an
         // `UNLISTEN` that never returned, so the restart never ended), a new connection listens, pings are heard.
-        for (let i = 0; i < 4; i++) {
-          yield* TestClock.adjust(1_000)
-          yield* TestServices.provideLive(Effect.sleep("200 millis"))
-        }
+        yield* heartbeats(4)
         expect(yield* eventually(() => proxy.accepted() > before)).toBe(true)
         // Another instance opens a breaker; the clock stays put, so `a`'s poll cannot run: only a notification,
         // through the new connection, can tell `a`.
-        const b = yield* madeInTime(PgHealth.make(options))
-        const opener = yield* Effect.orDie(b.acquire("d", "first"))
-        yield* b.complete(opener, FAILURE)
-        const clock = yield* Effect.clock
-        const seen = () => a.unsafeView!(clock.unsafeCurrentTimeNanos(), ["d"]).health["d"]?.state === "open"
-        expect(yield* eventually(seen)).toBe(true)
+        expect(yield* heardOpening(a, options, "d")).toBe(true)
       }).pipe(Effect.provide(TestContext.TestContext)))
 
     it.scoped("a health that closes while its listening connection is deaf drops it: nothing waits on it after", () =>
@@ -281,17 +289,9 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         }
         const a: H.Service = yield* madeInTime(PgHealth.make(options).pipe(onClient))
         yield* dropListeners
-        for (let i = 0; i < 4; i++) {
-          yield* TestClock.adjust(1_000)
-          yield* TestServices.provideLive(Effect.sleep("200 millis"))
-        }
+        yield* heartbeats(4)
         // Another instance (another client) opens a breaker; the clock stays put: only a notification tells `a`.
-        const b = yield* madeInTime(PgHealth.make(options))
-        const opener = yield* Effect.orDie(b.acquire("z", "first"))
-        yield* b.complete(opener, FAILURE)
-        const clock = yield* Effect.clock
-        const seen = () => a.unsafeView!(clock.unsafeCurrentTimeNanos(), ["z"]).health["z"]?.state === "open"
-        expect(yield* eventually(seen)).toBe(true)
+        expect(yield* heardOpening(a, options, "z")).toBe(true)
       }).pipe(Effect.provide(TestContext.TestContext)))
   })
 })

@@ -33,6 +33,15 @@ const refused = (config: PgClient.PgClientConfig): PgClient.PgClientConfig => ({
   port: 1
 })
 
+/** PgRunLimits on the effect clock, polling every `pollMillis`, with no heartbeat or lease ending in a test. */
+const limitsOptions = (name: string, pollMillis: number) => ({
+  name,
+  clock: "effect" as const,
+  pollMillis,
+  heartbeatMillis: 60_000,
+  ttlMillis: 180_000
+})
+
 const FAILURE = { _tag: "failure", kind: "server_error", retryAfterMillis: null } as const
 
 /** Waits in real time (bounded) until `p` holds; the database answers in real time. */
@@ -57,13 +66,7 @@ describe.skipIf(!available)("the shared services' background fibers", () => {
               : Reflect.get(target, key)
         })
         const name = fresh("relisten")
-        const options = {
-          name,
-          clock: "effect" as const,
-          pollMillis: 10_000,
-          heartbeatMillis: 60_000,
-          ttlMillis: 180_000
-        }
+        const options = limitsOptions(name, 10_000)
         const limits = yield* PgRunLimits.make({ concurrency: 1 }, options).pipe(
           Effect.provide(Layer.merge(Layer.succeed(PgClient.PgClient, flaky), Layer.succeed(SqlClient.SqlClient, pg)))
         )
@@ -105,13 +108,7 @@ describe.skipIf(!available)("the shared services' background fibers", () => {
         const logger = Logger.make(({ logLevel, message }) => {
           if (logLevel._tag === "Warning") warnings.push(String(message))
         })
-        const options = {
-          name: fresh("deaf"),
-          clock: "effect" as const,
-          pollMillis: 1_000,
-          heartbeatMillis: 60_000,
-          ttlMillis: 180_000
-        }
+        const options = limitsOptions(fresh("deaf"), 1_000)
         yield* PgRunLimits.make({ concurrency: 1 }, options).pipe(
           Effect.provide(Layer.merge(Layer.succeed(PgClient.PgClient, deaf), Layer.succeed(SqlClient.SqlClient, pg))),
           Effect.provide(Logger.replace(Logger.defaultLogger, logger))
@@ -141,13 +138,7 @@ describe.skipIf(!available)("the shared services' background fibers", () => {
               ._tag === "Some"
           })
         })
-        const options = {
-          name: fresh("neutral"),
-          clock: "effect" as const,
-          pollMillis: 1_000,
-          heartbeatMillis: 60_000,
-          ttlMillis: 180_000
-        }
+        const options = limitsOptions(fresh("neutral"), 1_000)
         // The first user runs with annotations, a log span and a span of its own.
         yield* PgRunLimits.make({ concurrency: 1 }, options).pipe(
           Effect.provide(Layer.merge(Layer.succeed(PgClient.PgClient, deaf), Layer.succeed(SqlClient.SqlClient, pg))),
