@@ -10,16 +10,18 @@
  * is no torn final record (`truncatedBytes` is always 0). A record that does not decode is a `format` error
  * naming its line (the manifest is line 1), as in the JSONL file.
  *
+ * Every read is of one snapshot and a page of records at a time (`internal/artifactRead.ts`); `stream` reads a
+ * run of millions of records in the memory of one page.
+ *
  * @since 0.1.0
  */
 import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
 import type { ArtifactStore as Store } from "@rein/batch"
 import { ArtifactStore } from "@rein/batch"
 import type { Scope } from "effect"
-import { Effect, Either, Layer, Schema } from "effect"
+import { Effect, Layer, Stream } from "effect"
+import * as R from "./internal/artifactRead.js"
 import * as Q from "./internal/batchStatements.js"
-import { describe } from "./internal/sqlError.js"
 
 /**
  * Which run's artifact, and whether `create` and `open` may replace an existing one (its records and items
@@ -39,78 +41,89 @@ export interface Options {
   readonly overwrite?: boolean | undefined
 }
 
-const io = (e: SqlError) => new ArtifactStore.ArtifactError({ reason: "io", message: describe(e) })
+/**
+ * A run's artifact open for reading in bounded memory: its manifest, and its records, oldest first, as a stream
+ * read a page at a time (the process holds one page, however many records the run has). The records are those
+ * of one snapshot, taken when the artifact was opened, however long reading them takes; reading them fails with
+ * `format` (naming the record's line, as `read` does), `io`, or `closed` once the scope that opened it closed.
+ *
+ * @example
+ * ```ts
+ * import type { PgArtifactStore } from "@rein/postgres"
+ * import { Stream } from "effect"
+ *
+ * declare const streamed: PgArtifactStore.Streamed
+ * const failures = Stream.runCount(Stream.filter(streamed.records, (r) => r.outcome === "failure"))
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Streamed {
+  readonly manifest: Store.Manifest
+  readonly records: Stream.Stream<Store.ItemRecord, Store.ArtifactError>
+}
 
-const decodeManifest = Schema.decodeUnknownEither(ArtifactStore.Manifest)
-const decodeRecord = Schema.decodeUnknownEither(ArtifactStore.ItemRecord)
+/**
+ * The store of one run: batch's `ArtifactStore` service, and `stream`, which reads the records in bounded
+ * memory. (`read`, `resume` and `open` give every record at once, as the service's contract says; they read
+ * them a page at a time too, so they hold the records and one page of rows, never all the rows as well.)
+ *
+ * @example
+ * ```ts
+ * import { Effect, Stream } from "effect"
+ * import type { PgArtifactStore } from "@rein/postgres"
+ *
+ * const count = (store: PgArtifactStore.Service) =>
+ *   Effect.scoped(Effect.flatMap(store.stream, (s) => Stream.runCount(s.records)))
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Service extends Store.Service {
+  /**
+   * Opens the artifact for reading in bounded memory for the scope (one connection and one snapshot are held
+   * until it closes); fails with `missing` when there is no such run.
+   */
+  readonly stream: Effect.Effect<Streamed, Store.ArtifactError, Scope.Scope>
+}
 
-const manifestOf = (runId: string, value: unknown) => {
-  const version = typeof value === "object" && value !== null
-    ? (value as { schemaVersion?: unknown }).schemaVersion
-    : undefined
-  if (typeof version === "number" && version > ArtifactStore.SCHEMA_VERSION) {
-    return Either.left(
-      new ArtifactStore.ArtifactError({
-        reason: "version",
-        message: `run ${
-          JSON.stringify(runId)
-        } was written by artifact schema version ${version} (this is ${ArtifactStore.SCHEMA_VERSION})`,
-        line: 1
-      })
+const missing = (runId: string) =>
+  new ArtifactStore.ArtifactError({ reason: "missing", message: `no run ${JSON.stringify(runId)}` })
+
+/** The manifest and every record, read a page at a time (so the rows of one page are held with the records). */
+const readAll = (sql: SqlClient.SqlClient, runId: string) =>
+  Effect.scoped(Effect.flatMap(R.open(sql, runId, R.PAGE_SIZE), (snapshot) => {
+    if (snapshot === undefined) return Effect.succeed(undefined)
+    const records: Array<Store.ItemRecord> = []
+    return Effect.as(
+      Stream.runForEachChunk(snapshot.records, (chunk) => Effect.sync(() => void records.push(...chunk))),
+      { manifest: snapshot.manifest, records } satisfies Store.Contents
     )
-  }
-  return Either.mapLeft(decodeManifest(value), () =>
-    new ArtifactStore.ArtifactError({
-      reason: "format",
-      message: `run ${JSON.stringify(runId)} has no valid manifest`,
-      line: 1
-    }))
-}
-
-const recordsOf = (runId: string, rows: ReadonlyArray<Q.RecordRow>) => {
-  const records: Array<Store.ItemRecord> = []
-  for (let i = 0; i < rows.length; i++) {
-    const decoded = decodeRecord(rows[i]!.record)
-    if (Either.isLeft(decoded)) {
-      return Either.left(
-        new ArtifactStore.ArtifactError({
-          reason: "format",
-          message: `record ${i + 1} of run ${JSON.stringify(runId)} is not an item record`,
-          line: i + 2
-        })
-      )
-    }
-    records.push(decoded.right)
-  }
-  return Either.right(records)
-}
+  }))
 
 /**
  * The store for one run.
  *
  * @example
  * ```ts
- * import { SqlClient } from "@effect/sql"
- * import { Effect } from "effect"
+ * import { Effect, Stream } from "effect"
  * import { PgArtifactStore } from "@rein/postgres"
  *
  * const records = Effect.flatMap(PgArtifactStore.make({ runId: "nightly" }), (store) => store.read)
  * // Effect<Contents, ArtifactError, SqlClient>
+ * const successes = Effect.flatMap(PgArtifactStore.make({ runId: "nightly" }), (store) =>
+ *   Effect.scoped(Effect.flatMap(store.stream, (s) =>
+ *     Stream.runCount(Stream.filter(s.records, (r) => r.outcome === "success")))))
+ * // Effect<number, ArtifactError, SqlClient>, one page of records in memory at a time
  * ```
  * @category constructors
  * @since 0.1.0
  */
-export const make = (options: Options): Effect.Effect<Store.Service, never, SqlClient.SqlClient> =>
+export const make = (options: Options): Effect.Effect<Service, never, SqlClient.SqlClient> =>
   Effect.map(SqlClient.SqlClient, (sql) => {
     const runId = options.runId
 
-    const read: Effect.Effect<Store.Contents | undefined, Store.ArtifactError> = Effect.gen(function*() {
-      const run = yield* Q.readRun(sql, runId)
-      if (run === undefined) return undefined
-      const manifest = yield* manifestOf(runId, run.manifest)
-      const records = yield* recordsOf(runId, yield* Q.records(sql, runId))
-      return { manifest, records }
-    }).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(io(e))))
+    const read = readAll(sql, runId)
 
     const opened = (contents: Store.Contents): Effect.Effect<Store.Opened, never, Scope.Scope> =>
       Effect.gen(function*() {
@@ -129,7 +142,7 @@ export const make = (options: Options): Effect.Effect<Store.Service, never, SqlC
             return Effect.asVoid(Q.appendRecord(sql, runId, record)).pipe(
               Effect.catchTag("SqlError", (e) => {
                 refused ??= e.message
-                return Effect.fail(io(e))
+                return Effect.fail(R.io(e))
               })
             )
           })
@@ -150,14 +163,12 @@ export const make = (options: Options): Effect.Effect<Store.Service, never, SqlC
           yield* Q.insertRun(sql, { runId, manifest, settings: {}, deadlineMillis: null })
         }
         return yield* opened({ manifest, records: [] })
-      }).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(io(e))))
+      }).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(R.io(e))))
 
-    const resume = Effect.flatMap(read, (contents) =>
-      contents === undefined
-        ? Effect.fail(
-          new ArtifactStore.ArtifactError({ reason: "missing", message: `no run ${JSON.stringify(runId)}` })
-        )
-        : opened(contents))
+    const resume = Effect.flatMap(
+      read,
+      (contents) => contents === undefined ? Effect.fail(missing(runId)) : opened(contents)
+    )
 
     return {
       create,
@@ -166,12 +177,14 @@ export const make = (options: Options): Effect.Effect<Store.Service, never, SqlC
         options.overwrite === true
           ? create(manifest)
           : Effect.flatMap(read, (contents) => contents === undefined ? create(manifest) : opened(contents)),
-      read: Effect.flatMap(read, (contents) =>
-        contents === undefined
-          ? Effect.fail(
-            new ArtifactStore.ArtifactError({ reason: "missing", message: `no run ${JSON.stringify(runId)}` })
-          )
-          : Effect.succeed(contents))
+      read: Effect.flatMap(
+        read,
+        (contents) => contents === undefined ? Effect.fail(missing(runId)) : Effect.succeed(contents)
+      ),
+      stream: Effect.flatMap(
+        R.open(sql, runId, R.PAGE_SIZE),
+        (snapshot) => snapshot === undefined ? Effect.fail(missing(runId)) : Effect.succeed(snapshot)
+      )
     }
   })
 

@@ -39,7 +39,9 @@
  * **Failures.** Every database step is bounded by `queryTimeoutMillis`, and setting up (migrations, the
  * settings row, the first read) by ten of them: a database that does not answer fails the layer with
  * `PgHealthError` (`Unavailable`), never hangs it. The processes' health instances on one `PgClient` share one
- * `LISTEN` subscription, which comes back after a lost connection (an instance pings itself each heartbeat). An acquisition that needs the database
+ * `LISTEN` subscription, which comes back after a lost connection (an instance pings itself each heartbeat): it
+ * runs on a listening connection of its own (the client's configuration, one connection), which is dropped at
+ * once when its pings go unheard, even when it stopped answering without closing. An acquisition that needs the database
  * while it is unreachable is refused (`breaker_open`, fail closed) and the endpoint is treated as open for a
  * heartbeat; an outcome that cannot be written is lost (logged), and a probe slot it held expires.
  * Degradation (an abandoned attempt still tearing down) stays local to its process.
@@ -56,6 +58,7 @@ import { Effect, Layer } from "effect"
 import { makeWith } from "./internal/healthMake.js"
 import { Options as OptionsSchema, PgHealthError as PgHealthErrorClass } from "./internal/healthOptions.js"
 import { databaseClock } from "./internal/healthStatements.js"
+import * as LC from "./internal/listenConnection.js"
 
 /**
  * The shared health could not be set up: invalid options, settings that differ from those on record for the
@@ -124,7 +127,7 @@ export type Options = typeof OptionsSchema.Encoded
 export const make = (options: Options): Effect.Effect<H.Service, PgHealthError, PgClient.PgClient | Scope.Scope> =>
   Effect.flatMap(
     PgClient.PgClient,
-    (pg) => makeWith(options, { sql: pg, listen: pg.listen }, databaseClock)
+    (pg) => makeWith(options, { sql: pg, listen: LC.of(pg) }, databaseClock)
   )
 
 /**

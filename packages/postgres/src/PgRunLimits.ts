@@ -36,6 +36,7 @@ import type { Scope } from "effect"
 import { Deferred, Duration, Effect, Exit, FiberId, Layer, Option, Schema, Stream } from "effect"
 import { bounded, holderLabel } from "./internal/bounded.js"
 import * as B from "./internal/buckets.js"
+import * as LC from "./internal/listenConnection.js"
 import * as L from "./internal/listener.js"
 import * as E from "./internal/rateEngine.js"
 import * as R from "./internal/runStatements.js"
@@ -341,7 +342,7 @@ const watch = (s: Shared, pollMillis: number) =>
     const pg = yield* Effect.serviceOption(PgClient.PgClient)
     if (Option.isNone(pg)) return
     // One subscription per client, shared, and subscribed again a poll after it fails (the poll covers meanwhile).
-    const channel = yield* L.open(pg.value.listen, R.CHANNEL, Duration.millis(pollMillis))
+    const channel = yield* L.open(LC.of(pg.value), R.CHANNEL, Duration.millis(pollMillis))
     yield* Effect.forkScoped(
       channel.messages.pipe(
         Stream.filter((payload) => payload === s.name),

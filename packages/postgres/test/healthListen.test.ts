@@ -5,7 +5,6 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, layer } from "@effect/vitest"
 import type * as H from "@rein/core/Health"
-import type { Scope } from "effect"
 import {
   Cause,
   Context,
@@ -16,6 +15,7 @@ import {
   Option,
   Redacted,
   Schedule,
+  Scope,
   Stream,
   TestClock,
   TestContext,
@@ -68,6 +68,30 @@ const clientOf = (url: string) =>
     Context.get(PgClient.PgClient)
   )
 
+/**
+ * Another instance (of another client) opens `endpoint`'s breaker while the clock stays put, so `a`'s poll cannot
+ * run: whether `a` sees it open, which only a notification can tell it.
+ */
+const heardOpening = (a: H.Service, options: PgHealth.Options, endpoint: string) =>
+  Effect.gen(function*() {
+    const b = yield* madeInTime(PgHealth.make(options))
+    const opener = yield* Effect.orDie(b.acquire(endpoint, "first"))
+    yield* b.complete(opener, FAILURE)
+    const clock = yield* Effect.clock
+    return yield* eventually(() =>
+      a.unsafeView!(clock.unsafeCurrentTimeNanos(), [endpoint]).health[endpoint]?.state === "open"
+    )
+  })
+
+/** `n` heartbeats of a second, with real time in between for the database to answer. */
+const heartbeats = (n: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < n; i++) {
+      yield* TestClock.adjust(1_000)
+      yield* TestServices.provideLive(Effect.sleep("200 millis"))
+    }
+  })
+
 describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () => {
   layer(PgLive, { timeout: "120 seconds", excludeTestServices: true })((it) => {
     it.scoped("returns without the clock moving, one after another and eight at once", () =>
@@ -85,18 +109,10 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         const a: H.Service = yield* madeInTime(PgHealth.make(options))
         yield* dropListeners
         // Heartbeats: one ping goes unheard, the next heartbeat subscribes again, the one after hears.
-        for (let i = 0; i < 4; i++) {
-          yield* TestClock.adjust(1_000)
-          yield* TestServices.provideLive(Effect.sleep("200 millis"))
-        }
+        yield* heartbeats(4)
         // Another instance (set up after the loss too) opens a breaker; the clock stays put, so `a`'s poll cannot
         // run: only the notification can tell `a`.
-        const b = yield* madeInTime(PgHealth.make(options))
-        const opener = yield* Effect.orDie(b.acquire("x", "first"))
-        yield* b.complete(opener, FAILURE)
-        const clock = yield* Effect.clock
-        const seen = () => a.unsafeView!(clock.unsafeCurrentTimeNanos(), ["x"]).health["x"]?.state === "open"
-        expect(yield* eventually(seen)).toBe(true)
+        expect(yield* heardOpening(a, options, "x")).toBe(true)
       }).pipe(Effect.provide(TestContext.TestContext)))
 
     it.scoped("an instance keeps hearing when another one on the same client closes", () =>
@@ -159,7 +175,10 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         // Then that set-up did not meet the condition under test: it is set up again (at most three times).
         const start = () =>
           Effect.fork(Effect.scoped(
-            makeWith({ name: fresh("stalls"), queryTimeoutMillis: 100 }, { sql: stalling, listen }, databaseClock)
+            makeWith({ name: fresh("stalls"), queryTimeoutMillis: 100 }, {
+              sql: stalling,
+              listen: { subscribe: listen, discard: () => {} }
+            }, databaseClock)
           ))
         type Made = Effect.Effect.Success<ReturnType<typeof start>>
         const setUp = Effect.gen(function*() {
@@ -186,6 +205,67 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         const error = Option.flatMap(exit, (e) => Exit.isFailure(e) ? Cause.failureOption(e.cause) : Option.none())
         expect(Option.map(error, (e) => e.reason)).toEqual(Option.some("Unavailable"))
       }).pipe(Effect.provide(TestContext.TestContext)))
+    it.scoped("a listening connection that goes deaf (open, silent) is dropped: the restart ends, a new one hears", () =>
+      Effect.gen(function*() {
+        const server = yield* Server
+        const proxy = yield* Proxy.start(server.port)
+        const direct = yield* PgClient.PgClient
+        const proxied = yield* clientOf(server.url.replace(`:${server.port}/`, `:${proxy.port}/`))
+        // Statements go straight to the database (the heartbeat, its pings); listening goes through the proxy.
+        const client = new globalThis.Proxy(direct, {
+          get: (target, key) =>
+            key === "config" || key === "listen" ? Reflect.get(proxied, key) : Reflect.get(target, key)
+        })
+        const onClient = Effect.provide(
+          Layer.merge(Layer.succeed(PgClient.PgClient, client), Layer.succeed(SqlClient.SqlClient, client))
+        )
+        const options = { name: fresh("deaf"), consecutiveFailures: 1, cooldownMillis: 600_000, heartbeatMillis: 1_000 }
+        const a: H.Service = yield* madeInTime(PgHealth.make(options).pipe(onClient))
+        const before = proxy.accepted()
+        // The listening connection stops passing anything, and stays open: nothing tells the client.
+        yield* proxy.deafen
+        // Heartbeats: a ping goes unheard, the next heartbeat restarts (before: ending the deaf subscription sent an
+        // `UNLISTEN` that never returned, so the restart never ended), a new connection listens, pings are heard.
+        yield* heartbeats(4)
+        expect(yield* eventually(() => proxy.accepted() > before)).toBe(true)
+        // Another instance opens a breaker; the clock stays put, so `a`'s poll cannot run: only a notification,
+        // through the new connection, can tell `a`.
+        expect(yield* heardOpening(a, options, "d")).toBe(true)
+      }).pipe(Effect.provide(TestContext.TestContext)))
+
+    it.scoped("a health that closes while its listening connection is deaf drops it: nothing waits on it after", () =>
+      Effect.gen(function*() {
+        const server = yield* Server
+        const proxy = yield* Proxy.start(server.port)
+        const direct = yield* PgClient.PgClient
+        const url = Redacted.make(server.url.replace(`:${server.port}/`, `:${proxy.port}/`))
+        // Statements go straight to the database; the listening connection (made from `config`) through the proxy.
+        const client = new globalThis.Proxy(direct, {
+          get: (target, key) => key === "config" ? { ...target.config, url } : Reflect.get(target, key)
+        })
+        const onClient = Effect.provide(
+          Layer.merge(Layer.succeed(PgClient.PgClient, client), Layer.succeed(SqlClient.SqlClient, client))
+        )
+        const scope = yield* Scope.make()
+        yield* madeInTime(
+          Scope.extend(PgHealth.make({ name: fresh("closes"), heartbeatMillis: 1_000 }), scope).pipe(
+            onClient
+          )
+        )
+        expect(proxy.open()).toBeGreaterThan(0)
+        yield* proxy.deafen
+        // Closing ends the subscription: its `UNLISTEN` goes unanswered for a second, then the connection is
+        // dropped (before: the subscription's fiber waited on it for good, and the connection stayed open).
+        const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+        // The clock moves a second at a time (the close's statements answer in real time in between).
+        for (let i = 0; i < 30 && closing.unsafePoll() === null; i++) {
+          yield* TestServices.provideLive(Effect.sleep("100 millis"))
+          yield* TestClock.adjust(1_000)
+        }
+        expect(closing.unsafePoll(), "the health did not close").not.toBe(null)
+        expect(yield* eventually(() => proxy.open() === 0)).toBe(true)
+      }).pipe(Effect.provide(TestContext.TestContext)))
+
     it.scoped("after its listening connection is lost, an instance hears again while PgRunLimits listens beside it", () =>
       Effect.gen(function*() {
         // One client of their own: PgHealth and PgRunLimits share its one listening connection.
@@ -209,17 +289,9 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         }
         const a: H.Service = yield* madeInTime(PgHealth.make(options).pipe(onClient))
         yield* dropListeners
-        for (let i = 0; i < 4; i++) {
-          yield* TestClock.adjust(1_000)
-          yield* TestServices.provideLive(Effect.sleep("200 millis"))
-        }
+        yield* heartbeats(4)
         // Another instance (another client) opens a breaker; the clock stays put: only a notification tells `a`.
-        const b = yield* madeInTime(PgHealth.make(options))
-        const opener = yield* Effect.orDie(b.acquire("z", "first"))
-        yield* b.complete(opener, FAILURE)
-        const clock = yield* Effect.clock
-        const seen = () => a.unsafeView!(clock.unsafeCurrentTimeNanos(), ["z"]).health["z"]?.state === "open"
-        expect(yield* eventually(seen)).toBe(true)
+        expect(yield* heardOpening(a, options, "z")).toBe(true)
       }).pipe(Effect.provide(TestContext.TestContext)))
   })
 })

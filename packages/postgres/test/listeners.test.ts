@@ -3,13 +3,44 @@
 // with core's formatter (each line names its field first), the same in every service.
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { SqlError } from "@effect/sql/SqlError"
 import { describe, expect, layer } from "@effect/vitest"
 import type { Termination } from "@rein/batch"
-import { Effect, Fiber, Layer, Logger, Stream, TestClock, TestContext, TestServices } from "effect"
+import {
+  Context,
+  Effect,
+  Fiber,
+  FiberRef,
+  FiberRefs,
+  HashMap,
+  Layer,
+  List,
+  Logger,
+  Redacted,
+  TestClock,
+  TestContext,
+  TestServices,
+  Tracer
+} from "effect"
 import { PgBudget, PgHealth, PgRateLimiterStore, PgRunLimits } from "../src/index.js"
 import { makeWith } from "../src/internal/healthMake.js"
 import { available, fresh, PgLive } from "./pg.js"
+
+/** A configuration whose connections are refused (nothing listens on port 1 of loopback). */
+const refused = (config: PgClient.PgClientConfig): PgClient.PgClientConfig => ({
+  ...config,
+  url: Redacted.make("postgres://rein@127.0.0.1:1/postgres"),
+  host: "127.0.0.1",
+  port: 1
+})
+
+/** PgRunLimits on the effect clock, polling every `pollMillis`, with no heartbeat or lease ending in a test. */
+const limitsOptions = (name: string, pollMillis: number) => ({
+  name,
+  clock: "effect" as const,
+  pollMillis,
+  heartbeatMillis: 60_000,
+  ttlMillis: 180_000
+})
 
 const FAILURE = { _tag: "failure", kind: "server_error", retryAfterMillis: null } as const
 
@@ -26,24 +57,16 @@ describe.skipIf(!available)("the shared services' background fibers", () => {
       Effect.gen(function*() {
         const pg = yield* PgClient.PgClient
         let subscriptions = 0
-        // The real client, whose first subscription fails (as a lost listening connection does).
+        // The real client, whose first listening connection fails (as a lost one does): each subscription made on
+        // a new listening connection reads the client's configuration once.
         const flaky = new Proxy(pg, {
           get: (target, key) =>
-            key === "listen"
-              ? (channel: string) =>
-                ++subscriptions === 1
-                  ? Stream.fail(new SqlError({ message: "connection lost" }))
-                  : target.listen(channel)
+            key === "config"
+              ? ++subscriptions === 1 ? refused(target.config) : target.config
               : Reflect.get(target, key)
         })
         const name = fresh("relisten")
-        const options = {
-          name,
-          clock: "effect" as const,
-          pollMillis: 10_000,
-          heartbeatMillis: 60_000,
-          ttlMillis: 180_000
-        }
+        const options = limitsOptions(name, 10_000)
         const limits = yield* PgRunLimits.make({ concurrency: 1 }, options).pipe(
           Effect.provide(Layer.merge(Layer.succeed(PgClient.PgClient, flaky), Layer.succeed(SqlClient.SqlClient, pg)))
         )
@@ -73,27 +96,19 @@ describe.skipIf(!available)("the shared services' background fibers", () => {
       Effect.gen(function*() {
         const pg = yield* PgClient.PgClient
         let subscriptions = 0
-        // The real client, whose every subscription fails.
+        // The real client, whose every listening connection fails.
         const deaf = new Proxy(pg, {
-          get: (target, key) =>
-            key === "listen"
-              ? () => {
-                subscriptions++
-                return Stream.fail(new SqlError({ message: "connection lost" }))
-              }
-              : Reflect.get(target, key)
+          get: (target, key) => {
+            if (key !== "config") return Reflect.get(target, key)
+            subscriptions++
+            return refused(target.config)
+          }
         })
         const warnings: Array<string> = []
         const logger = Logger.make(({ logLevel, message }) => {
           if (logLevel._tag === "Warning") warnings.push(String(message))
         })
-        const options = {
-          name: fresh("deaf"),
-          clock: "effect" as const,
-          pollMillis: 1_000,
-          heartbeatMillis: 60_000,
-          ttlMillis: 180_000
-        }
+        const options = limitsOptions(fresh("deaf"), 1_000)
         yield* PgRunLimits.make({ concurrency: 1 }, options).pipe(
           Effect.provide(Layer.merge(Layer.succeed(PgClient.PgClient, deaf), Layer.succeed(SqlClient.SqlClient, pg))),
           Effect.provide(Logger.replace(Logger.defaultLogger, logger))
@@ -104,6 +119,36 @@ describe.skipIf(!available)("the shared services' background fibers", () => {
         }
         expect(yield* eventually(() => subscriptions >= 5)).toBe(true)
         expect(warnings.filter((w) => w.includes("notifications on")).length).toBe(1)
+      }).pipe(Effect.provide(TestContext.TestContext)))
+
+    it.scoped("the shared subscription reports in a neutral context, not in its first user's", () =>
+      Effect.gen(function*() {
+        const pg = yield* PgClient.PgClient
+        // The real client, whose every listening connection fails: the subscription logs that it is lost.
+        const deaf = new Proxy(pg, {
+          get: (target, key) => key === "config" ? refused(target.config) : Reflect.get(target, key)
+        })
+        const seen: Array<{ annotations: Array<string>; spans: number; parent: boolean }> = []
+        const logger = Logger.make(({ annotations, context, message, spans }) => {
+          if (!String(message).includes("notifications on")) return
+          seen.push({
+            annotations: [...HashMap.keys(annotations)],
+            spans: List.size(spans),
+            parent: Context.getOption(FiberRefs.getOrDefault(context, FiberRef.currentContext), Tracer.ParentSpan)
+              ._tag === "Some"
+          })
+        })
+        const options = limitsOptions(fresh("neutral"), 1_000)
+        // The first user runs with annotations, a log span and a span of its own.
+        yield* PgRunLimits.make({ concurrency: 1 }, options).pipe(
+          Effect.provide(Layer.merge(Layer.succeed(PgClient.PgClient, deaf), Layer.succeed(SqlClient.SqlClient, pg))),
+          Effect.annotateLogs("caller", "first"),
+          Effect.withLogSpan("first-caller"),
+          Effect.withSpan("first caller"),
+          Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+        )
+        expect(yield* eventually(() => seen.length > 0)).toBe(true)
+        expect(seen[0]).toEqual({ annotations: [], spans: 0, parent: false })
       }).pipe(Effect.provide(TestContext.TestContext)))
 
     it.scoped("a defect in PgHealth's heartbeat is logged and the next heartbeat still polls", () =>

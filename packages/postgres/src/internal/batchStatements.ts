@@ -465,10 +465,6 @@ export interface RecordRow {
   readonly record: unknown
 }
 
-/** Every record of the run, in the order written. @internal */
-export const records = (sql: Sql, runId: string) =>
-  sql<RecordRow>`SELECT record FROM rein_batch_records WHERE run_id = ${runId} ORDER BY seq`
-
 /** A record with its place in the order written (`at`: its `seq`, as text: a bigint). @internal */
 export interface RecordPageRow extends RecordRow {
   readonly at: string

@@ -5,11 +5,10 @@
  * @internal
  */
 import { SqlClient } from "@effect/sql"
-import type { SqlError as SqlErrorType } from "@effect/sql/SqlError"
 import * as H from "@rein/core/Health"
 import * as Input from "@rein/core/Input"
 import type { Role } from "@rein/core/Planner"
-import type { Scope, Stream } from "effect"
+import type { Scope } from "effect"
 import { Deferred, Duration, Effect, Either, Option, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import * as Migrations from "../Migrations.js"
@@ -18,6 +17,7 @@ import { Options, PgHealthError } from "./healthOptions.js"
 import type { Ctx, PgPermit } from "./healthService.js"
 import * as S from "./healthService.js"
 import * as Q from "./healthStatements.js"
+import type { Connection } from "./listenConnection.js"
 import * as L from "./listener.js"
 import * as M from "./mirror.js"
 import { describe } from "./sqlError.js"
@@ -66,7 +66,8 @@ const checkConfig = (name: string, asked: Record<string, number>, onRecord: stri
 
 export interface Source {
   readonly sql: SqlClient.SqlClient
-  readonly listen: ((channel: string) => Stream.Stream<string, SqlErrorType>) | undefined
+  /** Where to listen (`listenConnection.of(pg)`), when the client can. */
+  readonly listen: Connection | undefined
 }
 
 /** Pings sent back to back (each a round trip) while the listening connection is set up, before any wait. */
