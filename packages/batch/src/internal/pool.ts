@@ -33,6 +33,12 @@ export interface Spawner<R> {
   readonly one: Effect.Effect<void, never, R>
 }
 
+/** `effect`, after starting the next worker while fewer than `n` run: what a worker does as it takes an item. */
+const afterNext = <R, R2>(
+  spawner: Spawner<R>,
+  effect: Effect.Effect<void, never, R2>
+): Effect.Effect<void, never, R | R2> => spawner.full ? effect : Effect.zipRight(spawner.one, effect)
+
 /**
  * Runs up to `n` copies of a worker, each in its own fiber, until all have ended: the first is forked here, and
  * each worker starts the next (`Spawner.one`) as it takes an item, until `n` run; one fork each and one wait for
@@ -246,11 +252,7 @@ export const make = <I, E, R>(
   const worker = (spawner: Spawner<Rein.Rein | R>): Effect.Effect<void, never, Rein.Rein | R> =>
     Effect.suspend(() => {
       const self = workerOf(finishItem)
-      // Taking an item starts the next worker first, while fewer than `concurrency` run (see `runAll`).
-      const take = (item: I, index: number): Effect.Effect<void, never, Rein.Rein | R> =>
-        spawner.full
-          ? processItem(self, item, index)
-          : Effect.zipRight(spawner.one, processItem(self, item, index))
+      const take = (item: I, index: number) => afterNext(spawner, processItem(self, item, index))
       // Without anything that acts on single attempts, the executor runs without a gate (see `gated`).
       const process = (next: Pulled<I>): Effect.Effect<void, never, Rein.Rein | R> => {
         if (Option.isNone(next)) return window === undefined ? Effect.void : window.release(1)
