@@ -1,8 +1,8 @@
 /**
- * The run: `concurrency` workers (`pool`) pull one item at a time from the source (`pull`), execute it
- * under the contract inside the item deadline with the run's gate (`gate`, built from the run limits), and
- * publish exactly one terminal result per accepted item (`results`). The gate is the run's one control
- * point over attempts: it admits them, counts what they used as they finish, and closes when the run
+ * The run: up to `concurrency` workers (`pool`, started as items are taken) pull one item at a time from the
+ * source (`pull`), execute it under the contract inside the item deadline with the run's gate (`gate`, built from
+ * the run limits), and publish exactly one terminal result per accepted item (`results`). The gate is the run's
+ * one control point over attempts: it admits them, counts what they used as they finish, and closes when the run
  * stops, so that no attempt, retry or wait starts afterwards.
  *
  * @internal

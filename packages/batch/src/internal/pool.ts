@@ -1,6 +1,7 @@
 /**
- * The worker pool: `concurrency` workers, each pulling one item when it is free, executing it under the
- * item's contract (with the run's gate, when the run has one), and completing it with exactly one result.
+ * The worker pool: up to `concurrency` workers (each started as the one before it takes an item), each pulling
+ * one item when it is free, executing it under the item's contract (with the run's gate, when the run has
+ * one), and completing it with exactly one result.
  *
  * @internal
  */
