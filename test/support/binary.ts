@@ -45,13 +45,24 @@ export interface Result {
   readonly stderr: string
 }
 
-/** Runs `rein args…` from the root, asynchronously (the test worker stays responsive), killed after 60 s. */
-export const rein = (args: ReadonlyArray<string>): Promise<Result> =>
+/**
+ * Runs `rein args…` from the root, asynchronously (the test worker stays responsive), killed after `timeout`
+ * milliseconds (60 s unless given), keeping up to `maxBuffer` bytes of each output (16 MiB unless given).
+ */
+export const rein = (
+  args: ReadonlyArray<string>,
+  options: { readonly timeout?: number; readonly maxBuffer?: number } = {}
+): Promise<Result> =>
   new Promise((resolve) => {
     execFile(
       process.execPath,
       [bin, ...args],
-      { cwd: root, encoding: "utf8", timeout: 60_000, maxBuffer: 16 * 1024 * 1024 },
+      {
+        cwd: root,
+        encoding: "utf8",
+        timeout: options.timeout ?? 60_000,
+        maxBuffer: options.maxBuffer ?? 16 * 1024 * 1024
+      },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
         resolve({ code, stdout, stderr })

@@ -5,36 +5,17 @@
 import { describe, expect, it } from "@effect/vitest"
 import { TestServer } from "@rein/postgres/testing"
 import { Effect, Exit, Scope } from "effect"
-import { execFile } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import * as Binary from "../../../test/support/binary.js"
 
-const { bin, root } = Binary
 const available = TestServer.binaries() !== undefined
 const scope = Effect.runSync(Scope.make())
 let url = ""
 let tmp = ""
 
-interface Result {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const rein = (args: ReadonlyArray<string>): Promise<Result> =>
-  new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [bin, ...args],
-      { cwd: root, encoding: "utf8", timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
-        resolve({ code, stdout, stderr })
-      }
-    )
-  })
+const rein = (args: ReadonlyArray<string>) => Binary.rein(args, { timeout: 120_000, maxBuffer: 64 * 1024 * 1024 })
 
 const files = [
   "--input",

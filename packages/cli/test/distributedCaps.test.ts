@@ -9,41 +9,22 @@ import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { TestServer } from "@rein/postgres/testing"
 import { Effect, Exit, Redacted, Scope } from "effect"
-import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import * as Binary from "../../../test/support/binary.js"
 
-const { bin, root } = Binary
 const available = TestServer.binaries() !== undefined
 const scope = Effect.runSync(Scope.make())
 let url = ""
 let tmp = ""
 
-interface Result {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const rein = (args: ReadonlyArray<string>): Promise<Result> =>
-  new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [bin, ...args],
-      { cwd: root, encoding: "utf8", timeout: 180_000, maxBuffer: 64 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
-        resolve({ code, stdout, stderr })
-      }
-    )
-  })
+const rein = (args: ReadonlyArray<string>) => Binary.rein(args, { timeout: 180_000, maxBuffer: 64 * 1024 * 1024 })
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 // A worker started before the run exists fails cleanly ("no run"): it is started again until it joins.
-const worker = async (args: ReadonlyArray<string>): Promise<Result> => {
+const worker = async (args: ReadonlyArray<string>): Promise<Binary.Result> => {
   for (let i = 0; i < 40; i++) {
     const r = await rein(["worker", ...args])
     if (!(r.code === 2 && /no run/.test(r.stderr))) return r
@@ -120,7 +101,7 @@ interface Report {
   }
 }
 
-const parse = (r: Result): Report => {
+const parse = (r: Binary.Result): Report => {
   expect(r.stderr).not.toMatch(/\n\s+at /)
   expect([0, 1], r.stderr).toContain(r.code)
   return JSON.parse(r.stdout) as Report

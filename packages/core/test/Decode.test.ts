@@ -122,8 +122,11 @@ describe("messages in the user's words", () => {
       "candidates: Expected at least one candidate, actual []"
     )
     expect(leftOf(Catalog.decode({ endpoints: [] }))).toBe("endpoints: Expected at least one endpoint, actual []")
+    expect(leftOf(Catalog.decode({ endpoints: "x" }))).toBe(
+      "endpoints: Expected an array of at least one endpoint, actual \"x\""
+    )
     expect(leftOf(Contract.decode({ deadline: 1, candidates: "a" }))).toBe(
-      "candidates: Expected at least one candidate, actual \"a\""
+      "candidates: Expected an array of at least one candidate, actual \"a\""
     )
     // A bad item keeps its own path and message.
     expect(leftOf(Contract.decode({ deadline: 1, candidates: ["a", 3] }))).toMatch(/^candidates\.1: Expected /)

@@ -120,7 +120,8 @@ export const Fraction = numberWhere("a number between 0 and 1", (n) => n >= 0 &&
 
 /**
  * A non-empty array whose errors say so in words: an empty one reads `Expected at least one <noun>, actual
- * []` (Effect's default is "0: is missing"), and a bad item keeps its own message and path.
+ * []` (Effect's default is "0: is missing"), anything else than an array `Expected an array of at least one
+ * <noun>, actual …`, and a bad item keeps its own message and path.
  *
  * @internal
  */
@@ -130,7 +131,10 @@ export const nonEmptyArray = <A, I>(item: Schema.Schema<A, I>, noun: string) =>
       Array.isArray(issue.actual) && issue.actual.length > 0
         // A bad item: its own message (a non-override message on a composite defers to the inner ones).
         ? { message: "", override: false }
-        : { message: expected(`at least one ${noun}`)(issue), override: true }
+        : {
+          message: expected(`${Array.isArray(issue.actual) ? "" : "an array of "}at least one ${noun}`)(issue),
+          override: true
+        }
   })
 
 const isRecordLike = (u: unknown): u is object => typeof u === "object" && u !== null && !Array.isArray(u)
