@@ -4,7 +4,7 @@
  * as `Effect.yieldNow` is. The report's byte-for-byte determinism depends on that order.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit } from "effect"
+import { Duration, Effect, Exit, Fiber } from "effect"
 import * as Virtual from "../src/internal/virtual.js"
 
 /** Runs `f` with the simulation's clock, in virtual time; what it logged, in order. */
@@ -62,5 +62,22 @@ describe("the virtual clock's callbacks", () => {
         Effect.map(clock.scheduler(), (scheduler) => expect(scheduler).toBe(clock))
       )
       expect(logged).toEqual([])
+    }))
+})
+
+describe("a long simulation", () => {
+  it.effect("stays interruptible: it yields between slices, and interrupting the run interrupts the simulation", () =>
+    Effect.gen(function*() {
+      // A simulation that never ends (a sleeper woken forever). The loop once ran it in one synchronous step:
+      // nothing else ever ran again, a SIGTERM included.
+      let wakes = 0
+      let interrupted = false
+      const endless = Effect.forever(Effect.zipRight(Effect.sleep("1 second"), Effect.sync(() => void wakes++))).pipe(
+        Effect.onInterrupt(() => Effect.sync(() => void (interrupted = true)))
+      )
+      const fiber = yield* Effect.fork(Virtual.run(endless))
+      while (wakes === 0) yield* Effect.yieldNow()
+      yield* Fiber.interrupt(fiber)
+      expect(interrupted).toBe(true)
     }))
 })

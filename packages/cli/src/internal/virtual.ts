@@ -12,7 +12,7 @@
  * @internal
  */
 import type { Duration } from "effect"
-import { Clock, Effect, Exit, Scheduler } from "effect"
+import { Clock, Effect, Exit, FiberId, Scheduler } from "effect"
 import { Duration as D } from "effect"
 
 /**
@@ -142,10 +142,15 @@ export class VirtualClock implements Clock.Clock {
   }
 }
 
+/** Tasks and wake-ups run between two yields to the real event loop (see `run`). */
+const SLICE = 65_536
+
 /**
- * Runs `effect` in virtual time and returns its exit with the virtual time it took. A simulation that
- * waits on something that is neither a task nor a sleeper (nothing can ever wake it) is reported as a
- * defect rather than hanging.
+ * Runs `effect` in virtual time and returns its exit with the virtual time it took. A simulation that waits on
+ * something that is neither a task nor a sleeper (nothing can ever wake it) is reported as a defect rather than
+ * hanging. Every `SLICE` tasks and wake-ups the loop yields to the caller's other fibers and to the real event
+ * loop (a sleep of no time on the caller's clock), so that a long simulation stays interruptible: a SIGTERM or a
+ * Ctrl-C reaches the command's fiber, and interrupting the run interrupts the simulation's fiber.
  *
  * @internal
  */
@@ -163,35 +168,56 @@ export const run = <A, E>(
     const clock = new VirtualClock((task) => tasks.push(task))
     return Effect.forkDaemon(Effect.withClock(effect, clock)).pipe(
       Effect.withScheduler(scheduler),
-      Effect.map((fiber) => {
+      Effect.flatMap((fiber) => {
         let next = 0
-        for (;;) {
-          while (next < tasks.length) {
-            const task = tasks[next]!
-            tasks[next++] = undefined
-            task()
-            // Keep the queue from growing without bound over a long simulation.
-            if (next > 4096) {
-              tasks.splice(0, next)
-              next = 0
+        /** Runs up to `SLICE` tasks and wake-ups: the run's end, or `undefined` when the slice ran out first. */
+        const slice = (): { readonly exit: Exit.Exit<A, E>; readonly virtualMillis: number } | undefined => {
+          for (let budget = SLICE; budget > 0; budget--) {
+            if (next < tasks.length) {
+              const task = tasks[next]!
+              tasks[next++] = undefined
+              task()
+              // Keep the queue from growing without bound over a long simulation.
+              if (next > 4096) {
+                tasks.splice(0, next)
+                next = 0
+              }
+              continue
             }
-          }
-          tasks.length = 0
-          next = 0
-          const exit = fiber.unsafePoll()
-          if (exit !== null) return { exit, virtualMillis: clock.now }
-          const sleeper = clock.sleepers.pop()
-          if (sleeper === undefined) {
-            return {
-              exit: Exit.die(new Error("the simulation stalled: a fiber waits on something virtual time cannot wake")),
-              virtualMillis: clock.now
+            tasks.length = 0
+            next = 0
+            const exit = fiber.unsafePoll()
+            if (exit !== null) return { exit, virtualMillis: clock.now }
+            const sleeper = clock.sleepers.pop()
+            if (sleeper === undefined) {
+              return {
+                exit: Exit.die(
+                  new Error("the simulation stalled: a fiber waits on something virtual time cannot wake")
+                ),
+                virtualMillis: clock.now
+              }
             }
+            clock.now = Math.max(clock.now, sleeper.at)
+            const wake = sleeper.wake!
+            sleeper.wake = undefined
+            wake()
           }
-          clock.now = Math.max(clock.now, sleeper.at)
-          const wake = sleeper.wake!
-          sleeper.wake = undefined
-          wake()
+          return undefined
         }
+        // Other fibers first, then the event loop (a sleep of no time is a real timer on the live clock).
+        const pause = Effect.zipRight(Effect.yieldNow(), Effect.sleep(D.zero))
+        const loop: Effect.Effect<{ readonly exit: Exit.Exit<A, E>; readonly virtualMillis: number }> = Effect
+          .suspend(() => {
+            const ended = slice()
+            return ended !== undefined ? Effect.succeed(ended) : Effect.zipRight(pause, loop)
+          })
+        // Interrupted between slices: the simulation's fiber is interrupted, and its queue drained once more
+        // so that the interruption runs (a simulation holds no resource outside virtual time).
+        return Effect.onInterrupt(loop, () =>
+          Effect.sync(() => {
+            fiber.unsafeInterruptAsFork(FiberId.none)
+            slice()
+          }))
       })
     )
   })
