@@ -77,15 +77,14 @@ export const runAll = <R>(
       }
       const spawner: Spawner<R> = {
         full: n <= 0,
-        one: Effect.suspend(() => {
-          if (spawner.full) return Effect.void
+        // One synchronous step: an interruption cannot land between counting a worker and forking it.
+        one: Effect.sync(() => {
+          if (spawner.full) return
           left++
           if (++started >= n) spawner.full = true
-          return Effect.sync(() => {
-            const fiber = fork(restore(run), { immediate: false })
-            fibers.push(fiber)
-            fiber.addObserver(observer)
-          })
+          const fiber = fork(restore(run), { immediate: false })
+          fibers.push(fiber)
+          fiber.addObserver(observer)
         })
       }
       const run = worker(spawner)
