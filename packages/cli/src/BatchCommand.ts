@@ -211,13 +211,6 @@ const decodeGuardrails = (
       }).join("\n")
     }))
 
-// The run forks one worker per unit of concurrency up front: no more than there are items (`--concurrency 1e9`
-// over 48 prompts would otherwise fork a billion fibers and run out of memory before the first call).
-const workersFor = (guardrails: Guardrails.Guardrails, items: number): Guardrails.Guardrails =>
-  guardrails.concurrency <= items
-    ? guardrails
-    : new Guardrails.Guardrails({ ...guardrails, concurrency: Math.max(1, items) })
-
 const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -323,7 +316,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
 
     const summary: Batch.Summary<PromptItem> = yield* Checkpoint.run(items, {
       contract,
-      guardrails: workersFor(guardrails, total),
+      guardrails,
       request: (item: PromptItem) => request(item),
       itemId: (item: PromptItem) => item.id,
       progress: display.progress,

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Either, Exit, FastCheck as fc, Scope } from "effect"
 import { Migrations, PgBudget } from "../src/index.js"
-import { available, fresh, PgLive } from "./pg.js"
+import { available, fresh, heartbeats, PgLive } from "./pg.js"
 
 interface Row {
   readonly cost_spent: number
@@ -24,21 +24,6 @@ const row = (name: string) =>
     ))
 
 const NANOS = 1e9
-
-/** Waits (in real time: the heartbeat runs on the live clock) until `holder`'s lease row shows `count` more beats. */
-const heartbeats = (name: string, holder: string, count: number) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const at = sql<{ readonly n: number }>`SELECT extract(epoch FROM heartbeat_at)::float8 AS n
-      FROM rein_budget_leases WHERE budget = ${name} AND holder = ${holder}`.pipe(Effect.map((rows) => rows[0]?.n))
-    let seen = yield* at
-    for (let ticks = 0; ticks < count;) {
-      yield* Effect.sleep("5 millis")
-      const now = yield* at
-      if (now !== seen) ticks++
-      seen = now
-    }
-  })
 
 describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
   layer(PgLive, { timeout: "60 seconds", excludeTestServices: true })((it) => {

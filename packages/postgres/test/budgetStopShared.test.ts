@@ -10,7 +10,7 @@ import * as Q from "../src/internal/batchStatements.js"
 import * as Grantable from "../src/internal/grantable.js"
 import type { Item } from "./fixtures/batch-items.js"
 import { catalog, identity, itemsOf, request } from "./fixtures/batch-items.js"
-import { available, fresh, PgLive } from "./pg.js"
+import { available, fresh, heartbeats, PgLive } from "./pg.js"
 
 const contract = Contract.make({ deadline: "1 minute", candidates: ["fake/a"], allowSimulated: true })
 
@@ -50,21 +50,6 @@ const spendAll = (a: { readonly budget: PgBudget.Service; readonly inFlight: PgB
       yield* a.budget.settle(yield* a.budget.reserve(unknownSize), { cost: 0, tokens: 0 })
     }
     yield* reported(holder, CALLS)
-  })
-
-/** Waits until the lease of `holder` has had `n` more heartbeats (its `heartbeat_at` moved `n` times). */
-const heartbeats = (holder: string, n: number) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const at = sql<{ readonly at: number }>`SELECT extract(epoch FROM heartbeat_at)::float8 AS at
-      FROM rein_budget_leases WHERE holder = ${holder}`.pipe(Effect.map((rows) => rows[0]?.at), Effect.orDie)
-    let seen = yield* at
-    for (let moved = 0; moved < n;) {
-      yield* Effect.sleep("10 millis")
-      const now = yield* at
-      if (now !== seen) moved++
-      seen = now
-    }
   })
 
 interface Started {
@@ -245,7 +230,7 @@ describe.skipIf(!available)("the run's budget stop with two holders of the budge
             const run = yield* startRun("idle-holder", 8, budget)
             const idle = yield* PgBudget.make({ name: run.name, calls: budget, heartbeatMillis: 100, holder: "idle" })
             for (let i = 0; i < used; i++) yield* idle.settle(yield* idle.reserve(unknownSize), { cost: 0, tokens: 0 })
-            yield* heartbeats("idle", 3)
+            yield* heartbeats(run.name, "idle", 3)
             const { calls, summary } = yield* runWorker(run, "W")
             // The worker made every call the idle holder did not use (on the old code the idle holder had leased
             // some at its heartbeats and kept them: the worker made two, or one) …

@@ -1,5 +1,6 @@
 // The real PostgreSQL every test here runs against: one throwaway server per test file (TestServer), and
 // a PgClient on it. Without server binaries the suites skip locally with a message; in CI they fail.
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { TestServer } from "../src/testing.js"
@@ -26,3 +27,25 @@ export const PgLive = Layer.unwrapScoped(
 let counter = 0
 /** A budget name no other test of this file uses. */
 export const fresh = (label: string) => `${label}-${process.pid}-${++counter}`
+
+/**
+ * Waits until `holder`'s lease on the budget `name` has had `count` more heartbeats (its `heartbeat_at` moved
+ * `count` times), polling the row: in real time, as the heartbeat runs on the live clock and the row's time is
+ * the database's `now()`.
+ */
+export const heartbeats = (name: string, holder: string, count: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const at = sql<{ readonly at: number }>`SELECT extract(epoch FROM heartbeat_at)::float8 AS at
+      FROM rein_budget_leases WHERE budget = ${name} AND holder = ${holder}`.pipe(
+      Effect.map((rows) => rows[0]?.at),
+      Effect.orDie
+    )
+    let seen = yield* at
+    for (let moved = 0; moved < count;) {
+      yield* Effect.sleep("5 millis")
+      const now = yield* at
+      if (now !== seen) moved++
+      seen = now
+    }
+  })

@@ -1,7 +1,6 @@
 /**
  * How the binary runs the command tree: from the bundle of `scripts/bundle-cli.mjs` (`dist/bundle/`, ≈ 0.8 s
- * less start-up than the unbundled tree) while every file it was made from is
- * unchanged, and otherwise from the unbundled `node.js` that `tsc -b` keeps current. A bundle is never run
+ * less start-up than the unbundled tree) while every file it was made from is unchanged, and otherwise from the unbundled `node.js` that `tsc -b` keeps current. A bundle is never run
  * stale: a build that changed any input (ours or a dependency's) since it was made, a missing bundle or a
  * damaged list of its inputs all mean the unbundled entry. An installed package (one inside a `node_modules`
  * directory: `npm install @rein/cli`) runs its bundle without that check: nothing rebuilds its `dist/`, its
