@@ -47,9 +47,54 @@ const statBeforeRead = {
     build.onLoad({ filter: /\.(c|m)?js$|\.json$/ }, async (args) => {
       const stat = await fs.promises.stat(args.path)
       seen.set(args.path, [stat.size, stat.mtimeMs])
-      return { contents: await fs.promises.readFile(args.path), loader: args.path.endsWith(".json") ? "json" : "js" }
+      const contents = await fs.promises.readFile(args.path)
+      if (args.path.endsWith(".json")) return { contents, loader: "json" }
+      return { contents: await byModulePath(build, args.path, contents.toString("utf8")), loader: "js" }
     })
   }
+}
+
+// Our packages import namespaces from package indexes (`import { Effect, Schema } from "effect"`). In the
+// CommonJS script a module reached from a dynamic import is wrapped in a lazy initializer, and a wrapped index
+// initializes every module it re-exports: `effect`'s index alone runs the top level of ~400 modules (Stream,
+// STM, FastCheck, …) that a command mostly never uses. Our own built files (not node_modules') therefore
+// import each namespace from its module's file when the index only re-exports namespaces
+// (`export * as Effect from "./Effect.js"`): the same module objects, without the rest of the index.
+const indexes = new Map()
+const read = new Set()
+const namespacesOf = async (index) => {
+  if (!indexes.has(index)) {
+    const stat = await fs.promises.stat(index)
+    seen.set(index, [stat.size, stat.mtimeMs])
+    read.add(index)
+    const text = await fs.promises.readFile(index, "utf8")
+    const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "")
+    const names = new Map()
+    let rest = code
+    for (const [line, name, file] of code.matchAll(/^export \* as (\w+) from "(\.\/[\w/.-]+\.js)";$/gm)) {
+      names.set(name, path.join(path.dirname(index), file))
+      rest = rest.replace(line, "")
+    }
+    // Only the re-exports and `export { … } from "./X.js"` groups: then each namespace is its file.
+    const plain = rest.replace(/^export \{[\w\s,]*\} from "\.\/[\w/.-]+\.js";$/gm, "").trim() === ""
+    indexes.set(index, plain ? names : new Map())
+  }
+  return indexes.get(index)
+}
+const byModulePath = async (build, file, text) => {
+  if (file.split(path.sep).includes("node_modules")) return text
+  const imports = [...text.matchAll(/^import \{([\w\s,]+)\} from "([@\w/.-]+)";$/gm)]
+  for (const [statement, names, specifier] of imports) {
+    if (specifier.startsWith(".")) continue
+    const resolved = await build.resolve(specifier, { resolveDir: path.dirname(file), kind: "import-statement" })
+    if (resolved.errors.length > 0 || resolved.path === "") continue
+    const namespaces = await namespacesOf(resolved.path)
+    const each = names.split(",").map((n) => n.trim()).filter((n) => n !== "").map((n) => n.split(/\s+as\s+/))
+    if (!each.every(([name]) => namespaces.has(name))) continue
+    text = text.replace(statement, each.map(([name, local = name]) =>
+      `import * as ${local} from ${JSON.stringify(namespaces.get(name))};`).join(" "))
+  }
+  return text
 }
 
 const options = {
@@ -80,14 +125,18 @@ const [script, modules] = await Promise.all([
 
 fs.mkdirSync(out, { recursive: true })
 // Every file the bundle was made from, relative to the bundle's directory, with what identifies its version.
-const inputs = [...new Set([...Object.keys(script.metafile.inputs), ...Object.keys(modules.metafile.inputs)])].map(
-  (input) => {
-    const file = path.resolve(root, input)
-    const version = seen.get(file)
-    if (version === undefined) throw new Error(`bundle-cli: ${input} was bundled without being read by the plugin`)
-    return [path.relative(out, file), ...version]
-  }
-)
+const inputs = [
+  ...new Set([
+    ...Object.keys(script.metafile.inputs).map((input) => path.resolve(root, input)),
+    ...Object.keys(modules.metafile.inputs).map((input) => path.resolve(root, input)),
+    // The indexes read to map a namespace to its file, which the bundle may not include.
+    ...read
+  ])
+].map((file) => {
+  const version = seen.get(file)
+  if (version === undefined) throw new Error(`bundle-cli: ${file} was bundled without being read by the plugin`)
+  return [path.relative(out, file), ...version]
+})
 const written = new Set(["inputs.json"])
 for (const file of [...script.outputFiles, ...modules.outputFiles]) {
   writeWhole(file.path, file.contents)

@@ -7,7 +7,7 @@
  */
 import { Options } from "@effect/cli"
 import * as Otlp from "@effect/opentelemetry/Otlp"
-import { FetchHttpClient } from "@effect/platform"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { Format, Telemetry } from "@rein/core"
 import type { MetricPair } from "effect"
 import { Config, Console, Effect, Layer, Metric, MetricState, Option } from "effect"
