@@ -238,9 +238,10 @@ describe("the bundle is run only while it is the build's", () => {
 
   it("its script with the code cache when this V8 made it, its ES modules otherwise (V8 would reject it)", () => {
     const { dir, input, stat } = bundleDir("cached")
-    const list = (v8: string) => ({
+    const list = (v8: string, wrapped = true) => ({
       entry: "node.js",
       script: "node.cjs",
+      wrapped,
       cache: { file: "node.cache", v8 },
       inputs: [[path.basename(input), stat.size, stat.mtimeMs]]
     })
@@ -251,6 +252,17 @@ describe("the bundle is run only while it is the build's", () => {
     })
     fs.writeFileSync(path.join(dir, "inputs.json"), JSON.stringify(list("10.2.154.26-node.36")))
     expect(freshBundle(dir)).toEqual({ entry: path.join(dir, "node.js"), cached: undefined })
+    // An older build's script (not the function expression the binary compiles): its ES modules.
+    fs.writeFileSync(path.join(dir, "inputs.json"), JSON.stringify(list(process.versions.v8, false)))
+    expect(freshBundle(dir)).toEqual({ entry: path.join(dir, "node.js"), cached: undefined })
+  })
+
+  it("the script is the function expression the binary compiles, in ASCII (read as Latin-1)", () => {
+    const bundle = built()?.cached
+    if (bundle === undefined) throw new Error("the build left no code cache")
+    const text = fs.readFileSync(bundle.script, "latin1")
+    expect(text.startsWith("(function (exports, require, module, __filename, __dirname) { ")).toBe(true)
+    expect(/[^\x00-\x7f]/.test(text)).toBe(false)
   })
 
   it("installed (under node_modules), without checking its inputs: a package keeps no mtimes, has no workspace", () => {

@@ -28,13 +28,16 @@ import { setFlagsFromString } from "node:v8"
 import * as vm from "node:vm"
 
 /**
- * What `bundle-cli.mjs` writes beside the bundle: its ES module entry, its script, each input's path, size and
- * mtime, the bundle's own files (an older bundle's list has none: then only the entry is checked), and the
- * script's code cache with the V8 version that made it (absent when the build could not make one).
+ * What `bundle-cli.mjs` writes beside the bundle: its ES module entry, its script (`wrapped`: written as the
+ * function expression that is compiled, ASCII only; an older build's script is neither, and is not run), each
+ * input's path, size and mtime, the bundle's own files (an older bundle's list has none: then only the entry
+ * is checked), and the script's code cache with the V8 version that made it (absent when the build could not
+ * make one).
  */
 interface Inputs {
   readonly entry: string
   readonly script?: string
+  readonly wrapped?: boolean
   readonly inputs: ReadonlyArray<readonly [file: string, size: number, mtimeMs: number]>
   readonly outputs?: ReadonlyArray<string>
   readonly cache?: { readonly file: string; readonly v8: string }
@@ -71,7 +74,7 @@ const installed = (dir: string): boolean => path.resolve(dir).split(path.sep).in
  */
 export const freshBundle = (dir: string): Bundle | undefined => {
   try {
-    const { cache, entry, inputs, outputs = [], script }: Inputs = JSON.parse(
+    const { cache, entry, inputs, outputs = [], script, wrapped }: Inputs = JSON.parse(
       fs.readFileSync(path.join(dir, "inputs.json"), "utf8")
     )
     const file = path.join(dir, entry)
@@ -79,7 +82,7 @@ export const freshBundle = (dir: string): Bundle | undefined => {
         (installed(dir) || inputs.every((input) => unchanged(dir, input)))
       ? {
         entry: file,
-        cached: script !== undefined && cache?.v8 === process.versions.v8
+        cached: script !== undefined && wrapped === true && cache?.v8 === process.versions.v8
           ? { script: path.join(dir, script), cache: path.join(dir, cache.file) }
           : undefined
       }
@@ -111,16 +114,15 @@ const readCache = (file: string | undefined): Buffer | undefined => {
 
 /**
  * Compiles the bundle's script (with the code cache when there is one) and runs its top level: the compiled
- * script, for the build's training run to take its cache from, and what the bundle exports. @internal
+ * script, for the build's training run to take its cache from, and what the bundle exports. The script is
+ * ASCII, read as Latin-1: Node then keeps its text outside V8's heap (an external string), and it is already
+ * the function expression to compile, so nothing is decoded or copied. @internal
  */
 export const compileBundle = (
   bundle: { readonly script: string; readonly cache: string | undefined }
 ): { readonly script: vm.Script; readonly tree: Tree } => {
   const cachedData = readCache(bundle.cache)
-  const source = `(function (exports, require, module, __filename, __dirname) { ${
-    fs.readFileSync(bundle.script, "utf8")
-  }\n})`
-  const script = new vm.Script(source, {
+  const script = new vm.Script(fs.readFileSync(bundle.script, "latin1"), {
     filename: bundle.script,
     ...(cachedData === undefined ? {} : { cachedData })
   })
