@@ -6,8 +6,6 @@
  * @internal
  */
 import { Options } from "@effect/cli"
-import * as Otlp from "@effect/opentelemetry/Otlp"
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { Format, Telemetry } from "@rein/core"
 import type { MetricPair } from "effect"
 import { Config, Console, Effect, Layer, Metric, MetricState, Option } from "effect"
@@ -51,6 +49,18 @@ const endpoint = (option: Option.Option<string>): Effect.Effect<Option.Option<st
   )
 
 /**
+ * The exporter's modules, imported only when a collector is given. One that cannot load (a partial install)
+ * is an `InputError`, one line, as a bad URL is.
+ */
+const loadOtlp = Effect.tryPromise({
+  try: () => import("./otlp.js"),
+  catch: (e) =>
+    new InputError({
+      message: `--otlp: the OTLP exporter could not be loaded (${e instanceof Error ? e.message : String(e)})`
+    })
+})
+
+/**
  * Runs `effect` with telemetry: exported to the collector when one is given, recorded for `--metrics` when
  * asked; else exactly `effect` (no telemetry, nothing paid).
  *
@@ -63,9 +73,7 @@ export const around =
       if (Option.isNone(baseUrl) && !print) return effect
       const exporter = Option.isNone(baseUrl)
         ? Layer.empty
-        : Otlp.layerJson({ baseUrl: baseUrl.value, resource: { serviceName: "rein", serviceVersion: "0.1.0" } }).pipe(
-          Layer.provide(FetchHttpClient.layer)
-        )
+        : Layer.unwrapEffect(Effect.map(loadOtlp, (otlp) => otlp.exporter(baseUrl.value)))
       const observed = Effect.provide(effect, Layer.merge(Telemetry.layer, exporter))
       return print
         ? Effect.tap(observed, () => Effect.flatMap(Metric.snapshot, (m) => Console.error(render(m))))
