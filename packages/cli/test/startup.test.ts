@@ -266,6 +266,16 @@ describe("the bundle is run only while it is the build's", () => {
     expect(bytes.every((byte) => byte < 0x80)).toBe(true)
   })
 
+  it("the script holds no package index of ours to import from: a wrapped index runs every module it re-exports", () => {
+    const bundle = built()?.cached
+    if (bundle === undefined) throw new Error("the build left no code cache")
+    const text = fs.readFileSync(bundle.script, "latin1")
+    // `effect`'s index re-exports FastCheck, Stream, STM, …: none of it may be in the script through it.
+    expect(text).not.toMatch(/^\/\/ node_modules\/\S*\/effect\/dist\/esm\/index\.js$/m)
+    expect(text).not.toMatch(/^\/\/ node_modules\/\S*\/fast-check\//m)
+    expect(text).not.toMatch(/^\/\/ packages\/(core|batch)\/dist\/index\.js$/m)
+  })
+
   it("installed (under node_modules), without checking its inputs: a package keeps no mtimes, has no workspace", () => {
     const { dir, input } = bundleDir("install/node_modules/@rein/cli/dist/bundle")
     fs.utimesSync(input, new Date(499162500000), new Date(499162500000))
