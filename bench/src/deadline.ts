@@ -285,7 +285,8 @@ const fmtSpread = (r: ReturnType<typeof spreadOf>) => `${fmtRatio(r.median)} (${
 /**
  * The burst goal's rows, one child each per round: the lean bound, every Rein configuration, and the lean
  * bound a second time (the control: what a ratio of equals reads). Each round's p99 is kept per row, so the goal
- * reads Rein ÷ lean bound round by round: the two samples of a round share the machine's state.
+ * reads Rein ÷ lean bound round by round: the two children of a round run seconds apart, in about the same
+ * machine state, which two pooled p99s over the whole run do not.
  */
 interface Paired {
   readonly lean: Row
