@@ -11,6 +11,7 @@ const rows = await allRows()
 const row = rows[Number(process.argv[2])]
 if (row === undefined) throw new Error(`deadline-child: no row ${process.argv[2]} (of ${rows.length})`)
 await row.measure()
+await row.settle?.()
 const samples = await row.measure()
 process.stdout.write(`${JSON.stringify(samples)}\n`)
 process.exit(0)

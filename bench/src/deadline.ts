@@ -21,7 +21,7 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { contextOf, leanBound, LeanTimeout, reinVariants, request, response } from "./fixtures.js"
 import type { Benchmark, Goal, RunOptions, Section } from "./harness.js"
-import { collect, fmtMs, fmtRatio, loadNow, loadRange, nowMillis, quantile, table } from "./harness.js"
+import { collect, fmtMs, fmtRatio, loadNow, loadRange, median, nowMillis, quantile, table } from "./harness.js"
 
 const here = dirname(fileURLToPath(import.meta.url))
 
@@ -174,6 +174,11 @@ export interface Row {
   readonly against: string
   readonly samples: Array<number>
   readonly measure: () => Promise<Array<number>>
+  /**
+   * Waits until the last `measure` has left nothing running (the stubborn provider's calls): the child runs it
+   * between its untimed and its timed run, not after the timed one (the process exits then).
+   */
+  readonly settle?: () => Promise<void>
 }
 
 const reinRows = async (): Promise<Array<Row>> => {
@@ -191,24 +196,21 @@ const reinRows = async (): Promise<Array<Row>> => {
         measure: () => effectLateness(shape, rein, atDeadline, isDeadlineExceeded)
       })
     }
+    let last = stubborn()
     rows.push({
       name: `${variant.name}, provider ignores interruption`,
       kind: "stubborn",
       shape: "burst",
       against: "deadline + teardown grace",
       samples: [],
+      // A fresh context (and health state) for every measurement, as for a fresh process.
       measure: async () => {
-        const s = stubborn()
-        const context = await contextOf(variant, { mem: s.provider })
-        const out = await overshoots(
-          Effect.provide(Rein.execute(request, contract), context),
-          expectedReturn,
-          isDeadlineExceeded
-        )
-        // Let every stubborn call end before the next measurement, so no leftover timers skew it.
-        await waitUntil(() => s.state.ended >= s.state.started, STUBBORN_MILLIS * 3)
-        return out
-      }
+        last = stubborn()
+        const context = await contextOf(variant, { mem: last.provider })
+        return overshoots(Effect.provide(Rein.execute(request, contract), context), expectedReturn, isDeadlineExceeded)
+      },
+      // Every stubborn call ends before the next measurement, so no leftover timers skew it.
+      settle: () => waitUntil(() => last.state.ended >= last.state.started, STUBBORN_MILLIS * 3)
     })
   }
   return rows
@@ -265,48 +267,110 @@ const sampleInChild = (index: number): Array<number> => {
   return JSON.parse(out.trim().split("\n").at(-1)!) as Array<number>
 }
 
-const p99Of = (row: Row) => quantile([...row.samples].sort((a, b) => a - b), 0.99)
+const p99 = (samples: ReadonlyArray<number>) => quantile([...samples].sort((a, b) => a - b), 0.99)
 
-const run = async (options: RunOptions): Promise<Section> => {
-  const reps = options.quick ? 1 : 5
-  const rows = await allRows()
-  const load0 = loadNow()
-  for (let r = 0; r < reps; r++) {
-    options.log(`  round ${r + 1}/${reps}`)
-    for (let k = 0; k < rows.length; k++) {
+/** Rounds of the burst goal's rows side by side (`PAIRED_ROUNDS`) and of every other row (`OTHER_ROUNDS`). */
+const PAIRED_ROUNDS = 15
+const OTHER_ROUNDS = 5
+
+/** Median, min and max of a list of per-round ratios. */
+const spreadOf = (ratios: ReadonlyArray<number>) => ({
+  median: median(ratios),
+  min: Math.min(...ratios),
+  max: Math.max(...ratios),
+  count: ratios.length
+})
+const fmtSpread = (r: ReturnType<typeof spreadOf>) => `${fmtRatio(r.median)} (${fmtRatio(r.min)}–${fmtRatio(r.max)})`
+
+/**
+ * The burst goal's rows, one child each per round: the lean bound, every Rein configuration, and the lean
+ * bound a second time (the control: what a ratio of equals reads). Each round's p99 is kept per row, so the goal
+ * reads Rein ÷ lean bound round by round: the two children of a round run seconds apart, in about the same
+ * machine state, which two pooled p99s over the whole run do not.
+ */
+interface Paired {
+  readonly lean: Row
+  readonly rein: ReadonlyArray<Row>
+  /** p99 per round, per row name; the control under `CONTROL`. */
+  readonly p99s: Map<string, Array<number>>
+  /** The control's samples, pooled. */
+  readonly control: Array<number>
+}
+
+const CONTROL = "control: lean bound, a second child"
+
+const pairedRound = (rows: ReadonlyArray<Row>, paired: Paired, r: number) => {
+  const members = [paired.lean, ...paired.rein, undefined]
+  // Rotated every round, and reversed every other round: each member follows every other one.
+  const rotated = members.map((_, k) => members[(k + r) % members.length])
+  for (const member of r % 2 === 1 ? rotated.reverse() : rotated) {
+    const row = member ?? paired.lean
+    const samples = sampleInChild(rows.indexOf(row))
+    const into = member === undefined ? paired.control : row.samples
+    into.push(...samples)
+    const key = member === undefined ? CONTROL : row.name
+    paired.p99s.set(key, [...(paired.p99s.get(key) ?? []), p99(samples)])
+  }
+}
+
+/** Paired rounds, with the other rows' rounds spread among them (the rows rotated every round). */
+const measureAll = (
+  rows: ReadonlyArray<Row>,
+  paired: Paired,
+  pairedRounds: number,
+  otherRounds: number,
+  log: (line: string) => void
+) => {
+  const others = rows.filter((row) => row !== paired.lean && !paired.rein.includes(row))
+  let done = 0
+  for (let r = 0; r < pairedRounds; r++) {
+    log(`  paired round ${r + 1}/${pairedRounds}`)
+    pairedRound(rows, paired, r)
+    if (Math.floor(((r + 1) * otherRounds) / pairedRounds) <= done) continue
+    log(`  other rows, round ${done + 1}/${otherRounds}`)
+    for (let k = 0; k < others.length; k++) {
       // Each sample in its own process: in one shared process the first Rein row after the floor rows ran
       // with V8's old-generation limit set low by their slow allocation and took an incremental mark-compact
       // that no other Rein row took (bench/PROFILE.md, #22).
-      const index = (k + r) % rows.length
-      rows[index]!.samples.push(...sampleInChild(index))
+      const row = others[(k + done) % others.length]!
+      row.samples.push(...sampleInChild(rows.indexOf(row)))
     }
+    done++
   }
-  const load = loadRange(load0, loadNow())
-  const lean = (shape: Shape) => rows.find((x) => x.shape === shape && x.name.startsWith("floor: lean bound"))!
-  const sleep = rows.find((x) => x.shape === "spread" && x.name.startsWith("floor: forked Effect.sleep"))!
-  const goals: Array<Goal> = []
-  for (const row of rows) {
-    if (row.kind !== "rein") continue
-    const p99 = p99Of(row)
-    if (row.shape === "burst") {
-      const floor = p99Of(lean("burst"))
-      goals.push({
-        benchmark: "4. deadline precision",
-        goal: `${row.name}, ${CONCURRENCY.toLocaleString("en-US")} simultaneous expiries: lateness p99 ≤ 1.5× the ` +
-          "lean bound's p99 in the same run",
-        measured: `p99 ${fmtMs(p99)} ms vs lean bound ${fmtMs(floor)} ms (${fmtRatio(p99 / floor)}); ${load}`,
-        status: p99 <= 1.5 * floor ? "PASS" : "FAIL"
-      })
-    } else {
-      const floor = p99Of(sleep)
-      goals.push({
-        benchmark: "4. deadline precision",
-        goal: `${row.name}, spread arrivals (one a millisecond): lateness p99 ≤ forked Effect.sleep's p99 + 5 ms`,
-        measured: `p99 ${fmtMs(p99)} ms vs Effect.sleep ${fmtMs(floor)} ms (+${fmtMs(p99 - floor)} ms); ${load}`,
-        status: p99 <= floor + 5 ? "PASS" : "FAIL"
-      })
-    }
+}
+
+const ratios = (paired: Paired, name: string) => {
+  const lean = paired.p99s.get(paired.lean.name)!
+  return spreadOf(paired.p99s.get(name)!.map((x, r) => x / lean[r]!))
+}
+
+const burstGoal = (row: Row, paired: Paired, load: string): Goal => {
+  const r = ratios(paired, row.name)
+  const pooled = p99(row.samples)
+  const lean = p99(paired.lean.samples)
+  return {
+    benchmark: "4. deadline precision",
+    goal: `${row.name}, ${CONCURRENCY.toLocaleString("en-US")} simultaneous expiries: lateness p99 ≤ 1.5× the ` +
+      "lean bound's p99, the two side by side (p99 ÷ lean bound's p99 round by round, median)",
+    measured: `p99 ÷ lean bound per round ${fmtSpread(r)} over ${r.count} rounds; pooled p99 ${fmtMs(pooled)} ms ` +
+      `vs lean bound ${fmtMs(lean)} ms (${fmtRatio(pooled / lean)}); control (lean ÷ lean) ` +
+      `${fmtSpread(ratios(paired, CONTROL))}; ${load}`,
+    status: r.median <= 1.5 ? "PASS" : "FAIL"
   }
+}
+
+const spreadGoal = (row: Row, sleep: Row, load: string): Goal => {
+  const mine = p99(row.samples)
+  const floor = p99(sleep.samples)
+  return {
+    benchmark: "4. deadline precision",
+    goal: `${row.name}, spread arrivals (one a millisecond): lateness p99 ≤ forked Effect.sleep's p99 + 5 ms`,
+    measured: `p99 ${fmtMs(mine)} ms vs Effect.sleep ${fmtMs(floor)} ms (+${fmtMs(mine - floor)} ms); ${load}`,
+    status: mine <= floor + 5 ? "PASS" : "FAIL"
+  }
+}
+
+const rowsTable = (rows: ReadonlyArray<Row>) => {
   const header = ["shape", "requests", "lateness measured against", "samples", "p50 ms", "p99 ms", "max ms", "min ms"]
   const body = [...rows].sort((a, b) => (a.shape === b.shape ? 0 : a.shape === "burst" ? -1 : 1)).map((row) => {
     const s = [...row.samples].sort((a, b) => a - b)
@@ -321,23 +385,72 @@ const run = async (options: RunOptions): Promise<Section> => {
       fmtMs(s[0]!)
     ]
   })
-  const notes = [
+  return table(header, body)
+}
+
+const pairedTable = (paired: Paired) => {
+  const header = ["burst, side by side", "p99 ÷ lean bound's p99, per round: median", "min–max", "pooled p99 ms"]
+  const lean = p99(paired.lean.samples)
+  const body = [...paired.rein, undefined].map((row) => {
+    const r = ratios(paired, row?.name ?? CONTROL)
+    const pooled = p99(row === undefined ? paired.control : row.samples)
+    return [
+      row?.name ?? CONTROL,
+      fmtRatio(r.median),
+      `${fmtRatio(r.min)}–${fmtRatio(r.max)}`,
+      `${fmtMs(pooled)} vs ${fmtMs(lean)} (${fmtRatio(pooled / lean)})`
+    ]
+  })
+  return table(header, body)
+}
+
+const notes = (pairedRounds: number, otherRounds: number, load: string) =>
+  [
     `Each row: ${
       CONCURRENCY.toLocaleString("en-US")
     } requests with a ${DEADLINE_MILLIS} ms deadline (teardown grace ${GRACE_MILLIS} ms, no`,
     "retry, one candidate) against a provider that never answers. burst: all started at once (`Effect.forEach`,",
     "unbounded concurrency; the timers: 1,000 `setTimeout` at once). spread: one started per millisecond (a real",
-    `1 ms timer between starts, ≈ ${DEADLINE_MILLIS} in flight). ${reps} interleaved rounds (the row order rotated every round),`,
-    "each sample in a fresh child process right after an untimed run of the same row there, all samples pooled.",
+    `1 ms timer between starts, ≈ ${DEADLINE_MILLIS} in flight). Each sample in a fresh child process right after an`,
+    "untimed run of the same row there. The burst goal's rows (the lean bound and the three Rein configurations,",
+    `provider never answers) run side by side: ${pairedRounds} rounds, one child each per round, the order rotated`,
+    "every round and reversed every other round, plus a second lean bound child per round as a control. The goal",
+    "is read from each round's Rein p99 ÷ the same round's lean bound p99 (the median over the rounds): a burst's",
+    "p99 is its 10th-latest request, set by the machine's state during that one burst, and pooled p99s moved",
+    "±30 % between runs, the lean bound's included (bench/PROFILE.md, #22). The control (lean bound ÷ lean",
+    `bound) shows what equals read. Every other row: ${otherRounds} rounds spread among the paired ones, the row order`,
+    "rotated every round, all samples pooled.",
     "Lateness = (time the request returned − time it started) − deadline, from `process.hrtime`. Every request is checked to end as expected (`DeadlineExceeded`, `TimeoutException`,",
     "the lean bound's timeout, the sleep's success). The lean bound is one fork and one `setTimeout` per call,",
     "resumed by the forked fiber's observer after the interruption: the floor for a bound that waits for the",
     "call's teardown (as Rein does). The stubborn provider runs",
     `\`Effect.uninterruptible(Effect.sleep(${STUBBORN_MILLIS} ms))\`; its row is due at deadline + grace when its teardown went`,
-    "unconfirmed, at the deadline when its attempt never started; each of its rounds waits for every call to end.",
+    "unconfirmed, at the deadline when its attempt never started; the child waits for every call of its untimed run",
+    "to end before the timed one.",
     `Measured at ${load} (1-minute load average).`
   ].join("\n")
-  return { markdown: `${notes}\n\n${table(header, body)}`, goals }
+
+const run = async (options: RunOptions): Promise<Section> => {
+  const pairedRounds = options.quick ? 3 : PAIRED_ROUNDS
+  const otherRounds = options.quick ? 1 : OTHER_ROUNDS
+  const rows = await allRows()
+  const paired: Paired = {
+    lean: rows.find((x) => x.shape === "burst" && x.name.startsWith("floor: lean bound"))!,
+    rein: rows.filter((x) => x.shape === "burst" && x.kind === "rein"),
+    p99s: new Map(),
+    control: []
+  }
+  const load0 = loadNow()
+  measureAll(rows, paired, pairedRounds, otherRounds, options.log)
+  const load = loadRange(load0, loadNow())
+  const sleep = rows.find((x) => x.shape === "spread" && x.name.startsWith("floor: forked Effect.sleep"))!
+  const goals = rows.filter((row) => row.kind === "rein").map((row) =>
+    row.shape === "burst" ? burstGoal(row, paired, load) : spreadGoal(row, sleep, load)
+  )
+  return {
+    markdown: `${notes(pairedRounds, otherRounds, load)}\n\n${rowsTable(rows)}\n\n${pairedTable(paired)}`,
+    goals
+  }
 }
 
 export const deadline: Benchmark = {
