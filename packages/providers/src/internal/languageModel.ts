@@ -16,7 +16,7 @@ import { Failure } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
 import { Context, Effect, Option, Schema, Stream } from "effect"
 import type { ParseResult } from "effect"
-import { oneShotCall, oneShotStream } from "../EffectAi.js"
+import { classifyStreamError, oneShotCall, oneShotStream } from "../EffectAi.js"
 import { usageOf } from "./http.js"
 import type { HandlerlessToolkit } from "./toolkit.js"
 import { handlerless } from "./toolkit.js"
@@ -197,7 +197,6 @@ export const innerOf = (
   )
 
 const FILTERED = Failure.fromEvidence({ code: "content_filter" }, { dispatched: true })
-const STREAM_ERROR = Failure.fromEvidence({ code: "stream_error_event" }, { dispatched: true })
 
 const configured = <A, E>(inner: Inner, context: Provider.AttemptContext, effect: Effect.Effect<A, E>) =>
   inner.override === undefined
@@ -311,7 +310,11 @@ const VISIBLE = new Set<string>([
   "source"
 ])
 
-/** One attempt of `streamText` on an inner model. @internal */
+/**
+ * One attempt of `streamText` on an inner model. A vendor's error sent inside the stream (an `error` part:
+ * Anthropic's `overloaded_error`, an OpenAI `error` event) is classified by the vendor tables, as the
+ * `EffectAi` bridge does: an overload before the first delta retries or falls back. @internal
+ */
 export const stream = (
   inner: Inner,
   call: Call,
@@ -325,7 +328,7 @@ export const stream = (
   return oneShotStream(configuredParts).pipe(
     Stream.mapEffect((part) =>
       part.type === "error"
-        ? Effect.fail(STREAM_ERROR)
+        ? Effect.flip(classifyStreamError(part.error))
         : part.type === "finish" && part.reason === "content-filter"
         ? Effect.fail(FILTERED)
         : Effect.map(
