@@ -5,8 +5,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Catalog, Contract } from "@rein/core"
 import { ReinLanguageModel } from "@rein/providers"
 import { FaultServer } from "@rein/providers/testing"
-import { Chunk, Effect, Either, Redacted, Stream } from "effect"
-import { withHttp } from "./fixtures.js"
+import { Chunk, Effect, Either, Layer, Redacted, Stream } from "effect"
+import { recordingTracer, withHttp } from "./fixtures.js"
 
 const catalog = Catalog.make({
   endpoints: [{
@@ -86,5 +86,51 @@ describe("ReinLanguageModel over @effect/ai-openai (loopback server)", () => {
         Effect.provide(layer)
       )
       expect(Either.isLeft(cut)).toBe(true)
+    })).pipe(withHttp))
+
+  it.live("building the layer (its hidden-retry probe) leaves no span in the caller's traces", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make()
+      const { spans, tracer } = recordingTracer()
+      yield* Layer.build(underRein(server)).pipe(Effect.withTracer(tracer))
+      expect(spans.map((s) => [s.name, s.exit])).toEqual([])
+      expect((yield* server.requests).length).toBe(0)
+    })).pipe(withHttp))
+
+  it.live("no provider prose in any span: a failed attempt's @effect/ai span ends without the error body", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const canary = "CANARY-prose-5b1d"
+      const server = yield* FaultServer.make({
+        faults: [
+          FaultServer.status(503, { type: "server_error", message: `${canary} upstream busy` }),
+          FaultServer.ok({ text: "fine" }),
+          FaultServer.status(400, { type: "invalid_request_error", message: `${canary} bad input` }),
+          FaultServer.status(400, { type: "invalid_request_error", message: `${canary} bad stream` })
+        ]
+      })
+      const layer = yield* Layer.build(underRein(server))
+      const { spans, tracer } = recordingTracer()
+      const first = yield* LanguageModel.generateText({ prompt: "hello" }).pipe(
+        Effect.provide(layer),
+        Effect.withTracer(tracer)
+      )
+      expect(first.text).toBe("fine")
+      const second = yield* LanguageModel.generateText({ prompt: "hello" }).pipe(
+        Effect.either,
+        Effect.provide(layer),
+        Effect.withTracer(tracer)
+      )
+      expect(Either.isLeft(second)).toBe(true)
+      const streamed = yield* LanguageModel.streamText({ prompt: "hello" }).pipe(
+        Stream.runDrain,
+        Effect.either,
+        Effect.provide(layer),
+        Effect.withTracer(tracer)
+      )
+      expect(Either.isLeft(streamed)).toBe(true)
+      expect(spans.filter((s) => s.name === "LanguageModel.streamText" && s.exit !== "success").length).toBe(2)
+      const failed = spans.filter((s) => s.exit !== "success")
+      expect(failed.length).toBeGreaterThan(0)
+      expect(JSON.stringify(spans)).not.toContain(canary)
     })).pipe(withHttp))
 })
