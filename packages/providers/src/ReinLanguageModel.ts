@@ -66,6 +66,13 @@ export interface Options<R> {
   readonly inputTokens?: ((prompt: LanguageModel.ProviderOptions["prompt"]) => number) | undefined
   /** Breaker and retry-budget settings (see `Rein.layer`). */
   readonly health?: Partial<Health.Config> | false | undefined
+  /**
+   * The largest answer read, in bytes (a positive integer; anything else is the default, 8 MiB): a whole
+   * body, one SSE event, the text of a streamed answer. Over it the attempt fails `malformed_response` /
+   * `body_too_large` and the connection is closed (after the first delta: terminal). Bounded only with
+   * `clients` (their HTTP client is Rein's one-shot client, which reads every body).
+   */
+  readonly maxResponseBytes?: number | undefined
 }
 
 /**
@@ -118,13 +125,16 @@ const make = <R>(
       const endpoint = options.catalog.byId.get(id)
       const modelLayer = typeof model === "function" ? model(endpoint?.model ?? id) : model
       if (clients === undefined) {
-        built.set(id, yield* Inner.innerOf(yield* Layer.build(modelLayer), LanguageModel.LanguageModel))
+        built.set(
+          id,
+          yield* Inner.innerOf(yield* Layer.build(modelLayer), LanguageModel.LanguageModel, options.maxResponseBytes)
+        )
         continue
       }
       const on = (http: HttpClient.HttpClient) =>
         Layer.build(Layer.provide(modelLayer, Layer.provide(clients, Layer.succeed(HttpClientTag.HttpClient, http))))
       const http = oneShot(yield* HttpClientTag.HttpClient)
-      built.set(id, yield* Inner.innerOf(yield* on(http), LanguageModel.LanguageModel))
+      built.set(id, yield* Inner.innerOf(yield* on(http), LanguageModel.LanguageModel, options.maxResponseBytes))
       retries.set(
         endpoint?.provider ?? id,
         Math.max(
