@@ -68,12 +68,21 @@ const quietOf = (tracer: Tracer.Tracer): Tracer.Tracer => {
   return quiet
 }
 
+/**
+ * Effect's own tracer, the one a program runs with when it provides none: its spans go nowhere, so a call
+ * under it is left as it is (no wrapper, nothing allocated).
+ */
+const native = Effect.runSync(Effect.tracer)
+
 /** Runs one bridged call with its spans ending without provider text. @internal */
 export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.flatMap(Effect.tracer, (tracer) => Effect.withTracer(effect, quietOf(tracer)))
+  Effect.flatMap(Effect.tracer, (tracer) => tracer === native ? effect : Effect.withTracer(effect, quietOf(tracer)))
 
 /** `quiet` for a streamed call: its span is made, and ended, under the wrapped tracer. @internal */
 export const quietStream = <A, E, R>(stream: Stream.Stream<A, E, R>): Stream.Stream<A, E, R> =>
   Stream.unwrapScoped(
-    Effect.flatMap(Effect.tracer, (tracer) => Effect.as(Effect.withTracerScoped(quietOf(tracer)), stream))
+    Effect.flatMap(
+      Effect.tracer,
+      (tracer) => tracer === native ? Effect.succeed(stream) : Effect.as(Effect.withTracerScoped(quietOf(tracer)), stream)
+    )
   )
