@@ -83,6 +83,7 @@ export const quietStream = <A, E, R>(stream: Stream.Stream<A, E, R>): Stream.Str
   Stream.unwrapScoped(
     Effect.flatMap(
       Effect.tracer,
-      (tracer) => tracer === native ? Effect.succeed(stream) : Effect.as(Effect.withTracerScoped(quietOf(tracer)), stream)
+      (tracer) =>
+        tracer === native ? Effect.succeed(stream) : Effect.as(Effect.withTracerScoped(quietOf(tracer)), stream)
     )
   )
