@@ -1,7 +1,9 @@
 /**
  * A tool-using agent under one contract. The agent loops model → tool → model until the model answers;
  * every turn is one Rein request through `ReinLanguageModel`, and `Refine.sharing` puts the whole loop
- * under one deadline, one call cap and one budget. The tool's handler runs once per call, above Rein.
+ * under one deadline, one call cap and one budget. The tool's handler runs once per call, above Rein: the
+ * shared deadline stops the next turn, not a handler that hangs (bound such a handler by
+ * `Deadline.remainingMillis`, as `two-vendors.ts` does).
  *
  * The model is in memory (no network): it asks for the weather of each city it has not been told yet,
  * then answers from the tool results. A flaky first endpoint shows a fallback inside one turn.

@@ -27,6 +27,7 @@ import type { Provider } from "@rein/core"
 import { Clock, Context, Data, Effect, Either, Exit, Layer, Option, Stream } from "effect"
 import type { Redacted } from "effect"
 import * as Internal from "./internal/http.js"
+import * as Spans from "./internal/spans.js"
 import type { HandlerlessToolkit } from "./internal/toolkit.js"
 import { handlerless } from "./internal/toolkit.js"
 import * as Vendors from "./internal/vendors.js"
@@ -444,6 +445,7 @@ export const fromLanguageModel = <R = never>(
       const ticket = ticketOf()
       return languageModel.generateText(optionsOf(request, tools.right)).pipe(
         Effect.provide(configure(ctx, ticket)),
+        Spans.quiet,
         Effect.catchAll((error) => Effect.flip(classifyGuarded(ticket)(error)))
       )
     }).pipe(
@@ -466,6 +468,7 @@ export const fromLanguageModel = <R = never>(
       const ticket = ticketOf()
       const parts = languageModel.streamText(optionsOf(request, tools.right)).pipe(
         Stream.provideSomeContext(configure(ctx, ticket)),
+        Spans.quietStream,
         Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyGuarded(ticket)(error)))),
         Stream.mapEffect((part): Effect.Effect<Option.Option<Provider.StreamPart>, Failure.ProviderFailure> => {
           switch (part.type) {
@@ -600,6 +603,7 @@ export const oneShotCall = <A, R>(
     const ticket: Ticket = { sent: 0, maxResponseBytes }
     return effect.pipe(
       Effect.provideService(CallTicket, ticket),
+      Spans.quiet,
       Effect.catchAll((error) => Effect.flip(classifyGuarded(ticket)(error)))
     )
   })
@@ -625,6 +629,7 @@ export const oneShotStream = <A, R>(
     const ticket: Ticket = { sent: 0, maxResponseBytes }
     return stream.pipe(
       Stream.provideService(CallTicket, ticket),
+      Spans.quietStream,
       Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyGuarded(ticket)(error))))
     )
   })

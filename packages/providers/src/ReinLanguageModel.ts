@@ -47,6 +47,25 @@ export type Model<R> =
   | ((model: string) => Layer.Layer<LanguageModel.LanguageModel, never, R>)
 
 /**
+ * What the models of a `models` record need, together (each vendor's model its own client).
+ *
+ * @example
+ * ```ts
+ * import type { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
+ * import type { ReinLanguageModel } from "@rein/providers"
+ *
+ * type Needs = ReinLanguageModel.RequirementsOf<{ readonly a: typeof OpenAiLanguageModel.model }> // OpenAiClient
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export type RequirementsOf<M> = {
+  [K in keyof M]: M[K] extends Layer.Layer<LanguageModel.LanguageModel, never, infer R> ? R
+    : M[K] extends (model: string) => Layer.Layer<LanguageModel.LanguageModel, never, infer R> ? R
+    : never
+}[keyof M]
+
+/**
  * What the layer is built from.
  *
  * @category models
@@ -66,6 +85,13 @@ export interface Options<R> {
   readonly inputTokens?: ((prompt: LanguageModel.ProviderOptions["prompt"]) => number) | undefined
   /** Breaker and retry-budget settings (see `Rein.layer`). */
   readonly health?: Partial<Health.Config> | false | undefined
+  /**
+   * The largest answer read, in bytes (a positive integer; anything else is the default, 8 MiB): a whole
+   * body, one SSE event, the text of a streamed answer. Over it the attempt fails `malformed_response` /
+   * `body_too_large` and the connection is closed (after the first delta: terminal). Bounded only with
+   * `clients` (their HTTP client is Rein's one-shot client, which reads every body).
+   */
+  readonly maxResponseBytes?: number | undefined
 }
 
 /**
@@ -97,9 +123,13 @@ export interface Options<R> {
  * @since 0.1.0
  */
 export function layer<RM, E, RC>(
-  options: Options<RM> & { readonly clients: Layer.Layer<RM, E, RC> }
+  // The models' requirements are read from `clients` alone (two vendors' models, each needing its own client,
+  // are then checked against the union the merged client layers provide).
+  options: Options<NoInfer<RM>> & { readonly clients: Layer.Layer<RM, E, RC> }
 ): Layer.Layer<LanguageModel.LanguageModel, E, RC | HttpClient.HttpClient>
-export function layer<R>(options: Options<R>): Layer.Layer<LanguageModel.LanguageModel, never, R>
+export function layer<M extends Readonly<Record<string, Model<unknown>>>>(
+  options: Options<RequirementsOf<M>> & { readonly models: M }
+): Layer.Layer<LanguageModel.LanguageModel, never, RequirementsOf<M>>
 export function layer<R>(
   options: Options<R> & { readonly clients?: Layer.Layer<R, unknown, unknown> | undefined }
 ): Layer.Layer<LanguageModel.LanguageModel, unknown, unknown> {
@@ -118,13 +148,16 @@ const make = <R>(
       const endpoint = options.catalog.byId.get(id)
       const modelLayer = typeof model === "function" ? model(endpoint?.model ?? id) : model
       if (clients === undefined) {
-        built.set(id, yield* Inner.innerOf(yield* Layer.build(modelLayer), LanguageModel.LanguageModel))
+        built.set(
+          id,
+          yield* Inner.innerOf(yield* Layer.build(modelLayer), LanguageModel.LanguageModel, options.maxResponseBytes)
+        )
         continue
       }
       const on = (http: HttpClient.HttpClient) =>
         Layer.build(Layer.provide(modelLayer, Layer.provide(clients, Layer.succeed(HttpClientTag.HttpClient, http))))
       const http = oneShot(yield* HttpClientTag.HttpClient)
-      built.set(id, yield* Inner.innerOf(yield* on(http), LanguageModel.LanguageModel))
+      built.set(id, yield* Inner.innerOf(yield* on(http), LanguageModel.LanguageModel, options.maxResponseBytes))
       retries.set(
         endpoint?.provider ?? id,
         Math.max(

@@ -82,6 +82,8 @@ interface Vendor {
   readonly asksJson: (body: unknown) => boolean
   readonly toolNames: (body: unknown) => ReadonlyArray<string>
   readonly structured: FaultServer.Fault
+  /** An overload sent inside a 200 stream, before any delta, in the vendor's in-stream error shape. */
+  readonly inStreamOverload: FaultServer.Fault
 }
 
 const Forecast = Schema.Struct({ city: Schema.String, degrees: Schema.Number })
@@ -111,7 +113,8 @@ const vendors: ReadonlyArray<Vendor> = [
     maxTokens: (body) => at(body, "max_output_tokens"),
     asksJson: (body) => at(body, "text", "format", "type") === "json_schema",
     toolNames: (body) => names(at(body, "tools"), "name"),
-    structured: FaultServer.ok({ text: forecastJson })
+    structured: FaultServer.ok({ text: forecastJson }),
+    inStreamOverload: FaultServer.streamError({ status: 503, code: "server_error", type: "server_error" })
   },
   {
     name: "Anthropic Messages",
@@ -129,7 +132,8 @@ const vendors: ReadonlyArray<Vendor> = [
     // Anthropic's JSON mode is a forced tool named after the object.
     asksJson: (body) => at(body, "tool_choice", "type") === "tool" && at(body, "tool_choice", "name") === "forecast",
     toolNames: (body) => names(at(body, "tools"), "name"),
-    structured: FaultServer.ok({ text: "", toolCalls: [{ id: "toolu_1", name: "forecast", arguments: forecastJson }] })
+    structured: FaultServer.ok({ text: "", toolCalls: [{ id: "toolu_1", name: "forecast", arguments: forecastJson }] }),
+    inStreamOverload: FaultServer.streamError({ status: 529, type: "overloaded_error" })
   },
   {
     name: "Gemini",
@@ -151,7 +155,8 @@ const vendors: ReadonlyArray<Vendor> = [
     asksJson: (body) => at(body, "generationConfig", "responseMimeType") === "application/json",
     toolNames: (body) =>
       names(at(body, "tools", "functionDeclarations") ?? at(body, "tools", 0, "functionDeclarations"), "name"),
-    structured: FaultServer.ok({ text: forecastJson })
+    structured: FaultServer.ok({ text: forecastJson }),
+    inStreamOverload: FaultServer.streamError({ status: 503, code: "UNAVAILABLE" })
   },
   {
     name: "OpenRouter (@effect/ai-openrouter)",
@@ -173,7 +178,8 @@ const vendors: ReadonlyArray<Vendor> = [
     maxTokens: (body) => at(body, "max_tokens"),
     asksJson: (body) => at(body, "response_format", "type") === "json_schema",
     toolNames: (body) => names(at(body, "tools"), "function", "name"),
-    structured: FaultServer.ok({ text: forecastJson })
+    structured: FaultServer.ok({ text: forecastJson }),
+    inStreamOverload: FaultServer.streamError({ status: 503 })
   }
 ]
 
@@ -392,6 +398,28 @@ for (const vendor of vendors) {
           expect((yield* seenBy(vendor, server)).filter((r) => r.model === "model-b").length).toBe(1)
         })).pipe(withHttp)
     )
+
+    it.live("streamText: an overload sent inside the stream before the first delta falls back", () =>
+      Effect.gen(function*() {
+        const { seen, value } = yield* run(
+          vendor,
+          {
+            "model-a": [vendor.inStreamOverload, FaultServer.ok({ deltas: ["never"] })],
+            "model-b": [FaultServer.ok({ deltas: ["from ", "b"] })]
+          },
+          {},
+          LanguageModel.streamText({ prompt: "hello" }).pipe(
+            Stream.runCollect,
+            ReinLanguageModel.withOutcomes,
+            Effect.either
+          )
+        )
+        const deltas = Either.isRight(value)
+          ? Chunk.toReadonlyArray(value.right).flatMap((p) => p.type === "text-delta" ? [p.delta] : [])
+          : value.left
+        expect(deltas).toEqual(["from ", "b"])
+        expect(seen.map((r) => r.model)).toEqual(["model-a", "model-b"])
+      }))
 
     it.live("a retrying client is refused before any request: zero HTTP calls reach the server", () =>
       Effect.gen(function*() {

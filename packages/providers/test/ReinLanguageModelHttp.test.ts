@@ -5,8 +5,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Catalog, Contract } from "@rein/core"
 import { ReinLanguageModel } from "@rein/providers"
 import { FaultServer } from "@rein/providers/testing"
-import { Chunk, Effect, Either, Redacted, Stream } from "effect"
-import { withHttp } from "./fixtures.js"
+import { Chunk, Effect, Either, Layer, Redacted, Stream } from "effect"
+import { recordingTracer, withHttp } from "./fixtures.js"
 
 const catalog = Catalog.make({
   endpoints: [{
@@ -86,5 +86,111 @@ describe("ReinLanguageModel over @effect/ai-openai (loopback server)", () => {
         Effect.provide(layer)
       )
       expect(Either.isLeft(cut)).toBe(true)
+    })).pipe(withHttp))
+
+  it.live("building the layer (its hidden-retry probe) leaves no span in the caller's traces", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make()
+      const { spans, tracer } = recordingTracer()
+      yield* Layer.build(underRein(server)).pipe(Effect.withTracer(tracer))
+      expect(spans.map((s) => [s.name, s.exit])).toEqual([])
+      expect((yield* server.requests).length).toBe(0)
+    })).pipe(withHttp))
+
+  it.live("no provider prose in any span: a failed attempt's @effect/ai span ends without the error body", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const canary = "CANARY-prose-5b1d"
+      const server = yield* FaultServer.make({
+        faults: [
+          FaultServer.status(503, { type: "server_error", message: `${canary} upstream busy` }),
+          FaultServer.ok({ text: "fine" }),
+          FaultServer.status(400, { type: "invalid_request_error", message: `${canary} bad input` }),
+          FaultServer.status(400, { type: "invalid_request_error", message: `${canary} bad stream` })
+        ]
+      })
+      const layer = yield* Layer.build(underRein(server))
+      const { spans, tracer } = recordingTracer()
+      const first = yield* LanguageModel.generateText({ prompt: "hello" }).pipe(
+        Effect.provide(layer),
+        Effect.withTracer(tracer)
+      )
+      expect(first.text).toBe("fine")
+      const second = yield* LanguageModel.generateText({ prompt: "hello" }).pipe(
+        Effect.either,
+        Effect.provide(layer),
+        Effect.withTracer(tracer)
+      )
+      expect(Either.isLeft(second)).toBe(true)
+      const streamed = yield* LanguageModel.streamText({ prompt: "hello" }).pipe(
+        Stream.runDrain,
+        Effect.either,
+        Effect.provide(layer),
+        Effect.withTracer(tracer)
+      )
+      expect(Either.isLeft(streamed)).toBe(true)
+      expect(spans.filter((s) => s.name === "LanguageModel.streamText" && s.exit !== "success").length).toBe(2)
+      const failed = spans.filter((s) => s.exit !== "success")
+      expect(failed.length).toBeGreaterThan(0)
+      expect(JSON.stringify(spans)).not.toContain(canary)
+    })).pipe(withHttp))
+
+  /** One endpoint, no retry, a long attempt timeout (a loaded machine parses many MiB slowly). */
+  const bounded = (server: FaultServer.FaultServer, maxResponseBytes?: number) =>
+    ReinLanguageModel.layer({
+      contract: Contract.make({ deadline: "60 seconds", candidates: ["openai/test"], retry: { perEndpoint: 0 } }),
+      catalog,
+      models: { "openai/test": OpenAiLanguageModel.model },
+      clients: OpenAiClient.layer({ apiKey: Redacted.make("sk-test"), apiUrl: server.baseUrl }),
+      maxResponseBytes
+    })
+
+  it.live("a streamed answer's text is bounded: many deltas past 8 MiB fail body_too_large, the socket closes", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const piece = "x".repeat(64 * 1024)
+      // 25 MiB over 4 s: the bound (8 MiB) is reached long before the server is done writing.
+      const server = yield* FaultServer.make({
+        faults: [FaultServer.slowDrip({ deltas: Array(400).fill(piece), every: "10 millis" })]
+      })
+      let received = 0
+      const result = yield* LanguageModel.streamText({ prompt: "hello" }).pipe(
+        Stream.runForEach((p) => Effect.sync(() => p.type === "text-delta" && (received += p.delta.length))),
+        ReinLanguageModel.withOutcomes,
+        Effect.either,
+        Effect.provide(bounded(server))
+      )
+      expect(Either.isLeft(result) && result.left).toMatchObject({
+        _tag: "FailedSafe",
+        cause: { kind: "malformed_response", code: "body_too_large" }
+      })
+      expect(received).toBeLessThanOrEqual(8 * 1024 * 1024)
+      const [seen] = yield* server.waitUntil((rs) => rs[0]?.clientClosed === true, "10 seconds")
+      expect(seen!.finished).toBe(false)
+    })).pipe(withHttp))
+
+  it.live("maxResponseBytes bounds every answer of the layer (a whole body, a streamed answer's text)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({
+        faults: [
+          FaultServer.ok({ text: "y".repeat(4096) }),
+          FaultServer.ok({ deltas: Array(8).fill("z".repeat(512)) }),
+          FaultServer.ok({ text: "small" })
+        ]
+      })
+      const layer = bounded(server, 2048)
+      const whole = yield* LanguageModel.generateText({ prompt: "hello" }).pipe(
+        ReinLanguageModel.withOutcomes,
+        Effect.either,
+        Effect.provide(layer)
+      )
+      expect(Either.isLeft(whole) && whole.left).toMatchObject({ cause: { code: "body_too_large" } })
+      const streamed = yield* LanguageModel.streamText({ prompt: "hello" }).pipe(
+        Stream.runDrain,
+        ReinLanguageModel.withOutcomes,
+        Effect.either,
+        Effect.provide(layer)
+      )
+      expect(Either.isLeft(streamed) && streamed.left).toMatchObject({ cause: { code: "body_too_large" } })
+      const small = yield* LanguageModel.generateText({ prompt: "hello" }).pipe(Effect.provide(layer))
+      expect(small.text).toBe("small")
     })).pipe(withHttp))
 })

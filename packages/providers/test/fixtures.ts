@@ -1,7 +1,7 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import type { Provider } from "@rein/core"
 import { Catalog, Contract } from "@rein/core"
-import { Effect } from "effect"
+import { Cause, Effect, Exit, Tracer } from "effect"
 
 /** A catalog endpoint served by `provider`, model `model`. */
 export const endpoint = (
@@ -55,3 +55,52 @@ export const withHttp = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.prov
 
 /** Poll budget for socket events observed by the server. */
 export const WITHIN = "3 seconds"
+
+/** A span as `recordingTracer` keeps it: its name, attributes, events and how it ended (the cause as text). */
+export interface RecordedSpan {
+  readonly name: string
+  readonly attributes: Record<string, unknown>
+  readonly events: Array<{ readonly name: string; readonly attributes: Record<string, unknown> | undefined }>
+  exit: string | undefined
+}
+
+/**
+ * A `Tracer` that keeps every span it makes, with the text an exporter would get of it (an OpenTelemetry
+ * exporter records a failed span's cause as its status message and exception events).
+ */
+export const recordingTracer = () => {
+  const spans: Array<RecordedSpan> = []
+  let next = 0
+  const tracer = Tracer.make({
+    span: (name, parent, context, links, startTime, kind) => {
+      const recorded: RecordedSpan = { name, attributes: {}, events: [], exit: undefined }
+      spans.push(recorded)
+      const span: Tracer.Span = {
+        _tag: "Span",
+        name,
+        spanId: `span-${++next}`,
+        traceId: "trace",
+        parent,
+        context,
+        status: { _tag: "Started", startTime },
+        attributes: new Map(),
+        links,
+        sampled: true,
+        kind,
+        end: (_endTime, exit) => {
+          recorded.exit = Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "success"
+        },
+        attribute: (key, value) => {
+          recorded.attributes[key] = value
+        },
+        event: (name, _time, attributes) => {
+          recorded.events.push({ name, attributes })
+        },
+        addLinks: () => {}
+      }
+      return span
+    },
+    context: (f) => f()
+  })
+  return { tracer, spans }
+}

@@ -16,8 +16,8 @@ import { Failure } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
 import { Context, Effect, Option, Schema, Stream } from "effect"
 import type { ParseResult } from "effect"
-import { oneShotCall, oneShotStream } from "../EffectAi.js"
-import { usageOf } from "./http.js"
+import { classifyStreamError, oneShotCall, oneShotStream } from "../EffectAi.js"
+import { BODY_TOO_LARGE, DEFAULT_MAX_RESPONSE_BYTES, isByteBound, malformed, usageOf } from "./http.js"
 import type { HandlerlessToolkit } from "./toolkit.js"
 import { handlerless } from "./toolkit.js"
 
@@ -180,24 +180,28 @@ export interface Inner {
   readonly tokenizer: Tokenizer.Service | undefined
   /** Applies the vendor's per-attempt `Config` (merged over the caller's), when the vendor is known. */
   readonly override: Override | undefined
+  /** The largest answer read: a whole body, one SSE event, a streamed answer's text. */
+  readonly maxResponseBytes: number
 }
 
 /** Reads what a built model layer provides (loading its vendor's module, if Rein knows the vendor). @internal */
 export const innerOf = (
   context: Context.Context<LanguageModel.LanguageModel>,
-  tag: Context.Tag<LanguageModel.LanguageModel, LanguageModel.Service>
+  tag: Context.Tag<LanguageModel.LanguageModel, LanguageModel.Service>,
+  maxResponseBytes: number | undefined
 ): Effect.Effect<Inner> =>
   Effect.map(
     overrideOf(Option.getOrUndefined(Context.getOption(context as Context.Context<unknown>, AiModel.ProviderName))),
     (override) => ({
       model: Context.get(context, tag),
       tokenizer: Option.getOrUndefined(Context.getOption(context as Context.Context<unknown>, Tokenizer.Tokenizer)),
-      override
+      override,
+      maxResponseBytes: isByteBound(maxResponseBytes) ? maxResponseBytes : DEFAULT_MAX_RESPONSE_BYTES
     })
   )
 
 const FILTERED = Failure.fromEvidence({ code: "content_filter" }, { dispatched: true })
-const STREAM_ERROR = Failure.fromEvidence({ code: "stream_error_event" }, { dispatched: true })
+const TOO_LONG = malformed(200, BODY_TOO_LARGE)
 
 const configured = <A, E>(inner: Inner, context: Provider.AttemptContext, effect: Effect.Effect<A, E>) =>
   inner.override === undefined
@@ -234,7 +238,7 @@ export const generate = (
         schema: format.schema as Schema.Schema<unknown, Record<string, unknown>>
       })
       : inner.model.generateText(innerOptions(call))
-  const attempt = oneShotCall(configured(inner, context, response))
+  const attempt = oneShotCall(configured(inner, context, response), inner.maxResponseBytes)
   return (format.type === "json" ? finishSeen(attempt) : attempt).pipe(
     Effect.flatMap((r) =>
       r.finishReason === "content-filter"
@@ -311,7 +315,12 @@ const VISIBLE = new Set<string>([
   "source"
 ])
 
-/** One attempt of `streamText` on an inner model. @internal */
+/**
+ * One attempt of `streamText` on an inner model. A vendor's error sent inside the stream (an `error` part:
+ * Anthropic's `overloaded_error`, an OpenAI `error` event) is classified by the vendor tables, as the
+ * `EffectAi` bridge does: an overload before the first delta retries or falls back. The answer's text is
+ * bounded by `maxResponseBytes` as there (each event is bounded by the one-shot client). @internal
+ */
 export const stream = (
   inner: Inner,
   call: Call,
@@ -322,18 +331,25 @@ export const stream = (
   const configuredParts = inner.override === undefined
     ? parts
     : Stream.unwrap(Effect.map(inner.override(context), (config) => Stream.provideSomeContext(parts, config)))
-  return oneShotStream(configuredParts).pipe(
-    Stream.mapEffect((part) =>
-      part.type === "error"
-        ? Effect.fail(STREAM_ERROR)
-        : part.type === "finish" && part.reason === "content-filter"
-        ? Effect.fail(FILTERED)
-        : Effect.map(
-          Effect.orDie(encodeStreamPart(call.codecs, part)),
-          (encoded) => streamPartOf(part, new StreamPart(encoded))
-        )
+  return Stream.suspend(() => {
+    let textLength = 0
+    const tooLong = (part: Response.StreamPart<Record<string, Tool.Any>>) =>
+      part.type === "text-delta" && (textLength += part.delta.length) > inner.maxResponseBytes
+    return oneShotStream(configuredParts, inner.maxResponseBytes).pipe(
+      Stream.mapEffect((part) =>
+        part.type === "error"
+          ? Effect.flip(classifyStreamError(part.error))
+          : part.type === "finish" && part.reason === "content-filter"
+          ? Effect.fail(FILTERED)
+          : tooLong(part)
+          ? Effect.fail(TOO_LONG)
+          : Effect.map(
+            Effect.orDie(encodeStreamPart(call.codecs, part)),
+            (encoded) => streamPartOf(part, new StreamPart(encoded))
+          )
+      )
     )
-  )
+  })
 }
 
 const streamPartOf = (

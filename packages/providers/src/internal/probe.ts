@@ -2,7 +2,7 @@
  * Hidden retries, found at layer build with no traffic: the model is built once more over a probe
  * `HttpClient` that fails every request with a transport error (what a client-level retry sees), one call
  * is made under a clock whose sleeps end at once (so a backoff costs no time), and the requests are
- * counted. More than one request for one call is a retry inside the client.
+ * counted. More than one request for one call is a retry inside the client. The probe call is untraced.
  *
  * @internal
  */
@@ -43,6 +43,11 @@ export const requestsPerCall = <E, R>(
     })
     const model = yield* build(probe)
     const clock = yield* Effect.clock
-    yield* model.generateText({ prompt: "probe" }).pipe(Effect.exit, Effect.withClock(instant(clock)))
+    // Untraced: the probe's failed call is no call of the program's, and must not show in its traces.
+    yield* model.generateText({ prompt: "probe" }).pipe(
+      Effect.exit,
+      Effect.withClock(instant(clock)),
+      Effect.withTracerEnabled(false)
+    )
     return Math.min(sent, MAX_COUNTED)
   })
