@@ -326,6 +326,14 @@ describe("rein run, replay, explain", () => {
       REIN_BASE_URL: ""
     })
     expectBadInput(missing, /--base-url or REIN_BASE_URL/)
+    // A key over plain http:// to another host is refused, in words the user can act on (no library option).
+    const insecure = await rein(
+      ["run", "--catalog", realCatalog, "--contract", realContract, "--prompt", "Hi", "--base-url", "http://10.0.0.5/v1"],
+      { REIN_API_KEY: canary }
+    )
+    expectBadInput(insecure, /--base-url http:\/\/10\.0\.0\.5\/v1: .*https:\/\/.*unset REIN_API_KEY/)
+    expect(insecure.stderr).not.toMatch(/allowInsecureHttp/)
+    expect(insecure.stdout + insecure.stderr).not.toContain(canary)
   }, 120_000)
 })
 
