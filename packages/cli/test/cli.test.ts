@@ -463,6 +463,17 @@ describe("rein batch", () => {
     expect(report.stats.attempts).toBe(0)
   }, 180_000)
 
+  it("says why a failed item ended: its category, the error's tag in words, its failed attempts", async () => {
+    const input = file("two.jsonl", fs.readFileSync("examples/prompts.jsonl", "utf8").split("\n").slice(0, 2).join("\n"))
+    const down = { behaviour: { kind: "fail", failure: "server_error", latency: "10 millis" } }
+    const allDown = file("all-down.json", JSON.stringify({ endpoints: { "fake/a": [down], "fake/b": [down] } }))
+    const out = path.join(tmp, "failed.jsonl")
+    const r = await rein([...batchArgs(out).map((a) => a === "examples/prompts.jsonl" ? input : a), "--scenario", allDown])
+    expect(r.code).toBe(1)
+    expect(r.stderr).toMatch(/\[1\/2\] q\d\d failed: server_error, no candidate left \(500( ×\d)?(, 500( ×\d)?)*\)/)
+    expect(r.stderr).not.toMatch(/PlanExhausted/)
+  }, 120_000)
+
   it("names the flag of a bad guardrail", async () => {
     const r = await rein([
       "batch",
