@@ -19,12 +19,12 @@
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import type { Scope } from "effect"
-import { Effect, Layer, Option } from "effect"
+import { Chunk, Effect, Either, Layer, Option, Stream } from "effect"
 import * as path from "node:path"
-import type { Contents, Manifest, Opened, Service } from "./ArtifactStore.js"
+import type { Contents, ItemRecord, Manifest, OnRecord, Opened, Service, Streamed } from "./ArtifactStore.js"
 import { ArtifactError, ArtifactStore } from "./ArtifactStore.js"
-import type { Parsed } from "./internal/jsonl.js"
-import { isTornManifest, manifestLine, parse } from "./internal/jsonl.js"
+import type { Scanned } from "./internal/jsonl.js"
+import * as Jsonl from "./internal/jsonl.js"
 import { makeWriter } from "./internal/writer.js"
 
 /**
@@ -67,6 +67,10 @@ export interface Options {
  */
 export const defaultMode = 0o600
 
+// The bytes read at a time: a file of any size is read in the memory of one chunk and one line.
+const CHUNK = 64 * 1024
+const ignore: OnRecord = () => {}
+
 const isNotFound = (e: PlatformError) => e._tag === "SystemError" && e.reason === "NotFound"
 const isAlreadyExists = (e: PlatformError) => e._tag === "SystemError" && e.reason === "AlreadyExists"
 
@@ -93,16 +97,34 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
       new ArtifactError({ reason: "io", message: `${what} ${file}: ${e.message}` })
     const missing = (message: string) => new ArtifactError({ reason: "missing", message: `${file}: ${message}` })
 
-    const readBytes: Effect.Effect<Option.Option<Uint8Array>, ArtifactError> = fs.readFile(file).pipe(
-      Effect.map(Option.some),
-      Effect.catchIf(isNotFound, () => Effect.succeedNone),
-      Effect.mapError(io("cannot read"))
-    )
-    const readParsed = Effect.flatMap(readBytes, (bytes) =>
-      Option.match(bytes, {
-        onNone: () => Effect.succeed(Option.none<Parsed>()),
-        onSome: (b) => Effect.map(parse(b), Option.some)
+    // The file read a chunk at a time into one buffer (no allocation per chunk), until `push` says stop.
+    const eachChunk = (push: (chunk: Uint8Array) => Either.Either<boolean, ArtifactError>) =>
+      Effect.scoped(Effect.flatMap(fs.open(file, { flag: "r" }), (handle) => {
+        const buffer = new Uint8Array(CHUNK)
+        const loop: Effect.Effect<void, PlatformError | ArtifactError> = Effect.flatMap(handle.read(buffer), (size) => {
+          const n = Number(size)
+          return n === 0 ? Effect.void : Effect.flatMap(push(buffer.subarray(0, n)), (more) => more ? loop : Effect.void)
+        })
+        return loop
       }))
+
+    // Reads the file, each record handed to `onRecord`, none kept: none when there is no file. `headOnly` stops
+    // at the chunk that completes the manifest line.
+    const scan = (onRecord: OnRecord, headOnly = false): Effect.Effect<Option.Option<Scanned>, ArtifactError> =>
+      Effect.suspend(() => {
+        const scanner = Jsonl.scanner(onRecord)
+        const more = () => !headOnly || scanner.manifest() === undefined
+        return eachChunk((chunk) => Either.map(scanner.push(chunk), more)).pipe(
+          Effect.map(() => Option.some(scanner.end())),
+          Effect.catchAll((e) =>
+            e._tag === "ArtifactError"
+              ? Effect.fail(e)
+              : isNotFound(e)
+              ? Effect.succeedNone
+              : Effect.fail(io("cannot read")(e))
+          )
+        )
+      })
 
     // Best effort: a directory cannot be fsynced everywhere (Windows), and the file itself already is.
     // Run each time the artifact is opened for writing with fsync: who created the file, and whether its
@@ -113,7 +135,6 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
 
     const append = (
       manifest: Manifest,
-      existing: Extract<Parsed, { _tag: "Artifact" }>["records"],
       truncateTo: number | undefined,
       truncatedBytes: number
     ): Effect.Effect<Opened, ArtifactError, Scope.Scope> =>
@@ -125,7 +146,7 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
         }
         if (fsync) yield* syncDirectory
         const write = yield* makeWriter(handle, { path: file, fsync })
-        return { manifest, existing, truncatedBytes, append: write }
+        return { manifest, truncatedBytes, append: write }
       })
 
     // A new artifact: the file is created (or emptied), the manifest written and flushed, then appends.
@@ -135,7 +156,7 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
       truncatedBytes: number
     ): Effect.Effect<Opened, ArtifactError, Scope.Scope> =>
       Effect.gen(function*() {
-        const line = yield* manifestLine(manifest)
+        const line = yield* Jsonl.manifestLine(manifest)
         const handle = yield* fs.open(file, { flag: existed ? "a" : "ax", mode }).pipe(
           Effect.mapError((e) =>
             isAlreadyExists(e)
@@ -150,7 +171,7 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
           yield* syncDirectory
         }
         const write = yield* makeWriter(handle, { path: file, fsync })
-        return { manifest, existing: [], truncatedBytes, append: write }
+        return { manifest, truncatedBytes, append: write }
       })
 
     const create = (manifest: Manifest) =>
@@ -175,25 +196,26 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
           })
       )
 
-    const resume = Effect.flatMap(readParsed, (parsed) => {
-      if (Option.isNone(parsed)) return Effect.fail(missing("no artifact to resume"))
-      const p = parsed.value
-      if (p._tag === "Empty") {
-        return Effect.fail(missing("no manifest line (an empty or unfinished file); nothing was truncated"))
-      }
-      return append(p.manifest, p.records, p.tornBytes > 0 ? p.validLength : undefined, p.tornBytes)
-    })
+    const resume = (onRecord: OnRecord = ignore) =>
+      Effect.flatMap(scan(onRecord), (scanned) => {
+        if (Option.isNone(scanned)) return Effect.fail(missing("no artifact to resume"))
+        const p = scanned.value
+        if (p._tag === "Empty") {
+          return Effect.fail(missing("no manifest line (an empty or unfinished file); nothing was truncated"))
+        }
+        return append(p.manifest, p.tornBytes > 0 ? p.validLength : undefined, p.tornBytes)
+      })
 
-    const open = (manifest: Manifest) =>
-      options.overwrite === true ? create(manifest) : Effect.flatMap(readParsed, (parsed) => {
-        if (Option.isNone(parsed)) return start(manifest, false, 0)
-        const p = parsed.value
+    const open = (manifest: Manifest, onRecord: OnRecord = ignore) =>
+      options.overwrite === true ? create(manifest) : Effect.flatMap(scan(onRecord), (scanned) => {
+        if (Option.isNone(scanned)) return start(manifest, false, 0)
+        const p = scanned.value
         if (p._tag === "Artifact") {
-          return append(p.manifest, p.records, p.tornBytes > 0 ? p.validLength : undefined, p.tornBytes)
+          return append(p.manifest, p.tornBytes > 0 ? p.validLength : undefined, p.tornBytes)
         }
         // Nothing complete in the file: a crash before the manifest was flushed leaves nothing or a prefix of
         // a manifest, which is replaced. Anything else is someone's file and is left alone.
-        return isTornManifest(p.tail)
+        return Jsonl.isTornManifest(p.tail)
           ? start(manifest, true, p.tail.length)
           : Effect.fail(
             new ArtifactError({
@@ -204,15 +226,48 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
           )
       })
 
-    const read: Effect.Effect<Contents, ArtifactError> = Effect.flatMap(readParsed, (parsed) => {
-      if (Option.isNone(parsed)) return Effect.fail(missing("no artifact"))
-      const p = parsed.value
-      return p._tag === "Empty"
-        ? Effect.fail(missing("no manifest line (an empty or unfinished file)"))
-        : Effect.succeed({ manifest: p.manifest, records: p.records })
+    const noManifest = (scanned: Option.Option<Scanned>) =>
+      Option.isNone(scanned)
+        ? missing("no artifact")
+        : missing("no manifest line (an empty or unfinished file)")
+
+    const read: Effect.Effect<Contents, ArtifactError> = Effect.suspend(() => {
+      const records: Array<ItemRecord> = []
+      return Effect.flatMap(scan((record) => void records.push(record)), (scanned) =>
+        Option.isSome(scanned) && scanned.value._tag === "Artifact"
+          ? Effect.succeed({ manifest: scanned.value.manifest, records })
+          : Effect.fail(noManifest(scanned)))
     })
 
-    return ArtifactStore.of({ create, resume, open, read })
+    // The records as the file's chunks are read, each chunk's complete lines at a time (a final line without
+    // its newline is left out, as `read` leaves it).
+    const records: Stream.Stream<ItemRecord, ArtifactError> = Stream.unwrapScoped(
+      Effect.map(Effect.mapError(fs.open(file, { flag: "r" }), io("cannot read")), (handle) => {
+        const buffer = new Uint8Array(CHUNK)
+        const out: Array<ItemRecord> = []
+        const scanner = Jsonl.scanner((record) => void out.push(record))
+        const next = Effect.flatMap(
+          Effect.mapError(handle.read(buffer), (e) => Option.some(io("cannot read")(e))),
+          (size) =>
+            size === BigInt(0)
+              ? Effect.fail(Option.none())
+              : Either.match(scanner.push(buffer.subarray(0, Number(size))), {
+                onLeft: (e) => Effect.fail(Option.some(e)),
+                onRight: () => Effect.succeed(Chunk.unsafeFromArray(out.splice(0)))
+              })
+        )
+        return Stream.repeatEffectChunkOption(next)
+      })
+    )
+
+    // The manifest is read first (the file's first line: one chunk, usually), then the records as they are
+    // pulled.
+    const stream: Effect.Effect<Streamed, ArtifactError> = Effect.flatMap(scan(ignore, true), (scanned) =>
+      Option.isSome(scanned) && scanned.value._tag === "Artifact"
+        ? Effect.succeed({ manifest: scanned.value.manifest, records })
+        : Effect.fail(noManifest(scanned)))
+
+    return ArtifactStore.of({ create, resume, open, read, stream })
   })
 
 /**
