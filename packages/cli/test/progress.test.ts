@@ -79,8 +79,8 @@ describe("an item's line", () => {
     })).toBe("failed: timeout (timeout)")
     expect(Story.failed({ _tag: "ItemFailed", at: 0, index: 0, itemId: "q1", category: "timeout", error: "DeadlineExceeded" }))
       .toBe("failed: timeout, item deadline reached")
-    expect(Story.failed({ _tag: "ItemFailed", at: 0, index: 0, itemId: "q1", category: "x", error: "SomethingNew" }))
-      .toBe("failed: x, SomethingNew")
+    expect(Story.failed({ _tag: "ItemFailed", at: 0, index: 0, itemId: "q1", category: "overloaded", error: "SomethingNew" }))
+      .toBe("failed: overloaded, SomethingNew")
   })
 })
 
