@@ -5,7 +5,10 @@
  *
  * The model is in memory (no network): it asks for the weather of each city it has not been told yet,
  * then answers from the tool results. A flaky first endpoint shows a fallback inside one turn.
+ *
+ * Run: `pnpm build && node examples/dist/providers/agent.js`
  */
+import { NodeRuntime } from "@effect/platform-node"
 import { AiError, LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
 import type { Response } from "@effect/ai"
 import { Catalog, Contract, Journal, Refine } from "@rein/core"
@@ -104,6 +107,5 @@ export const program = Effect.gen(function*() {
   Effect.provide(Journal.layerMemory)
 )
 
-// Run it (no platform layer needed: nothing leaves the process):
-//   import { NodeRuntime } from "@effect/platform-node"
-//   NodeRuntime.runMain(program)
+// Run as a script (no platform layer needed: nothing leaves the process).
+if (process.argv[1]?.endsWith("agent.js")) NodeRuntime.runMain(program)
