@@ -8,9 +8,9 @@
  *
  * Run: `pnpm build && node examples/dist/providers/agent.js`
  */
-import { NodeRuntime } from "@effect/platform-node"
 import { AiError, LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
 import type { Response } from "@effect/ai"
+import { NodeRuntime } from "@effect/platform-node"
 import { Catalog, Contract, Journal, Refine } from "@rein/core"
 import { ReinLanguageModel } from "@rein/providers"
 import { Console, Effect, Layer, Schema } from "effect"

@@ -10,6 +10,10 @@
  * writing: a file a crashed run left (empty, or a torn manifest), or one written without `fsync`, may not
  * have its directory entry on disk yet, and the records fsynced into it would go with it.
  *
+ * Reading. The file is read a 64 KiB chunk at a time, never whole: opening it hands each record to the
+ * `OnRecord` as its line completes, and `stream` gives them as a stream, so an artifact of millions of
+ * records is read in the memory of one chunk and one line (`read` alone holds every record).
+ *
  * A new file is created with mode `0600` by default (`mode` sets another); an existing file keeps its own.
  *
  * One process writes one artifact at a time; two runs appending to the same file are not coordinated.
@@ -19,12 +23,13 @@
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import type { Scope } from "effect"
-import { Chunk, Effect, Either, Layer, Option, Stream } from "effect"
+import { Effect, Layer, Option } from "effect"
 import * as path from "node:path"
 import type { Contents, ItemRecord, Manifest, OnRecord, Opened, Service, Streamed } from "./ArtifactStore.js"
 import { ArtifactError, ArtifactStore } from "./ArtifactStore.js"
 import type { Scanned } from "./internal/jsonl.js"
 import * as Jsonl from "./internal/jsonl.js"
+import * as JsonlRead from "./internal/jsonlRead.js"
 import { makeWriter } from "./internal/writer.js"
 
 /**
@@ -67,8 +72,6 @@ export interface Options {
  */
 export const defaultMode = 0o600
 
-// The bytes read at a time: a file of any size is read in the memory of one chunk and one line.
-const CHUNK = 64 * 1024
 const ignore: OnRecord = () => {}
 
 const isNotFound = (e: PlatformError) => e._tag === "SystemError" && e.reason === "NotFound"
@@ -97,34 +100,7 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
       new ArtifactError({ reason: "io", message: `${what} ${file}: ${e.message}` })
     const missing = (message: string) => new ArtifactError({ reason: "missing", message: `${file}: ${message}` })
 
-    // The file read a chunk at a time into one buffer (no allocation per chunk), until `push` says stop.
-    const eachChunk = (push: (chunk: Uint8Array) => Either.Either<boolean, ArtifactError>) =>
-      Effect.scoped(Effect.flatMap(fs.open(file, { flag: "r" }), (handle) => {
-        const buffer = new Uint8Array(CHUNK)
-        const loop: Effect.Effect<void, PlatformError | ArtifactError> = Effect.flatMap(handle.read(buffer), (size) => {
-          const n = Number(size)
-          return n === 0 ? Effect.void : Effect.flatMap(push(buffer.subarray(0, n)), (more) => more ? loop : Effect.void)
-        })
-        return loop
-      }))
-
-    // Reads the file, each record handed to `onRecord`, none kept: none when there is no file. `headOnly` stops
-    // at the chunk that completes the manifest line.
-    const scan = (onRecord: OnRecord, headOnly = false): Effect.Effect<Option.Option<Scanned>, ArtifactError> =>
-      Effect.suspend(() => {
-        const scanner = Jsonl.scanner(onRecord)
-        const more = () => !headOnly || scanner.manifest() === undefined
-        return eachChunk((chunk) => Either.map(scanner.push(chunk), more)).pipe(
-          Effect.map(() => Option.some(scanner.end())),
-          Effect.catchAll((e) =>
-            e._tag === "ArtifactError"
-              ? Effect.fail(e)
-              : isNotFound(e)
-              ? Effect.succeedNone
-              : Effect.fail(io("cannot read")(e))
-          )
-        )
-      })
+    const { scan, records } = JsonlRead.make(fs, file, io)
 
     // Best effort: a directory cannot be fsynced everywhere (Windows), and the file itself already is.
     // Run each time the artifact is opened for writing with fsync: who created the file, and whether its
@@ -233,39 +209,24 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
 
     const read: Effect.Effect<Contents, ArtifactError> = Effect.suspend(() => {
       const records: Array<ItemRecord> = []
-      return Effect.flatMap(scan((record) => void records.push(record)), (scanned) =>
-        Option.isSome(scanned) && scanned.value._tag === "Artifact"
-          ? Effect.succeed({ manifest: scanned.value.manifest, records })
-          : Effect.fail(noManifest(scanned)))
+      return Effect.flatMap(
+        scan((record) => void records.push(record)),
+        (scanned) =>
+          Option.isSome(scanned) && scanned.value._tag === "Artifact"
+            ? Effect.succeed({ manifest: scanned.value.manifest, records })
+            : Effect.fail(noManifest(scanned))
+      )
     })
-
-    // The records as the file's chunks are read, each chunk's complete lines at a time (a final line without
-    // its newline is left out, as `read` leaves it).
-    const records: Stream.Stream<ItemRecord, ArtifactError> = Stream.unwrapScoped(
-      Effect.map(Effect.mapError(fs.open(file, { flag: "r" }), io("cannot read")), (handle) => {
-        const buffer = new Uint8Array(CHUNK)
-        const out: Array<ItemRecord> = []
-        const scanner = Jsonl.scanner((record) => void out.push(record))
-        const next = Effect.flatMap(
-          Effect.mapError(handle.read(buffer), (e) => Option.some(io("cannot read")(e))),
-          (size) =>
-            size === BigInt(0)
-              ? Effect.fail(Option.none())
-              : Either.match(scanner.push(buffer.subarray(0, Number(size))), {
-                onLeft: (e) => Effect.fail(Option.some(e)),
-                onRight: () => Effect.succeed(Chunk.unsafeFromArray(out.splice(0)))
-              })
-        )
-        return Stream.repeatEffectChunkOption(next)
-      })
-    )
 
     // The manifest is read first (the file's first line: one chunk, usually), then the records as they are
     // pulled.
-    const stream: Effect.Effect<Streamed, ArtifactError> = Effect.flatMap(scan(ignore, true), (scanned) =>
-      Option.isSome(scanned) && scanned.value._tag === "Artifact"
-        ? Effect.succeed({ manifest: scanned.value.manifest, records })
-        : Effect.fail(noManifest(scanned)))
+    const stream: Effect.Effect<Streamed, ArtifactError> = Effect.flatMap(
+      scan(ignore, true),
+      (scanned) =>
+        Option.isSome(scanned) && scanned.value._tag === "Artifact"
+          ? Effect.succeed({ manifest: scanned.value.manifest, records })
+          : Effect.fail(noManifest(scanned))
+    )
 
     return ArtifactStore.of({ create, resume, open, read, stream })
   })

@@ -188,7 +188,11 @@ const builder = (
   const lookup = (itemId: string, inputFingerprint: string): Option.Option<ItemRecord> => {
     const kept = newest.get(itemId)
     if (kept === undefined) return Option.none()
-    if (!(kept instanceof Several)) return kept.inputFingerprint === inputFingerprint ? Option.some(kept) : Option.none()
+    if (!(kept instanceof Several)) {
+      return kept.inputFingerprint === inputFingerprint
+        ? Option.some(kept)
+        : Option.none()
+    }
     return Option.fromNullable(kept.records.find((r) => r.inputFingerprint === inputFingerprint))
   }
   return {

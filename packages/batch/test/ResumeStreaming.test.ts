@@ -1,5 +1,5 @@
-import * as FileSystem from "@effect/platform/FileSystem"
 import { NodeFileSystem } from "@effect/platform-node"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, FastCheck as fc, Layer, Option, Stream } from "effect"
 import { appendFileSync } from "node:fs"
@@ -98,9 +98,19 @@ describe("Resume over a large artifact", () => {
         Effect.flatMap(ArtifactStore.ArtifactStore, (s) => s.read),
         JsonlStore.layer({ path }).pipe(Layer.provide(NodeFileSystem.layer))
       )
-      const streamed = yield* withStore(Effect.scoped(Effect.flatMap(ArtifactStore.ArtifactStore, (s) =>
-        Effect.flatMap(s.stream, ({ manifest, records }) =>
-          Effect.map(Stream.runCollect(records), (chunk) => ({ manifest, records: [...chunk] }))))))
+      const streamed = yield* withStore(
+        Effect.scoped(
+          Effect.flatMap(
+            ArtifactStore.ArtifactStore,
+            (s) =>
+              Effect.flatMap(
+                s.stream,
+                ({ manifest, records }) =>
+                  Effect.map(Stream.runCollect(records), (chunk) => ({ manifest, records: [...chunk] }))
+              )
+          )
+        )
+      )
       expect(streamed).toEqual(all)
       for (const policy of ["none", "reuse-successes", "reuse-all"] as const) {
         const inspected = yield* withStore(Resume.inspect({ identity, policy }))

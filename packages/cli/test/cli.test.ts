@@ -328,7 +328,17 @@ describe("rein run, replay, explain", () => {
     expectBadInput(missing, /--base-url or REIN_BASE_URL/)
     // A key over plain http:// to another host is refused, in words the user can act on (no library option).
     const insecure = await rein(
-      ["run", "--catalog", realCatalog, "--contract", realContract, "--prompt", "Hi", "--base-url", "http://10.0.0.5/v1"],
+      [
+        "run",
+        "--catalog",
+        realCatalog,
+        "--contract",
+        realContract,
+        "--prompt",
+        "Hi",
+        "--base-url",
+        "http://10.0.0.5/v1"
+      ],
       { REIN_API_KEY: canary }
     )
     expectBadInput(insecure, /--base-url http:\/\/10\.0\.0\.5\/v1: .*https:\/\/.*unset REIN_API_KEY/)
@@ -464,11 +474,18 @@ describe("rein batch", () => {
   }, 180_000)
 
   it("says why a failed item ended: its category, the error's tag in words, its failed attempts", async () => {
-    const input = file("two.jsonl", fs.readFileSync("examples/prompts.jsonl", "utf8").split("\n").slice(0, 2).join("\n"))
+    const input = file(
+      "two.jsonl",
+      fs.readFileSync("examples/prompts.jsonl", "utf8").split("\n").slice(0, 2).join("\n")
+    )
     const down = { behaviour: { kind: "fail", failure: "server_error", latency: "10 millis" } }
     const allDown = file("all-down.json", JSON.stringify({ endpoints: { "fake/a": [down], "fake/b": [down] } }))
     const out = path.join(tmp, "failed.jsonl")
-    const r = await rein([...batchArgs(out).map((a) => a === "examples/prompts.jsonl" ? input : a), "--scenario", allDown])
+    const r = await rein([
+      ...batchArgs(out).map((a) => a === "examples/prompts.jsonl" ? input : a),
+      "--scenario",
+      allDown
+    ])
     expect(r.code).toBe(1)
     expect(r.stderr).toMatch(/\[1\/2\] q\d\d failed: server_error, no candidate left \(500( ×\d)?(, 500( ×\d)?)*\)/)
     expect(r.stderr).not.toMatch(/PlanExhausted/)

@@ -168,10 +168,13 @@ export const make = (options: Options): Effect.Effect<Service, never, SqlClient.
 
     const read = Effect.suspend(() => {
       const records: Array<Store.ItemRecord> = []
-      return Effect.flatMap(readAll(sql, runId, (record) => void records.push(record)), (manifest) =>
-        manifest === undefined
-          ? Effect.fail(missing(runId))
-          : Effect.succeed({ manifest, records } satisfies Store.Contents))
+      return Effect.flatMap(
+        readAll(sql, runId, (record) => void records.push(record)),
+        (manifest) =>
+          manifest === undefined
+            ? Effect.fail(missing(runId))
+            : Effect.succeed({ manifest, records } satisfies Store.Contents)
+      )
     })
 
     return {

@@ -105,10 +105,7 @@ vi.mock("../../batch/test/artifact-helpers.js", async (importOriginal) => {
           open: (manifest, onRecord) =>
             Effect.flatMap(Effect.either(store.read), (r) => r._tag === "Right" ? resume(onRecord) : create(manifest)),
           stream: store.stream,
-          read: Effect.tap(store.read, (contents) =>
-            Effect.sync(() =>
-              mirror(contents)
-            ))
+          read: Effect.tap(store.read, (contents) => Effect.sync(() => mirror(contents)))
         }
       })
     ).pipe(Layer.provide(PgClient.layer({ url: Redacted.make(state.url), maxConnections: 2 })))

@@ -50,7 +50,9 @@ const endings: Readonly<Record<string, string>> = {
 /** How a failed item went: `failed: overloaded, no candidate left (503 ×2)`. @internal */
 export const failed = (event: typeof Events.ItemFailed.Type): string => {
   const before = failures(event.attempts ?? [])
-  const why = event.error === undefined ? "" : `, ${Object.hasOwn(endings, event.error) ? endings[event.error] : event.error}`
+  const why = event.error === undefined
+    ? ""
+    : `, ${Object.hasOwn(endings, event.error) ? endings[event.error] : event.error}`
   return `failed: ${event.category}${why}${before === "" ? "" : ` (${before})`}`
 }
 
