@@ -10,7 +10,7 @@
  * writing: a file a crashed run left (empty, or a torn manifest), or one written without `fsync`, may not
  * have its directory entry on disk yet, and the records fsynced into it would go with it.
  *
- * Reading. The file is read a 64 KiB chunk at a time, never whole: opening it hands each record to the
+ * Reading. The file is read a 1 MiB chunk at a time, never whole: opening it hands each record to the
  * `OnRecord` as its line completes, and `stream` gives them as a stream, so an artifact of millions of
  * records is read in the memory of one chunk and one line (`read` alone holds every record).
  *

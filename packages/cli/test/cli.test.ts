@@ -302,22 +302,12 @@ describe("rein run, replay, explain", () => {
     )
     const record = path.join(tmp, "real.jsonl")
     const canary = "sk-canary-5f1d2e"
-    const r = await rein(
-      [
-        "run",
-        "--catalog",
-        realCatalog,
-        "--contract",
-        realContract,
-        "--prompt",
-        "Hi",
-        "--base-url",
-        "http://127.0.0.1:9/v1",
-        "--record",
-        record
-      ],
-      { REIN_API_KEY: canary }
-    )
+    const realRun = (baseUrl: string, ...more: ReadonlyArray<string>) =>
+      rein(
+        ["run", "--catalog", realCatalog, "--contract", realContract, "--prompt", "Hi", "--base-url", baseUrl, ...more],
+        { REIN_API_KEY: canary }
+      )
+    const r = await realRun("http://127.0.0.1:9/v1", "--record", record)
     expect(r.code).toBe(1)
     expect(r.stdout).toMatch(/transport/)
     expect(r.stdout + r.stderr).not.toContain(canary)
@@ -327,20 +317,7 @@ describe("rein run, replay, explain", () => {
     })
     expectBadInput(missing, /--base-url or REIN_BASE_URL/)
     // A key over plain http:// to another host is refused, in words the user can act on (no library option).
-    const insecure = await rein(
-      [
-        "run",
-        "--catalog",
-        realCatalog,
-        "--contract",
-        realContract,
-        "--prompt",
-        "Hi",
-        "--base-url",
-        "http://10.0.0.5/v1"
-      ],
-      { REIN_API_KEY: canary }
-    )
+    const insecure = await realRun("http://10.0.0.5/v1")
     expectBadInput(insecure, /--base-url http:\/\/10\.0\.0\.5\/v1: .*https:\/\/.*unset REIN_API_KEY/)
     expect(insecure.stderr).not.toMatch(/allowInsecureHttp/)
     expect(insecure.stdout + insecure.stderr).not.toContain(canary)

@@ -12,8 +12,12 @@ import type { ArtifactError, ItemRecord, OnRecord } from "../ArtifactStore.js"
 import type { Scanned } from "./jsonl.js"
 import { scanner as makeScanner } from "./jsonl.js"
 
-/** The bytes read at a time. @internal */
-export const CHUNK = 64 * 1024
+/**
+ * The bytes read at a time. Each read costs a round trip to the thread pool: 64 KiB reads made resuming a
+ * 200,000-record artifact a third slower in CPU time than reading it whole; 1 MiB ones cost nothing measurable.
+ * @internal
+ */
+export const CHUNK = 1024 * 1024
 
 const isNotFound = (e: PlatformError) => e._tag === "SystemError" && e.reason === "NotFound"
 
