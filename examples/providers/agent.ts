@@ -7,9 +7,12 @@
  *
  * The model is in memory (no network): it asks for the weather of each city it has not been told yet,
  * then answers from the tool results. A flaky first endpoint shows a fallback inside one turn.
+ *
+ * Run: `pnpm build && node examples/dist/providers/agent.js`
  */
 import { AiError, LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
 import type { Response } from "@effect/ai"
+import { NodeRuntime } from "@effect/platform-node"
 import { Catalog, Contract, Journal, Refine } from "@rein/core"
 import { ReinLanguageModel } from "@rein/providers"
 import { Console, Effect, Layer, Schema } from "effect"
@@ -106,6 +109,5 @@ export const program = Effect.gen(function*() {
   Effect.provide(Journal.layerMemory)
 )
 
-// Run it (no platform layer needed: nothing leaves the process):
-//   import { NodeRuntime } from "@effect/platform-node"
-//   NodeRuntime.runMain(program)
+// Run as a script (no platform layer needed: nothing leaves the process).
+if (process.argv[1]?.endsWith("agent.js")) NodeRuntime.runMain(program)

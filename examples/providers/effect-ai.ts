@@ -5,7 +5,10 @@
  *
  * The "OpenAI" here is the loopback fault server (it speaks the Responses API): the first model is
  * overloaded (529), so Rein falls back to the second, within one deadline and one budget.
+ *
+ * Run: `pnpm build && node examples/dist/providers/effect-ai.js`
  */
+import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
 import { Catalog, Contract, Rein } from "@rein/core"
 import * as EffectAiOpenAi from "@rein/providers/EffectAiOpenAi"
 import { FaultServer } from "@rein/providers/testing"
@@ -47,6 +50,5 @@ export const program = Effect.scoped(Effect.gen(function*() {
   return completion
 }))
 
-// Run it (the platform layer is the caller's choice):
-//   import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
-//   program.pipe(Effect.provide(NodeHttpClient.layer), NodeRuntime.runMain)
+// Run as a script (the platform layer is the caller's choice; here Node's HTTP client).
+if (process.argv[1]?.endsWith("effect-ai.js")) program.pipe(Effect.provide(NodeHttpClient.layer), NodeRuntime.runMain)

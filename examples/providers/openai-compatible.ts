@@ -4,7 +4,10 @@
  * exactly what the server asked (inside the deadline), retries, and records why.
  *
  * Then the same request as a stream: deltas from the one committed endpoint, then the completion.
+ *
+ * Run: `pnpm build && node examples/dist/providers/openai-compatible.js`
  */
+import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
 import { Catalog, Contract, Rein } from "@rein/core"
 import { OpenAiCompatible } from "@rein/providers"
 import { FaultServer } from "@rein/providers/testing"
@@ -59,6 +62,7 @@ export const program = Effect.scoped(Effect.gen(function*() {
   return completion
 }))
 
-// Run it (the platform layer is the caller's choice):
-//   import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
-//   program.pipe(Effect.provide(NodeHttpClient.layer), NodeRuntime.runMain)
+// Run as a script (the platform layer is the caller's choice; here Node's HTTP client).
+if (process.argv[1]?.endsWith("openai-compatible.js")) {
+  program.pipe(Effect.provide(NodeHttpClient.layer), NodeRuntime.runMain)
+}

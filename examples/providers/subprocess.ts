@@ -1,10 +1,13 @@
 /**
  * Rein over a local program: absolute path, no shell, the request as JSON on stdin, an empty
  * environment, and a hard timeout that kills the whole process group.
+ *
+ * Run: `pnpm build && node examples/dist/providers/subprocess.js`
  */
+import { NodeCommandExecutor, NodeFileSystem, NodeRuntime } from "@effect/platform-node"
 import { Catalog, Contract, Rein } from "@rein/core"
 import { Subprocess } from "@rein/providers"
-import { Console, Effect } from "effect"
+import { Console, Effect, Layer } from "effect"
 
 const catalog = Catalog.make({
   endpoints: [{
@@ -30,6 +33,10 @@ export const program = Effect.gen(function*() {
   return completion
 })
 
-// Run it (the platform layer is the caller's choice):
-//   import { NodeCommandExecutor, NodeFileSystem, NodeRuntime } from "@effect/platform-node"
-//   program.pipe(Effect.provide(NodeCommandExecutor.layer.pipe(Layer.provide(NodeFileSystem.layer))), NodeRuntime.runMain)
+// Run as a script (the platform layer is the caller's choice; here Node's command executor).
+if (process.argv[1]?.endsWith("subprocess.js")) {
+  program.pipe(
+    Effect.provide(NodeCommandExecutor.layer.pipe(Layer.provide(NodeFileSystem.layer))),
+    NodeRuntime.runMain
+  )
+}

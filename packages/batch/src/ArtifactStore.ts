@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import type { Scope } from "effect"
+import type { Scope, Stream } from "effect"
 import { Clock, Context, Effect, Schema } from "effect"
 import { identity as identityFingerprint } from "./Fingerprint.js"
 import { Identity } from "./Identity.js"
@@ -224,8 +224,30 @@ export class ArtifactError extends Schema.TaggedError<ArtifactError>()("Artifact
 }) {}
 
 /**
- * An artifact opened for writing: what was already there (for resume) and the append operation. It
- * lives as long as the `Scope` it was opened in; closing the scope closes the file.
+ * What opening an existing artifact does with the records it holds: each is handed over as it is read,
+ * oldest first, and the store keeps none of them, so that opening an artifact of millions of records holds
+ * only what the receiver keeps (`Resume.open` keeps one reusable record per item).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ArtifactStore } from "@rein/batch"
+ *
+ * let failures = 0
+ * const onRecord: ArtifactStore.OnRecord = (record) => {
+ *   if (record.outcome === "failure") failures += 1
+ * }
+ * const resumed = Effect.flatMap(ArtifactStore.ArtifactStore, (store) => store.resume(onRecord))
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export type OnRecord = (record: ItemRecord) => void
+
+/**
+ * An artifact opened for writing and the append operation. It lives as long as the `Scope` it was opened
+ * in; closing the scope closes the file. (The records it already held were handed to the `OnRecord` it
+ * was opened with.)
  *
  * @example
  * ```ts
@@ -242,8 +264,6 @@ export class ArtifactError extends Schema.TaggedError<ArtifactError>()("Artifact
 export interface Opened {
   /** The file's manifest (for a resumed file, the one it was created with). */
   readonly manifest: Manifest
-  /** Records read back from an existing file, oldest first (empty for a new file). */
-  readonly existing: ReadonlyArray<ItemRecord>
   /** Bytes of an unterminated final line that opening dropped (0 when the file ended cleanly). */
   readonly truncatedBytes: number
   /**
@@ -254,7 +274,8 @@ export interface Opened {
 }
 
 /**
- * What `read` gives back: the manifest and every complete record, oldest first.
+ * What `read` gives back: the manifest and every complete record, oldest first (all of them in memory at
+ * once: `stream` reads them in bounded memory).
  *
  * @example
  * ```ts
@@ -274,15 +295,38 @@ export interface Contents {
 }
 
 /**
+ * What `stream` gives back: the manifest, and the complete records, oldest first, as a stream read in
+ * bounded memory (a chunk of the file, a page of rows) however many records the artifact holds. Reading
+ * them fails with `format` (naming the line, as `read` does) or `io`; a store that holds a connection for
+ * them (PostgreSQL's) fails with `closed` once the scope that opened the artifact closed.
+ *
+ * @example
+ * ```ts
+ * import { Stream } from "effect"
+ * import type { ArtifactStore } from "@rein/batch"
+ *
+ * declare const streamed: ArtifactStore.Streamed
+ * const failures = Stream.runCount(Stream.filter(streamed.records, (r) => r.outcome === "failure"))
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Streamed {
+  readonly manifest: Manifest
+  readonly records: Stream.Stream<ItemRecord, ArtifactError>
+}
+
+/**
  * The artifact store service: where a run's manifest and item records live (the embedded default is a
  * JSONL file, see `JsonlStore`).
  *
  * @example
  * ```ts
- * import { Effect } from "effect"
+ * import { Effect, Stream } from "effect"
  * import type { ArtifactStore } from "@rein/batch"
  *
- * const records = (store: ArtifactStore.Service) => Effect.map(store.read, (contents) => contents.records.length)
+ * const records = (store: ArtifactStore.Service) =>
+ *   Effect.scoped(Effect.flatMap(store.stream, (streamed) => Stream.runCount(streamed.records)))
  * ```
  * @category models
  * @since 0.1.0
@@ -290,12 +334,20 @@ export interface Contents {
 export interface Service {
   /** Creates a new artifact with this manifest (fails with `exists` when there is one). */
   readonly create: (manifest: Manifest) => Effect.Effect<Opened, ArtifactError, Scope.Scope>
-  /** Opens the existing artifact for appending (its manifest as written). */
-  readonly resume: Effect.Effect<Opened, ArtifactError, Scope.Scope>
-  /** Opens the existing artifact for appending, or creates one with this manifest when there is none. */
-  readonly open: (manifest: Manifest) => Effect.Effect<Opened, ArtifactError, Scope.Scope>
-  /** Reads the manifest and every record. */
+  /**
+   * Opens the existing artifact for appending (its manifest as written), handing each record it holds to
+   * `onRecord` (oldest first) as it is read.
+   */
+  readonly resume: (onRecord?: OnRecord) => Effect.Effect<Opened, ArtifactError, Scope.Scope>
+  /**
+   * Opens the existing artifact for appending (its records handed to `onRecord`), or creates one with this
+   * manifest when there is none.
+   */
+  readonly open: (manifest: Manifest, onRecord?: OnRecord) => Effect.Effect<Opened, ArtifactError, Scope.Scope>
+  /** Reads the manifest and every record, all held at once. */
   readonly read: Effect.Effect<Contents, ArtifactError>
+  /** Opens the artifact for reading in bounded memory for the scope (`missing` when there is none). */
+  readonly stream: Effect.Effect<Streamed, ArtifactError, Scope.Scope>
 }
 
 /**
@@ -303,20 +355,20 @@ export interface Service {
  *
  * - `create`: a new artifact with this manifest (a non-empty file is `exists` unless the store
  *   overwrites);
- * - `resume`: an existing artifact (it must exist and carry a manifest), its unterminated final line
- *   truncated, appends after it;
+ * - `resume`: an existing artifact (it must exist and carry a manifest), every record read and handed to
+ *   the `OnRecord` before anything is truncated, its unterminated final line truncated, appends after it;
  * - `open`: `resume` when the artifact exists, else `create` — the same command for the first run and
  *   every resumed one;
- * - `read`: read only, nothing truncated (an unterminated final line is ignored).
+ * - `read`: read only, nothing truncated (an unterminated final line is ignored), every record at once;
+ * - `stream`: as `read`, the records as a stream in bounded memory.
  *
  * @example
  * ```ts
- * import { Effect } from "effect"
+ * import { Effect, Stream } from "effect"
  * import { ArtifactStore } from "@rein/batch"
  *
- * const count = Effect.flatMap(ArtifactStore.ArtifactStore, (store) => store.read).pipe(
- *   Effect.map(({ records }) => records.length)
- * )
+ * const count = Effect.flatMap(ArtifactStore.ArtifactStore, (store) =>
+ *   Effect.scoped(Effect.flatMap(store.stream, ({ records }) => Stream.runCount(records))))
  * ```
  * @category tags
  * @since 0.1.0

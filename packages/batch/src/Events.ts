@@ -132,7 +132,9 @@ export const ItemCompleted = Schema.TaggedStruct("ItemCompleted", {
  * ```ts
  * import { Events } from "@rein/batch"
  *
- * const failed = Events.ItemFailed.make({ at: 900, index: 3, itemId: "doc-3", category: "authentication" })
+ * const failed = Events.ItemFailed.make({
+ *   at: 900, index: 3, itemId: "doc-3", category: "authentication", error: "FailedSafe"
+ * })
  * ```
  * @category schemas
  * @since 0.1.0
@@ -142,6 +144,11 @@ export const ItemFailed = Schema.TaggedStruct("ItemFailed", {
   index: Schema.Number,
   itemId: Schema.String,
   category: Category,
+  /**
+   * The tag of the error that ended the item (`PlanExhausted`, `DeadlineExceeded`, `BatchAborted`, …): why it
+   * ended, where `category` says what failed. Never the error's message.
+   */
+  error: Schema.optional(Schema.String),
   /** The attempts made before the item failed. */
   attempts: Schema.optional(Schema.Array(AttemptSummary))
 })

@@ -10,6 +10,10 @@
  * writing: a file a crashed run left (empty, or a torn manifest), or one written without `fsync`, may not
  * have its directory entry on disk yet, and the records fsynced into it would go with it.
  *
+ * Reading. The file is read a 1 MiB chunk at a time, never whole: opening it hands each record to the
+ * `OnRecord` as its line completes, and `stream` gives them as a stream, so an artifact of millions of
+ * records is read in the memory of one chunk and one line (`read` alone holds every record).
+ *
  * A new file is created with mode `0600` by default (`mode` sets another); an existing file keeps its own.
  *
  * One process writes one artifact at a time; two runs appending to the same file are not coordinated.
@@ -21,10 +25,11 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import type { Scope } from "effect"
 import { Effect, Layer, Option } from "effect"
 import * as path from "node:path"
-import type { Contents, Manifest, Opened, Service } from "./ArtifactStore.js"
+import type { Contents, ItemRecord, Manifest, OnRecord, Opened, Service, Streamed } from "./ArtifactStore.js"
 import { ArtifactError, ArtifactStore } from "./ArtifactStore.js"
-import type { Parsed } from "./internal/jsonl.js"
-import { isTornManifest, manifestLine, parse } from "./internal/jsonl.js"
+import type { Scanned } from "./internal/jsonl.js"
+import * as Jsonl from "./internal/jsonl.js"
+import * as JsonlRead from "./internal/jsonlRead.js"
 import { makeWriter } from "./internal/writer.js"
 
 /**
@@ -67,6 +72,8 @@ export interface Options {
  */
 export const defaultMode = 0o600
 
+const ignore: OnRecord = () => {}
+
 const isNotFound = (e: PlatformError) => e._tag === "SystemError" && e.reason === "NotFound"
 const isAlreadyExists = (e: PlatformError) => e._tag === "SystemError" && e.reason === "AlreadyExists"
 
@@ -93,16 +100,7 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
       new ArtifactError({ reason: "io", message: `${what} ${file}: ${e.message}` })
     const missing = (message: string) => new ArtifactError({ reason: "missing", message: `${file}: ${message}` })
 
-    const readBytes: Effect.Effect<Option.Option<Uint8Array>, ArtifactError> = fs.readFile(file).pipe(
-      Effect.map(Option.some),
-      Effect.catchIf(isNotFound, () => Effect.succeedNone),
-      Effect.mapError(io("cannot read"))
-    )
-    const readParsed = Effect.flatMap(readBytes, (bytes) =>
-      Option.match(bytes, {
-        onNone: () => Effect.succeed(Option.none<Parsed>()),
-        onSome: (b) => Effect.map(parse(b), Option.some)
-      }))
+    const { scan, records } = JsonlRead.make(fs, file, io)
 
     // Best effort: a directory cannot be fsynced everywhere (Windows), and the file itself already is.
     // Run each time the artifact is opened for writing with fsync: who created the file, and whether its
@@ -113,7 +111,6 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
 
     const append = (
       manifest: Manifest,
-      existing: Extract<Parsed, { _tag: "Artifact" }>["records"],
       truncateTo: number | undefined,
       truncatedBytes: number
     ): Effect.Effect<Opened, ArtifactError, Scope.Scope> =>
@@ -125,7 +122,7 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
         }
         if (fsync) yield* syncDirectory
         const write = yield* makeWriter(handle, { path: file, fsync })
-        return { manifest, existing, truncatedBytes, append: write }
+        return { manifest, truncatedBytes, append: write }
       })
 
     // A new artifact: the file is created (or emptied), the manifest written and flushed, then appends.
@@ -135,7 +132,7 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
       truncatedBytes: number
     ): Effect.Effect<Opened, ArtifactError, Scope.Scope> =>
       Effect.gen(function*() {
-        const line = yield* manifestLine(manifest)
+        const line = yield* Jsonl.manifestLine(manifest)
         const handle = yield* fs.open(file, { flag: existed ? "a" : "ax", mode }).pipe(
           Effect.mapError((e) =>
             isAlreadyExists(e)
@@ -150,7 +147,7 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
           yield* syncDirectory
         }
         const write = yield* makeWriter(handle, { path: file, fsync })
-        return { manifest, existing: [], truncatedBytes, append: write }
+        return { manifest, truncatedBytes, append: write }
       })
 
     const create = (manifest: Manifest) =>
@@ -175,25 +172,26 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
           })
       )
 
-    const resume = Effect.flatMap(readParsed, (parsed) => {
-      if (Option.isNone(parsed)) return Effect.fail(missing("no artifact to resume"))
-      const p = parsed.value
-      if (p._tag === "Empty") {
-        return Effect.fail(missing("no manifest line (an empty or unfinished file); nothing was truncated"))
-      }
-      return append(p.manifest, p.records, p.tornBytes > 0 ? p.validLength : undefined, p.tornBytes)
-    })
+    const resume = (onRecord: OnRecord = ignore) =>
+      Effect.flatMap(scan(onRecord), (scanned) => {
+        if (Option.isNone(scanned)) return Effect.fail(missing("no artifact to resume"))
+        const p = scanned.value
+        if (p._tag === "Empty") {
+          return Effect.fail(missing("no manifest line (an empty or unfinished file); nothing was truncated"))
+        }
+        return append(p.manifest, p.tornBytes > 0 ? p.validLength : undefined, p.tornBytes)
+      })
 
-    const open = (manifest: Manifest) =>
-      options.overwrite === true ? create(manifest) : Effect.flatMap(readParsed, (parsed) => {
-        if (Option.isNone(parsed)) return start(manifest, false, 0)
-        const p = parsed.value
+    const open = (manifest: Manifest, onRecord: OnRecord = ignore) =>
+      options.overwrite === true ? create(manifest) : Effect.flatMap(scan(onRecord), (scanned) => {
+        if (Option.isNone(scanned)) return start(manifest, false, 0)
+        const p = scanned.value
         if (p._tag === "Artifact") {
-          return append(p.manifest, p.records, p.tornBytes > 0 ? p.validLength : undefined, p.tornBytes)
+          return append(p.manifest, p.tornBytes > 0 ? p.validLength : undefined, p.tornBytes)
         }
         // Nothing complete in the file: a crash before the manifest was flushed leaves nothing or a prefix of
         // a manifest, which is replaced. Anything else is someone's file and is left alone.
-        return isTornManifest(p.tail)
+        return Jsonl.isTornManifest(p.tail)
           ? start(manifest, true, p.tail.length)
           : Effect.fail(
             new ArtifactError({
@@ -204,15 +202,33 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
           )
       })
 
-    const read: Effect.Effect<Contents, ArtifactError> = Effect.flatMap(readParsed, (parsed) => {
-      if (Option.isNone(parsed)) return Effect.fail(missing("no artifact"))
-      const p = parsed.value
-      return p._tag === "Empty"
-        ? Effect.fail(missing("no manifest line (an empty or unfinished file)"))
-        : Effect.succeed({ manifest: p.manifest, records: p.records })
+    const noManifest = (scanned: Option.Option<Scanned>) =>
+      Option.isNone(scanned)
+        ? missing("no artifact")
+        : missing("no manifest line (an empty or unfinished file)")
+
+    const read: Effect.Effect<Contents, ArtifactError> = Effect.suspend(() => {
+      const records: Array<ItemRecord> = []
+      return Effect.flatMap(
+        scan((record) => void records.push(record)),
+        (scanned) =>
+          Option.isSome(scanned) && scanned.value._tag === "Artifact"
+            ? Effect.succeed({ manifest: scanned.value.manifest, records })
+            : Effect.fail(noManifest(scanned))
+      )
     })
 
-    return ArtifactStore.of({ create, resume, open, read })
+    // The manifest is read first (the file's first line: one chunk, usually), then the records as they are
+    // pulled.
+    const stream: Effect.Effect<Streamed, ArtifactError> = Effect.flatMap(
+      scan(ignore, true),
+      (scanned) =>
+        Option.isSome(scanned) && scanned.value._tag === "Artifact"
+          ? Effect.succeed({ manifest: scanned.value.manifest, records })
+          : Effect.fail(noManifest(scanned))
+    )
+
+    return ArtifactStore.of({ create, resume, open, read, stream })
   })
 
 /**

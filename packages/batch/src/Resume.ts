@@ -18,7 +18,7 @@
  * @since 0.1.0
  */
 import type { Scope } from "effect"
-import { Effect, Option, Schema } from "effect"
+import { Chunk, Effect, Option, Schema, Stream } from "effect"
 import type { ArtifactError, ItemRecord, Opened } from "./ArtifactStore.js"
 import { ArtifactStore, makeManifest } from "./ArtifactStore.js"
 import { identity as identityFingerprint } from "./Fingerprint.js"
@@ -151,44 +151,82 @@ export interface Index {
   readonly lookup: (itemId: string, inputFingerprint: string) => Option.Option<ItemRecord>
 }
 
-const key = (itemId: string, inputFingerprint: string) => `${itemId}\u0000${inputFingerprint}`
-
 const accepts = (policy: Policy, record: ItemRecord): boolean =>
   record.reusable && (policy === "reuse-all" || (policy === "reuse-successes" && record.outcome === "success"))
 
+// The records of one item id under several input fingerprints (an input changed between runs): rare.
+class Several {
+  constructor(readonly records: Array<ItemRecord>) {}
+}
+
+// An index being built from records read oldest first: `add` keeps a record only when the policy would reuse
+// it, and only the newest per item id and input fingerprint — keyed by the record's own item id string, so a
+// kept record costs the record and one map entry.
+const builder = (
+  options: { readonly policy: Policy; readonly identityFingerprint: string }
+): { readonly add: (record: ItemRecord) => void; readonly done: () => Index } => {
+  const newest = new Map<string, ItemRecord | Several>()
+  let size = 0
+  const add = (record: ItemRecord): void => {
+    if (record.identityFingerprint !== options.identityFingerprint || !accepts(options.policy, record)) return
+    const kept = newest.get(record.itemId)
+    if (kept === undefined) {
+      size += 1
+      newest.set(record.itemId, record)
+    } else if (!(kept instanceof Several)) {
+      if (kept.inputFingerprint === record.inputFingerprint) newest.set(record.itemId, record)
+      else {
+        size += 1
+        newest.set(record.itemId, new Several([kept, record]))
+      }
+    } else {
+      const at = kept.records.findIndex((r) => r.inputFingerprint === record.inputFingerprint)
+      if (at === -1) size += 1
+      kept.records[at === -1 ? kept.records.length : at] = record
+    }
+  }
+  const lookup = (itemId: string, inputFingerprint: string): Option.Option<ItemRecord> => {
+    const kept = newest.get(itemId)
+    if (kept === undefined) return Option.none()
+    if (!(kept instanceof Several)) {
+      return kept.inputFingerprint === inputFingerprint
+        ? Option.some(kept)
+        : Option.none()
+    }
+    return Option.fromNullable(kept.records.find((r) => r.inputFingerprint === inputFingerprint))
+  }
+  return {
+    add: options.policy === "none" ? () => {} : add,
+    done: () => ({ policy: options.policy, identityFingerprint: options.identityFingerprint, size, lookup })
+  }
+}
+
 /**
- * Builds the lookup from the records an artifact already holds (`Opened.existing`), oldest first.
+ * Builds the lookup from records read oldest first (`ArtifactStore.read`'s). `Resume.open` builds it while
+ * the artifact is read, without the records in between.
  *
  * @example
  * ```ts
- * import { Option } from "effect"
+ * import { Effect, Option } from "effect"
  * import { ArtifactStore, Resume } from "@rein/batch"
  *
- * declare const opened: ArtifactStore.Opened
- * const index = Resume.index(opened.existing, { policy: "reuse-successes", identityFingerprint: opened.manifest.identityFingerprint })
- * const reused = Option.isSome(index.lookup("inv-1", "sha256:…"))
+ * const wouldReuse = Effect.flatMap(ArtifactStore.ArtifactStore, (store) => store.read).pipe(
+ *   Effect.map(({ manifest, records }) =>
+ *     Resume.index(records, { policy: "reuse-successes", identityFingerprint: manifest.identityFingerprint })
+ *   ),
+ *   Effect.map((index) => Option.isSome(index.lookup("inv-1", "sha256:…")))
+ * )
  * ```
  * @category utils
  * @since 0.1.0
  */
 export const index = (
-  records: ReadonlyArray<ItemRecord>,
+  records: Iterable<ItemRecord>,
   options: { readonly policy: Policy; readonly identityFingerprint: string }
 ): Index => {
-  const newest = new Map<string, ItemRecord>()
-  if (options.policy !== "none") {
-    for (const record of records) {
-      if (record.identityFingerprint === options.identityFingerprint && accepts(options.policy, record)) {
-        newest.set(key(record.itemId, record.inputFingerprint), record)
-      }
-    }
-  }
-  return {
-    policy: options.policy,
-    identityFingerprint: options.identityFingerprint,
-    size: newest.size,
-    lookup: (itemId, inputFingerprint) => Option.fromNullable(newest.get(key(itemId, inputFingerprint)))
-  }
+  const building = builder(options)
+  for (const record of records) building.add(record)
+  return building.done()
 }
 
 /**
@@ -224,7 +262,8 @@ export interface Session {
 /**
  * Opens the store's artifact for a run under an identity and a policy: a new artifact when there is none
  * (or when the policy is `none` and the store overwrites), else the existing one is resumed — its
- * unterminated final line truncated — and indexed for reuse.
+ * unterminated final line truncated — and indexed for reuse while it is read: the run holds the newest
+ * record per item that the policy reuses (none under `none`), never the artifact's other records.
  *
  * @example
  * ```ts
@@ -249,9 +288,10 @@ export const open = (options: {
   Effect.gen(function*() {
     const store = yield* ArtifactStore
     const manifest = yield* makeManifest(options.identity)
-    const opened = yield* store.open(manifest)
     const fingerprint = manifest.identityFingerprint
-    const idx = index(opened.existing, { policy: options.policy, identityFingerprint: fingerprint })
+    const building = builder({ policy: options.policy, identityFingerprint: fingerprint })
+    const opened = yield* store.open(manifest, building.add)
+    const idx = building.done()
     return {
       policy: options.policy,
       identity: options.identity,
@@ -265,7 +305,7 @@ export const open = (options: {
 
 /**
  * Reads an artifact without opening it for writing (nothing is truncated) and indexes it: what a resumed
- * run would reuse.
+ * run would reuse. The records are streamed: only those the index keeps are held.
  *
  * @example
  * ```ts
@@ -282,9 +322,9 @@ export const inspect = (options: {
   readonly identity: Identity
   readonly policy: Policy
 }): Effect.Effect<Index, ArtifactError, ArtifactStore> =>
-  Effect.flatMap(
-    ArtifactStore,
-    (store) =>
-      Effect.map(store.read, ({ records }) =>
-        index(records, { policy: options.policy, identityFingerprint: identityFingerprint(options.identity) }))
-  )
+  Effect.flatMap(ArtifactStore, (store) =>
+    Effect.scoped(Effect.flatMap(store.stream, ({ records }) => {
+      const building = builder({ policy: options.policy, identityFingerprint: identityFingerprint(options.identity) })
+      const add = (chunk: Chunk.Chunk<ItemRecord>) => Effect.sync(() => Chunk.forEach(chunk, building.add))
+      return Effect.as(Stream.runForEachChunk(records, add), building)
+    })).pipe(Effect.map((building) => building.done())))

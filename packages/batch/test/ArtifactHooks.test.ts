@@ -27,9 +27,9 @@ const memory = (
 ) => {
   const lines: Array<ArtifactStore.ItemRecord> = []
   let closed = false
+  const existing = options.existing ?? []
   const opened: ArtifactStore.Opened = {
     manifest,
-    existing: options.existing ?? [],
     truncatedBytes: 0,
     append: (record) =>
       Effect.suspend(() => {
@@ -43,7 +43,7 @@ const memory = (
         return Effect.void
       })
   }
-  return { opened, lines }
+  return { opened, lines, existing }
 }
 
 const toRecord = (result: Result.Succeeded<string> | Result.Failed<string>) =>
@@ -118,7 +118,7 @@ describe("artifact hooks", () => {
             opened: store.opened,
             lookup: (item, _, itemId) =>
               Option.fromNullable(
-                store.opened.existing.find((r) => r.itemId === itemId && r.inputFingerprint === `input:${item}`)
+                store.existing.find((r) => r.itemId === itemId && r.inputFingerprint === `input:${item}`)
               ),
             toRecord
           }

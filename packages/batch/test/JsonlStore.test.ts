@@ -18,8 +18,11 @@ const manifest = ArtifactStore.makeManifest(identity)
 
 type Op = Effect.Effect<unknown, ArtifactStore.ArtifactError, ArtifactStore.ArtifactStore | Scope.Scope>
 const read: Op = Effect.flatMap(store, (s) => s.read)
-const resume: Op = Effect.flatMap(store, (s) => s.resume)
+const resume: Op = Effect.flatMap(store, (s) => s.resume())
 const open: Op = Effect.flatMap(Effect.zip(store, manifest), ([s, m]) => s.open(m))
+const resumeReading = (onRecord: ArtifactStore.OnRecord): Op => Effect.flatMap(store, (s) => s.resume(onRecord))
+const openReading = (onRecord: ArtifactStore.OnRecord): Op =>
+  Effect.flatMap(Effect.zip(store, manifest), ([s, m]) => s.open(m, onRecord))
 const create: Op = Effect.flatMap(Effect.zip(store, manifest), ([s, m]) => s.create(m))
 
 const run = <A, E>(
@@ -57,7 +60,7 @@ describe("JsonlStore: a file system error names the operation and the file", () 
       for (const op of [read, resume, open]) {
         const error = yield* errorOf(op, layer)
         expect(error.reason).toBe("io")
-        expect(error.message.startsWith(`cannot read ${path}: BadResource: FileSystem.readFile (${path}): `)).toBe(true)
+        expect(error.message.startsWith(`cannot read ${path}: BadResource: FileSystem.open (${path}): `)).toBe(true)
         expect(error.message).toContain("ELOOP")
       }
       const error = yield* errorOf(create, layer)
@@ -235,9 +238,9 @@ describe("JsonlStore: fsync", () => {
       const { layer, synced } = syncing({ path, fsync: false })
       yield* run(Effect.flatMap(Effect.zip(store, manifest), ([s, m]) => s.create(m)), layer)
       writeFileSync(path, `${text(path)}{"kind":"item","itemId":"b"`)
-      const opened = yield* run(Effect.flatMap(store, (s) => s.resume), layer)
+      const opened = yield* run(Effect.flatMap(store, (s) => s.resume()), layer)
       expect(opened.truncatedBytes).toBe(27)
-      yield* run(Effect.flatMap(Effect.flatMap(store, (s) => s.resume), (o) => o.append(record("c"))), layer)
+      yield* run(Effect.flatMap(Effect.flatMap(store, (s) => s.resume()), (o) => o.append(record("c"))), layer)
       expect(synced).toEqual([])
     }))
 
@@ -248,7 +251,7 @@ describe("JsonlStore: fsync", () => {
       const clean = bytes(path)
       for (
         const op of [
-          Effect.flatMap(store, (s) => s.resume),
+          Effect.flatMap(store, (s) => s.resume()),
           Effect.flatMap(Effect.zip(store, manifest), ([s, m]) => s.open(m))
         ]
       ) {
@@ -284,10 +287,11 @@ describe("JsonlStore: fsync", () => {
         yield* seed(path, ["a"])
         const clean = bytes(path)
         const tail = JSON.stringify(record("b")).slice(0, cut)
-        for (const op of [resume, open]) {
+        for (const reading of [resumeReading, openReading]) {
           writeFileSync(path, Buffer.concat([clean, Buffer.from(tail)]))
+          const existing: Array<string> = []
           const opened = yield* run(
-            op as Effect.Effect<
+            reading((r) => void existing.push(r.itemId)) as Effect.Effect<
               ArtifactStore.Opened,
               ArtifactStore.ArtifactError,
               ArtifactStore.ArtifactStore | Scope.Scope
@@ -295,7 +299,7 @@ describe("JsonlStore: fsync", () => {
             nodeStore({ path })
           )
           expect(opened.truncatedBytes).toBe(Buffer.byteLength(tail))
-          expect(opened.existing.map((r) => r.itemId)).toEqual(["a"])
+          expect(existing).toEqual(["a"])
           expect(bytes(path)).toEqual(clean)
         }
       })),
@@ -352,11 +356,9 @@ describe("JsonlStore: what the store says about a file it cannot use", () => {
     Effect.gen(function*() {
       const path = yield* tempFile
       yield* seed(path, ["a", "b"])
-      const opened = yield* run(
-        Effect.flatMap(Effect.zip(store, manifest), ([s, m]) => s.open(m)),
-        nodeStore({ path, overwrite: true })
-      )
-      expect(opened.existing).toEqual([])
+      const existing: Array<string> = []
+      yield* run(openReading((r) => void existing.push(r.itemId)), nodeStore({ path, overwrite: true }))
+      expect(existing).toEqual([])
       expect(lines(path)).toHaveLength(2)
       expect(JSON.parse(lines(path)[0]!).kind).toBe("manifest")
     }))

@@ -141,7 +141,6 @@ describe("Batch properties", () => {
             parserVersion: "j1",
             applicationVersion: "a1"
           })),
-          existing: [],
           truncatedBytes: 0,
           append: (record) => Effect.sync(() => void records.push(record))
         }

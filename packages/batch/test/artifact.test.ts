@@ -78,7 +78,7 @@ describe("JsonlStore: writing", () => {
       const path = yield* tempFile
       yield* seed(path, [record("a")])
       chmodSync(path, 0o600)
-      yield* withStore(Effect.flatMap(store, (s) => s.resume), { path, mode: 0o666 })
+      yield* withStore(Effect.flatMap(store, (s) => s.resume()), { path, mode: 0o666 })
       expect(statSync(path).mode & 0o777).toBe(0o600)
       yield* withStore(Effect.flatMap(store, (s) => Effect.flatMap(manifest, s.create)), {
         path,
@@ -194,9 +194,10 @@ describe("JsonlStore: crash rules", () => {
       yield* seed(path, [record("a")])
       const clean = bytes(path)
       appendFileSync(path, "{\"kind\":\"item\",\"itemId\":\"b\",\"ind")
+      const existing: Array<string> = []
       const opened = yield* withStore(
         Effect.gen(function*() {
-          const o = yield* (yield* store).resume
+          const o = yield* (yield* store).resume((r) => void existing.push(r.itemId))
           expect(bytes(path)).toEqual(clean) // truncated before anything is appended
           yield* o.append(record("b"))
           return o
@@ -204,7 +205,7 @@ describe("JsonlStore: crash rules", () => {
         { path }
       )
       expect(opened.truncatedBytes).toBe(32)
-      expect(opened.existing.map((r) => r.itemId)).toEqual(["a"])
+      expect(existing).toEqual(["a"])
       const read = yield* withStore(Effect.flatMap(store, (s) => s.read), { path })
       expect(read.records.map((r) => r.itemId)).toEqual(["a", "b"])
     }))
@@ -276,7 +277,7 @@ describe("JsonlStore: crash rules", () => {
         for (
           const op of [
             Effect.flatMap(store, (s) => s.read),
-            Effect.flatMap(store, (s) => s.resume),
+            Effect.flatMap(store, (s) => s.resume()),
             Effect.flatMap(Effect.zip(store, manifest), ([s, mf]) => s.open(mf))
           ] as const
         ) {
@@ -313,11 +314,15 @@ describe("JsonlStore: crash rules", () => {
       expect(failure(yield* Effect.exit(withStore(Effect.flatMap(store, (s) => s.read), { path }))).reason).toBe(
         "missing"
       )
-      expect(failure(yield* Effect.exit(withStore(Effect.flatMap(store, (s) => s.resume), { path }))).reason).toBe(
+      expect(failure(yield* Effect.exit(withStore(Effect.flatMap(store, (s) => s.resume()), { path }))).reason).toBe(
         "missing"
       )
-      const opened = yield* withStore(Effect.flatMap(Effect.zip(store, manifest), ([s, m]) => s.open(m)), { path })
-      expect(opened.existing).toEqual([])
+      const existing: Array<string> = []
+      yield* withStore(
+        Effect.flatMap(Effect.zip(store, manifest), ([s, m]) => s.open(m, (r) => void existing.push(r.itemId))),
+        { path }
+      )
+      expect(existing).toEqual([])
       expect(JSON.parse(lines(path)[0]!).kind).toBe("manifest")
     }))
 
@@ -328,7 +333,7 @@ describe("JsonlStore: crash rules", () => {
       expect(failure(yield* Effect.exit(withStore(Effect.flatMap(store, (s) => s.read), { path }))).reason).toBe(
         "missing"
       )
-      expect(failure(yield* Effect.exit(withStore(Effect.flatMap(store, (s) => s.resume), { path }))).reason).toBe(
+      expect(failure(yield* Effect.exit(withStore(Effect.flatMap(store, (s) => s.resume()), { path }))).reason).toBe(
         "missing"
       )
       expect(text(path)).toBe("")
@@ -342,7 +347,7 @@ describe("JsonlStore: crash rules", () => {
       yield* seed(path, [])
       const m = lines(path)[0]!
       writeFileSync(path, m.slice(0, 30))
-      const error = failure(yield* Effect.exit(withStore(Effect.flatMap(store, (s) => s.resume), { path })))
+      const error = failure(yield* Effect.exit(withStore(Effect.flatMap(store, (s) => s.resume()), { path })))
       expect(error.reason).toBe("missing")
       expect(text(path)).toBe(m.slice(0, 30))
       const opened = yield* withStore(Effect.flatMap(Effect.zip(store, manifest), ([s, mf]) => s.open(mf)), { path })
@@ -384,7 +389,7 @@ describe("JsonlStore: after a failed append", () => {
       const read = yield* withStore(Effect.flatMap(store, (s) => s.read), { path })
       expect(read.records.map((r) => r.itemId)).toEqual(["a", "b"])
       // A resumed run truncates the torn half-record, and c runs again.
-      const opened = yield* withStore(Effect.flatMap(store, (s) => s.resume), { path })
+      const opened = yield* withStore(Effect.flatMap(store, (s) => s.resume()), { path })
       expect(opened.truncatedBytes).toBeGreaterThan(0)
     }))
 

@@ -306,11 +306,13 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
     })
       .pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, fs)))
     if (options.resume !== undefined && existing > 0) {
-      const contents = yield* Effect.flatMap(ArtifactStore.ArtifactStore, (s) => s.read).pipe(
+      const warning = yield* Effect.flatMap(
+        ArtifactStore.ArtifactStore,
+        (s) => Effect.scoped(Effect.flatMap(s.stream, (artifact) => Drift.warning(options.out, artifact, identity)))
+      ).pipe(
         Effect.provide(store),
         Effect.mapError((e) => new InputError({ message: Drift.artifactMessage(options.out, e) }))
       )
-      const warning = Drift.warning(options.out, contents, identity)
       if (warning !== undefined) yield* Console.error(warning)
     }
 

@@ -302,22 +302,12 @@ describe("rein run, replay, explain", () => {
     )
     const record = path.join(tmp, "real.jsonl")
     const canary = "sk-canary-5f1d2e"
-    const r = await rein(
-      [
-        "run",
-        "--catalog",
-        realCatalog,
-        "--contract",
-        realContract,
-        "--prompt",
-        "Hi",
-        "--base-url",
-        "http://127.0.0.1:9/v1",
-        "--record",
-        record
-      ],
-      { REIN_API_KEY: canary }
-    )
+    const realRun = (baseUrl: string, ...more: ReadonlyArray<string>) =>
+      rein(
+        ["run", "--catalog", realCatalog, "--contract", realContract, "--prompt", "Hi", "--base-url", baseUrl, ...more],
+        { REIN_API_KEY: canary }
+      )
+    const r = await realRun("http://127.0.0.1:9/v1", "--record", record)
     expect(r.code).toBe(1)
     expect(r.stdout).toMatch(/transport/)
     expect(r.stdout + r.stderr).not.toContain(canary)
@@ -326,6 +316,11 @@ describe("rein run, replay, explain", () => {
       REIN_BASE_URL: ""
     })
     expectBadInput(missing, /--base-url or REIN_BASE_URL/)
+    // A key over plain http:// to another host is refused, in words the user can act on (no library option).
+    const insecure = await realRun("http://10.0.0.5/v1")
+    expectBadInput(insecure, /--base-url http:\/\/10\.0\.0\.5\/v1: .*https:\/\/.*unset REIN_API_KEY/)
+    expect(insecure.stderr).not.toMatch(/allowInsecureHttp/)
+    expect(insecure.stdout + insecure.stderr).not.toContain(canary)
   }, 120_000)
 })
 
@@ -454,6 +449,24 @@ describe("rein batch", () => {
     expect(report.stats.reused).toBe(48)
     expect(report.stats.attempts).toBe(0)
   }, 180_000)
+
+  it("says why a failed item ended: its category, the error's tag in words, its failed attempts", async () => {
+    const input = file(
+      "two.jsonl",
+      fs.readFileSync("examples/prompts.jsonl", "utf8").split("\n").slice(0, 2).join("\n")
+    )
+    const down = { behaviour: { kind: "fail", failure: "server_error", latency: "10 millis" } }
+    const allDown = file("all-down.json", JSON.stringify({ endpoints: { "fake/a": [down], "fake/b": [down] } }))
+    const out = path.join(tmp, "failed.jsonl")
+    const r = await rein([
+      ...batchArgs(out).map((a) => a === "examples/prompts.jsonl" ? input : a),
+      "--scenario",
+      allDown
+    ])
+    expect(r.code).toBe(1)
+    expect(r.stderr).toMatch(/\[1\/2\] q\d\d failed: server_error, no candidate left \(500( ×\d)?(, 500( ×\d)?)*\)/)
+    expect(r.stderr).not.toMatch(/PlanExhausted/)
+  }, 120_000)
 
   it("names the flag of a bad guardrail", async () => {
     const r = await rein([

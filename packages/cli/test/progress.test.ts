@@ -77,6 +77,21 @@ describe("an item's line", () => {
       category: "timeout",
       attempts: [{ endpoint: "fake/a", role: "first", failure: "timeout", code: null }]
     })).toBe("failed: timeout (timeout)")
+    expect(
+      Story.failed({
+        _tag: "ItemFailed",
+        at: 0,
+        index: 0,
+        itemId: "q1",
+        category: "timeout",
+        error: "DeadlineExceeded"
+      })
+    )
+      .toBe("failed: timeout, item deadline reached")
+    expect(
+      Story.failed({ _tag: "ItemFailed", at: 0, index: 0, itemId: "q1", category: "overloaded", error: "SomethingNew" })
+    )
+      .toBe("failed: overloaded, SomethingNew")
   })
 })
 

@@ -19,7 +19,7 @@ import { SqlClient } from "@effect/sql"
 import type { ArtifactStore as Store } from "@rein/batch"
 import { ArtifactStore } from "@rein/batch"
 import type { Scope } from "effect"
-import { Effect, Layer, Stream } from "effect"
+import { Chunk, Effect, Layer, Stream } from "effect"
 import * as R from "./internal/artifactRead.js"
 import * as Q from "./internal/batchStatements.js"
 
@@ -42,10 +42,9 @@ export interface Options {
 }
 
 /**
- * A run's artifact open for reading in bounded memory: its manifest, and its records, oldest first, as a stream
- * read a page at a time (the process holds one page, however many records the run has). The records are those
- * of one snapshot, taken when the artifact was opened, however long reading them takes; reading them fails with
- * `format` (naming the record's line, as `read` does), `io`, or `closed` once the scope that opened it closed.
+ * A run's artifact open for reading in bounded memory (batch's `ArtifactStore.Streamed`): its manifest, and its
+ * records, oldest first, as a stream read a page at a time. The records are those of one snapshot, taken when
+ * the artifact was opened, however long reading them takes.
  *
  * @example
  * ```ts
@@ -58,15 +57,12 @@ export interface Options {
  * @category models
  * @since 0.1.0
  */
-export interface Streamed {
-  readonly manifest: Store.Manifest
-  readonly records: Stream.Stream<Store.ItemRecord, Store.ArtifactError>
-}
+export type Streamed = Store.Streamed
 
 /**
- * The store of one run: batch's `ArtifactStore` service, and `stream`, which reads the records in bounded
- * memory. (`read`, `resume` and `open` give every record at once, as the service's contract says; they read
- * them a page at a time too, so they hold the records and one page of rows, never all the rows as well.)
+ * The store of one run: batch's `ArtifactStore` service. `stream` reads the records in bounded memory, and
+ * `resume` and `open` hand them over a page at a time (holding one page of rows); `read` gives every record at
+ * once, as the service's contract says.
  *
  * @example
  * ```ts
@@ -82,7 +78,7 @@ export interface Streamed {
 export interface Service extends Store.Service {
   /**
    * Opens the artifact for reading in bounded memory for the scope (one connection and one snapshot are held
-   * until it closes); fails with `missing` when there is no such run.
+   * until it closes; reading after it closed fails with `closed`); fails with `missing` when there is no run.
    */
   readonly stream: Effect.Effect<Streamed, Store.ArtifactError, Scope.Scope>
 }
@@ -90,16 +86,17 @@ export interface Service extends Store.Service {
 const missing = (runId: string) =>
   new ArtifactStore.ArtifactError({ reason: "missing", message: `no run ${JSON.stringify(runId)}` })
 
-/** The manifest and every record, read a page at a time (so the rows of one page are held with the records). */
-const readAll = (sql: SqlClient.SqlClient, runId: string) =>
+/** The manifest, each record handed to `onRecord` as its page is read (one page of rows held at a time). */
+const readAll = (sql: SqlClient.SqlClient, runId: string, onRecord: Store.OnRecord) =>
   Effect.scoped(Effect.flatMap(R.open(sql, runId, R.PAGE_SIZE), (snapshot) => {
     if (snapshot === undefined) return Effect.succeed(undefined)
-    const records: Array<Store.ItemRecord> = []
     return Effect.as(
-      Stream.runForEachChunk(snapshot.records, (chunk) => Effect.sync(() => void records.push(...chunk))),
-      { manifest: snapshot.manifest, records } satisfies Store.Contents
+      Stream.runForEachChunk(snapshot.records, (chunk) => Effect.sync(() => Chunk.forEach(chunk, onRecord))),
+      snapshot.manifest
     )
   }))
+
+const ignore: Store.OnRecord = () => {}
 
 /**
  * The store for one run.
@@ -123,9 +120,7 @@ export const make = (options: Options): Effect.Effect<Service, never, SqlClient.
   Effect.map(SqlClient.SqlClient, (sql) => {
     const runId = options.runId
 
-    const read = readAll(sql, runId)
-
-    const opened = (contents: Store.Contents): Effect.Effect<Store.Opened, never, Scope.Scope> =>
+    const opened = (manifest: Store.Manifest): Effect.Effect<Store.Opened, never, Scope.Scope> =>
       Effect.gen(function*() {
         let refused: string | undefined
         yield* Effect.addFinalizer(() => Effect.sync(() => void (refused ??= "it is closed")))
@@ -146,7 +141,7 @@ export const make = (options: Options): Effect.Effect<Service, never, SqlClient.
               })
             )
           })
-        return { manifest: contents.manifest, existing: contents.records, truncatedBytes: 0, append }
+        return { manifest, truncatedBytes: 0, append }
       })
 
     const create = (manifest: Store.Manifest) =>
@@ -162,25 +157,37 @@ export const make = (options: Options): Effect.Effect<Service, never, SqlClient.
           yield* sql`DELETE FROM rein_batch_runs WHERE run_id = ${runId}`
           yield* Q.insertRun(sql, { runId, manifest, settings: {}, deadlineMillis: null })
         }
-        return yield* opened({ manifest, records: [] })
+        return yield* opened(manifest)
       }).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(R.io(e))))
 
-    const resume = Effect.flatMap(
-      read,
-      (contents) => contents === undefined ? Effect.fail(missing(runId)) : opened(contents)
-    )
+    const resume = (onRecord: Store.OnRecord = ignore) =>
+      Effect.flatMap(
+        readAll(sql, runId, onRecord),
+        (manifest) => manifest === undefined ? Effect.fail(missing(runId)) : opened(manifest)
+      )
+
+    const read = Effect.suspend(() => {
+      const records: Array<Store.ItemRecord> = []
+      return Effect.flatMap(
+        readAll(sql, runId, (record) => void records.push(record)),
+        (manifest) =>
+          manifest === undefined
+            ? Effect.fail(missing(runId))
+            : Effect.succeed({ manifest, records } satisfies Store.Contents)
+      )
+    })
 
     return {
       create,
       resume,
-      open: (manifest) =>
+      open: (manifest, onRecord = ignore) =>
         options.overwrite === true
           ? create(manifest)
-          : Effect.flatMap(read, (contents) => contents === undefined ? create(manifest) : opened(contents)),
-      read: Effect.flatMap(
-        read,
-        (contents) => contents === undefined ? Effect.fail(missing(runId)) : Effect.succeed(contents)
-      ),
+          : Effect.flatMap(
+            readAll(sql, runId, onRecord),
+            (existing) => existing === undefined ? create(manifest) : opened(existing)
+          ),
+      read,
       stream: Effect.flatMap(
         R.open(sql, runId, R.PAGE_SIZE),
         (snapshot) => snapshot === undefined ? Effect.fail(missing(runId)) : Effect.succeed(snapshot)

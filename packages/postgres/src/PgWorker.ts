@@ -389,7 +389,6 @@ const artifactsOf = <I, E, R>(ctx: Context<I, E, R>, manifest: ArtifactStore.Man
   const request = Items.requestOf(options)
   const opened: ArtifactStore.Opened = {
     manifest,
-    existing: [],
     truncatedBytes: 0,
     append: (record) => ctx.fence.submit(record)
   }

@@ -59,8 +59,10 @@ vi.mock("../../batch/test/artifact-helpers.js", async (importOriginal) => {
           )
         const failed = (e: unknown) =>
           new ArtifactStore.ArtifactError({ reason: "io", message: `write failed: ${String(e)}` })
-        const watch = (opened: ArtifactStore.Opened): ArtifactStore.Opened => {
-          const records = [...opened.existing]
+        const watch = (
+          opened: ArtifactStore.Opened,
+          records: Array<ArtifactStore.ItemRecord> = []
+        ): ArtifactStore.Opened => {
           let refused = false
           mirror({ manifest: opened.manifest, records })
           return {
@@ -86,16 +88,24 @@ vi.mock("../../batch/test/artifact-helpers.js", async (importOriginal) => {
         }
         const create = (manifest: ArtifactStore.Manifest) =>
           Effect.zipRight(Effect.mapError(gate(new Uint8Array()), failed), Effect.map(store.create(manifest), watch))
+        // The records read on opening are kept for the mirror, and handed on.
+        const resume = (onRecord?: ArtifactStore.OnRecord) => {
+          const records: Array<ArtifactStore.ItemRecord> = []
+          return Effect.map(
+            store.resume((record) => {
+              records.push(record)
+              onRecord?.(record)
+            }),
+            (opened) => watch(opened, records)
+          )
+        }
         return {
           create,
-          resume: Effect.map(store.resume, watch),
-          open: (manifest) =>
-            Effect.flatMap(Effect.either(store.read), (r) =>
-              r._tag === "Right" ? Effect.map(store.resume, watch) : create(manifest)),
-          read: Effect.tap(store.read, (contents) =>
-            Effect.sync(() =>
-              mirror(contents)
-            ))
+          resume,
+          open: (manifest, onRecord) =>
+            Effect.flatMap(Effect.either(store.read), (r) => r._tag === "Right" ? resume(onRecord) : create(manifest)),
+          stream: store.stream,
+          read: Effect.tap(store.read, (contents) => Effect.sync(() => mirror(contents)))
         }
       })
     ).pipe(Layer.provide(PgClient.layer({ url: Redacted.make(state.url), maxConnections: 2 })))

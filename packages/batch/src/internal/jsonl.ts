@@ -88,39 +88,102 @@ const parseManifest = (bytes: Uint8Array): Either.Either<Manifest, ArtifactError
     }
   )
 
-const parseRecord = (bytes: Uint8Array, line: number): Either.Either<ItemRecord, ArtifactError> =>
+// `identityFingerprint`: the manifest's, which a record written under it shares instead of holding a copy.
+const parseRecord = (
+  bytes: Uint8Array,
+  line: number,
+  identityFingerprint: string
+): Either.Either<ItemRecord, ArtifactError> =>
   Either.flatMap(parseLine(bytes, line), (json) => {
-    if (isObject(json) && json.kind === "manifest") {
-      return Either.left(formatError(line, "a second manifest"))
+    if (isObject(json)) {
+      if (json.kind === "manifest") return Either.left(formatError(line, "a second manifest"))
+      if (json.identityFingerprint === identityFingerprint) json.identityFingerprint = identityFingerprint
     }
     return Either.mapLeft(decodeRecord(json), (e) => formatError(line, `bad item record: ${formatParseError(e)}`))
   })
 
-/** Parses a whole artifact under the crash rules. @internal */
-export const parse = (bytes: Uint8Array): Either.Either<Parsed, ArtifactError> => {
-  const lastNewline = bytes.lastIndexOf(NEWLINE)
-  const validLength = lastNewline + 1
-  if (validLength === 0) return Either.right({ _tag: "Empty", tail: bytes })
-  let start = bytes.indexOf(NEWLINE)
-  const manifest = parseManifest(bytes.subarray(0, start))
-  if (Either.isLeft(manifest)) return Either.left(manifest.left)
-  const records: Array<ItemRecord> = []
-  let line = 1
-  start += 1
-  while (start < validLength) {
-    line += 1
-    const end = bytes.indexOf(NEWLINE, start)
-    const record = parseRecord(bytes.subarray(start, end), line)
-    if (Either.isLeft(record)) return Either.left(record.left)
-    records.push(record.right)
-    start = end + 1
+/** What a scanned file holds (its records went to the scanner's `onRecord`). @internal */
+export type Scanned =
+  /** No complete line: an empty file, or only an unterminated first line (`tail` bytes of it). */
+  | { readonly _tag: "Empty"; readonly tail: Uint8Array }
+  | {
+    readonly _tag: "Artifact"
+    readonly manifest: Manifest
+    /** Bytes up to and including the last newline: what survives a truncation. */
+    readonly validLength: number
+    /** Bytes after the last newline (an unterminated final line). */
+    readonly tornBytes: number
   }
-  return Either.right({
-    _tag: "Artifact",
-    manifest: manifest.right,
-    records,
-    validLength,
-    tornBytes: bytes.length - validLength
+
+/**
+ * Reads an artifact fed to it in chunks of any size, under the crash rules: the manifest, then each record
+ * handed to `onRecord` as its line completes (and not kept), so a file of millions of records is read in
+ * the memory of one chunk and one line. @internal
+ */
+export interface Scanner {
+  /** The next bytes of the file; fails on the first malformed complete line (nothing after it is read). */
+  readonly push: (chunk: Uint8Array) => Either.Either<void, ArtifactError>
+  /** What the file held, once every byte was pushed. */
+  readonly end: () => Scanned
+  /** The manifest, once its line is complete. */
+  readonly manifest: () => Manifest | undefined
+}
+
+/** A scanner of one file. @internal */
+export const scanner = (onRecord: (record: ItemRecord) => void): Scanner => {
+  let manifest: Manifest | undefined
+  let line = 0
+  let consumed = 0 // bytes up to and including the last newline
+  let carry: Array<Uint8Array> = [] // the current line's bytes from earlier chunks
+  let carried = 0
+  const complete = (bytes: Uint8Array): Either.Either<void, ArtifactError> => {
+    line += 1
+    if (manifest === undefined) {
+      const m = parseManifest(bytes)
+      if (Either.isLeft(m)) return Either.left(m.left)
+      manifest = m.right
+      return Either.void
+    }
+    const record = parseRecord(bytes, line, manifest.identityFingerprint)
+    if (Either.isLeft(record)) return Either.left(record.left)
+    onRecord(record.right)
+    return Either.void
+  }
+  const push = (chunk: Uint8Array): Either.Either<void, ArtifactError> => {
+    let start = 0
+    let end = chunk.indexOf(NEWLINE)
+    while (end !== -1) {
+      const piece = chunk.subarray(start, end)
+      const bytes = carried === 0 ? piece : concat([...carry, piece])
+      consumed += carried + piece.length + 1
+      carry = []
+      carried = 0
+      const done = complete(bytes)
+      if (Either.isLeft(done)) return done
+      start = end + 1
+      end = chunk.indexOf(NEWLINE, start)
+    }
+    if (start < chunk.length) {
+      // A chunk may be a view of a buffer the reader reuses: the carried part is copied.
+      carry.push(chunk.slice(start))
+      carried += chunk.length - start
+    }
+    return Either.void
+  }
+  const end = (): Scanned =>
+    manifest === undefined
+      ? { _tag: "Empty", tail: concat(carry) }
+      : { _tag: "Artifact", manifest, validLength: consumed, tornBytes: carried }
+  return { push, end, manifest: () => manifest }
+}
+
+/** Parses a whole artifact under the crash rules, keeping every record. @internal */
+export const parse = (bytes: Uint8Array): Either.Either<Parsed, ArtifactError> => {
+  const records: Array<ItemRecord> = []
+  const scan = scanner((record) => void records.push(record))
+  return Either.map(scan.push(bytes), () => {
+    const scanned = scan.end()
+    return scanned._tag === "Empty" ? scanned : { ...scanned, records }
   })
 }
 

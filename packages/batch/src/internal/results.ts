@@ -131,7 +131,13 @@ export const make = <I>(
       const ids = { at, index: result.index, itemId: result.itemId }
       switch (result._tag) {
         case "Failed":
-          return { _tag: "ItemFailed", ...ids, category: result.category, attempts: summarise(result.error.attempts) }
+          return {
+            _tag: "ItemFailed",
+            ...ids,
+            category: result.category,
+            error: result.error._tag,
+            attempts: summarise(result.error.attempts)
+          }
         case "Reused":
           return { _tag: "ItemReused", ...ids }
         case "Succeeded":

@@ -8,6 +8,8 @@
  */
 import type { ArtifactStore, Identity } from "@rein/batch"
 import { Fingerprint } from "@rein/batch"
+import type { Chunk } from "effect"
+import { Effect, Stream } from "effect"
 
 const shown = (value: string | undefined): string => (value === undefined ? "(none)" : JSON.stringify(value))
 
@@ -28,25 +30,43 @@ export const changes = (before: Identity.Identity, after: Identity.Identity): Re
 }
 
 /**
- * The warning for resuming `out` under `identity`, or `undefined` when every record was written under it.
+ * The warning for resuming `out` under `identity`, or `undefined` when every record was written under it. The
+ * records are streamed: only their item ids are held.
  *
  * @internal
  */
 export const warning = (
   out: string,
-  contents: ArtifactStore.Contents,
+  artifact: ArtifactStore.Streamed,
   identity: Identity.Identity
-): string | undefined => {
+): Effect.Effect<string | undefined, ArtifactStore.ArtifactError> => {
   const fingerprint = Fingerprint.identity(identity)
   const current = new Set<string>()
   const others = new Set<string>()
-  for (const r of contents.records) (r.identityFingerprint === fingerprint ? current : others).add(r.itemId)
+  const add = (chunk: Chunk.Chunk<ArtifactStore.ItemRecord>) =>
+    Effect.sync(() => {
+      for (const r of chunk) (r.identityFingerprint === fingerprint ? current : others).add(r.itemId)
+    })
+  return Effect.map(
+    Stream.runForEachChunk(artifact.records, add),
+    () => said(out, artifact.manifest, identity, current, others)
+  )
+}
+
+// The warning's words, from the item ids with a record under this run's identity and under another one.
+const said = (
+  out: string,
+  manifest: ArtifactStore.Manifest,
+  identity: Identity.Identity,
+  current: ReadonlySet<string>,
+  others: ReadonlySet<string>
+): string | undefined => {
   const stale = [...others].filter((id) => !current.has(id)).length
   if (stale === 0) return undefined
   const items = new Set([...current, ...others]).size
-  const what = contents.manifest.identityFingerprint === fingerprint
+  const what = manifest.identityFingerprint === Fingerprint.identity(identity)
     ? []
-    : changes(contents.manifest.identity, identity)
+    : changes(manifest.identity, identity)
   return [
     `rein batch: ${out} was written under another contract or version than this run's`,
     ...what.map((line) => `  changed: ${line}`),

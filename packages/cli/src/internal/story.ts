@@ -33,10 +33,27 @@ export const completed = (event: typeof Events.ItemCompleted.Type): string => {
   return `ok on ${event.endpoint}${before === "" ? "" : ` after ${before}`}`
 }
 
-/** How a failed item went: `failed: overloaded (503 ×2)`. @internal */
+// Why an item ended, by the tag of its error (an unknown tag is shown as it is).
+const endings: Readonly<Record<string, string>> = {
+  PlanExhausted: "no candidate left",
+  DeadlineExceeded: "item deadline reached",
+  BudgetExhausted: "item budget exhausted",
+  FailedSafe: "neither retried nor fallen back: its kind forbids both",
+  Refused: "refused before any call",
+  Halted: "the run stopped admitting attempts",
+  BatchDeadlineExceeded: "batch deadline reached",
+  BatchAborted: "batch aborted",
+  BatchBudgetExceeded: "batch budget exceeded",
+  ArtifactFailed: "its record could not be written"
+}
+
+/** How a failed item went: `failed: overloaded, no candidate left (503 ×2)`. @internal */
 export const failed = (event: typeof Events.ItemFailed.Type): string => {
   const before = failures(event.attempts ?? [])
-  return `failed: ${event.category}${before === "" ? "" : ` (${before})`}`
+  const why = event.error === undefined
+    ? ""
+    : `, ${Object.hasOwn(endings, event.error) ? endings[event.error] : event.error}`
+  return `failed: ${event.category}${why}${before === "" ? "" : ` (${before})`}`
 }
 
 /** Whether an item's line is worth printing above a live bar: it retried, fell back or failed. @internal */

@@ -1,0 +1,149 @@
+import { NodeFileSystem } from "@effect/platform-node"
+import * as FileSystem from "@effect/platform/FileSystem"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, FastCheck as fc, Layer, Option, Stream } from "effect"
+import { appendFileSync } from "node:fs"
+import { ArtifactStore, JsonlStore, Resume } from "../src/index.js"
+import * as Jsonl from "../src/internal/jsonl.js"
+import * as JsonlRead from "../src/internal/jsonlRead.js"
+import { bytes, inputOf, record, tempFile } from "./artifact-helpers.js"
+import { identity } from "./fixtures/artifact-identity.js"
+
+// Resuming holds only what the policy reuses: the artifact is read a chunk at a time (never the whole file at
+// once) and indexed as it is read, so a run of millions of records does not hold them all.
+
+/** Node's file system where reading a whole file dies, and the largest single read is counted. */
+const chunkedOnly = () => {
+  const reads = { largest: 0, count: 0 }
+  const layer = Layer.effect(
+    FileSystem.FileSystem,
+    Effect.map(FileSystem.FileSystem, (fs): FileSystem.FileSystem => ({
+      ...fs,
+      readFile: (p) => Effect.dieMessage(`the whole of ${p} was read at once`),
+      readFileString: (p) => Effect.dieMessage(`the whole of ${p} was read at once`),
+      open: (p, o) =>
+        Effect.map(fs.open(p, o), (file): FileSystem.File => ({
+          [FileSystem.FileTypeId]: FileSystem.FileTypeId,
+          fd: file.fd,
+          get stat() {
+            return file.stat
+          },
+          get sync() {
+            return file.sync
+          },
+          seek: (offset, from) => file.seek(offset, from),
+          read: (buffer) =>
+            Effect.tap(file.read(buffer), (size) =>
+              Effect.sync(() => {
+                reads.count += 1
+                reads.largest = Math.max(reads.largest, Number(size))
+              })),
+          readAlloc: (size) => Effect.dieMessage(`a read of ${size} bytes into a new buffer`),
+          truncate: (length) => file.truncate(length),
+          write: (buffer) => file.write(buffer),
+          writeAll: (buffer) => file.writeAll(buffer)
+        }))
+    }))
+  ).pipe(Layer.provide(NodeFileSystem.layer))
+  return { reads, layer }
+}
+
+/** 3,000 items: each has a success, a newer failure for every third, a record under another input for every fifth. */
+const ids = Array.from({ length: 3_000 }, (_, i) => `item-${i}`)
+const seeded = (path: string) =>
+  Effect.scoped(Effect.gen(function*() {
+    const store = yield* ArtifactStore.ArtifactStore
+    const opened = yield* store.create(yield* ArtifactStore.makeManifest(identity))
+    for (const [i, id] of ids.entries()) {
+      yield* opened.append(record(id, { index: i }))
+      if (i % 3 === 0) {
+        yield* opened.append(record(id, { index: i, outcome: "failure", category: "overloaded", result: undefined }))
+      }
+      if (i % 5 === 0) yield* opened.append(record(id, { index: i, input: { changed: id }, result: "other" }))
+    }
+  })).pipe(Effect.provide(JsonlStore.layer({ path }).pipe(Layer.provide(NodeFileSystem.layer))))
+
+describe("Resume over a large artifact", () => {
+  it.scoped("resume reads the file a chunk at a time and indexes it as it goes; the torn tail is truncated", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seeded(path)
+      const clean = bytes(path)
+      appendFileSync(path, "{\"kind\":\"item\",\"itemId\":\"torn")
+      const { layer, reads } = chunkedOnly()
+      const session = yield* Resume.open({ identity, policy: "reuse-successes" }).pipe(
+        Effect.provide(JsonlStore.layer({ path }).pipe(Layer.provide(layer)))
+      )
+      expect(clean.length).toBeGreaterThan(JsonlRead.CHUNK)
+      expect(reads.largest).toBeLessThanOrEqual(JsonlRead.CHUNK)
+      expect(reads.count).toBeGreaterThanOrEqual(Math.ceil(clean.length / JsonlRead.CHUNK))
+      expect(session.opened.truncatedBytes).toBe(29)
+      expect(bytes(path)).toEqual(clean)
+      // The newest success per item and input: a newer failure does not hide it, another input is another key.
+      expect(session.index.size).toBe(ids.length + ids.length / 5)
+      expect(Option.map(session.lookup("item-3", inputOf("item-3")), (r) => r.result)).toEqual(
+        Option.some("answer to item-3")
+      )
+      expect(Option.map(session.lookup("item-5", inputOf("item-5", { changed: "item-5" })), (r) => r.result))
+        .toEqual(Option.some("other"))
+      expect(Option.isNone(session.lookup("item-1", inputOf("item-2")))).toBe(true)
+    }))
+
+  it.scoped("stream gives what read gives, and inspect what Resume.index over them gives, under every policy", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seeded(path)
+      const { layer } = chunkedOnly()
+      const withStore = Effect.provide(JsonlStore.layer({ path }).pipe(Layer.provide(layer)))
+      const all = yield* Effect.provide(
+        Effect.flatMap(ArtifactStore.ArtifactStore, (s) => s.read),
+        JsonlStore.layer({ path }).pipe(Layer.provide(NodeFileSystem.layer))
+      )
+      const streamed = yield* withStore(
+        Effect.scoped(
+          Effect.flatMap(
+            ArtifactStore.ArtifactStore,
+            (s) =>
+              Effect.flatMap(
+                s.stream,
+                ({ manifest, records }) =>
+                  Effect.map(Stream.runCollect(records), (chunk) => ({ manifest, records: [...chunk] }))
+              )
+          )
+        )
+      )
+      expect(streamed).toEqual(all)
+      for (const policy of ["none", "reuse-successes", "reuse-all"] as const) {
+        const inspected = yield* withStore(Resume.inspect({ identity, policy }))
+        const indexed = Resume.index(all.records, { policy, identityFingerprint: all.manifest.identityFingerprint })
+        expect(inspected.size).toBe(indexed.size)
+        for (const id of ids.slice(0, 30)) {
+          expect(inspected.lookup(id, inputOf(id))).toEqual(indexed.lookup(id, inputOf(id)))
+        }
+      }
+    }))
+})
+
+describe("the JSONL scanner", () => {
+  it.prop(
+    "fed in chunks cut anywhere, it reads what parsing the whole file reads",
+    [fc.array(fc.integer({ min: 1, max: 400 }), { minLength: 1, maxLength: 40 }), fc.nat({ max: 60 })],
+    ([cuts, torn]) => {
+      const manifest = Either.getOrThrow(Jsonl.manifestLine(Effect.runSync(ArtifactStore.makeManifest(identity))))
+      const lines = ids.slice(0, 8).map((id) => Either.getOrThrow(Jsonl.recordLine(record(id))))
+      const tail = new TextEncoder().encode(JSON.stringify(record("tail")).slice(0, torn))
+      const file = Jsonl.concat([manifest, ...lines, tail])
+      const whole = Either.getOrThrow(Jsonl.parse(file))
+      const records: Array<ArtifactStore.ItemRecord> = []
+      const scanner = Jsonl.scanner((r) => void records.push(r))
+      let at = 0
+      for (const cut of [...cuts, file.length]) {
+        Either.getOrThrow(scanner.push(file.subarray(at, Math.min(file.length, at + cut))))
+        at = Math.min(file.length, at + cut)
+      }
+      const scanned = scanner.end()
+      expect(whole._tag).toBe("Artifact")
+      expect({ ...scanned, records }).toEqual(whole)
+    }
+  )
+})
