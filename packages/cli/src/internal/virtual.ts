@@ -145,6 +145,29 @@ export class VirtualClock implements Clock.Clock {
 /** Tasks and wake-ups run between two yields to the real event loop (see `run`). */
 const SLICE = 65_536
 
+/** Effect's default: a fiber yields to the scheduler's other tasks after this many operations in a row. */
+const MAX_OPS_BEFORE_YIELD = 2_048
+
+/**
+ * The simulation's scheduler: a queue of tasks that `run` drains itself. A class, made once per run: its two
+ * methods are the same functions in every run, so code that V8 optimized around them in one simulation stays
+ * valid in the next (a scheduler of closures made per run was let go of at the end of each run, and every
+ * function of the fiber runtime optimized around it was deoptimized at the next full collection).
+ *
+ * A fiber yields after `MAX_OPS_BEFORE_YIELD` operations, Effect's default, read here as a constant: Effect's
+ * own check reads two fiber references (two map lookups) at every operation of every fiber.
+ */
+class Tasks implements Scheduler.Scheduler {
+  /** A task run is cleared from the queue at once (see `run`). */
+  readonly queue: Array<Scheduler.Task | undefined> = []
+  scheduleTask(task: Scheduler.Task): void {
+    this.queue.push(task)
+  }
+  shouldYield(fiber: Parameters<Scheduler.Scheduler["shouldYield"]>[0]): number | false {
+    return fiber.currentOpCount > MAX_OPS_BEFORE_YIELD ? 0 : false
+  }
+}
+
 /**
  * Runs `effect` in virtual time and returns its exit with the virtual time it took. A simulation that waits on
  * something that is neither a task nor a sleeper (nothing can ever wake it) is reported as a defect rather than
@@ -161,10 +184,8 @@ export const run = <A, E>(
     // A task run is cleared from the queue at once: the queue holds at most 4,096 of them, and each one
     // kept its fiber alive through every young-generation collection until the queue was trimmed (most of
     // what those collections copied, and most of the simulation's CPU).
-    const tasks: Array<Scheduler.Task | undefined> = []
-    const scheduler = Scheduler.make((task) => {
-      tasks.push(task)
-    })
+    const scheduler = new Tasks()
+    const tasks = scheduler.queue
     const clock = new VirtualClock((task) => tasks.push(task))
     return Effect.forkDaemon(Effect.withClock(effect, clock)).pipe(
       Effect.withScheduler(scheduler),
