@@ -26,8 +26,9 @@ class Sleeper {
   constructor(
     readonly at: number,
     readonly seq: number,
-    /** Resumes the sleeping fiber; `undefined` once cancelled (see `sleep`). */
-    public wake: (() => void) | undefined
+    /** Resumes the sleeping fiber (its `Effect.async` resume itself: no closure per sleep); `undefined` once
+     * cancelled (see `sleep`). */
+    public wake: ((effect: Effect.Effect<void>) => void) | undefined
   ) {}
 }
 
@@ -107,20 +108,14 @@ export class VirtualClock implements Clock.Clock {
       pending = false
       task()
     }
-    const cancel = () => {
+    const sleeper = millis > 0 ? new Sleeper(this.now + millis, this.seq++, run) : undefined
+    if (sleeper === undefined) this.yieldTo(run)
+    else this.sleepers.push(sleeper)
+    return () => {
+      if (sleeper !== undefined) sleeper.wake = undefined
       const was = pending
       pending = false
       return was
-    }
-    if (!(millis > 0)) {
-      this.yieldTo(run)
-      return cancel
-    }
-    const sleeper = new Sleeper(this.now + millis, this.seq++, run)
-    this.sleepers.push(sleeper)
-    return () => {
-      sleeper.wake = undefined
-      return cancel()
     }
   }
   readonly scheduler = (): Effect.Effect<Clock.ClockScheduler> => Effect.succeed(this)
@@ -130,7 +125,7 @@ export class VirtualClock implements Clock.Clock {
     if (!(millis > 0)) return Effect.yieldNow()
     if (!Number.isFinite(millis)) return Effect.never
     return Effect.async<void>((resume) => {
-      const sleeper = new Sleeper(this.now + millis, this.seq++, () => resume(Effect.void))
+      const sleeper = new Sleeper(this.now + millis, this.seq++, resume)
       this.sleepers.push(sleeper)
       // A cancelled sleeper stays in the heap until its time comes (up to a request's deadline later), but
       // lets go of its fiber at once: kept, every interrupted sleep (an attempt's bound, the executor's timer
@@ -221,7 +216,7 @@ export const run = <A, E>(
             clock.now = Math.max(clock.now, sleeper.at)
             const wake = sleeper.wake!
             sleeper.wake = undefined
-            wake()
+            wake(Effect.void)
           }
           return undefined
         }
