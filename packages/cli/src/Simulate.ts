@@ -235,22 +235,26 @@ export const simulate = (
       let pending = 0
       let arriving = true
       // After a request, in one step: the clock, the breakers, the retry tokens, its tally (in that order), then
-      // the count of requests in flight (a request that died ends the simulation with its cause).
-      const finished = (start: number, exit: Exit.Exit<Finished["result"]>): Effect.Effect<void> => {
-        pending--
-        if (Exit.isFailure(exit)) {
-          Deferred.unsafeDone(allDone, Exit.failCause(exit.cause))
+      // the count of requests in flight. A request that died ends the simulation with its cause. (Not `onExit`: a
+      // request's fiber is interrupted only with the whole simulation, whose counts nobody reads then.)
+      const finished = (start: number) => ({
+        onFailure: (cause: Cause.Cause<never>): Effect.Effect<void> => {
+          pending--
+          Deferred.unsafeDone(allDone, Exit.failCause(cause))
+          return Effect.void
+        },
+        onSuccess: (result: Finished["result"]): Effect.Effect<void> => {
+          pending--
+          const end = clock.unsafeCurrentTimeMillis()
+          observe()
+          tokens()
+          tallyRequest(tally, { latency: end - start, result })
+          if (!arriving && pending === 0) Deferred.unsafeDone(allDone, Exit.void)
           return Effect.void
         }
-        const end = clock.unsafeCurrentTimeMillis()
-        observe()
-        tokens()
-        tallyRequest(tally, { latency: end - start, result: exit.value })
-        if (!arriving && pending === 0) Deferred.unsafeDone(allDone, Exit.void)
-        return Effect.void
-      }
+      })
       const requestAt = (i: number, start: number) =>
-        Effect.onExit(Effect.either(Rein.execute(request(i), contract)), (exit) => finished(start, exit))
+        Effect.matchCauseEffect(Effect.either(Rein.execute(request(i), contract)), finished(start))
       let now = 0
       let i = 0
       // The arrivals before `until` (a request arriving at `now` runs in the last epoch that began by then).
