@@ -1,17 +1,9 @@
 // A/B helper (not part of the bench): bench 6's hour in process, counted rather than timed (the same on a loaded
 // machine): Effect operations run and fiber resumptions scheduled, per simulated request, by a checkout's build.
 // node bench/ab/sim-ops.mjs [checkout root] (default: this one)
-import * as fs from "node:fs"
-import { fileURLToPath, pathToFileURL } from "node:url"
-const root = process.argv[2] ?? fileURLToPath(new URL("../../", import.meta.url))
-const load = (p) => import(pathToFileURL(`${root}/${p}`).href)
-const core = await load("packages/core/dist/index.js")
-const cli = await load("packages/cli/dist/index.js")
-const { Effect, Either } = await load("node_modules/effect/dist/esm/index.js")
-const read = (p) => JSON.parse(fs.readFileSync(`${root}/${p}`, "utf8"))
-const catalog = Either.getOrThrow(core.Catalog.decode(read("examples/catalog.json")))
-const contract = Either.getOrThrow(core.Contract.decode(read("examples/contract.json")))
-const scenario = Either.getOrThrow(cli.Scenario.decode(read("bench/scenarios/hour-outage.json")))
+import { checkout } from "./sim-checkout.mjs"
+const { root, cli, Effect, catalog, contract, scenario: decoded } = await checkout(process.argv[2])
+const scenario = decoded("bench/scenarios/hour-outage.json")
 // Every fiber's run loop counts its operations (`currentOpCount`, reset at each start); a resumption is scheduled
 // through `drainQueueLaterOnExecutor`.
 const fiber = await Effect.runPromise(Effect.withFiberRuntime((f) => Effect.succeed(Object.getPrototypeOf(f))))
