@@ -145,9 +145,9 @@ const MAX_OPS_BEFORE_YIELD = 2_048
 
 /**
  * The simulation's scheduler: a queue of tasks that `run` drains itself. A class, made once per run: its two
- * methods are the same functions in every run, so code that V8 optimized around them in one simulation stays
- * valid in the next (a scheduler of closures made per run was let go of at the end of each run, and every
- * function of the fiber runtime optimized around it was deoptimized at the next full collection).
+ * methods are the same functions in every run (a scheduler of closures made per run gave the fiber runtime's
+ * optimized code a new function to call in each run; after a full collection between runs, V8 was seen
+ * deoptimizing `drainQueueLaterOnExecutor` and `defaultShouldYield` for objects that had died).
  *
  * A fiber yields after `MAX_OPS_BEFORE_YIELD` operations, Effect's default, read here as a constant: Effect's
  * own check reads two fiber references (two map lookups) at every operation of every fiber.
