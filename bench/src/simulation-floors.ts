@@ -11,7 +11,7 @@
  */
 import type { Catalog, Contract, Provider } from "@rein/core"
 import { Health, Rein } from "@rein/core"
-import { Deferred, Duration, Effect, Exit } from "effect"
+import { Context, Deferred, Duration, Effect, Exit } from "effect"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 
@@ -26,7 +26,7 @@ interface VirtualModule {
 }
 
 /** Forks `one(i)` for every arrival, one every 360 virtual ms, and waits for all of them to end. */
-const arrivals = (one: (i: number) => Effect.Effect<unknown, unknown>): Effect.Effect<void> =>
+const arrivals = <R>(one: (i: number) => Effect.Effect<unknown, unknown, R>): Effect.Effect<void, never, R> =>
   Effect.gen(function*() {
     const done = yield* Deferred.make<void>()
     let pending = 0
@@ -74,15 +74,18 @@ export const floors = async (
   }
   const sleep = Effect.sleep(LATENCY)
   const bounded = Effect.timeout(sleep, Duration.seconds(30))
+  // The services are provided once, around the arrivals, and every request's fiber inherits them (as the
+  // simulator provides them once per price epoch): two `provideService`s per request cost more than the rest of
+  // the floor's bookkeeping.
   const rein = Effect.flatMap(Health.make(inputs.health), (health) =>
-    arrivals((i) =>
-      Rein.execute(
-        { id: `sim-${i + 1}`, prompt: "simulated request", inputTokens: 600, maxOutputTokens: 300 },
-        inputs.contract
-      ).pipe(
-        Effect.provideService(Rein.Rein, { catalog: inputs.catalog, providers }),
-        Effect.provideService(Health.Health, health)
-      )
+    Effect.provide(
+      arrivals((i) =>
+        Rein.execute(
+          { id: `sim-${i + 1}`, prompt: "simulated request", inputTokens: 600, maxOutputTokens: 300 },
+          inputs.contract
+        )
+      ),
+      Context.make(Rein.Rein, { catalog: inputs.catalog, providers }).pipe(Context.add(Health.Health, health))
     ))
   return [
     {

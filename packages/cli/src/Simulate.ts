@@ -16,7 +16,7 @@ import type { FileSystem } from "@effect/platform"
 import type { Outcome, Provider } from "@rein/core"
 import { Catalog, Health, Input, Rein } from "@rein/core"
 import type { Contract } from "@rein/core"
-import { Cause, Clock, Console, Context, Deferred, Duration, Effect, Either, Exit, Random } from "effect"
+import { Cause, Console, Context, Deferred, Duration, Effect, Either, Exit, Random } from "effect"
 import { quantile } from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
@@ -175,30 +175,40 @@ export const simulate = (
 
     const program = Effect.gen(function*() {
       const health = yield* Health.make(Scenario.healthConfig(scenario))
-      // Reads every breaker in turn (a chain of steps: this runs at every call and after every request).
-      const breakers = ids.map((id) => health.breaker(id))
-      const observeFrom = (now: number, i: number): Effect.Effect<void> =>
-        i === ids.length ? Effect.void : Effect.flatMap(breakers[i]!, (state) => {
-          const id = ids[i]!
+      const { unsafeBreaker, unsafeView } = health
+      if (unsafeBreaker === undefined || unsafeView === undefined) {
+        return yield* Effect.dieMessage("simulate: the health service has no synchronous reads")
+      }
+      const clock = yield* Effect.clock
+      // Reads every breaker (at every call and after every request), in one synchronous step: the clock is
+      // virtual, so nothing moves between the reads.
+      const observe = (): void => {
+        const now = clock.unsafeCurrentTimeMillis()
+        const nanos = clock.unsafeCurrentTimeNanos()
+        for (const id of ids) {
+          const state = unsafeBreaker(nanos, id)
           const before = states.get(id) ?? "closed"
           if (state !== before) {
             transitions.push({ atMillis: now, endpoint: id, from: before, to: state })
             states.set(id, state)
           }
-          return observeFrom(now, i + 1)
-        })
-      const observe = Effect.flatMap(Clock.currentTimeMillis, (now) => observeFrom(now, 0))
-      const tokens = Effect.map(health.view(ids), (view) => {
-        const g = view.retryTokens.global
+        }
+      }
+      const tokens = (): void => {
+        const g = unsafeView(clock.unsafeCurrentTimeNanos(), ids).retryTokens.global
         endGlobal = g
         if (g !== null) {
           minGlobal = minGlobal === null ? g : Math.min(minGlobal, g)
         }
-      })
+      }
       const fake = scripted(scenario, 0)
       const observed: Provider.Provider = {
         ...fake,
-        call: (request, context) => Effect.zipRight(observe, fake.call(request, context))
+        call: (request, context) =>
+          Effect.suspend(() => {
+            observe()
+            return fake.call(request, context)
+          })
       }
       // Every provider name runs on the scripted fake: a simulation never calls out.
       const providers = new Map(catalog.endpoints.map((e) => [e.provider, observed]))
@@ -218,29 +228,33 @@ export const simulate = (
         inputTokens: scenario.request.inputTokens,
         maxOutputTokens: scenario.request.maxOutputTokens
       })
-      // After a request: the clock, the breakers, the retry tokens, then its tally (in that order).
-      const finished = (now: number, result: Finished["result"]) =>
-        Effect.flatMap(
-          Clock.currentTimeMillis,
-          (end) =>
-            Effect.zipRight(observe, Effect.map(tokens, () => tallyRequest(tally, { latency: end - now, result })))
-        )
-      const requestAt = (i: number, now: number) =>
-        Effect.flatMap(Effect.either(Rein.execute(request(i), contract)), (result) => finished(now, result))
 
       // The requests in flight are counted, not kept: an hour's 10,000 ended fibers held until the end made
       // most of the simulation's CPU garbage collection. The first request that dies ends the simulation.
       const allDone = yield* Deferred.make<void>()
       let pending = 0
       let arriving = true
-      const settled = (exit: Exit.Exit<void>) =>
-        Effect.suspend(() => {
+      // After a request, in one step: the clock, the breakers, the retry tokens, its tally (in that order), then
+      // the count of requests in flight. A request that died ends the simulation with its cause. (Not `onExit`: a
+      // request's fiber is interrupted only with the whole simulation, whose counts nobody reads then.)
+      const finished = (start: number) => ({
+        onFailure: (cause: Cause.Cause<never>): Effect.Effect<void> => {
           pending--
-          if (Exit.isFailure(exit)) {
-            return Deferred.failCause(allDone, exit.cause)
-          }
-          return !arriving && pending === 0 ? Deferred.succeed(allDone, undefined) : Effect.void
-        })
+          Deferred.unsafeDone(allDone, Exit.failCause(cause))
+          return Effect.void
+        },
+        onSuccess: (result: Finished["result"]): Effect.Effect<void> => {
+          pending--
+          const end = clock.unsafeCurrentTimeMillis()
+          observe()
+          tokens()
+          tallyRequest(tally, { latency: end - start, result })
+          if (!arriving && pending === 0) Deferred.unsafeDone(allDone, Exit.void)
+          return Effect.void
+        }
+      })
+      const requestAt = (i: number, start: number) =>
+        Effect.matchCauseEffect(Effect.either(Rein.execute(request(i), contract)), finished(start))
       let now = 0
       let i = 0
       // The arrivals before `until` (a request arriving at `now` runs in the last epoch that began by then).
@@ -248,12 +262,12 @@ export const simulate = (
         Effect.gen(function*() {
           while (now < scenario.duration && now < until) {
             pending++
-            yield* Effect.fork(Effect.onExit(requestAt(i++, now), settled))
+            yield* Effect.fork(requestAt(i++, now))
             const gap = scenario.arrivals === "steady"
               ? 1_000 / scenario.rate
               : (-Math.log(1 - (yield* Random.next)) * 1_000) / scenario.rate
-            yield* Effect.sleep(Duration.millis(gap))
-            now = yield* Clock.currentTimeMillis
+            yield* clock.sleep(Duration.millis(gap))
+            now = clock.unsafeCurrentTimeMillis()
           }
         })
       for (let e = 0; e < epochs.length; e++) {

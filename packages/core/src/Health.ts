@@ -209,6 +209,8 @@ export interface Service {
   readonly breaker: (endpoint: string) => Effect.Effect<BreakerState>
   /** Optional fast path: `view` as one synchronous read, as of the monotonic reading `atNanos`. */
   readonly unsafeView?: (atNanos: bigint, endpoints: ReadonlyArray<string>) => View
+  /** Optional fast path: `breaker` as one synchronous read, as of the monotonic reading `atNanos`. */
+  readonly unsafeBreaker?: (atNanos: bigint, endpoint: string) => BreakerState
   /**
    * Optional fast path: `acquire` as one synchronous check-and-update, for an attempt starting at `atNanos`;
    * `undefined` when it cannot answer without the store (a probe slot or retry token held elsewhere): the
@@ -731,6 +733,7 @@ const build = (options: Partial<Config>): Effect.Effect<Service> =>
       degrade,
       breaker: (endpoint) => Effect.clockWith((clock) => Effect.sync(() => current(get(endpoint), nowOf(clock)))),
       unsafeView: (atNanos, ids) => viewAt(millisOf(atNanos), ids),
+      unsafeBreaker: (atNanos, endpoint) => current(get(endpoint), millisOf(atNanos)),
       unsafeAcquire,
       unsafeComplete: (atNanos, permit, result) => completeAt(millisOf(atNanos), permit, result)
     })

@@ -62,6 +62,41 @@ describe("Health: breakers", () => {
       })
   )
 
+  it.effect.prop(
+    "unsafeBreaker reads what breaker reads, at any time after any results (also while degraded)",
+    [
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 3_000 }), fc.constantFrom("success", "overloaded", "degrade")), {
+        minLength: 1,
+        maxLength: 25
+      })
+    ],
+    ([steps]) =>
+      Effect.gen(function*() {
+        const health = yield* Health.make({ consecutiveFailures: 2, cooldown: 1_000 })
+        let now = 0
+        for (const [dt, step] of steps) {
+          now += dt
+          yield* TestClock.setTime(now)
+          if (step === "degrade") yield* health.degrade("a")
+          else {
+            const permit = yield* Effect.either(health.acquire("a", "first"))
+            if (Either.isRight(permit)) {
+              yield* health.complete(
+                permit.right,
+                step === "success"
+                  ? { _tag: "success" }
+                  : { _tag: "failure", kind: "overloaded", retryAfterMillis: null }
+              )
+            }
+          }
+          const nanos = yield* Clock.currentTimeNanos
+          for (const id of ["a", "b"]) expect(health.unsafeBreaker?.(nanos, id)).toBe(yield* health.breaker(id))
+        }
+      }),
+    // Each instant set on the test clock costs real milliseconds: fewer runs, each of up to 25 instants.
+    { fastCheck: { numRuns: 30 } }
+  )
+
   it.effect("a 429 with Retry-After 30 s opens the breaker for 30 s; a later 1 s Retry-After does not shorten it", () =>
     Effect.gen(function*() {
       const health = yield* Health.make()

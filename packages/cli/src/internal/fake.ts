@@ -6,7 +6,7 @@
  */
 import type { Provider } from "@rein/core"
 import { Failure, Fake } from "@rein/core"
-import { Clock, Duration, Effect, Random } from "effect"
+import { Clock, Context, Duration, Effect, Random } from "effect"
 import type { Scenario } from "../Scenario.js"
 import { behaviourAt } from "../Scenario.js"
 import { tokenizer } from "./tokens.js"
@@ -103,6 +103,24 @@ const play = (
   }
 }
 
+/** One call at `now` with the draw `u`: the scenario's behaviour then, played. */
+const playAt = (
+  scenario: Scenario | undefined,
+  originMillis: number,
+  now: number,
+  u: number,
+  request: Provider.CompletionRequest,
+  context: Provider.AttemptContext
+): Effect.Effect<Provider.ProviderResponse, Failure.ProviderFailure> => {
+  const offset = now - originMillis
+  const behaviour = scenario === undefined
+    ? { kind: "ok" as const, latency: 0, outputTokens: 100 }
+    : behaviourAt(scenario, context.endpoint.id, offset)
+  const inputTokens = request.inputTokens ?? tokenizer(request)
+  const step = toStep(scenario, behaviour, offset, u, inputTokens, context.maxOutputTokens)
+  return play(step, request, context)
+}
+
 /**
  * The built-in fake: each call asks the scenario how the endpoint behaves at this moment (offset from
  * `originMillis` on the effect's `Clock`, so virtual time drives it in `simulate`), and `Fake` plays that
@@ -114,14 +132,12 @@ const play = (
 export const scripted = (scenario: Scenario | undefined, originMillis: number): Provider.Provider => ({
   internalMaxAttempts: 1,
   simulated: true,
+  // The fiber's own clock and random (the effect's `Clock` and `Random`), read in one step: the clock's
+  // reading, then a draw.
   call: (request, context) =>
-    Effect.flatMap(Effect.zip(Clock.currentTimeMillis, Random.next), ([now, u]) => {
-      const offset = now - originMillis
-      const behaviour = scenario === undefined
-        ? { kind: "ok" as const, latency: 0, outputTokens: 100 }
-        : behaviourAt(scenario, context.endpoint.id, offset)
-      const inputTokens = request.inputTokens ?? tokenizer(request)
-      const step = toStep(scenario, behaviour, offset, u, inputTokens, context.maxOutputTokens)
-      return play(step, request, context)
+    Effect.withFiberRuntime((fiber) => {
+      const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+      return Effect.flatMap(Context.get(fiber.currentDefaultServices, Random.Random).next, (u) =>
+        playAt(scenario, originMillis, now, u, request, context))
     })
 })

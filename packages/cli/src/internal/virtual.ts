@@ -26,8 +26,9 @@ class Sleeper {
   constructor(
     readonly at: number,
     readonly seq: number,
-    /** Resumes the sleeping fiber; `undefined` once cancelled (see `sleep`). */
-    public wake: (() => void) | undefined
+    /** Resumes the sleeping fiber (its `Effect.async` resume itself: no closure per sleep); `undefined` once
+     * cancelled (see `sleep`). */
+    public wake: ((effect: Effect.Effect<void>) => void) | undefined
   ) {}
 }
 
@@ -107,20 +108,14 @@ export class VirtualClock implements Clock.Clock {
       pending = false
       task()
     }
-    const cancel = () => {
+    const sleeper = millis > 0 ? new Sleeper(this.now + millis, this.seq++, run) : undefined
+    if (sleeper === undefined) this.yieldTo(run)
+    else this.sleepers.push(sleeper)
+    return () => {
+      if (sleeper !== undefined) sleeper.wake = undefined
       const was = pending
       pending = false
       return was
-    }
-    if (!(millis > 0)) {
-      this.yieldTo(run)
-      return cancel
-    }
-    const sleeper = new Sleeper(this.now + millis, this.seq++, run)
-    this.sleepers.push(sleeper)
-    return () => {
-      sleeper.wake = undefined
-      return cancel()
     }
   }
   readonly scheduler = (): Effect.Effect<Clock.ClockScheduler> => Effect.succeed(this)
@@ -130,7 +125,7 @@ export class VirtualClock implements Clock.Clock {
     if (!(millis > 0)) return Effect.yieldNow()
     if (!Number.isFinite(millis)) return Effect.never
     return Effect.async<void>((resume) => {
-      const sleeper = new Sleeper(this.now + millis, this.seq++, () => resume(Effect.void))
+      const sleeper = new Sleeper(this.now + millis, this.seq++, resume)
       this.sleepers.push(sleeper)
       // A cancelled sleeper stays in the heap until its time comes (up to a request's deadline later), but
       // lets go of its fiber at once: kept, every interrupted sleep (an attempt's bound, the executor's timer
@@ -144,6 +139,29 @@ export class VirtualClock implements Clock.Clock {
 
 /** Tasks and wake-ups run between two yields to the real event loop (see `run`). */
 const SLICE = 65_536
+
+/** Effect's default: a fiber yields to the scheduler's other tasks after this many operations in a row. */
+const MAX_OPS_BEFORE_YIELD = 2_048
+
+/**
+ * The simulation's scheduler: a queue of tasks that `run` drains itself. A class, made once per run: its two
+ * methods are the same functions in every run (a scheduler of closures made per run gave the fiber runtime's
+ * optimized code a new function to call in each run; after a full collection between runs, V8 was seen
+ * deoptimizing `drainQueueLaterOnExecutor` and `defaultShouldYield` for objects that had died).
+ *
+ * A fiber yields after `MAX_OPS_BEFORE_YIELD` operations, Effect's default, read here as a constant: Effect's
+ * own check reads two fiber references (two map lookups) at every operation of every fiber.
+ */
+class Tasks implements Scheduler.Scheduler {
+  /** A task run is cleared from the queue at once (see `run`). */
+  readonly queue: Array<Scheduler.Task | undefined> = []
+  scheduleTask(task: Scheduler.Task): void {
+    this.queue.push(task)
+  }
+  shouldYield(fiber: Parameters<Scheduler.Scheduler["shouldYield"]>[0]): number | false {
+    return fiber.currentOpCount > MAX_OPS_BEFORE_YIELD ? 0 : false
+  }
+}
 
 /**
  * Runs `effect` in virtual time and returns its exit with the virtual time it took. A simulation that waits on
@@ -161,10 +179,8 @@ export const run = <A, E>(
     // A task run is cleared from the queue at once: the queue holds at most 4,096 of them, and each one
     // kept its fiber alive through every young-generation collection until the queue was trimmed (most of
     // what those collections copied, and most of the simulation's CPU).
-    const tasks: Array<Scheduler.Task | undefined> = []
-    const scheduler = Scheduler.make((task) => {
-      tasks.push(task)
-    })
+    const scheduler = new Tasks()
+    const tasks = scheduler.queue
     const clock = new VirtualClock((task) => tasks.push(task))
     return Effect.forkDaemon(Effect.withClock(effect, clock)).pipe(
       Effect.withScheduler(scheduler),
@@ -200,7 +216,7 @@ export const run = <A, E>(
             clock.now = Math.max(clock.now, sleeper.at)
             const wake = sleeper.wake!
             sleeper.wake = undefined
-            wake()
+            wake(Effect.void)
           }
           return undefined
         }
