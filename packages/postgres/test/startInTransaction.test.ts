@@ -37,7 +37,7 @@ const joinAfterConcurrentChange = (runId: string, level: string) =>
       yield* sql`SELECT run_id FROM rein_batch_runs WHERE run_id = ${runId}`
       // Outside the transaction (a statement finds its transaction in the context, whatever its client).
       yield* outside`UPDATE rein_batch_runs SET settings = settings WHERE run_id = ${runId}`.pipe(
-        Effect.mapInputContext(Context.omit(SqlClient.TransactionConnection))
+        Effect.mapInputContext((ctx: Context.Context<never>) => Context.omit(SqlClient.TransactionConnection)(ctx))
       )
       return yield* Effect.either(startOf(runId))
     }))

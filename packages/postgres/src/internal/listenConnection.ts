@@ -95,7 +95,7 @@ const poolLike = (origin: Origin, stream: StreamFactory) =>
  * A client of one connection made the way `pg` connects (from its pool's options when it was made from a pool,
  * else from its `config`), with `stream` making its sockets.
  */
-const clientLike = (pg: PgClient.PgClient, stream: StreamFactory) => {
+const clientLike = (pg: PgClient.PgClient, stream: (...args: ReadonlyArray<unknown>) => Duplex) => {
   const origin = origins.get(pg)
   // One connection for statements (sql-pg checks one at start, then it idles out) and the listening one.
   return origin === undefined
