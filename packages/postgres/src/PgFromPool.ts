@@ -14,8 +14,8 @@
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
+import type { SqlError } from "@effect/sql/SqlError"
 import type { Scope } from "effect"
 import { Context, Effect, Layer } from "effect"
 import * as LC from "./internal/listenConnection.js"

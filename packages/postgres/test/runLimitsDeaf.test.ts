@@ -6,10 +6,9 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, layer } from "@effect/vitest"
 import type { Termination } from "@rein/batch"
-import { Context, Effect, Exit, Layer, Redacted, Scope, TestClock, TestContext, TestServices } from "effect"
+import { Context, Effect, Exit, Scope, TestClock, TestContext, TestServices } from "effect"
 import { PgRunLimits } from "../src/index.js"
-import { available, fresh, PgLive, Server } from "./pg.js"
-import * as Proxy from "./proxy.js"
+import { available, fresh, listeningThroughProxy, PgLive } from "./pg.js"
 
 /** Waits in real time (bounded) until `p` holds; the database answers in real time. */
 const eventually = (p: () => boolean) =>
@@ -38,14 +37,8 @@ describe.skipIf(!available)("PgRunLimits with a deaf listening connection", () =
   layer(PgLive, { timeout: "60 seconds", excludeTestServices: true })((it) => {
     it.scoped("notices it at its next poll and hears again on a new connection", () =>
       Effect.gen(function*() {
-        const server = yield* Server
-        const proxy = yield* Proxy.start(server.port)
-        const direct = yield* PgClient.PgClient
-        const url = Redacted.make(server.url.replace(`:${server.port}/`, `:${proxy.port}/`))
         // Statements go straight to the database; the listening connection (made from `config`) through the proxy.
-        const client = new globalThis.Proxy(direct, {
-          get: (target, key) => key === "config" ? { ...target.config, url } : Reflect.get(target, key)
-        })
+        const { onClient, proxy } = yield* listeningThroughProxy
         const options = {
           name: fresh("deaf"),
           clock: "effect" as const,
@@ -56,7 +49,7 @@ describe.skipIf(!available)("PgRunLimits with a deaf listening connection", () =
         const scope = yield* Scope.make()
         const a = yield* PgRunLimits.make({ concurrency: 1 }, options).pipe(
           Scope.extend(scope),
-          Effect.provide(Layer.merge(Layer.succeed(PgClient.PgClient, client), Layer.succeed(SqlClient.SqlClient, client)))
+          onClient
         )
         // The other process: no `PgClient`, so it does not listen (the only listener is `a`'s).
         const b = yield* PgRunLimits.make({ concurrency: 1 }, options).pipe(
