@@ -1,6 +1,8 @@
 /**
- * A `PgClient`'s listening connection, of our own: a second client on the same configuration whose sockets we
- * hold, so that a connection that stopped answering can be dropped at once rather than waited for.
+ * A `PgClient`'s listening connection, of our own: a second client made the way the first connects (its
+ * `config`, or the options of the pool it was made from, through `PgFromPool`: the user's stream factory makes
+ * its sockets too) whose sockets we hold, so that a connection that stopped answering can be dropped at once
+ * rather than waited for.
  *
  * Why not the client's own `listen` (checked against sql-pg 0.53, `PgClient.ts`): it runs every subscription on
  * one connection held in an `RcRef`, and ending a subscription sends `UNLISTEN` through an `Effect.promise` with
@@ -95,13 +97,11 @@ const poolLike = (origin: Origin, stream: StreamFactory) =>
  * A client of one connection made the way `pg` connects (from its pool's options when it was made from a pool,
  * else from its `config`), with `stream` making its sockets.
  */
-const clientLike = (pg: PgClient.PgClient, stream: (...args: ReadonlyArray<unknown>) => Duplex) => {
-  const origin = origins.get(pg)
-  // One connection for statements (sql-pg checks one at start, then it idles out) and the listening one.
-  return origin === undefined
-    ? PgClient.make({ ...pg.config, stream, maxConnections: 1, minConnections: 0, idleTimeout: Duration.millis(1) })
-    : PgClient.fromPool({ acquire: poolLike(origin, stream) })
-}
+const clientLike = (from: Origin | PgClient.PgClientConfig, stream: (...args: ReadonlyArray<unknown>) => Duplex) =>
+  "make" in from
+    ? PgClient.fromPool({ acquire: poolLike(from, stream) })
+    // One connection for statements (sql-pg checks one at start, then it idles out) and the listening one.
+    : PgClient.make({ ...from, stream, maxConnections: 1, minConnections: 0, idleTimeout: Duration.millis(1) })
 
 /**
  * Starts a new listening client in a scope of its own. It is made in a fiber of its own, so that a database that
@@ -111,8 +111,9 @@ const clientLike = (pg: PgClient.PgClient, stream: (...args: ReadonlyArray<unkno
 const start = (pg: PgClient.PgClient) =>
   Effect.gen(function*() {
     const sockets = new Set<Duplex>()
-    const origin = origins.get(pg)
-    const own = factoryOf(origin === undefined ? pg.config : origin.options)
+    // Read once: what a new listening connection is made from.
+    const from = origins.get(pg) ?? pg.config
+    const own = factoryOf("make" in from ? from.options : from)
     const stream = (...args: ReadonlyArray<unknown>): Duplex => {
       const made: unknown = own === undefined ? new Socket() : own(...args)
       if (!(made instanceof Duplex)) throw new TypeError("@rein/postgres: the stream factory made no stream")
@@ -122,7 +123,7 @@ const start = (pg: PgClient.PgClient) =>
     }
     const scope = yield* Scope.make()
     const client = yield* Deferred.make<PgClient.PgClient, SqlError>()
-    yield* clientLike(pg, stream).pipe(
+    yield* clientLike(from, stream).pipe(
       Effect.provide(Reactivity.layer),
       Scope.extend(scope),
       Effect.intoDeferred(client),
