@@ -1,7 +1,7 @@
 // PgRunLimits whose listening connection goes deaf (open, silent: a proxy that stops passing anything), under a
-// TestClock moved a poll at a time: its ping goes unheard, the next poll subscribes again on a new connection,
-// and a stop made by another process afterwards reaches it by notification while the clock stays put (so its
-// poll cannot). Before: nothing noticed the deaf connection, and the stop reached it only at a poll.
+// TestClock moved a poll at a time: its ping goes unheard for the query timeout, the next poll subscribes again
+// on a new connection, and a stop made by another process afterwards reaches it by notification while the clock
+// stays put (so its poll cannot). Before: nothing noticed the deaf connection, and the stop reached it at a poll.
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, layer } from "@effect/vitest"
@@ -31,6 +31,15 @@ const listeners = (n: number) =>
     return seen
   })
 
+/** `n` polls of a second, with real time in between for the database to answer. */
+const polls = (n: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < n; i++) {
+      yield* TestClock.adjust(1_000)
+      yield* TestServices.provideLive(Effect.sleep("200 millis"))
+    }
+  })
+
 const STOP: Termination.Stop = { _tag: "BatchTimeout", kind: "batch_timeout", reason: "deadline" }
 
 describe.skipIf(!available)("PgRunLimits with a deaf listening connection", () => {
@@ -58,13 +67,13 @@ describe.skipIf(!available)("PgRunLimits with a deaf listening connection", () =
           )
         )
         expect(yield* listeners(1)).toBe(1)
+        // Two polls while it hears: its pings are heard (a channel never heard is not dropped).
+        yield* polls(2)
         const before = proxy.accepted()
         yield* proxy.deafen
-        // Polls: a ping goes unheard, the next poll subscribes again on a new connection.
-        for (let i = 0; i < 3; i++) {
-          yield* TestClock.adjust(1_000)
-          yield* TestServices.provideLive(Effect.sleep("200 millis"))
-        }
+        // Polls: a ping goes unheard for the query timeout (two polls), the next poll subscribes again on a new
+        // connection.
+        yield* polls(5)
         expect(yield* eventually(() => proxy.accepted() > before)).toBe(true)
         yield* listeners(1)
         // The clock stays put from here: only a notification can tell `a` of `b`'s stop.

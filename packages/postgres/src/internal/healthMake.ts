@@ -152,9 +152,12 @@ export const makeWith = (
       sql,
       hearing: source.listen === undefined ? undefined : yield* Hr.make(
         holder,
-        Q.CHANNEL,
-        yield* L.open(source.listen, Q.CHANNEL, Duration.millis(o.heartbeatMillis ?? 1000)),
-        "health"
+        {
+          name: Q.CHANNEL,
+          opened: yield* L.open(source.listen, Q.CHANNEL, Duration.millis(o.heartbeatMillis ?? 1000))
+        },
+        "health",
+        Duration.toMillis(timeout)
       ),
       now,
       name,

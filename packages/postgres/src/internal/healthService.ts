@@ -292,8 +292,8 @@ export const heartbeat = (ctx: Ctx) => {
     yield* Q.renewProbes(ctx.sql, ctx.now, ctx.holder, ctx.probeTtlMillis)
     yield* poll(ctx)
     yield* Q.dropExpiredProbes(ctx.sql, ctx.now, ctx.name, 60_000)
-    // A ping sent at the previous heartbeat and not heard back since: listening again (`hearing.ts`).
-    if (ctx.hearing !== undefined) yield* Hr.beat(ctx.sql, ctx.hearing)
+    // A ping not heard back within the query timeout: listening again (`hearing.ts`).
+    if (ctx.hearing !== undefined) yield* Hr.beat(ctx.sql, ctx.hearing, (ping) => ping)
   })
   // A defect in a tick is logged like a failure: the heartbeat never stops while the scope lives.
   return bounded(ctx, tick).pipe(
@@ -306,8 +306,8 @@ export const heartbeat = (ctx: Ctx) => {
 /**
  * Listens for the compare-and-sets of every process (`LISTEN rein_health`) and applies them to the mirror. A
  * subscription that fails (or dies) is tried again each heartbeat, and one that went deaf silently (the
- * heartbeat's ping not heard back: `PgClient`'s listener does not report a lost connection) at once; the
- * heartbeat's poll covers the gap, so the mirror is never more than a heartbeat behind.
+ * heartbeat's ping not heard back within the query timeout: `PgClient`'s listener does not report a lost connection)
+ * at the heartbeat after; the heartbeat's poll covers the gap, so the mirror is never more than a heartbeat behind.
  */
 export const listen = (ctx: Ctx): Effect.Effect<void> => {
   const hearing = ctx.hearing
