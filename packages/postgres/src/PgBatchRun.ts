@@ -48,7 +48,7 @@ import { Contract } from "@rein/core"
 import { Duration, Effect, Either, Layer, Option, Predicate, Schema, Stream } from "effect"
 import * as Items from "./internal/batchItems.js"
 import * as Q from "./internal/batchStatements.js"
-import { describe, retryConflicts } from "./internal/sqlError.js"
+import { describe, isConflict, retryConflicts } from "./internal/sqlError.js"
 import * as PgBudget from "./PgBudget.js"
 import * as PgRunLimits from "./PgRunLimits.js"
 
@@ -61,6 +61,9 @@ import * as PgRunLimits from "./PgRunLimits.js"
  * - `InvalidInput`: an item with no fingerprint, or two items with one id (`itemId` names it, `index` and
  *   `firstIndex` are the two items' submission indexes; the database finds it, and nothing is submitted), or
  *   an item out of the run's order (`index` in this submission, `recordedIndex` on record; nothing is submitted);
+ * - `Conflict`: `start` ran inside the caller's REPEATABLE READ or SERIALIZABLE transaction and its change lost to
+ *   a concurrent one (SQLSTATE 40001, 40P01); it cannot be run again inside that transaction, whose snapshot is
+ *   fixed: roll the transaction back and run it again whole;
  * - `Unavailable`: the database failed or could not be reached.
  *
  * @example
@@ -73,7 +76,7 @@ import * as PgRunLimits from "./PgRunLimits.js"
  * @since 0.1.0
  */
 export class PgBatchError extends Schema.TaggedError<PgBatchError>()("PgBatchError", {
-  reason: Schema.Literal("NotFound", "IdentityMismatch", "InputMismatch", "InvalidInput", "Unavailable"),
+  reason: Schema.Literal("NotFound", "IdentityMismatch", "InputMismatch", "InvalidInput", "Conflict", "Unavailable"),
   message: Schema.String,
   itemId: Schema.optional(Schema.String),
   /** The submission index of the item refused (for two items with one id: the second). */
@@ -356,6 +359,21 @@ const applyStart = (
   })
 
 /**
+ * The caller's transaction's isolation level when it fixes one snapshot for the whole transaction (REPEATABLE
+ * READ, SERIALIZABLE); `undefined` for READ COMMITTED (each statement sees what was committed before it).
+ */
+const fixedSnapshot = (sql: SqlClient.SqlClient) =>
+  Effect.map(Q.isolation(sql), (level) => level === "repeatable read" || level === "serializable" ? level : undefined)
+
+const conflict = (e: SqlError, level: string) =>
+  new PgBatchError({
+    reason: "Conflict",
+    message: `the start lost to a concurrent change (${describe(e)}) inside the caller's ${level.toUpperCase()} ` +
+      "transaction, where it cannot run again (its snapshot is fixed): roll it back and run it again whole, or " +
+      "start outside it; nothing of this start was submitted"
+  })
+
+/**
  * Starts a run, joins it while it runs, or starts a new session of it after it ended (see the module doc).
  * The items are submitted in one transaction, so a worker never sees half a submission: they are read once,
  * a chunk at a time (the process holds one chunk, never all the items), into a temporary table, and then the
@@ -368,7 +386,14 @@ const applyStart = (
  * end of the reading (a savepoint) and runs again, up to four times, from the temporary table: the items are
  * never read twice, so a source that can be read once only (an iterator, a stream of an async iterable) is
  * submitted whole. A change that lost every time fails the start with `Unavailable`, and nothing of it is
- * submitted.
+ * submitted. Its own transaction runs at READ COMMITTED, whatever the session's default.
+ *
+ * Inside the caller's transaction (a `withTransaction` around it), the start is a savepoint of it, and the
+ * caller's isolation level holds. At READ COMMITTED it works as above. At REPEATABLE READ or SERIALIZABLE the
+ * transaction's snapshot is fixed, so a change that lost would lose again: it is not run again, and the start
+ * fails at once with `Conflict` (the savepoint is rolled back, so nothing of it was submitted). The caller's
+ * transaction must then be rolled back and run again whole, as after any 40001 (under SERIALIZABLE the caller's
+ * own `COMMIT` may also fail with 40001, which only the caller can retry).
  *
  * @example
  * ```ts
@@ -394,14 +419,22 @@ export const start = <I, E = never, R = never>(
     // A join under another identity is refused before the items are read (and again, under the run row's
     // lock, when the run is changed).
     yield* identityRefused(yield* Q.readRun(sql, options.runId), options.runId, manifest.identityFingerprint)
+    const outer = yield* Effect.serviceOption(SqlClient.TransactionConnection)
     return yield* sql.withTransaction(Effect.gen(function*() {
+      // Its own transaction runs at READ COMMITTED whatever the session's default (a lost change can then run
+      // again in its savepoint); inside the caller's, the caller's level decides.
+      const fixed = Option.isNone(outer) ? yield* Effect.as(Q.readCommitted(sql), undefined) : yield* fixedSnapshot(sql)
       const items = yield* stage(sql, options)
+      const change = sql.withTransaction(
+        applyStart(sql, { options: options as StartOptions<unknown, unknown, unknown>, manifest, items })
+      )
       // Lost to a deadlock or a serialization failure, the change is rolled back to its savepoint (the
-      // submission is kept) and runs again from the submission: the items are not read again.
-      return yield* retryConflicts(
-        sql.withTransaction(
-          applyStart(sql, { options: options as StartOptions<unknown, unknown, unknown>, manifest, items })
-        )
+      // submission is kept) and runs again from the submission: the items are not read again. Not in a
+      // snapshot fixed for the whole transaction: there it would lose again, every time.
+      return yield* fixed === undefined ? retryConflicts(change) : Effect.catchIf(
+        change,
+        (e): e is SqlError => e instanceof SqlError && isConflict(e),
+        (e) => Effect.fail(conflict(e, fixed))
       )
     }))
   }).pipe(

@@ -40,8 +40,9 @@
  * settings row, the first read) by ten of them: a database that does not answer fails the layer with
  * `PgHealthError` (`Unavailable`), never hangs it. The processes' health instances on one `PgClient` share one
  * `LISTEN` subscription, which comes back after a lost connection (an instance pings itself each heartbeat): it
- * runs on a listening connection of its own (the client's configuration, one connection), which is dropped at
- * once when its pings go unheard, even when it stopped answering without closing. An acquisition that needs the database
+ * runs on a listening connection of its own (made like the client's: its configuration, or its pool's options
+ * for a client from `PgFromPool`; one connection), which is dropped at once when its pings go unheard, even when
+ * it stopped answering without closing. An acquisition that needs the database
  * while it is unreachable is refused (`breaker_open`, fail closed) and the endpoint is treated as open for a
  * heartbeat; an outcome that cannot be written is lost (logged), and a probe slot it held expires.
  * Degradation (an abandoned attempt still tearing down) stays local to its process.

@@ -11,7 +11,8 @@
  *   attempts in flight in all processes charged.
  * - **The stop** is one conditional `UPDATE … WHERE stop IS NULL` and a `NOTIFY`. `whenStopped` and
  *   `stopped` learn of another process's stop by `LISTEN` (when the client is a `PgClient`) and by polling
- *   every `pollMillis`, whichever comes first.
+ *   every `pollMillis`, whichever comes first. Polls also ping the process on the channel: a listening
+ *   connection that went deaf while open (its ping not heard back within `queryTimeoutMillis`) is made again.
  * - **Cooldowns** are rows with their end on the bucket's clock, lengthened with `GREATEST` (never shortened)
  *   and pushed like the stop.
  * - **Provider capacity and the startup ramp stay per process**: sharing in-flight slots would cost a round
@@ -34,8 +35,10 @@ import { Format } from "@rein/core"
 import * as Input from "@rein/core/Input"
 import type { Scope } from "effect"
 import { Deferred, Duration, Effect, Exit, FiberId, Layer, Option, Schema, Stream } from "effect"
+import { randomUUID } from "node:crypto"
 import { bounded, holderLabel } from "./internal/bounded.js"
 import * as B from "./internal/buckets.js"
+import * as Hr from "./internal/hearing.js"
 import * as LC from "./internal/listenConnection.js"
 import * as L from "./internal/listener.js"
 import * as E from "./internal/rateEngine.js"
@@ -210,7 +213,7 @@ export const make = (
         ),
       caps
     })
-    yield* watch(shared, o.pollMillis ?? 1000)
+    yield* watch(shared, o.pollMillis ?? 1000, timeoutMillis)
     const limiter = makeLimiter(config, engine, rpm, tpm, shared, heartbeatMillis)
     return service(config, limiter, shared)
   })
@@ -329,25 +332,33 @@ const record = (s: Shared, stop: Stop) =>
 
 /**
  * Listens for notifications (when the client can; a lost subscription is made again) and polls: each one reads
- * the shared state again.
+ * the shared state again. Polls also ping this instance on the channel (`hearing.ts`): a ping not heard back
+ * within the query timeout means the listening connection went deaf while open, and it is made again.
  */
-const watch = (s: Shared, pollMillis: number) =>
+const watch = (s: Shared, pollMillis: number, timeoutMillis: number) =>
   Effect.gen(function*() {
     const again = refresh(s).pipe(
       Effect.catchAll((e) => Effect.logWarning(`@rein/postgres: run limits not read: ${e.message}`))
     )
-    yield* Effect.forkScoped(
-      Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(pollMillis)), again))
-    )
     const pg = yield* Effect.serviceOption(PgClient.PgClient)
-    if (Option.isNone(pg)) return
     // One subscription per client, shared, and subscribed again a poll after it fails (the poll covers meanwhile).
-    const channel = yield* L.open(LC.of(pg.value), R.CHANNEL, Duration.millis(pollMillis))
+    const hearing = Option.isNone(pg) ? undefined : yield* Hr.make(
+      `${s.holder}:${randomUUID().slice(0, 8)}`,
+      { name: R.CHANNEL, opened: yield* L.open(LC.of(pg.value), R.CHANNEL, Duration.millis(pollMillis)) },
+      "run limits",
+      timeoutMillis
+    )
+    // Only the ping is bounded (a beat that sends none costs no timer).
+    const beat = hearing === undefined ? Effect.void : Hr.beat(s.sql, hearing, s.timed).pipe(
+      Effect.catchAll((e) => Effect.logWarning(`@rein/postgres: run limits ping not sent: ${e.message}`))
+    )
     yield* Effect.forkScoped(
-      channel.messages.pipe(
-        Stream.filter((payload) => payload === s.name),
-        Stream.runForEach(() => again)
-      )
+      Effect.forever(Effect.zipRight(Effect.sleep(Duration.millis(pollMillis)), Effect.zipRight(again, beat)))
+    )
+    if (hearing === undefined) return
+    yield* Effect.forkScoped(
+      Stream.runForEach(hearing.channel.messages, (payload) =>
+        Hr.note(hearing, payload) || payload !== s.name ? Effect.void : again)
     )
   })
 

@@ -54,3 +54,10 @@ export * as PgWorker from "./PgWorker.js"
  * @since 0.1.0
  */
 export * as PgArtifactStore from "./PgArtifactStore.js"
+
+/**
+ * A `PgClient` from your own `pg` pool whose listening connection connects the way the pool does (its stream).
+ *
+ * @since 0.1.0
+ */
+export * as PgFromPool from "./PgFromPool.js"

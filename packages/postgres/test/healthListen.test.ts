@@ -24,7 +24,7 @@ import {
 import { PgHealth, PgRunLimits } from "../src/index.js"
 import { makeWith } from "../src/internal/healthMake.js"
 import { databaseClock } from "../src/internal/healthStatements.js"
-import { available, fresh, PgLive, Server } from "./pg.js"
+import { available, fresh, listeningThroughProxy, PgLive, Server } from "./pg.js"
 import * as Proxy from "./proxy.js"
 
 const FAILURE = { _tag: "failure", kind: "server_error", retryAfterMillis: null } as const
@@ -235,17 +235,8 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
 
     it.scoped("a health that closes while its listening connection is deaf drops it: nothing waits on it after", () =>
       Effect.gen(function*() {
-        const server = yield* Server
-        const proxy = yield* Proxy.start(server.port)
-        const direct = yield* PgClient.PgClient
-        const url = Redacted.make(server.url.replace(`:${server.port}/`, `:${proxy.port}/`))
         // Statements go straight to the database; the listening connection (made from `config`) through the proxy.
-        const client = new globalThis.Proxy(direct, {
-          get: (target, key) => key === "config" ? { ...target.config, url } : Reflect.get(target, key)
-        })
-        const onClient = Effect.provide(
-          Layer.merge(Layer.succeed(PgClient.PgClient, client), Layer.succeed(SqlClient.SqlClient, client))
-        )
+        const { onClient, proxy } = yield* listeningThroughProxy
         const scope = yield* Scope.make()
         yield* madeInTime(
           Scope.extend(PgHealth.make({ name: fresh("closes"), heartbeatMillis: 1_000 }), scope).pipe(

@@ -4,6 +4,7 @@ import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { TestServer } from "../src/testing.js"
+import * as Proxy from "./proxy.js"
 
 export const available = TestServer.binaries() !== undefined
 
@@ -49,3 +50,21 @@ export const heartbeats = (name: string, holder: string, count: number) =>
       seen = now
     }
   })
+
+/**
+ * A proxy in front of the test server, and a client of it on which statements go straight to the database while
+ * the listening connection (made from `config`) goes through the proxy; `onClient` provides that client.
+ */
+export const listeningThroughProxy = Effect.gen(function*() {
+  const server = yield* Server
+  const proxy = yield* Proxy.start(server.port)
+  const direct = yield* PgClient.PgClient
+  const url = Redacted.make(server.url.replace(`:${server.port}/`, `:${proxy.port}/`))
+  const client = new globalThis.Proxy(direct, {
+    get: (target, key) => key === "config" ? { ...target.config, url } : Reflect.get(target, key)
+  })
+  const onClient = Effect.provide(
+    Layer.merge(Layer.succeed(PgClient.PgClient, client), Layer.succeed(SqlClient.SqlClient, client))
+  )
+  return { proxy, client, onClient }
+})

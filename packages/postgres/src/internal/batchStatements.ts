@@ -97,6 +97,16 @@ export const restartRun = (
 export const startedNow = (sql: Sql, runId: string) =>
   sql`UPDATE rein_batch_runs SET started_at = clock_timestamp() WHERE run_id = ${runId}`
 
+/** Sets this transaction's level to READ COMMITTED (its first statement). @internal */
+export const readCommitted = (sql: Sql) => sql`SET TRANSACTION ISOLATION LEVEL READ COMMITTED`
+
+/** This transaction's isolation level (`read committed`, `repeatable read`, `serializable`, …). @internal */
+export const isolation = (sql: Sql) =>
+  Effect.map(
+    sql<{ readonly level: string }>`SELECT current_setting('transaction_isolation') AS level`,
+    (rows) => rows[0]?.level ?? "read committed"
+  )
+
 /** An item as submitted. @internal */
 export interface ItemKey {
   readonly itemId: string

@@ -17,6 +17,7 @@ import { Options, PgHealthError } from "./healthOptions.js"
 import type { Ctx, PgPermit } from "./healthService.js"
 import * as S from "./healthService.js"
 import * as Q from "./healthStatements.js"
+import * as Hr from "./hearing.js"
 import type { Connection } from "./listenConnection.js"
 import * as L from "./listener.js"
 import * as M from "./mirror.js"
@@ -81,21 +82,21 @@ const EAGER_PINGS = 200
  * does it wait on the clock, at most a heartbeat, and then go on polling. Answers whether the last ping sent got
  * an answer (the database is still there); the caller bounds the whole of it.
  */
-const awaitListening = (ctx: Ctx, answered: { last: boolean }) =>
-  ctx.channel === undefined ? Effect.void : Effect.gen(function*() {
+const awaitListening = (ctx: Ctx, hearing: Hr.Hearing, answered: { last: boolean }) =>
+  Effect.gen(function*() {
     const ping = Effect.map(
-      Effect.either(S.bounded(ctx, S.ping(ctx, 0))),
+      Effect.either(S.bounded(ctx, Hr.ping(ctx.sql, hearing, 0))),
       (e) => void (answered.last = e._tag === "Right")
     )
     for (let i = 0; i < EAGER_PINGS; i++) {
-      if (yield* Deferred.isDone(ctx.heard)) return
+      if (yield* Deferred.isDone(hearing.heard)) return
       yield* ping
       // A database that stops answering must not cost a query timeout per eager ping.
       if (!answered.last) break
     }
     const step = Duration.millis(Math.max(10, ctx.heartbeatMillis / 10))
     for (let i = 0; i < 10; i++) {
-      if (Option.isSome(yield* Effect.timeoutOption(Deferred.await(ctx.heard), step))) return
+      if (Option.isSome(yield* Effect.timeoutOption(Deferred.await(hearing.heard), step))) return
       yield* ping
     }
     yield* Effect.logWarning("@rein/postgres: health notifications not heard yet; polling each heartbeat")
@@ -107,9 +108,11 @@ const awaitListening = (ctx: Ctx, answered: { last: boolean }) =>
  */
 const listening = (ctx: Ctx) =>
   Effect.gen(function*() {
+    const hearing = ctx.hearing
+    if (hearing === undefined) return
     const answered = { last: true }
-    yield* Effect.timeoutOption(awaitListening(ctx, answered), Duration.times(ctx.timeout, SETUP_QUERIES))
-    if (answered.last || (yield* Deferred.isDone(ctx.heard))) return
+    yield* Effect.timeoutOption(awaitListening(ctx, hearing, answered), Duration.times(ctx.timeout, SETUP_QUERIES))
+    if (answered.last || (yield* Deferred.isDone(hearing.heard))) return
     return yield* new PgHealthError({
       reason: "Unavailable",
       message: `the database did not answer within ${SETUP_QUERIES} query timeouts while setting up`
@@ -144,22 +147,27 @@ export const makeWith = (
     const asked = recorded(settings)
     const onRecord = yield* setup(Q.ensureHealth(sql, name, JSON.stringify(asked), settings.config.capacity))
     yield* checkConfig(name, asked, onRecord)
+    const holder = `${holderLabel(o.holder)}:${randomUUID().slice(0, 8)}`
     const ctx: Ctx = {
       sql,
-      channel: source.listen === undefined
-        ? undefined
-        : yield* L.open(source.listen, Q.CHANNEL, Duration.millis(o.heartbeatMillis ?? 1000)),
+      hearing: source.listen === undefined ? undefined : yield* Hr.make(
+        holder,
+        {
+          name: Q.CHANNEL,
+          opened: yield* L.open(source.listen, Q.CHANNEL, Duration.millis(o.heartbeatMillis ?? 1000))
+        },
+        "health",
+        Duration.toMillis(timeout)
+      ),
       now,
       name,
-      holder: `${holderLabel(o.holder)}:${randomUUID().slice(0, 8)}`,
+      holder,
       settings,
       heartbeatMillis: o.heartbeatMillis ?? 1000,
       probeTtlMillis: o.probeTtlMillis ?? 5000,
       timeout,
       clock: yield* Effect.clock,
-      mirror: M.make(settings),
-      heard: yield* Deferred.make<void>(),
-      pings: { sent: 0, heard: 0 }
+      mirror: M.make(settings)
     }
     yield* unavailable(
       S.bounded(ctx, S.poll(ctx)).pipe(

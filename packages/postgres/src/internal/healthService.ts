@@ -12,17 +12,18 @@ import type * as Health from "@rein/core/Health"
 import * as H from "@rein/core/Health"
 import type { Role } from "@rein/core/Planner"
 import type { Clock } from "effect"
-import { Deferred, Duration, Effect, Either, Option, Schema, Stream } from "effect"
+import { Duration, Effect, Either, Option, Schema, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import * as B from "./bounded.js"
 import * as Q from "./healthStatements.js"
+import * as Hr from "./hearing.js"
 import * as L from "./listener.js"
 import * as M from "./mirror.js"
 
 export interface Ctx {
   readonly sql: SqlClient.SqlClient
-  /** The notification channel, when the client can listen. */
-  readonly channel: L.Channel | undefined
+  /** The notification channel and this instance's pings on it, when the client can listen. */
+  readonly hearing: Hr.Hearing | undefined
   readonly now: Q.Now
   readonly name: string
   /** This instance's id in `rein_health_probes.holder`: a label and a random suffix. */
@@ -33,10 +34,6 @@ export interface Ctx {
   readonly timeout: Duration.Duration
   readonly clock: Clock.Clock
   readonly mirror: M.Mirror
-  /** Done when this instance has heard its own ping on the channel: it is listening. */
-  readonly heard: Deferred.Deferred<void>
-  /** This instance's pings: the last one sent (at a heartbeat) and the last one heard back. */
-  readonly pings: { sent: number; heard: number }
 }
 
 /** A permit of the shared health: a probe carries the id of its slot row. */
@@ -100,26 +97,9 @@ const Notification = Schema.parseJson(Schema.Struct({
   t: Schema.Number
 }))
 const decodeNotification = Schema.decodeUnknownOption(Notification)
-const decodePing = Schema.decodeUnknownOption(
-  Schema.parseJson(Schema.Struct({ ping: Schema.String, n: Schema.optional(Schema.Number) }))
-)
-
-/**
- * Sends a ping (an instance checking that it hears the channel) numbered `n`. Through `pg_notify` in a statement:
- * `PgClient.notify` (sql-pg 0.53) sends `NOTIFY channel, $1`, which PostgreSQL refuses (no parameters there).
- */
-export const ping = (ctx: Ctx, n: number) => Q.notify(ctx.sql, JSON.stringify({ ping: ctx.holder, n }))
-
 /** Applies a notification of another (or this) process's compare-and-set; notes this instance's own ping. */
-export const onNotification = (ctx: Ctx, raw: string): void => {
-  const pinged = decodePing(raw)
-  if (Option.isSome(pinged)) {
-    if (pinged.value.ping === ctx.holder) {
-      Deferred.unsafeDone(ctx.heard, Effect.void)
-      ctx.pings.heard = Math.max(ctx.pings.heard, pinged.value.n ?? 0)
-    }
-    return
-  }
+export const onNotification = (ctx: Ctx, hearing: Hr.Hearing, raw: string): void => {
+  if (Hr.note(hearing, raw)) return
   const n = decodeNotification(raw)
   if (Option.isNone(n) || n.value.h !== ctx.name) return
   const { c, d, e, l, p, s, t, u, v, w } = n.value
@@ -305,23 +285,6 @@ export const poll = (ctx: Ctx) =>
     ctx.mirror.global = (yield* Q.readGlobal(ctx.sql, ctx.now, ctx.name)).global_tokens
   })
 
-/**
- * Checks that this instance still hears the channel: a ping sent at the previous heartbeat and not heard back
- * since means the listening connection is gone (the listener subscribes again, and pings from the next
- * heartbeat on); otherwise sends the next ping.
- */
-const checkListening = (ctx: Ctx) =>
-  Effect.suspend(() => {
-    if (ctx.channel === undefined) return Effect.void
-    if (ctx.pings.sent > ctx.pings.heard) {
-      ctx.pings.heard = ctx.pings.sent
-      L.restart(ctx.channel.restart)
-      return Effect.logWarning("@rein/postgres: health notifications not heard for a heartbeat; listening again")
-    }
-    const n = ctx.pings.sent + 1
-    return Effect.tap(ping(ctx, n), () => Effect.sync(() => void (ctx.pings.sent = n)))
-  })
-
 /** The heartbeat: add the deposits, extend this process's probe slots, poll, drop long-expired slots. */
 export const heartbeat = (ctx: Ctx) => {
   const tick = Effect.gen(function*() {
@@ -329,7 +292,8 @@ export const heartbeat = (ctx: Ctx) => {
     yield* Q.renewProbes(ctx.sql, ctx.now, ctx.holder, ctx.probeTtlMillis)
     yield* poll(ctx)
     yield* Q.dropExpiredProbes(ctx.sql, ctx.now, ctx.name, 60_000)
-    yield* checkListening(ctx)
+    // A ping not heard back within the query timeout: listening again (`hearing.ts`).
+    if (ctx.hearing !== undefined) yield* Hr.beat(ctx.sql, ctx.hearing, (ping) => ping)
   })
   // A defect in a tick is logged like a failure: the heartbeat never stops while the scope lives.
   return bounded(ctx, tick).pipe(
@@ -342,10 +306,12 @@ export const heartbeat = (ctx: Ctx) => {
 /**
  * Listens for the compare-and-sets of every process (`LISTEN rein_health`) and applies them to the mirror. A
  * subscription that fails (or dies) is tried again each heartbeat, and one that went deaf silently (the
- * heartbeat's ping not heard back: `PgClient`'s listener does not report a lost connection) at once; the
- * heartbeat's poll covers the gap, so the mirror is never more than a heartbeat behind.
+ * heartbeat's ping not heard back within the query timeout: `PgClient`'s listener does not report a lost connection)
+ * at the heartbeat after; the heartbeat's poll covers the gap, so the mirror is never more than a heartbeat behind.
  */
-export const listen = (ctx: Ctx): Effect.Effect<void> =>
-  ctx.channel === undefined
+export const listen = (ctx: Ctx): Effect.Effect<void> => {
+  const hearing = ctx.hearing
+  return hearing === undefined
     ? Effect.void
-    : Stream.runForEach(ctx.channel.messages, (raw) => Effect.sync(() => onNotification(ctx, raw)))
+    : Stream.runForEach(hearing.channel.messages, (raw) => Effect.sync(() => onNotification(ctx, hearing, raw)))
+}

@@ -21,9 +21,6 @@ export const CHANNEL = "rein_health"
 /** The time expression of a statement: the database clock in production. */
 export type Now = (sql: Sql) => Fragment
 
-/** Notifies the channel with `payload` (a ping). */
-export const notify = (sql: Sql, payload: string) => Effect.asVoid(sql`SELECT pg_notify(${CHANNEL}, ${payload})`)
-
 export const databaseClock: Now = (sql) => sql`(extract(epoch FROM clock_timestamp()) * 1000)::float8`
 
 /** A breaker row as read, with the database's time of the read and what the caller asked about. */
