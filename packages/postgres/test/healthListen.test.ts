@@ -158,11 +158,17 @@ describe.skipIf(!available)("PgHealth.make on a live PgClient, one process", () 
         expect(url).not.toBe(server.url)
         const stalling = yield* clientOf(url)
         const direct = yield* clientOf(server.url)
-        // The direct client's listening connection is up before setting up starts (connecting one takes longer
-        // than the eager pings under load).
-        const warm = yield* Effect.forkScoped(Stream.runHead(direct.listen("rein_health_warm")))
+        // The direct client's listening connection is up before setting up starts, and stays up (connecting one
+        // takes longer than the eager pings under load). sql-pg holds that connection while any subscription
+        // lives and closes it with the last one: a subscription that ended after its first notification left
+        // setting up to connect anew, and under load all its eager pings could go out before it listened.
+        let warm = false
+        yield* Effect.forkScoped(Stream.runForEach(direct.listen("rein_health_warm"), () =>
+          Effect.sync(() => {
+            warm = true
+          })))
         yield* TestServices.provideLive(Effect.repeat(direct`SELECT pg_notify('rein_health_warm', 'x')`, {
-          until: () => warm.unsafePoll() !== null,
+          until: () => warm,
           schedule: Schedule.spaced("10 millis")
         }))
         // Statements go through the proxy, which freezes as soon as the first ping is heard (on a direct
