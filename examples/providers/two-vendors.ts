@@ -13,10 +13,13 @@
  *   before any text, and Anthropic answers; after a delta, a failure is terminal and nothing is spliced.
  *
  * The "vendors" are the loopback fault server, which speaks both wire formats (SSE and tool calls included).
+ *
+ * Run: `pnpm build && node examples/dist/providers/two-vendors.js`
  */
 import { LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
 import { AnthropicClient, AnthropicLanguageModel } from "@effect/ai-anthropic"
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
+import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
 import { Catalog, Contract, Deadline, Journal, Refine } from "@rein/core"
 import { ReinLanguageModel } from "@rein/providers"
 import { FaultServer } from "@rein/providers/testing"
@@ -134,6 +137,7 @@ export const program = Effect.scoped(Effect.gen(function*() {
   return { ...result, greeting, paths }
 })).pipe(Effect.provide(Journal.layerMemory))
 
-// Run it (the platform layer is the caller's choice):
-//   import { NodeHttpClient, NodeRuntime } from "@effect/platform-node"
-//   program.pipe(Effect.provide(NodeHttpClient.layerUndici), NodeRuntime.runMain)
+// Run as a script (the platform layer is the caller's choice; here Node's HTTP client).
+if (process.argv[1]?.endsWith("two-vendors.js")) {
+  program.pipe(Effect.provide(NodeHttpClient.layerUndici), NodeRuntime.runMain)
+}
