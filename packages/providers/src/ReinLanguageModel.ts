@@ -300,7 +300,7 @@ const toAiError = (outcome: Outcome.Terminal, method: string): AiError.AiError =
   new AiError.UnknownError({
     module: "Rein",
     method,
-    description: `${outcome._tag}: ${outcome.reason}`,
+    description: `${outcome._tag}: ${outcome.message}`,
     cause: outcome
   })
 
