@@ -230,7 +230,9 @@ const messageOf = (
   outcome: {
     readonly reason: string
     readonly cause?: Cause | null
-    readonly attempts: ReadonlyArray<{ readonly endpoint: string; readonly status: string; readonly failure: string | null }>
+    readonly attempts: ReadonlyArray<
+      { readonly endpoint: string; readonly status: string; readonly failure: string | null }
+    >
   }
 ): string => {
   const runs: Array<{ what: string; n: number }> = []
