@@ -99,8 +99,14 @@ const errnoOf = (cause: unknown): string => {
   return typeof code === "string" && /^E[A-Z]+$/.test(code) ? ` (${code})` : ""
 }
 
+/** A store error as bad input; an unknown run says which command starts one (a worker or status joins it). */
 const fromStore = <A, R>(effect: Effect.Effect<A, PgBatchRun.PgBatchError, R>) =>
-  Effect.mapError(effect, (e) => new InputError({ message: `--store: ${e.message}` }))
+  Effect.mapError(effect, (e) =>
+    new InputError({
+      message: `--store: ${e.message}${
+        e.reason === "NotFound" ? " (rein batch --store URL --run ID --input … starts a run; then workers join it)" : ""
+      }`
+    }))
 
 const request = (item: PromptItem) => ({
   id: item.id,
