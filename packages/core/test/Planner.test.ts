@@ -717,3 +717,40 @@ describe("what a budget stop needed (neededFor)", () => {
     )
   })
 })
+
+describe("found by the whole run of 2026-12-03", () => {
+  it("with no input estimate the context window is not checked; the output limit still is", () => {
+    // 200 output tokens fit the endpoint's 1000, and would not fit its context window of 150 with any input.
+    const small = candidate("a", { contextWindow: 150 })
+    expect(verdictsOf(Planner.decide(spec({ candidates: [small], inputTokens: null }), snapshot()), "a").capable)
+      .toBe(true)
+    expect(verdictsOf(Planner.decide(spec({ candidates: [small] }), snapshot()), "a").capable)
+      .toBe("context window 150 < 100 input + 200 output")
+  })
+
+  it("a first attempt (no current endpoint) is not judged by a recorded failure", () => {
+    const d = attempt(Planner.decide(spec(), snapshot({ last: { kind: "content_filtered", retryAfterMillis: null } })))
+    expect(d).toMatchObject({ endpoint: "a", role: "first" })
+    expect(d.candidates.map((c) => c.verdicts.failureAllows)).toEqual([true, true, true])
+  })
+
+  it("a candidate is legal exactly when every predicate holds, even when none does", () => {
+    // a: the current endpoint, every one of its eleven predicates refusing.
+    const a = candidate("a", { listed: false, simulated: true, maxOutputTokens: 10 })
+    const s = spec({ candidates: [a], mode: "effectful", minAttemptMillis: 500 })
+    const d = Planner.decide(
+      s,
+      after("a", "content_filtered", {
+        remainingMillis: 100,
+        budget: { cost: 0, tokens: 0, calls: 0 },
+        retryTokens: { global: 0, endpoints: {} },
+        health: { a: { state: "open", probesFree: 0, opensInMillis: 5_000 } },
+        committed: true
+      })
+    )
+    const [verdict] = d.candidates
+    expect(Object.values(verdict!.verdicts).filter((v) => v === true)).toEqual([])
+    expect(verdict!.legal).toBe(false)
+    expect(stopped(d).outcome).toBe("FailedSafe")
+  })
+})
