@@ -202,15 +202,18 @@ const decodeGuardrails = (
   fromFlags: Readonly<Record<string, unknown>>,
   file: string | undefined
 ): Effect.Effect<Guardrails.Guardrails, InputError> =>
-  Effect.flatMap(BatchLib.load, ({ Guardrails }) =>
-    Either.mapLeft(Guardrails.decode({ ...fromFile, ...fromFlags }), (e) =>
-      new InputError({
-        message: e.message.split("\n").map((line) => {
-          const field = line.split(/[.:]/)[0] ?? ""
-          if (field in fromFlags) return `${FLAGS[field] ?? field}${line.slice(field.length)}`
-          return file === undefined ? `guardrails: ${line}` : inFile(file, line)
-        }).join("\n")
-      })))
+  Effect.flatMap(
+    BatchLib.load,
+    ({ Guardrails }) =>
+      Either.mapLeft(Guardrails.decode({ ...fromFile, ...fromFlags }), (e) =>
+        new InputError({
+          message: e.message.split("\n").map((line) => {
+            const field = line.split(/[.:]/)[0] ?? ""
+            if (field in fromFlags) return `${FLAGS[field] ?? field}${line.slice(field.length)}`
+            return file === undefined ? `guardrails: ${line}` : inFile(file, line)
+          }).join("\n")
+        }))
+  )
 
 const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
@@ -310,7 +313,11 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
     if (options.resume !== undefined && existing > 0) {
       const warning = yield* Effect.flatMap(
         ArtifactStore.ArtifactStore,
-        (s) => Effect.scoped(Effect.flatMap(s.stream, (artifact) => Drift.warning(options.out, artifact, identity, Fingerprint.identity(identity))))
+        (s) =>
+          Effect.scoped(
+            Effect.flatMap(s.stream, (artifact) =>
+              Drift.warning(options.out, artifact, identity, Fingerprint.identity(identity)))
+          )
       ).pipe(
         Effect.provide(store),
         Effect.mapError((e) => new InputError({ message: Drift.artifactMessage(options.out, e) }))

@@ -405,12 +405,15 @@ const FLAGS: Readonly<Record<string, string>> = {
 const decodeFlags = (flags: Readonly<Record<string, Option.Option<unknown>>>) => {
   const given: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(flags)) if (Option.isSome(v)) given[k] = v.value
-  return Effect.flatMap(BatchLib.load, ({ Guardrails }) =>
-    Either.mapLeft(Guardrails.decode(given), (e) =>
-      new InputError({
-        message: e.message.split("\n").map((line) => {
-          const field = line.split(/[.:]/)[0] ?? ""
-          return field in FLAGS ? `${FLAGS[field]}${line.slice(field.length)}` : line
-        }).join("\n")
-      })))
+  return Effect.flatMap(
+    BatchLib.load,
+    ({ Guardrails }) =>
+      Either.mapLeft(Guardrails.decode(given), (e) =>
+        new InputError({
+          message: e.message.split("\n").map((line) => {
+            const field = line.split(/[.:]/)[0] ?? ""
+            return field in FLAGS ? `${FLAGS[field]}${line.slice(field.length)}` : line
+          }).join("\n")
+        }))
+  )
 }
