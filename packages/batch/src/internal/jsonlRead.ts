@@ -7,9 +7,9 @@
  */
 import type { PlatformError } from "@effect/platform/Error"
 import type * as FileSystem from "@effect/platform/FileSystem"
-import { Chunk, Effect, Either, Option, Stream } from "effect"
+import { Chunk, Effect, Option, Stream } from "effect"
 import type { ArtifactError, ItemRecord, OnRecord } from "../ArtifactStore.js"
-import type { Scanned } from "./jsonl.js"
+import type { Scanned, Scanner } from "./jsonl.js"
 import { scanner as makeScanner } from "./jsonl.js"
 
 /**
@@ -27,38 +27,39 @@ export const make = (
   file: string,
   io: (what: string) => (e: PlatformError) => ArtifactError
 ) => {
-  // The file read into one buffer (no allocation per chunk), until `push` says stop.
-  const eachChunk = (push: (chunk: Uint8Array) => Either.Either<boolean, ArtifactError>) =>
-    Effect.scoped(Effect.flatMap(fs.open(file, { flag: "r" }), (handle) => {
-      const buffer = new Uint8Array(CHUNK)
-      const loop: Effect.Effect<void, PlatformError | ArtifactError> = Effect.flatMap(handle.read(buffer), (size) => {
-        const n = Number(size)
-        return n === 0
-          ? Effect.void
-          : Effect.flatMap(push(buffer.subarray(0, n)), (more) => more ? loop : Effect.void)
-      })
-      return loop
-    }))
+  // The one reading of the file: each step reads the next chunk into one buffer (no allocation per chunk)
+  // and pushes it to the scanner; it says whether there was a chunk (none at the end of the file).
+  const reading = (handle: FileSystem.File, scanner: Scanner): Effect.Effect<boolean, ArtifactError> => {
+    const buffer = new Uint8Array(CHUNK)
+    return Effect.flatMap(Effect.mapError(handle.read(buffer), io("cannot read")), (size) =>
+      size === BigInt(0)
+        ? Effect.succeed(false)
+        : Effect.as(scanner.push(buffer.subarray(0, Number(size))), true))
+  }
 
   /**
    * Reads the file, each record handed to `onRecord`, none kept: none when there is no file. `headOnly` stops
    * at the chunk that completes the manifest line.
    */
   const scan = (onRecord: OnRecord, headOnly = false): Effect.Effect<Option.Option<Scanned>, ArtifactError> =>
-    Effect.suspend(() => {
-      const scanner = makeScanner(onRecord)
-      const more = () => !headOnly || scanner.manifest() === undefined
-      return eachChunk((chunk) => Either.map(scanner.push(chunk), more)).pipe(
-        Effect.map(() => Option.some(scanner.end())),
-        Effect.catchAll((e) =>
-          e._tag === "ArtifactError"
-            ? Effect.fail(e)
-            : isNotFound(e)
-            ? Effect.succeedNone
-            : Effect.fail(io("cannot read")(e))
-        )
-      )
-    })
+    Effect.scoped(Effect.flatMap(
+      fs.open(file, { flag: "r" }).pipe(
+        Effect.map(Option.some),
+        Effect.catchAll((e) => isNotFound(e) ? Effect.succeedNone : Effect.fail(io("cannot read")(e)))
+      ),
+      Option.match({
+        onNone: () => Effect.succeedNone,
+        onSome: (handle) => {
+          const scanner = makeScanner(onRecord)
+          const next = reading(handle, scanner)
+          const loop: Effect.Effect<void, ArtifactError> = Effect.flatMap(
+            next,
+            (read) => read && (!headOnly || scanner.manifest() === undefined) ? loop : Effect.void
+          )
+          return Effect.map(loop, () => Option.some(scanner.end()))
+        }
+      })
+    ))
 
   /**
    * The records as the file's chunks are read, each chunk's complete lines at a time (a final line without
@@ -66,20 +67,12 @@ export const make = (
    */
   const records: Stream.Stream<ItemRecord, ArtifactError> = Stream.unwrapScoped(
     Effect.map(Effect.mapError(fs.open(file, { flag: "r" }), io("cannot read")), (handle) => {
-      const buffer = new Uint8Array(CHUNK)
       const out: Array<ItemRecord> = []
-      const scanner = makeScanner((record) => void out.push(record))
-      const next = Effect.flatMap(
-        Effect.mapError(handle.read(buffer), (e) => Option.some(io("cannot read")(e))),
-        (size) =>
-          size === BigInt(0)
-            ? Effect.fail(Option.none())
-            : Either.match(scanner.push(buffer.subarray(0, Number(size))), {
-              onLeft: (e) => Effect.fail(Option.some(e)),
-              onRight: () => Effect.succeed(Chunk.unsafeFromArray(out.splice(0)))
-            })
-      )
-      return Stream.repeatEffectChunkOption(next)
+      const next = reading(handle, makeScanner((record) => void out.push(record)))
+      return Stream.repeatEffectChunkOption(Effect.matchEffect(next, {
+        onFailure: (e) => Effect.fail(Option.some(e)),
+        onSuccess: (read) => read ? Effect.succeed(Chunk.unsafeFromArray(out.splice(0))) : Effect.fail(Option.none())
+      }))
     })
   )
 
