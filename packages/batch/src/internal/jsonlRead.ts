@@ -44,8 +44,10 @@ export const make = (
   const scan = (onRecord: OnRecord, headOnly = false): Effect.Effect<Option.Option<Scanned>, ArtifactError> =>
     Effect.scoped(Effect.flatMap(
       fs.open(file, { flag: "r" }).pipe(
-        Effect.map(Option.some),
-        Effect.catchAll((e) => isNotFound(e) ? Effect.succeedNone : Effect.fail(io("cannot read")(e)))
+        Effect.asSome,
+        Effect.catchAll((e) =>
+          isNotFound(e) ? Effect.succeed(Option.none<FileSystem.File>()) : Effect.fail(io("cannot read")(e))
+        )
       ),
       Option.match({
         onNone: () => Effect.succeedNone,
