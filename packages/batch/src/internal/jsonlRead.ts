@@ -7,10 +7,14 @@
  */
 import type { PlatformError } from "@effect/platform/Error"
 import type * as FileSystem from "@effect/platform/FileSystem"
-import { Chunk, Effect, Option, Stream } from "effect"
-import type { ArtifactError, ItemRecord, OnRecord } from "../ArtifactStore.js"
+import type { Scope } from "effect"
+import { Chunk, Effect, Either, Option, Stream } from "effect"
+import type { ItemRecord, OnRecord, Position } from "../ArtifactStore.js"
+import { ArtifactError } from "../ArtifactStore.js"
 import type { Scanned, Scanner } from "./jsonl.js"
-import { scanner as makeScanner } from "./jsonl.js"
+import { parseRecord, scanner as makeScanner } from "./jsonl.js"
+
+const NEWLINE = 0x0a
 
 /**
  * The bytes read at a time. Each read costs a round trip to the thread pool: 64 KiB reads made resuming a
@@ -78,5 +82,63 @@ export const make = (
     })
   )
 
-  return { scan, records }
+  const readFully = (handle: FileSystem.File, from: number, buffer: Uint8Array): Effect.Effect<number, ArtifactError> =>
+    Effect.flatMap(Effect.mapError(handle.seek(from, "start"), io("cannot read")), () => {
+      const more = (filled: number): Effect.Effect<number, ArtifactError> =>
+        filled === buffer.length ? Effect.succeed(filled) : Effect.flatMap(
+          Effect.mapError(handle.read(buffer.subarray(filled)), io("cannot read")),
+          (size) => size === BigInt(0) ? Effect.succeed(filled) : more(filled + Number(size))
+        )
+      return more(0)
+    })
+
+  /**
+   * Reads records back at the positions the scan gave, through a handle of the scope, one read at a time.
+   * Records read back roughly in file order (a resumed run's items come up about as they were written) are
+   * served from one window of `CHUNK` bytes read around them; a record far from the window is read alone.
+   */
+  const reader = (
+    identityFingerprint: string
+  ): Effect.Effect<(at: Position) => Effect.Effect<ItemRecord, ArtifactError>, ArtifactError, Scope.Scope> =>
+    Effect.map(
+      Effect.zip(Effect.mapError(fs.open(file, { flag: "r" }), io("cannot read")), Effect.makeSemaphore(1)),
+      ([handle, lock]) => {
+        let start = 0 // the window holds the file's bytes from `start`
+        let window = new Uint8Array(0)
+        const load = (at: Position): Effect.Effect<void, ArtifactError> => {
+          const near = at.offset >= start - CHUNK && at.offset < start + window.length + CHUNK
+          const from = near ? Math.max(0, at.offset - CHUNK / 16) : at.offset
+          const size = Math.max(near ? CHUNK : 0, at.offset - from + at.length + 1)
+          const buffer = size === CHUNK && window.buffer.byteLength === CHUNK
+            ? new Uint8Array(window.buffer)
+            : new Uint8Array(size)
+          return Effect.map(readFully(handle, from, buffer), (n) => {
+            start = from
+            window = buffer.subarray(0, n)
+          })
+        }
+        const changed = (at: Position, why: string) =>
+          new ArtifactError({
+            reason: "format",
+            message: `${file}: the record at byte ${at.offset} ${why} (the file changed while it was open)`
+          })
+        const parse = (at: Position): Effect.Effect<ItemRecord, ArtifactError> => {
+          const from = at.offset - start
+          if (from < 0 || from + at.length >= window.length || window[from + at.length] !== NEWLINE) {
+            return Effect.fail(changed(at, "is no longer a complete line"))
+          }
+          return Either.mapLeft(
+            parseRecord(window.subarray(from, from + at.length), 0, identityFingerprint),
+            (e) => changed(at, `cannot be read back: ${e.message.replace(/^line 0: /, "")}`)
+          )
+        }
+        return (at) =>
+          lock.withPermits(1)(Effect.suspend(() => {
+            const inWindow = at.offset >= start && at.offset + at.length < start + window.length
+            return inWindow ? parse(at) : Effect.flatMap(load(at), () => parse(at))
+          }))
+      }
+    )
+
+  return { scan, records, reader }
 }

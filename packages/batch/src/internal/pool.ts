@@ -206,8 +206,26 @@ export const make = <I, E, R>(
     const artifacts = settings.artifacts
     if (artifacts?.lookup !== undefined) {
       const found = artifacts.lookup(item, index, itemId)
+      if (!Option.isOption(found)) {
+        // A record read back (an effect): the item starts once it is known that none is reused.
+        return Effect.flatMap(found, (record) =>
+          Option.isSome(record)
+            ? results.complete({ _tag: "Reused", index, itemId, item, record: record.value })
+            : Effect.suspend(() => startItem(worker, item, index, itemId, request)))
+      }
       if (Option.isSome(found)) return results.complete({ _tag: "Reused", index, itemId, item, record: found.value })
     }
+    return startItem(worker, item, index, itemId, request)
+  }
+
+  /** An item with nothing to reuse: its stop result, its plan (a dry run), or its execution. */
+  const startItem = (
+    worker: Running<I>,
+    item: I,
+    index: number,
+    itemId: string,
+    request: Provider.CompletionRequest
+  ): Effect.Effect<void, never, Rein.Rein> => {
     if (state.stopped !== undefined) {
       // Accepted but never started: the stop's collateral result, no call.
       return results.complete(results.collateral({ index, itemId, item, durationMillis: 0 }, state.stopped, null, []))
