@@ -343,11 +343,8 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       )),
       Effect.onInterrupt(() =>
         Effect.flatMap(
-          Effect.orElseSucceed(fs.readFileString(options.out), () => ""),
-          (text) =>
-            display.interrupted(
-              Interrupt.message({ out: options.out, saved: Interrupt.reusable(text), total }, options)
-            )
+          Interrupt.reusable(fs, options.out),
+          (saved) => display.interrupted(Interrupt.message({ out: options.out, saved, total }, options))
         )
       ),
       Effect.mapError((e) =>
