@@ -31,7 +31,8 @@ export type Options = LanguageModel.GenerateTextOptions<Record<string, Tool.Any>
  */
 export type Answer = Effect.Effect<LanguageModel.GenerateTextResponse<Record<string, Tool.Any>>, unknown, unknown>
 
-type Handled = Toolkit.WithHandler<Record<string, Tool.Any>>
+/** A resolved toolkit with its handlers. @internal */
+export type Handled = Toolkit.WithHandler<Record<string, Tool.Any>>
 
 /** The encoder of one tool's parameters: compiled once per tool, not once per call. */
 const encoders = new WeakMap<Tool.Any, (params: unknown) => Effect.Effect<unknown, ParseResult.ParseError>>()
@@ -49,10 +50,10 @@ const encoderOf = (tool: Tool.Any) => {
  * `make`'s `resolveToolCalls`, over decoded parts: every call the provider did not execute itself goes to
  * `toolkit.handle` with its parameters as the provider sent them (encoded again with the schema that
  * decoded them, all before any handler runs, as `make` gets them from an encoded answer), with `make`'s
- * concurrency; the results are `make`'s tool-result parts.
+ * concurrency; the results are `make`'s tool-result parts. @internal
  */
-const resolveToolCalls = (
-  content: Parts,
+export const resolveToolCalls = (
+  content: Iterable<Response.AnyPart>,
   toolkit: Handled,
   concurrency: LanguageModel.GenerateTextOptions<{}>["concurrency"]
 ) => {
