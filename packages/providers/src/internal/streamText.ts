@@ -43,10 +43,12 @@ const withToolkit = (decoded: Decoded, options: Options, providerOptions: Mutabl
     providerOptions.toolChoice = toolChoice
     if (options.disableToolCallResolution === true) return decoded(providerOptions)
     const mailbox = yield* Mailbox.make<Part, unknown>()
+    // Arrays only, as `make` offers: `Mailbox.offerAll` of a `Chunk` after an array offers that array again
+    // (effect 3.22: the array is appended to the chunk buffer but not cleared).
     yield* decoded(providerOptions).pipe(
       Stream.runForEachChunk((chunk) =>
         Effect.zipRight(
-          mailbox.offerAll(chunk),
+          mailbox.offerAll(Chunk.toArray(chunk)),
           Effect.flatMap(
             resolveToolCalls(chunk, toolkit, options.concurrency),
             (results) => mailbox.offerAll(results as Array<Part>)
