@@ -37,7 +37,13 @@ const catalog = Catalog.make({
     id: "a",
     provider: "memory",
     model: "model-a",
-    capabilities: { contextWindow: 8_000, maxOutputTokens: 1_000, tools: true, structuredOutput: true, streaming: true },
+    capabilities: {
+      contextWindow: 8_000,
+      maxOutputTokens: 1_000,
+      tools: true,
+      structuredOutput: true,
+      streaming: true
+    },
     prices: { inputTokens: 1e-6, outputTokens: 2e-6 }
   }]
 })
