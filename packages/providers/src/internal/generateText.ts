@@ -109,51 +109,60 @@ const withToolkit = (
   })
 
 /**
+ * What `make` reads at build time: the span transformer (one in the call's context wins over the one at
+ * build) and the `IdGenerator`. @internal
+ */
+export const atBuild: Effect.Effect<{
+  readonly spanTransformer: Effect.Effect<Option.Option<Telemetry.SpanTransformer>>
+  readonly idGenerator: IdGenerator.Service
+}> = Effect.gen(function*() {
+  const parentSpanTransformer = yield* Effect.serviceOption(Telemetry.CurrentSpanTransformer)
+  const spanTransformer = Effect.map(
+    Effect.serviceOption(Telemetry.CurrentSpanTransformer),
+    Option.orElse(() => parentSpanTransformer)
+  )
+  const idGenerator = Option.getOrElse(
+    yield* Effect.serviceOption(IdGenerator.IdGenerator),
+    () => IdGenerator.defaultIdGenerator
+  )
+  return { spanTransformer, idGenerator }
+})
+
+/**
  * `make`'s `generateText`, over parts decoded already. Reads the span transformer and the `IdGenerator`
  * at build time as `make` does (a transformer in the call's context wins over the one at build). @internal
  */
 export const make = (decoded: Decoded): Effect.Effect<(options: Options) => Answer> =>
-  Effect.gen(function*() {
-    const parentSpanTransformer = yield* Effect.serviceOption(Telemetry.CurrentSpanTransformer)
-    const spanTransformer = Effect.map(
-      Effect.serviceOption(Telemetry.CurrentSpanTransformer),
-      Option.orElse(() => parentSpanTransformer)
-    )
-    const idGenerator = Option.getOrElse(
-      yield* Effect.serviceOption(IdGenerator.IdGenerator),
-      () => IdGenerator.defaultIdGenerator
-    )
-    return (options) =>
-      Effect.useSpan(
-        "LanguageModel.generateText",
-        {
-          captureStackTrace: false,
-          attributes: { concurrency: options.concurrency, toolChoice: options.toolChoice }
-        },
-        (span) =>
-          Effect.gen(function*() {
-            const transformer = yield* spanTransformer
-            const providerOptions: LanguageModel.ProviderOptions = {
-              prompt: Prompt.make(options.prompt),
-              tools: [],
-              toolChoice: "none",
-              responseFormat: { type: "text" },
-              span
-            }
-            const content = options.toolkit === undefined
-              ? yield* decoded(providerOptions)
-              : yield* withToolkit(decoded, options, options.toolkit, providerOptions)
-            if (Option.isSome(transformer)) transformer.value({ ...providerOptions, response: content })
-            return new LanguageModel.GenerateTextResponse(content)
-          }).pipe(
-            // As `make`'s `Effect.catchTag("ParseError", …)`: any failure tagged so (a handler's included).
-            Effect.catchIf(
-              (error): error is ParseResult.ParseError => Predicate.isTagged(error, "ParseError"),
-              (error) =>
-                AiError.MalformedOutput.fromParseError({ module: "LanguageModel", method: "generateText", error })
-            ),
-            Effect.withParentSpan(span),
-            Effect.provideService(IdGenerator.IdGenerator, idGenerator)
-          )
-      )
-  })
+  Effect.map(atBuild, ({ idGenerator, spanTransformer }) => (options: Options): Answer =>
+    Effect.useSpan(
+      "LanguageModel.generateText",
+      {
+        captureStackTrace: false,
+        attributes: { concurrency: options.concurrency, toolChoice: options.toolChoice }
+      },
+      (span) =>
+        Effect.gen(function*() {
+          const transformer = yield* spanTransformer
+          const providerOptions: LanguageModel.ProviderOptions = {
+            prompt: Prompt.make(options.prompt),
+            tools: [],
+            toolChoice: "none",
+            responseFormat: { type: "text" },
+            span
+          }
+          const content = options.toolkit === undefined
+            ? yield* decoded(providerOptions)
+            : yield* withToolkit(decoded, options, options.toolkit, providerOptions)
+          if (Option.isSome(transformer)) transformer.value({ ...providerOptions, response: content })
+          return new LanguageModel.GenerateTextResponse(content)
+        }).pipe(
+          // As `make`'s `Effect.catchTag("ParseError", …)`: any failure tagged so (a handler's included).
+          Effect.catchIf(
+            (error): error is ParseResult.ParseError => Predicate.isTagged(error, "ParseError"),
+            (error) =>
+              AiError.MalformedOutput.fromParseError({ module: "LanguageModel", method: "generateText", error })
+          ),
+          Effect.withParentSpan(span),
+          Effect.provideService(IdGenerator.IdGenerator, idGenerator)
+        )
+    ))

@@ -10,10 +10,10 @@
  * @internal
  */
 import type { Tool } from "@effect/ai"
-import { AiError, IdGenerator, LanguageModel, Prompt, Response, Telemetry } from "@effect/ai"
+import { AiError, IdGenerator, LanguageModel, Prompt, Response } from "@effect/ai"
 import { Chunk, Effect, Mailbox, Option, ParseResult, Stream } from "effect"
 import type { Handled } from "./generateText.js"
-import { resolveToolCalls } from "./generateText.js"
+import { atBuild, resolveToolCalls } from "./generateText.js"
 
 /** The parts of any toolkit's stream, as Rein carries them. */
 type Part = Response.StreamPart<Record<string, Tool.Any>>
@@ -66,17 +66,9 @@ const withToolkit = (decoded: Decoded, options: Options, providerOptions: Mutabl
  * build time as `make` does (a transformer in the call's context wins over the one at build). @internal
  */
 export const make = (decoded: Decoded): Effect.Effect<(options: Options) => Answer> =>
-  Effect.gen(function*() {
-    const parentSpanTransformer = yield* Effect.serviceOption(Telemetry.CurrentSpanTransformer)
-    const spanTransformer = Effect.map(
-      Effect.serviceOption(Telemetry.CurrentSpanTransformer),
-      Option.orElse(() => parentSpanTransformer)
-    )
-    const idGenerator = Option.getOrElse(
-      yield* Effect.serviceOption(IdGenerator.IdGenerator),
-      () => IdGenerator.defaultIdGenerator
-    )
-    return (options) =>
+  Effect.map(
+    atBuild,
+    ({ idGenerator, spanTransformer }) => (options: Options): Answer =>
       Stream.unwrapScoped(Effect.gen(function*() {
         const span = yield* Effect.makeSpanScoped("LanguageModel.streamText", {
           captureStackTrace: false,
@@ -110,4 +102,4 @@ export const make = (decoded: Decoded): Effect.Effect<(options: Options) => Answ
         ),
         Stream.provideService(IdGenerator.IdGenerator, idGenerator)
       )
-  })
+  )
