@@ -7,14 +7,14 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Exit, Fiber, Option, Scope, Stream } from "effect"
+import { Cause, Chunk, Effect, Exit, Fiber, Option, Scope, Stream } from "effect"
 import type { Contract } from "./Contract.js"
 import { INTERRUPTED, journaled } from "./Execute.js"
 import type { ProviderFailure } from "./Failure.js"
 import * as Attempt from "./internal/attempt.js"
 import type { Rein } from "./internal/context.js"
-import { clampMillis } from "./internal/duration.js"
 import * as Loop from "./internal/loop.js"
+import * as BoundedPull from "./internal/pull.js"
 import * as Outcome from "./Outcome.js"
 import type { CompletionRequest, StreamPart } from "./Provider.js"
 import type { Usage } from "./Usage.js"
@@ -45,7 +45,6 @@ export type Event =
   | { readonly _tag: "Completed"; readonly completion: Outcome.Completion }
 
 type Step =
-  | { readonly _tag: "Part"; readonly part: StreamPart }
   | { readonly _tag: "End" }
   | { readonly _tag: "Failed"; readonly failure: ProviderFailure }
   | { readonly _tag: "Expired" }
@@ -89,11 +88,13 @@ export const executeStream = (
     let finishReason: Outcome.FinishReason | undefined = undefined
     const text: Array<string> = []
     let finished = false
+    const bound = yield* BoundedPull.make(opened.pull, committed.endsNanos, env.graceMillis)
 
     // Until the stream is finished, closing the consumer's scope tears the provider stream down and records
     // the attempt as interrupted (usage unknown unless reported: the reservation stays charged).
-    yield* Effect.addFinalizer(() =>
-      finished ? Effect.void : Effect.flatMap(
+    yield* Effect.addFinalizer(() => {
+      bound.stop()
+      return finished ? Effect.void : Effect.flatMap(
         close(opened.scope, env.graceMillis),
         (closed) =>
           Effect.zipRight(
@@ -105,7 +106,7 @@ export const executeStream = (
             env.writer === undefined ? Effect.void : env.writer.end(INTERRUPTED)
           )
       )
-    )
+    })
 
     const absorb = (part: StreamPart) => {
       if (part.usage !== undefined) {
@@ -118,33 +119,20 @@ export const executeStream = (
       text.push(part.delta)
     }
 
-    const pullStep: Effect.Effect<ReadonlyArray<Step>> = Effect.flatMap(Clock.currentTimeNanos, (now) => {
-      const left = Number(committed.endsNanos - now) / 1e6
-      if (left <= 0) {
-        return Effect.succeed([{ _tag: "Expired" } as const])
-      }
-      return Effect.timeoutOption(Effect.exit(opened.pull), Duration.millis(clampMillis(left))).pipe(
-        Effect.map((result): ReadonlyArray<Step> => {
-          if (Option.isNone(result)) {
-            return [{ _tag: "Expired" }]
-          }
-          const exit = result.value
-          if (Exit.isSuccess(exit)) {
-            return Array.from(exit.value, (part) => ({ _tag: "Part", part }) as const)
-          }
-          const failure = Exit.causeOption(exit).pipe(
-            Option.flatMap((c) => Option.flatten(Option.fromNullable(c._tag === "Fail" ? c.error : undefined)))
-          )
-          if (Option.isSome(failure)) return [{ _tag: "Failed", failure: failure.value }]
-          const isEnd = exit.cause._tag === "Fail" && Option.isNone(exit.cause.error)
-          return isEnd ? [{ _tag: "End" }] : [{ _tag: "Failed", failure: Attempt.DEFECT }]
-        })
-      )
-    })
+    /** A failed pull: the provider's failure, the stream's end, or a defect. */
+    const stepOf = (cause: Cause.Cause<Option.Option<ProviderFailure>>): Step =>
+      cause._tag !== "Fail"
+        ? { _tag: "Failed", failure: Attempt.DEFECT }
+        : Option.isSome(cause.error)
+        ? { _tag: "Failed", failure: cause.error.value }
+        : { _tag: "End" }
 
-    const finishWith = (end: Attempt.AttemptEnd<unknown>): Effect.Effect<Stream.Stream<Event, Outcome.Terminal>> =>
+    const finishWith = (
+      end: Attempt.AttemptEnd<unknown>
+    ): Effect.Effect<Chunk.Chunk<Event>, Option.Option<Outcome.Terminal>> =>
       Effect.gen(function*() {
         finished = true
+        bound.stop()
         yield* close(opened.scope, env.graceMillis)
         const record = yield* committed.finish(end)
         if (end._tag === "Success") {
@@ -160,7 +148,7 @@ export const executeStream = (
             ...(finishReason === undefined ? {} : { finishReason })
           }
           if (env.writer !== undefined) yield* env.writer.end(completed)
-          return Stream.succeed<Event>({ _tag: "Completed", completion: completed })
+          return Chunk.of<Event>({ _tag: "Completed", completion: completed })
         }
         if (end._tag === "Timeout" && committed.binding === "deadline") {
           const error = new Outcome.DeadlineExceeded({
@@ -171,48 +159,62 @@ export const executeStream = (
             attempts: committed.progress.records
           }, true)
           if (env.writer !== undefined) yield* env.writer.end(error)
-          return Stream.fail<Outcome.Terminal>(error)
+          return yield* Effect.fail(Option.some<Outcome.Terminal>(error))
         }
         const error = yield* committed.stopCommitted
         if (env.writer !== undefined) yield* env.writer.end(error)
-        return Stream.fail<Outcome.Terminal>(error)
+        return yield* Effect.fail(Option.some<Outcome.Terminal>(error))
       })
 
-    const first: ReadonlyArray<Step> = opened.first.map((part) => ({ _tag: "Part", part }) as const)
-    const steps = Stream.concat(
-      Stream.fromIterable(first),
-      Stream.repeatEffect(pullStep).pipe(Stream.flattenIterables)
-    )
-    return steps.pipe(
-      Stream.takeUntil((s) => s._tag !== "Part"),
-      Stream.flatMap((s): Stream.Stream<Event, Outcome.Terminal> => {
-        switch (s._tag) {
-          case "Part": {
-            absorb(s.part)
-            if (s.part.payload !== undefined) {
-              return Stream.succeed<Event>({ _tag: "Delta", text: s.part.delta, endpoint, payload: s.part.payload })
-            }
-            return s.part.delta.length === 0
-              ? Stream.empty
-              : Stream.succeed<Event>({ _tag: "Delta", text: s.part.delta, endpoint })
-          }
-          case "End":
-            return Stream.unwrap(finishWith(
-              !sawDone
-                ? { _tag: "Failure", failure: Attempt.TRUNCATED }
-                : truncationFails && finishReason === "length"
-                // Cut at the output limit after commit: a failure, never a clean end.
-                ? { _tag: "Failure", failure: Attempt.truncated(usage), finishReason }
-                : { _tag: "Success", payload: undefined, usage, finishReason }
-            ))
-          case "Failed":
-            return Stream.unwrap(finishWith({ _tag: "Failure", failure: s.failure }))
-          case "Expired":
-            return Stream.unwrap(finishWith({ _tag: "Timeout", confirmed: true, settled: Effect.void }))
-        }
-      })
-    )
+    const eventsOf = (parts: Iterable<StreamPart>): Chunk.Chunk<Event> => {
+      const events: Array<Event> = []
+      for (const part of parts) {
+        absorb(part)
+        if (part.payload !== undefined) {
+          events.push({ _tag: "Delta", text: part.delta, endpoint, payload: part.payload })
+        } else if (part.delta.length > 0) events.push({ _tag: "Delta", text: part.delta, endpoint })
+      }
+      return Chunk.unsafeFromArray(events)
+    }
+
+    const ended = (step: Step): Effect.Effect<Chunk.Chunk<Event>, Option.Option<Outcome.Terminal>> => {
+      switch (step._tag) {
+        case "End":
+          return finishWith(
+            !sawDone
+              ? { _tag: "Failure", failure: Attempt.TRUNCATED }
+              : truncationFails && finishReason === "length"
+              // Cut at the output limit after commit: a failure, never a clean end.
+              ? { _tag: "Failure", failure: Attempt.truncated(usage), finishReason }
+              : { _tag: "Success", payload: undefined, usage, finishReason }
+          )
+        case "Failed":
+          return finishWith({ _tag: "Failure", failure: step.failure })
+        case "Expired":
+          return finishWith({ _tag: "Timeout", confirmed: true, settled: Effect.void })
+      }
+    }
+
+    // One provider chunk is one chunk of events: no stream per part, no race per pull (see `internal/pull.ts`).
+    let first = true
+    const next = Effect.suspend((): Effect.Effect<Chunk.Chunk<Event>, Option.Option<Outcome.Terminal>> => {
+      if (finished) return END
+      if (first) {
+        first = false
+        return Effect.succeed(eventsOf(opened.first))
+      }
+      return Effect.flatMap(bound.next, (result) =>
+        Option.isNone(result)
+          ? ended(EXPIRED)
+          : Exit.isSuccess(result.value)
+          ? Effect.succeed(eventsOf(result.value.value))
+          : ended(stepOf(result.value.cause)))
+    })
+    return Stream.repeatEffectChunkOption(next)
   }))
+
+const END = Effect.fail(Option.none())
+const EXPIRED: Step = { _tag: "Expired" }
 
 /** Closes a provider stream's scope, waiting at most the teardown grace: whether it closed in time, and the
  * effect that completes when it does. */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Fake, Journal, Rein } from "@rein/core"
-import type { Provider, Streaming } from "@rein/core"
+import type { Outcome, Provider, Streaming } from "@rein/core"
 import { Chunk, Effect, Either, Fiber, Layer, Stream, TestClock } from "effect"
-import { contract, defaultCatalog, layer } from "./fixtures.js"
+import { catalog, contract, defaultCatalog, endpoint, layer } from "./fixtures.js"
 
 const request = { prompt: "tell me", inputTokens: 50, maxOutputTokens: 100 }
 
@@ -147,5 +147,57 @@ describe("Streaming", () => {
       expect(JSON.stringify(result.left)).not.toContain(canary)
       expect(records.map((r) => r.outcome._tag)).toEqual(["FailedSafe"])
       expect(Journal.encode(records[0]!)).not.toContain(canary)
+    }))
+})
+
+describe("Streaming: pulls after the first delta", () => {
+  /** A provider whose stream sends one delta, then nothing, until torn down (`closed` counts teardowns). */
+  const stalling = () => {
+    const state = { closed: 0 }
+    const provider: Provider.Provider = {
+      internalMaxAttempts: 1,
+      call: () => Effect.die("not called"),
+      stream: () =>
+        Stream.concat(Stream.make<Array<Provider.StreamPart>>({ delta: "first" }), Stream.never).pipe(
+          Stream.ensuring(Effect.sync(() => void (state.closed += 1)))
+        )
+    }
+    const rein = Rein.layer({ catalog: catalog(endpoint("a")), providers: { fake: provider } })
+    return { state, rein }
+  }
+
+  it.effect("a stream that stalls after its first delta ends at the deadline, its connection closed", () =>
+    Effect.gen(function*() {
+      const { rein, state } = stalling()
+      const seen: Array<string> = []
+      const fiber = yield* Effect.fork(Effect.either(
+        Rein.executeStream(request, contract({ candidates: ["a"], deadline: "10 seconds" })).pipe(
+          Stream.runForEach((e) => Effect.sync(() => e._tag === "Delta" && seen.push(e.text))),
+          Effect.provide(rein)
+        )
+      ))
+      yield* TestClock.adjust("9 seconds")
+      expect(fiber.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("2 seconds")
+      const result: Either.Either<void, Outcome.Terminal> = yield* Fiber.join(fiber)
+      expect(seen).toEqual(["first"])
+      expect(Either.isLeft(result) && result.left._tag).toBe("DeadlineExceeded")
+      expect(state.closed).toBe(1)
+    }))
+
+  it.effect("a consumer interrupted while a pull waits closes the provider's stream", () =>
+    Effect.gen(function*() {
+      const { rein, state } = stalling()
+      const seen: Array<string> = []
+      const fiber = yield* Effect.fork(
+        Rein.executeStream(request, contract({ candidates: ["a"] })).pipe(
+          Stream.runForEach((e) => Effect.sync(() => e._tag === "Delta" && seen.push(e.text))),
+          Effect.provide(rein)
+        )
+      )
+      yield* TestClock.adjust("1 second")
+      expect(seen).toEqual(["first"])
+      yield* Fiber.interrupt(fiber)
+      expect(state.closed).toBe(1)
     }))
 })

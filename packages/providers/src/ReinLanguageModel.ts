@@ -33,6 +33,7 @@ import { oneShot } from "./EffectAi.js"
 import * as GenerateText from "./internal/generateText.js"
 import * as Inner from "./internal/languageModel.js"
 import { requestsPerCall } from "./internal/probe.js"
+import * as StreamText from "./internal/streamText.js"
 
 /**
  * One endpoint's `@effect/ai` model: a model layer (`OpenAiLanguageModel.model("gpt-4.1-mini")`, or any
@@ -243,7 +244,8 @@ const unmodelled = <R>(options: Options<R>): Outcome.Refused | undefined => {
 /**
  * The outer `LanguageModel`: every provider-level call is one Rein request. `generateText` takes the
  * inner model's decoded parts as they are and resolves tool calls with the caller's handlers
- * (`internal/generateText.ts`); `generateObject` and `streamText` go through `LanguageModel.make`.
+ * (`internal/generateText.ts`), and so does `streamText` (`internal/streamText.ts`); `generateObject` goes
+ * through `LanguageModel.make`.
  */
 const serviceOf = <R>(
   options: Options<R>,
@@ -270,28 +272,34 @@ const serviceOf = <R>(
       Effect.mapError((outcome) => toAiError(outcome, "generateText")),
       Effect.provide(rein)
     )
+  const streamParts = (call: LanguageModel.ProviderOptions) =>
+    Stream.unwrap(
+      Effect.map(request(call), (r) =>
+        refused === undefined ? Rein.executeStream(r, options.contract) : Stream.fail(refused))
+    ).pipe(
+      Stream.filterMap((event) =>
+        event._tag === "Delta" && event.payload instanceof Inner.StreamPart
+          ? Option.some(event.payload.part)
+          : Option.none()
+      ),
+      Stream.mapError((outcome) =>
+        toAiError(outcome, "streamText")
+      ),
+      Stream.provideSomeContext(rein)
+    )
   return Effect.gen(function*() {
     const made = yield* LanguageModel.make({
       generateText: (call) => Effect.flatMap(parts(call), (p) => p.encoded()),
-      streamText: (call) =>
-        Stream.unwrap(
-          Effect.map(request(call), (r) =>
-            refused === undefined ? Rein.executeStream(r, options.contract) : Stream.fail(refused))
-        ).pipe(
-          Stream.filterMap((event) =>
-            event._tag === "Delta" && event.payload instanceof Inner.StreamPart
-              ? Option.some(event.payload.part)
-              : Option.none()
-          ),
-          Stream.mapError((outcome) =>
-            toAiError(outcome, "streamText")
-          ),
-          Stream.provideSomeContext(rein)
-        )
+      streamText: () => Stream.die("a Rein LanguageModel streams through its own streamText")
     })
     const direct = yield* GenerateText.make((call) => Effect.map(parts(call), (p) => p.parts))
-    // `direct` answers exactly the type `make`'s `generateText` has for the same options.
-    return { ...made, generateText: direct as LanguageModel.Service["generateText"] }
+    const streamed = yield* StreamText.make(streamParts)
+    // `direct` and `streamed` answer exactly the types `make`'s methods have for the same options.
+    return {
+      ...made,
+      generateText: direct as LanguageModel.Service["generateText"],
+      streamText: streamed as LanguageModel.Service["streamText"]
+    }
   })
 }
 

@@ -31,7 +31,8 @@ export type Options = LanguageModel.GenerateTextOptions<Record<string, Tool.Any>
  */
 export type Answer = Effect.Effect<LanguageModel.GenerateTextResponse<Record<string, Tool.Any>>, unknown, unknown>
 
-type Handled = Toolkit.WithHandler<Record<string, Tool.Any>>
+/** A resolved toolkit with its handlers. @internal */
+export type Handled = Toolkit.WithHandler<Record<string, Tool.Any>>
 
 /** The encoder of one tool's parameters: compiled once per tool, not once per call. */
 const encoders = new WeakMap<Tool.Any, (params: unknown) => Effect.Effect<unknown, ParseResult.ParseError>>()
@@ -49,10 +50,10 @@ const encoderOf = (tool: Tool.Any) => {
  * `make`'s `resolveToolCalls`, over decoded parts: every call the provider did not execute itself goes to
  * `toolkit.handle` with its parameters as the provider sent them (encoded again with the schema that
  * decoded them, all before any handler runs, as `make` gets them from an encoded answer), with `make`'s
- * concurrency; the results are `make`'s tool-result parts.
+ * concurrency; the results are `make`'s tool-result parts. @internal
  */
-const resolveToolCalls = (
-  content: Parts,
+export const resolveToolCalls = (
+  content: Iterable<Response.AnyPart>,
   toolkit: Handled,
   concurrency: LanguageModel.GenerateTextOptions<{}>["concurrency"]
 ) => {
@@ -108,51 +109,60 @@ const withToolkit = (
   })
 
 /**
+ * What `make` reads at build time: the span transformer (one in the call's context wins over the one at
+ * build) and the `IdGenerator`. @internal
+ */
+export const atBuild: Effect.Effect<{
+  readonly spanTransformer: Effect.Effect<Option.Option<Telemetry.SpanTransformer>>
+  readonly idGenerator: IdGenerator.Service
+}> = Effect.gen(function*() {
+  const parentSpanTransformer = yield* Effect.serviceOption(Telemetry.CurrentSpanTransformer)
+  const spanTransformer = Effect.map(
+    Effect.serviceOption(Telemetry.CurrentSpanTransformer),
+    Option.orElse(() => parentSpanTransformer)
+  )
+  const idGenerator = Option.getOrElse(
+    yield* Effect.serviceOption(IdGenerator.IdGenerator),
+    () => IdGenerator.defaultIdGenerator
+  )
+  return { spanTransformer, idGenerator }
+})
+
+/**
  * `make`'s `generateText`, over parts decoded already. Reads the span transformer and the `IdGenerator`
  * at build time as `make` does (a transformer in the call's context wins over the one at build). @internal
  */
 export const make = (decoded: Decoded): Effect.Effect<(options: Options) => Answer> =>
-  Effect.gen(function*() {
-    const parentSpanTransformer = yield* Effect.serviceOption(Telemetry.CurrentSpanTransformer)
-    const spanTransformer = Effect.map(
-      Effect.serviceOption(Telemetry.CurrentSpanTransformer),
-      Option.orElse(() => parentSpanTransformer)
-    )
-    const idGenerator = Option.getOrElse(
-      yield* Effect.serviceOption(IdGenerator.IdGenerator),
-      () => IdGenerator.defaultIdGenerator
-    )
-    return (options) =>
-      Effect.useSpan(
-        "LanguageModel.generateText",
-        {
-          captureStackTrace: false,
-          attributes: { concurrency: options.concurrency, toolChoice: options.toolChoice }
-        },
-        (span) =>
-          Effect.gen(function*() {
-            const transformer = yield* spanTransformer
-            const providerOptions: LanguageModel.ProviderOptions = {
-              prompt: Prompt.make(options.prompt),
-              tools: [],
-              toolChoice: "none",
-              responseFormat: { type: "text" },
-              span
-            }
-            const content = options.toolkit === undefined
-              ? yield* decoded(providerOptions)
-              : yield* withToolkit(decoded, options, options.toolkit, providerOptions)
-            if (Option.isSome(transformer)) transformer.value({ ...providerOptions, response: content })
-            return new LanguageModel.GenerateTextResponse(content)
-          }).pipe(
-            // As `make`'s `Effect.catchTag("ParseError", …)`: any failure tagged so (a handler's included).
-            Effect.catchIf(
-              (error): error is ParseResult.ParseError => Predicate.isTagged(error, "ParseError"),
-              (error) =>
-                AiError.MalformedOutput.fromParseError({ module: "LanguageModel", method: "generateText", error })
-            ),
-            Effect.withParentSpan(span),
-            Effect.provideService(IdGenerator.IdGenerator, idGenerator)
-          )
-      )
-  })
+  Effect.map(atBuild, ({ idGenerator, spanTransformer }) => (options: Options): Answer =>
+    Effect.useSpan(
+      "LanguageModel.generateText",
+      {
+        captureStackTrace: false,
+        attributes: { concurrency: options.concurrency, toolChoice: options.toolChoice }
+      },
+      (span) =>
+        Effect.gen(function*() {
+          const transformer = yield* spanTransformer
+          const providerOptions: LanguageModel.ProviderOptions = {
+            prompt: Prompt.make(options.prompt),
+            tools: [],
+            toolChoice: "none",
+            responseFormat: { type: "text" },
+            span
+          }
+          const content = options.toolkit === undefined
+            ? yield* decoded(providerOptions)
+            : yield* withToolkit(decoded, options, options.toolkit, providerOptions)
+          if (Option.isSome(transformer)) transformer.value({ ...providerOptions, response: content })
+          return new LanguageModel.GenerateTextResponse(content)
+        }).pipe(
+          // As `make`'s `Effect.catchTag("ParseError", …)`: any failure tagged so (a handler's included).
+          Effect.catchIf(
+            (error): error is ParseResult.ParseError => Predicate.isTagged(error, "ParseError"),
+            (error) =>
+              AiError.MalformedOutput.fromParseError({ module: "LanguageModel", method: "generateText", error })
+          ),
+          Effect.withParentSpan(span),
+          Effect.provideService(IdGenerator.IdGenerator, idGenerator)
+        )
+    ))

@@ -38,9 +38,6 @@ interface Codecs {
   readonly part: (
     part: Response.Part<Record<string, Tool.Any>>
   ) => Effect.Effect<Response.PartEncoded, ParseResult.ParseError>
-  readonly streamPart: (
-    part: Response.StreamPart<Record<string, Tool.Any>>
-  ) => Effect.Effect<Response.StreamPartEncoded, ParseResult.ParseError>
 }
 
 const makeCodecs = (tools: ReadonlyArray<Tool.Any>): Codecs => {
@@ -49,8 +46,7 @@ const makeCodecs = (tools: ReadonlyArray<Tool.Any>): Codecs => {
   return {
     tools,
     toolkit,
-    part: Schema.encode(Response.Part(toolkit)),
-    streamPart: Schema.encode(Response.StreamPart(toolkit))
+    part: Schema.encode(Response.Part(toolkit))
   }
 }
 
@@ -87,13 +83,6 @@ const encodeParts = (
     ? Effect.succeed(parts as Array<Response.PartEncoded>)
     : Effect.forEach(parts, (part) => asIs(part) ? Effect.succeed(part as Response.PartEncoded) : codecs.part(part))
 
-/** One inner stream part as the outer `make` decodes it. */
-const encodeStreamPart = (
-  codecs: Codecs,
-  part: Response.StreamPart<Record<string, Tool.Any>>
-): Effect.Effect<Response.StreamPartEncoded, ParseResult.ParseError> =>
-  asIs(part) ? Effect.succeed(part as Response.StreamPartEncoded) : codecs.streamPart(part)
-
 let noTools: Codecs | undefined
 const CODECS_KEPT = 32
 const codecs = new Map<string, Codecs>()
@@ -122,9 +111,9 @@ export class Parts {
   }
 }
 
-/** One inner stream part, carried as a stream part's payload. @internal */
+/** One inner stream part, decoded, carried as a stream part's payload (the outer `streamText` emits it). @internal */
 export class StreamPart {
-  constructor(readonly part: Response.StreamPartEncoded) {}
+  constructor(readonly part: Response.StreamPart<Record<string, Tool.Any>>) {}
 }
 
 /** The vendor of a provider-defined tool (`openai.web_search` → `openai`). */
@@ -343,10 +332,7 @@ export const stream = (
           ? Effect.fail(FILTERED)
           : tooLong(part)
           ? Effect.fail(TOO_LONG)
-          : Effect.map(
-            Effect.orDie(encodeStreamPart(call.codecs, part)),
-            (encoded) => streamPartOf(part, new StreamPart(encoded))
-          )
+          : Effect.succeed(streamPartOf(part, new StreamPart(part)))
       )
     )
   })
