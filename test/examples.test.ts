@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { checkExamples, extract } from "../scripts/examples.mjs"
@@ -34,4 +35,22 @@ describe("@example blocks (pnpm examples)", () => {
     expect(examples).toBeGreaterThan(400)
     expect(failures.map((f) => `${f.source}:${f.line}`)).toEqual([])
   }, 120_000)
+})
+
+describe("examples/ (runnable programs)", () => {
+  it("every program's header says how to run it: its own built file, after pnpm build", () => {
+    const programs = fs.readdirSync(path.join(root, "examples"), { withFileTypes: true })
+      .filter((d) => d.isDirectory() && !["dist", "build", "node_modules", "scenarios"].includes(d.name))
+      .flatMap((d) =>
+        fs.readdirSync(path.join(root, "examples", d.name)).filter((f) => f.endsWith(".ts")).map((f) =>
+          `${d.name}/${f}`
+        )
+      )
+    expect(programs.length).toBeGreaterThan(5)
+    const missing = programs.filter((p) => {
+      const header = fs.readFileSync(path.join(root, "examples", p), "utf8").split("*/")[0] ?? ""
+      return !header.includes(`Run: \`pnpm build && node examples/dist/${p.replace(/\.ts$/, ".js")}\``)
+    })
+    expect(missing).toEqual([])
+  })
 })

@@ -242,7 +242,29 @@ export class ArtifactError extends Schema.TaggedError<ArtifactError>()("Artifact
  * @category models
  * @since 0.1.0
  */
-export type OnRecord = (record: ItemRecord) => void
+export type OnRecord = (record: ItemRecord, at?: Position) => void
+
+/**
+ * Where a store that can read a record back (`Opened.recordAt`) has it, as it hands the record to an
+ * `OnRecord`: in the JSONL store, the byte offset of the record's line and the line's length (without its
+ * newline). A receiver that keeps the position instead of the record holds a few bytes per record.
+ *
+ * @example
+ * ```ts
+ * import type { ArtifactStore } from "@rein/batch"
+ *
+ * const positions: Array<number> = []
+ * const onRecord: ArtifactStore.OnRecord = (_record, at) => {
+ *   if (at !== undefined) positions.push(at.offset)
+ * }
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Position {
+  readonly offset: number
+  readonly length: number
+}
 
 /**
  * An artifact opened for writing and the append operation. It lives as long as the `Scope` it was opened
@@ -271,6 +293,12 @@ export interface Opened {
    * to). Concurrent appends never interleave. After any failure every later append fails with `closed`.
    */
   readonly append: (record: ItemRecord) => Effect.Effect<void, ArtifactError>
+  /**
+   * Reads back the record the store handed to the `OnRecord` with this position, while the artifact is open
+   * (a store that gives no positions has none). Fails with `format` when the bytes there are no longer that
+   * record's line, or `io`.
+   */
+  readonly recordAt?: ((at: Position) => Effect.Effect<ItemRecord, ArtifactError>) | undefined
 }
 
 /**

@@ -41,7 +41,8 @@ import type { Termination } from "./Termination.js"
 /**
  * Where an open artifact plugs into a run:
  *
- * - `lookup` (resume): before an item executes, an earlier reusable record for it, if any. A reused item
+ * - `lookup` (resume): before an item executes, an earlier reusable record for it, if any (found at once, or
+ *   an effect that reads it back, as `Resume.Session.lookup` does from the JSONL store). A reused item
  *   is not executed, costs nothing, is not appended again and does not count against the caps.
  * - `toRecord`: the record of an item's terminal result. It is appended (and flushed) before the result is
  *   published; a failed append stops the run with `artifact_error`. Guardrail audit records (collateral

@@ -8,6 +8,7 @@
  * @since 0.1.0
  */
 import { Either, Schema } from "effect"
+import { identity } from "effect/Function"
 import { Category } from "./Category.js"
 import {
   decodeWith,
@@ -184,4 +185,4 @@ export const decode = (input: unknown): Either.Either<Guardrails, GuardrailsErro
  * @category constructors
  * @since 0.1.0
  */
-export const make = (input: GuardrailsInput = {}): Guardrails => Either.getOrThrow(decode(input))
+export const make = (input: GuardrailsInput = {}): Guardrails => Either.getOrThrowWith(decode(input), identity)

@@ -12,6 +12,7 @@
  */
 import type { Catalog, Contract } from "@rein/core"
 import { Either, Schema } from "effect"
+import { identity } from "effect/Function"
 import { formatParseError, OwnRecord } from "./internal/schema.js"
 
 const Name = Schema.String.pipe(
@@ -110,7 +111,7 @@ export const decode = (input: unknown): Either.Either<Identity, IdentityError> =
  * @category constructors
  * @since 0.1.0
  */
-export const make = (input: IdentityInput): Identity => Either.getOrThrow(decode(input))
+export const make = (input: IdentityInput): Identity => Either.getOrThrowWith(decode(input), identity)
 
 /**
  * The versions a contract cannot know: the caller's prompt, parser and application versions, and extras.

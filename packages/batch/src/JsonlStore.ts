@@ -100,7 +100,7 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
       new ArtifactError({ reason: "io", message: `${what} ${file}: ${e.message}` })
     const missing = (message: string) => new ArtifactError({ reason: "missing", message: `${file}: ${message}` })
 
-    const { scan, records } = JsonlRead.make(fs, file, io)
+    const { reader, records, scan } = JsonlRead.make(fs, file, io)
 
     // Best effort: a directory cannot be fsynced everywhere (Windows), and the file itself already is.
     // Run each time the artifact is opened for writing with fsync: who created the file, and whether its
@@ -122,7 +122,8 @@ export const make = (options: Options): Effect.Effect<Service, never, FileSystem
         }
         if (fsync) yield* syncDirectory
         const write = yield* makeWriter(handle, { path: file, fsync })
-        return { manifest, truncatedBytes, append: write }
+        const recordAt = yield* reader(manifest.identityFingerprint)
+        return { manifest, truncatedBytes, append: write, recordAt }
       })
 
     // A new artifact: the file is created (or emptied), the manifest written and flushed, then appends.

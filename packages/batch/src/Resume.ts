@@ -19,7 +19,7 @@
  */
 import type { Scope } from "effect"
 import { Chunk, Effect, Option, Schema, Stream } from "effect"
-import type { ArtifactError, ItemRecord, Opened } from "./ArtifactStore.js"
+import type { ArtifactError, ItemRecord, Opened, Position } from "./ArtifactStore.js"
 import { ArtifactStore, makeManifest } from "./ArtifactStore.js"
 import { identity as identityFingerprint } from "./Fingerprint.js"
 import type { Identity } from "./Identity.js"
@@ -129,6 +129,26 @@ export const makeRecord = (fields: RecordFields): ItemRecord => {
 }
 
 /**
+ * What a run may reuse: its policy, its identity and how many items have a record to reuse.
+ *
+ * @example
+ * ```ts
+ * import type { Resume } from "@rein/batch"
+ *
+ * declare const session: Resume.Session
+ * const line = `${session.index.size} items reusable under ${session.index.policy}`
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export interface Reusable {
+  readonly policy: Policy
+  readonly identityFingerprint: string
+  /** Items that have a record to reuse. */
+  readonly size: number
+}
+
+/**
  * Looks up the record to reuse for an item, under one policy and one identity.
  *
  * @example
@@ -142,11 +162,7 @@ export const makeRecord = (fields: RecordFields): ItemRecord => {
  * @category models
  * @since 0.1.0
  */
-export interface Index {
-  readonly policy: Policy
-  readonly identityFingerprint: string
-  /** Items that have a record to reuse. */
-  readonly size: number
+export interface Index extends Reusable {
   /** The newest reusable record of this item id and input fingerprint, under this identity and policy. */
   readonly lookup: (itemId: string, inputFingerprint: string) => Option.Option<ItemRecord>
 }
@@ -154,51 +170,120 @@ export interface Index {
 const accepts = (policy: Policy, record: ItemRecord): boolean =>
   record.reusable && (policy === "reuse-all" || (policy === "reuse-successes" && record.outcome === "success"))
 
-// The records of one item id under several input fingerprints (an input changed between runs): rare.
+// A kept record: the record itself, or the slot of its position (a store that reads records back).
+type Kept = ItemRecord | number
+
+// The kept records of one item id under several input fingerprints (an input changed between runs): rare.
 class Several {
-  constructor(readonly records: Array<ItemRecord>) {}
+  constructor(readonly kept: Array<Kept>) {}
+}
+
+// A 32-bit FNV-1a hash of an input fingerprint: a slot keeps it to tell a newer record of the same input from
+// one of another input. A collision only makes the newer record replace the older: reading the record back
+// checks the fingerprint itself, so the older input's item runs again; nothing wrong is reused.
+const hashOf = (text: string): number => {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
+  return h
+}
+
+// The positions of kept records in typed arrays (20 bytes a record, no object per record).
+const slots = () => {
+  let offsets = new Float64Array(1024)
+  let lengths = new Float64Array(1024)
+  let hashes = new Int32Array(1024)
+  let used = 0
+  const grow = () => {
+    const bigger = <A extends Float64Array | Int32Array>(a: A, make: (n: number) => A): A => {
+      const b = make(a.length * 2)
+      b.set(a)
+      return b
+    }
+    offsets = bigger(offsets, (n) => new Float64Array(n))
+    lengths = bigger(lengths, (n) => new Float64Array(n))
+    hashes = bigger(hashes, (n) => new Int32Array(n))
+  }
+  return {
+    /** Puts a position in `slot`, or in a new slot. */
+    put: (at: Position, input: string, slot?: number): number => {
+      if (slot === undefined) {
+        if (used === offsets.length) grow()
+        slot = used++
+      }
+      offsets[slot] = at.offset
+      lengths[slot] = at.length
+      hashes[slot] = hashOf(input)
+      return slot
+    },
+    at: (slot: number): Position => ({ offset: offsets[slot]!, length: lengths[slot]! }),
+    sameInput: (slot: number, input: string) => hashes[slot] === hashOf(input)
+  }
 }
 
 // An index being built from records read oldest first: `add` keeps a record only when the policy would reuse
 // it, and only the newest per item id and input fingerprint — keyed by the record's own item id string, so a
-// kept record costs the record and one map entry.
+// kept record costs the record (or, given its position, a slot) and one map entry.
 const builder = (
   options: { readonly policy: Policy; readonly identityFingerprint: string }
-): { readonly add: (record: ItemRecord) => void; readonly done: () => Index } => {
-  const newest = new Map<string, ItemRecord | Several>()
+) => {
+  const newest = new Map<string, Kept | Several>()
+  const positions = slots()
   let size = 0
-  const add = (record: ItemRecord): void => {
+  const sameInput = (kept: Kept, input: string) =>
+    typeof kept === "number" ? positions.sameInput(kept, input) : kept.inputFingerprint === input
+  const keep = (record: ItemRecord, at: Position | undefined, replaced?: Kept): Kept =>
+    at === undefined
+      ? record
+      : positions.put(at, record.inputFingerprint, typeof replaced === "number" ? replaced : undefined)
+  const add = (record: ItemRecord, at?: Position): void => {
     if (record.identityFingerprint !== options.identityFingerprint || !accepts(options.policy, record)) return
     const kept = newest.get(record.itemId)
     if (kept === undefined) {
       size += 1
-      newest.set(record.itemId, record)
+      newest.set(record.itemId, keep(record, at))
     } else if (!(kept instanceof Several)) {
-      if (kept.inputFingerprint === record.inputFingerprint) newest.set(record.itemId, record)
+      if (sameInput(kept, record.inputFingerprint)) newest.set(record.itemId, keep(record, at, kept))
       else {
         size += 1
-        newest.set(record.itemId, new Several([kept, record]))
+        newest.set(record.itemId, new Several([kept, keep(record, at)]))
       }
     } else {
-      const at = kept.records.findIndex((r) => r.inputFingerprint === record.inputFingerprint)
-      if (at === -1) size += 1
-      kept.records[at === -1 ? kept.records.length : at] = record
+      const i = kept.kept.findIndex((k) => sameInput(k, record.inputFingerprint))
+      if (i === -1) size += 1
+      kept.kept[i === -1 ? kept.kept.length : i] = keep(record, at, kept.kept[i])
     }
   }
-  const lookup = (itemId: string, inputFingerprint: string): Option.Option<ItemRecord> => {
+  const find = (itemId: string, inputFingerprint: string): Kept | undefined => {
     const kept = newest.get(itemId)
-    if (kept === undefined) return Option.none()
-    if (!(kept instanceof Several)) {
-      return kept.inputFingerprint === inputFingerprint
-        ? Option.some(kept)
-        : Option.none()
-    }
-    return Option.fromNullable(kept.records.find((r) => r.inputFingerprint === inputFingerprint))
+    if (kept === undefined) return undefined
+    if (kept instanceof Several) return kept.kept.find((k) => sameInput(k, inputFingerprint))
+    return sameInput(kept, inputFingerprint) ? kept : undefined
   }
-  return {
-    add: options.policy === "none" ? () => {} : add,
-    done: () => ({ policy: options.policy, identityFingerprint: options.identityFingerprint, size, lookup })
+  // Only records are kept without a store that gives positions (`index`, `inspect`).
+  const lookup = (itemId: string, inputFingerprint: string): Option.Option<ItemRecord> => {
+    const kept = find(itemId, inputFingerprint)
+    return kept === undefined || typeof kept === "number" ? Option.none() : Option.some(kept)
   }
+  // A record read back is reused only when it is the one indexed; one that cannot be read back is not reused.
+  const reading = (recordAt: Opened["recordAt"]) => (itemId: string, inputFingerprint: string) => {
+    const kept = find(itemId, inputFingerprint)
+    if (kept === undefined) return Effect.succeedNone
+    if (typeof kept !== "number") return Effect.succeedSome(kept)
+    if (recordAt === undefined) return Effect.succeedNone
+    return recordAt(positions.at(kept)).pipe(
+      Effect.map((record) =>
+        record.itemId === itemId && record.inputFingerprint === inputFingerprint &&
+          record.identityFingerprint === options.identityFingerprint && accepts(options.policy, record)
+          ? Option.some(record)
+          : Option.none()
+      ),
+      Effect.catchAll((e) =>
+        Effect.as(Effect.logWarning(`item ${JSON.stringify(itemId)} not reused: ${e.message}`), Option.none())
+      )
+    )
+  }
+  const done = (): Index => ({ policy: options.policy, identityFingerprint: options.identityFingerprint, size, lookup })
+  return { add: options.policy === "none" ? () => {} : add, done, reading }
 }
 
 /**
@@ -240,9 +325,10 @@ export const index = (
  *
  * declare const session: Resume.Session
  * declare const record: ArtifactStore.ItemRecord
- * const checkpoint = Option.isSome(session.lookup(record.itemId, record.inputFingerprint))
- *   ? Effect.void
- *   : session.append(record)
+ * const checkpoint = Effect.flatMap(
+ *   session.lookup(record.itemId, record.inputFingerprint),
+ *   (reused) => Option.isSome(reused) ? Effect.void : session.append(record)
+ * )
  * ```
  * @category models
  * @since 0.1.0
@@ -252,9 +338,13 @@ export interface Session {
   readonly identity: Identity
   readonly identityFingerprint: string
   readonly opened: Opened
-  readonly index: Index
-  /** `index.lookup`. */
-  readonly lookup: (itemId: string, inputFingerprint: string) => Option.Option<ItemRecord>
+  readonly index: Reusable
+  /**
+   * The newest reusable record of this item id and input fingerprint, under this identity and policy. A store
+   * that reads records back (`Opened.recordAt`) has it read back from the artifact; one that cannot be read
+   * back as it was indexed (the file changed under the run) is not reused, with a warning logged.
+   */
+  readonly lookup: (itemId: string, inputFingerprint: string) => Effect.Effect<Option.Option<ItemRecord>>
   /** `opened.append`. */
   readonly append: (record: ItemRecord) => Effect.Effect<void, ArtifactError>
 }
@@ -263,7 +353,9 @@ export interface Session {
  * Opens the store's artifact for a run under an identity and a policy: a new artifact when there is none
  * (or when the policy is `none` and the store overwrites), else the existing one is resumed — its
  * unterminated final line truncated — and indexed for reuse while it is read: the run holds the newest
- * record per item that the policy reuses (none under `none`), never the artifact's other records.
+ * record per item that the policy reuses (none under `none`), never the artifact's other records; from a
+ * store that reads records back (the JSONL store) only its position, the record read back when its item
+ * comes up (a resumed run of a million reused successes holds tens of megabytes, not hundreds).
  *
  * @example
  * ```ts
@@ -291,14 +383,14 @@ export const open = (options: {
     const fingerprint = manifest.identityFingerprint
     const building = builder({ policy: options.policy, identityFingerprint: fingerprint })
     const opened = yield* store.open(manifest, building.add)
-    const idx = building.done()
+    const { identityFingerprint, policy, size } = building.done()
     return {
       policy: options.policy,
       identity: options.identity,
       identityFingerprint: fingerprint,
       opened,
-      index: idx,
-      lookup: idx.lookup,
+      index: { policy, identityFingerprint, size },
+      lookup: building.reading(opened.recordAt),
       append: opened.append
     }
   })
@@ -325,6 +417,7 @@ export const inspect = (options: {
   Effect.flatMap(ArtifactStore, (store) =>
     Effect.scoped(Effect.flatMap(store.stream, ({ records }) => {
       const building = builder({ policy: options.policy, identityFingerprint: identityFingerprint(options.identity) })
-      const add = (chunk: Chunk.Chunk<ItemRecord>) => Effect.sync(() => Chunk.forEach(chunk, building.add))
+      const add = (chunk: Chunk.Chunk<ItemRecord>) =>
+        Effect.sync(() => Chunk.forEach(chunk, (record) => building.add(record)))
       return Effect.as(Stream.runForEachChunk(records, add), building)
     })).pipe(Effect.map((building) => building.done())))

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Batch, Events, Guardrails } from "@rein/batch"
+import { Batch, Events, Guardrails, Identity } from "@rein/batch"
 import type { Cost } from "@rein/batch"
 import { Rein } from "@rein/core"
 import type { Provider } from "@rein/core"
@@ -14,6 +14,16 @@ const runFor = <A, E>(effect: Effect.Effect<A, E>, advance: Duration.DurationInp
   })
 
 const prompts = (n: number) => Array.from({ length: n }, (_, i) => `p${i}`)
+
+describe("Guardrails.make and Identity.make", () => {
+  it("throw the typed error naming the field, not Either's \"getOrThrow called on a Left\"", () => {
+    expect(() => Guardrails.make({ concurrency: 0 })).toThrow(Guardrails.GuardrailsError)
+    expect(() => Guardrails.make({ concurrency: 0 })).toThrow(/^concurrency: /)
+    const bad = { provider: "openai", promptVersion: "p", parserVersion: "j", applicationVersion: "a" }
+    expect(() => Identity.make(bad as unknown as Identity.IdentityInput)).toThrow(Identity.IdentityError)
+    expect(() => Identity.make(bad as unknown as Identity.IdentityInput)).toThrow(/model/)
+  })
+})
 
 describe("Guardrails config", () => {
   it("decodes durations and limits, naming the bad field", () => {

@@ -8,14 +8,14 @@
  */
 import { Command, Options } from "@effect/cli"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { ArtifactStore, Checkpoint, Guardrails, Identity, JsonlStore } from "@rein/batch"
-import type { Batch, Events, Resume, Stats, Termination } from "@rein/batch"
+import type { Batch, Events, Guardrails, Resume, Stats, Termination } from "@rein/batch"
 import { Rein } from "@rein/core"
 import type { PgBatchRun } from "@rein/postgres"
 import { Clock, Console, Effect, Either, Layer, Option } from "effect"
 import * as Distributed from "./Distributed.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
+import * as BatchLib from "./internal/batchLib.js"
 import * as Breakers from "./internal/breakers.js"
 import * as Drift from "./internal/drift.js"
 import {
@@ -201,15 +201,19 @@ const decodeGuardrails = (
   fromFile: Readonly<Record<string, unknown>>,
   fromFlags: Readonly<Record<string, unknown>>,
   file: string | undefined
-): Either.Either<Guardrails.Guardrails, InputError> =>
-  Either.mapLeft(Guardrails.decode({ ...fromFile, ...fromFlags }), (e) =>
-    new InputError({
-      message: e.message.split("\n").map((line) => {
-        const field = line.split(/[.:]/)[0] ?? ""
-        if (field in fromFlags) return `${FLAGS[field] ?? field}${line.slice(field.length)}`
-        return file === undefined ? `guardrails: ${line}` : inFile(file, line)
-      }).join("\n")
-    }))
+): Effect.Effect<Guardrails.Guardrails, InputError> =>
+  Effect.flatMap(
+    BatchLib.load,
+    ({ Guardrails }) =>
+      Either.mapLeft(Guardrails.decode({ ...fromFile, ...fromFlags }), (e) =>
+        new InputError({
+          message: e.message.split("\n").map((line) => {
+            const field = line.split(/[.:]/)[0] ?? ""
+            if (field in fromFlags) return `${FLAGS[field] ?? field}${line.slice(field.length)}`
+            return file === undefined ? `guardrails: ${line}` : inFile(file, line)
+          }).join("\n")
+        }))
+  )
 
 const isObject = (u: unknown): u is Readonly<Record<string, unknown>> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
@@ -247,6 +251,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       })
     }
     const { catalog, contract } = yield* loadCatalogAndContract(options.catalog, options.contract)
+    const { ArtifactStore, Checkpoint, Fingerprint, Identity, JsonlStore } = yield* BatchLib.load
     const fileGuardrails = options.guardrailsFile === undefined ? {} : yield* Effect.flatMap(
       readJson(options.guardrailsFile, "guardrails"),
       (json) =>
@@ -308,7 +313,11 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
     if (options.resume !== undefined && existing > 0) {
       const warning = yield* Effect.flatMap(
         ArtifactStore.ArtifactStore,
-        (s) => Effect.scoped(Effect.flatMap(s.stream, (artifact) => Drift.warning(options.out, artifact, identity)))
+        (s) =>
+          Effect.scoped(
+            Effect.flatMap(s.stream, (artifact) =>
+              Drift.warning(options.out, artifact, identity, Fingerprint.identity(identity)))
+          )
       ).pipe(
         Effect.provide(store),
         Effect.mapError((e) => new InputError({ message: Drift.artifactMessage(options.out, e) }))
@@ -334,11 +343,8 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       )),
       Effect.onInterrupt(() =>
         Effect.flatMap(
-          Effect.orElseSucceed(fs.readFileString(options.out), () => ""),
-          (text) =>
-            display.interrupted(
-              Interrupt.message({ out: options.out, saved: Interrupt.reusable(text), total }, options)
-            )
+          Interrupt.reusable(fs, options.out),
+          (saved) => display.interrupted(Interrupt.message({ out: options.out, saved, total }, options))
         )
       ),
       Effect.mapError((e) =>

@@ -10,13 +10,13 @@
 import { Command, Options } from "@effect/cli"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type { SqlClient } from "@effect/sql"
-import type { Resume } from "@rein/batch"
-import { Guardrails, Identity } from "@rein/batch"
+import type { Guardrails, Resume } from "@rein/batch"
 import { Rein } from "@rein/core"
 import type { PgBatchRun, PgWorker } from "@rein/postgres"
 import { Clock, Console, Effect, Either, Layer, Option, Predicate, Redacted } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
+import * as BatchLib from "./internal/batchLib.js"
 import { inFile, loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num, table } from "./internal/format.js"
 import * as InputAt from "./internal/inputAt.js"
@@ -99,8 +99,14 @@ const errnoOf = (cause: unknown): string => {
   return typeof code === "string" && /^E[A-Z]+$/.test(code) ? ` (${code})` : ""
 }
 
+/** A store error as bad input; an unknown run says which command starts one (a worker or status joins it). */
 const fromStore = <A, R>(effect: Effect.Effect<A, PgBatchRun.PgBatchError, R>) =>
-  Effect.mapError(effect, (e) => new InputError({ message: `--store: ${e.message}` }))
+  Effect.mapError(effect, (e) =>
+    new InputError({
+      message: `--store: ${e.message}${
+        e.reason === "NotFound" ? " (rein batch --store URL --run ID --input … starts a run; then workers join it)" : ""
+      }`
+    }))
 
 const request = (item: PromptItem) => ({
   id: item.id,
@@ -115,6 +121,7 @@ const work = (options: WorkerOptions, start: boolean) =>
   Effect.gen(function*() {
     const { Migrations, PgBatchRun, PgWorker } = yield* Pg.load
     const { catalog, contract } = yield* loadCatalogAndContract(options.catalog, options.contract)
+    const { Identity } = yield* BatchLib.load
     const identity = yield* Either.mapLeft(
       Identity.fromContract(contract, catalog, {
         promptVersion: "1",
@@ -404,11 +411,15 @@ const FLAGS: Readonly<Record<string, string>> = {
 const decodeFlags = (flags: Readonly<Record<string, Option.Option<unknown>>>) => {
   const given: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(flags)) if (Option.isSome(v)) given[k] = v.value
-  return Either.mapLeft(Guardrails.decode(given), (e) =>
-    new InputError({
-      message: e.message.split("\n").map((line) => {
-        const field = line.split(/[.:]/)[0] ?? ""
-        return field in FLAGS ? `${FLAGS[field]}${line.slice(field.length)}` : line
-      }).join("\n")
-    }))
+  return Effect.flatMap(
+    BatchLib.load,
+    ({ Guardrails }) =>
+      Either.mapLeft(Guardrails.decode(given), (e) =>
+        new InputError({
+          message: e.message.split("\n").map((line) => {
+            const field = line.split(/[.:]/)[0] ?? ""
+            return field in FLAGS ? `${FLAGS[field]}${line.slice(field.length)}` : line
+          }).join("\n")
+        }))
+  )
 }

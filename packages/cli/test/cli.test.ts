@@ -675,6 +675,13 @@ describe("bad input", () => {
       /future\.jsonl:1: not a readable record \(version\)/
     )
     expectBadInput(await rein(["replay", file("empty.jsonl", "")]), /empty\.jsonl: no records/)
+    const artifact = file("run.jsonl", "{\"kind\":\"manifest\",\"schemaVersion\":1}\n{\"kind\":\"item\"}\n")
+    for (const command of ["explain", "replay"]) {
+      const r = await rein([command, artifact])
+      expectBadInput(r, /run\.jsonl is a batch artifact \(rein batch --out\), not a journal/)
+      expect(r.stderr).toContain("error.attempts")
+      expect(r.stderr).not.toContain("is unexpected")
+    }
     expectBadInput(await rein(["replay", path.join(tmp, "absent.jsonl")]), /absent\.jsonl: no such file/)
   }, 120_000)
 })

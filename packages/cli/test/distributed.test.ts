@@ -97,6 +97,7 @@ describe.skipIf(!available)("rein batch --store, rein worker, rein status", () =
       const unknown = await rein(["status", "--store", url, "--run", "nope"])
       expect(unknown.code).toBe(2)
       expect(unknown.stderr).toMatch(/no run "nope"/)
+      expect(unknown.stderr).toContain("rein batch --store URL --run ID --input … starts a run")
       const down = await rein(["status", "--store", "postgres://rein:s3cret@127.0.0.1:1/rein", "--run", "x"])
       expect(down.code).toBe(2)
       expect(down.stderr).not.toMatch(/s3cret/)

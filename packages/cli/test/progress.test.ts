@@ -2,8 +2,13 @@
  * The words and the live bar of `rein batch`'s progress: the bar fits any width, shows only figures it
  * knows, and an item's line says where it answered after which failures.
  */
+import { NodeFileSystem } from "@effect/platform-node"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { describe, expect, it } from "@effect/vitest"
-import { FastCheck as fc } from "effect"
+import { Effect, FastCheck as fc, Layer } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import * as BatchCommand from "../src/BatchCommand.js"
 import { table } from "../src/internal/format.js"
 import * as Interrupt from "../src/internal/interrupt.js"
@@ -106,15 +111,45 @@ describe("an interrupted run", () => {
     )
   })
 
-  it("counts the successes a resume reuses, once each, and ignores a torn last line", () => {
-    const ok = (id: string) => JSON.stringify({ kind: "item", itemId: id, outcome: "success", reusable: true })
-    const audit = JSON.stringify({ kind: "item", itemId: "c", outcome: "failure", reusable: false })
-    expect(
-      Interrupt.reusable(
-        [ok("a"), ok("b"), ok("a"), audit, "{\"kind\":\"item\",\"reusable\":true,\"outcome\":\"success\""].join("\n")
+  const ok = (id: string) => JSON.stringify({ kind: "item", itemId: id, outcome: "success", reusable: true })
+  const audit = JSON.stringify({ kind: "item", itemId: "c", outcome: "failure", reusable: false })
+  const torn = "{\"kind\":\"item\",\"reusable\":true,\"outcome\":\"success\""
+  const artifact = (text: string) => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "rein-interrupt-")), "run.jsonl")
+    fs.writeFileSync(file, text)
+    return file
+  }
+  /** Node's file system where reading a whole file fails, as it does for an artifact past Node's limits. */
+  const streamedOnly = Layer.effect(
+    FileSystem.FileSystem,
+    Effect.map(FileSystem.FileSystem, (fs): FileSystem.FileSystem => ({
+      ...fs,
+      readFile: (p) => Effect.dieMessage(`the whole of ${p} was read at once`),
+      readFileString: (p) => Effect.dieMessage(`the whole of ${p} was read at once`)
+    }))
+  ).pipe(Layer.provide(NodeFileSystem.layer))
+  const count = (file: string, chunkSize?: number) =>
+    Effect.runPromise(
+      Effect.flatMap(FileSystem.FileSystem, (fs) => Interrupt.reusable(fs, file, chunkSize)).pipe(
+        Effect.provide(streamedOnly)
       )
     )
-      .toBe(2)
+
+  it("counts the successes a resume reuses, once each, and ignores a torn last line", async () => {
+    expect(await count(artifact([ok("a"), ok("b"), ok("a"), audit, torn].join("\n")))).toBe(2)
+    expect(await count(path.join(os.tmpdir(), "rein-absent", "run.jsonl"))).toBe(0)
+  })
+
+  it("streams the artifact (never read whole): read in chunks cut anywhere, even inside a character, it counts the same", async () => {
+    const ids = Array.from({ length: 40 }, (_, i) => `é-${i}-日本`)
+    const lines = ids.flatMap((id, i) => i % 3 === 0 ? [ok(id), audit, ok(id)] : [ok(id)])
+    const file = artifact(`${lines.join("\n")}\n${torn}`)
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 200 }), async (chunk) => {
+        expect(await count(file, chunk)).toBe(40)
+      }),
+      { numRuns: 30 }
+    )
   })
 })
 

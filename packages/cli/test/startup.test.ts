@@ -138,8 +138,9 @@ describe("start-up", () => {
     }
   }, 120_000)
 
-  // What runs while the bundle is stale.
-  it("the unbundled tree loads no PostgreSQL without a postgres:// store", async () => {
+  // What runs while the bundle is stale. `@rein/batch` is imported by `rein batch` and `rein worker` when they
+  // run (internal/batchLib.ts): its modules' top levels cost every other command ≈ 11 ms (bench/PROFILE.md, #22).
+  it("the unbundled tree loads no PostgreSQL without a postgres:// store, and @rein/batch only for batch", async () => {
     const runner = path.join(tmp, "unbundled.mjs")
     const node = pathToFileURL(path.join(root, "packages/cli/dist/internal/node.js")).href
     fs.writeFileSync(runner, `import { start } from ${JSON.stringify(node)}\nstart(process.argv)\n`)
@@ -148,6 +149,9 @@ describe("start-up", () => {
       expect(r.code, name).toBe(0)
       expect(r.modules.some((m) => m.includes("/node_modules/.pnpm/effect@")), name).toBe(true)
       expect(r.modules.filter((m) => postgres.test(m)), name).toEqual([])
+      const batchModules = r.modules.filter((m) => m.includes("/packages/batch/"))
+      if (name === "batch") expect(batchModules.length, name).toBeGreaterThan(0)
+      else expect(batchModules, name).toEqual([])
     }
   }, 120_000)
 })

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import { Either, Schema } from "effect"
+import { identity } from "effect/Function"
 import { decodeWith, nonEmptyArray, NonNegativeNumber as NonNegative, PositiveInt } from "./internal/decode.js"
 
 /**
@@ -184,4 +185,4 @@ export const decode = (input: unknown): Either.Either<Catalog, CatalogError> =>
  * @category constructors
  * @since 0.1.0
  */
-export const make = (input: CatalogInput): Catalog => Either.getOrThrow(decode(input))
+export const make = (input: CatalogInput): Catalog => Either.getOrThrowWith(decode(input), identity)

@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { Duration, Either, Schema } from "effect"
+import { identity } from "effect/Function"
 import { EndpointId } from "./Catalog.js"
 import { FailureKind, FallbackWidenable, RetryWidenable } from "./Failure.js"
 import {
@@ -124,6 +125,11 @@ export class Contract extends Schema.Class<Contract>("Contract")({
   retry: Schema.optionalWith(RetryPolicy, { default: () => RetryPolicy.make({}) }),
   requires: Schema.optionalWith(Requirements, { default: () => Requirements.make({}) }),
   mode: Schema.optionalWith(Mode, { default: () => "read-only" as const }),
+  /**
+   * Whether simulated endpoints (a `Fake` provider, the CLI's fake) may run. Off by default: each is then
+   * illegal (predicate `simulation`), and a request with no other candidate is `Refused`
+   * (`no_legal_candidate`, "…the contract does not allow simulation"). Set it `true` in tests and examples.
+   */
   allowSimulated: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   failures: Schema.optionalWith(FailurePolicy, { default: () => FailurePolicy.make({}) }),
   /**
@@ -191,4 +197,4 @@ export const decode = (input: unknown): Either.Either<Contract, ContractError> =
  * @category constructors
  * @since 0.1.0
  */
-export const make = (input: ContractInput): Contract => Either.getOrThrow(decode(input))
+export const make = (input: ContractInput): Contract => Either.getOrThrowWith(decode(input), identity)

@@ -223,14 +223,19 @@ const toFailure = (step: Extract<Step, { _tag: "Fail" }>): ProviderFailure => {
  * Makes a fake provider from per-endpoint scripts (keyed by endpoint id). An endpoint without a script
  * succeeds at once. Pass `options.simulated: false` to use it where a real provider would be expected.
  *
+ * Give Rein its `provider`, under the provider name of the catalog's endpoints (the contract must allow
+ * simulation: `allowSimulated: true`); `calls` and `teardowns` are what it saw.
+ *
  * @example
  * ```ts
- * import { Fake } from "@rein/core"
+ * import { Catalog, Fake, Rein } from "@rein/core"
  *
+ * declare const catalog: Catalog.Catalog // endpoints "openai/mini" and "anthropic/haiku", provider "fake"
  * const fake = Fake.make({
  *   "openai/mini": [Fake.fail("overloaded"), Fake.succeed({ text: "second time lucky" })],
  *   "anthropic/haiku": [Fake.succeed()]
  * })
+ * const ReinLive = Rein.layer({ catalog, providers: { fake: fake.provider } }) // not `{ fake }`
  * ```
  * @category constructors
  * @since 0.1.0

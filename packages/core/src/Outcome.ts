@@ -217,6 +217,43 @@ export type Cause = typeof Cause.Type
 
 const attempts = Schema.Array(AttemptRecord)
 
+/** At most this many runs of attempts are named in an outcome's message; the rest are counted. */
+const NAMED_RUNS = 6
+
+/**
+ * One line for an outcome's `message`: its reason, the failure that ended it, and its attempts as runs
+ * (`a overloaded ×2 → b success`). Kinds, codes and endpoint ids only: never provider text. (Without it,
+ * the message was Schema's dump of every field: kilobytes of attempt records, shared objects shown as
+ * `[Circular]`.)
+ */
+const messageOf = (
+  outcome: {
+    readonly reason: string
+    readonly cause?: Cause | null
+    readonly attempts: ReadonlyArray<
+      { readonly endpoint: string; readonly status: string; readonly failure: string | null }
+    >
+  }
+): string => {
+  const runs: Array<{ what: string; n: number }> = []
+  for (const a of outcome.attempts) {
+    const what = `${a.endpoint} ${a.failure ?? a.status}`
+    const last = runs[runs.length - 1]
+    if (last !== undefined && last.what === what) last.n++
+    else runs.push({ what, n: 1 })
+  }
+  const named = runs.slice(0, NAMED_RUNS).map((r) => r.n > 1 ? `${r.what} ×${r.n}` : r.what)
+  const rest = runs.slice(NAMED_RUNS).reduce((n, r) => n + r.n, 0)
+  const cause = outcome.cause === undefined || outcome.cause === null
+    ? ""
+    : `; last failure ${outcome.cause.kind} (${outcome.cause.code}) on ${outcome.cause.endpoint}`
+  const count = outcome.attempts.length
+  const tried = count === 0
+    ? "; no attempt"
+    : `; ${count} attempt${count === 1 ? "" : "s"}: ${named.join(" → ")}${rest > 0 ? ` → … ${rest} more` : ""}`
+  return `${outcome.reason}${cause}${tried}`
+}
+
 /**
  * The deadline expired. `phase` says where: waiting for admission, during an attempt, a backoff that
  * could not fit (recorded with zero wait), or teardown.
@@ -237,7 +274,12 @@ export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("De
   cause: Schema.NullOr(Cause),
   teardownUnconfirmed: Schema.Boolean,
   attempts
-}) {}
+}) {
+  /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
+  override get message(): string {
+    return messageOf(this)
+  }
+}
 
 /**
  * The next attempt cannot be afforded: its worst-case cost, tokens, or a call would exceed the budget. With
@@ -259,7 +301,12 @@ export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("Budg
    * calls). Absent when unknown (a worst case of unknown size; records written before it existed).
    */
   needed: Schema.optional(Schema.Number)
-}) {}
+}) {
+  /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
+  override get message(): string {
+    return messageOf(this)
+  }
+}
 
 /**
  * Every candidate was tried or excluded and none succeeded.
@@ -271,7 +318,12 @@ export class PlanExhausted extends Schema.TaggedError<PlanExhausted>()("PlanExha
   reason: Schema.String,
   cause: Schema.NullOr(Cause),
   attempts
-}) {}
+}) {
+  /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
+  override get message(): string {
+    return messageOf(this)
+  }
+}
 
 /**
  * A failure whose kind forbids both retry and fallback (`unknown`, `invalid_request`, `content_filtered`
@@ -284,7 +336,12 @@ export class FailedSafe extends Schema.TaggedError<FailedSafe>()("FailedSafe", {
   reason: Schema.String,
   cause: Cause,
   attempts
-}) {}
+}) {
+  /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
+  override get message(): string {
+    return messageOf(this)
+  }
+}
 
 /**
  * Why a request was refused before any call.
@@ -312,7 +369,12 @@ export class Refused extends Schema.TaggedError<Refused>()("Refused", {
   refusal: RefusalReason,
   reason: Schema.String,
   attempts
-}) {}
+}) {
+  /** One line: the refusal and its reason (nothing was called). */
+  override get message(): string {
+    return `${this.refusal}: ${this.reason}`
+  }
+}
 
 /**
  * The run this request belongs to stopped admitting attempts (a batch's deadline, fail-fast or budget
@@ -325,7 +387,12 @@ export class Halted extends Schema.TaggedError<Halted>()("Halted", {
   reason: Schema.String,
   cause: Schema.NullOr(Cause),
   attempts
-}) {}
+}) {
+  /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
+  override get message(): string {
+    return messageOf(this)
+  }
+}
 
 /**
  * Any terminal failure of a request.

@@ -9,6 +9,27 @@ const messageOf = (input: unknown): string => {
 }
 
 describe("Contract", () => {
+  it("make throws the typed error naming the field, not Either's \"getOrThrow called on a Left\"", () => {
+    const thrown = (f: () => unknown): unknown => {
+      try {
+        f()
+      } catch (e) {
+        return e
+      }
+      throw new Error("expected a throw")
+    }
+    const contract = thrown(() => Contract.make({ deadline: "30 secnds", candidates: ["a"] }))
+    expect(contract).toBeInstanceOf(Contract.ContractError)
+    expect((contract as Error).message).toMatch(/^deadline: /)
+    const catalog = thrown(() =>
+      Catalog.make({
+        endpoints: [{ id: "a", provider: "p", model: "m", capabilities: { contextWindow: 0, maxOutputTokens: 1 } }]
+      } as unknown as Catalog.CatalogInput)
+    )
+    expect(catalog).toBeInstanceOf(Catalog.CatalogError)
+    expect((catalog as Error).message).toMatch(/endpoints\.0\./)
+  })
+
   it("decodes durations from numbers of milliseconds and from strings", () => {
     const c = Contract.make({ deadline: "30 seconds", attemptTimeout: 2_500, candidates: ["a"] })
     expect(c.deadline).toMatchObject({ value: { _tag: "Millis", millis: 30_000 } })

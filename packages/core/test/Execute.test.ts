@@ -289,6 +289,23 @@ describe("Execute", () => {
       expect((yield* fake.calls).length).toBe(0)
     }))
 
+  it.effect("the no-input-bound refusal names the budget that needs the bound and the ways to give one", () =>
+    Effect.gen(function*() {
+      const reasonOf = (budget: { readonly cost?: number; readonly tokens?: number; readonly calls?: number }) =>
+        Effect.map(
+          Effect.flip(Rein.execute({ prompt: "x" }, contract({ budget })).pipe(Effect.provide(layer(Fake.make({}))))),
+          (e) => e._tag === "Refused" ? e.reason : e._tag
+        )
+      const cost = yield* reasonOf({ cost: 1, calls: 3 })
+      expect(cost).toContain("cost budget (budget.cost)")
+      expect(cost).not.toContain("budget.tokens")
+      for (const fix of ["`inputTokens`", "Rein.layer({ tokenizer })", "ReinLanguageModel.layer", "only `calls`"]) {
+        expect(cost).toContain(fix)
+      }
+      expect(yield* reasonOf({ tokens: 100 })).toContain("token budget (budget.tokens)")
+      expect(yield* reasonOf({ cost: 1, tokens: 100 })).toContain("cost and token budgets (budget.cost, budget.tokens)")
+    }))
+
   it.effect("simulated endpoints are refused unless the contract allows them, and labelled when they run", () =>
     Effect.gen(function*() {
       const fake = Fake.make({})

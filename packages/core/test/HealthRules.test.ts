@@ -336,6 +336,67 @@ describe("Health: probes", () => {
       probesInFlight: 0
     })
   })
+
+  // `settle` is also applied to states read back from a shared store (PostgreSQL), written by any version: the
+  // rule holds for every stored state, not only those the transitions here reach.
+  it("a success that is not a probe, on a breaker not open at its time, closes it with no failure in a row, whatever was stored (property)", () => {
+    const settings = Health.settingsOf({ ...Health.defaults, windowSize: 4, cooldown: 1_000 })
+    const size = settings.windowSize
+    const full = (1 << size) - 1
+    const stored = (
+      state: Health.BreakerState,
+      consecutive: number,
+      window: number,
+      windowLength: number,
+      openUntil: number
+    ): Health.EndpointState => ({
+      ...Health.freshState(settings),
+      state,
+      consecutive,
+      window: window & ((1 << windowLength) - 1),
+      windowLength,
+      openUntil
+    })
+    fc.assert(
+      fc.property(
+        fc.constantFrom<Health.BreakerState>("closed", "open", "half_open"),
+        fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 6 })),
+        fc.oneof(fc.constant(0), fc.integer({ min: 1, max: full })),
+        fc.oneof(fc.constant(size), fc.integer({ min: 0, max: size })),
+        fc.integer({ min: 0, max: 3_000 }),
+        fc.integer({ min: 0, max: 3_000 }),
+        (state, consecutive, window, windowLength, openUntil, now) => {
+          const e = stored(state, consecutive, window, windowLength, openUntil)
+          const after = Health.settle(settings, e, now, { probe: false }, SUCCESS)
+          if (Health.current(e, now) === "open") {
+            expect(after).toBe(e)
+            return
+          }
+          expect(after).toEqual({
+            ...e,
+            state: "closed",
+            consecutive: 0,
+            window: (e.window << 1) & full,
+            windowLength: Math.min(size, e.windowLength + 1)
+          })
+          // Nothing to change: the very state, not a copy.
+          if (state === "closed" && consecutive === 0 && e.window === 0 && windowLength === size) expect(after).toBe(e)
+        }
+      ),
+      {
+        numRuns: 300,
+        seed: 23,
+        // The states whose counts are those of a settled breaker but which are not closed (past their open time,
+        // or a half-open state an older writer stored), and a closed one with failures in a row but none in the
+        // window: each must still be closed and cleared.
+        examples: [
+          ["open", 0, 0, size, 1_000, 1_000],
+          ["half_open", 0, 0, size, 0, 0],
+          ["closed", 2, 0, size, 0, 0]
+        ]
+      }
+    )
+  })
 })
 
 describe("Health: admission", () => {
@@ -537,6 +598,19 @@ describe("Health: metrics", () => {
 })
 
 describe("Health: through the executor's fast path", () => {
+  it.effect("unsafeBreaker reads the breaker as breaker does, at the time it is given", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: 1_000 })
+      const read = (millis: number, endpoint = "a") => health.unsafeBreaker?.(BigInt(millis) * 1_000_000n, endpoint)
+      expect(read(0)).toBe("closed")
+      yield* health.complete(yield* health.acquire("a", "first"), failure())
+      expect([read(0), read(999), read(1_000), read(1_000, "b")]).toEqual(["open", "open", "half_open", "closed"])
+      expect([yield* at(999, health.breaker("a")), yield* at(1_000, health.breaker("a"))]).toEqual([
+        "open",
+        "half_open"
+      ])
+    }))
+
   it.effect("a request's failure is recorded, and the next request's plan reads it, through the synchronous members", () =>
     Effect.gen(function*() {
       const health = yield* Health.make({ consecutiveFailures: 1 })

@@ -605,3 +605,152 @@ describe("decide", () => {
     expect(Planner.decide(s, snap)).toEqual(Planner.decide(s, snap))
   })
 })
+
+describe("decide, after a failure on a later candidate", () => {
+  it("a stop weighs only the current candidate and those after it, and names the first the policy allows", () => {
+    // From b on (a is not considered): both over the token budget, so the stop names b, then c.
+    const budget = { cost: null, tokens: 10, calls: null }
+    const d = stopped(Planner.decide(spec(), after("b", "overloaded", { budget })))
+    expect(d).toMatchObject({
+      outcome: "BudgetExhausted",
+      resource: "tokens",
+      reason: "b: worst-case tokens 300 > 10 left (also c: worst-case tokens 300 > 10 left)"
+    })
+    expect(d.candidates.map((c) => [c.endpoint, c.role])).toEqual([["b", "retry"], ["c", "fallback"]])
+    // And when no candidate from c on is allowed: the failures leave nothing.
+    const exhausted = stopped(Planner.decide(spec(), after("c", "authentication", { attempts: 3 })))
+    expect(exhausted).toMatchObject({ outcome: "PlanExhausted", reason: "no candidate left that the failures allow" })
+    expect(exhausted.candidates.map((c) => c.endpoint)).toEqual(["c"])
+  })
+})
+
+describe("the verdict of a candidate legal on every predicate", () => {
+  // #22: nearly every decision finds its candidate legal; its verdict is then one frozen value per spec,
+  // candidate and role, made on first use, instead of a new object per candidate per decision.
+  it("is one frozen value per spec, candidate and role, shared by every decision; any other verdict is its own", () => {
+    const s = spec()
+    const first = Planner.decide(s, snapshot())
+    const later = Planner.decide(s, snapshot({ elapsedMillis: 40, remainingMillis: 6_000, attempts: 0 }))
+    expect(first.candidates.every((c) => c.legal && Object.isFrozen(c))).toBe(true)
+    first.candidates.forEach((c, i) => expect(later.candidates[i]).toBe(c))
+    // Another role is another verdict, shared in turn.
+    const retry = Planner.decide(s, after("a", "overloaded"))
+    expect(retry.candidates[0]).toMatchObject({ endpoint: "a", role: "retry", legal: true })
+    expect(retry.candidates[0]).not.toBe(first.candidates[0])
+    expect(Planner.decide(s, after("a", "overloaded")).candidates[0]).toBe(retry.candidates[0])
+    // Another spec with the same candidate objects has its own.
+    expect(Planner.decide({ ...s }, snapshot()).candidates[0]).not.toBe(first.candidates[0])
+    // A verdict with a predicate that does not hold is made for its decision, and not frozen.
+    const blocked = snapshot({ budget: { cost: null, tokens: 10, calls: null } })
+    const one = Planner.decide(s, blocked).candidates[0]!
+    expect(one.legal).toBe(false)
+    expect(Object.isFrozen(one)).toBe(false)
+    expect(Planner.decide(s, blocked).candidates[0]).not.toBe(one)
+  })
+})
+
+describe("what a budget stop needed (neededFor)", () => {
+  // a is refused by the policy (not in the contract); b, priced twice a's, is the one the budget refuses.
+  const twice = { inputTokens: 0.002, outputTokens: 0.004, request: 0.02 }
+  const s = spec({ candidates: [candidate("a", { listed: false }), candidate("b", { prices: twice })] })
+  const budgetStop = (budget: Planner.Snapshot["budget"]) => stopped(Planner.decide(s, snapshot({ budget })))
+
+  it("is the worst case of the candidate the budget refused, in the stop's resource; one call for the call cap", () => {
+    const cost = budgetStop({ cost: 0.5, tokens: null, calls: null })
+    expect(cost).toMatchObject({ outcome: "BudgetExhausted", resource: "cost" })
+    expect(Planner.neededFor(s, cost)).toBeCloseTo(100 * 0.002 + 200 * 0.004 + 0.02, 12)
+    expect(Planner.neededFor(s, budgetStop({ cost: null, tokens: 299, calls: null }))).toBe(300)
+    expect(Planner.neededFor(s, budgetStop({ cost: null, tokens: null, calls: 0 }))).toBe(1)
+  })
+
+  it("is undefined for any other stop, a stop with no candidate the policy allows, or one this spec does not know", () => {
+    const cost = budgetStop({ cost: 0.5, tokens: null, calls: null })
+    const deadline = stopped(Planner.decide(s, snapshot({ remainingMillis: 0 })))
+    expect(deadline.outcome).toBe("DeadlineExceeded")
+    expect(Planner.neededFor(s, deadline)).toBeUndefined()
+    // The schema lets any stop carry a resource (a decoded journal): only a budget stop's is read.
+    expect(Planner.neededFor(s, { ...cost, outcome: "PlanExhausted" })).toBeUndefined()
+    expect(Planner.neededFor(s, { ...cost, candidates: cost.candidates.filter((c) => c.endpoint === "a") }))
+      .toBeUndefined()
+    expect(Planner.neededFor(s, { ...cost, candidates: [] })).toBeUndefined()
+    const elsewhere = { ...cost, candidates: cost.candidates.map((c) => ({ ...c, endpoint: `${c.endpoint}-gone` })) }
+    expect(Planner.neededFor(s, elsewhere)).toBeUndefined()
+  })
+
+  it("exceeds what was left of its resource whenever decide stops on the budget (property)", () => {
+    FastCheck.assert(
+      FastCheck.property(
+        FastCheck.array(
+          FastCheck.record({
+            listed: FastCheck.boolean(),
+            price: FastCheck.integer({ min: 0, max: 1_000 }),
+            maxOutputTokens: FastCheck.integer({ min: 1, max: 5_000 })
+          }),
+          { minLength: 1, maxLength: 5 }
+        ),
+        FastCheck.option(FastCheck.integer({ min: 0, max: 3_000 }), { nil: null }),
+        FastCheck.option(FastCheck.integer({ min: 0, max: 8_000 }), { nil: null }),
+        FastCheck.option(FastCheck.integer({ min: 0, max: 2 }), { nil: null }),
+        (cands, cost, tokens, calls) => {
+          const candidates = cands.map((c, i) =>
+            candidate(`e${i}`, {
+              listed: c.listed,
+              maxOutputTokens: c.maxOutputTokens,
+              prices: { inputTokens: c.price / 1_000, outputTokens: c.price / 500, request: c.price / 100 }
+            })
+          )
+          const sp = spec({ candidates, maxOutputTokens: null })
+          const d = Planner.decide(sp, snapshot({ budget: { cost, tokens, calls } }))
+          if (d._tag !== "Stop" || d.outcome !== "BudgetExhausted" || d.resource === null) return
+          const needed = Planner.neededFor(sp, d)
+          if (d.resource === "calls") {
+            expect(needed).toBe(1)
+            return
+          }
+          // The first candidate the policy allows is the one refused: its worst case, over what was left.
+          const refused = candidates.find((c) => c.listed)!
+          expect(needed).toBe(Planner.reservationFor(sp, refused)[d.resource])
+          expect(needed).toBeGreaterThan(d.resource === "cost" ? cost! : tokens!)
+        }
+      ),
+      { numRuns: 300, seed: 23 }
+    )
+  })
+})
+
+describe("found by the whole run of 2026-12-03", () => {
+  it("with no input estimate the context window is not checked; the output limit still is", () => {
+    // 200 output tokens fit the endpoint's 1000, and would not fit its context window of 150 with any input.
+    const small = candidate("a", { contextWindow: 150 })
+    expect(verdictsOf(Planner.decide(spec({ candidates: [small], inputTokens: null }), snapshot()), "a").capable)
+      .toBe(true)
+    expect(verdictsOf(Planner.decide(spec({ candidates: [small] }), snapshot()), "a").capable)
+      .toBe("context window 150 < 100 input + 200 output")
+  })
+
+  it("a first attempt (no current endpoint) is not judged by a recorded failure", () => {
+    const d = attempt(Planner.decide(spec(), snapshot({ last: { kind: "content_filtered", retryAfterMillis: null } })))
+    expect(d).toMatchObject({ endpoint: "a", role: "first" })
+    expect(d.candidates.map((c) => c.verdicts.failureAllows)).toEqual([true, true, true])
+  })
+
+  it("a candidate is legal exactly when every predicate holds, even when none does", () => {
+    // a: the current endpoint, every one of its eleven predicates refusing.
+    const a = candidate("a", { listed: false, simulated: true, maxOutputTokens: 10 })
+    const s = spec({ candidates: [a], mode: "effectful", minAttemptMillis: 500 })
+    const d = Planner.decide(
+      s,
+      after("a", "content_filtered", {
+        remainingMillis: 100,
+        budget: { cost: 0, tokens: 0, calls: 0 },
+        retryTokens: { global: 0, endpoints: {} },
+        health: { a: { state: "open", probesFree: 0, opensInMillis: 5_000 } },
+        committed: true
+      })
+    )
+    const [verdict] = d.candidates
+    expect(Object.values(verdict!.verdicts).filter((v) => v === true)).toEqual([])
+    expect(verdict!.legal).toBe(false)
+    expect(stopped(d).outcome).toBe("FailedSafe")
+  })
+})

@@ -91,7 +91,10 @@ const readAll = (sql: SqlClient.SqlClient, runId: string, onRecord: Store.OnReco
   Effect.scoped(Effect.flatMap(R.open(sql, runId, R.PAGE_SIZE), (snapshot) => {
     if (snapshot === undefined) return Effect.succeed(undefined)
     return Effect.as(
-      Stream.runForEachChunk(snapshot.records, (chunk) => Effect.sync(() => Chunk.forEach(chunk, onRecord))),
+      Stream.runForEachChunk(
+        snapshot.records,
+        (chunk) => Effect.sync(() => Chunk.forEach(chunk, (record) => onRecord(record)))
+      ),
       snapshot.manifest
     )
   }))

@@ -48,7 +48,7 @@ import { Contract } from "@rein/core"
 import { Duration, Effect, Either, Layer, Option, Predicate, Schema, Stream } from "effect"
 import * as Items from "./internal/batchItems.js"
 import * as Q from "./internal/batchStatements.js"
-import { describe, isConflict, retryConflicts } from "./internal/sqlError.js"
+import { describe, isConflict, retryConflicts, sqlState } from "./internal/sqlError.js"
 import * as PgBudget from "./PgBudget.js"
 import * as PgRunLimits from "./PgRunLimits.js"
 
@@ -86,6 +86,9 @@ export class PgBatchError extends Schema.TaggedError<PgBatchError>()("PgBatchErr
   /** For an item submitted out of the run's order: its index on record. */
   recordedIndex: Schema.optional(Schema.Number)
 }) {}
+
+/** PostgreSQL's `undefined_table`: a statement on a table that does not exist. */
+const UNDEFINED_TABLE = "42P01"
 
 /** @internal */
 export const unavailable = (e: SqlError) => new PgBatchError({ reason: "Unavailable", message: describe(e) })
@@ -514,12 +517,17 @@ export const status = (runId: string): Effect.Effect<Status, PgBatchError, SqlCl
     // Best-effort: a role that may only read still reads the status (what it sees is then unrecorded). In its
     // own transaction, a savepoint inside a caller's, so that a refused write does not abort the reads.
     yield* Effect.ignore(sql.withTransaction(Effect.zipRight(Q.stopAtDeadline(sql, runId), Q.finishRun(sql, runId))))
-    // The shared services' rows of this run's sessions that ended more than an hour ago, best-effort.
-    yield* clean(sql, runId)
-    const run = yield* Q.readRun(sql, runId)
+    // A database no run was started on has no Rein tables (only a start or a worker migrates): no such run.
+    const run = yield* Effect.catchIf(
+      Q.readRun(sql, runId),
+      (e) => sqlState(e) === UNDEFINED_TABLE,
+      () => Effect.succeed(undefined)
+    )
     if (run === undefined) {
       return yield* new PgBatchError({ reason: "NotFound", message: `no run ${JSON.stringify(runId)}` })
     }
+    // The shared services' rows of this run's sessions that ended more than an hour ago, best-effort.
+    yield* clean(sql, runId)
     const rows = yield* Q.counts(sql, runId)
     const items = { total: 0, pending: 0, leased: 0, done: 0 }
     const byCategory: Record<string, number> = {}

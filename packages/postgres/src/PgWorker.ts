@@ -399,7 +399,7 @@ const artifactsOf = <I, E, R>(ctx: Context<I, E, R>, manifest: ArtifactStore.Man
     identityFingerprint: ctx.identityFingerprint,
     opened,
     index,
-    lookup: index.lookup,
+    lookup: () => Effect.succeedNone,
     append: opened.append
   }
   const keep = options.result

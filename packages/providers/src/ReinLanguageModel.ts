@@ -81,6 +81,9 @@ export interface Options<R> {
   /**
    * An upper bound on a prompt's input tokens. Default: the largest count of the models' `Tokenizer`s
    * (`OpenAiLanguageModel.modelWithTokenizer`, …); without either, a hard budget refuses (fail closed).
+   * A `Tokenizer` that fails on a prompt gives no count: `@effect/ai-openai`'s fails for every model its
+   * `gpt-tokenizer` does not know (`gpt-4.1-mini`: "does not support chat"), so under a cost or token budget
+   * every call of such a model is `Refused` (`no_input_bound`) unless this option is given.
    */
   readonly inputTokens?: ((prompt: LanguageModel.ProviderOptions["prompt"]) => number) | undefined
   /** Breaker and retry-budget settings (see `Rein.layer`). */
@@ -297,7 +300,7 @@ const toAiError = (outcome: Outcome.Terminal, method: string): AiError.AiError =
   new AiError.UnknownError({
     module: "Rein",
     method,
-    description: `${outcome._tag}: ${outcome.reason}`,
+    description: `${outcome._tag}: ${outcome.message}`,
     cause: outcome
   })
 

@@ -362,4 +362,25 @@ describe("ReinLanguageModel: an @effect/ai LanguageModel backed by Rein", () => 
       )
       expect(refused).toMatchObject({ _tag: "Refused", refusal: "no_input_bound" })
     }).pipe(Effect.provide(Journal.layerMemory)))
+
+  it.effect("a Tokenizer that cannot count the prompt gives no bound: the AiError says so and names the fix", () =>
+    Effect.gen(function*() {
+      const a = memoryModel([[text("ok"), finish("stop")]])
+      // As `@effect/ai-openai`'s does for a model its `gpt-tokenizer` does not know (`gpt-4.1-mini`).
+      const failing = Tokenizer.make({
+        tokenize: () => Effect.fail(new AiError.UnknownError({ module: "test", method: "tokenize", description: "no" }))
+      })
+      const error = yield* LanguageModel.generateText({ prompt: "hi" }).pipe(
+        Effect.flip,
+        Effect.provide(ReinLanguageModel.layer({
+          contract: contract({ budget: { cost: 1 }, candidates: ["a"] }),
+          catalog,
+          models: { a: Layer.merge(a.model, Layer.succeed(Tokenizer.Tokenizer, failing)) }
+        }))
+      )
+      expect(error._tag).toBe("UnknownError")
+      expect(error.message).toContain("Refused: no_input_bound: the contract's hard cost budget (budget.cost)")
+      expect(error.message).toContain("its `inputTokens` option")
+      expect(a.seen.length).toBe(0)
+    }))
 })

@@ -43,7 +43,7 @@ const governed = program.pipe(
     catalog,
     models: { "openai/mini": OpenAiLanguageModel.model }, // the model name is the catalog's
     clients: openAiClient, // built one-shot: a client that retries is refused before any call
-    inputTokens: () => 2_000 // or a model's Tokenizer (OpenAiLanguageModel.modelWithTokenizer)
+    inputTokens: () => 2_000 // or a model's Tokenizer (OpenAiLanguageModel.modelWithTokenizer), if it knows the model
   }))
 )
 // --- README example ends here ---

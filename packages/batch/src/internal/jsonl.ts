@@ -11,7 +11,7 @@
  * @internal
  */
 import { Either, Schema } from "effect"
-import type { Manifest } from "../ArtifactStore.js"
+import type { Manifest, OnRecord } from "../ArtifactStore.js"
 import { ArtifactError, ItemRecord, Manifest as ManifestSchema, SCHEMA_VERSION } from "../ArtifactStore.js"
 import { formatParseError } from "./schema.js"
 
@@ -89,7 +89,8 @@ const parseManifest = (bytes: Uint8Array): Either.Either<Manifest, ArtifactError
   )
 
 // `identityFingerprint`: the manifest's, which a record written under it shares instead of holding a copy.
-const parseRecord = (
+/** One record line (without its newline), as the scanner reads it; `line` names it in an error. @internal */
+export const parseRecord = (
   bytes: Uint8Array,
   line: number,
   identityFingerprint: string
@@ -130,13 +131,14 @@ export interface Scanner {
 }
 
 /** A scanner of one file. @internal */
-export const scanner = (onRecord: (record: ItemRecord) => void): Scanner => {
+export const scanner = (onRecord: OnRecord): Scanner => {
   let manifest: Manifest | undefined
   let line = 0
   let consumed = 0 // bytes up to and including the last newline
   let carry: Array<Uint8Array> = [] // the current line's bytes from earlier chunks
   let carried = 0
-  const complete = (bytes: Uint8Array): Either.Either<void, ArtifactError> => {
+  // `offset`: where the line starts in the file.
+  const complete = (bytes: Uint8Array, offset: number): Either.Either<void, ArtifactError> => {
     line += 1
     if (manifest === undefined) {
       const m = parseManifest(bytes)
@@ -146,7 +148,7 @@ export const scanner = (onRecord: (record: ItemRecord) => void): Scanner => {
     }
     const record = parseRecord(bytes, line, manifest.identityFingerprint)
     if (Either.isLeft(record)) return Either.left(record.left)
-    onRecord(record.right)
+    onRecord(record.right, { offset, length: bytes.length })
     return Either.void
   }
   const push = (chunk: Uint8Array): Either.Either<void, ArtifactError> => {
@@ -155,10 +157,11 @@ export const scanner = (onRecord: (record: ItemRecord) => void): Scanner => {
     while (end !== -1) {
       const piece = chunk.subarray(start, end)
       const bytes = carried === 0 ? piece : concat([...carry, piece])
+      const offset = consumed
       consumed += carried + piece.length + 1
       carry = []
       carried = 0
-      const done = complete(bytes)
+      const done = complete(bytes, offset)
       if (Either.isLeft(done)) return done
       start = end + 1
       end = chunk.indexOf(NEWLINE, start)

@@ -7,10 +7,14 @@
  */
 import type { PlatformError } from "@effect/platform/Error"
 import type * as FileSystem from "@effect/platform/FileSystem"
+import type { Scope } from "effect"
 import { Chunk, Effect, Either, Option, Stream } from "effect"
-import type { ArtifactError, ItemRecord, OnRecord } from "../ArtifactStore.js"
-import type { Scanned } from "./jsonl.js"
-import { scanner as makeScanner } from "./jsonl.js"
+import type { ItemRecord, OnRecord, Position } from "../ArtifactStore.js"
+import { ArtifactError } from "../ArtifactStore.js"
+import type { Scanned, Scanner } from "./jsonl.js"
+import { parseRecord, scanner as makeScanner } from "./jsonl.js"
+
+const NEWLINE = 0x0a
 
 /**
  * The bytes read at a time. Each read costs a round trip to the thread pool: 64 KiB reads made resuming a
@@ -27,38 +31,41 @@ export const make = (
   file: string,
   io: (what: string) => (e: PlatformError) => ArtifactError
 ) => {
-  // The file read into one buffer (no allocation per chunk), until `push` says stop.
-  const eachChunk = (push: (chunk: Uint8Array) => Either.Either<boolean, ArtifactError>) =>
-    Effect.scoped(Effect.flatMap(fs.open(file, { flag: "r" }), (handle) => {
-      const buffer = new Uint8Array(CHUNK)
-      const loop: Effect.Effect<void, PlatformError | ArtifactError> = Effect.flatMap(handle.read(buffer), (size) => {
-        const n = Number(size)
-        return n === 0
-          ? Effect.void
-          : Effect.flatMap(push(buffer.subarray(0, n)), (more) => more ? loop : Effect.void)
-      })
-      return loop
-    }))
+  // The one reading of the file: each step reads the next chunk into one buffer (no allocation per chunk)
+  // and pushes it to the scanner; it says whether there was a chunk (none at the end of the file).
+  const reading = (handle: FileSystem.File, scanner: Scanner): Effect.Effect<boolean, ArtifactError> => {
+    const buffer = new Uint8Array(CHUNK)
+    return Effect.flatMap(Effect.mapError(handle.read(buffer), io("cannot read")), (size) =>
+      size === BigInt(0)
+        ? Effect.succeed(false)
+        : Effect.as(scanner.push(buffer.subarray(0, Number(size))), true))
+  }
 
   /**
    * Reads the file, each record handed to `onRecord`, none kept: none when there is no file. `headOnly` stops
    * at the chunk that completes the manifest line.
    */
   const scan = (onRecord: OnRecord, headOnly = false): Effect.Effect<Option.Option<Scanned>, ArtifactError> =>
-    Effect.suspend(() => {
-      const scanner = makeScanner(onRecord)
-      const more = () => !headOnly || scanner.manifest() === undefined
-      return eachChunk((chunk) => Either.map(scanner.push(chunk), more)).pipe(
-        Effect.map(() => Option.some(scanner.end())),
+    Effect.scoped(Effect.flatMap(
+      fs.open(file, { flag: "r" }).pipe(
+        Effect.asSome,
         Effect.catchAll((e) =>
-          e._tag === "ArtifactError"
-            ? Effect.fail(e)
-            : isNotFound(e)
-            ? Effect.succeedNone
-            : Effect.fail(io("cannot read")(e))
+          isNotFound(e) ? Effect.succeed(Option.none<FileSystem.File>()) : Effect.fail(io("cannot read")(e))
         )
-      )
-    })
+      ),
+      Option.match({
+        onNone: () => Effect.succeedNone,
+        onSome: (handle) => {
+          const scanner = makeScanner(onRecord)
+          const next = reading(handle, scanner)
+          const loop: Effect.Effect<void, ArtifactError> = Effect.flatMap(
+            next,
+            (read) => read && (!headOnly || scanner.manifest() === undefined) ? loop : Effect.void
+          )
+          return Effect.map(loop, () => Option.some(scanner.end()))
+        }
+      })
+    ))
 
   /**
    * The records as the file's chunks are read, each chunk's complete lines at a time (a final line without
@@ -66,22 +73,73 @@ export const make = (
    */
   const records: Stream.Stream<ItemRecord, ArtifactError> = Stream.unwrapScoped(
     Effect.map(Effect.mapError(fs.open(file, { flag: "r" }), io("cannot read")), (handle) => {
-      const buffer = new Uint8Array(CHUNK)
       const out: Array<ItemRecord> = []
-      const scanner = makeScanner((record) => void out.push(record))
-      const next = Effect.flatMap(
-        Effect.mapError(handle.read(buffer), (e) => Option.some(io("cannot read")(e))),
-        (size) =>
-          size === BigInt(0)
-            ? Effect.fail(Option.none())
-            : Either.match(scanner.push(buffer.subarray(0, Number(size))), {
-              onLeft: (e) => Effect.fail(Option.some(e)),
-              onRight: () => Effect.succeed(Chunk.unsafeFromArray(out.splice(0)))
-            })
-      )
-      return Stream.repeatEffectChunkOption(next)
+      const next = reading(handle, makeScanner((record) => void out.push(record)))
+      return Stream.repeatEffectChunkOption(Effect.matchEffect(next, {
+        onFailure: (e) => Effect.fail(Option.some(e)),
+        onSuccess: (read) => read ? Effect.succeed(Chunk.unsafeFromArray(out.splice(0))) : Effect.fail(Option.none())
+      }))
     })
   )
 
-  return { scan, records }
+  const readFully = (handle: FileSystem.File, from: number, buffer: Uint8Array): Effect.Effect<number, ArtifactError> =>
+    Effect.flatMap(Effect.mapError(handle.seek(from, "start"), io("cannot read")), () => {
+      const more = (filled: number): Effect.Effect<number, ArtifactError> =>
+        filled === buffer.length ? Effect.succeed(filled) : Effect.flatMap(
+          Effect.mapError(handle.read(buffer.subarray(filled)), io("cannot read")),
+          (size) => size === BigInt(0) ? Effect.succeed(filled) : more(filled + Number(size))
+        )
+      return more(0)
+    })
+
+  /**
+   * Reads records back at the positions the scan gave, through a handle of the scope, one read at a time.
+   * Records read back roughly in file order (a resumed run's items come up about as they were written) are
+   * served from one window of `CHUNK` bytes read around them; a record far from the window is read alone.
+   */
+  const reader = (
+    identityFingerprint: string
+  ): Effect.Effect<(at: Position) => Effect.Effect<ItemRecord, ArtifactError>, ArtifactError, Scope.Scope> =>
+    Effect.map(
+      Effect.zip(Effect.mapError(fs.open(file, { flag: "r" }), io("cannot read")), Effect.makeSemaphore(1)),
+      ([handle, lock]) => {
+        let start = 0 // the window holds the file's bytes from `start`
+        let window = new Uint8Array(0)
+        const load = (at: Position): Effect.Effect<void, ArtifactError> => {
+          const near = at.offset >= start - CHUNK && at.offset < start + window.length + CHUNK
+          const from = near ? Math.max(0, at.offset - CHUNK / 16) : at.offset
+          const size = Math.max(near ? CHUNK : 0, at.offset - from + at.length + 1)
+          const buffer = size === CHUNK && window.buffer.byteLength === CHUNK
+            ? new Uint8Array(window.buffer)
+            : new Uint8Array(size)
+          return Effect.map(readFully(handle, from, buffer), (n) => {
+            start = from
+            window = buffer.subarray(0, n)
+          })
+        }
+        const changed = (at: Position, why: string) =>
+          new ArtifactError({
+            reason: "format",
+            message: `${file}: the record at byte ${at.offset} ${why} (the file changed while it was open)`
+          })
+        const parse = (at: Position): Effect.Effect<ItemRecord, ArtifactError> => {
+          const from = at.offset - start
+          if (from < 0 || from + at.length >= window.length || window[from + at.length] !== NEWLINE) {
+            return Effect.fail(changed(at, "is no longer a complete line"))
+          }
+          // The parse error is not quoted: it can hold the record's values (a model answer), and this is logged.
+          return Either.mapLeft(
+            parseRecord(window.subarray(from, from + at.length), 0, identityFingerprint),
+            () => changed(at, "is no longer an item record")
+          )
+        }
+        return (at) =>
+          lock.withPermits(1)(Effect.suspend(() => {
+            const inWindow = at.offset >= start && at.offset + at.length < start + window.length
+            return inWindow ? parse(at) : Effect.flatMap(load(at), () => parse(at))
+          }))
+      }
+    )
+
+  return { scan, records, reader }
 }

@@ -8,6 +8,7 @@
 import type { Outcome, Provider } from "@rein/core"
 import { Contract, Gate, Rein } from "@rein/core"
 import { Cause, Duration, Effect, Exit, Fiber, FiberId, Option, Runtime } from "effect"
+import type { ItemRecord } from "../ArtifactStore.js"
 import type { RunGate } from "./gate.js"
 import type { Pulled, Pulling } from "./pull.js"
 import type { Results } from "./results.js"
@@ -39,6 +40,28 @@ const afterNext = <R, R2>(
   spawner: Spawner<R>,
   effect: Effect.Effect<void, never, R2>
 ): Effect.Effect<void, never, R | R2> => spawner.full ? effect : Effect.zipRight(spawner.one, effect)
+
+/** Starting an item that has nothing to reuse (the pool's `startItem`). */
+type Start<I> = (
+  worker: Running<I>,
+  item: I,
+  index: number,
+  itemId: string,
+  request: Provider.CompletionRequest
+) => Effect.Effect<void, never, Rein.Rein>
+
+/**
+ * The record to reuse, found at once or read back (an effect: the item starts once it is known that none is
+ * reused), given to `reuse`; without one, `start`.
+ */
+const reuseOr = <R>(
+  found: Option.Option<ItemRecord> | Effect.Effect<Option.Option<ItemRecord>>,
+  reuse: (record: ItemRecord) => Effect.Effect<void, never, R>,
+  start: () => Effect.Effect<void, never, R>
+): Effect.Effect<void, never, R> =>
+  Option.isOption(found)
+    ? (Option.isSome(found) ? reuse(found.value) : start())
+    : Effect.flatMap(found, (record) => Option.isSome(record) ? reuse(record.value) : start())
 
 /**
  * Runs up to `n` copies of a worker, each in its own fiber, until all have ended: the first is forked here, and
@@ -203,17 +226,19 @@ export const make = <I, E, R>(
   const processItem = (worker: Running<I>, item: I, index: number): Effect.Effect<void, never, Rein.Rein> => {
     const request = settings.request(item, index)
     const itemId = settings.itemId?.(item, index) ?? request.id ?? String(index)
-    const artifacts = settings.artifacts
-    if (artifacts?.lookup !== undefined) {
-      const found = artifacts.lookup(item, index, itemId)
-      if (Option.isSome(found)) return results.complete({ _tag: "Reused", index, itemId, item, record: found.value })
-    }
+    const lookup = settings.artifacts?.lookup
+    if (lookup === undefined) return startItem(worker, item, index, itemId, request)
+    const reused = (record: ItemRecord) => results.complete({ _tag: "Reused", index, itemId, item, record })
+    return reuseOr(lookup(item, index, itemId), reused, () => startItem(worker, item, index, itemId, request))
+  }
+
+  /** An item with nothing to reuse: its stop result, its plan (a dry run), or its execution. */
+  const startItem: Start<I> = (worker, item, index, itemId, request) => {
     if (state.stopped !== undefined) {
       // Accepted but never started: the stop's collateral result, no call.
       return results.complete(results.collateral({ index, itemId, item, durationMillis: 0 }, state.stopped, null, []))
     }
     if (g.dryRun) return results.complete({ _tag: "Planned", index, itemId, item, request })
-
     const it: ItemState = { index, itemId, tickets: NO_TICKETS, fiber: undefined }
     worker.current = it
     state.inFlight++

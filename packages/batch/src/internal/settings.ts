@@ -14,7 +14,10 @@ import type { Failed, Succeeded } from "../Result.js"
 /** Where an open artifact plugs into a run (documented as `Batch.Artifacts`). @internal */
 export interface Artifacts<I> {
   readonly opened: Opened
-  readonly lookup?: ((item: I, index: number, itemId: string) => Option.Option<ItemRecord>) | undefined
+  /** An earlier record to reuse, found at once or read back (`Resume.Session.lookup`). */
+  readonly lookup?:
+    | ((item: I, index: number, itemId: string) => Option.Option<ItemRecord> | Effect.Effect<Option.Option<ItemRecord>>)
+    | undefined
   readonly toRecord: (result: Succeeded<I> | Failed<I>) => Effect.Effect<ItemRecord, ArtifactError>
 }
 

@@ -7,7 +7,6 @@
  * @internal
  */
 import type { ArtifactStore, Identity } from "@rein/batch"
-import { Fingerprint } from "@rein/batch"
 import type { Chunk } from "effect"
 import { Effect, Stream } from "effect"
 
@@ -30,17 +29,17 @@ export const changes = (before: Identity.Identity, after: Identity.Identity): Re
 }
 
 /**
- * The warning for resuming `out` under `identity`, or `undefined` when every record was written under it. The
- * records are streamed: only their item ids are held.
+ * The warning for resuming `out` under `identity` (whose fingerprint is `fingerprint`), or `undefined` when
+ * every record was written under it. The records are streamed: only their item ids are held.
  *
  * @internal
  */
 export const warning = (
   out: string,
   artifact: ArtifactStore.Streamed,
-  identity: Identity.Identity
+  identity: Identity.Identity,
+  fingerprint: string
 ): Effect.Effect<string | undefined, ArtifactStore.ArtifactError> => {
-  const fingerprint = Fingerprint.identity(identity)
   const current = new Set<string>()
   const others = new Set<string>()
   const add = (chunk: Chunk.Chunk<ArtifactStore.ItemRecord>) =>
@@ -49,7 +48,7 @@ export const warning = (
     })
   return Effect.map(
     Stream.runForEachChunk(artifact.records, add),
-    () => said(out, artifact.manifest, identity, current, others)
+    () => said(out, artifact.manifest, identity, fingerprint, current, others)
   )
 }
 
@@ -58,13 +57,14 @@ const said = (
   out: string,
   manifest: ArtifactStore.Manifest,
   identity: Identity.Identity,
+  fingerprint: string,
   current: ReadonlySet<string>,
   others: ReadonlySet<string>
 ): string | undefined => {
   const stale = [...others].filter((id) => !current.has(id)).length
   if (stale === 0) return undefined
   const items = new Set([...current, ...others]).size
-  const what = manifest.identityFingerprint === Fingerprint.identity(identity)
+  const what = manifest.identityFingerprint === fingerprint
     ? []
     : changes(manifest.identity, identity)
   return [

@@ -7,9 +7,26 @@
  */
 import type { FileSystem } from "@effect/platform"
 import { Journal } from "@rein/core"
-import { Effect, Either } from "effect"
+import { Effect, Either, Predicate } from "effect"
 import { InputError } from "../InputError.js"
 import { readText } from "./files.js"
+
+/** A line of a batch artifact (`rein batch --out`): its manifest or an item's record. */
+const isArtifactLine = (line: string): boolean => {
+  try {
+    const value: unknown = JSON.parse(line)
+    return Predicate.hasProperty(value, "kind") && (value.kind === "manifest" || value.kind === "item")
+  } catch {
+    return false
+  }
+}
+
+/** What to do with a batch artifact given where a journal was expected (it was a screen of schema errors). */
+const artifactGiven = (path: string): string =>
+  `${path} is a batch artifact (rein batch --out), not a journal: replay and explain read what rein run ` +
+  "--record writes. An item's line in the artifact holds its outcome and category and, when it failed, " +
+  "error.reason and error.attempts (each attempt's endpoint, role, failure kind and code, timing and charge); " +
+  "to see why each attempt was made, run the prompt with rein run … --record journal.jsonl"
 
 /** @internal */
 export const readRecords = (
@@ -23,6 +40,7 @@ export const readRecords = (
       if (line.trim() === "") continue
       const decoded = Journal.decodeLine(line, i + 1)
       if (Either.isLeft(decoded)) {
+        if (isArtifactLine(line)) return Effect.fail(new InputError({ message: artifactGiven(path) }))
         const e = decoded.left
         const detail = e.message.split("\n").slice(0, 5).join("; ")
         return Effect.fail(

@@ -29,6 +29,7 @@ import { Rein } from "./context.js"
 import { describe } from "./decode.js"
 import { clampMillis } from "./duration.js"
 import { IDLE, keepMap } from "./maps.js"
+import { noInputBound } from "./refusals.js"
 import * as Spec from "./spec.js"
 import { stackless } from "./stackless.js"
 import * as Telemetry from "./telemetry.js"
@@ -418,7 +419,7 @@ export const prepareIn = (
     return refuse(
       refusingIn(fiber, request, contract, streaming),
       "no_input_bound",
-      "a hard cost or token budget needs an input-token bound (fail closed)"
+      noInputBound(contract.budget)
     )
   }
   const entry = resolve(rein, contract)

@@ -1,0 +1,78 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Fake, Outcome, Rein } from "@rein/core"
+import { Cause, Effect, Exit } from "effect"
+import { contract, layer } from "./fixtures.js"
+
+const record = (endpoint: string, failure: Outcome.AttemptRecord["failure"], n: number): Outcome.AttemptRecord => ({
+  attempt: n,
+  call: n,
+  endpoint,
+  role: n === 1 ? "first" : "retry",
+  startMillis: 0,
+  endMillis: 1,
+  timeoutMillis: 1000,
+  binding: "attempt",
+  dispatched: true,
+  status: failure === null ? "success" : "failure",
+  failure,
+  code: failure,
+  retryAfterMillis: null,
+  backoffMillis: 0,
+  reservation: { cost: 0.001, tokens: 100 },
+  usage: "unknown",
+  charged: { cost: 0.001, tokens: 100 },
+  billingBoundViolation: false,
+  teardownUnconfirmed: false,
+  simulated: true
+})
+
+describe("Outcome", () => {
+  it("a terminal outcome's message is one line: reason, last failure, the attempts as runs", () => {
+    const e = new Outcome.PlanExhausted({
+      reason: "no candidate left that the failures allow",
+      cause: { kind: "authentication", code: "http_401", endpoint: "b" },
+      attempts: [record("a", "overloaded", 1), record("a", "overloaded", 2), record("b", "authentication", 3)]
+    })
+    expect(e.message).toBe(
+      "no candidate left that the failures allow; last failure authentication (http_401) on b; " +
+        "3 attempts: a overloaded ×2 → b authentication"
+    )
+    expect(String(e)).toBe(`PlanExhausted: ${e.message}`)
+  })
+
+  it("a long history names its first runs and counts the rest; none says so", () => {
+    const attempts = Array.from({ length: 9 }, (_, i) => record(i % 2 === 0 ? "a" : "b", "server_error", i + 1))
+    const e = new Outcome.DeadlineExceeded({
+      phase: "backoff",
+      reason: "the backoff does not fit",
+      cause: null,
+      teardownUnconfirmed: false,
+      attempts
+    })
+    expect(e.message).toBe(
+      "the backoff does not fit; 9 attempts: a server_error → b server_error → a server_error → b server_error → " +
+        "a server_error → b server_error → … 3 more"
+    )
+    const h = new Outcome.Halted({ reason: "the batch stopped", cause: null, attempts: [] })
+    expect(h.message).toBe("the batch stopped; no attempt")
+  })
+
+  it("a refusal's message names the refusal and its reason", () => {
+    const e = new Outcome.Refused({ refusal: "unknown_candidate", reason: "\"x\" is not in the catalog", attempts: [] })
+    expect(e.message).toBe("unknown_candidate: \"x\" is not in the catalog")
+  })
+
+  it.effect("an uncaught outcome prints as that line, not a dump of its records", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("authentication")] })
+      const exit = yield* Effect.exit(
+        Rein.execute({ prompt: "x", inputTokens: 10, maxOutputTokens: 10 }, contract({ candidates: ["a"] })).pipe(
+          Effect.provide(layer(fake))
+        )
+      )
+      expect(Exit.isFailure(exit)).toBe(true)
+      const pretty = Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ""
+      expect(pretty.split("\n")[0]).toMatch(/^PlanExhausted: .*; 1 attempt: a authentication$/)
+      expect(pretty).not.toContain("reservation")
+    }))
+})
