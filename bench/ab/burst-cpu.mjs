@@ -1,6 +1,7 @@
 // A/B helper (not part of the bench): CPU per request of bench 4's burst (1,000 50 ms expiries at once), one
 // configuration per child process, children interleaved (order rotated and reversed every round).
-// node bench/ab/burst-cpu.mjs <rounds> <config>... with config = lean | off | on | journal, each optionally
+// node bench/ab/burst-cpu.mjs <rounds> <config>... with config = lean | off | on | journal (optionally with
+// `-once`: the services provided once around the burst, not around each request as bench 4 does), each optionally
 // @<core dist dir> (default: this tree's). Per child: 2 untimed bursts, then 5 after a gc(); the child reports
 // its medians of [start, expiry] CPU µs per request (split at the last provider call started), p99 ms, KB/req.
 import { execFileSync } from "node:child_process"
@@ -9,7 +10,9 @@ import { fileURLToPath } from "node:url"
 const here = fileURLToPath(import.meta.url)
 const med = (xs) => { const s = xs.slice().sort((a, b) => a - b); return s[s.length >> 1] }
 if (process.argv[2] === "child") {
-  const [config, dir] = process.argv[3].split("@")
+  const [named, dir] = process.argv[3].split("@")
+  // `<config>-once`: the services provided once around the burst (as a ManagedRuntime would), not per request.
+  const once = named.endsWith("-once"), config = named.replace(/-once$/, "")
   const { Effect, Layer, Scope } = await import("effect")
   const { default: v8 } = await import("node:v8")
   const { leanBound } = await import("../dist/fixtures.js")
@@ -22,7 +25,9 @@ if (process.argv[2] === "child") {
   const contract = Contract.make({ deadline: 50, teardownGrace: 250, candidates: ["mem/a"], retry: { perEndpoint: 0 } })
   const base = Rein.layer({ catalog, providers: { mem: { internalMaxAttempts: 1, call: () => hang } }, health: config === "off" ? false : { failureRatio: 0.9, depositRatio: 2 } })
   const layer = config === "journal" ? Layer.merge(Layer.orDie(base), Layer.succeed(Journal.Journal, Journal.make(() => Effect.void))) : Layer.orDie(base)
-  const one = config === "lean" ? leanBound(hang, 50) : Effect.provide(Rein.execute({ prompt: "hello", inputTokens: 10, maxOutputTokens: 10 }, contract), await Effect.runPromise(Effect.flatMap(Scope.make(), (s) => Layer.buildWithScope(layer, s))))
+  const ctx = config === "lean" ? undefined : await Effect.runPromise(Effect.flatMap(Scope.make(), (s) => Layer.buildWithScope(layer, s)))
+  const execute = Rein.execute({ prompt: "hello", inputTokens: 10, maxOutputTokens: 10 }, contract)
+  const one = config === "lean" ? leanBound(hang, 50) : once ? execute : Effect.provide(execute, ctx)
   const now = () => Number(process.hrtime.bigint()) / 1e6
   const us = (a, b) => (b.user + b.system - a.user - a.system)
   const burst = async () => {
@@ -30,7 +35,8 @@ if (process.argv[2] === "child") {
     const profiler = new v8.GCProfiler(); profiler.start()
     const h0 = v8.getHeapStatistics().used_heap_size
     const out = []; const c0 = process.cpuUsage()
-    await Effect.runPromise(Effect.forEach(Array.from({ length: N }), () => Effect.suspend(() => { const t0 = now(); return Effect.map(Effect.either(one), () => { out.push(now() - t0 - 50) }) }), { concurrency: "unbounded", discard: true }))
+    const all = Effect.forEach(Array.from({ length: N }), () => Effect.suspend(() => { const t0 = now(); return Effect.map(Effect.either(one), () => { out.push(now() - t0 - 50) }) }), { concurrency: "unbounded", discard: true })
+    await Effect.runPromise(once ? Effect.provide(all, ctx) : all)
     const c1 = process.cpuUsage()
     let freed = 0
     for (const s of profiler.stop()?.statistics ?? []) freed += s.beforeGC.heapStatistics.usedHeapSize - s.afterGC.heapStatistics.usedHeapSize

@@ -11,8 +11,13 @@ import {
   FastCheck,
   Fiber,
   FiberRef,
+  HashMap,
   Layer,
+  Logger,
+  LogLevel,
   Option,
+  RuntimeFlags,
+  RuntimeFlagsPatch,
   Supervisor,
   TestClock,
   TestContext
@@ -366,5 +371,84 @@ describe("the executor around interruption and the deadline", () => {
       const error = Either.getLeft(result).pipe(Option.getOrThrow) as Outcome.Terminal
       expect(error).toMatchObject({ _tag: "DeadlineExceeded", phase: "admission", attempts: [] })
       expect(yield* fake.calls).toHaveLength(0)
+    }))
+})
+
+/** Counts the run-loop steps of one fiber while `on` (a supervisor with op supervision sees every step). */
+class Steps extends Supervisor.AbstractSupervisor<number> {
+  on = false
+  count = 0
+  of: Fiber.RuntimeFiber<unknown, unknown> | undefined = undefined
+  override get value() {
+    return Effect.sync(() => this.count)
+  }
+  override onEffect(fiber: Fiber.RuntimeFiber<unknown, unknown>) {
+    if (this.on && fiber === this.of) this.count++
+  }
+}
+
+describe("an expiry settled in its caller's step", () => {
+  /**
+   * One request against a provider that never answers, its deadline 1 s, run by `wrap`: its exit, and the steps
+   * its fiber takes once its attempt was interrupted (the caller resumed, the record, the verdict, the exit).
+   */
+  const expire = (wrap: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>) =>
+    Effect.gen(function*() {
+      const steps = new Steps()
+      const provider: Provider.Provider = {
+        internalMaxAttempts: 1,
+        simulated: true,
+        call: () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => (steps.on = true)))
+      }
+      const fiber = yield* Effect.fork(
+        Effect.exit(wrap(Rein.execute(request, contract({ deadline: "1 second", candidates: ["a"] })))).pipe(
+          Effect.supervised(steps),
+          Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)),
+          Effect.provide(Rein.layer({ catalog: cat, providers: { fake: provider }, health: false }))
+        )
+      )
+      steps.of = fiber
+      yield* TestClock.adjust("1 second")
+      const exit = yield* Fiber.join(fiber)
+      expect(Exit.isFailure(exit) && Cause.failureOption(exit.cause).pipe(Option.getOrThrow)).toMatchObject({
+        _tag: "DeadlineExceeded",
+        phase: "attempt",
+        teardownUnconfirmed: false,
+        attempts: [{ status: "deadline", code: "deadline_expired" }]
+      })
+      return { exit, steps: steps.count }
+    })
+
+  it.effect("an expired request's verdict is its result in the step its caller resumes", () =>
+    Effect.gen(function*() {
+      const { steps } = yield* expire((effect) => effect)
+      // The resumed wait and the end of its interruptible region, the verdict unwinding the attempt's region and
+      // the request's, `Effect.exit`, the fiber's end. On the old code 16: a step for the debug line the fiber
+      // would drop (and its `zipRight`), one for `Effect.fail` looking for a span, and an interruptible region (a
+      // flags step and its revert) around a verdict that does no work.
+      expect(steps).toBeLessThanOrEqual(10)
+    }))
+
+  it.effect("a fiber that logs debug still logs the expired attempt", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const logger = Logger.make(({ annotations, message }) => {
+        lines.push(`${JSON.stringify(message)} ${JSON.stringify([...HashMap.toEntries(annotations)])}`)
+      })
+      yield* expire((effect) =>
+        effect.pipe(
+          Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
+          Logger.withMinimumLogLevel(LogLevel.Debug)
+        )
+      )
+      expect(lines.filter((l) => l.includes("rein: attempt failed"))).toEqual([
+        expect.stringContaining(`["kind","timeout"]`)
+      ])
+    }))
+
+  it.effect("the verdict carries the caller's span, as `Effect.fail` attaches it", () =>
+    Effect.gen(function*() {
+      const { exit } = yield* expire((effect) => Effect.withSpan(effect, "the-expired-request"))
+      expect(Exit.isFailure(exit) && Cause.pretty(exit.cause)).toContain("at the-expired-request")
     }))
 })

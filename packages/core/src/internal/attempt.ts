@@ -12,6 +12,7 @@ import {
   Exit,
   Fiber,
   FiberId,
+  FiberRef,
   Option,
   Runtime,
   RuntimeFlags,
@@ -178,7 +179,12 @@ export interface Continue<S, B, E2> {
   readonly startNanos?: bigint
   /** Called synchronously once the attempt runs in its own fiber (not when it ended without suspending). */
   readonly started?: (fiber: Fiber.RuntimeFiber<unknown, unknown>) => void
-  readonly then: (end: AttemptEnd<S>) => Effect.Effect<B, E2>
+  /**
+   * `fiber`: the caller's own fiber, when `then` runs in one of its steps (always, but for a provider that threw
+   * before returning its effect): what the continuation would otherwise ask of the fiber in an effect of its own
+   * (its minimum log level, its span) it can read here, in this step.
+   */
+  readonly then: (end: AttemptEnd<S>, fiber?: Fiber.RuntimeFiber<unknown, unknown>) => Effect.Effect<B, E2>
   readonly interrupted: (end: Extract<AttemptEnd<S>, { readonly _tag: "Interrupted" }>) => Effect.Effect<void>
 }
 
@@ -210,9 +216,9 @@ export const bounded = <A, E, S, B, E2>(
       // The provider's fiber never fails: its exit is data (a failing fiber would also be logged).
       const fiber = Runtime.runFork(runtime, asExit(work))
       const polled = fiber.unsafePoll()
-      if (polled !== null) return restoreUnlessDone(restore, k.then(end(Exit.flatten(polled))))
+      if (polled !== null) return restoreUnlessDone(restore, k.then(end(Exit.flatten(polled)), parent), parent)
       k.started?.(fiber)
-      const waiting = new Waiting(clock, runtime, fiber, timeoutMillis, graceMillis, end, k, restore)
+      const waiting = new Waiting(parent, clock, runtime, fiber, timeoutMillis, graceMillis, end, k, restore)
       return Effect.matchCauseEffect(restore(Effect.async(waiting.register)), waiting)
     })
   )
@@ -232,6 +238,8 @@ class Waiting<A, E, S, B, E2> implements Timers.Entry {
   next: Timers.Entry | undefined = undefined
   private resume: ((effect: Effect.Effect<Exit.Exit<A, E> | undefined>) => void) | undefined = undefined
   constructor(
+    /** The caller's fiber: `onSuccess` runs in one of its steps. */
+    private readonly parent: Fiber.RuntimeFiber<unknown, unknown>,
     private readonly clock: Clock.Clock,
     private readonly runtime: Runtime.Runtime<never>,
     private readonly fiber: Fiber.RuntimeFiber<Exit.Exit<A, E>>,
@@ -302,36 +310,46 @@ class Waiting<A, E, S, B, E2> implements Timers.Entry {
   }
 
   readonly onSuccess = (exit: Exit.Exit<A, E> | undefined): Effect.Effect<B, E2> => {
-    if (exit !== undefined) return restoreUnlessDone(this.restore, this.k.then(this.end(exit)))
+    const parent = this.parent
+    if (exit !== undefined) return restoreUnlessDone(this.restore, this.k.then(this.end(exit), parent), parent)
     // Timed out: torn down (within the grace) before the caller goes on, whatever interrupts it. The attempt
     // was interrupted in the timer's step and usually processed it before this caller ran: then its teardown
     // is confirmed here, in this step (no teardown effect to run).
     const { fiber, k } = this
-    if (fiber.unsafePoll() !== null) return restoreUnlessDone(this.restore, k.then(TIMED_OUT_CONFIRMED))
+    if (fiber.unsafePoll() !== null) return restoreUnlessDone(this.restore, k.then(TIMED_OUT_CONFIRMED, parent), parent)
     return Effect.flatMap(
       teardown(this.clock, this.runtime, fiber, this.graceMillis, true),
       (confirmed) =>
         this.restore(k.then(
-          confirmed ? TIMED_OUT_CONFIRMED : { _tag: "Timeout", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) }
+          confirmed ? TIMED_OUT_CONFIRMED : { _tag: "Timeout", confirmed, settled: Effect.asVoid(Fiber.await(fiber)) },
+          parent
         ))
     )
   }
 }
 
 /**
- * `restore(effect)`, unless the effect is already its result (an `Exit`: a committed answer's completion):
- * that does no work an interruption could cut short, and an interruption pending now lands as the
- * uninterruptible region ends, just as it would have landed on `restore` (the completion dropped either
- * way). Saves a runtime-flags step, its revert and their objects on every successful attempt.
+ * `restore(effect)`, unless the effect is already its result (an `Exit`: a committed answer's completion, an
+ * expired request's `DeadlineExceeded`): that does no work an interruption could cut short. A success: an
+ * interruption pending now lands as the uninterruptible region ends, just as it would have landed on `restore`
+ * (the completion dropped either way). A failure: only when `fiber` (the caller's, running this step) has no
+ * interruption pending, else through `restore` as before: an interruption landing on the region's end would
+ * keep the failure beside it in the cause, where `restore` leaves the interruption alone. Saves a
+ * runtime-flags step, its revert and their objects on every successful attempt and every expiry.
  */
 const restoreUnlessDone = <X, EX>(
   restore: <Y, EY, RY>(effect: Effect.Effect<Y, EY, RY>) => Effect.Effect<Y, EY, RY>,
-  effect: Effect.Effect<X, EX>
-): Effect.Effect<X, EX> => Exit.isExit(effect) ? effect : restore(effect)
+  effect: Effect.Effect<X, EX>,
+  fiber: Fiber.RuntimeFiber<unknown, unknown>
+): Effect.Effect<X, EX> =>
+  Exit.isExit(effect) &&
+    (Exit.isSuccess(effect) || Cause.isEmpty(fiber.getFiberRef(FiberRef.interruptedCause)))
+    ? effect
+    : restore(effect)
 
 // Its map outlives a full collection between runs (see `internal/maps.ts`): doubles for the two bounds.
 // Its timer key is a double too (nanoseconds past the timer's origin outgrow a small integer at once).
-const idleWaiting = new Waiting(IDLE, IDLE, IDLE, 0.5, 0.5, IDLE, IDLE, IDLE)
+const idleWaiting = new Waiting(IDLE, IDLE, IDLE, IDLE, 0.5, 0.5, IDLE, IDLE, IDLE)
 idleWaiting.key = 0.5
 keepMap(idleWaiting)
 

@@ -5,7 +5,7 @@
  * @internal
  */
 import type { Fiber } from "effect"
-import { Clock, Context, Duration, Effect, Either, FiberRef, LogLevel, Option, Random } from "effect"
+import { Clock, Context, Duration, Effect, Either, Exit, FiberRef, LogLevel, Option, Random } from "effect"
 import * as Budget from "../Budget.js"
 import type { Endpoint } from "../Catalog.js"
 import type { Contract } from "../Contract.js"
@@ -952,10 +952,10 @@ class Attempting<S, B> implements Running, Attempt.Continue<S, B, Outcome.Termin
 
   // The attempt's end is handled while interruption is still held off (see `Attempt.bounded`): the record
   // and the settlement happen before any interruption can land.
-  then(end: Attempt.AttemptEnd<S>): Effect.Effect<B, Outcome.Terminal> {
+  then(end: Attempt.AttemptEnd<S>, fiber?: Fiber.RuntimeFiber<unknown, unknown>): Effect.Effect<B, Outcome.Terminal> {
     return end._tag === "Success"
       ? this.driver.commit(new CommittedAttempt(this, end.payload, end.usage))
-      : failedAttempt(this, finishAttempt(this, end), end, this.driver)
+      : failedAttempt(this, finishAttempt(this, end, fiber), end, this.driver, fiber)
   }
 
   // Interrupted by the caller while the attempt ran: recorded as `interrupted`, and since it may have been
@@ -1028,19 +1028,23 @@ keepMap(
   )
 )
 
-/** A failed attempt, recorded: its settlement, then the deadline's verdict or the next decision. */
+/**
+ * A failed attempt, recorded: its settlement, then the deadline's verdict or the next decision. `fiber`: the
+ * caller's, when this runs in one of its steps (see `Attempt.Continue`).
+ */
 const failedAttempt = <S, B>(
   running: Running,
   [record, settling]: readonly [Outcome.AttemptRecord, Effect.Effect<void> | undefined],
   end: Attempt.AttemptEnd<S>,
-  driver: Driver<S, B>
+  driver: Driver<S, B>,
+  fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
 ): Effect.Effect<B, Outcome.Terminal> => {
   const { binding, step } = running
   const { env, progress } = step
   // An attempt bound by the deadline that timed out ends the request: its verdict is known now (no clock to
   // read after the settlement), so it is built here rather than in a suspended step after it.
   const rest = end._tag === "Timeout" && binding === "deadline"
-    ? Effect.fail(deadlineExceeded(running, record))
+    ? failIn(fiber, deadlineExceeded(running, record))
     : Effect.suspend((): Effect.Effect<B, Outcome.Terminal> =>
       end._tag === "Timeout" && env.clock.unsafeCurrentTimeNanos() >= env.deadline.expiresNanos
         ? Effect.fail(deadlineExceeded(running, record))
@@ -1048,6 +1052,14 @@ const failedAttempt = <S, B>(
     )
   return settling === undefined ? rest : Effect.zipRight(settling, rest)
 }
+
+/**
+ * `Effect.fail(error)`, as an `Exit` when `fiber` (the caller's, running this step) has no span for the error
+ * to carry: then `Effect.fail` would read the fiber's span in a step of its own and find none. An expiry's
+ * verdict, settled in the caller's step, is then its result already (see `Attempt.restoreUnlessDone`).
+ */
+const failIn = <E extends object>(fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined, error: E) =>
+  fiber === undefined || fiber.currentSpan?._tag === "Span" ? Effect.fail(error) : Exit.fail(error)
 
 /** The deadline expired while `running`'s attempt ran (binding `deadline`) or tore down (binding `attempt`). */
 const deadlineExceeded = (running: Running, record: Outcome.AttemptRecord): Outcome.DeadlineExceeded => {
@@ -1066,10 +1078,14 @@ const deadlineExceeded = (running: Running, record: Outcome.AttemptRecord): Outc
   )
 }
 
-/** Records the attempt; the effect settles budget, health and gate (only where there is work). */
+/**
+ * Records the attempt; the effect settles budget, health and gate (only where there is work). `fiber`: the
+ * caller's, when this runs in one of its steps (see `Attempt.Continue`).
+ */
 const finishAttempt = (
   running: Running,
-  end: Attempt.AttemptEnd<unknown>
+  end: Attempt.AttemptEnd<unknown>,
+  fiber?: Fiber.RuntimeFiber<unknown, unknown>
 ): readonly [Outcome.AttemptRecord, Effect.Effect<void> | undefined] => {
   running.finished = true
   const endNanos = running.step.env.clock.unsafeCurrentTimeNanos()
@@ -1088,7 +1104,7 @@ const finishAttempt = (
   if (kind === "rate_limited") progress.rateLimited++
   else progress.counted++
   if (kind !== null) progress.last = { kind, retryAfterMillis: record.retryAfterMillis, code: record.code! }
-  return [record, settlements(running, end, record, kind, charged, endNanos)]
+  return [record, settlements(running, end, record, kind, charged, endNanos, fiber)]
 }
 
 /** The record of an ended attempt, with its failure kind and what it is charged. */
@@ -1166,7 +1182,8 @@ const settlements = (
   record: Outcome.AttemptRecord,
   kind: FailureKind | null,
   charged: Budget.Charged,
-  endNanos: bigint
+  endNanos: bigint,
+  fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
 ): Effect.Effect<void> | undefined => {
   const { endpoint, step, ticket } = running
   const { env, hold, permit } = step
@@ -1184,7 +1201,7 @@ const settlements = (
   }
   if (kind !== null) {
     // Failures are logged with machine data only (kind, code, endpoint): never provider text.
-    effects = chain(effects, logFailed(record, kind))
+    effects = chain(effects, fiber === undefined ? logFailed(record, kind) : logFailedIn(fiber, record, kind))
   }
   const health = env.health
   if (permit !== undefined && health !== undefined) {
@@ -1225,19 +1242,28 @@ const settlements = (
  * expiries at once that was a visible share of the expiry path.
  */
 const logFailed = (record: Outcome.AttemptRecord, kind: FailureKind): Effect.Effect<void> =>
-  Effect.withFiberRuntime((fiber) =>
-    LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
-      ? Effect.void
-      : Effect.logDebug("rein: attempt failed").pipe(
-        Effect.annotateLogs({
-          endpoint: record.endpoint,
-          attempt: record.attempt,
-          kind,
-          code: record.code ?? "",
-          status: record.status
-        })
-      )
-  )
+  Effect.withFiberRuntime((fiber) => logFailedIn(fiber, record, kind) ?? Effect.void)
+
+/**
+ * `logFailed`, decided in a step of `fiber` that is running now (the caller's, when it settles an attempt in
+ * its own step): `undefined` when the fiber does not log debug, so the settlement has no step for it at all.
+ */
+const logFailedIn = (
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  record: Outcome.AttemptRecord,
+  kind: FailureKind
+): Effect.Effect<void> | undefined =>
+  LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
+    ? undefined
+    : Effect.logDebug("rein: attempt failed").pipe(
+      Effect.annotateLogs({
+        endpoint: record.endpoint,
+        attempt: record.attempt,
+        kind,
+        code: record.code ?? "",
+        status: record.status
+      })
+    )
 
 /** A record with what it may keep of the answer: the finish reason and tool-call names and counts. */
 const withAnswer = (
