@@ -10,7 +10,7 @@ import { Contract, Gate, Rein } from "@rein/core"
 import { Cause, Duration, Effect, Exit, Fiber, FiberId, Option, Runtime } from "effect"
 import type { ItemRecord } from "../ArtifactStore.js"
 import type { RunGate } from "./gate.js"
-import type { Pulled, Pulling } from "./pull.js"
+import type { Pulled, Pulling, Slot } from "./pull.js"
 import type { Results } from "./results.js"
 import type { ItemState, RunState, Worker } from "./state.js"
 import { NO_TICKETS } from "./state.js"
@@ -136,26 +136,107 @@ interface Running<I> extends Worker {
   }
 }
 
-/** A worker and the ends of the call of the item it executes (see `execute`): `finish` completes the item. */
-const workerOf = <I>(
-  finish: (
+/** The attempts of an item whose call failed (none when it did not fail with a terminal: a defect, an interruption). */
+const failedAttempts = (cause: Cause.Cause<Outcome.Terminal>): ReadonlyArray<Outcome.AttemptRecord> => {
+  const failure = Cause.failureOption(cause)
+  return Option.isSome(failure) ? failure.value.attempts : []
+}
+
+/** How an item ends: with the completion (no `Exit` built per item), or with the call's failure. */
+interface ItemEnds<I> {
+  readonly succeeded: (
+    worker: Running<I>,
+    it: ItemState,
+    item: I,
+    startNanos: bigint,
+    completion: Outcome.Completion
+  ) => Effect.Effect<void>
+  readonly ended: (
     worker: Running<I>,
     it: ItemState,
     item: I,
     startNanos: bigint,
     exit: Exit.Exit<Outcome.Completion, Outcome.Terminal>
   ) => Effect.Effect<void>
-): Running<I> => {
+}
+
+/** A worker and the ends of the call of the item it executes (see `execute`), made once per worker. */
+const workerOf = <I>(ends: ItemEnds<I>): Running<I> => {
   const self: Running<I> = {
     current: undefined,
     item: undefined,
     startNanos: 0n,
     ends: {
-      onFailure: (cause) => finish(self, self.current!, self.item!, self.startNanos, Exit.failCause(cause)),
-      onSuccess: (completion) => finish(self, self.current!, self.item!, self.startNanos, Exit.succeed(completion))
+      onFailure: (cause) => ends.ended(self, self.current!, self.item!, self.startNanos, Exit.failCause(cause)),
+      onSuccess: (completion) => ends.succeeded(self, self.current!, self.item!, self.startNanos, completion)
     }
   }
   return self
+}
+
+/** The ends of a pool's items (see `ItemEnds`). */
+const itemEnds = <I>(state: RunState<I>, gate: RunGate, gated: boolean, results: Results<I>): ItemEnds<I> => {
+  const clock = state.clock
+  /**
+   * The worker and the gate let go of an ended item, and an ungated item's attempts (`records`; `undefined` when
+   * gated: the gate counted them) are counted; the effects still to run first (releases, a stop), if any.
+   */
+  const letGo = (
+    worker: Worker,
+    it: ItemState,
+    records: ReadonlyArray<Outcome.AttemptRecord> | undefined
+  ): Effect.Effect<void> | undefined => {
+    if (worker.current === it) worker.current = undefined
+    state.executing.delete(it)
+    const released = gate.releaseOpen(it)
+    state.inFlight--
+    const counted = records === undefined ? undefined : gate.countRecords(records)
+    return released === undefined
+      ? counted
+      : counted === undefined
+      ? released
+      : Effect.zipRight(released, counted)
+  }
+
+  const durationSince = (startNanos: bigint): number => Number(clock.unsafeCurrentTimeNanos() - startNanos) / 1e6
+
+  /** An item whose call succeeded: its result is built in one object (no `Exit` and no `base` copied by a spread). */
+  const succeeded = (
+    worker: Worker,
+    it: ItemState,
+    item: I,
+    startNanos: bigint,
+    completion: Outcome.Completion
+  ): Effect.Effect<void> => {
+    const before = letGo(worker, it, gated ? undefined : completion.attempts)
+    const done = results.complete({
+      _tag: "Succeeded",
+      index: it.index,
+      itemId: it.itemId,
+      item,
+      durationMillis: durationSince(startNanos),
+      completion
+    })
+    return before === undefined ? done : Effect.zipRight(before, done)
+  }
+
+  const ended = (
+    worker: Worker,
+    it: ItemState,
+    item: I,
+    startNanos: bigint,
+    exit: Exit.Exit<Outcome.Completion, Outcome.Terminal>
+  ): Effect.Effect<void> => {
+    if (Exit.isSuccess(exit)) return succeeded(worker, it, item, startNanos, exit.value)
+    const before = letGo(worker, it, gated ? undefined : failedAttempts(exit.cause))
+    const durationMillis = durationSince(startNanos)
+    const done = Effect.flatMap(
+      results.toResult(exit, { index: it.index, itemId: it.itemId, item, durationMillis }, it),
+      results.complete
+    )
+    return before === undefined ? done : Effect.zipRight(before, done)
+  }
+  return { succeeded, ended }
 }
 
 /** @internal */
@@ -179,48 +260,7 @@ export const make = <I, E, R>(
     : new Contract.Contract({ ...contract, deadline: Duration.decode(g.itemDeadline) })
   const quiet = settings.onEvent === undefined && settings.progress === undefined
 
-  const finishItem = (
-    worker: Worker,
-    it: ItemState,
-    item: I,
-    startNanos: bigint,
-    exit: Exit.Exit<Outcome.Completion, Outcome.Terminal>
-  ): Effect.Effect<void> => {
-    if (worker.current === it) worker.current = undefined
-    state.executing.delete(it)
-    const released = gate.releaseOpen(it)
-    state.inFlight--
-    let counted: Effect.Effect<void> | undefined
-    if (!gated) {
-      const failure = Exit.isSuccess(exit) ? undefined : Cause.failureOption(exit.cause)
-      counted = gate.countRecords(
-        Exit.isSuccess(exit) ? exit.value.attempts : failure !== undefined && Option.isSome(failure)
-          ? failure.value.attempts
-          : []
-      )
-    }
-    const durationMillis = Number(clock.unsafeCurrentTimeNanos() - startNanos) / 1e6
-    // The success is built in one object (no `base` copied by a spread: this runs once per item).
-    const done = Exit.isSuccess(exit)
-      ? results.complete({
-        _tag: "Succeeded",
-        index: it.index,
-        itemId: it.itemId,
-        item,
-        durationMillis,
-        completion: exit.value
-      })
-      : Effect.flatMap(
-        results.toResult(exit, { index: it.index, itemId: it.itemId, item, durationMillis }, it),
-        results.complete
-      )
-    const before = released === undefined
-      ? counted
-      : counted === undefined
-      ? released
-      : Effect.zipRight(released, counted)
-    return before === undefined ? done : Effect.zipRight(before, done)
-  }
+  const ends = itemEnds(state, gate, gated, results)
 
   /** Called when the worker has pulled the item (a synchronous step); the effect executes it. */
   const processItem = (worker: Running<I>, item: I, index: number): Effect.Effect<void, never, Rein.Rein> => {
@@ -275,13 +315,13 @@ export const make = <I, E, R>(
       it.fiber = fiber
       state.executing.add(it)
       if (state.stopped !== undefined) fiber.unsafeInterruptAsFork(FiberId.none)
-      return Effect.flatMap(Fiber.await(fiber), (exit) => finishItem(worker, it, item, startNanos, exit))
+      return Effect.flatMap(Fiber.await(fiber), (exit) => ends.ended(worker, it, item, startNanos, exit))
     })
   }
 
   const worker = (spawner: Spawner<Rein.Rein | R>): Effect.Effect<void, never, Rein.Rein | R> =>
     Effect.suspend(() => {
-      const self = workerOf(finishItem)
+      const self = workerOf(ends)
       const take = (item: I, index: number) => afterNext(spawner, processItem(self, item, index))
       // Without anything that acts on single attempts, the executor runs without a gate (see `gated`).
       const process = (next: Pulled<I>): Effect.Effect<void, never, Rein.Rein | R> => {
@@ -293,18 +333,16 @@ export const make = <I, E, R>(
         ? Effect.suspend(() => loopNow(pullNow))
         : Effect.flatMap(window === undefined ? pulling.pull : Effect.zipRight(window.take(1), pulling.pull), process)
       /** The loop over a source that never suspends: one `whileLoop`, pulling right after each item ended (no
-       * `zipRight` and `suspend` per item). */
-      const loopNow = (pullNow: () => Pulled<I>): Effect.Effect<void, never, Rein.Rein | R> => {
-        let next = pullNow()
+       * `zipRight` and `suspend` per item), each item into the worker's one slot (no `Option` and tuple per item). */
+      const loopNow = (pullNow: (into: Slot<I>) => boolean): Effect.Effect<void, never, Rein.Rein | R> => {
+        const slot: Slot<I> = { item: undefined, index: 0 }
+        let more = pullNow(slot)
         return Effect.zipRight(
           Effect.whileLoop({
-            while: () => Option.isSome(next),
-            body: () => {
-              const [item, index] = Option.getOrThrow(next)
-              return take(item, index)
-            },
+            while: () => more,
+            body: () => take(slot.item as I, slot.index),
             step: () => {
-              next = pullNow()
+              more = pullNow(slot)
             }
           }),
           window === undefined ? Effect.void : window.release(1)

@@ -6,19 +6,29 @@
  *
  * @internal
  */
-import { Effect, Either, Option } from "effect"
+import { Effect, Option } from "effect"
 import type { Puller } from "./source.js"
+import { END, PullFailed } from "./source.js"
 import type { RunState } from "./state.js"
 
 /** An accepted item and its index. @internal */
 export type Pulled<I> = Option.Option<readonly [I, number]>
 
+/** Where `Pulling.pullNow` puts the accepted item and its index (one per worker, reused: no tuple per item). @internal */
+export interface Slot<I> {
+  item: I | undefined
+  index: number
+}
+
 /** @internal */
 export interface Pulling<I, E, R> {
   /** The next accepted item, or `None` when there is nothing more to pull. */
   readonly pull: Effect.Effect<Pulled<I>, never, R>
-  /** `pull` as one synchronous step, when the source never suspends (`undefined` otherwise). */
-  readonly pullNow: (() => Pulled<I>) | undefined
+  /**
+   * `pull` as one synchronous step, when the source never suspends (`undefined` otherwise): puts the next accepted
+   * item into `into`, or answers `false` when there is nothing more to pull.
+   */
+  readonly pullNow: ((into: Slot<I>) => boolean) | undefined
   /** The source's failure, if it failed (the run fails with it after the accepted items finished). */
   readonly failure: () => Option.Option<E>
 }
@@ -37,14 +47,18 @@ export const make = <I, E, R>(
     const stats = state.stats
     const sized = puller.sized
 
+    /** Counts an accepted item: its index. */
+    const acceptIndex = (): number => {
+      const index = stats.accepted++
+      state.observer?.accepted()
+      return index
+    }
     const accept = (next: Option.Option<I>): Pulled<I> => {
       if (Option.isNone(next)) {
         exhausted = true
         return Option.none()
       }
-      const index = stats.accepted++
-      state.observer?.accepted()
-      return Option.some([next.value, index] as const)
+      return Option.some([next.value, acceptIndex()] as const)
     }
     const failed = (e: E): Pulled<I> => {
       exhausted = true
@@ -78,10 +92,20 @@ export const make = <I, E, R>(
     // One pull as a synchronous step (a source that never suspends, outside submission order).
     const pullNow = unsafePull === undefined || ordered
       ? undefined
-      : (): Pulled<I> => {
-        if ((state.stopped !== undefined && !sized) || exhausted) return Option.none()
+      : (into: Slot<I>): boolean => {
+        if ((state.stopped !== undefined && !sized) || exhausted) return false
         const pulled = unsafePull()
-        return Either.isRight(pulled) ? accept(pulled.right) : failed(pulled.left)
+        if (pulled === END) {
+          exhausted = true
+          return false
+        }
+        if (pulled instanceof PullFailed) {
+          failed(pulled.error as E)
+          return false
+        }
+        into.item = pulled as I
+        into.index = acceptIndex()
+        return true
       }
 
     return { pull, pullNow, failure: () => sourceFailure }

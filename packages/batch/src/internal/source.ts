@@ -3,7 +3,7 @@
  *
  * @internal
  */
-import { Chunk, Effect, Either, Option, Predicate, Stream } from "effect"
+import { Chunk, Effect, Option, Predicate, Stream } from "effect"
 import type { Scope } from "effect"
 import type { Source } from "../Source.js"
 import { isCollection, SourceError } from "../Source.js"
@@ -14,14 +14,33 @@ export interface Puller<I, E, R> {
   readonly pull: Effect.Effect<Option.Option<I>, E, R>
   /** Pulls may suspend (an async iterable, a stream): they are serialised and raced with the stop. */
   readonly async: boolean
-  /** `pull` as one synchronous step, for sources that never suspend (arrays, iterables). */
-  readonly unsafePull?: () => Either.Either<Option.Option<I>, E>
+  /**
+   * `pull` as one synchronous step, for sources that never suspend (arrays, iterables): the next item, `END` once
+   * the source is exhausted, or its failure (no `Option` and `Either` per item).
+   */
+  readonly unsafePull?: () => I | typeof END | PullFailed<E>
   /**
    * A collection of known size (see `Source.isCollection`): all of its items were handed over, so each
    * gets a result, and a stop does not end the pulling (the rest get the stop's result, without a call).
    */
   readonly sized: boolean
 }
+
+/** What `Puller.unsafePull` returns once the source is exhausted (this module's own: never an item). @internal */
+export const END: unique symbol = Symbol("end")
+
+/** A source's failure, as `Puller.unsafePull` returns it (this module's own class: never an item). @internal */
+export class PullFailed<E> {
+  constructor(readonly error: E) {}
+}
+
+/** `unsafePull`'s answer as `pull`'s. */
+const asPulled = <I, E>(pulled: I | typeof END | PullFailed<E>): Effect.Effect<Option.Option<I>, E> =>
+  pulled === END
+    ? Effect.succeed(Option.none())
+    : pulled instanceof PullFailed
+    ? Effect.fail(pulled.error as E)
+    : Effect.succeed(Option.some(pulled as I))
 
 const sourceError = (cause: unknown) => new SourceError({ message: "the source failed while being pulled", cause })
 
@@ -42,11 +61,11 @@ export const open = <I, E, R>(
   if (Array.isArray(source) || Chunk.isChunk(source)) {
     const items: ReadonlyArray<I> = Array.isArray(source) ? source : Chunk.toReadonlyArray(source as Chunk.Chunk<I>)
     let i = 0
-    const next = (): Option.Option<I> => (i < items.length ? Option.some(items[i++]!) : Option.none())
+    const unsafePull = (): I | typeof END => (i < items.length ? items[i++]! : END)
     return Effect.succeed({
-      pull: Effect.sync(next),
+      pull: Effect.sync(() => (i < items.length ? Option.some(items[i++]!) : Option.none())),
       async: false,
-      unsafePull: () => Either.right(next()),
+      unsafePull,
       sized: true
     })
   }
@@ -115,21 +134,21 @@ export const open = <I, E, R>(
   return Effect.suspend(() => {
     const iterator = (source as Iterable<I>)[Symbol.iterator]()
     let done = false
-    const unsafePull = (): Either.Either<Option.Option<I>, SourceError> => {
-      if (done) return Either.right(Option.none())
+    const unsafePull = (): I | typeof END | PullFailed<SourceError> => {
+      if (done) return END
       try {
         const r = iterator.next()
         if (r.done === true) {
           done = true
-          return Either.right(Option.none())
+          return END
         }
-        return Either.right(Option.some(r.value))
+        return r.value
       } catch (cause) {
         done = true
-        return Either.left(sourceError(cause))
+        return new PullFailed(sourceError(cause))
       }
     }
-    const pull: Effect.Effect<Option.Option<I>, SourceError> = Effect.suspend(unsafePull)
+    const pull: Effect.Effect<Option.Option<I>, SourceError> = Effect.suspend(() => asPulled(unsafePull()))
     const close = Effect.sync(() => {
       if (done) return
       done = true
