@@ -15,7 +15,8 @@
  */
 import { Contract, Rein } from "@rein/core"
 import type { Provider } from "@rein/core"
-import { Effect } from "effect"
+import type { Context } from "effect"
+import { Effect, FiberRefs, Runtime } from "effect"
 import { execFileSync } from "node:child_process"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -58,8 +59,9 @@ const stubborn = () => {
  * Runs `one` CONCURRENCY times at once; returns each request's (return time − expected return time), in ms.
  * The expected return time depends on the result (see `expectedReturn`).
  */
-const overshoots = async <E>(
-  one: Effect.Effect<unknown, E>,
+const overshoots = async <E, R>(
+  runtime: Runtime.Runtime<R>,
+  one: Effect.Effect<unknown, E, R>,
   expected: (result: unknown) => number,
   check: (result: unknown) => boolean
 ): Promise<Array<number>> => {
@@ -73,7 +75,7 @@ const overshoots = async <E>(
     })
   })
   collect()
-  await Effect.runPromise(Effect.forEach(Array.from({ length: CONCURRENCY }), () => timed, {
+  await Runtime.runPromise(runtime)(Effect.forEach(Array.from({ length: CONCURRENCY }), () => timed, {
     concurrency: "unbounded",
     discard: true
   }))
@@ -120,19 +122,20 @@ const spread = async (one: () => Promise<void>): Promise<void> => {
 type Shape = "burst" | "spread"
 
 /** Lateness of `CONCURRENCY` Effect runs of `one` (each checked by `check`), in the given shape. */
-const effectLateness = async <E>(
+const effectLateness = async <E, R>(
+  runtime: Runtime.Runtime<R>,
   shape: Shape,
-  one: Effect.Effect<unknown, E>,
+  one: Effect.Effect<unknown, E, R>,
   expected: (result: unknown) => number,
   check: (result: unknown) => boolean
 ): Promise<Array<number>> => {
-  if (shape === "burst") return overshoots(one, expected, check)
+  if (shape === "burst") return overshoots(runtime, one, expected, check)
   const out: Array<number> = []
   let wrong = 0
   collect()
   await spread(() => {
     const t0 = nowMillis()
-    return Effect.runPromise(Effect.either(one)).then((result) => {
+    return Runtime.runPromise(runtime)(Effect.either(one)).then((result) => {
       out.push(nowMillis() - t0 - expected(result))
       if (!check(result)) wrong++
     })
@@ -181,11 +184,20 @@ export interface Row {
   readonly settle?: () => Promise<void>
 }
 
+/**
+ * The runtime Rein's rows run on: its services built once and carried by the runtime, as a program that
+ * provides `Rein.layer` at its top (or runs on a `ManagedRuntime`) has them. Not `Effect.provide` per request:
+ * that merges the context and sets a fiber ref around every call, a cost of the harness (25 of a request's 91
+ * run-loop steps, 10.5 KB: PROFILE.md, h/expiry), not of Rein, and one the lean bound never paid.
+ */
+const runtimeOf = (context: Context.Context<Rein.Rein>): Runtime.Runtime<Rein.Rein> =>
+  Runtime.make({ context, runtimeFlags: Runtime.defaultRuntimeFlags, fiberRefs: FiberRefs.empty() })
+
 const reinRows = async (): Promise<Array<Row>> => {
   const rows: Array<Row> = []
   for (const variant of reinVariants) {
-    const neverContext = await contextOf(variant, { mem: never })
-    const rein = Effect.provide(Rein.execute(request, contract), neverContext)
+    const neverRuntime = runtimeOf(await contextOf(variant, { mem: never }))
+    const rein = Rein.execute(request, contract)
     for (const shape of ["burst", "spread"] as const) {
       rows.push({
         name: `${variant.name}, provider never answers`,
@@ -193,7 +205,7 @@ const reinRows = async (): Promise<Array<Row>> => {
         shape,
         against: "deadline",
         samples: [],
-        measure: () => effectLateness(shape, rein, atDeadline, isDeadlineExceeded)
+        measure: () => effectLateness(neverRuntime, shape, rein, atDeadline, isDeadlineExceeded)
       })
     }
     let last = stubborn()
@@ -206,8 +218,8 @@ const reinRows = async (): Promise<Array<Row>> => {
       // A fresh context (and health state) for every measurement, as for a fresh process.
       measure: async () => {
         last = stubborn()
-        const context = await contextOf(variant, { mem: last.provider })
-        return overshoots(Effect.provide(Rein.execute(request, contract), context), expectedReturn, isDeadlineExceeded)
+        const runtime = runtimeOf(await contextOf(variant, { mem: last.provider }))
+        return overshoots(runtime, Rein.execute(request, contract), expectedReturn, isDeadlineExceeded)
       },
       // Every stubborn call ends before the next measurement, so no leftover timers skew it.
       settle: () => waitUntil(() => last.state.ended >= last.state.started, STUBBORN_MILLIS * 3)
@@ -232,7 +244,7 @@ const floorRows = (): Array<Row> =>
       shape,
       against: "sleep's duration",
       samples: [],
-      measure: () => effectLateness(shape, Effect.sleep(DEADLINE_MILLIS), atDeadline, isRight)
+      measure: () => effectLateness(Runtime.defaultRuntime, shape, Effect.sleep(DEADLINE_MILLIS), atDeadline, isRight)
     },
     {
       name: "floor: lean bound (one fork + one setTimeout, observer resumes)",
@@ -240,7 +252,14 @@ const floorRows = (): Array<Row> =>
       shape,
       against: "deadline",
       samples: [],
-      measure: () => effectLateness(shape, leanBound(Effect.never, DEADLINE_MILLIS), atDeadline, isLeanTimeout)
+      measure: () =>
+        effectLateness(
+          Runtime.defaultRuntime,
+          shape,
+          leanBound(Effect.never, DEADLINE_MILLIS),
+          atDeadline,
+          isLeanTimeout
+        )
     },
     {
       name: "peer: Effect.timeout(Effect.never, 50 ms)",
@@ -248,7 +267,14 @@ const floorRows = (): Array<Row> =>
       shape,
       against: "deadline",
       samples: [],
-      measure: () => effectLateness(shape, Effect.timeout(Effect.never, DEADLINE_MILLIS), atDeadline, isTimeout)
+      measure: () =>
+        effectLateness(
+          Runtime.defaultRuntime,
+          shape,
+          Effect.timeout(Effect.never, DEADLINE_MILLIS),
+          atDeadline,
+          isTimeout
+        )
     }
   ])
 
@@ -426,7 +452,8 @@ const notes = (pairedRounds: number, otherRounds: number, load: string) =>
     "call's teardown (as Rein does). The stubborn provider runs",
     `\`Effect.uninterruptible(Effect.sleep(${STUBBORN_MILLIS} ms))\`; its row is due at deadline + grace when its teardown went`,
     "unconfirmed, at the deadline when its attempt never started; the child waits for every call of its untimed run",
-    "to end before the timed one.",
+    "to end before the timed one. Rein's services are built once per child and carried by the runtime the requests",
+    "run on (as a program that provides `Rein.layer` at its top has them), not provided per request.",
     `Measured at ${load} (1-minute load average).`
   ].join("\n")
 
