@@ -1,5 +1,6 @@
 import { LanguageModel } from "@effect/ai"
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
+import type { HttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Catalog, Contract } from "@rein/core"
 import type { Provider } from "@rein/core"
@@ -59,13 +60,18 @@ const streamThroughRein = (server: FaultServer.FaultServer, deadline = "10 secon
 /** The outcome's tag and its first attempt's failure kind. */
 const outcomeOf = (result: Either.Either<unknown, unknown>) => {
   if (Either.isRight(result)) return ["ok"]
-  const left = result.left as { readonly _tag: string; readonly attempts?: ReadonlyArray<{ readonly failure: unknown }> }
+  const left = result.left as {
+    readonly _tag: string
+    readonly attempts?: ReadonlyArray<{ readonly failure: unknown }>
+  }
   return [left._tag, left.attempts?.[0]?.failure ?? null]
 }
 
 const closed = (server: FaultServer.FaultServer) =>
-  Effect.map(server.waitUntil((rs) => rs.length > 0 && rs.every((r) => r.clientClosed || r.finished), WITHIN), (rs) =>
-    rs.length)
+  Effect.map(
+    server.waitUntil((rs) => rs.length > 0 && rs.every((r) => r.clientClosed || r.finished), WITHIN),
+    (rs) => rs.length
+  )
 
 const responsesEvents = (deltas: ReadonlyArray<string>) =>
   openaiResponses.dialect.events("gpt-test", { deltas, usage: null, toolCalls: [], finish: "stop" }, false)
@@ -83,33 +89,41 @@ describe("a hostile streaming server, through ReinLanguageModel.streamText (Open
 
   // 50,000 events in one write: the platform SSE parser fed such reads whole rescans them per line (quadratic:
   // ~25 s of CPU here before `wholeLines`); the deadline is generous, it bounds a hang, not the speed.
-  it.live("(2) 50,000 one-byte deltas: complete in bounded memory, or stop at maxResponseBytes", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const events = responsesEvents(Array.from({ length: 50_000 }, () => "x"))
-      const body = [...events.head, ...events.deltas, ...events.tail].join("")
-      const server = yield* FaultServer.make({ faults: [FaultServer.rawSse(body), FaultServer.rawSse(body)] })
-      const whole = yield* streamThroughRein(server, "60 seconds")
-      expect(outcomeOf(whole.result)).toEqual(["ok"])
-      expect(whole.text).toBe(50_000)
-      expect(whole.rss).toBeLessThan(RSS_GROWTH)
-      const bounded = yield* streamThroughRein(server, "60 seconds", 10_000)
-      // Some deltas were delivered before the bound: Rein fails safe rather than retry.
-      expect(outcomeOf(bounded.result)).toEqual(["FailedSafe", "malformed_response"])
-      expect(bounded.text).toBeLessThanOrEqual(10_000)
-      expect(yield* closed(server)).toBe(2)
-    })).pipe(withHttp), 120_000)
+  it.live(
+    "(2) 50,000 one-byte deltas: complete in bounded memory, or stop at maxResponseBytes",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const events = responsesEvents(Array.from({ length: 50_000 }, () => "x"))
+        const body = [...events.head, ...events.deltas, ...events.tail].join("")
+        const server = yield* FaultServer.make({ faults: [FaultServer.rawSse(body), FaultServer.rawSse(body)] })
+        const whole = yield* streamThroughRein(server, "60 seconds")
+        expect(outcomeOf(whole.result)).toEqual(["ok"])
+        expect(whole.text).toBe(50_000)
+        expect(whole.rss).toBeLessThan(RSS_GROWTH)
+        const bounded = yield* streamThroughRein(server, "60 seconds", 10_000)
+        // Some deltas were delivered before the bound: Rein fails safe rather than retry.
+        expect(outcomeOf(bounded.result)).toEqual(["FailedSafe", "malformed_response"])
+        expect(bounded.text).toBeLessThanOrEqual(10_000)
+        expect(yield* closed(server)).toBe(2)
+      })).pipe(withHttp),
+    120_000
+  )
 
-  it.live("(2b) 512 KiB of blank lines before the answer cost linear CPU (< 4 s), not the parser's quadratic", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const events = responsesEvents(["hi"])
-      const body = "\n".repeat(512 * 1024) + [...events.head, ...events.deltas, ...events.tail].join("")
-      const server = yield* FaultServer.make({ faults: [FaultServer.rawSse(body)] })
-      const cpu = process.cpuUsage()
-      const { result, text } = yield* streamThroughRein(server, "60 seconds")
-      const used = process.cpuUsage(cpu)
-      expect([outcomeOf(result), text]).toEqual([["ok"], 2])
-      expect((used.user + used.system) / 1000).toBeLessThan(4_000)
-    })).pipe(withHttp), 120_000)
+  it.live(
+    "(2b) 512 KiB of blank lines before the answer cost linear CPU (< 4 s), not the parser's quadratic",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const events = responsesEvents(["hi"])
+        const body = "\n".repeat(512 * 1024) + [...events.head, ...events.deltas, ...events.tail].join("")
+        const server = yield* FaultServer.make({ faults: [FaultServer.rawSse(body)] })
+        const cpu = process.cpuUsage()
+        const { result, text } = yield* streamThroughRein(server, "60 seconds")
+        const used = process.cpuUsage(cpu)
+        expect([outcomeOf(result), text]).toEqual([["ok"], 2])
+        expect((used.user + used.system) / 1000).toBeLessThan(4_000)
+      })).pipe(withHttp),
+    120_000
+  )
 
   // Real time: the server's keep-alives are real socket writes; the deadline is 200 ms.
   it.live("(3) only SSE comments until the deadline: DeadlineExceeded at 200 ms, closed", () =>
@@ -135,7 +149,7 @@ describe("a hostile streaming server, through ReinLanguageModel.streamText (Open
 
 const ctx = attemptContext(testCatalog(endpoint("a", "compat", "model-a")).byId.get("a")!, 20_000)
 
-type Bridge = (server: FaultServer.FaultServer) => Effect.Effect<Provider.Provider, unknown, never>
+type Bridge = (server: FaultServer.FaultServer) => Effect.Effect<Provider.Provider, unknown, HttpClient.HttpClient>
 const bridges: ReadonlyArray<readonly [string, Bridge, (usage: string) => string]> = [
   [
     "OpenAI Responses",
