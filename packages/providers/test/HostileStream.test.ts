@@ -2,7 +2,7 @@ import { LanguageModel } from "@effect/ai"
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import type { HttpClient } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Catalog, Contract } from "@rein/core"
+import { Contract } from "@rein/core"
 import type { Provider } from "@rein/core"
 import { ReinLanguageModel } from "@rein/providers"
 import * as EffectAiAnthropic from "@rein/providers/EffectAiAnthropic"
@@ -19,15 +19,7 @@ const MB = 1024 * 1024
 /** RSS growth allowed for one case, the server's own copy of the body included (same process). */
 const RSS_GROWTH = 160 * MB
 
-const catalog = Catalog.make({
-  endpoints: [{
-    id: "openai/test",
-    provider: "openai",
-    model: "gpt-test",
-    capabilities: { contextWindow: 8_000, maxOutputTokens: 256, streaming: true },
-    prices: { inputTokens: 1e-6, outputTokens: 2e-6 }
-  }]
-})
+const catalog = testCatalog(endpoint("openai/test", "openai", "gpt-test"))
 
 const underRein = (server: FaultServer.FaultServer, deadline: string, maxResponseBytes?: number) =>
   ReinLanguageModel.layer({
