@@ -176,6 +176,7 @@ const bridges: ReadonlyArray<readonly [string, Bridge, (usage: string) => string
 
 /** Usage fields as each wire format writes them: [Responses triple, Anthropic "input;output"]. */
 const hostileUsage: ReadonlyArray<readonly [string, string, string]> = [
+  ["missing", `"other":0`, `"other":0;"other_too":0`],
   ["negative", `"input_tokens":-5,"output_tokens":-7,"total_tokens":-12`, `"input_tokens":-5;"output_tokens":-7`],
   [
     "absurd (1e300)",
