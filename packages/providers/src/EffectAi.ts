@@ -127,7 +127,8 @@ const watch = (
         return target.stream.pipe(
           Stream.mapError(bodyFailed),
           Internal.boundEvents(ok ? ticket.maxResponseBytes : Internal.MAX_ERROR_BODY, tooLarge),
-          Internal.dropSseRetry
+          Internal.dropSseRetry,
+          Internal.wholeLines
         )
       }
       const reader = typeof property === "string" && Object.hasOwn(readers, property) ? readers[property] : undefined

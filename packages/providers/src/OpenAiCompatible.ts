@@ -303,6 +303,7 @@ const decodeStream = (
     const parts = response.stream.pipe(
       Stream.mapError((e) => Internal.fromTransport(Internal.errnoOf(e.cause))),
       Internal.boundEvents(maxResponseBytes, tooLarge),
+      Internal.wholeLines,
       Stream.decodeText(),
       Internal.parseSse(maxResponseBytes, tooLarge),
       Stream.mapEffect((event): Effect.Effect<ReadonlyArray<Provider.StreamPart>, Failure.ProviderFailure> => {

@@ -71,4 +71,18 @@ describe("SSE byte transforms are independent of how the bytes are chunked", () 
         }
       )
   )
+
+  it.effect.prop(
+    "wholeLines passes the bytes unchanged, each piece but the last ending at a line end",
+    [text, cuts],
+    ([s, at]) =>
+      Effect.map(Stream.runCollect(Internal.wholeLines(chunked(s, at))), (chunks) => {
+        const pieces = Chunk.toReadonlyArray(chunks).map((c) => new TextDecoder().decode(c))
+        expect(pieces.join("")).toBe(s)
+        // A line end: `\n`, or `\r` not followed by `\n` (a `\r` ending the text ends the last piece).
+        for (const piece of pieces.slice(0, -1)) expect(piece).toMatch(/(\n|\r)$/)
+        expect(pieces.every((p) => !/(\n|\r(?!\n))./.test(p))).toBe(true)
+        expect(pieces.slice(0, -1).every((p, i) => !(p.endsWith("\r") && pieces[i + 1]!.startsWith("\n")))).toBe(true)
+      })
+  )
 })

@@ -342,6 +342,58 @@ export const dropSseRetry = <E>(body: Stream.Stream<Uint8Array, E>): Stream.Stre
     })
   })
 
+/** The bytes of `parts` as one array (the one part itself when there is one). */
+const joined = (parts: ReadonlyArray<Uint8Array>): Uint8Array => {
+  if (parts.length === 1) return parts[0]!
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.length
+  }
+  return out
+}
+
+/**
+ * Re-cuts an SSE byte stream into whole lines (each piece ends at a line end: `\n`, or a `\r` not followed by
+ * `\n`; the last may have none), a line split across reads joined once. The platform's SSE parser rescans its
+ * whole buffer for every line of a piece and re-flattens a partial line on every read: fed whole lines it is
+ * linear, where a hostile read of many short lines, or one long line in many reads, costs quadratic time.
+ * Bytes pass unchanged; bound the events first (`boundEvents`), as the held partial line is not.
+ *
+ * @internal
+ */
+export const wholeLines = <E>(body: Stream.Stream<Uint8Array, E>): Stream.Stream<Uint8Array, E> =>
+  Stream.suspend(() => {
+    let partial: Array<Uint8Array> = []
+    const line = (last: Uint8Array): Uint8Array => {
+      const out = joined([...partial, last])
+      partial = []
+      return out
+    }
+    const cut = (chunk: Uint8Array): Array<Uint8Array> => {
+      const out: Array<Uint8Array> = []
+      const held = partial.at(-1)
+      if (held !== undefined && held[held.length - 1] === 13 && chunk.length > 0 && chunk[0] !== 10) {
+        out.push(line(new Uint8Array(0)))
+      }
+      let from = 0
+      for (let i = 0; i < chunk.length; i++) {
+        const byte = chunk[i]!
+        if (byte === 10 || (byte === 13 && i + 1 < chunk.length && chunk[i + 1] !== 10)) {
+          out.push(line(chunk.subarray(from, i + 1)))
+          from = i + 1
+        }
+      }
+      if (from < chunk.length) partial.push(chunk.subarray(from))
+      return out
+    }
+    return Stream.concat(
+      Stream.mapConcat(body, cut),
+      Stream.suspend(() => partial.length === 0 ? Stream.empty : Stream.make(line(new Uint8Array(0))))
+    )
+  })
+
 /**
  * Parses SSE text into its events, each bounded to `maxEventBytes` (over it: `onTooLarge()`). A `retry:`
  * field is ignored: it is a reconnection hint for `EventSource`, and a one-shot call never reconnects (the
@@ -407,8 +459,11 @@ export const readBody = (
 export const malformed = (status: number, code: string): Failure.ProviderFailure =>
   Failure.fromEvidence({ status, code, malformed: true }, { dispatched: true })
 
+const isTokenCount = (n: number | null | undefined): n is number => Number.isSafeInteger(n) && (n as number) >= 0
+
 /**
- * A usage pair, or `"unknown"` unless both numbers are present.
+ * A usage pair, or `"unknown"` unless both are token counts: integers ≥ 0 a double holds exactly (a server's
+ * `-5`, `1e300`, `NaN` or a fraction is usage it did not really report, never a cost to charge).
  *
  * @internal
  */
@@ -416,6 +471,6 @@ export const usageOf = (
   input: number | null | undefined,
   output: number | null | undefined
 ): { readonly inputTokens: number; readonly outputTokens: number } | "unknown" =>
-  typeof input === "number" && typeof output === "number" && Number.isFinite(input) && Number.isFinite(output)
+  isTokenCount(input) && isTokenCount(output) && Number.isSafeInteger(input + output)
     ? { inputTokens: input, outputTokens: output }
     : "unknown"
