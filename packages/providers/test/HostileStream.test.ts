@@ -141,36 +141,34 @@ describe("a hostile streaming server, through ReinLanguageModel.streamText (Open
 
 const ctx = attemptContext(testCatalog(endpoint("a", "compat", "model-a")).byId.get("a")!, 20_000)
 
+/** A whole streamed answer "hi" in a dialect, its usage the placeholder counts 111,111 in and 222,222 out. */
+const answerOf = (dialect: typeof anthropic.dialect, model: string): string => {
+  const e = dialect.events(
+    model,
+    { deltas: ["hi"], usage: { inputTokens: 111_111, outputTokens: 222_222 }, toolCalls: [], finish: "stop" },
+    true
+  )
+  return [...e.head, ...e.deltas, ...e.tail].join("")
+}
+
 type Bridge = (server: FaultServer.FaultServer) => Effect.Effect<Provider.Provider, unknown, HttpClient.HttpClient>
 const bridges: ReadonlyArray<readonly [string, Bridge, (usage: string) => string]> = [
   [
     "OpenAI Responses",
     (server) => EffectAiOpenAi.make({ apiUrl: server.baseUrl, apiKey: Redacted.make("sk-test") }),
-    (usage) => {
-      const e = openaiResponses.dialect.events(
-        "gpt-test",
-        { deltas: ["hi"], usage: { inputTokens: 111_111, outputTokens: 222_222 }, toolCalls: [], finish: "stop" },
-        true
-      )
-      return [...e.head, ...e.deltas, ...e.tail].join("").replace(
+    (usage) =>
+      answerOf(openaiResponses.dialect, "gpt-test").replace(
         /"input_tokens":111111,"output_tokens":222222,"total_tokens":333333/,
         usage
       )
-    }
   ],
   [
     "Anthropic Messages",
     (server) => EffectAiAnthropic.make({ apiUrl: server.baseUrl, apiKey: Redacted.make("sk-test") }),
-    (usage) => {
-      const e = anthropic.dialect.events(
-        "claude-test",
-        { deltas: ["hi"], usage: { inputTokens: 111_111, outputTokens: 222_222 }, toolCalls: [], finish: "stop" },
-        true
-      )
-      return [...e.head, ...e.deltas, ...e.tail].join("")
+    (usage) =>
+      answerOf(anthropic.dialect, "claude-test")
         .replace(/"input_tokens":111111/g, usage.split(";")[0]!)
         .replace(/"output_tokens":222222/g, usage.split(";")[1]!)
-    }
   ]
 ]
 
