@@ -266,7 +266,10 @@ export type OnRecord = (record: ItemRecord, at?: Position) => void
 export interface Position {
   readonly offset: number
   readonly length: number
-  /** A hash of the bytes the store validated there, when reading them back needs no validation again. */
+  /**
+   * A hash of the bytes the store validated there, when reading them back needs no validation again. Read it
+   * as the record is handed over (the JSONL store works it out then, from the line's bytes).
+   */
   readonly digest?: number | undefined
 }
 

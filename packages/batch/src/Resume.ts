@@ -217,8 +217,9 @@ const slots = () => {
       offsets[slot] = at.offset
       lengths[slot] = at.length
       hashes[slot] = hashOf(input)
-      digests[slot] = at.digest ?? 0
-      hasDigest[slot] = at.digest === undefined ? 0 : 1
+      const digest = at.digest
+      digests[slot] = digest ?? 0
+      hasDigest[slot] = digest === undefined ? 0 : 1
       return slot
     },
     at: (slot: number): Position => ({
