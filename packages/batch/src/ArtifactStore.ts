@@ -266,10 +266,7 @@ export type OnRecord = (record: ItemRecord, at?: Position) => void
 export interface Position {
   readonly offset: number
   readonly length: number
-  /**
-   * A hash of the bytes the store validated there, when reading them back needs no validation again. Read it
-   * as the record is handed over (the JSONL store works it out then, from the line's bytes).
-   */
+  /** A hash of the bytes the store validated there, when reading them back needs no validation again. */
   readonly digest?: number | undefined
 }
 
