@@ -125,6 +125,16 @@ describe("Resume over a large artifact", () => {
 })
 
 describe("Resume over the JSONL store keeps positions, not records", () => {
+  /** Rewrites item-4's success line in place, `from` replaced by `to` (of the same length). */
+  const rewriteItem4 = (path: string, from: string, to: string) => {
+    const text = bytes(path).toString("utf8")
+    const success = new TextDecoder().decode(Either.getOrThrow(Jsonl.recordLine(record("item-4", { index: 4 }))))
+      .slice(0, -1)
+    const at = text.indexOf(success)
+    expect(at).toBeGreaterThan(0)
+    writeFileSync(path, text.slice(0, at) + success.replace(from, to) + text.slice(at + success.length))
+  }
+
   const opened = (path: string, layer: Layer.Layer<FileSystem.FileSystem>) =>
     Resume.open({ identity, policy: "reuse-successes" }).pipe(
       Effect.provide(JsonlStore.layer({ path }).pipe(Layer.provide(layer)))
@@ -167,16 +177,8 @@ describe("Resume over the JSONL store keeps positions, not records", () => {
       const path = yield* tempFile
       yield* seeded(path)
       const session = yield* opened(path, NodeFileSystem.layer)
-      const text = bytes(path).toString("utf8")
-      const success = new TextDecoder().decode(Either.getOrThrow(Jsonl.recordLine(record("item-4", { index: 4 }))))
-        .slice(0, -1)
-      const at = text.indexOf(success)
-      expect(at).toBeGreaterThan(0)
       // Rewritten in place, same length: now a failure (not reusable under reuse-successes).
-      writeFileSync(
-        path,
-        text.slice(0, at) + success.replace("\"success\"", "\"failure\"") + text.slice(at + success.length)
-      )
+      rewriteItem4(path, "\"success\"", "\"failure\"")
       expect(Option.isNone(yield* session.lookup("item-4", inputOf("item-4")))).toBe(true)
       expect(Option.isSome(yield* session.lookup("item-7", inputOf("item-7")))).toBe(true)
     }))
@@ -197,16 +199,9 @@ describe("Resume over the JSONL store keeps positions, not records", () => {
       const path = yield* tempFile
       yield* seeded(path)
       const session = yield* opened(path, NodeFileSystem.layer)
-      const text = bytes(path).toString("utf8")
-      const success = new TextDecoder().decode(Either.getOrThrow(Jsonl.recordLine(record("item-4", { index: 4 }))))
-        .slice(0, -1)
-      const at = text.indexOf(success)
       // Same length, same item, input, identity and outcome: only its kind is wrong (a read back that trusted
       // the line without checking its bytes would reuse it).
-      writeFileSync(
-        path,
-        text.slice(0, at) + success.replace("\"kind\":\"item\"", "\"kind\":\"itex\"") + text.slice(at + success.length)
-      )
+      rewriteItem4(path, "\"kind\":\"item\"", "\"kind\":\"itex\"")
       expect(Option.isNone(yield* session.lookup("item-4", inputOf("item-4")))).toBe(true)
       expect(Option.isSome(yield* session.lookup("item-7", inputOf("item-7")))).toBe(true)
     }))
