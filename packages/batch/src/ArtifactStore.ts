@@ -247,7 +247,9 @@ export type OnRecord = (record: ItemRecord, at?: Position) => void
 /**
  * Where a store that can read a record back (`Opened.recordAt`) has it, as it hands the record to an
  * `OnRecord`: in the JSONL store, the byte offset of the record's line and the line's length (without its
- * newline). A receiver that keeps the position instead of the record holds a few bytes per record.
+ * newline), and — when the line is exactly the record's encoding — a 32-bit hash of its bytes (`digest`), with
+ * which the record is read back without being decoded again. A receiver that keeps the position instead of
+ * the record holds a few bytes per record.
  *
  * @example
  * ```ts
@@ -264,6 +266,8 @@ export type OnRecord = (record: ItemRecord, at?: Position) => void
 export interface Position {
   readonly offset: number
   readonly length: number
+  /** A hash of the bytes the store validated there, when reading them back needs no validation again. */
+  readonly digest?: number | undefined
 }
 
 /**

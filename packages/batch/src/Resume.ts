@@ -187,14 +187,16 @@ const hashOf = (text: string): number => {
   return h
 }
 
-// The positions of kept records in typed arrays (20 bytes a record, no object per record).
+// The positions of kept records in typed arrays (25 bytes a record, no object per record).
 const slots = () => {
   let offsets = new Float64Array(1024)
   let lengths = new Float64Array(1024)
   let hashes = new Int32Array(1024)
+  let digests = new Int32Array(1024)
+  let hasDigest = new Uint8Array(1024)
   let used = 0
   const grow = () => {
-    const bigger = <A extends Float64Array | Int32Array>(a: A, make: (n: number) => A): A => {
+    const bigger = <A extends Float64Array | Int32Array | Uint8Array>(a: A, make: (n: number) => A): A => {
       const b = make(a.length * 2)
       b.set(a)
       return b
@@ -202,6 +204,8 @@ const slots = () => {
     offsets = bigger(offsets, (n) => new Float64Array(n))
     lengths = bigger(lengths, (n) => new Float64Array(n))
     hashes = bigger(hashes, (n) => new Int32Array(n))
+    digests = bigger(digests, (n) => new Int32Array(n))
+    hasDigest = bigger(hasDigest, (n) => new Uint8Array(n))
   }
   return {
     /** Puts a position in `slot`, or in a new slot. */
@@ -213,9 +217,16 @@ const slots = () => {
       offsets[slot] = at.offset
       lengths[slot] = at.length
       hashes[slot] = hashOf(input)
+      const digest = at.digest
+      digests[slot] = digest ?? 0
+      hasDigest[slot] = digest === undefined ? 0 : 1
       return slot
     },
-    at: (slot: number): Position => ({ offset: offsets[slot]!, length: lengths[slot]! }),
+    at: (slot: number): Position => ({
+      offset: offsets[slot]!,
+      length: lengths[slot]!,
+      digest: hasDigest[slot] === 1 ? digests[slot]! : undefined
+    }),
     sameInput: (slot: number, input: string) => hashes[slot] === hashOf(input)
   }
 }
@@ -270,17 +281,17 @@ const builder = (
     if (kept === undefined) return Effect.succeedNone
     if (typeof kept !== "number") return Effect.succeedSome(kept)
     if (recordAt === undefined) return Effect.succeedNone
-    return recordAt(positions.at(kept)).pipe(
-      Effect.map((record) =>
-        record.itemId === itemId && record.inputFingerprint === inputFingerprint &&
-          record.identityFingerprint === options.identityFingerprint && accepts(options.policy, record)
-          ? Option.some(record)
-          : Option.none()
-      ),
-      Effect.catchAll((e) =>
+    return Effect.matchEffect(recordAt(positions.at(kept)), {
+      onSuccess: (record) =>
+        Effect.succeed(
+          record.itemId === itemId && record.inputFingerprint === inputFingerprint &&
+            record.identityFingerprint === options.identityFingerprint && accepts(options.policy, record)
+            ? Option.some(record)
+            : Option.none()
+        ),
+      onFailure: (e) =>
         Effect.as(Effect.logWarning(`item ${JSON.stringify(itemId)} not reused: ${e.message}`), Option.none())
-      )
-    )
+    })
   }
   const done = (): Index => ({ policy: options.policy, identityFingerprint: options.identityFingerprint, size, lookup })
   return { add: options.policy === "none" ? () => {} : add, done, reading }

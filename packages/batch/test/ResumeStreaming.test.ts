@@ -125,6 +125,16 @@ describe("Resume over a large artifact", () => {
 })
 
 describe("Resume over the JSONL store keeps positions, not records", () => {
+  /** Rewrites item-4's success line in place, `from` replaced by `to` (of the same length). */
+  const rewriteItem4 = (path: string, from: string, to: string) => {
+    const text = bytes(path).toString("utf8")
+    const success = new TextDecoder().decode(Either.getOrThrow(Jsonl.recordLine(record("item-4", { index: 4 }))))
+      .slice(0, -1)
+    const at = text.indexOf(success)
+    expect(at).toBeGreaterThan(0)
+    writeFileSync(path, text.slice(0, at) + success.replace(from, to) + text.slice(at + success.length))
+  }
+
   const opened = (path: string, layer: Layer.Layer<FileSystem.FileSystem>) =>
     Resume.open({ identity, policy: "reuse-successes" }).pipe(
       Effect.provide(JsonlStore.layer({ path }).pipe(Layer.provide(layer)))
@@ -167,18 +177,45 @@ describe("Resume over the JSONL store keeps positions, not records", () => {
       const path = yield* tempFile
       yield* seeded(path)
       const session = yield* opened(path, NodeFileSystem.layer)
-      const text = bytes(path).toString("utf8")
-      const success = new TextDecoder().decode(Either.getOrThrow(Jsonl.recordLine(record("item-4", { index: 4 }))))
-        .slice(0, -1)
-      const at = text.indexOf(success)
-      expect(at).toBeGreaterThan(0)
       // Rewritten in place, same length: now a failure (not reusable under reuse-successes).
-      writeFileSync(
-        path,
-        text.slice(0, at) + success.replace("\"success\"", "\"failure\"") + text.slice(at + success.length)
-      )
+      rewriteItem4(path, "\"success\"", "\"failure\"")
       expect(Option.isNone(yield* session.lookup("item-4", inputOf("item-4")))).toBe(true)
       expect(Option.isSome(yield* session.lookup("item-7", inputOf("item-7")))).toBe(true)
+    }))
+
+  it.scoped("lookups running at once while windows are read give each its own record", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seeded(path)
+      const session = yield* opened(path, NodeFileSystem.layer)
+      // Far apart and near each other, eight at a time: a lookup in the window meets reads in flight.
+      const order = ids.filter((_, i) => i % 2 === 0).flatMap((id, i) => [id, ids[ids.length - 1 - i]!])
+      const found = yield* Effect.forEach(order, (id) => session.lookup(id, inputOf(id)), { concurrency: 8 })
+      expect(found.map((r) => Option.map(r, (x) => x.itemId))).toEqual(order.map(Option.some))
+    }))
+
+  it.scoped("a record rewritten in place into one that no longer decodes, its ids and outcome kept, is not reused", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seeded(path)
+      const session = yield* opened(path, NodeFileSystem.layer)
+      // Same length, same item, input, identity and outcome: only its kind is wrong (a read back that trusted
+      // the line without checking its bytes would reuse it).
+      rewriteItem4(path, "\"kind\":\"item\"", "\"kind\":\"itex\"")
+      expect(Option.isNone(yield* session.lookup("item-4", inputOf("item-4")))).toBe(true)
+      expect(Option.isSome(yield* session.lookup("item-7", inputOf("item-7")))).toBe(true)
+    }))
+
+  it.scoped("a line that is not exactly its record's encoding is read back decoded: its extra field is dropped", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seeded(path)
+      const line = JSON.stringify({ ...record("extra", { index: 9_999 }), secret: "not a record field" })
+      appendFileSync(path, `${line}\n`)
+      const session = yield* opened(path, NodeFileSystem.layer)
+      const found = Option.getOrThrow(yield* session.lookup("extra", inputOf("extra")))
+      expect(found).toEqual(record("extra", { index: 9_999 }))
+      expect(Object.keys(found)).not.toContain("secret")
     }))
 })
 

@@ -12,7 +12,7 @@ import { Chunk, Effect, Either, Option, Stream } from "effect"
 import type { ItemRecord, OnRecord, Position } from "../ArtifactStore.js"
 import { ArtifactError } from "../ArtifactStore.js"
 import type { Scanned, Scanner } from "./jsonl.js"
-import { parseRecord, scanner as makeScanner } from "./jsonl.js"
+import { readBack, scanner as makeScanner } from "./jsonl.js"
 
 const NEWLINE = 0x0a
 
@@ -122,22 +122,36 @@ export const make = (
             reason: "format",
             message: `${file}: the record at byte ${at.offset} ${why} (the file changed while it was open)`
           })
-        const parse = (at: Position): Effect.Effect<ItemRecord, ArtifactError> => {
+        const parse = (at: Position): Either.Either<ItemRecord, ArtifactError> => {
           const from = at.offset - start
           if (from < 0 || from + at.length >= window.length || window[from + at.length] !== NEWLINE) {
-            return Effect.fail(changed(at, "is no longer a complete line"))
+            return Either.left(changed(at, "is no longer a complete line"))
           }
           // The parse error is not quoted: it can hold the record's values (a model answer), and this is logged.
           return Either.mapLeft(
-            parseRecord(window.subarray(from, from + at.length), 0, identityFingerprint),
+            readBack(window.subarray(from, from + at.length), at.digest, identityFingerprint),
             () => changed(at, "is no longer an item record")
           )
         }
-        return (at) =>
+        // A read in flight fills the window's buffer: nothing is parsed from it meanwhile. Without one, a
+        // record in the window is parsed at once, without taking the lock (most lookups of a resumed run).
+        let reading = false
+        const loadAndParse = (at: Position) =>
           lock.withPermits(1)(Effect.suspend(() => {
             const inWindow = at.offset >= start && at.offset + at.length < start + window.length
-            return inWindow ? parse(at) : Effect.flatMap(load(at), () => parse(at))
+            if (inWindow) return parse(at)
+            reading = true
+            return Effect.ensuring(
+              Effect.flatMap(load(at), () => parse(at)),
+              Effect.sync(() => {
+                reading = false
+              })
+            )
           }))
+        return (at) =>
+          !reading && at.offset >= start && at.offset + at.length < start + window.length
+            ? parse(at)
+            : loadAndParse(at)
       }
     )
 
