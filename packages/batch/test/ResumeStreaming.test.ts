@@ -140,6 +140,17 @@ describe("Resume over the JSONL store keeps positions, not records", () => {
       Effect.provide(JsonlStore.layer({ path }).pipe(Layer.provide(layer)))
     )
 
+  /** Item 4's line, rewritten in place after open (`from` → `to`, same length), is not reused; item 7's is. */
+  const rewrittenNotReused = (from: string, to: string) =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seeded(path)
+      const session = yield* opened(path, NodeFileSystem.layer)
+      rewriteItem4(path, from, to)
+      expect(Option.isNone(yield* session.lookup("item-4", inputOf("item-4")))).toBe(true)
+      expect(Option.isSome(yield* session.lookup("item-7", inputOf("item-7")))).toBe(true)
+    })
+
   it.scoped("each reused record is read back when its item comes up, in any order: the record written, to the byte", () =>
     Effect.gen(function*() {
       const path = yield* tempFile
@@ -173,15 +184,8 @@ describe("Resume over the JSONL store keeps positions, not records", () => {
     }))
 
   it.scoped("a record that changed in the file after it was indexed is not reused: its item runs again", () =>
-    Effect.gen(function*() {
-      const path = yield* tempFile
-      yield* seeded(path)
-      const session = yield* opened(path, NodeFileSystem.layer)
-      // Rewritten in place, same length: now a failure (not reusable under reuse-successes).
-      rewriteItem4(path, "\"success\"", "\"failure\"")
-      expect(Option.isNone(yield* session.lookup("item-4", inputOf("item-4")))).toBe(true)
-      expect(Option.isSome(yield* session.lookup("item-7", inputOf("item-7")))).toBe(true)
-    }))
+    // Rewritten in place, same length: now a failure (not reusable under reuse-successes).
+    rewrittenNotReused("\"success\"", "\"failure\""))
 
   it.scoped("lookups running at once while windows are read give each its own record", () =>
     Effect.gen(function*() {
@@ -195,16 +199,9 @@ describe("Resume over the JSONL store keeps positions, not records", () => {
     }))
 
   it.scoped("a record rewritten in place into one that no longer decodes, its ids and outcome kept, is not reused", () =>
-    Effect.gen(function*() {
-      const path = yield* tempFile
-      yield* seeded(path)
-      const session = yield* opened(path, NodeFileSystem.layer)
-      // Same length, same item, input, identity and outcome: only its kind is wrong (a read back that trusted
-      // the line without checking its bytes would reuse it).
-      rewriteItem4(path, "\"kind\":\"item\"", "\"kind\":\"itex\"")
-      expect(Option.isNone(yield* session.lookup("item-4", inputOf("item-4")))).toBe(true)
-      expect(Option.isSome(yield* session.lookup("item-7", inputOf("item-7")))).toBe(true)
-    }))
+    // Same length, same item, input, identity and outcome: only its kind is wrong (a read back that trusted
+    // the line without checking its bytes would reuse it).
+    rewrittenNotReused("\"kind\":\"item\"", "\"kind\":\"itex\""))
 
   it.scoped("a line that is not exactly its record's encoding is read back decoded: its extra field is dropped", () =>
     Effect.gen(function*() {
