@@ -72,16 +72,6 @@ const waitingFor = (pid: number, count = 1) =>
         Effect.orDie
       ))
 
-/** Polls until the backend `pid` waits for some lock. */
-const waits = (pid: number) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ readonly n: number }>`SELECT cardinality(pg_blocking_pids(${pid}::int))::int AS n`.pipe(
-      Effect.filterOrFail((rows) => rows[0]!.n > 0, () => "not yet"),
-      Effect.retry(Schedule.spaced("5 millis")),
-      Effect.timeout("20 seconds"),
-      Effect.orDie
-    ))
-
 /** Polls until `holder`'s first heartbeat (the one its budget runs when made) has reported. */
 const firstHeartbeat = (name: string, holder: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>

@@ -5,6 +5,12 @@
  * ceiling K changes in one place, by two rules:
  * - raised only after the database has committed the higher value (until then the old, lower one binds);
  * - lowered locally before the lower value is sent (so neither value on record is ever below what is used).
+ * Every statement that records a ceiling (a report, a top-up, a give-back) records with it, in the same
+ * statement, the usage it was computed from, and a top-up or give-back the lease it was computed for: a reader
+ * of the row never sees a ceiling above what the row's own usage and lease allow (what is used, plus the
+ * reservation it was raised for, plus `exposure` of what is unused). A top-up that recorded the reservations
+ * the fast path took while its grant was in flight, under the usage of the report before, did (a CI run read
+ * 130.80M over a rule of 123.30M nano-dollars: 0.75 × the $0.01 reservation too much).
  *
  * @internal
  */
@@ -64,12 +70,6 @@ const now = (ctx: Ctx) => ctx.clock.unsafeCurrentTimeMillis()
 /** Local deadline: the database extended the lease by `ttl` no earlier than `sentAt`; keep a heartbeat's margin. */
 const validFrom = (ctx: Ctx, sentAt: number) => sentAt + ctx.ttlMillis - ctx.heartbeatMillis
 
-const maxVec = (a: S.Vec, b: S.Vec): S.Vec => ({
-  calls: Math.max(a.calls, b.calls),
-  cost: Math.max(a.cost, b.cost),
-  tokens: Math.max(a.tokens, b.tokens)
-})
-
 const minVec = (a: S.Vec, b: S.Vec): S.Vec => ({
   calls: Math.min(a.calls, b.calls),
   cost: Math.min(a.cost, b.cost),
@@ -86,61 +86,70 @@ export const open = (ctx: Ctx) =>
   })
 
 /**
+ * The ceiling `next` to record, with the usage it was computed from (a copy: the fast path goes on changing
+ * the slice while the statement is in flight). Lowered locally before it is sent (rule 2 above): from here on
+ * the fast path reserves under both values, so neither one on record is below what is used.
+ */
+const recordOf = (s: S.Slice, next: S.Vec): Q.LeaseRecord => {
+  s.exposed = minVec(s.exposed, next)
+  return { exposed: next, charged: { ...s.charged }, reserved: { ...s.reserved } }
+}
+
+/** Reports `row` and extends the lease; a lost lease is replaced by a fresh one. */
+const report = (ctx: Ctx, s: S.Slice, row: Q.LeaseRecord) =>
+  Effect.gen(function*() {
+    const sentAt = now(ctx)
+    const free = yield* Q.report(ctx.sql, s.id, row, ctx.ttlMillis)
+    if (Option.isNone(free)) return yield* open(ctx)
+    sawFree(ctx, free.value)
+    if (ctx.slice === s) {
+      s.exposed = row.exposed
+      s.validUntil = validFrom(ctx, sentAt)
+    }
+  })
+
+/**
  * Reports usage and a recomputed ceiling (which may be lower: adopted before sending) and extends the lease.
  * At rest (`resting`: nothing reserved since the last heartbeat, nothing in flight), the ceiling is what the
  * slice used, with no headroom: its next reservation goes through the database. A lost lease is replaced by a
  * fresh one.
  */
 export const renew = (ctx: Ctx, resting = false) =>
-  Effect.gen(function*() {
+  Effect.suspend(() => {
     const s = ctx.slice
-    const next = resting ? S.usedCeiling(s, ctx.caps) : S.ceiling(s, ctx.caps, ctx.exposure)
-    s.exposed = minVec(s.exposed, next)
-    const sentAt = now(ctx)
-    const free = yield* Q.report(ctx.sql, s.id, next, s.charged, s.reserved, ctx.ttlMillis)
-    if (Option.isNone(free)) return yield* open(ctx)
-    sawFree(ctx, free.value)
-    if (ctx.slice === s) {
-      s.exposed = next
-      s.validUntil = validFrom(ctx, sentAt)
-    }
+    return report(ctx, s, recordOf(s, resting ? S.usedCeiling(s, ctx.caps) : S.ceiling(s, ctx.caps, ctx.exposure)))
   })
 
-const usedVec = (s: S.Slice): S.Vec => S.add(s.charged, s.reserved)
-
-/** Raises the ceiling so that `n` more fits under it (the lease already holds enough). */
+/**
+ * Raises the ceiling so that `n` more fits under it (the lease already holds enough): the ceiling for what is
+ * used and `n`, which for another resource may be lower than the one on record (adopted before sending).
+ */
 export const raise = (ctx: Ctx, n: S.Vec) =>
-  Effect.gen(function*() {
+  Effect.suspend(() => {
     const s = ctx.slice
-    const next = maxVec(s.exposed, S.ceiling(s, ctx.caps, ctx.exposure, n))
-    const sentAt = now(ctx)
-    const free = yield* Q.report(ctx.sql, s.id, next, s.charged, s.reserved, ctx.ttlMillis)
-    if (Option.isNone(free)) return yield* open(ctx)
-    sawFree(ctx, free.value)
-    if (ctx.slice === s) {
-      s.exposed = next
-      s.validUntil = validFrom(ctx, sentAt)
-    }
+    return report(ctx, s, recordOf(s, S.ceiling(s, ctx.caps, ctx.exposure, n)))
   })
 
 /**
  * Leases more: `needed` units at least where `ask` is set, in one transaction (lock the lease, one
- * conditional update of the pool, record the grant and the new ceiling). Fails with the first shortfall
- * when the pool cannot cover `needed`; with `Lost` when the lease was reclaimed.
+ * conditional update of the pool, record the grant with the new ceiling and the usage it was computed from,
+ * and extend the lease). Fails with the first shortfall when the pool cannot cover `needed`; with `Lost` when
+ * the lease was reclaimed.
  */
 export const topUp = (ctx: Ctx, needed: S.Vec, ask: S.Vec, reservationNeed: S.Vec) =>
   Effect.gen(function*() {
     const s = ctx.slice
-    const sentAt = now(ctx)
     const outcome = yield* ctx.sql.withTransaction(Effect.gen(function*() {
       if (!(yield* Q.claimLease(ctx.sql, s.id, ctx.ttlMillis))) return { _tag: "Lost" } as const
       const granted = yield* Q.grant(ctx.sql, ctx.name, needed, ask, ctx.fraction)
       if (Option.isNone(granted)) return { _tag: "Short", free: yield* Q.free(ctx.sql, ctx.name) } as const
-      const leased = S.add(s.leased, granted.value.granted)
-      const planned: S.Slice = { ...s, leased }
-      const exposed = maxVec(s.exposed, S.ceiling(planned, ctx.caps, ctx.exposure, reservationNeed))
-      yield* Q.addToLease(ctx.sql, s.id, granted.value.granted, exposed)
-      return { _tag: "Granted", granted: granted.value.granted, exposed, free: granted.value.free } as const
+      // Computed from the slice as it is now, reservations the fast path took while the grant was in flight
+      // included, and recorded with that same usage.
+      const planned: S.Slice = { ...s, leased: S.add(s.leased, granted.value.granted) }
+      const row = recordOf(s, S.ceiling(planned, ctx.caps, ctx.exposure, reservationNeed))
+      const sentAt = now(ctx)
+      yield* Q.addToLease(ctx.sql, s.id, granted.value.granted, row, ctx.ttlMillis)
+      return { _tag: "Granted", granted: granted.value.granted, row, sentAt, free: granted.value.free } as const
     }))
     switch (outcome._tag) {
       case "Lost":
@@ -152,8 +161,8 @@ export const topUp = (ctx: Ctx, needed: S.Vec, ask: S.Vec, reservationNeed: S.Ve
         sawFree(ctx, outcome.free)
         if (ctx.slice === s) {
           s.leased = S.add(s.leased, outcome.granted)
-          s.exposed = outcome.exposed
-          s.validUntil = validFrom(ctx, sentAt)
+          s.exposed = outcome.row.exposed
+          s.validUntil = validFrom(ctx, outcome.sentAt)
         }
     }
   })
@@ -185,12 +194,14 @@ export const trim = (ctx: Ctx, resting = false) =>
     if (S.isZero(amount)) return
     // Lowered before the statement: if it fails, the database still holds more than this process uses.
     s.leased = S.sub(s.leased, amount)
+    // The ceiling for what it then holds (lower: a quarter of less unused), recorded with the give-back.
+    const row = recordOf(s, resting ? S.usedCeiling(s, ctx.caps) : S.ceiling(s, ctx.caps, ctx.exposure))
     // In the same step, the amount is counted free (as it will be once given back): what is left, as the fast
     // path reports it (free + leased − used), does not drop by the give-back while the statement is in flight,
     // nor after it (the pool read back below includes it).
     const before = ctx.free
     ctx.free = addFree(before, amount)
-    const after = yield* Q.giveBack(ctx.sql, s.id, ctx.name, amount).pipe(
+    const after = yield* Q.giveBack(ctx.sql, s.id, ctx.name, amount, row).pipe(
       Effect.onError(() =>
         Effect.sync(() => {
           // Not given back (or not known to be): it stays in this lease on record, returned when the lease
@@ -201,6 +212,7 @@ export const trim = (ctx: Ctx, resting = false) =>
     )
     if (Option.isNone(after)) return yield* open(ctx)
     sawFree(ctx, after.value)
+    if (ctx.slice === s) s.exposed = row.exposed
   })
 
 const addFree = (free: Q.Free, amount: S.Vec): Q.Free => ({
@@ -208,6 +220,8 @@ const addFree = (free: Q.Free, amount: S.Vec): Q.Free => ({
   cost: free.cost === null ? null : free.cost + amount.cost,
   tokens: free.tokens === null ? null : free.tokens + amount.tokens
 })
+
+const usedVec = (s: S.Slice): S.Vec => S.add(s.charged, s.reserved)
 
 /** Closes the lease: what was charged, and what is still in flight, is spent; the rest returns. */
 export const close = (ctx: Ctx) => Q.closeLease(ctx.sql, ctx.slice.id, ctx.name, usedVec(ctx.slice))

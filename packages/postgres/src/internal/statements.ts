@@ -39,6 +39,23 @@ const freeOf = (row: FreeRow): Free => ({ calls: row.calls_free, cost: row.cost_
 
 const interval = (sql: Sql, millis: number) => sql`(${millis}::float8 * interval '1 millisecond')`
 
+/**
+ * A lease's ceiling with the usage it was computed from: written together by every statement that records a
+ * ceiling, so the row never shows a ceiling counting usage it does not show (nor the other way round).
+ */
+export interface LeaseRecord {
+  readonly exposed: Vec
+  readonly charged: Vec
+  readonly reserved: Vec
+}
+
+const recorded = (sql: Sql, row: LeaseRecord) =>
+  sql`calls_exposed = ${row.exposed.calls}, cost_exposed = ${row.exposed.cost},
+    tokens_exposed = ${row.exposed.tokens}, calls_charged = ${row.charged.calls},
+    cost_charged = ${row.charged.cost}, tokens_charged = ${row.charged.tokens},
+    calls_reserved = ${row.reserved.calls}, cost_reserved = ${row.reserved.cost},
+    tokens_reserved = ${row.reserved.tokens}`
+
 /** Creates the budget row if it is absent and returns the caps on record (which may differ from ours). */
 export const ensureBudget = (sql: Sql, name: string, caps: Caps) =>
   Effect.gen(function*() {
@@ -56,23 +73,13 @@ export const openLease = (sql: Sql, id: string, name: string, holder: string, tt
     VALUES (${id}, ${name}, ${holder}, clock_timestamp() + ${interval(sql, ttl)}, clock_timestamp())`
 
 /**
- * Reports the lease's ceiling and usage and extends it by `ttl`, and reads what the pool has free; `None`
- * when the lease is gone or already expired (it was reclaimed, or will be: the process must stop serving
- * from it).
+ * Reports the lease's ceiling and the usage it was computed from, extends it by `ttl`, and reads what the pool
+ * has free; `None` when the lease is gone or already expired (it was reclaimed, or will be: the process must stop
+ * serving from it).
  */
-export const report = (
-  sql: Sql,
-  id: string,
-  exposed: Vec,
-  charged: Vec,
-  reserved: Vec,
-  ttl: number
-) =>
+export const report = (sql: Sql, id: string, row: LeaseRecord, ttl: number) =>
   Effect.map(
-    sql<FreeRow>`UPDATE rein_budget_leases l SET
-      calls_exposed = ${exposed.calls}, cost_exposed = ${exposed.cost}, tokens_exposed = ${exposed.tokens},
-      calls_charged = ${charged.calls}, cost_charged = ${charged.cost}, tokens_charged = ${charged.tokens},
-      calls_reserved = ${reserved.calls}, cost_reserved = ${reserved.cost}, tokens_reserved = ${reserved.tokens},
+    sql<FreeRow>`UPDATE rein_budget_leases l SET ${recorded(sql, row)},
       expires_at = clock_timestamp() + ${interval(sql, ttl)}, heartbeat_at = clock_timestamp()
       FROM rein_budgets b WHERE l.id = ${id} AND l.expires_at > clock_timestamp() AND b.name = l.budget
       RETURNING (b.calls_cap - b.calls_spent - b.calls_leased)::float8 AS calls_free,
@@ -117,11 +124,18 @@ export const grant = (sql: Sql, name: string, needed: Vec, ask: Vec, fraction: n
   )
 }
 
-/** Adds a grant to the lease's holding and records its new ceiling (same transaction as `grant`). */
-export const addToLease = (sql: Sql, id: string, granted: Vec, exposed: Vec) =>
+/**
+ * Adds a grant to the lease's holding and records, in the same statement, its new ceiling with the usage that
+ * ceiling was computed from (a reader of the row never sees a ceiling counting usage the row does not), and
+ * extends it by `ttl` from now, as a heartbeat would: the top-up has held the row locked since `claimLease`, so
+ * however long the grant waited for the budget row, no reclaim can have taken the lease meanwhile, and it is
+ * not left to expire behind the grant (same transaction as `grant`).
+ */
+export const addToLease = (sql: Sql, id: string, granted: Vec, row: LeaseRecord, ttl: number) =>
   sql`UPDATE rein_budget_leases SET calls_leased = calls_leased + ${granted.calls},
     cost_leased = cost_leased + ${granted.cost}, tokens_leased = tokens_leased + ${granted.tokens},
-    calls_exposed = ${exposed.calls}, cost_exposed = ${exposed.cost}, tokens_exposed = ${exposed.tokens}
+    ${recorded(sql, row)},
+    expires_at = clock_timestamp() + ${interval(sql, ttl)}, heartbeat_at = clock_timestamp()
     WHERE id = ${id}`
 
 /** Locks the lease row and extends it; `false` when it is gone or expired. First statement of a top-up. */
@@ -143,14 +157,16 @@ export const free = (sql: Sql, name: string) =>
   )
 
 /**
- * Gives `amount` of a live lease back to the pool, in one statement, and returns what the pool has free
- * after it. `None` when the lease is gone.
+ * Gives `amount` of a live lease back to the pool and records the ceiling computed for what it then holds, with
+ * the usage it was computed from, in one statement; returns what the pool has free after it. `None` when the
+ * lease is gone.
  */
-export const giveBack = (sql: Sql, id: string, name: string, amount: Vec) =>
+export const giveBack = (sql: Sql, id: string, name: string, amount: Vec, row: LeaseRecord) =>
   Effect.map(
     sql<FreeRow>`WITH l AS (
         UPDATE rein_budget_leases SET calls_leased = calls_leased - ${amount.calls},
-          cost_leased = cost_leased - ${amount.cost}, tokens_leased = tokens_leased - ${amount.tokens}
+          cost_leased = cost_leased - ${amount.cost}, tokens_leased = tokens_leased - ${amount.tokens},
+          ${recorded(sql, row)}
         WHERE id = ${id} AND expires_at > clock_timestamp() RETURNING id
       )
       UPDATE rein_budgets SET calls_leased = calls_leased - ${amount.calls},
