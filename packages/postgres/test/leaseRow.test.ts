@@ -10,6 +10,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Deferred, Effect, Either, Fiber, Schedule } from "effect"
 import { PgBudget } from "../src/index.js"
 import { available, fresh, PgLive } from "./pg.js"
+import { inTransaction, lockPool, waitingFor } from "./rowLocks.js"
 
 interface LeaseRow {
   readonly id: string
@@ -39,39 +40,6 @@ const expectQuarterRule = (row: LeaseRow) => {
   expect(row.k - row.u, JSON.stringify(row)).toBeLessThanOrEqual(Math.ceil(0.25 * (row.l - row.u)))
 }
 
-/**
- * Runs `query` in a transaction of its own (a forked fiber, its own connection) and keeps that transaction
- * open until `release`: the row locks it takes are held until then. Answers the backend's pid (known before
- * the query runs) and the query's result (once it returns).
- */
-const inTransaction = <A>(query: Effect.Effect<A, unknown, SqlClient.SqlClient>, release: Deferred.Deferred<void>) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const pid = yield* Deferred.make<number>()
-    const result = yield* Deferred.make<A>()
-    const fiber = yield* Effect.fork(
-      sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql<{ readonly pid: number }>`SELECT pg_backend_pid() AS pid`
-        yield* Deferred.succeed(pid, rows[0]!.pid)
-        yield* Deferred.succeed(result, yield* query)
-        yield* Deferred.await(release)
-      })).pipe(Effect.orDie)
-    )
-    return { pid: yield* Deferred.await(pid), result, fiber }
-  })
-
-/** Polls until `count` backends wait for a lock held by `pid`; answers their pids. */
-const waitingFor = (pid: number, count = 1) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ readonly pid: number }>`SELECT pid FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`
-      .pipe(
-        Effect.filterOrFail((rows) => rows.length >= count, () => "not yet"),
-        Effect.retry(Schedule.spaced("5 millis")),
-        Effect.map((rows) => rows.map((r) => r.pid)),
-        Effect.timeout("20 seconds"),
-        Effect.orDie
-      ))
-
 /** Polls until `holder`'s first heartbeat (the one its budget runs when made) has reported. */
 const firstHeartbeat = (name: string, holder: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
@@ -97,15 +65,6 @@ const fastPath = (budget: PgBudget.Service, cost: number) => {
   const hold = budget.unsafeReserve!({ cost, tokens: null })
   expect(hold !== undefined && Either.isRight(hold), `a fast-path reservation of $${cost}`).toBe(true)
 }
-
-/** The budget row locked by another transaction: a top-up's conditional update waits for it. */
-const lockPool = (name: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const release = yield* Deferred.make<void>()
-    const held = yield* inTransaction(sql`SELECT 1 FROM rein_budgets WHERE name = ${name} FOR UPDATE`, release)
-    return { ...held, release }
-  })
 
 describe.skipIf(!available)("PgBudget's lease row: a ceiling is recorded with the usage it was computed from", () => {
   layer(PgLive, { timeout: "60 seconds", excludeTestServices: true })((it) => {

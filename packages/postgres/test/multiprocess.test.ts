@@ -1,9 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Fiber, Schedule } from "effect"
+import { Deferred, Effect, Fiber, Schedule } from "effect"
 import { PgBudget } from "../src/index.js"
 import { available, fresh, PgLive, Server } from "./pg.js"
 import { bundle, spawnChild } from "./processes.js"
+import { lockPool, waitingFor } from "./rowLocks.js"
 
 const NANOS = 1e9
 const TTL = 2000
@@ -322,6 +323,70 @@ describe.skipIf(!available)("one budget, four real processes, two of them killed
             expect(after.cap[r] - after.spent[r] - after.leased[r] + after.leases[r], r)
               .toBe(before.cap[r] - before.spent[r] - before.leased[r] + held[r] - ceiling[r])
           }
+        }),
+      60_000
+    )
+    it.scoped(
+      "a holder killed with SIGKILL while its top-up waits for the pool: the grant never lands, its ceiling covers its use",
+      () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const server = yield* Server
+          const name = fresh("killed-topup")
+          const caps = { cost: 3 }
+          const worker = yield* bundle("budget-worker")
+          const doomed = yield* spawnChild(worker, {
+            ...caps,
+            gated: false,
+            url: server.url,
+            name,
+            seed: 11,
+            loops: 4,
+            patienceMillis: 60_000,
+            slice: 0.1,
+            heartbeatMillis: HEARTBEAT,
+            ttlMillis: TTL
+          })
+          yield* doomed.waitFor(/(?:^R .*\n[^]*?){4}/m)
+          // The budget row locked by the test: the holder's next top-up (a heartbeat's or a reservation's) locks
+          // its lease row, extends it, and waits in its conditional update of the pool; meanwhile its loops go on
+          // reserving on the fast path, under the ceiling on record, until it binds.
+          const pool = yield* lockPool(name)
+          const [topUp] = yield* waitingFor(pool.pid)
+          const waiting = yield* sql<{ readonly query: string }>`SELECT query FROM pg_stat_activity WHERE pid = ${topUp!}`
+          expect(waiting[0]!.query).toContain("calls_grant")
+          yield* doomed.kill("SIGKILL")
+          yield* doomed.exited
+          const usage = usageOf(doomed.stdout())
+          // Its lease as committed before the top-up, and the budget as it stands.
+          const [lease] = yield* leasesOf(sql, name)
+          const before = (yield* sample(sql, name))!
+          yield* Deferred.succeed(pool.release, undefined)
+          yield* Fiber.join(pool.fiber)
+          // The top-up's backend finds its client gone: its transaction is rolled back, the grant with it.
+          yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ${topUp!}`.pipe(
+            Effect.filterOrFail((rows) => rows[0]!.n === 0, () => new Error("the top-up's backend is still there")),
+            Effect.retry(Schedule.spaced("20 millis")),
+            Effect.timeout("20 seconds")
+          )
+          expect(yield* leasesOf(sql, name)).toEqual([lease])
+          expect((yield* sample(sql, name))!).toEqual(before)
+          // Its ceiling on record covers what it had charged and had in flight …
+          expect(lease!.exposed.cost).toBeGreaterThanOrEqual(usage.charged.cost + usage.outstanding.cost)
+          // … and is exactly what the reclaim charges once the lease expires; the rest of its slice returns.
+          yield* PgBudget.make({ ...caps, name, heartbeatMillis: HEARTBEAT, ttlMillis: TTL })
+          const [reclaimed] = yield* reclaims(sql, name).pipe(
+            Effect.filterOrFail((rows) => rows.length === 1, () => new Error("not reclaimed yet")),
+            Effect.retry(Schedule.spaced("50 millis")),
+            Effect.timeout("30 seconds")
+          )
+          expect(reclaimed!.lease).toBe(lease!.id)
+          expect(reclaimed!.charged.cost).toBe(lease!.exposed.cost)
+          expect(reclaimed!.returned.cost).toBe(lease!.leased.cost - lease!.exposed.cost)
+          const after = (yield* sample(sql, name))!
+          expect(after.spent.cost).toBe(before.spent.cost + lease!.exposed.cost)
+          expect(after.spent.cost + after.leased.cost).toBeLessThanOrEqual(3 * NANOS)
+          expect(after.leased).toEqual(after.leases)
         }),
       60_000
     )
