@@ -181,5 +181,32 @@ describe.skipIf(!available)("PgBudget's lease row: a ceiling is recorded with th
         expect(row.l).toBe(1.9 * NANOS)
         expectQuarterRule(row)
       }))
+    it.scoped("a raise for one resource records the ceiling for what is used of the others, not the higher one before", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const name = fresh("raise")
+        const holder = "raising"
+        const budget = yield* PgBudget.make({
+          name,
+          cost: 10,
+          tokens: 1_000_000,
+          slice: 0.1,
+          heartbeatMillis: 60_000,
+          ttlMillis: 180_000,
+          holder
+        })
+        yield* firstHeartbeat(name, holder)
+        // Its first reservation leases $1 and 100,000 tokens, with ceilings of $0.26 and 75,000 tokens; released.
+        yield* budget.release(yield* budget.reserve({ cost: 0.01, tokens: 50_000 }))
+        // $0.30 does not fit under the cost ceiling but in the lease: the reservation raises the ceiling.
+        yield* budget.reserve({ cost: 0.3, tokens: 0 })
+        const rows = yield* sql<LeaseRow>`SELECT id, tokens_leased::float8 AS l, tokens_exposed::float8 AS k,
+          (tokens_charged + tokens_reserved)::float8 AS u FROM rein_budget_leases
+          WHERE budget = ${name} AND holder = ${holder}`
+        // Tokens: none used, 100,000 leased: a ceiling of a quarter of them, not the 75,000 of before.
+        expect(rows[0]!.l).toBe(100_000)
+        expectQuarterRule(rows[0]!)
+        expect(rows[0]!.k).toBe(25_000)
+      }))
   })
 })
