@@ -6,7 +6,8 @@
  * - `rein_budgets`: one row per shared budget: its caps, what is `spent` (settled by closed or reclaimed
  *   leases) and what is `leased` (held by live leases). Always `spent + leased ≤ cap`.
  * - `rein_budget_leases`: one row per process holding a slice: `leased` (its slice), `exposed` (the ceiling
- *   charged as spent if it dies), `charged` / `reserved` (its usage at its last report, for operators) and
+ *   charged as spent if it dies), `charged` / `reserved` (the usage that ceiling was computed from, written
+ *   with it by every report, top-up and give-back: for operators, and for other processes' `grantable`) and
  *   `expires_at` on the database clock, extended by each heartbeat.
  * - `rein_budget_reclaims`: one row per expired lease reclaimed: what was `charged` as spent (its ceiling) and
  *   what was `returned` to the pool (the rest of its slice).

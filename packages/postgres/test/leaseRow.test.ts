@@ -42,24 +42,30 @@ const expectQuarterRule = (row: LeaseRow) => {
 
 /** Polls until `holder`'s first heartbeat (the one its budget runs when made) has reported. */
 const firstHeartbeat = (name: string, holder: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ readonly beat: boolean }>`SELECT heartbeat_at > opened_at AS beat FROM rein_budget_leases
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<{ readonly beat: boolean }>`SELECT heartbeat_at > opened_at AS beat FROM rein_budget_leases
       WHERE budget = ${name} AND holder = ${holder}`.pipe(
-      Effect.filterOrFail((rows) => rows[0]?.beat === true, () => "not yet"),
-      Effect.retry(Schedule.spaced("5 millis")),
-      Effect.timeout("20 seconds"),
-      Effect.orDie
-    ))
+        Effect.filterOrFail((rows) => rows[0]?.beat === true, () => "not yet"),
+        Effect.retry(Schedule.spaced("5 millis")),
+        Effect.timeout("20 seconds"),
+        Effect.orDie
+      )
+  )
 
 /** Polls until the backend `pid` has finished its statement (autocommit: committed). */
 const idle = (pid: number) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ readonly state: string }>`SELECT state FROM pg_stat_activity WHERE pid = ${pid}::int`.pipe(
-      Effect.filterOrFail((rows) => rows[0]?.state === "idle", () => "not yet"),
-      Effect.retry(Schedule.spaced("5 millis")),
-      Effect.timeout("20 seconds"),
-      Effect.orDie
-    ))
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<{ readonly state: string }>`SELECT state FROM pg_stat_activity WHERE pid = ${pid}::int`.pipe(
+        Effect.filterOrFail((rows) => rows[0]?.state === "idle", () => "not yet"),
+        Effect.retry(Schedule.spaced("5 millis")),
+        Effect.timeout("20 seconds"),
+        Effect.orDie
+      )
+  )
 
 const fastPath = (budget: PgBudget.Service, cost: number) => {
   const hold = budget.unsafeReserve!({ cost, tokens: null })
@@ -148,7 +154,14 @@ describe.skipIf(!available)("PgBudget's lease row: a ceiling is recorded with th
         const sql = yield* SqlClient.SqlClient
         const name = fresh("stalled")
         const holder = "stalled"
-        const options = { name, cost: 10, slice: 0.1, heartbeatMillis: 200, ttlMillis: 1000, queryTimeoutMillis: 30_000 }
+        const options = {
+          name,
+          cost: 10,
+          slice: 0.1,
+          heartbeatMillis: 200,
+          ttlMillis: 1000,
+          queryTimeoutMillis: 30_000
+        }
         const budget = yield* PgBudget.make({ ...options, holder })
         // $0.40 in flight throughout (never at rest: its heartbeats give nothing back); its slice is $1.
         yield* budget.reserve({ cost: 0.4, tokens: null })

@@ -353,7 +353,9 @@ describe.skipIf(!available)("one budget, four real processes, two of them killed
           // reserving on the fast path, under the ceiling on record, until it binds.
           const pool = yield* lockPool(name)
           const [topUp] = yield* waitingFor(pool.pid)
-          const waiting = yield* sql<{ readonly query: string }>`SELECT query FROM pg_stat_activity WHERE pid = ${topUp!}`
+          const waiting = yield* sql<
+            { readonly query: string }
+          >`SELECT query FROM pg_stat_activity WHERE pid = ${topUp!}`
           expect(waiting[0]!.query).toContain("calls_grant")
           yield* doomed.kill("SIGKILL")
           yield* doomed.exited
@@ -364,11 +366,12 @@ describe.skipIf(!available)("one budget, four real processes, two of them killed
           yield* Deferred.succeed(pool.release, undefined)
           yield* Fiber.join(pool.fiber)
           // The top-up's backend finds its client gone: its transaction is rolled back, the grant with it.
-          yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ${topUp!}`.pipe(
-            Effect.filterOrFail((rows) => rows[0]!.n === 0, () => new Error("the top-up's backend is still there")),
-            Effect.retry(Schedule.spaced("20 millis")),
-            Effect.timeout("20 seconds")
-          )
+          yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ${topUp!}`
+            .pipe(
+              Effect.filterOrFail((rows) => rows[0]!.n === 0, () => new Error("the top-up's backend is still there")),
+              Effect.retry(Schedule.spaced("20 millis")),
+              Effect.timeout("20 seconds")
+            )
           expect(yield* leasesOf(sql, name)).toEqual([lease])
           expect((yield* sample(sql, name))!).toEqual(before)
           // Its ceiling on record covers what it had charged and had in flight …

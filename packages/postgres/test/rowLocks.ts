@@ -9,7 +9,10 @@ import { Deferred, Effect, Schedule } from "effect"
  * open until `release`: the row locks it takes are held until then. Answers the backend's pid (known before
  * the query runs) and the query's result (once it returns).
  */
-export const inTransaction = <A>(query: Effect.Effect<A, unknown, SqlClient.SqlClient>, release: Deferred.Deferred<void>) =>
+export const inTransaction = <A>(
+  query: Effect.Effect<A, unknown, SqlClient.SqlClient>,
+  release: Deferred.Deferred<void>
+) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const pid = yield* Deferred.make<number>()
@@ -27,15 +30,18 @@ export const inTransaction = <A>(query: Effect.Effect<A, unknown, SqlClient.SqlC
 
 /** Polls until `count` backends wait for a lock held by `pid`; answers their pids. */
 export const waitingFor = (pid: number, count = 1) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ readonly pid: number }>`SELECT pid FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`
-      .pipe(
-        Effect.filterOrFail((rows) => rows.length >= count, () => "not yet"),
-        Effect.retry(Schedule.spaced("5 millis")),
-        Effect.map((rows) => rows.map((r) => r.pid)),
-        Effect.timeout("20 seconds"),
-        Effect.orDie
-      ))
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<{ readonly pid: number }>`SELECT pid FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`
+        .pipe(
+          Effect.filterOrFail((rows) => rows.length >= count, () => "not yet"),
+          Effect.retry(Schedule.spaced("5 millis")),
+          Effect.map((rows) => rows.map((r) => r.pid)),
+          Effect.timeout("20 seconds"),
+          Effect.orDie
+        )
+  )
 
 /** The budget row locked by another transaction: a top-up's conditional update waits for it. */
 export const lockPool = (name: string) =>
@@ -45,4 +51,3 @@ export const lockPool = (name: string) =>
     const held = yield* inTransaction(sql`SELECT 1 FROM rein_budgets WHERE name = ${name} FOR UPDATE`, release)
     return { ...held, release }
   })
-

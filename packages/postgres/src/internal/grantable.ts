@@ -7,7 +7,7 @@
  * Read from the database in one snapshot (`Q.holdings`), per resource:
  * - the pool once the expired leases are reclaimed: cap − spent − Σ leased of live leases − Σ exposed of
  *   expired ones (reclaiming charges an expired lease's ceiling and returns the rest);
- * - plus the largest free part of one live lease: leased − (charged + reserved), as last reported, or from
+ * - plus the largest free part of one live lease: leased − (charged + reserved), as last recorded, or from
  *   memory for this process's own lease (its row may be a heartbeat old).
  *
  * One reservation is served by one process: from its slice, topped up from the pool. So the largest

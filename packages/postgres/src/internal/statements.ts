@@ -244,7 +244,10 @@ interface HoldingRow {
   readonly tokens_used: number | null
 }
 
-/** One lease of a budget as on record: `used` is what it charged and reserved at its last report. */
+/**
+ * One lease of a budget as on record: `used` is what it charged and reserved when its ceiling was last recorded
+ * (a report, a top-up or a give-back: the same statement wrote both).
+ */
 export interface LeaseHolding {
   readonly id: string
   /** Not expired on the database clock (an expired one is reclaimed by the next process to look). */
