@@ -72,22 +72,16 @@ const fastPath = (budget: PgBudget.Service, cost: number) => {
   expect(hold !== undefined && Either.isRight(hold), `a fast-path reservation of $${cost}`).toBe(true)
 }
 
+/** A budget whose heartbeat runs only when its fast path wakes it (a minute apart otherwise). */
+const quiet = { heartbeatMillis: 60_000, ttlMillis: 180_000, queryTimeoutMillis: 30_000 }
+
 describe.skipIf(!available)("PgBudget's lease row: a ceiling is recorded with the usage it was computed from", () => {
   layer(PgLive, { timeout: "60 seconds", excludeTestServices: true })((it) => {
     it.scoped("a top-up begun by the heartbeat, with a fast-path reservation taken while it is in flight", () =>
       Effect.gen(function*() {
         const name = fresh("tick-topup")
         const holder = "ticking"
-        // Heartbeats only when the fast path wakes it (a minute apart otherwise).
-        const budget = yield* PgBudget.make({
-          name,
-          cost: 10,
-          slice: 0.1,
-          heartbeatMillis: 60_000,
-          ttlMillis: 180_000,
-          queryTimeoutMillis: 30_000,
-          holder
-        })
+        const budget = yield* PgBudget.make({ ...quiet, name, cost: 10, slice: 0.1, holder })
         yield* firstHeartbeat(name, holder)
         // Its first reservation leases $1 (a tenth of the pool), with a ceiling of $0.65; $0.40 is spent.
         yield* budget.settle(yield* budget.reserve({ cost: 0.4, tokens: null }), { cost: 0.4, tokens: 0 })
@@ -120,7 +114,7 @@ describe.skipIf(!available)("PgBudget's lease row: a ceiling is recorded with th
       Effect.gen(function*() {
         const name = fresh("trim")
         const holder = "trimmed"
-        const options = { name, cost: 10, heartbeatMillis: 60_000, ttlMillis: 180_000, queryTimeoutMillis: 30_000 }
+        const options = { ...quiet, name, cost: 10 }
         const budget = yield* PgBudget.make({ ...options, slice: 0.1, holder })
         yield* firstHeartbeat(name, holder)
         // It leases $1 with its first reservation ($0.10, kept in flight: it is never at rest) …
@@ -194,20 +188,13 @@ describe.skipIf(!available)("PgBudget's lease row: a ceiling is recorded with th
         expect(row.l).toBe(1.9 * NANOS)
         expectQuarterRule(row)
       }))
+
     it.scoped("a raise for one resource records the ceiling for what is used of the others, not the higher one before", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const name = fresh("raise")
         const holder = "raising"
-        const budget = yield* PgBudget.make({
-          name,
-          cost: 10,
-          tokens: 1_000_000,
-          slice: 0.1,
-          heartbeatMillis: 60_000,
-          ttlMillis: 180_000,
-          holder
-        })
+        const budget = yield* PgBudget.make({ ...quiet, name, cost: 10, tokens: 1_000_000, slice: 0.1, holder })
         yield* firstHeartbeat(name, holder)
         // Its first reservation leases $1 and 100,000 tokens, with ceilings of $0.26 and 75,000 tokens; released.
         yield* budget.release(yield* budget.reserve({ cost: 0.01, tokens: 50_000 }))

@@ -126,6 +126,26 @@ const leasesOf = (sql: SqlClient.SqlClient, name: string) =>
       rows.map((r) => ({ id: r.id, leased: perResource(r, "leased"), exposed: perResource(r, "exposed") }))
   )
 
+/** One worker process on the budget `name`, reserving at once, patient for a minute (it is to be killed). */
+const doomedWorker = (
+  name: string,
+  caps: Caps,
+  worker: { readonly seed: number; readonly loops: number; readonly slice: number }
+) =>
+  Effect.gen(function*() {
+    const server = yield* Server
+    return yield* spawnChild(yield* bundle("budget-worker"), {
+      ...caps,
+      ...worker,
+      gated: false,
+      url: server.url,
+      name,
+      patienceMillis: 60_000,
+      heartbeatMillis: HEARTBEAT,
+      ttlMillis: TTL
+    })
+  })
+
 const holdsPid = (holder: string, pid: number) => holder.endsWith(`:${pid}`)
 
 /**
@@ -262,24 +282,11 @@ describe.skipIf(!available)("one budget, four real processes, two of them killed
       () =>
         Effect.gen(function*() {
           const sql = yield* SqlClient.SqlClient
-          const server = yield* Server
           const name = fresh("reclaim")
           const caps = { cost: 3, tokens: 1_000_000, calls: 1000 }
-          const worker = yield* bundle("budget-worker")
           // One process, alone on the budget: nothing else can take, give back or reclaim until the test does.
           // It leases half the pool and is killed after a few reservations, most of its slice unused.
-          const doomed = yield* spawnChild(worker, {
-            ...caps,
-            gated: false,
-            url: server.url,
-            name,
-            seed: 7,
-            loops: 2,
-            patienceMillis: 60_000,
-            slice: 0.5,
-            heartbeatMillis: HEARTBEAT,
-            ttlMillis: TTL
-          })
+          const doomed = yield* doomedWorker(name, caps, { seed: 7, loops: 2, slice: 0.5 })
           yield* doomed.killWhen((out) => (out.match(/^R /gm)?.length ?? 0) >= 6, "SIGKILL")
           const usage = usageOf(doomed.stdout())
           // Its lease rows are frozen now (their holder is dead): what it held and the ceiling on record.
@@ -326,27 +333,15 @@ describe.skipIf(!available)("one budget, four real processes, two of them killed
         }),
       60_000
     )
+
     it.scoped(
       "a holder killed with SIGKILL while its top-up waits for the pool: the grant never lands, its ceiling covers its use",
       () =>
         Effect.gen(function*() {
           const sql = yield* SqlClient.SqlClient
-          const server = yield* Server
           const name = fresh("killed-topup")
           const caps = { cost: 3 }
-          const worker = yield* bundle("budget-worker")
-          const doomed = yield* spawnChild(worker, {
-            ...caps,
-            gated: false,
-            url: server.url,
-            name,
-            seed: 11,
-            loops: 4,
-            patienceMillis: 60_000,
-            slice: 0.1,
-            heartbeatMillis: HEARTBEAT,
-            ttlMillis: TTL
-          })
+          const doomed = yield* doomedWorker(name, caps, { seed: 11, loops: 4, slice: 0.1 })
           yield* doomed.waitFor(/(?:^R .*\n[^]*?){4}/m)
           // The budget row locked by the test: the holder's next top-up (a heartbeat's or a reservation's) locks
           // its lease row, extends it, and waits in its conditional update of the pool; meanwhile its loops go on
