@@ -241,7 +241,10 @@ export const generate = (
  * `generateObject` that fails to decode loses its finish reason and usage; the span transformer sees the
  * parts just before the decode (`LanguageModel.make` calls it first: pinned by a test). A JSON answer cut
  * at the output limit is then the failure `truncated`, with its usage, rather than an unexplained
- * malformed response. The caller's own transformer, if any, still runs.
+ * malformed response; any other answer whose object does not decode (not JSON, or not the schema's) stays
+ * `malformed_response` but carries the usage the vendor reported, so it is settled to that usage rather
+ * than charged the whole reservation as an answer of unknown usage. The caller's own transformer, if any,
+ * still runs.
  */
 const finishSeen = <A>(
   effect: Effect.Effect<A, Failure.ProviderFailure>
@@ -256,11 +259,29 @@ const finishSeen = <A>(
       Effect.provideService(Telemetry.CurrentSpanTransformer, transformer),
       Effect.catchAll((failure) =>
         Effect.fail(
-          failure.kind === "malformed_response" && finish?.reason === "length" ? truncatedJson(finish) : failure
+          failure.kind !== "malformed_response" || finish === undefined
+            ? failure
+            : finish.reason === "length"
+            ? truncatedJson(finish)
+            : withUsage(failure, finish)
         )
       )
     )
   })
+
+/** `failure` with the usage its answer's finish reported (unchanged when the vendor reported none). */
+const withUsage = (failure: Failure.ProviderFailure, finish: Response.FinishPart): Failure.ProviderFailure => {
+  const usage = usageOf(finish.usage.inputTokens, finish.usage.outputTokens)
+  if (usage === "unknown" || failure.usage !== undefined) return failure
+  return new Failure.ProviderFailure({
+    kind: failure.kind,
+    code: failure.code,
+    dispatched: failure.dispatched,
+    ...(failure.status === undefined ? {} : { status: failure.status }),
+    ...(failure.retryAfterMillis === undefined ? {} : { retryAfterMillis: failure.retryAfterMillis }),
+    usage
+  })
+}
 
 const truncatedJson = (finish: Response.FinishPart): Failure.ProviderFailure => {
   const usage = usageOf(finish.usage.inputTokens, finish.usage.outputTokens)
