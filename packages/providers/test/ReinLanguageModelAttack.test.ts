@@ -10,8 +10,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Budget, Catalog, Contract, Journal, Refine } from "@rein/core"
 import { ReinLanguageModel } from "@rein/providers"
 import { FaultServer, openaiResponses } from "@rein/providers/testing"
-import { Effect, Either, Fiber, Logger, Schedule, Schema, Stream } from "effect"
-import { KEY } from "./dialects.js"
+import { Effect, Either, Fiber, Logger, Schedule, Schema, Stream, TestClock } from "effect"
+import { awaitSleepAt, KEY } from "./dialects.js"
 import { recordingTracer, withHttp } from "./fixtures.js"
 
 const capabilities = {
@@ -289,5 +289,35 @@ describe("ReinLanguageModel under attack (loopback OpenAI Responses)", () => {
         yield* Fiber.interrupt(fiber)
         expect([started, interrupted]).toEqual([[2, 2], [3, 3]][i])
       }
+    })).pipe(withHttp))
+  it.effect("a handler that outlives the shared deadline: the next turn fails DeadlineExceeded at admission, with no HTTP request", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({
+        faults: [FaultServer.ok({ text: "", toolCalls: [weatherCall("c1", { city: "Oslo" })] }), FaultServer.ok()]
+      })
+      const slow = toolkit.toLayer({ weather: () => Effect.as(Effect.sleep("3 seconds"), "sunny") })
+      const agent = Effect.gen(function*() {
+        let conversation = Prompt.make("weather?")
+        for (let turn = 1; turn <= 3; turn++) {
+          const response = yield* LanguageModel.generateText({ prompt: conversation, toolkit })
+          conversation = Prompt.merge(conversation, Prompt.fromResponseParts(response.content))
+          if (response.toolCalls.length === 0) return response.text
+        }
+        return "gave up"
+      })
+      const fiber = yield* agent.pipe(
+        Refine.sharing(Contract.make({ deadline: "2 seconds", candidates: ["a", "b"] })),
+        ReinLanguageModel.withOutcomes,
+        Effect.either,
+        Effect.provide(underRein(server)),
+        Effect.provide(slow),
+        Effect.fork
+      )
+      // The handler sleeps on the test clock, from 0: wait (on the live clock) until it does.
+      yield* awaitSleepAt(3_000)
+      yield* TestClock.adjust("3 seconds")
+      const outcome = yield* Fiber.join(fiber)
+      expect(Either.isLeft(outcome) && outcome.left).toMatchObject({ _tag: "DeadlineExceeded", phase: "admission" })
+      expect((yield* server.requests).length).toBe(1)
     })).pipe(withHttp))
 })
