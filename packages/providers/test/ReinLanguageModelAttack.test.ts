@@ -5,14 +5,17 @@
  * spans and logs.
  */
 import { LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
+import type { Response } from "@effect/ai"
+import { AnthropicClient, AnthropicLanguageModel } from "@effect/ai-anthropic"
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import { describe, expect, it } from "@effect/vitest"
 import { Budget, Catalog, Contract, Journal, Refine } from "@rein/core"
 import { ReinLanguageModel } from "@rein/providers"
-import { FaultServer, openaiResponses } from "@rein/providers/testing"
-import { Effect, Either, Fiber, Logger, Schedule, Schema, Stream, TestClock } from "effect"
+import * as EffectAiAnthropic from "@rein/providers/EffectAiAnthropic"
+import { anthropic, FaultServer, openaiResponses } from "@rein/providers/testing"
+import { Effect, Either, Fiber, Layer, Logger, Schedule, Schema, Stream, TestClock } from "effect"
 import { awaitSleepAt, KEY } from "./dialects.js"
-import { recordingTracer, withHttp } from "./fixtures.js"
+import { attemptContext, recordingTracer, withHttp } from "./fixtures.js"
 
 const capabilities = {
   contextWindow: 8_000,
@@ -320,4 +323,125 @@ describe("ReinLanguageModel under attack (loopback OpenAI Responses)", () => {
       expect(Either.isLeft(outcome) && outcome.left).toMatchObject({ _tag: "DeadlineExceeded", phase: "admission" })
       expect((yield* server.requests).length).toBe(1)
     })).pipe(withHttp))
+})
+
+describe("ReinLanguageModel: a streamed answer is bounded whatever its deltas carry", () => {
+  /**
+   * An Anthropic stream whose one tool call's parameters arrive in `pieces` deltas of 100 bytes
+   * (`@effect/ai-anthropic` accumulates them until the block stops).
+   */
+  const manyParamDeltas = (pieces: number) => {
+    const events = anthropic.dialect.events("model-a", {
+      deltas: [],
+      usage: null,
+      finish: "tool_calls",
+      toolCalls: [{ id: "toolu_1", name: "weather", arguments: "{}" }]
+    }, true)
+    const event = (partial_json: string) =>
+      `event: content_block_delta\ndata: ${
+        JSON.stringify({ type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json } })
+      }\n\n`
+    const deltas = [
+      event("{\"city\":\""),
+      ...Array.from({ length: pieces }, () => event("x".repeat(100))),
+      event("\"}")
+    ]
+    const [stopText, startTool, , stopTool, ...end] = events.tail
+    return FaultServer.rawSse([...events.head, stopText!, startTool!, ...deltas, stopTool!, ...end].join(""))
+  }
+
+  const bounded = <R>(model: Layer.Layer<LanguageModel.LanguageModel, never, R>, provider: string) =>
+    ReinLanguageModel.layer({
+      contract: Contract.make({ deadline: "30 seconds", candidates: ["a"], retry: { perEndpoint: 0 } }),
+      catalog: Catalog.make({ endpoints: [{ id: "a", provider, model: "model-a", capabilities, prices }] }),
+      models: { a: model },
+      inputTokens: () => 100,
+      maxResponseBytes: 10_000
+    })
+
+  /** Drains `streamText` with the weather toolkit: the outcome, the handler runs, the delta bytes seen. */
+  const drain = <R>(layer: Layer.Layer<LanguageModel.LanguageModel, never, R>) =>
+    Effect.gen(function*() {
+      let handled = 0
+      let bytes = 0
+      const result = yield* LanguageModel.streamText({ prompt: "weather?", toolkit }).pipe(
+        Stream.runForEach((part) =>
+          Effect.sync(() => {
+            if (part.type === "tool-params-delta" || part.type === "reasoning-delta") bytes += part.delta.length
+          })
+        ),
+        ReinLanguageModel.withOutcomes,
+        Effect.either,
+        Effect.provide(layer),
+        Effect.provide(toolkit.toLayer({ weather: () => Effect.sync(() => `${++handled}`) }))
+      )
+      const failure = Either.isLeft(result)
+        ? [result.left._tag, (result.left as { readonly cause?: unknown }).cause]
+        : "ok"
+      return { failure, handled, bytes }
+    })
+
+  const tooLarge = ["FailedSafe", { kind: "malformed_response", code: "body_too_large" }]
+
+  it.live(
+    "100 KB of tool-call parameters in small deltas fail body_too_large at 10 KB, as text does; no handler runs",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const server = yield* FaultServer.make({ faults: [manyParamDeltas(1_000)] })
+        const model = Layer.provide(
+          AnthropicLanguageModel.model("model-a"),
+          AnthropicClient.layer({ apiKey: KEY, apiUrl: server.url })
+        )
+        const { bytes, failure, handled } = yield* drain(bounded(model, "anthropic"))
+        expect(failure).toMatchObject(tooLarge)
+        expect(handled).toBe(0)
+        expect(bytes).toBeLessThanOrEqual(10_000)
+      })).pipe(withHttp),
+    60_000
+  )
+
+  it.effect("100 KB of reasoning in small deltas fail body_too_large at 10 KB, as text does", () =>
+    Effect.gen(function*() {
+      const piece = "x".repeat(100)
+      const parts: Array<Response.StreamPartEncoded> = [
+        { type: "reasoning-start", id: "r" },
+        ...Array.from(
+          { length: 1_000 },
+          (): Response.StreamPartEncoded => ({ type: "reasoning-delta", id: "r", delta: piece })
+        ),
+        { type: "reasoning-end", id: "r" },
+        { type: "finish", reason: "stop", usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 } }
+      ]
+      const model = Layer.effect(
+        LanguageModel.LanguageModel,
+        LanguageModel.make({
+          generateText: () => Effect.dieMessage("streams only"),
+          streamText: () => Stream.fromIterable(parts)
+        })
+      )
+      const { bytes, failure } = yield* drain(bounded(model, "memory"))
+      expect(failure).toMatchObject(tooLarge)
+      expect(bytes).toBeLessThanOrEqual(10_000)
+    }))
+
+  it.live(
+    "the EffectAi bridge bounds a stream's tool-call parameters as its text",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const server = yield* FaultServer.make({ faults: [manyParamDeltas(1_000)] })
+        const provider = yield* EffectAiAnthropic.make({
+          apiUrl: server.url,
+          apiKey: KEY,
+          maxResponseBytes: 10_000,
+          toolkit
+        })
+        const endpoint = catalog.byId.get("a")!
+        const result = yield* Effect.either(Stream.runDrain(provider.stream(
+          { prompt: "weather?", inputTokens: 100, tools: [{ name: "weather", vendor: undefined }], toolChoice: "auto" },
+          attemptContext(endpoint, 20_000)
+        )))
+        expect(Either.isLeft(result) ? result.left.code : "answered in full").toBe("body_too_large")
+      })).pipe(withHttp),
+    60_000
+  )
 })

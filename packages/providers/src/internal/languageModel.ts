@@ -17,6 +17,7 @@ import type { Outcome, Provider } from "@rein/core"
 import { Context, Effect, Option, Schema, Stream } from "effect"
 import type { ParseResult } from "effect"
 import { classifyStreamError, oneShotCall, oneShotStream } from "../EffectAi.js"
+import { deltaLength } from "./answerBytes.js"
 import { BODY_TOO_LARGE, DEFAULT_MAX_RESPONSE_BYTES, isByteBound, malformed, usageOf } from "./http.js"
 import type { HandlerlessToolkit } from "./toolkit.js"
 import { handlerless } from "./toolkit.js"
@@ -328,8 +329,9 @@ const VISIBLE = new Set<string>([
 /**
  * One attempt of `streamText` on an inner model. A vendor's error sent inside the stream (an `error` part:
  * Anthropic's `overloaded_error`, an OpenAI `error` event) is classified by the vendor tables, as the
- * `EffectAi` bridge does: an overload before the first delta retries or falls back. The answer's text is
- * bounded by `maxResponseBytes` as there (each event is bounded by the one-shot client). @internal
+ * `EffectAi` bridge does: an overload before the first delta retries or falls back. The answer's deltas
+ * (text, reasoning, tool-call parameters) are bounded by `maxResponseBytes` together (each event is bounded
+ * by the one-shot client). @internal
  */
 export const stream = (
   inner: Inner,
@@ -342,9 +344,9 @@ export const stream = (
     ? parts
     : Stream.unwrap(Effect.map(inner.override(context), (config) => Stream.provideSomeContext(parts, config)))
   return Stream.suspend(() => {
-    let textLength = 0
+    let answerLength = 0
     const tooLong = (part: Response.StreamPart<Record<string, Tool.Any>>) =>
-      part.type === "text-delta" && (textLength += part.delta.length) > inner.maxResponseBytes
+      (answerLength += deltaLength(part)) > inner.maxResponseBytes
     return oneShotStream(configuredParts, inner.maxResponseBytes).pipe(
       Stream.mapEffect((part) =>
         part.type === "error"
