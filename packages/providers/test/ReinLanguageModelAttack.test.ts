@@ -436,7 +436,7 @@ describe("ReinLanguageModel: a streamed answer is bounded whatever its deltas ca
           toolkit
         })
         const endpoint = catalog.byId.get("a")!
-        const result = yield* Effect.either(Stream.runDrain(provider.stream(
+        const result = yield* Effect.either(Stream.runDrain(provider.stream!(
           { prompt: "weather?", inputTokens: 100, tools: [{ name: "weather", vendor: undefined }], toolChoice: "auto" },
           attemptContext(endpoint, 20_000)
         )))
