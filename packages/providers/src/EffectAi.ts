@@ -26,6 +26,7 @@ import { Failure } from "@rein/core"
 import type { Provider } from "@rein/core"
 import { Clock, Context, Data, Effect, Either, Exit, Layer, Option, Stream } from "effect"
 import type { Redacted } from "effect"
+import { deltaLength } from "./internal/answerBytes.js"
 import * as Internal from "./internal/http.js"
 import * as Spans from "./internal/spans.js"
 import type { HandlerlessToolkit } from "./internal/toolkit.js"
@@ -322,7 +323,8 @@ export interface BridgeOptions<R = never> {
   readonly configure?: Configure<R> | undefined
   /**
    * The largest answer read, in bytes (a positive integer; anything else is the default, 8 MiB): a whole
-   * body, one SSE event, the text of a streamed answer. Over it the call fails `malformed_response` /
+   * body, one SSE event, the deltas of a streamed answer (its text, reasoning and tool-call parameters,
+   * together). Over it the call fails `malformed_response` /
    * `body_too_large` and the connection is closed. Error bodies are read up to 64 KiB only. Bounded only
    * when the model's HTTP client is built on `oneShotLayer` (or `oneShot`), which reads every body.
    */
@@ -465,17 +467,19 @@ export const fromLanguageModel = <R = never>(
       const tools = toolsOf(options.toolkit, request)
       if (Either.isLeft(tools)) return Stream.fail(tools.left)
       let done = false
-      let textLength = 0
+      let answerLength = 0
       const ticket = ticketOf()
       const parts = languageModel.streamText(optionsOf(request, tools.right)).pipe(
         Stream.provideSomeContext(configure(ctx, ticket)),
         Spans.quietStream,
         Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyGuarded(ticket)(error)))),
         Stream.mapEffect((part): Effect.Effect<Option.Option<Provider.StreamPart>, Failure.ProviderFailure> => {
+          // The answer's deltas together (text, reasoning, tool-call parameters) are bounded.
+          if ((answerLength += deltaLength(part)) > maxResponseBytes) {
+            return Effect.fail(Internal.malformed(200, Internal.BODY_TOO_LARGE))
+          }
           switch (part.type) {
             case "text-delta":
-              textLength += part.delta.length
-              if (textLength > maxResponseBytes) return Effect.fail(Internal.malformed(200, Internal.BODY_TOO_LARGE))
               return Effect.succeed(part.delta === "" ? Option.none() : Option.some({ delta: part.delta }))
             case "finish":
               if (part.reason === "content-filter") return Effect.fail(FILTERED)

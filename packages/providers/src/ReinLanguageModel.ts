@@ -91,7 +91,8 @@ export interface Options<R> {
   readonly health?: Partial<Health.Config> | false | undefined
   /**
    * The largest answer read, in bytes (a positive integer; anything else is the default, 8 MiB): a whole
-   * body, one SSE event, the text of a streamed answer. Over it the attempt fails `malformed_response` /
+   * body, one SSE event, the deltas of a streamed answer (its text, reasoning and tool-call parameters,
+   * together). Over it the attempt fails `malformed_response` /
    * `body_too_large` and the connection is closed (after the first delta: terminal). Bounded only with
    * `clients` (their HTTP client is Rein's one-shot client, which reads every body).
    */

@@ -17,6 +17,7 @@ import type { Outcome, Provider } from "@rein/core"
 import { Context, Effect, Option, Schema, Stream } from "effect"
 import type { ParseResult } from "effect"
 import { classifyStreamError, oneShotCall, oneShotStream } from "../EffectAi.js"
+import { deltaLength } from "./answerBytes.js"
 import { BODY_TOO_LARGE, DEFAULT_MAX_RESPONSE_BYTES, isByteBound, malformed, usageOf } from "./http.js"
 import type { HandlerlessToolkit } from "./toolkit.js"
 import { handlerless } from "./toolkit.js"
@@ -241,7 +242,10 @@ export const generate = (
  * `generateObject` that fails to decode loses its finish reason and usage; the span transformer sees the
  * parts just before the decode (`LanguageModel.make` calls it first: pinned by a test). A JSON answer cut
  * at the output limit is then the failure `truncated`, with its usage, rather than an unexplained
- * malformed response. The caller's own transformer, if any, still runs.
+ * malformed response; any other answer whose object does not decode (not JSON, or not the schema's) stays
+ * `malformed_response` but carries the usage the vendor reported, so it is settled to that usage rather
+ * than charged the whole reservation as an answer of unknown usage. The caller's own transformer, if any,
+ * still runs.
  */
 const finishSeen = <A>(
   effect: Effect.Effect<A, Failure.ProviderFailure>
@@ -256,11 +260,29 @@ const finishSeen = <A>(
       Effect.provideService(Telemetry.CurrentSpanTransformer, transformer),
       Effect.catchAll((failure) =>
         Effect.fail(
-          failure.kind === "malformed_response" && finish?.reason === "length" ? truncatedJson(finish) : failure
+          failure.kind !== "malformed_response" || finish === undefined
+            ? failure
+            : finish.reason === "length"
+            ? truncatedJson(finish)
+            : withUsage(failure, finish)
         )
       )
     )
   })
+
+/** `failure` with the usage its answer's finish reported (unchanged when the vendor reported none). */
+const withUsage = (failure: Failure.ProviderFailure, finish: Response.FinishPart): Failure.ProviderFailure => {
+  const usage = usageOf(finish.usage.inputTokens, finish.usage.outputTokens)
+  if (usage === "unknown" || failure.usage !== undefined) return failure
+  return new Failure.ProviderFailure({
+    kind: failure.kind,
+    code: failure.code,
+    dispatched: failure.dispatched,
+    ...(failure.status === undefined ? {} : { status: failure.status }),
+    ...(failure.retryAfterMillis === undefined ? {} : { retryAfterMillis: failure.retryAfterMillis }),
+    usage
+  })
+}
 
 const truncatedJson = (finish: Response.FinishPart): Failure.ProviderFailure => {
   const usage = usageOf(finish.usage.inputTokens, finish.usage.outputTokens)
@@ -307,8 +329,9 @@ const VISIBLE = new Set<string>([
 /**
  * One attempt of `streamText` on an inner model. A vendor's error sent inside the stream (an `error` part:
  * Anthropic's `overloaded_error`, an OpenAI `error` event) is classified by the vendor tables, as the
- * `EffectAi` bridge does: an overload before the first delta retries or falls back. The answer's text is
- * bounded by `maxResponseBytes` as there (each event is bounded by the one-shot client). @internal
+ * `EffectAi` bridge does: an overload before the first delta retries or falls back. The answer's deltas
+ * (text, reasoning, tool-call parameters) are bounded by `maxResponseBytes` together (each event is bounded
+ * by the one-shot client). @internal
  */
 export const stream = (
   inner: Inner,
@@ -321,9 +344,9 @@ export const stream = (
     ? parts
     : Stream.unwrap(Effect.map(inner.override(context), (config) => Stream.provideSomeContext(parts, config)))
   return Stream.suspend(() => {
-    let textLength = 0
+    let answerLength = 0
     const tooLong = (part: Response.StreamPart<Record<string, Tool.Any>>) =>
-      part.type === "text-delta" && (textLength += part.delta.length) > inner.maxResponseBytes
+      (answerLength += deltaLength(part)) > inner.maxResponseBytes
     return oneShotStream(configuredParts, inner.maxResponseBytes).pipe(
       Stream.mapEffect((part) =>
         part.type === "error"
