@@ -185,13 +185,16 @@ const measure = async (
   return { markdown, reinAdds, planAdds, reinOverPlan }
 }
 
+/** A difference in ns with its sign (`+1,200`, `−300`). */
+const signed = (ns: number) => `${ns < 0 ? "−" : "+"}${fmtNs(Math.abs(ns))}`
+
 const goal = (label: string, m: Measured) => ({
   benchmark: "8. rein's LanguageModel",
   goal: `${label}: Rein's LanguageModel adds no more than an ExecutionPlan with two steps (CPU per call)`,
-  measured: `+${fmtNs(m.reinAdds.cpu)} ns vs +${fmtNs(m.planAdds.cpu)} ns CPU; Rein − plan per round ${
-    fmtNs(m.reinOverPlan.median)
-  } ns (${fmtNs(m.reinOverPlan.min)} to ${fmtNs(m.reinOverPlan.max)}) (wall +${fmtNs(m.reinAdds.wall)} vs +${
-    fmtNs(m.planAdds.wall)
+  measured: `${signed(m.reinAdds.cpu)} ns vs ${signed(m.planAdds.cpu)} ns CPU; Rein − plan per round ${
+    signed(m.reinOverPlan.median)
+  } ns (${signed(m.reinOverPlan.min)} to ${signed(m.reinOverPlan.max)}) (wall ${signed(m.reinAdds.wall)} vs ${
+    signed(m.planAdds.wall)
   }; load ${load()})`,
   status: m.reinOverPlan.median <= 0 ? "PASS" as const : "FAIL" as const
 })

@@ -1,9 +1,9 @@
 import { LanguageModel, Tool, Toolkit } from "@effect/ai"
 import type { Response } from "@effect/ai"
 import { describe, expect, it } from "@effect/vitest"
-import { Catalog, Contract } from "@rein/core"
 import { ReinLanguageModel } from "@rein/providers"
 import { Cause, Effect, Exit, Layer, ParseResult, Schema, Stream } from "effect"
+import { catalog, contract, endpoint } from "./fixtures.js"
 
 // The outer `generateText` keeps a toolkit's resolution while its tools find the same handler entries, and
 // encodes tool parameters synchronously unless a schema cannot be: both must answer as `LanguageModel.make`.
@@ -35,23 +35,17 @@ const answer = (...names: Array<"Echo" | "Slow" | "Bad">): Array<Response.PartEn
   ...names.map((name, i): Response.PartEncoded => ({ type: "tool-call", id: `c${i}`, name, params: { s: `x${i}` } })),
   { type: "finish", reason: "tool-calls", usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 } }
 ]
+/** An in-memory model answering `parts`, and Rein over it (one endpoint, the fixtures' contract). */
 const memoryOf = (parts: Array<Response.PartEncoded>) =>
   Layer.effect(
     LanguageModel.LanguageModel,
     LanguageModel.make({ generateText: () => Effect.succeed(parts), streamText: () => Stream.empty })
   )
+const withTools = endpoint("a", "memory", "a")
 const reinOf = (model: Layer.Layer<LanguageModel.LanguageModel>) =>
   ReinLanguageModel.layer({
-    contract: Contract.make({ deadline: "10 seconds", candidates: ["a"] }),
-    catalog: Catalog.make({
-      endpoints: [{
-        id: "a",
-        provider: "memory",
-        model: "a",
-        capabilities: { contextWindow: 8_000, maxOutputTokens: 1_000, tools: true },
-        prices: { inputTokens: 1e-6, outputTokens: 2e-6 }
-      }]
-    }),
+    contract: contract(),
+    catalog: catalog({ ...withTools, capabilities: { ...withTools.capabilities, tools: true } }),
     models: { a: model },
     inputTokens: () => 10
   })
