@@ -5,14 +5,16 @@
  * `generateText` (`@effect/ai` 0.37: the same span, name and attributes, the same `ProviderOptions`, the
  * toolkit resolved and its tools offered as `make` offers them, tool calls resolved with the caller's
  * handlers as `make`'s `resolveToolCalls` does, the span transformer applied to the content,
- * `IdGenerator` provided, a `ParseError` turned into `MalformedOutput`) minus that decode.
+ * `IdGenerator` provided, a `ParseError` turned into `MalformedOutput`) minus that decode; and a
+ * `Toolkit`'s resolution is kept while the call's context gives its tools the same handlers (`make`
+ * resolves it, and compiles its schemas, again on every call).
  * `generateObject` and `streamText` go through `make` unchanged.
  *
  * @internal
  */
 import type { Tool } from "@effect/ai"
 import { AiError, IdGenerator, LanguageModel, Prompt, Response, Telemetry, Toolkit } from "@effect/ai"
-import { Effect, Option, Predicate, Schema } from "effect"
+import { Effect, Either, Option, Predicate, Schema } from "effect"
 import type { ParseResult } from "effect"
 
 /** The parts of any toolkit's calls, as Rein carries them. @internal */
@@ -34,16 +36,54 @@ export type Answer = Effect.Effect<LanguageModel.GenerateTextResponse<Record<str
 /** A resolved toolkit with its handlers. @internal */
 export type Handled = Toolkit.WithHandler<Record<string, Tool.Any>>
 
-/** The encoder of one tool's parameters: compiled once per tool, not once per call. */
-const encoders = new WeakMap<Tool.Any, (params: unknown) => Effect.Effect<unknown, ParseResult.ParseError>>()
+/** The encoders of one tool's parameters: compiled once per tool, not once per call. */
+interface Encoders {
+  /** Synchronous: a `Left` for a failure, and for a schema with an asynchronous (or effectful) step. */
+  readonly now: (params: unknown) => Either.Either<unknown, ParseResult.ParseError>
+  readonly effect: (params: unknown) => Effect.Effect<unknown, ParseResult.ParseError>
+}
 
-const encoderOf = (tool: Tool.Any) => {
-  let encoder = encoders.get(tool)
-  if (encoder === undefined) {
-    encoder = Schema.encodeUnknown(tool.parametersSchema as Schema.Schema<unknown, unknown>)
-    encoders.set(tool, encoder)
+const encoders = new WeakMap<Tool.Any, Encoders>()
+
+const encodersOf = (tool: Tool.Any): Encoders => {
+  let found = encoders.get(tool)
+  if (found === undefined) {
+    const schema = tool.parametersSchema as Schema.Schema<unknown, unknown>
+    found = { now: Schema.encodeUnknownEither(schema), effect: Schema.encodeUnknown(schema) }
+    encoders.set(tool, found)
   }
-  return encoder
+  return found
+}
+
+/** One call's parameters encoded as an effect (an unknown tool's as they are); a failure is a defect. */
+const encodedParam = (call: Response.ToolCallPart<string, unknown>, tools: Handled["tools"]) => {
+  const tool = tools[call.name]
+  return tool === undefined ? Effect.succeed(call.params) : Effect.orDie(encodersOf(tool).effect(call.params))
+}
+
+/**
+ * The parameters of `calls` as the provider sent them, encoded in order, the first failure a defect:
+ * synchronously, without fiber steps, until an encoder answers `Left`; from that call on as effects (which
+ * fail as the synchronous encoder did, or run the asynchronous step it could not).
+ */
+const encodedParams = (
+  calls: ReadonlyArray<Response.ToolCallPart<string, unknown>>,
+  tools: Handled["tools"]
+): Effect.Effect<Array<unknown>> => {
+  const params: Array<unknown> = []
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i]!
+    const tool = tools[call.name]
+    const encoded = tool === undefined ? Either.right(call.params) : encodersOf(tool).now(call.params)
+    if (Either.isLeft(encoded)) {
+      return Effect.map(Effect.forEach(calls.slice(i), (rest) => encodedParam(rest, tools)), (rest) => [
+        ...params,
+        ...rest
+      ])
+    }
+    params.push(encoded.right)
+  }
+  return Effect.succeed(params)
 }
 
 /**
@@ -63,10 +103,7 @@ export const resolveToolCalls = (
   }
   if (calls.length === 0) return Effect.succeed([])
   return Effect.flatMap(
-    Effect.orDie(Effect.forEach(calls, (call) => {
-      const tool = toolkit.tools[call.name]
-      return tool === undefined ? Effect.succeed(call.params) : encoderOf(tool)(call.params)
-    })),
+    encodedParams(calls, toolkit.tools),
     (params) =>
       Effect.forEach(
         calls,
@@ -86,6 +123,42 @@ export const resolveToolCalls = (
   )
 }
 
+/** The `commit` every `Toolkit.make` / `merge` / `empty` shares: a toolkit whose resolution is known. */
+const toolkitCommit: unknown = (Toolkit.empty as unknown as { readonly commit: unknown }).commit
+
+/** A toolkit resolved with the handlers found in a call's context (`Toolkit.toLayer`'s entries, by tool id). */
+interface Resolved {
+  readonly entries: ReadonlyArray<unknown>
+  readonly handled: Handled
+}
+
+/** The last resolution of each toolkit (held while the toolkit is). */
+const resolvedToolkits = new WeakMap<object, Resolved>()
+
+/**
+ * The toolkit with its handlers. Resolving a `Toolkit` (its `commit`) reads only the handler entries of its
+ * tools from the context, and makes a new `handle` whose schemas (parameter decoder, result validator and
+ * encoder) are compiled again on its first use: once per call under `make`. Here a toolkit whose tools find
+ * the very same entries as at its last resolution reuses that resolution, the handlers, their contexts and
+ * the compiled schemas being the same; any other toolkit value (an `Effect` of one, one resolved already) is
+ * used as `make` uses it.
+ */
+const handledOf = (toolkitOf: NonNullable<Options["toolkit"]>): Effect.Effect<Handled, unknown, unknown> => {
+  if (!Effect.isEffect(toolkitOf)) return Effect.succeed(toolkitOf)
+  if (!(Predicate.hasProperty(toolkitOf, "commit") && toolkitOf.commit === toolkitCommit)) return toolkitOf
+  const toolkit = toolkitOf as unknown as Toolkit.Any & Effect.Effect<Handled>
+  return Effect.flatMap(Effect.context<never>(), (context) => {
+    const entries = Object.values(toolkit.tools).map((tool) => context.unsafeMap.get(tool.id))
+    const kept = resolvedToolkits.get(toolkit)
+    if (
+      kept !== undefined && kept.entries.length === entries.length && kept.entries.every((e, i) => e === entries[i])
+    ) {
+      return Effect.succeed(kept.handled)
+    }
+    return Effect.tap(toolkit, (handled) => void resolvedToolkits.set(toolkit, { entries, handled }))
+  })
+}
+
 /** `make`'s `generateContent` for a call with a toolkit, over decoded parts. */
 const withToolkit = (
   decoded: Decoded,
@@ -95,7 +168,7 @@ const withToolkit = (
 ) =>
   Effect.gen(function*() {
     const toolChoice = options.toolChoice ?? "auto"
-    const toolkit: Handled = Effect.isEffect(toolkitOf) ? yield* toolkitOf : toolkitOf
+    const toolkit = yield* handledOf(toolkitOf)
     const all = Object.values(toolkit.tools)
     if (all.length === 0) return yield* decoded(providerOptions)
     providerOptions.tools = typeof toolChoice === "object" && "oneOf" in toolChoice
