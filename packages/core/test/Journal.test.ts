@@ -621,7 +621,7 @@ describe("Journal: what a journaled request costs its fiber", () => {
   const journal = Layer.succeed(Journal.Journal, Journal.make((r) => Effect.sync(() => void recorded.push(r))))
 
   /** The run-loop steps of one request without an id that expires, with or without the journal; its exit. */
-  const run = (journaled: boolean, wrap: (e: Effect.Effect<unknown, unknown>) => Effect.Effect<unknown, unknown>) =>
+  const run = (journaled: boolean, wrap: <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>) =>
     Effect.gen(function*() {
       const steps = new Steps()
       const fiber = yield* Effect.fork(
