@@ -7,12 +7,13 @@
  *
  * @since 0.1.0
  */
-import { Cause, Effect, Exit, Option } from "effect"
+import { Cause, Effect, Exit, Option, RuntimeFlags } from "effect"
 import type { Contract } from "./Contract.js"
 import * as Attempt from "./internal/attempt.js"
 import type { Rein } from "./internal/context.js"
 import * as Loop from "./internal/loop.js"
 import { IDLE, keepMap } from "./internal/maps.js"
+import type { Writer } from "./Journal.js"
 import * as Outcome from "./Outcome.js"
 import type { AttemptContext, CompletionRequest, Provider, ProviderResponse } from "./Provider.js"
 
@@ -36,24 +37,49 @@ export const makeSpec = Loop.makeSpec
  * Closes the request's journal entry with its outcome (no-op without a journal). Without `toOutcome` a
  * success leaves the entry open: a committed stream closes it when the stream ends.
  *
+ * `Effect.onExit`'s guarantee (the entry is closed however the request ends, an interruption included),
+ * with `interruptible`: whether the caller's region is, read by the caller in its own step. With it the
+ * region is entered in one step (not `uninterruptibleMask`'s two), and not at all when the caller is
+ * uninterruptible already.
+ *
  * @internal
  */
 export const journaled = <A>(
   env: Loop.Env,
   effect: Effect.Effect<A, Outcome.Terminal>,
-  toOutcome?: (a: A) => Outcome.Completion
+  toOutcome?: (a: A) => Outcome.Completion,
+  interruptible?: boolean
 ): Effect.Effect<A, Outcome.Terminal> => {
   const writer = env.writer
   if (writer === undefined) return effect
-  return Effect.onExit(effect, (exit) => {
-    if (Exit.isSuccess(exit)) return toOutcome === undefined ? Effect.void : writer.end(toOutcome(exit.value))
-    const failure = Cause.failureOption(exit.cause)
-    // A defect is journaled as what it is: only an interruption alone is `Interrupted`.
-    return writer.end(
-      Option.isSome(failure) ? failure.value : Cause.isInterruptedOnly(exit.cause) ? INTERRUPTED : DEFECT
-    )
-  })
+  if (interruptible === undefined) {
+    return Effect.uninterruptibleMask((restore) => closing(writer, restore(effect), toOutcome))
+  }
+  return interruptible
+    ? Effect.uninterruptible(closing(writer, Effect.interruptible(effect), toOutcome))
+    : closing(writer, effect, toOutcome)
 }
+
+/** The request, then its entry closed with how it ended (`Effect.onExit`'s handling of the end's own failure). */
+const closing = <A>(
+  writer: Writer,
+  effect: Effect.Effect<A, Outcome.Terminal>,
+  toOutcome: ((a: A) => Outcome.Completion) | undefined
+): Effect.Effect<A, Outcome.Terminal> =>
+  Effect.matchCauseEffect(effect, {
+    onFailure: (cause) => {
+      const failure = Cause.failureOption(cause)
+      // A defect is journaled as what it is: only an interruption alone is `Interrupted`.
+      const end = writer.end(
+        Option.isSome(failure) ? failure.value : Cause.isInterruptedOnly(cause) ? INTERRUPTED : DEFECT
+      )
+      return Effect.matchCauseEffect(end, {
+        onFailure: (ended) => Exit.failCause(Cause.sequential(cause, ended)),
+        onSuccess: () => Exit.failCause(cause)
+      })
+    },
+    onSuccess: (a) => toOutcome === undefined ? Exit.succeed(a) : Effect.as(writer.end(toOutcome(a)), a)
+  })
 
 /** @internal */
 export const INTERRUPTED = { _tag: "Interrupted" } as const
@@ -79,20 +105,31 @@ export const execute = (
   request: CompletionRequest,
   contract: Contract
 ): Effect.Effect<Outcome.Completion, Outcome.Terminal, Rein> =>
-  Effect.withFiberRuntime((fiber) => {
+  Effect.withFiberRuntime((fiber, status) => {
+    const interruptible = RuntimeFlags.interruption(status.runtimeFlags)
     const prepared = Loop.prepareIn(fiber, request, contract, false)
+    // Only the request id is left to draw: the request runs in the draw's own continuation.
+    if (prepared instanceof Loop.Unnamed) {
+      return Effect.flatMap(prepared.draw, (n) => run(request, prepared.named(n), interruptible))
+    }
     // Prepared in this step: the request's start is the clock's reading for its first steps (see `Loop.Now`).
     return Effect.isEffect(prepared)
-      ? Effect.flatMap(prepared, (env) => run(request, env))
-      : run(request, prepared, prepared.deadline.originNanos)
+      ? Effect.flatMap(prepared, (env) => run(request, env, interruptible))
+      : run(request, prepared, interruptible, prepared.deadline.originNanos)
   })
 
 const run = (
   request: CompletionRequest,
   env: Loop.Env,
+  interruptible: boolean,
   now?: Loop.Now
 ): Effect.Effect<Outcome.Completion, Outcome.Terminal> =>
-  journaled(env, Loop.run<ProviderResponse, Outcome.Completion>(env, new Calling(request, env), now), identity)
+  journaled(
+    env,
+    Loop.run<ProviderResponse, Outcome.Completion>(env, new Calling(request, env), now),
+    identity,
+    interruptible
+  )
 
 const identity = <A>(a: A): A => a
 

@@ -283,35 +283,48 @@ const recordedOutcome = (
  * @since 0.1.0
  */
 export const make = (sink: (record: JournalRecord) => Effect.Effect<void>): Service => {
-  const unsafeBegin = (header: Header): Writer => {
-    const decisions: Array<{ snapshot: Planner.Snapshot; decision: Planner.Decision }> = []
-    const attempts: Array<Outcome.AttemptRecord> = []
-    let ended = false
-    return {
-      decision: (snapshot, decision) => {
-        decisions.push({ snapshot, decision })
-      },
-      attempt: (record) => {
-        attempts.push(record)
-      },
-      end: (outcome) =>
-        Effect.suspend(() => {
-          if (ended) return Effect.void
-          ended = true
-          return sink({
-            version: VERSION,
-            requestId: header.requestId,
-            contract: encodeContract(header.contract),
-            endpoints: encodeEndpoints(header.endpoints),
-            spec: header.spec,
-            decisions,
-            attempts,
-            outcome: recordedOutcome(outcome)
-          })
-        })
-    }
-  }
+  const unsafeBegin = (header: Header): Writer => new Recording(header, sink)
   return { begin: (header) => Effect.sync(() => unsafeBegin(header)), unsafeBegin }
+}
+
+/**
+ * `make`'s writer: one object per request (not a closure per method). Its lists start at their first entry,
+ * sized to it (an empty array's first `push` reserves room for 17; a request makes one decision and one
+ * attempt as a rule).
+ */
+class Recording implements Writer {
+  private decisions: Array<{ snapshot: Planner.Snapshot; decision: Planner.Decision }> | undefined = undefined
+  private attempts: Array<Outcome.AttemptRecord> | undefined = undefined
+  private ended = false
+  constructor(
+    private readonly header: Header,
+    private readonly sink: (record: JournalRecord) => Effect.Effect<void>
+  ) {}
+  decision(snapshot: Planner.Snapshot, decision: Planner.Decision): void {
+    if (this.decisions === undefined) this.decisions = [{ snapshot, decision }]
+    else this.decisions.push({ snapshot, decision })
+  }
+  attempt(record: Outcome.AttemptRecord): void {
+    if (this.attempts === undefined) this.attempts = [record]
+    else this.attempts.push(record)
+  }
+  end(outcome: Parameters<Writer["end"]>[0]): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      if (this.ended) return Effect.void
+      this.ended = true
+      const header = this.header
+      return this.sink({
+        version: VERSION,
+        requestId: header.requestId,
+        contract: encodeContract(header.contract),
+        endpoints: encodeEndpoints(header.endpoints),
+        spec: header.spec,
+        decisions: this.decisions ?? [],
+        attempts: this.attempts ?? [],
+        outcome: recordedOutcome(outcome)
+      })
+    })
+  }
 }
 
 /**

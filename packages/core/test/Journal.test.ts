@@ -2,7 +2,22 @@ import { NodeFileSystem } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Budget, Fake, Journal, Rein } from "@rein/core"
 import type { Failure, Outcome, Planner, Provider } from "@rein/core"
-import { Cause, Effect, Either, Exit, FastCheck as fc, Fiber, Layer, Option, Random, Stream, TestClock } from "effect"
+import {
+  Cause,
+  Effect,
+  Either,
+  Exit,
+  FastCheck as fc,
+  Fiber,
+  Layer,
+  Option,
+  Random,
+  RuntimeFlags,
+  RuntimeFlagsPatch,
+  Stream,
+  Supervisor,
+  TestClock
+} from "effect"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -584,4 +599,68 @@ describe("Journal: requests that end at their deadline", () => {
       }),
     { fastCheck: { numRuns: 20 } }
   )
+})
+
+/** Counts every run-loop step of the fibers it supervises (the request's and its attempt's). */
+class Steps extends Supervisor.AbstractSupervisor<number> {
+  count = 0
+  override get value() {
+    return Effect.sync(() => this.count)
+  }
+  override onEffect() {
+    this.count++
+  }
+}
+
+describe("Journal: what a journaled request costs its fiber", () => {
+  const never: Provider.Provider = { internalMaxAttempts: 1, simulated: true, call: () => Effect.never }
+  const cat = catalog(endpoint("a"))
+  const expiring = contract({ deadline: "1 second", candidates: ["a"], retry: { perEndpoint: 0 } })
+  const rein = Rein.layer({ catalog: cat, providers: { fake: never }, health: false })
+  const recorded: Array<Journal.JournalRecord> = []
+  const journal = Layer.succeed(Journal.Journal, Journal.make((r) => Effect.sync(() => void recorded.push(r))))
+
+  /** The run-loop steps of one request without an id that expires, with or without the journal; its exit. */
+  const run = (journaled: boolean, wrap: <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>) =>
+    Effect.gen(function*() {
+      const steps = new Steps()
+      const fiber = yield* Effect.fork(
+        Effect.exit(wrap(Rein.execute(request, expiring))).pipe(
+          Effect.supervised(steps),
+          Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)),
+          Effect.provide(journaled ? Layer.merge(rein, journal) : rein),
+          Effect.withRandom(Random.make(3))
+        )
+      )
+      yield* TestClock.adjust("1 second")
+      const exit = yield* Fiber.join(fiber)
+      return { steps: steps.count, exit }
+    })
+
+  it.effect("the journal adds at most 11 steps to a request: its id's draw, its entry's region and its end", () =>
+    Effect.gen(function*() {
+      recorded.length = 0
+      const plain = yield* run(false, (e) => e)
+      const journaled = yield* run(true, (e) => e)
+      // On the old code 17: the id drawn through `Random.nextIntBetween`, mapped, then `flatMap`ped into an
+      // environment copied with the writer and `flatMap`ped into the request (7), and `Effect.onExit` (4 on
+      // entry, 6 at the end). Now: the draw and its continuation (2), a region entered in one step and the
+      // handler's frame (3), the end's 6.
+      expect(journaled.steps - plain.steps).toBeLessThanOrEqual(11)
+      expect(journaled.exit).toEqual(plain.exit)
+      const draw = yield* Random.nextIntBetween(0, 0x7fffffff).pipe(Effect.withRandom(Random.make(3)))
+      expect(recorded.map((r) => [r.requestId, r.outcome._tag, r.decisions.length, r.attempts.length])).toEqual([
+        [`req-${draw.toString(36)}`, "DeadlineExceeded", 1, 1]
+      ])
+    }))
+
+  it.effect("a request run uninterruptibly is journaled as one run interruptibly is", () =>
+    Effect.gen(function*() {
+      recorded.length = 0
+      const inside = yield* run(true, Effect.uninterruptible)
+      const outside = yield* run(true, (e) => e)
+      expect(inside.exit).toEqual(outside.exit)
+      expect(recorded).toHaveLength(2)
+      expect(recorded[0]).toEqual(recorded[1])
+    }))
 })

@@ -16,7 +16,7 @@ import { Gate as GateTag } from "../Gate.js"
 import type * as Health from "../Health.js"
 import { countRefusal, Health as HealthTag } from "../Health.js"
 type Permit = Health.Permit
-import type { Service as JournalService, Writer } from "../Journal.js"
+import type { Header, Service as JournalService, Writer } from "../Journal.js"
 import { Journal } from "../Journal.js"
 import * as Outcome from "../Outcome.js"
 import * as Planner from "../Planner.js"
@@ -305,7 +305,9 @@ export interface Env {
   readonly budget: Budget.Service | undefined
   readonly health: Health.Service | undefined
   readonly gate: Gate.Service | undefined
-  readonly writer: Writer | undefined
+  /** The journal's (and telemetry's) writer: set once, while the request is prepared (before it runs), so that
+   * opening it copies no environment. */
+  writer: Writer | undefined
   readonly graceMillis: number
 }
 
@@ -360,7 +362,11 @@ export const prepare = (
 ): Effect.Effect<Env, Outcome.Refused, Rein> =>
   Effect.withFiberRuntime((fiber) => {
     const prepared = prepareIn(fiber, request, contract, streaming)
-    return Effect.isEffect(prepared) ? prepared : Effect.succeed(prepared)
+    return prepared instanceof Unnamed
+      ? Effect.map(prepared.draw, (n) => prepared.named(n))
+      : Effect.isEffect(prepared)
+      ? prepared
+      : Effect.succeed(prepared)
   })
 
 const refusingIn = (
@@ -375,8 +381,9 @@ const refusingIn = (
 }
 
 /**
- * `prepare` inside the running fiber: the environment at once when resolving it needs no effect (no own
- * budget, no journal), else the effect that resolves it (or the refusal).
+ * `prepare` inside the running fiber: the environment at once when resolving it needs no effect, `Unnamed` when
+ * only the request id's draw is left (a journal that opens synchronously, a request without an id), else the
+ * effect that resolves it (or the refusal).
  *
  * @internal
  */
@@ -385,7 +392,7 @@ export const prepareIn = (
   request: CompletionRequest,
   contract: Contract,
   streaming: boolean
-): Env | Effect.Effect<Env, Outcome.Refused> => {
+): Prepared => {
   const context = fiber.currentContext as Context.Context<Rein>
   const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
   const rein = Context.get(context, Rein)
@@ -469,37 +476,80 @@ export const prepareIn = (
     gated: gate !== undefined
   })
   const journal = Context.getOrElse(context, Journal, NOTHING)
-  if (journal === undefined) return observed === undefined ? env : { ...env, writer: observed }
-  return journaledEnv(journal, env, observed)
+  if (journal === undefined) {
+    env.writer = observed
+    return env
+  }
+  return journaledEnv(fiber, journal, env, observed)
 }
 
 /**
  * The environment with the journal's writer (and telemetry's): opened in this step when the journal can
- * (`unsafeBegin`) and the request names itself, else with one effect for the request id or `begin`.
+ * (`unsafeBegin`) and the request names itself; `Unnamed` when only the request id's draw is left (one effect,
+ * which the caller runs before the request); else one effect for the id and `begin`.
  */
 const journaledEnv = (
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
   journal: JournalService,
   env: Env,
   observed: Writer | undefined
-): Env | Effect.Effect<Env> => {
-  const { contract, rein, request, spec } = env
-  const endpoints = consulted(rein, spec)
-  const open = (requestId: string): Env | Effect.Effect<Env> => {
-    const header = { requestId, contract, endpoints, spec }
-    return journal.unsafeBegin === undefined
-      ? Effect.map(journal.begin(header), (writer) => ({ ...env, writer: Telemetry.tee(writer, observed) }))
-      : { ...env, writer: Telemetry.tee(journal.unsafeBegin(header), observed) }
+): Env | Unnamed | Effect.Effect<Env> => {
+  const unsafeBegin = journal.unsafeBegin
+  const request = env.request
+  if (unsafeBegin !== undefined) {
+    if (request.id === undefined) return new Unnamed(env, drawOf(fiber), unsafeBegin, observed)
+    env.writer = Telemetry.tee(unsafeBegin(headerOf(env, request.id)), observed)
+    return env
   }
-  if (request.id !== undefined) return open(request.id)
-  return Effect.flatMap(requestId, (id) => {
-    const opened = open(id)
-    return Effect.isEffect(opened) ? opened : Effect.succeed(opened)
-  })
+  const begin = (id: string) =>
+    Effect.map(journal.begin(headerOf(env, id)), (writer) => {
+      env.writer = Telemetry.tee(writer, observed)
+      return env
+    })
+  return request.id !== undefined ? begin(request.id) : Effect.flatMap(drawOf(fiber), (n) => begin(idOf(n)))
 }
 
 const NOTHING = (): undefined => undefined
 
-const requestId = Effect.map(Random.nextIntBetween(0, 0x7fffffff), (n) => `req-${n.toString(36)}`)
+/** A request's id when it names none: `req-` and a draw from the fiber's `Random`, in base 36. */
+const idOf = (n: number): string => `req-${n.toString(36)}`
+
+/** The request id's draw, from the fiber's own `Random` service read in this step (`Random.nextIntBetween`'s
+ * draw without its step that reads the service). */
+const drawOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Effect.Effect<number> =>
+  Context.get(fiber.currentDefaultServices, Random.Random).nextIntBetween(0, 0x7fffffff)
+
+const requestId = Effect.map(Random.nextIntBetween(0, 0x7fffffff), idOf)
+
+const headerOf = (env: Env, requestId: string): Header => ({
+  requestId,
+  contract: env.contract,
+  endpoints: consulted(env.rein, env.spec),
+  spec: env.spec
+})
+
+/**
+ * A prepared request whose journal opens synchronously but whose id is still to be drawn: `named` opens the
+ * writer once `draw` has run. (A class, so that a request allocates one object, not closures.)
+ *
+ * @internal
+ */
+export class Unnamed {
+  constructor(
+    readonly env: Env,
+    readonly draw: Effect.Effect<number>,
+    readonly unsafeBegin: (header: Header) => Writer,
+    readonly observed: Writer | undefined
+  ) {}
+  named(n: number): Env {
+    const env = this.env
+    env.writer = Telemetry.tee(this.unsafeBegin(headerOf(env, idOf(n))), this.observed)
+    return env
+  }
+}
+
+/** What `prepareIn` gives: the environment, one still to be named, or the effect that resolves it. @internal */
+export type Prepared = Env | Unnamed | Effect.Effect<Env, Outcome.Refused>
 
 const UNLIMITED: Budget.Left = { cost: null, tokens: null, calls: null }
 
