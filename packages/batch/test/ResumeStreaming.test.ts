@@ -203,6 +203,23 @@ describe("Resume over the JSONL store keeps positions, not records", () => {
     // the line without checking its bytes would reuse it).
     rewrittenNotReused("\"kind\":\"item\"", "\"kind\":\"itex\""))
 
+  it.scoped("a record rewritten in place into another valid record of the same item, input and outcome is not reused", () =>
+    // Same length, still a reusable success of item 4 under its input: only its answer changed after open.
+    rewrittenNotReused("answer to item-4", "answer to item-X"))
+
+  it.scoped("a line not exactly its record's encoding, rewritten in place after open, is not reused either", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seeded(path)
+      const line = JSON.stringify({ ...record("extra", { index: 9_999 }), secret: "not a record field" })
+      appendFileSync(path, `${line}\n`)
+      const session = yield* opened(path, NodeFileSystem.layer)
+      const text = bytes(path).toString("utf8")
+      writeFileSync(path, text.replace("answer to extra", "answer to EXTRA"))
+      expect(Option.isNone(yield* session.lookup("extra", inputOf("extra")))).toBe(true)
+      expect(Option.isSome(yield* session.lookup("item-7", inputOf("item-7")))).toBe(true)
+    }))
+
   it.scoped("a line that is not exactly its record's encoding is read back decoded: its extra field is dropped", () =>
     Effect.gen(function*() {
       const path = yield* tempFile
