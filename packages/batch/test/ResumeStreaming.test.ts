@@ -89,7 +89,7 @@ describe("Resume over a large artifact", () => {
       expect(Option.isNone(yield* session.lookup("item-1", inputOf("item-2")))).toBe(true)
     }))
 
-  it.scoped("stream gives what read gives, and inspect what Resume.index over them gives, under every policy", () =>
+  it.scoped("stream gives what read gives, and inspect counts what Resume.index over them keeps, under every policy", () =>
     Effect.gen(function*() {
       const path = yield* tempFile
       yield* seeded(path)
@@ -116,10 +116,7 @@ describe("Resume over a large artifact", () => {
       for (const policy of ["none", "reuse-successes", "reuse-all"] as const) {
         const inspected = yield* withStore(Resume.inspect({ identity, policy }))
         const indexed = Resume.index(all.records, { policy, identityFingerprint: all.manifest.identityFingerprint })
-        expect(inspected.size).toBe(indexed.size)
-        for (const id of ids.slice(0, 30)) {
-          expect(inspected.lookup(id, inputOf(id))).toEqual(indexed.lookup(id, inputOf(id)))
-        }
+        expect(inspected).toEqual({ policy, identityFingerprint: indexed.identityFingerprint, size: indexed.size })
       }
     }))
 })
