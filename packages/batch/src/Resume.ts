@@ -289,9 +289,9 @@ export interface Session {
  * (or when the policy is `none` and the store overwrites), else the existing one is resumed — its
  * unterminated final line truncated — and indexed for reuse while it is read: the run holds the newest
  * record per item that the policy reuses (none under `none`), never the artifact's other records; from a
- * store that reads records back (the JSONL store) only its position and a hashed key, about 40 bytes outside
- * the heap, the record read back when its item comes up (a resumed run of a million reused successes holds
- * about 40 MB, none of it on the heap). A record whose line changed after it was indexed is not reused.
+ * store that reads records back (the JSONL store) only its position and a hashed key, 40 to 80 bytes in
+ * typed arrays, the record read back when its item comes up (a resumed run of a million reused successes
+ * holds about 60 MB, none of it on the heap). A record whose line changed after it was indexed is not reused.
  *
  * @example
  * ```ts
