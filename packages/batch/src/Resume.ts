@@ -291,7 +291,7 @@ export interface Session {
  * record per item that the policy reuses (none under `none`), never the artifact's other records; from a
  * store that reads records back (the JSONL store) only its position and a hashed key, 40 to 80 bytes in
  * typed arrays, the record read back when its item comes up (a resumed run of a million reused successes
- * holds about 60 MB, none of it on the heap). A record whose line changed after it was indexed is not reused.
+ * holds about 45 MB, none of it on the heap). A record whose line changed after it was indexed is not reused.
  *
  * @example
  * ```ts

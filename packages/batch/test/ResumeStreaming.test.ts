@@ -204,13 +204,18 @@ describe("Resume over the JSONL store keeps positions, not records", () => {
     // Same length, still a reusable success of item 4 under its input: only its answer changed after open.
     rewrittenNotReused("answer to item-4", "answer to item-X"))
 
+  /** The seeded artifact and a line for item "extra" with a field no record has, opened. */
+  const openedWithExtraLine = Effect.gen(function*() {
+    const path = yield* tempFile
+    yield* seeded(path)
+    const line = JSON.stringify({ ...record("extra", { index: 9_999 }), secret: "not a record field" })
+    appendFileSync(path, `${line}\n`)
+    return { path, session: yield* opened(path, NodeFileSystem.layer) }
+  })
+
   it.scoped("a line not exactly its record's encoding, rewritten in place after open, is not reused either", () =>
     Effect.gen(function*() {
-      const path = yield* tempFile
-      yield* seeded(path)
-      const line = JSON.stringify({ ...record("extra", { index: 9_999 }), secret: "not a record field" })
-      appendFileSync(path, `${line}\n`)
-      const session = yield* opened(path, NodeFileSystem.layer)
+      const { path, session } = yield* openedWithExtraLine
       const text = bytes(path).toString("utf8")
       writeFileSync(path, text.replace("answer to extra", "answer to EXTRA"))
       expect(Option.isNone(yield* session.lookup("extra", inputOf("extra")))).toBe(true)
@@ -219,11 +224,7 @@ describe("Resume over the JSONL store keeps positions, not records", () => {
 
   it.scoped("a line that is not exactly its record's encoding is read back decoded: its extra field is dropped", () =>
     Effect.gen(function*() {
-      const path = yield* tempFile
-      yield* seeded(path)
-      const line = JSON.stringify({ ...record("extra", { index: 9_999 }), secret: "not a record field" })
-      appendFileSync(path, `${line}\n`)
-      const session = yield* opened(path, NodeFileSystem.layer)
+      const { session } = yield* openedWithExtraLine
       const found = Option.getOrThrow(yield* session.lookup("extra", inputOf("extra")))
       expect(found).toEqual(record("extra", { index: 9_999 }))
       expect(Object.keys(found)).not.toContain("secret")
