@@ -247,9 +247,10 @@ export type OnRecord = (record: ItemRecord, at?: Position) => void
 /**
  * Where a store that can read a record back (`Opened.recordAt`) has it, as it hands the record to an
  * `OnRecord`: in the JSONL store, the byte offset of the record's line and the line's length (without its
- * newline), and — when the line is exactly the record's encoding — a 32-bit hash of its bytes (`digest`), with
- * which the record is read back without being decoded again. A receiver that keeps the position instead of
- * the record holds a few bytes per record.
+ * newline), and a 32-bit hash of its bytes (`digest`): a record read back from bytes that no longer hash to it
+ * changed after it was handed over, and is not given back. The JSONL store works the hash out only when it is
+ * read, during the `OnRecord` call (afterwards it is `undefined`), so a receiver pays it only for the records
+ * it keeps. A receiver that keeps the position instead of the record holds a few bytes per record.
  *
  * @example
  * ```ts
@@ -266,7 +267,7 @@ export type OnRecord = (record: ItemRecord, at?: Position) => void
 export interface Position {
   readonly offset: number
   readonly length: number
-  /** A hash of the bytes the store validated there, when reading them back needs no validation again. */
+  /** A hash of the bytes the store read there: reading back other bytes fails (`format`). */
   readonly digest?: number | undefined
 }
 

@@ -23,6 +23,7 @@ import type { ArtifactError, ItemRecord, Opened, Position } from "./ArtifactStor
 import { ArtifactStore, makeManifest } from "./ArtifactStore.js"
 import { identity as identityFingerprint } from "./Fingerprint.js"
 import type { Identity } from "./Identity.js"
+import * as Kept from "./internal/kept.js"
 import { describe } from "./internal/schema.js"
 
 /**
@@ -170,130 +171,53 @@ export interface Index extends Reusable {
 const accepts = (policy: Policy, record: ItemRecord): boolean =>
   record.reusable && (policy === "reuse-all" || (policy === "reuse-successes" && record.outcome === "success"))
 
-// A kept record: the record itself, or the slot of its position (a store that reads records back).
-type Kept = ItemRecord | number
-
-// The kept records of one item id under several input fingerprints (an input changed between runs): rare.
-class Several {
-  constructor(readonly kept: Array<Kept>) {}
-}
-
-// A 32-bit FNV-1a hash of an input fingerprint: a slot keeps it to tell a newer record of the same input from
-// one of another input. A collision only makes the newer record replace the older: reading the record back
-// checks the fingerprint itself, so the older input's item runs again; nothing wrong is reused.
-const hashOf = (text: string): number => {
-  let h = 0x811c9dc5
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
-  return h
-}
-
-// The positions of kept records in typed arrays (25 bytes a record, no object per record).
-const slots = () => {
-  let offsets = new Float64Array(1024)
-  let lengths = new Float64Array(1024)
-  let hashes = new Int32Array(1024)
-  let digests = new Int32Array(1024)
-  let hasDigest = new Uint8Array(1024)
-  let used = 0
-  const grow = () => {
-    const bigger = <A extends Float64Array | Int32Array | Uint8Array>(a: A, make: (n: number) => A): A => {
-      const b = make(a.length * 2)
-      b.set(a)
-      return b
-    }
-    offsets = bigger(offsets, (n) => new Float64Array(n))
-    lengths = bigger(lengths, (n) => new Float64Array(n))
-    hashes = bigger(hashes, (n) => new Int32Array(n))
-    digests = bigger(digests, (n) => new Int32Array(n))
-    hasDigest = bigger(hasDigest, (n) => new Uint8Array(n))
-  }
-  return {
-    /** Puts a position in `slot`, or in a new slot. */
-    put: (at: Position, input: string, slot?: number): number => {
-      if (slot === undefined) {
-        if (used === offsets.length) grow()
-        slot = used++
-      }
-      offsets[slot] = at.offset
-      lengths[slot] = at.length
-      hashes[slot] = hashOf(input)
-      const digest = at.digest
-      digests[slot] = digest ?? 0
-      hasDigest[slot] = digest === undefined ? 0 : 1
-      return slot
-    },
-    at: (slot: number): Position => ({
-      offset: offsets[slot]!,
-      length: lengths[slot]!,
-      digest: hasDigest[slot] === 1 ? digests[slot]! : undefined
-    }),
-    sameInput: (slot: number, input: string) => hashes[slot] === hashOf(input)
-  }
-}
-
 // An index being built from records read oldest first: `add` keeps a record only when the policy would reuse
-// it, and only the newest per item id and input fingerprint — keyed by the record's own item id string, so a
-// kept record costs the record (or, given its position, a slot) and one map entry.
+// it, and only the newest per item id and input fingerprint — in typed arrays (`Kept`): a kept record costs its
+// position (or, without one, the record) and a hashed key, no string. `counting` keeps neither (`inspect`).
 const builder = (
-  options: { readonly policy: Policy; readonly identityFingerprint: string }
+  options: { readonly policy: Policy; readonly identityFingerprint: string },
+  counting = false
 ) => {
-  const newest = new Map<string, Kept | Several>()
-  const positions = slots()
-  let size = 0
-  const sameInput = (kept: Kept, input: string) =>
-    typeof kept === "number" ? positions.sameInput(kept, input) : kept.inputFingerprint === input
-  const keep = (record: ItemRecord, at: Position | undefined, replaced?: Kept): Kept =>
-    at === undefined
-      ? record
-      : positions.put(at, record.inputFingerprint, typeof replaced === "number" ? replaced : undefined)
+  const kept = Kept.make()
   const add = (record: ItemRecord, at?: Position): void => {
     if (record.identityFingerprint !== options.identityFingerprint || !accepts(options.policy, record)) return
-    const kept = newest.get(record.itemId)
-    if (kept === undefined) {
-      size += 1
-      newest.set(record.itemId, keep(record, at))
-    } else if (!(kept instanceof Several)) {
-      if (sameInput(kept, record.inputFingerprint)) newest.set(record.itemId, keep(record, at, kept))
-      else {
-        size += 1
-        newest.set(record.itemId, new Several([kept, keep(record, at)]))
-      }
-    } else {
-      const i = kept.kept.findIndex((k) => sameInput(k, record.inputFingerprint))
-      if (i === -1) size += 1
-      kept.kept[i === -1 ? kept.kept.length : i] = keep(record, at, kept.kept[i])
-    }
+    const slot = kept.slotOf(record.itemId, record.inputFingerprint)
+    if (!counting) kept.put(slot, record, at)
   }
-  const find = (itemId: string, inputFingerprint: string): Kept | undefined => {
-    const kept = newest.get(itemId)
-    if (kept === undefined) return undefined
-    if (kept instanceof Several) return kept.kept.find((k) => sameInput(k, inputFingerprint))
-    return sameInput(kept, inputFingerprint) ? kept : undefined
+  // A kept record is checked to be this key's (another key of the same 64-bit hash replaces it).
+  const checked = (record: ItemRecord, itemId: string, inputFingerprint: string): Option.Option<ItemRecord> =>
+    record.itemId === itemId && record.inputFingerprint === inputFingerprint &&
+      record.identityFingerprint === options.identityFingerprint && accepts(options.policy, record)
+      ? Option.some(record)
+      : Option.none()
+  const found = (itemId: string, inputFingerprint: string): ItemRecord | Position | undefined => {
+    const slot = kept.find(itemId, inputFingerprint)
+    return slot === -1 ? undefined : kept.at(slot)
   }
-  // Only records are kept without a store that gives positions (`index`, `inspect`).
+  const isRecord = (held: ItemRecord | Position): held is ItemRecord => "itemId" in held
+  // Only records are kept without a store that gives positions (`index`).
   const lookup = (itemId: string, inputFingerprint: string): Option.Option<ItemRecord> => {
-    const kept = find(itemId, inputFingerprint)
-    return kept === undefined || typeof kept === "number" ? Option.none() : Option.some(kept)
+    const held = found(itemId, inputFingerprint)
+    return held !== undefined && isRecord(held) ? checked(held, itemId, inputFingerprint) : Option.none()
   }
   // A record read back is reused only when it is the one indexed; one that cannot be read back is not reused.
   const reading = (recordAt: Opened["recordAt"]) => (itemId: string, inputFingerprint: string) => {
-    const kept = find(itemId, inputFingerprint)
-    if (kept === undefined) return Effect.succeedNone
-    if (typeof kept !== "number") return Effect.succeedSome(kept)
+    const held = found(itemId, inputFingerprint)
+    if (held === undefined) return Effect.succeedNone
+    if (isRecord(held)) return Effect.succeed(checked(held, itemId, inputFingerprint))
     if (recordAt === undefined) return Effect.succeedNone
-    return Effect.matchEffect(recordAt(positions.at(kept)), {
-      onSuccess: (record) =>
-        Effect.succeed(
-          record.itemId === itemId && record.inputFingerprint === inputFingerprint &&
-            record.identityFingerprint === options.identityFingerprint && accepts(options.policy, record)
-            ? Option.some(record)
-            : Option.none()
-        ),
+    return Effect.matchEffect(recordAt(held), {
+      onSuccess: (record) => Effect.succeed(checked(record, itemId, inputFingerprint)),
       onFailure: (e) =>
         Effect.as(Effect.logWarning(`item ${JSON.stringify(itemId)} not reused: ${e.message}`), Option.none())
     })
   }
-  const done = (): Index => ({ policy: options.policy, identityFingerprint: options.identityFingerprint, size, lookup })
+  const done = (): Index => ({
+    policy: options.policy,
+    identityFingerprint: options.identityFingerprint,
+    size: kept.size(),
+    lookup
+  })
   return { add: options.policy === "none" ? () => {} : add, done, reading }
 }
 
@@ -365,8 +289,9 @@ export interface Session {
  * (or when the policy is `none` and the store overwrites), else the existing one is resumed — its
  * unterminated final line truncated — and indexed for reuse while it is read: the run holds the newest
  * record per item that the policy reuses (none under `none`), never the artifact's other records; from a
- * store that reads records back (the JSONL store) only its position, the record read back when its item
- * comes up (a resumed run of a million reused successes holds tens of megabytes, not hundreds).
+ * store that reads records back (the JSONL store) only its position and a hashed key, 40 to 80 bytes in
+ * typed arrays, the record read back when its item comes up (a resumed run of a million reused successes
+ * holds about 45 MB, none of it on the heap). A record whose line changed after it was indexed is not reused.
  *
  * @example
  * ```ts
@@ -407,8 +332,9 @@ export const open = (options: {
   })
 
 /**
- * Reads an artifact without opening it for writing (nothing is truncated) and indexes it: what a resumed
- * run would reuse. The records are streamed: only those the index keeps are held.
+ * Reads an artifact without opening it for writing (nothing is truncated) and counts what a resumed run would
+ * reuse under this identity and policy. The records are streamed and none is kept: an artifact of millions of
+ * records is read in the memory of a chunk of it and a hashed key (12 bytes) per item it would reuse.
  *
  * @example
  * ```ts
@@ -416,7 +342,7 @@ export const open = (options: {
  * import { Identity, Resume } from "@rein/batch"
  *
  * declare const identity: Identity.Identity
- * const wouldReuse = Effect.map(Resume.inspect({ identity, policy: "reuse-all" }), (index) => index.size)
+ * const wouldReuse = Effect.map(Resume.inspect({ identity, policy: "reuse-all" }), (reusable) => reusable.size)
  * ```
  * @category utils
  * @since 0.1.0
@@ -424,11 +350,15 @@ export const open = (options: {
 export const inspect = (options: {
   readonly identity: Identity
   readonly policy: Policy
-}): Effect.Effect<Index, ArtifactError, ArtifactStore> =>
+}): Effect.Effect<Reusable, ArtifactError, ArtifactStore> =>
   Effect.flatMap(ArtifactStore, (store) =>
     Effect.scoped(Effect.flatMap(store.stream, ({ records }) => {
-      const building = builder({ policy: options.policy, identityFingerprint: identityFingerprint(options.identity) })
+      const fingerprint = identityFingerprint(options.identity)
+      const building = builder({ policy: options.policy, identityFingerprint: fingerprint }, true)
       const add = (chunk: Chunk.Chunk<ItemRecord>) =>
         Effect.sync(() => Chunk.forEach(chunk, (record) => building.add(record)))
       return Effect.as(Stream.runForEachChunk(records, add), building)
-    })).pipe(Effect.map((building) => building.done())))
+    })).pipe(Effect.map((building) => {
+      const { identityFingerprint, policy, size } = building.done()
+      return { identityFingerprint, policy, size }
+    })))

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Either, FastCheck as fc } from "effect"
+import { Either, FastCheck as fc, Schema } from "effect"
+import { ItemRecord, type Position } from "../src/ArtifactStore.js"
 import * as Jsonl from "../src/internal/jsonl.js"
 
 // The artifact reader's line rules at each branch (issue #23): which error, on which line, with which words.
@@ -180,3 +181,71 @@ const parsedManifestOf = () => {
   if (parsed._tag !== "Artifact") throw new Error("expected an artifact")
   return parsed.manifest
 }
+
+describe("record lines taken as they are", () => {
+  const decodeRecord = Schema.decodeUnknownEither(ItemRecord, { errors: "all" })
+  const fields = Object.keys(ItemRecord.fields) // (the schema's order)
+  // A record's fields dropped, reordered, added or given any JSON value (a hostile or hand-edited line).
+  const edited = fc.tuple(
+    fc.oneof(fc.subarray(fields, { minLength: fields.length - 3 }), fc.shuffledSubarray(fields)),
+    fc.oneof(
+      fc.constant({}),
+      fc.dictionary(fc.constantFrom(...fields, "extra", "__proto__", "0"), fc.jsonValue(), { maxKeys: 3 }),
+      fc.dictionary(fc.constantFrom(...fields), fc.oneof(fc.integer(), fc.double(), fc.string()), { maxKeys: 2 })
+    ),
+    fc.boolean()
+  ).map(([keys, changes, usageEdited]) => {
+    const base: Record<string, unknown> = { ...record, endpoint: "e/1", error: { _tag: "E" } }
+    if (usageEdited) base.usage = { outputTokens: 5, inputTokens: 10 }
+    const out: Record<string, unknown> = {}
+    for (const key of keys) out[key] = base[key]
+    return JSON.parse(JSON.stringify({ ...out, ...changes })) as unknown
+  })
+
+  it("a line taken without the schema is what the schema decodes it to, field by field and in order", () => {
+    let taken = 0
+    fc.assert(
+      fc.property(edited, (json) => {
+        if (!Jsonl.isExactRecord(json)) return
+        taken += 1
+        const decoded = decodeRecord(json)
+        expect(Either.isRight(decoded)).toBe(true)
+        expect(JSON.stringify(Either.getOrThrow(decoded))).toBe(JSON.stringify(json))
+        expect(Either.getOrThrow(decoded)).toEqual(json)
+      }),
+      { numRuns: 2_000, seed: 41 }
+    )
+    expect(taken).toBeGreaterThan(50) // (the property is not vacuous)
+  })
+
+  it("a line the store writes is taken as it is; one with an extra field or in another order is decoded", () => {
+    expect(Jsonl.isExactRecord(JSON.parse(R))).toBe(true)
+    const { durationMillis, result, ...head } = record
+    expect(Jsonl.isExactRecord({ ...head, endpoint: "e/1", durationMillis, result, error: null })).toBe(true)
+    expect(Jsonl.isExactRecord({ ...record, endpoint: "e/1" })).toBe(false) // (after `result`: out of order)
+    expect(Jsonl.isExactRecord({ ...record, extra: 1 })).toBe(false)
+    const { kind, ...rest } = record
+    expect(Jsonl.isExactRecord({ ...rest, kind })).toBe(false) // (`kind` last)
+    expect(Jsonl.isExactRecord({ ...record, usage: { outputTokens: 5, inputTokens: 10 } })).toBe(false)
+    expect(Jsonl.isExactRecord({ ...record, cost: "unknown", usage: "unknown" })).toBe(true)
+    expect(Jsonl.isExactRecord({ ...record, index: -1 })).toBe(false)
+    expect(Jsonl.isExactRecord({ ...record, index: 1.5 })).toBe(false)
+    const parsed = Either.getOrThrow(Jsonl.parse(utf8(`${M}\n${JSON.stringify({ ...record, extra: 1 })}\n`)))
+    expect(parsed._tag === "Artifact" && parsed.records).toEqual([record])
+  })
+
+  it("a line's digest is worked out only while it is handed over, and is the hash of its bytes", () => {
+    const positions: Array<Position> = []
+    const during: Array<number | undefined> = []
+    const scanner = Jsonl.scanner((_record, at) => {
+      positions.push(at!)
+      if (positions.length === 1) during.push(at!.digest)
+    })
+    Either.getOrThrow(scanner.push(utf8(`${M}\n${R}\n${R}\n`)))
+    expect(during).toEqual([Jsonl.digest(utf8(R))])
+    expect(positions.map((at) => [at.offset, at.length, at.digest])).toEqual([
+      [M.length + 1, R.length, Jsonl.digest(utf8(R))],
+      [M.length + R.length + 2, R.length, undefined]
+    ])
+  })
+})

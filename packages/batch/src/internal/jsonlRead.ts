@@ -130,7 +130,7 @@ export const make = (
           // The parse error is not quoted: it can hold the record's values (a model answer), and this is logged.
           return Either.mapLeft(
             readBack(window.subarray(from, from + at.length), at.digest, identityFingerprint),
-            () => changed(at, "is no longer an item record")
+            (why) => changed(at, why)
           )
         }
         // A read in flight fills the window's buffer: nothing is parsed from it meanwhile. Without one, a
