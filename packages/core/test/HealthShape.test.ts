@@ -8,7 +8,6 @@ import * as v8 from "node:v8"
 // fraction first stored where only whole numbers had been) deoptimized it when the first breaker opened.
 // V8's own answer, through its natives syntax (allowed for functions compiled after the flag is set).
 v8.setFlagsFromString("--allow-natives-syntax")
-// eslint-disable-next-line @typescript-eslint/no-implied-eval
 const sameClass = new Function("a", "b", "return %HaveSameMap(a, b)") as (a: object, b: object) => boolean
 
 const failure = (kind: "server_error" | "rate_limited", retryAfterMillis: number | null): Health.Result => ({
@@ -42,7 +41,10 @@ describe("Health: one hidden class for every endpoint state", () => {
     expect(Health.current(e, 1_000_000)).toBe("half_open")
     e = keep("probe admitted", admitted(settings, e, 1_000_000, "first"))
     e = keep("closed by the probe", Health.settle(settings, e, 1_000_100, { probe: true }, { _tag: "success" }))
-    keep("opened by a Retry-After", Health.settle(settings, e, 1_000_200, { probe: false }, failure("rate_limited", 7.5)))
+    keep(
+      "opened by a Retry-After",
+      Health.settle(settings, e, 1_000_200, { probe: false }, failure("rate_limited", 7.5))
+    )
     keep("neutral", Health.settle(settings, e, 1_000_300, { probe: false }, { _tag: "neutral" }))
     // A state made after all of those, with whole numbers only, is still of the same class.
     keep("fresh again", Health.freshState(settings))
