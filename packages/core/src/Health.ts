@@ -397,13 +397,8 @@ export const settingsOf = (config: Config): Settings => ({
  * @category transitions
  * @since 0.1.0
  */
-export const current = (e: EndpointState, now: number): BreakerState => {
-  // The cooldown is compared on every call, not only once a breaker is open: the compiled code then knows the
-  // field and the comparison from the first requests on, and is not thrown away when the first breaker opens.
-  const cooled = now >= e.openUntil
-  const state = e.state
-  return state === "open" && cooled ? "half_open" : state
-}
+export const current = (e: EndpointState, now: number): BreakerState =>
+  e.state === "open" && now >= e.openUntil ? "half_open" : e.state
 
 /** The breaker opened at `now` for `cooldown` (or longer: a Retry-After `hint`). */
 const open = (e: EndpointState, now: number, cooldown: number, hint: number | null): EndpointState => {
