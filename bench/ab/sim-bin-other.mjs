@@ -40,3 +40,5 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const fmt = (xs) => `${median(xs)} ms (${Math.min(...xs)}–${Math.max(...xs)})`
 console.log(`${args[6]}: binary CPU: other ${fmt(out.other)} | this ${fmt(out.this)} | load ${load0.toFixed(1)}–${
   os.loadavg()[0].toFixed(1)} | reports identical (${reference.length} bytes)`)
+const diffs = out.this.map((t, i) => t - out.other[i])
+console.log(`paired this − other: median ${median(diffs)} ms, this lower in ${diffs.filter((d) => d < 0).length}/${rounds}`)

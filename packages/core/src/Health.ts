@@ -296,6 +296,53 @@ const same = (a: EndpointState, b: EndpointState): boolean =>
     a.windowLength === b.windowLength && a.openUntil === b.openUntil && a.cooldownMillis === b.cooldownMillis &&
     a.probesInFlight === b.probesInFlight && a.tokens === b.tokens && a.degraded === b.degraded)
 
+/**
+ * Every endpoint state is made by this one object literal, its fields always in this order, so the code that
+ * reads states (on every request) meets one hidden class. Object spreads (`{ ...e, tokens }`) made a class per
+ * site, and each class an optimized function first met later (when a breaker opened) deoptimized it.
+ */
+const stateOf = (
+  state: BreakerState,
+  consecutive: number,
+  window: number,
+  windowLength: number,
+  openUntil: number,
+  cooldownMillis: number,
+  probesInFlight: number,
+  tokens: number,
+  degraded: number
+): EndpointState => ({
+  state,
+  consecutive,
+  window,
+  windowLength,
+  openUntil,
+  cooldownMillis,
+  probesInFlight,
+  tokens,
+  degraded
+})
+
+// The fields that may hold fractions (a deposit's tokens, times and cooldowns in milliseconds) are doubles in the
+// class from the start: one state made with fractions and dropped. Otherwise the first fraction (a first attempt's
+// deposit after a retry, typically when an endpoint starts failing) moves every state to a new class, and the code
+// compiled for the old one is deoptimized on the next request.
+void stateOf("closed", 0, 0, 0, 0.5, 0.5, 0, 0.5, 0)
+
+/** `e` with other tokens, probes in flight or degraded attempts. */
+const withCounts = (e: EndpointState, probesInFlight: number, tokens: number, degraded: number): EndpointState =>
+  stateOf(
+    e.state,
+    e.consecutive,
+    e.window,
+    e.windowLength,
+    e.openUntil,
+    e.cooldownMillis,
+    probesInFlight,
+    tokens,
+    degraded
+  )
+
 const stateNumber = (s: BreakerState): number => (s === "closed" ? 0 : s === "half_open" ? 1 : 2)
 
 /**
@@ -356,16 +403,9 @@ export const current = (e: EndpointState, now: number): BreakerState =>
 /** The breaker opened at `now` for `cooldown` (or longer: a Retry-After `hint`). */
 const open = (e: EndpointState, now: number, cooldown: number, hint: number | null): EndpointState => {
   const until = Math.max(now + cooldown, hint === null ? 0 : now + hint)
-  return {
-    ...e,
-    state: "open",
-    consecutive: 0,
-    window: 0,
-    windowLength: 0,
-    // Retry-After may lengthen a cooldown, never shorten it.
-    openUntil: Math.max(e.state === "open" ? e.openUntil : 0, until),
-    cooldownMillis: cooldown
-  }
+  // Retry-After may lengthen a cooldown, never shorten it.
+  const openUntil = Math.max(e.state === "open" ? e.openUntil : 0, until)
+  return stateOf("open", 0, 0, 0, openUntil, cooldown, e.probesInFlight, e.tokens, e.degraded)
 }
 
 /**
@@ -393,7 +433,7 @@ export const settle = (
   result: Result
 ): EndpointState => {
   const { baseCooldown, config, maxCooldown, windowSize } = settings
-  const released = permit.probe ? { ...e, probesInFlight: Math.max(0, e.probesInFlight - 1) } : e
+  const released = permit.probe ? withCounts(e, Math.max(0, e.probesInFlight - 1), e.tokens, e.degraded) : e
   switch (result._tag) {
     case "neutral":
       // Not the provider's fault: no count, no transition; a probe slot is simply given back.
@@ -402,13 +442,7 @@ export const settle = (
       // The common case changes nothing (closed, no failures in the full window): the same state, not a copy.
       if (!permit.probe && settled(released, windowSize)) return released
       return permit.probe || current(released, now) !== "open"
-        ? {
-          ...released,
-          state: "closed",
-          consecutive: 0,
-          ...pushWindow(released, false, windowSize),
-          cooldownMillis: permit.probe ? baseCooldown : released.cooldownMillis
-        }
+        ? closed(released, windowSize, permit.probe, baseCooldown)
         : released
     case "failure": {
       const hint = result.kind === "rate_limited" ? result.retryAfterMillis : null
@@ -417,7 +451,7 @@ export const settle = (
       }
       if (released.state === "open") {
         // Already open (another request's failure landed first): a longer Retry-After still extends it.
-        return hint === null ? released : { ...released, openUntil: Math.max(released.openUntil, now + hint) }
+        return hint === null ? released : reopened(released, Math.max(released.openUntil, now + hint))
       }
       const window = pushWindow(released, true, windowSize)
       const consecutive = released.consecutive + 1
@@ -426,12 +460,54 @@ export const settle = (
         (window.windowLength >= config.minimumVolume && failures / window.windowLength >= config.failureRatio)
       if (trips) return open(released, now, released.cooldownMillis, hint)
       // A server that says when to come back opens the breaker for exactly that long.
+      const { probesInFlight, tokens, degraded } = released
       return hint !== null && hint > 0
-        ? { ...released, ...window, state: "open", consecutive, openUntil: now + hint }
-        : { ...released, ...window, consecutive }
+        ? stateOf(
+          "open",
+          consecutive,
+          window.window,
+          window.windowLength,
+          now + hint,
+          released.cooldownMillis,
+          probesInFlight,
+          tokens,
+          degraded
+        )
+        : stateOf(
+          released.state,
+          consecutive,
+          window.window,
+          window.windowLength,
+          released.openUntil,
+          released.cooldownMillis,
+          probesInFlight,
+          tokens,
+          degraded
+        )
     }
   }
 }
+
+/** After a success that closes the breaker (or a probe's): nothing consecutive, a success in the window. */
+const closed = (e: EndpointState, windowSize: number, probe: boolean, baseCooldown: number): EndpointState => {
+  const { window, windowLength } = pushWindow(e, false, windowSize)
+  const cooldown = probe ? baseCooldown : e.cooldownMillis
+  return stateOf("closed", 0, window, windowLength, e.openUntil, cooldown, e.probesInFlight, e.tokens, e.degraded)
+}
+
+/** An open breaker kept open until `openUntil`. */
+const reopened = (e: EndpointState, openUntil: number): EndpointState =>
+  stateOf(
+    e.state,
+    e.consecutive,
+    e.window,
+    e.windowLength,
+    openUntil,
+    e.cooldownMillis,
+    e.probesInFlight,
+    e.tokens,
+    e.degraded
+  )
 
 /** The gauge values last published, and the buckets changed since (filled by another endpoint's first attempt). */
 interface Gauges {
@@ -494,17 +570,8 @@ const publish = (
  * @category transitions
  * @since 0.1.0
  */
-export const freshState = (settings: Settings): EndpointState => ({
-  state: "closed",
-  consecutive: 0,
-  window: 0,
-  windowLength: 0,
-  openUntil: 0,
-  cooldownMillis: settings.baseCooldown,
-  probesInFlight: 0,
-  tokens: settings.config.capacity,
-  degraded: 0
-})
+export const freshState = (settings: Settings): EndpointState =>
+  stateOf("closed", 0, 0, 0, 0, settings.baseCooldown, 0, settings.config.capacity, 0)
 
 /**
  * A bucket's tokens after a first attempt's deposit (capped at the capacity).
@@ -557,12 +624,13 @@ export const admit = (
   }
   const probe = breaker === "half_open"
   return Either.right({
-    next: {
-      // The state is kept: an open breaker admitting a probe for a later start (its backoff) stays open till then.
-      ...e,
-      probesInFlight: e.probesInFlight + (probe ? 1 : 0),
-      tokens: extra ? e.tokens - 1 : deposit(config, e.tokens)
-    },
+    // The state is kept: an open breaker admitting a probe for a later start (its backoff) stays open till then.
+    next: withCounts(
+      e,
+      e.probesInFlight + (probe ? 1 : 0),
+      extra ? e.tokens - 1 : deposit(config, e.tokens),
+      e.degraded
+    ),
     probe
   })
 }
@@ -630,11 +698,13 @@ const build = (options: Partial<Config>): Effect.Effect<Service> =>
       version++
     }
 
-    // The last view, reused while the state and the endpoints asked for are the same and no breaker in it is
-    // open (an open breaker's view changes with the clock).
-    let viewed: { version: number; endpoints: ReadonlyArray<string>; view: View } | undefined = undefined
+    // The last view of each list of endpoints (by identity), reused while the state is the same and no breaker in
+    // it is open (an open breaker's view changes with the clock). One per list: callers that ask for two lists in
+    // turn (the planner its candidates, the simulator every endpoint) each find theirs, not the other's.
+    const viewed = new WeakMap<ReadonlyArray<string>, { readonly version: number; readonly view: View }>()
     const viewAt = (now: number, ids: ReadonlyArray<string>): View => {
-      if (viewed !== undefined && viewed.version === version && viewed.endpoints === ids) return viewed.view
+      const last = viewed.get(ids)
+      if (last !== undefined && last.version === version) return last.view
       const health: Record<string, HealthView> = Object.create(null)
       const tokens: Record<string, number> = Object.create(null)
       let timeless = true
@@ -646,7 +716,8 @@ const build = (options: Partial<Config>): Effect.Effect<Service> =>
         tokens[id] = e.tokens
       }
       const view: View = { health, retryTokens: { global: globalTokens, endpoints: tokens } }
-      viewed = timeless ? { version, endpoints: ids, view } : undefined
+      if (timeless) viewed.set(ids, { version, view })
+      else if (last !== undefined) viewed.delete(ids)
       return view
     }
 
@@ -665,7 +736,7 @@ const build = (options: Partial<Config>): Effect.Effect<Service> =>
         // An endpoint without state has a full bucket: most deposits change nothing and cost one lookup.
         const c = endpoints.get(id)
         if (c === undefined || c.tokens >= config.capacity) continue
-        put(id, c, { ...c, tokens: deposit(config, c.tokens) })
+        put(id, c, withCounts(c, c.probesInFlight, deposit(config, c.tokens), c.degraded))
         unreported.add(id)
       }
     }
@@ -706,10 +777,10 @@ const build = (options: Partial<Config>): Effect.Effect<Service> =>
     const degrade = (endpoint: string) =>
       Effect.sync(() => {
         const e = get(endpoint)
-        put(endpoint, e, { ...e, degraded: e.degraded + 1 })
+        put(endpoint, e, withCounts(e, e.probesInFlight, e.tokens, e.degraded + 1))
         return Effect.sync(() => {
           const e = get(endpoint)
-          put(endpoint, e, { ...e, degraded: Math.max(0, e.degraded - 1) })
+          put(endpoint, e, withCounts(e, e.probesInFlight, e.tokens, Math.max(0, e.degraded - 1)))
         })
       })
 
