@@ -24,6 +24,7 @@ import type { FinishReason, ToolCallCount } from "../Outcome.js"
 import { countToolCalls } from "../Outcome.js"
 import type { AttemptContext, CompletionRequest, Provider, ProviderResponse, StreamPart } from "../Provider.js"
 import type { Usage } from "../Usage.js"
+import * as Fork from "./fork.js"
 import { IDLE, keepMap } from "./maps.js"
 import * as Timers from "./timers.js"
 
@@ -212,9 +213,11 @@ export const bounded = <A, E, S, B, E2>(
   Effect.uninterruptibleMask((restore) =>
     Effect.withFiberRuntime<B, E2>((parent, status) => {
       const clock = Context.get(parent.currentDefaultServices, Clock.Clock)
-      const runtime = runtimeOf(parent, RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption))
+      // Made once per caller fiber while its references stay the same (see `fork.ts`).
+      const site = Fork.siteOf(parent, RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption))
+      const runtime = site.runtime
       // The provider's fiber never fails: its exit is data (a failing fiber would also be logged).
-      const fiber = Runtime.runFork(runtime, asExit(work))
+      const fiber = site.fork(asExit(work))
       const polled = fiber.unsafePoll()
       if (polled !== null) return restoreUnlessDone(restore, k.then(end(Exit.flatten(polled)), parent), parent)
       k.started?.(fiber)

@@ -2,16 +2,17 @@
  * The pulls of a committed stream, bounded by its attempt's end. Each pull used to race a sleep
  * (`Effect.timeoutOption`): two forked fibers and a timer per delta, most of what a streamed delta cost. Here
  * the stream has one entry in the clock's one timer (`timers.ts`), set once; each pull runs in a fiber of its
- * own, started at once on a runtime made once: a pull that completes without suspending (a buffered delta)
+ * own, started at once from references forked once (`fork.ts`): a pull that completes without suspending (a buffered delta)
  * costs that fork and nothing else, one that suspends a wait on the fiber. When the end comes first, the
  * pull's fiber is interrupted in the timer's step and the wait resumes with `None` once the fiber ended
  * (within the teardown grace).
  *
  * @internal
  */
-import { Clock, Context, Effect, Exit, FiberId, Option, Runtime, RuntimeFlags } from "effect"
+import { Clock, Context, Effect, Exit, FiberId, Option, RuntimeFlags } from "effect"
 import type { Fiber } from "effect"
 import { endsWithin } from "./attempt.js"
+import * as Fork from "./fork.js"
 import * as Timers from "./timers.js"
 
 type Resume<A, E> = (effect: Effect.Effect<Option.Option<Exit.Exit<A, E>>>) => void
@@ -28,19 +29,19 @@ export class BoundedPull<A, E> {
 
   constructor(
     private readonly clock: Clock.Clock,
-    private readonly runtime: Runtime.Runtime<never>,
+    private readonly site: Fork.Site,
     pull: Effect.Effect<A, E>,
     private readonly endsNanos: bigint,
     private readonly graceMillis: number
   ) {
     this.work = Effect.exit(pull)
-    this.entry = Timers.schedule(clock, runtime, endsNanos, this.fire)
+    this.entry = Timers.schedule(clock, site.runtime, endsNanos, this.fire)
   }
 
   /** One pull: its exit, or `None` once the end has come (before the pull, or while it ran). */
   readonly next: Effect.Effect<Option.Option<Exit.Exit<A, E>>> = Effect.suspend(() => {
     if (this.expired || this.clock.unsafeCurrentTimeNanos() >= this.endsNanos) return EXPIRED
-    const fiber = Runtime.runFork(this.runtime, this.work)
+    const fiber = this.site.fork(this.work)
     const polled = fiber.unsafePoll()
     if (polled !== null) return Effect.succeed(Option.some(Exit.flatten(polled)))
     return Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
@@ -102,11 +103,7 @@ export const make = <A, E>(
     Effect.succeed(
       new BoundedPull(
         Context.get(self.currentDefaultServices, Clock.Clock),
-        Runtime.make({
-          context: self.currentContext,
-          fiberRefs: self.getFiberRefs(),
-          runtimeFlags: RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption)
-        }),
+        Fork.siteOf(self, RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption)),
         pull,
         endsNanos,
         graceMillis

@@ -1,0 +1,123 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Rein } from "@rein/core"
+import type { Provider } from "@rein/core"
+import { Effect, FiberRef, HashMap, List, Logger, LogLevel, Option, RuntimeFlags } from "effect"
+import * as Fork from "../src/internal/fork.js"
+import { catalog, contract, endpoint } from "./fixtures.js"
+
+const request = { prompt: "p", inputTokens: 10, maxOutputTokens: 10 }
+const response = { text: "ok", usage: { inputTokens: 10, outputTokens: 10 } }
+
+/** A reference of the caller's, and one whose `fork` counts the forks between the caller (once it set it) and the reader. */
+const tag = FiberRef.unsafeMake("unset")
+const depth = FiberRef.unsafeMake(0, { fork: (n) => n + 1 })
+
+/** What an attempt's fiber saw of its caller's references. */
+interface Seen {
+  readonly tag: string
+  readonly depth: number
+  readonly level: string
+  readonly annotations: Record<string, unknown>
+  readonly span: string | undefined
+}
+
+/** A provider that records what its attempt's fiber sees, then sets `tag` there (never seen by its caller). */
+const recording = (seen: Array<Seen>, suspend: boolean): Provider.Provider => ({
+  internalMaxAttempts: 1,
+  simulated: true,
+  call: () =>
+    Effect.gen(function*() {
+      if (suspend) yield* Effect.yieldNow()
+      const annotations = yield* FiberRef.get(FiberRef.currentLogAnnotations)
+      const span = yield* Effect.option(Effect.currentSpan)
+      seen.push({
+        tag: yield* FiberRef.get(tag),
+        depth: yield* FiberRef.get(depth),
+        level: (yield* FiberRef.get(FiberRef.currentMinimumLogLevel)).label,
+        annotations: Object.fromEntries(HashMap.toEntries(annotations)),
+        span: Option.getOrUndefined(Option.map(span, (s) => s.name))
+      })
+      yield* FiberRef.set(tag, "set by the attempt")
+      return response
+    })
+})
+
+const run = (suspend: boolean) =>
+  Effect.gen(function*() {
+    const seen: Array<Seen> = []
+    const layer = Rein.layer({
+      catalog: catalog(endpoint("a")),
+      providers: { fake: recording(seen, suspend) },
+      health: false
+    })
+    const execute = Rein.execute(request, contract({ candidates: ["a"] }))
+    yield* Effect.gen(function*() {
+      // Before anything is set, then the same references again (the forked references reused).
+      yield* execute
+      yield* FiberRef.set(depth, 10)
+      yield* execute
+      // A value set in between, a new reference, a value set and restored around one call.
+      yield* FiberRef.set(tag, "first")
+      yield* execute
+      yield* Effect.locally(execute, tag, "inner")
+      yield* execute
+      yield* Effect.annotateLogs(execute, "item", 7)
+      yield* Effect.withSpan(execute, "outer")
+      yield* Logger.withMinimumLogLevel(execute, LogLevel.Debug)
+      yield* FiberRef.set(tag, "second")
+      yield* execute
+      // What the attempts set stays theirs.
+      expect(yield* FiberRef.get(tag)).toBe("second")
+    }).pipe(Effect.provide(layer))
+    return seen
+  })
+
+describe("an attempt's fiber, forked from its caller's", () => {
+  for (const suspend of [false, true]) {
+    it.effect(`sees the caller's references as they are at each attempt (${suspend ? "suspending" : "synchronous"})`, () =>
+      Effect.gen(function*() {
+        const seen = yield* run(suspend)
+        const plain = { depth: 11, level: "INFO", annotations: {}, span: undefined }
+        expect(seen).toEqual([
+          { ...plain, tag: "unset", depth: 0 },
+          { ...plain, tag: "unset" },
+          { ...plain, tag: "first" },
+          { ...plain, tag: "inner" },
+          { ...plain, tag: "first" },
+          { ...plain, tag: "first", annotations: { item: 7 } },
+          { ...plain, tag: "first", span: "outer" },
+          { ...plain, tag: "first", level: "DEBUG" },
+          { ...plain, tag: "second" }
+        ])
+      }))
+  }
+
+  it.effect("starts from the references forked for the attempt before while the caller's hold the same values", () =>
+    Effect.withFiberRuntime((fiber, status) => {
+      const flags = RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption)
+      const first = Fork.siteOf(fiber, flags)
+      expect(Fork.siteOf(fiber, flags)).toBe(first)
+      return Effect.gen(function*() {
+        yield* FiberRef.set(depth, 10)
+        yield* FiberRef.set(tag, "changed")
+        const changed = Fork.siteOf(fiber, flags)
+        expect(changed).not.toBe(first)
+        // A value set and restored: a new stack, the same current value.
+        yield* Effect.locally(Effect.void, tag, "x")
+        expect(Fork.siteOf(fiber, flags)).toBe(changed)
+        yield* Effect.locally(Effect.sync(() => expect(Fork.siteOf(fiber, flags)).not.toBe(changed)), tag, "x")
+        // A reference the caller had none of before.
+        yield* FiberRef.set(FiberRef.unsafeMake(List.empty<number>()), List.of(1))
+        const added = Fork.siteOf(fiber, flags)
+        expect(added.source.locals.size).toBeGreaterThan(changed.source.locals.size)
+        expect(Fork.siteOf(fiber, RuntimeFlags.disable(flags, RuntimeFlags.Interruption)).flags).not.toBe(flags)
+        // Each child starts from the caller's values, forked, whatever the child before it set.
+        const site = Fork.siteOf(fiber, flags)
+        const read = Effect.zip(FiberRef.get(tag), FiberRef.get(depth))
+        const a = site.fork(Effect.zipLeft(read, FiberRef.set(tag, "by a child")))
+        const b = site.fork(read)
+        expect([yield* a.await, yield* b.await].map((exit) => exit._tag === "Success" ? exit.value : exit))
+          .toEqual([["changed", 11], ["changed", 11]])
+      })
+    }))
+})
