@@ -622,6 +622,22 @@ describe("bad input", () => {
     expect(r.stderr).not.toMatch(/\n\s+at /)
   }, 60_000)
 
+  it("a required option left out is named, with the command's help", async () => {
+    // @effect/cli alone said "Expected to find option: '--catalog'", once per option, without the command.
+    expectBadInput(
+      await rein(["run"]),
+      /^rein run: missing required options --catalog, --contract, --prompt \(see rein run --help\)\n$/
+    )
+    expectBadInput(
+      await rein(["batch", "--catalog", catalog, "--input=x.jsonl"]),
+      /^rein batch: missing required option --contract \(see rein batch --help\)\n$/
+    )
+    // Asking for help asks for no option.
+    const help = await rein(["run", "--help"])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toMatch(/--catalog/)
+  }, 60_000)
+
   it("a mistyped flag or command gets a did-you-mean", async () => {
     const out = path.join(tmp, "never.jsonl")
     expectBadInput(
