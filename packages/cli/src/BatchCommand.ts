@@ -33,6 +33,7 @@ import * as Progress from "./internal/progress.js"
 import type { PromptItem } from "./internal/prompts.js"
 import { countPrompts, streamPrompts } from "./internal/prompts.js"
 import { forCalls } from "./internal/providers.js"
+import * as Recording from "./internal/record.js"
 import * as RunCaps from "./internal/runCaps.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
@@ -65,6 +66,8 @@ export interface BatchReport {
   readonly elapsedMillis: number
   /** Breaker transitions, per endpoint and target state (`open`, `half_open`, `closed`). */
   readonly breakers: Progress.BreakerCounts
+  /** The journal file every item's decisions were appended to (`--record`), or `null`. */
+  readonly record?: string | null | undefined
 }
 
 /**
@@ -143,7 +146,10 @@ export const render = (r: BatchReport): string => {
       }`
     ],
     ["elapsed", millis(r.elapsedMillis)],
-    ["artifact", `${r.out} (continue or reuse it with --resume)`]
+    ["artifact", `${r.out} (continue or reuse it with --resume)`],
+    ...(r.record === undefined || r.record === null
+      ? []
+      : [["journal", `${r.record} (one record per request: rein replay / rein explain)`]])
   ]
   return [`batch ${r.ok ? "completed" : "did not complete cleanly"}`, table(rows, "  ", SUMMARY_WIDTH)].join("\n")
 }
@@ -170,8 +176,10 @@ export interface BatchOptions {
   readonly out: string
   readonly resume: Resume.Policy | undefined
   readonly overwrite: boolean
-  /** The mode of an artifact the run creates (default 0600). */
+  /** The mode of an artifact (and a journal file) the run creates (default 0600). */
   readonly fileMode?: number | undefined
+  /** Append each item's journal record (its decisions) to this JSONL file, as `rein run --record` does. */
+  readonly record?: string | undefined
   readonly guardrailsFile?: string | undefined
   readonly guardrails: Readonly<Record<string, unknown>>
   readonly scenario?: string | undefined
@@ -303,6 +311,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       originMillis: started,
       baseUrl: Option.fromNullable(options.baseUrl)
     })
+    const journal = yield* Recording.open(options.record, options.fileMode)
     const display = yield* Progress.make(total, options.progress)
     const store = JsonlStore.layer({
       path: options.out,
@@ -341,6 +350,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
           store
         )
       )),
+      Effect.provide(journal),
       Effect.onInterrupt(() =>
         Effect.flatMap(
           Interrupt.reusable(fs, options.out),
@@ -381,7 +391,8 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
         max: quantile(durations, 1)
       },
       elapsedMillis: ended - started,
-      breakers: yield* display.breakers
+      breakers: yield* display.breakers,
+      record: options.record ?? null
     }
   }))
 
@@ -466,6 +477,7 @@ export const command = Command.make(
       Options.withDescription("Start a fresh artifact even if --out exists")
     ),
     fileMode: Shared.fileMode,
+    record: Shared.record,
     guardrails: Shared.file("guardrails").pipe(
       Options.withDescription("Guardrails as JSON (flags override its fields)"),
       Options.optional
@@ -541,7 +553,14 @@ export const command = Command.make(
       if (abortOn.length > 0) flags.abortOn = abortOn
       if (o.dryRun) flags.dryRun = true
       const budget = yield* RunCaps.decodeBudget({ cost: o.budgetCost, tokens: o.budgetTokens, calls: o.budgetCalls })
-      if (Option.isSome(o.store)) return yield* onStore(o.store.value, o, flags, budget)
+      if (Option.isSome(o.store)) {
+        if (Option.isSome(o.record)) {
+          return yield* new InputError({
+            message: "--record journals a run of this process (--out FILE); with --store, leave --record out"
+          })
+        }
+        return yield* onStore(o.store.value, o, flags, budget)
+      }
       if (budget !== undefined) {
         return yield* new InputError({
           message: "--budget-cost, --budget-tokens and --budget-calls are a run's shared budget: they need --store " +
@@ -557,6 +576,7 @@ export const command = Command.make(
         resume: o.resume ? Option.getOrElse(o.resumePolicy, () => "reuse-successes" as const) : undefined,
         overwrite: o.overwrite,
         fileMode: yield* Shared.decodeFileMode(o.fileMode),
+        record: Option.getOrUndefined(o.record),
         guardrailsFile: Option.getOrUndefined(o.guardrails),
         guardrails: flags,
         scenario: Option.getOrUndefined(o.scenario),

@@ -1,7 +1,8 @@
 /**
  * The `rein` command: its subcommands, and the translation of every way it can end into an exit code.
- * Bad input is a message on stderr and exit 2 (never a stack trace); `@effect/cli` prints usage errors
- * (unknown flag, missing option) itself; a defect is one line and exit 4.
+ * Bad input is a message on stderr and exit 2 (never a stack trace); an unknown flag or a required option left
+ * out is named before `@effect/cli` parses (with the command's `--help`), other usage errors `@effect/cli`
+ * prints itself; a defect is one line and exit 4.
  *
  * @since 0.1.0
  */
@@ -116,7 +117,7 @@ const firstLine = (u: unknown): string => {
 export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode.ExitCode, never, CliApp.CliApp.Environment> =>
   Effect.gen(function*() {
     const status = yield* Status.make(ExitCode.ok)
-    const typo = Argv.check(argv.slice(2), commandFlags)
+    const typo = Argv.check(argv.slice(2), commandFlags) ?? Argv.missing(argv.slice(2), commandFlags)
     if (typo !== undefined) return yield* Effect.as(Console.error(typo), ExitCode.usage)
     const run = Help.asksHelp(argv)
       ? Effect.flatMap(Effect.console, (c) => Effect.withConsole(cli(argv), Help.console(c)))

@@ -8,16 +8,16 @@
 import { Command, Options } from "@effect/cli"
 import * as FileSystem from "@effect/platform/FileSystem"
 import type { Outcome } from "@rein/core"
-import { Journal, Rein } from "@rein/core"
-import type { Scope } from "effect"
-import { Clock, Console, Context, Effect, Either, Layer, Option } from "effect"
+import { Rein } from "@rein/core"
+import { Clock, Console, Effect, Either, Layer, Option } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import { attemptsTable } from "./internal/attempts.js"
-import { describeReadError, ensureParent, loadCatalogAndContract, readDecoded } from "./internal/files.js"
+import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
 import { forCalls } from "./internal/providers.js"
+import * as Recording from "./internal/record.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 import * as Telemetry from "./internal/telemetry.js"
@@ -166,25 +166,6 @@ const positive = (flag: string, n: number | undefined): Effect.Effect<void, Inpu
     ? Effect.void
     : Effect.fail(new InputError({ message: `${flag}: Expected a positive integer, actual ${n}` }))
 
-/** Opens the journal file for appending, in the command's scope. */
-const journal = (
-  path: string,
-  mode: number | undefined
-): Effect.Effect<Context.Context<Journal.Journal>, InputError, FileSystem.FileSystem | Scope.Scope> =>
-  Effect.zipRight(
-    ensureParent(path),
-    Effect.flatMap(
-      FileSystem.FileSystem,
-      (fs) =>
-        Layer.build(Journal.layerJsonl(path, { mode }).pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, fs))))
-          .pipe(
-            Effect.mapError((e) =>
-              new InputError({ message: `cannot open the record file ${path}: ${describeReadError(e)}` })
-            )
-          )
-    )
-  )
-
 /**
  * Executes one request as `rein run` does.
  *
@@ -217,9 +198,7 @@ export const execute = (options: RunOptions): Effect.Effect<RunReport, InputErro
       tokenizer,
       health: scenario === undefined ? {} : Scenario.healthConfig(scenario)
     }).pipe(Layer.mapError((e) => new InputError({ message: `scenario health: ${e.message}` })))
-    const journalContext = options.record === undefined
-      ? Context.empty()
-      : yield* journal(options.record, options.fileMode)
+    const journalContext = yield* Recording.open(options.record, options.fileMode)
     const result = yield* Rein.execute({
       prompt: options.prompt,
       system: options.system,
@@ -260,10 +239,7 @@ export const command = Command.make(
       Options.withDescription("The output bound (default: the endpoint's maximum)"),
       Options.optional
     ),
-    record: Shared.file("record").pipe(
-      Options.withDescription("Append the journal record to this JSONL file"),
-      Options.optional
-    ),
+    record: Shared.record,
     fileMode: Shared.fileMode,
     scenario: Shared.scenario,
     baseUrl: Shared.baseUrl,

@@ -88,6 +88,18 @@ describe("the command line check", () => {
     expect(Argv.check(["replay", "--jsn"], commands)).toMatch(/did you mean --json\?/)
   })
 
+  it("names the required options a command line left out, read from the command's options", () => {
+    expect(commands.find((c) => c.name === "run")!.required).toEqual([["--catalog"], ["--contract"], ["--prompt"]])
+    expect(Argv.missing(["plan", "--catalog", "c.json"], commands)).toBe(
+      "rein plan: missing required option --contract (see rein plan --help)"
+    )
+    // Given with =value, by any of its names, or not needed: --help asks for none; an optional flag is never asked.
+    expect(Argv.missing(["plan", "--catalog=c.json", "--contract", "k.json"], commands)).toBeUndefined()
+    expect(Argv.missing(["run", "--help"], commands)).toBeUndefined()
+    expect(Argv.missing(["replay"], commands)).toBeUndefined()
+    expect(Argv.missing(["batch", "--input", "i", "--catalog", "c", "--contract", "k"], commands)).toBeUndefined()
+  })
+
   it("is what the binary runs: the root command's subcommands are the ones checked", () => {
     expect(Cli.command).toBeDefined()
     expect(Argv.check(["--help"], commands)).toBeUndefined()

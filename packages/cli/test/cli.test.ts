@@ -412,6 +412,46 @@ const batchArgs = (out: string): Array<string> => [
 ]
 
 describe("rein batch", () => {
+  it(
+    "--record journals every item's decisions, as rein run --record does: replayable, explainable, no prompt",
+    async () => {
+      const out = path.join(tmp, "recorded", "batch.jsonl")
+      const record = path.join(tmp, "recorded", "journal.jsonl")
+      const r = await rein([
+        ...batchArgs(out),
+        "--scenario",
+        `${scenarios}/outage.json`,
+        "--concurrency",
+        "4",
+        "--record",
+        record
+      ])
+      expect(r.code).toBe(0)
+      expect(r.stdout).toMatch(/^ {2}journal {2,}\S/m)
+      expect(r.stdout.replace(/\s+/g, " ")).toMatch(/\(one record per request: rein replay \/ rein explain\)/)
+      const lines = fs.readFileSync(record, "utf8").trim().split("\n")
+      expect(lines).toHaveLength(48)
+      // One record per item, named by the item's id; the journal file is its owner's alone.
+      expect(lines.map((l) => JSON.parse(l).requestId).sort()).toEqual(
+        Array.from({ length: 48 }, (_, i) => `q${String(i + 1).padStart(2, "0")}`)
+      )
+      expect(fs.statSync(record).mode & 0o777).toBe(0o600)
+      const replay = await rein(["replay", record])
+      expect(replay.code).toBe(0)
+      expect(replay.stdout).toMatch(/of 48 requests: every decision reproduces byte for byte/)
+      expect((await rein(["explain", record])).code).toBe(0)
+      const prompts = fs.readFileSync("examples/prompts.jsonl", "utf8").trim().split("\n").map((l) => JSON.parse(l))
+      const journal = fs.readFileSync(record, "utf8")
+      for (const p of prompts) expect(journal).not.toContain(typeof p === "string" ? p : p.prompt)
+      // A shared run (--store) journals nowhere: said, not ignored.
+      expectBadInput(
+        await rein([...batchArgs(out), "--store", "postgres://localhost/x", "--run", "r", "--record", record]),
+        /--record journals a run of this process/
+      )
+    },
+    120_000
+  )
+
   it("runs the prompts through the outage with plain progress, a summary and a resumable artifact", async () => {
     const out = path.join(tmp, "run", "batch.jsonl")
     const args = [
@@ -620,6 +660,22 @@ describe("bad input", () => {
     expect(r.code).toBe(2)
     expect(r.stderr).toMatch(/--bogus/)
     expect(r.stderr).not.toMatch(/\n\s+at /)
+  }, 60_000)
+
+  it("a required option left out is named, with the command's help", async () => {
+    // @effect/cli alone said "Expected to find option: '--catalog'", once per option, without the command.
+    expectBadInput(
+      await rein(["run"]),
+      /^rein run: missing required options --catalog, --contract, --prompt \(see rein run --help\)\n$/
+    )
+    expectBadInput(
+      await rein(["batch", "--catalog", catalog, "--input=x.jsonl"]),
+      /^rein batch: missing required option --contract \(see rein batch --help\)\n$/
+    )
+    // Asking for help asks for no option.
+    const help = await rein(["run", "--help"])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toMatch(/--catalog/)
   }, 60_000)
 
   it("a mistyped flag or command gets a did-you-mean", async () => {

@@ -143,7 +143,8 @@ describe("messages in the user's words", () => {
       expect(error).toMatchObject({
         _tag: "Refused",
         refusal: "unknown_candidate",
-        reason: "candidate \"typo/b\" is not in the catalog",
+        reason: "candidate \"typo/b\" is not in the catalog: correct the contract's candidates, or add the endpoint " +
+          "to the catalog",
         attempts: []
       })
       expect(yield* fake.calls).toHaveLength(0)

@@ -24,7 +24,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
 import { Failure } from "@rein/core"
 import type { Provider } from "@rein/core"
-import { Clock, Context, Data, Effect, Either, Exit, Layer, Option, Stream } from "effect"
+import { Chunk, Clock, Context, Data, Effect, Either, Exit, Layer, Option, Stream } from "effect"
 import type { Redacted } from "effect"
 import { deltaLength } from "./internal/answerBytes.js"
 import * as Internal from "./internal/http.js"
@@ -62,11 +62,39 @@ interface Ticket {
   readonly maxResponseBytes: number
   /** An answer went over `maxResponseBytes`: the call is `malformed_response` / `body_too_large`. */
   tooLarge?: boolean | undefined
+  /** The last `data:` line of a streamed answer (read only when the stream ended without its finish). */
+  lastData?: Uint8Array | undefined
 }
 
 class CallTicket extends Context.Tag("@rein/providers/EffectAi/CallTicket")<CallTicket, Ticket>() {}
 
 const FORM_READERS = new Set<PropertyKey>(["formData", "urlParamsBody"])
+const DATA = new TextEncoder().encode("data:")
+const isData = (line: Uint8Array): boolean => {
+  for (let i = 0; i < DATA.length; i++) if (line[i] !== DATA[i]) return false
+  return true
+}
+
+/**
+ * How a stream that ended without its finish part failed: `malformed_output` when its last event was the
+ * vendor's final one (`isFinalEvent`), which the vendor client skipped as undecodable (`@effect/ai-openai`
+ * skips any event it cannot decode: a `response.completed` with a usage that is not a count), as the same
+ * answer unstreamed fails; else `stream_truncated`.
+ */
+const unfinished = (ticket: Ticket, isFinalEvent: ((event: unknown) => boolean) | undefined) => {
+  const line = ticket.lastData
+  let final = false
+  if (isFinalEvent !== undefined && line !== undefined) {
+    try {
+      final = isFinalEvent(JSON.parse(new TextDecoder().decode(line).slice(5)))
+    } catch {
+      final = false
+    }
+  }
+  return Failure.fromEvidence({ code: final ? "malformed_output" : "stream_truncated", malformed: true }, {
+    dispatched: true
+  })
+}
 
 /**
  * Watches a response's body within a bridged call, and bounds it. `@effect/ai` reads bodies whole (an error
@@ -129,7 +157,18 @@ const watch = (
           Stream.mapError(bodyFailed),
           Internal.boundEvents(ok ? ticket.maxResponseBytes : Internal.MAX_ERROR_BODY, tooLarge),
           Internal.dropSseRetry,
-          Internal.wholeLines
+          Internal.wholeLines,
+          Stream.mapChunks((lines) => {
+            // The chunk's last `data:` line, if any: one look per read, not per line.
+            for (let i = lines.length - 1; i >= 0; i--) {
+              const line = Chunk.unsafeGet(lines, i)
+              if (isData(line)) {
+                ticket.lastData = line
+                break
+              }
+            }
+            return lines
+          })
         )
       }
       const reader = typeof property === "string" && Object.hasOwn(readers, property) ? readers[property] : undefined
@@ -330,6 +369,14 @@ export interface BridgeOptions<R = never> {
    */
   readonly maxResponseBytes?: number | undefined
   /**
+   * Whether a streamed event (its `data:` JSON) is the vendor's final event of an answer. A stream that ends
+   * without its finish part, its last event a final one, had that event skipped by the vendor client as
+   * undecodable (a usage that is not a count): it fails `malformed_response` / `malformed_output`, as the
+   * same answer unstreamed does, not `stream_truncated`. `EffectAiOpenAi` gives Responses'
+   * `response.completed` and `response.incomplete`.
+   */
+  readonly isFinalEvent?: ((event: unknown) => boolean) | undefined
+  /**
    * The definitions of the tools requests may name (`CompletionRequest.tools`, by name): a request's tools
    * are sent with its `toolChoice`, and the model's tool calls come back on the answer (`toolCalls`),
    * never resolved here — the caller runs them. A request naming a tool not in it fails
@@ -498,14 +545,11 @@ export const fromLanguageModel = <R = never>(
         Stream.filterMap((part) => part),
         Stream.takeUntil((part) => part.done === true)
       )
-      // A stream that ends without its finish part was truncated: a failure, never a clean end.
+      // A stream that ends without its finish part was truncated (or its final event did not decode): a
+      // failure, never a clean end.
       return Stream.concat(
         parts,
-        Stream.suspend(() =>
-          done ? Stream.empty : Stream.fail(Failure.fromEvidence({ code: "stream_truncated", malformed: true }, {
-            dispatched: true
-          }))
-        )
+        Stream.suspend(() => done ? Stream.empty : Stream.fail(unfinished(ticket, options.isFinalEvent)))
       )
     })
 

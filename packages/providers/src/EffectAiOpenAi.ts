@@ -88,9 +88,15 @@ export const make = (
     return EffectAi.fromLanguageModel(languageModel, {
       maxResponseBytes: options.maxResponseBytes,
       toolkit: options.toolkit,
-      configure: (ctx) => configOf(options.config, ctx)
+      configure: (ctx) => configOf(options.config, ctx),
+      isFinalEvent
     })
   }))
+
+/** Responses' final events: the answer's usage rides on them. */
+const isFinalEvent = (event: unknown): boolean =>
+  typeof event === "object" && event !== null && "type" in event &&
+  (event.type === "response.completed" || event.type === "response.incomplete")
 
 /** `config` with the endpoint's model and Rein's output bound. */
 const configOf = (

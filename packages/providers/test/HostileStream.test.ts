@@ -202,6 +202,27 @@ const hostileUsage: ReadonlyArray<readonly [string, string, string]> = [
   ]
 ]
 
+/**
+ * What each hostile usage gives on each bridge's stream, as the same answer unstreamed gives it: a usage the
+ * vendor's schema takes but that is not a count (negative on Responses) is unknown usage; one its schema
+ * rejects is the answer not decoding, `malformed_output` (on Responses, whose client skips the undecodable
+ * `response.completed`, it was reported `stream_truncated`).
+ */
+const expected: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  "OpenAI Responses": {
+    missing: "malformed_output",
+    negative: "unknown usage",
+    "absurd (1e300)": "malformed_output",
+    "NaN as a string": "malformed_output"
+  },
+  "Anthropic Messages": {
+    missing: "malformed_output",
+    negative: "malformed_output",
+    "absurd (1e300)": "malformed_output",
+    "NaN as a string": "malformed_output"
+  }
+}
+
 describe("(4) hostile usage on the bridges' own streams: unknown or a typed failure, never charged", () => {
   for (const [name, bridge, body] of bridges) {
     for (const [label, responses, messages] of hostileUsage) {
@@ -215,8 +236,9 @@ describe("(4) hostile usage on the bridges' own streams: unknown or a typed fail
           if (Either.isRight(result)) {
             const last = Chunk.toReadonlyArray(result.right).at(-1)!
             expect([last.done, last.usage]).toEqual([true, "unknown"])
+            expect(expected[name]![label]).toBe("unknown usage")
           } else {
-            expect(result.left.kind).toBe("malformed_response")
+            expect([result.left.kind, result.left.code]).toEqual(["malformed_response", expected[name]![label]])
           }
           expect(yield* closed(server)).toBe(1)
         })).pipe(withHttp))

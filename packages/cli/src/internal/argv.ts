@@ -10,10 +10,12 @@ import { Command } from "@effect/cli"
 import type { Usage } from "@effect/cli"
 import { Option } from "effect"
 
-/** A command's flags: name → whether it takes a value. @internal */
+/** A command's flags: name → whether it takes a value; and the flags it cannot run without. @internal */
 export interface Flags {
   readonly name: string
   readonly flags: ReadonlyMap<string, boolean>
+  /** The required options, each by its names (`--catalog`, or a long name and its alias). */
+  readonly required: ReadonlyArray<ReadonlyArray<string>>
 }
 
 // The flags `@effect/cli` adds to every command.
@@ -26,18 +28,31 @@ const BUILT_IN: ReadonlyMap<string, boolean> = new Map([
   ["--log-level", true]
 ])
 
-const collect = (usage: Usage.Usage, into: Map<string, boolean>): void => {
+/**
+ * Gathers a usage's flags, and (while `required`) the options outside any optional, repeated or alternative
+ * part: those the command cannot run without.
+ */
+const collect = (
+  usage: Usage.Usage,
+  into: Map<string, boolean>,
+  required: Array<ReadonlyArray<string>> | undefined
+): void => {
   switch (usage._tag) {
-    case "Named":
-      for (const name of usage.names) if (name.startsWith("-")) into.set(name, Option.isSome(usage.acceptedValues))
+    case "Named": {
+      const names = usage.names.filter((name) => name.startsWith("-"))
+      for (const name of names) into.set(name, Option.isSome(usage.acceptedValues))
+      if (required !== undefined && names.length > 0) required.push(names)
       return
+    }
     case "Optional":
     case "Repeated":
-      return collect(usage.usage, into)
+      return collect(usage.usage, into, undefined)
     case "Alternation":
+      collect(usage.left, into, undefined)
+      return collect(usage.right, into, undefined)
     case "Concat":
-      collect(usage.left, into)
-      return collect(usage.right, into)
+      collect(usage.left, into, required)
+      return collect(usage.right, into, required)
     case "Empty":
     case "Mixed":
       return
@@ -47,8 +62,9 @@ const collect = (usage: Usage.Usage, into: Map<string, boolean>): void => {
 /** The flags of a command, read from its usage. @internal */
 export const flagsOf = <Name extends string, R, E, A>(command: Command.Command<Name, R, E, A>): Flags => {
   const flags = new Map<string, boolean>()
-  collect(Command.getUsage(command), flags)
-  return { name: [...Command.getNames(command)][0] ?? "", flags }
+  const required: Array<ReadonlyArray<string>> = []
+  collect(Command.getUsage(command), flags, required)
+  return { name: [...Command.getNames(command)][0] ?? "", flags, required }
 }
 
 /** Edit distance (insert, delete, substitute, or swap two neighbours). @internal */
@@ -82,21 +98,28 @@ const suggestion = (typed: string, known: Iterable<string>): string => {
   return near === undefined ? "" : `; did you mean ${near}?`
 }
 
-const checkFlags = (args: ReadonlyArray<string>, command: Flags): string | undefined => {
+/** The flags a command line gives its command (up to `--`), and the first unknown one as a message. */
+const scan = (
+  args: ReadonlyArray<string>,
+  command: Flags
+): { readonly given: Set<string>; readonly unknown?: string } => {
+  const given = new Set<string>()
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!
-    if (arg === "--") return undefined
+    if (arg === "--") break
     if (!arg.startsWith("-") || arg === "-" || /^-\d/.test(arg)) continue
     const name = arg.includes("=") ? arg.slice(0, arg.indexOf("=")) : arg
     const takesValue = command.flags.get(name) ?? BUILT_IN.get(name)
     if (takesValue === undefined) {
-      return `rein ${command.name}: unknown flag ${name}${
+      const unknown = `rein ${command.name}: unknown flag ${name}${
         suggestion(name, command.flags.keys())
       } (see rein ${command.name} --help)`
+      return { given, unknown }
     }
+    given.add(name)
     if (takesValue && !arg.includes("=")) i++
   }
-  return undefined
+  return { given }
 }
 
 /**
@@ -122,5 +145,25 @@ export const check = (args: ReadonlyArray<string>, commands: ReadonlyArray<Flags
       near === undefined ? "" : `; did you mean ${near}?`
     } (the commands: ${names.join(", ")})`
   }
-  return checkFlags(args.slice(1), command)
+  return scan(args.slice(1), command).unknown
+}
+
+/**
+ * The required options a command line (`args` without runtime and script, its flags known: `check`) left
+ * out, named in one line with the command's help, or `undefined`. (`@effect/cli` says `Expected to find
+ * option: '--catalog'` once per option, without the command or where to look.) A built-in flag (`--help`,
+ * `--wizard`, …) asks for no option.
+ *
+ * @internal
+ */
+export const missing = (args: ReadonlyArray<string>, commands: ReadonlyArray<Flags>): string | undefined => {
+  const command = commands.find((c) => c.name === args[0])
+  if (command === undefined) return undefined
+  const { given } = scan(args.slice(1), command)
+  for (const name of BUILT_IN.keys()) if (given.has(name)) return undefined
+  const absent = command.required.filter((names) => !names.some((name) => given.has(name))).map((names) => names[0]!)
+  if (absent.length === 0) return undefined
+  return `rein ${command.name}: missing required option${absent.length === 1 ? "" : "s"} ${
+    absent.join(", ")
+  } (see rein ${command.name} --help)`
 }

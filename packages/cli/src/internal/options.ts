@@ -19,6 +19,12 @@ export const json = Options.boolean("json").pipe(Options.withDescription("Print 
  */
 export const file = (name: string): Options.Options<string> => Options.text(name).pipe(Options.withPseudoName("file"))
 
+/** `--record FILE` (`rein run`, `rein batch`): the journal, appended, for `rein replay` and `rein explain`. @internal */
+export const record = file("record").pipe(
+  Options.withDescription("Append each request's journal record (its decisions, never the prompt) to this JSONL file"),
+  Options.optional
+)
+
 /** `--catalog FILE`. @internal */
 export const catalog = file("catalog").pipe(
   Options.withDescription("The catalog: endpoints, capabilities, pinned prices (JSON)")

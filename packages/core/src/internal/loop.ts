@@ -26,10 +26,9 @@ import * as Usage from "../Usage.js"
 import * as Attempt from "./attempt.js"
 import type { Service as ReinService } from "./context.js"
 import { Rein } from "./context.js"
-import { describe } from "./decode.js"
 import { clampMillis } from "./duration.js"
 import { IDLE, keepMap } from "./maps.js"
-import { noInputBound } from "./refusals.js"
+import * as Refusals from "./refusals.js"
 import * as Spec from "./spec.js"
 import { stackless } from "./stackless.js"
 import * as Telemetry from "./telemetry.js"
@@ -131,13 +130,6 @@ const resolved = new WeakMap<ReinService, WeakMap<Contract, Resolved>>()
 const SPECS_PER_CONTRACT = 256
 
 /** Resolves a contract under a Rein once (its providers and catalog are fixed when the layer is built). */
-const unknownCandidates = (ids: ReadonlyArray<string>): string | null =>
-  ids.length === 0
-    ? null
-    : `${ids.length === 1 ? "candidate" : "candidates"} ${ids.map(describe).join(", ")} ${
-      ids.length === 1 ? "is" : "are"
-    } not in the catalog`
-
 const resolve = (rein: ReinService, contract: Contract): Resolved => {
   let byContract = resolved.get(rein)
   if (byContract === undefined) resolved.set(rein, byContract = new WeakMap())
@@ -148,7 +140,7 @@ const resolve = (rein: ReinService, contract: Contract): Resolved => {
       const e = rein.catalog.byId.get(id)
       const p = e === undefined ? undefined : rein.providers.get(e.provider)
       if (e !== undefined && p !== undefined && p.internalMaxAttempts !== 1) {
-        nested = `provider ${JSON.stringify(e.provider)} retries internally (${p.internalMaxAttempts} attempts)`
+        nested = Refusals.nestedRetries(e.provider, p.internalMaxAttempts)
         break
       }
     }
@@ -156,7 +148,7 @@ const resolve = (rein: ReinService, contract: Contract): Resolved => {
     byContract.set(
       contract,
       found = {
-        unknown: unknownCandidates(unknown),
+        unknown: Refusals.unknownCandidates(unknown),
         nested,
         byShape: new Map(),
         last: undefined,
@@ -402,14 +394,15 @@ export const prepareIn = (
     return refuse(
       refusingIn(fiber, request, contract, streaming),
       "effectful_mode",
-      "effectful operations are not retried here; use a durable ledger"
+      Refusals.effectfulMode
     )
   }
-  if (!validCount(request.inputTokens, 0) || !validCount(request.maxOutputTokens, 1)) {
+  const validInput = validCount(request.inputTokens, 0)
+  if (!validInput || !validCount(request.maxOutputTokens, 1)) {
     return refuse(
       refusingIn(fiber, request, contract, streaming),
       "invalid_request",
-      "inputTokens must be a non-negative integer, maxOutputTokens a positive one"
+      Refusals.invalidBounds(request.inputTokens, request.maxOutputTokens, validInput)
     )
   }
   const inputTokens = request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
@@ -419,14 +412,14 @@ export const prepareIn = (
     return refuse(
       refusingIn(fiber, request, contract, streaming),
       "invalid_request",
-      "the tokenizer's count must be a non-negative integer"
+      Refusals.invalidTokenizerCount(inputTokens)
     )
   }
   if ((contract.budget.cost !== undefined || contract.budget.tokens !== undefined) && inputTokens === null) {
     return refuse(
       refusingIn(fiber, request, contract, streaming),
       "no_input_bound",
-      noInputBound(contract.budget)
+      Refusals.noInputBound(contract.budget)
     )
   }
   const entry = resolve(rein, contract)
@@ -1057,7 +1050,7 @@ class CommittedAttempt<S> implements Committed<S> {
           ? terminal(decision, progress, env.spec)
           : stackless(() =>
             new Outcome.FailedSafe({
-              reason: "the stream has committed: no retry, no fallback",
+              reason: `the stream has committed: no retry, no fallback; ${Refusals.committedFix}`,
               cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
               attempts: progress.records
             }, true)
@@ -1354,6 +1347,25 @@ export const totalCost = (records: ReadonlyArray<Outcome.AttemptRecord>): number
   return total
 }
 
+/**
+ * The planner's reason (which replay compares, so it stays as recorded) and, on the outcome only, what to change.
+ */
+const withFix = (reason: string, fix: string | undefined): string => fix === undefined ? reason : `${reason}; ${fix}`
+
+/** What to change after a `FailedSafe` stop: in the planner's order, a kind that forbids both, else a commit. */
+const failedSafeFix = (spec: Planner.Spec, cause: Outcome.Cause): string => {
+  const rule = spec.table[cause.kind]
+  return !rule.retry && rule.fallback === "none" ? Refusals.failedSafeFix(cause.kind, rule) : Refusals.committedFix
+}
+
+const STATIC: ReadonlyArray<Planner.Predicate> = ["listed", "capable", "mode", "simulation"]
+
+/** The predicate that excluded the first candidate of a refusal (as `Planner`'s reason names it). */
+const firstPredicate = (decision: Planner.Stop): string => {
+  for (const c of decision.candidates) for (const p of STATIC) if (c.verdicts[p] !== true) return p
+  return ""
+}
+
 /** @internal */
 export const terminal = (decision: Planner.Stop, progress: Progress, spec: Planner.Spec): Outcome.Terminal => {
   const attempts = progress.records
@@ -1382,16 +1394,21 @@ export const terminal = (decision: Planner.Stop, progress: Progress, spec: Plann
     case "PlanExhausted":
       return stackless(() => new Outcome.PlanExhausted({ reason: decision.reason, cause, attempts }, true))
     case "FailedSafe":
-      return stackless(() =>
-        new Outcome.FailedSafe({
-          reason: decision.reason,
-          cause: cause ?? { kind: "unknown", code: "unknown", endpoint: "" },
+      return stackless(() => {
+        const last = cause ?? { kind: "unknown" as const, code: "unknown", endpoint: "" }
+        return new Outcome.FailedSafe({
+          reason: withFix(decision.reason, failedSafeFix(spec, last)),
+          cause: last,
           attempts
         }, true)
-      )
+      })
     case "Refused":
       return stackless(() =>
-        new Outcome.Refused({ refusal: "no_legal_candidate", reason: decision.reason, attempts }, true)
+        new Outcome.Refused({
+          refusal: "no_legal_candidate",
+          reason: withFix(decision.reason, Refusals.noLegalCandidateFix(firstPredicate(decision))),
+          attempts
+        }, true)
       )
   }
 }
