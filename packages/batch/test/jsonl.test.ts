@@ -249,3 +249,77 @@ describe("record lines taken as they are", () => {
     ])
   })
 })
+
+describe("record lines taken as they are: raw text", () => {
+  const decodeRecord = Schema.decodeUnknownEither(ItemRecord, { errors: "all" })
+  const fields = Object.keys(ItemRecord.fields) // (the schema's order)
+  const base: Record<string, unknown> = { ...record, endpoint: "e/1", error: { _tag: "E" } }
+  // Raw JSON tokens a hand-edited or hostile line may hold where a value goes: ones `JSON.stringify` never
+  // writes (`-0`, `1e400`, an unsafe integer, exponents) beside wrong types, nested shapes and literals.
+  const token = fc.constantFrom(
+    "-0",
+    "0",
+    "0.0",
+    "1e400",
+    "-1e400",
+    "9007199254740993",
+    "9007199254740991",
+    "1e2",
+    "1E-2",
+    "-1",
+    "1.5",
+    "-0.0",
+    "\"unknown\"",
+    "\"item\"",
+    "\"success\"",
+    "\"failure\"",
+    "\"Item\"",
+    "true",
+    "false",
+    "null",
+    "[]",
+    "{}",
+    "\"\"",
+    "\"\\u0000\"",
+    "\"\\ud800\"",
+    "{\"inputTokens\":1,\"outputTokens\":-0}",
+    "{\"inputTokens\":1e400,\"outputTokens\":0}",
+    "{\"inputTokens\":1,\"outputTokens\":2,\"inputTokens\":3}",
+    "{\"__proto__\":{\"inputTokens\":1},\"inputTokens\":1,\"outputTokens\":2}",
+    "{\"outputTokens\":2}"
+  )
+  const line = fc.tuple(
+    fc.array(fc.tuple(fc.nat({ max: fields.length - 1 }), token), { maxLength: 3 }),
+    fc.array(fc.tuple(fc.nat({ max: fields.length }), fc.constantFrom(...fields, "__proto__", "0")), {
+      maxLength: 2
+    }),
+    fc.subarray(fields.filter((f) => f === "endpoint" || f === "result" || f === "error"))
+  ).map(([values, inserted, dropped]) => {
+    const parts = fields.filter((f) => !(dropped as ReadonlyArray<string>).includes(f)).map((f) => {
+      const raw = values.find(([i]) => fields[i] === f)
+      return `${JSON.stringify(f)}:${raw === undefined ? JSON.stringify(base[f]) : raw[1]}`
+    })
+    // Duplicate or extra keys, anywhere (JSON.parse keeps a duplicate's first place and its last value).
+    for (const [at, key] of inserted) parts.splice(at, 0, `${JSON.stringify(key)}:${JSON.stringify(base[key] ?? 1)}`)
+    return `{${parts.join(",")}}`
+  })
+
+  it("a line is read as the schema decodes its JSON, whatever its text", () => {
+    let taken = 0
+    fc.assert(
+      fc.property(line, (text) => {
+        const read = Jsonl.parseRecord(utf8(text), 2, "sha256:0")
+        const decoded = decodeRecord(JSON.parse(text))
+        expect(Either.isRight(read)).toBe(Either.isRight(decoded))
+        if (Either.isRight(read) && Either.isRight(decoded)) {
+          if (Jsonl.isExactRecord(JSON.parse(text))) taken += 1
+          expect(read.right).toEqual(decoded.right) // (`toEqual` tells -0 from 0)
+          expect(Object.keys(read.right)).toEqual(Object.keys(decoded.right))
+          expect(JSON.stringify(read.right)).toBe(JSON.stringify(decoded.right))
+        }
+      }),
+      { numRuns: 5_000, seed: 43 }
+    )
+    expect(taken).toBeGreaterThan(100) // (lines the hand check took: the property is not vacuous)
+  })
+})
