@@ -62,6 +62,8 @@ interface Ticket {
   readonly maxResponseBytes: number
   /** An answer went over `maxResponseBytes`: the call is `malformed_response` / `body_too_large`. */
   tooLarge?: boolean | undefined
+  /** Whether to keep `lastData`: a stream whose bridge asks `isFinalEvent` (no other call reads it). */
+  readonly keepsLastData: boolean
   /** The last `data:` line of a streamed answer (read only when the stream ended without its finish). */
   lastData?: Uint8Array | undefined
 }
@@ -73,6 +75,18 @@ const DATA = new TextEncoder().encode("data:")
 const isData = (line: Uint8Array): boolean => {
   for (let i = 0; i < DATA.length; i++) if (line[i] !== DATA[i]) return false
   return true
+}
+
+/** Keeps each read's last `data:` line, if any, on the ticket: one look per read, not per line. */
+const keepLastData = (ticket: Ticket) => (lines: Chunk.Chunk<Uint8Array>): Chunk.Chunk<Uint8Array> => {
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = Chunk.unsafeGet(lines, i)
+    if (isData(line)) {
+      ticket.lastData = line
+      break
+    }
+  }
+  return lines
 }
 
 /**
@@ -153,23 +167,13 @@ const watch = (
     get(target, property) {
       if (property === "stream") {
         streamed = true
-        return target.stream.pipe(
+        const lines = target.stream.pipe(
           Stream.mapError(bodyFailed),
           Internal.boundEvents(ok ? ticket.maxResponseBytes : Internal.MAX_ERROR_BODY, tooLarge),
           Internal.dropSseRetry,
-          Internal.wholeLines,
-          Stream.mapChunks((lines) => {
-            // The chunk's last `data:` line, if any: one look per read, not per line.
-            for (let i = lines.length - 1; i >= 0; i--) {
-              const line = Chunk.unsafeGet(lines, i)
-              if (isData(line)) {
-                ticket.lastData = line
-                break
-              }
-            }
-            return lines
-          })
+          Internal.wholeLines
         )
+        return ticket.keepsLastData ? Stream.mapChunks(lines, keepLastData(ticket)) : lines
       }
       const reader = typeof property === "string" && Object.hasOwn(readers, property) ? readers[property] : undefined
       if (streamed && (reader !== undefined || FORM_READERS.has(property))) return Effect.fail(decodeError())
@@ -478,7 +482,11 @@ export const fromLanguageModel = <R = never>(
   const maxResponseBytes = Internal.isByteBound(options.maxResponseBytes)
     ? options.maxResponseBytes
     : Internal.DEFAULT_MAX_RESPONSE_BYTES
-  const ticketOf = (): Ticket => ({ sent: 0, maxResponseBytes })
+  const ticketOf = (streamed: boolean): Ticket => ({
+    sent: 0,
+    maxResponseBytes,
+    keepsLastData: streamed && options.isFinalEvent !== undefined
+  })
   const configure = (ctx: Provider.AttemptContext, ticket: Ticket): Context.Context<R | CallTicket> =>
     Context.add(
       options.configure === undefined ? Context.empty() as Context.Context<R> : options.configure(ctx),
@@ -492,7 +500,7 @@ export const fromLanguageModel = <R = never>(
     Effect.suspend(() => {
       const tools = toolsOf(options.toolkit, request)
       if (Either.isLeft(tools)) return Effect.fail(tools.left)
-      const ticket = ticketOf()
+      const ticket = ticketOf(false)
       return languageModel.generateText(optionsOf(request, tools.right)).pipe(
         Effect.provide(configure(ctx, ticket)),
         Spans.quiet,
@@ -515,7 +523,7 @@ export const fromLanguageModel = <R = never>(
       if (Either.isLeft(tools)) return Stream.fail(tools.left)
       let done = false
       let answerLength = 0
-      const ticket = ticketOf()
+      const ticket = ticketOf(true)
       const parts = languageModel.streamText(optionsOf(request, tools.right)).pipe(
         Stream.provideSomeContext(configure(ctx, ticket)),
         Spans.quietStream,
@@ -649,7 +657,7 @@ export const oneShotCall = <A, R>(
   maxResponseBytes: number = Internal.DEFAULT_MAX_RESPONSE_BYTES
 ): Effect.Effect<A, Failure.ProviderFailure, R> =>
   Effect.suspend(() => {
-    const ticket: Ticket = { sent: 0, maxResponseBytes }
+    const ticket: Ticket = { sent: 0, maxResponseBytes, keepsLastData: false }
     return effect.pipe(
       Effect.provideService(CallTicket, ticket),
       Spans.quiet,
@@ -675,7 +683,7 @@ export const oneShotStream = <A, R>(
   maxResponseBytes: number = Internal.DEFAULT_MAX_RESPONSE_BYTES
 ): Stream.Stream<A, Failure.ProviderFailure, R> =>
   Stream.suspend(() => {
-    const ticket: Ticket = { sent: 0, maxResponseBytes }
+    const ticket: Ticket = { sent: 0, maxResponseBytes, keepsLastData: false }
     return stream.pipe(
       Stream.provideService(CallTicket, ticket),
       Spans.quietStream,
