@@ -57,24 +57,49 @@ export class Site {
 
 const NO_REFS = FiberRefs.empty()
 
-// The site made last, whichever fiber it was made for. A batch's workers are forked from one fiber and share
-// its references' stacks, so they share one site; a caller that runs one request per fiber (a `runPromise` per
-// call, each from the same runtime) finds the same values each time. (A `WeakMap` per caller fiber cost more
-// CPU per one-shot caller than the copies it saved.)
-let last: Site | undefined = undefined
+// Where sites are kept: the site made last, whichever fiber it was made for, and the site made last for each
+// fiber, at the slot of its id (`id & SLOTS - 1`; a fiber id is a number never reused). A batch's workers are
+// forked from one fiber and share its references' stacks, so they share the last site; a caller that runs one
+// request per fiber (a `runPromise` per call, each from the same runtime) finds the same values each time. Workers
+// that each hold a reference of their own (a batch's guardrail workers each provide their own `Gate`) alternate,
+// and each finds its own site at its slot (two workers whose ids share a slot take turns, as with one site).
+// Both are weak: a site kept only here goes at the next full collection, with the caller's context and references
+// it holds (between forks, nothing else holds a site: its children hold its forked references and its runtime).
+// A weak reference costs one `WeakRef` per site made and one `deref` per look-up; a `WeakMap` per caller fiber cost
+// ≈ 3.5 µs of CPU per one-shot caller (its `set` on a short-lived key), more than the copies it saved.
+const SLOTS = 1024
+let last: WeakRef<Site> | undefined = undefined
+const owners: Array<number> = new Array<number>(SLOTS).fill(-1)
+const kept: Array<WeakRef<Site> | undefined> = new Array<WeakRef<Site> | undefined>(SLOTS).fill(undefined)
 
 /**
- * Where `parent` (the calling fiber, in one of its own steps) forks children with `flags`: the site made last
- * while `parent`'s references hold the same values as those it was made from, else a new one.
+ * Where `parent` (the calling fiber, in one of its own steps) forks children with `flags`: the site made last for
+ * `parent`, or else the one made last, while `parent`'s references hold the same values as those it was made from;
+ * else a new one.
  *
  * @internal
  */
 export const siteOf = (parent: Fiber.RuntimeFiber<unknown, unknown>, flags: RuntimeFlags.RuntimeFlags): Site => {
   const refs = parent.getFiberRefs()
-  const site = last
+  const id = parent.id().id
+  const slot = id & (SLOTS - 1)
+  if (owners[slot] === id) {
+    const own = kept[slot]?.deref()
+    if (own !== undefined && own.flags === flags && sameValues(own.source, refs)) return own
+  }
+  const site = last?.deref()
   if (site !== undefined && site.flags === flags && sameValues(site.source, refs)) return site
-  return last = new Site(refs, flags, parent.currentContext)
+  const made = new Site(refs, flags, parent.currentContext)
+  sitesMade++
+  last = kept[slot] = new WeakRef(made)
+  owners[slot] = id
+  return made
 }
+
+let sitesMade = 0
+
+/** How many sites were made since the process started (a miss of both look-ups makes one). @internal */
+export const made = (): number => sitesMade
 
 // `getFiberRefs` keeps every other reference's stack (it copies the map, not the stacks): the stacks compare
 // by identity; a value set and then restored (`Effect.locally`) is a new stack with the same current value.
