@@ -63,14 +63,23 @@ const NO_REFS = FiberRefs.empty()
 // request per fiber (a `runPromise` per call, each from the same runtime) finds the same values each time. Workers
 // that each hold a reference of their own (a batch's guardrail workers each provide their own `Gate`) alternate,
 // and each finds its own site at its slot (two workers whose ids share a slot take turns, as with one site).
-// Both are weak: a site kept only here goes at the next full collection, with the caller's context and references
-// it holds (between forks, nothing else holds a site: its children hold its forked references and its runtime).
-// A weak reference costs one `WeakRef` per site made and one `deref` per look-up; a `WeakMap` per caller fiber cost
-// ≈ 3.5 µs of CPU per one-shot caller (its `set` on a short-lived key), more than the copies it saved.
+// A `WeakMap` per caller fiber cost ≈ 3.5 µs of CPU per one-shot caller (its `set` on a short-lived key).
 const SLOTS = 1024
-let last: WeakRef<Site> | undefined = undefined
+let last: Site | undefined = undefined
 const owners: Array<number> = new Array<number>(SLOTS).fill(-1)
-const kept: Array<WeakRef<Site> | undefined> = new Array<WeakRef<Site> | undefined>(SLOTS).fill(undefined)
+const kept: Array<Site | undefined> = new Array<Site | undefined>(SLOTS).fill(undefined)
+
+// Every site is let go at each full collection (the first after a site was made), with the caller's context and
+// references it holds: an object only a `FinalizationRegistry` watches goes then, and its callback empties the
+// slots (scavenges leave it). A `WeakRef` per site would cost an allocation per look-up (`deref` keeps its target
+// in a set made anew after each job, ≈ 0.12 KB per batch item).
+const sweeper = new FinalizationRegistry<undefined>(() => {
+  last = undefined
+  owners.fill(-1)
+  kept.fill(undefined)
+  watched = false
+})
+let watched = false
 
 /**
  * Where `parent` (the calling fiber, in one of its own steps) forks children with `flags`: the site made last for
@@ -84,15 +93,19 @@ export const siteOf = (parent: Fiber.RuntimeFiber<unknown, unknown>, flags: Runt
   const id = parent.id().id
   const slot = id & (SLOTS - 1)
   if (owners[slot] === id) {
-    const own = kept[slot]?.deref()
-    if (own !== undefined && own.flags === flags && sameValues(own.source, refs)) return own
+    const own = kept[slot]!
+    if (own.flags === flags && sameValues(own.source, refs)) return own
   }
-  const site = last?.deref()
+  const site = last
   if (site !== undefined && site.flags === flags && sameValues(site.source, refs)) return site
   const made = new Site(refs, flags, parent.currentContext)
   sitesMade++
-  last = kept[slot] = new WeakRef(made)
+  last = kept[slot] = made
   owners[slot] = id
+  if (!watched) {
+    watched = true
+    sweeper.register({}, undefined)
+  }
   return made
 }
 
