@@ -1,7 +1,7 @@
 // A/B helper (not part of the bench): the attempt's fork site (core's `internal/fork.ts`) over bench 2's 5 ms
 // shape: sites made per item (a miss of the cache makes one; hit rate = 1 − that) for `Batch.run` plain and with
 // every guardrail on. The build's `internal/fork.js` must export `made()` (this checkout's does; for an older
-// build, patch a copy of it: `sed -i "s/return last = new Site(/sitesMade++;\n    // build, patch a copy of it: see bench/PROFILE.md, h/guardsite)./"` on its `fork.js` and append
+// build, patch a copy of it: put `sitesMade++` before `return last = new Site(` in its `fork.js` and append
 // `let sitesMade = 0; export const made = () => sitesMade;`).
 // node bench/ab/fork-sites.mjs [N,L,C] [root]
 import { dirname, resolve } from "node:path"
