@@ -6,29 +6,12 @@
 // node bench/ab/fork-sites.mjs [N,L,C] [root]
 import { dirname, resolve } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import { shapeOf } from "./shape.mjs"
 const here = resolve(dirname(fileURLToPath(import.meta.url)), "../..")
 const [N, L, C] = (process.argv[2] ?? "20000,5,200").split(",").map(Number)
 const root = resolve(process.argv[3] ?? here)
-const at = (p) => import(pathToFileURL(resolve(root, p)).href)
-const { Batch, Guardrails } = await at("packages/batch/dist/index.js")
-const { Catalog, Contract, Rein } = await at("packages/core/dist/index.js")
-const Fork = await at("packages/core/dist/internal/fork.js")
-const { Effect, Layer, Scope } = await at("packages/core/node_modules/effect/dist/esm/index.js")
-const catalog = Catalog.make({
-  endpoints: [{
-    id: "mem/a", provider: "mem", model: "a",
-    capabilities: { contextWindow: 128_000, maxOutputTokens: 4_096 },
-    prices: { inputTokens: 1e-6, outputTokens: 2e-6 }
-  }]
-})
-const response = { text: "ok", usage: { inputTokens: 10, outputTokens: 10 } }
-const call = () => new Promise((r) => setTimeout(() => r(1), L))
-const provider = { internalMaxAttempts: 1, call: () => Effect.as(Effect.promise(call), response) }
-const context = Effect.runSync(
-  Effect.flatMap(Scope.make(), (s) => Layer.buildWithScope(Rein.layer({ catalog, providers: { mem: provider } }), s))
-)
-const contract = Contract.make({ deadline: "1 minute", candidates: ["mem/a"] })
-const items = Array.from({ length: N }, (_, i) => i)
+const Fork = await import(pathToFileURL(resolve(root, "packages/core/dist/internal/fork.js")).href)
+const { Batch, Guardrails, effect: { Effect }, context, contract, items, request } = await shapeOf(root, N, L)
 const all = {
   itemDeadline: "30 seconds", batchDeadline: "10 minutes", abortOn: ["authentication", "insufficient_balance"],
   maxTotalTokens: 1e12, maxTotalCost: 1e9, requestsPerMinute: 1e9, tokensPerMinute: 1e12, cooldown: "1 second"
@@ -36,7 +19,7 @@ const all = {
 for (const [name, config] of [["plain", {}], ["all", all], ["plain", {}], ["all", all]]) {
   const guardrails = Guardrails.make({ concurrency: C, ...config })
   const before = Fork.made()
-  await Effect.runPromise(Batch.run(items, { contract, request: () => ({ prompt: "hello", inputTokens: 10, maxOutputTokens: 10 }), guardrails }).pipe(Effect.provide(context)))
+  await Effect.runPromise(Batch.run(items, { contract, request: () => request, guardrails }).pipe(Effect.provide(context)))
   const made = Fork.made() - before
   console.log(name.padEnd(6), "sites made", made, "per item", (made / N).toFixed(4), "hit rate", (1 - made / N).toFixed(4))
 }
