@@ -10,7 +10,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Deferred, Effect, Either, Fiber, Schedule } from "effect"
 import { PgBudget } from "../src/index.js"
 import { available, fresh, PgLive } from "./pg.js"
-import { inTransaction, lockPool, waitingFor } from "./rowLocks.js"
+import { firstHeartbeat, inTransaction, lockPool, waitingFor } from "./rowLocks.js"
 
 interface LeaseRow {
   readonly id: string
@@ -39,20 +39,6 @@ const leaseRow = (name: string, holder: string, forUpdate: boolean) =>
 const expectQuarterRule = (row: LeaseRow) => {
   expect(row.k - row.u, JSON.stringify(row)).toBeLessThanOrEqual(Math.ceil(0.25 * (row.l - row.u)))
 }
-
-/** Polls until `holder`'s first heartbeat (the one its budget runs when made) has reported. */
-const firstHeartbeat = (name: string, holder: string) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) =>
-      sql<{ readonly beat: boolean }>`SELECT heartbeat_at > opened_at AS beat FROM rein_budget_leases
-      WHERE budget = ${name} AND holder = ${holder}`.pipe(
-        Effect.filterOrFail((rows) => rows[0]?.beat === true, () => "not yet"),
-        Effect.retry(Schedule.spaced("5 millis")),
-        Effect.timeout("20 seconds"),
-        Effect.orDie
-      )
-  )
 
 /** Polls until the backend `pid` has finished its statement (autocommit: committed). */
 const idle = (pid: number) =>

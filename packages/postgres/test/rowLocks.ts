@@ -51,3 +51,17 @@ export const lockPool = (name: string) =>
     const held = yield* inTransaction(sql`SELECT 1 FROM rein_budgets WHERE name = ${name} FOR UPDATE`, release)
     return { ...held, release }
   })
+
+/** Polls until `holder`'s first heartbeat (the one its budget runs when made) has reported. */
+export const firstHeartbeat = (name: string, holder: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<{ readonly beat: boolean }>`SELECT heartbeat_at > opened_at AS beat FROM rein_budget_leases
+      WHERE budget = ${name} AND holder = ${holder}`.pipe(
+        Effect.filterOrFail((rows) => rows[0]?.beat === true, () => "not yet"),
+        Effect.retry(Schedule.spaced("5 millis")),
+        Effect.timeout("20 seconds"),
+        Effect.orDie
+      )
+  )

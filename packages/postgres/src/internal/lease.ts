@@ -137,9 +137,13 @@ export const raise = (ctx: Ctx, n: S.Vec) =>
  * the lease was reclaimed.
  */
 export const topUp = (ctx: Ctx, needed: S.Vec, ask: S.Vec, reservationNeed: S.Vec) =>
-  Effect.gen(function*() {
+  Effect.uninterruptibleMask((restore) => {
     const s = ctx.slice
-    const outcome = yield* ctx.sql.withTransaction(Effect.gen(function*() {
+    // The transaction's statements stay interruptible (a top-up stuck behind the pool's row lock is cancelled
+    // when its caller gives up); its COMMIT is not (`withTransaction`), and neither is what follows it here: an
+    // interruption that arrives while PostgreSQL commits takes effect only once the grant is in the local slice
+    // too. (Before, it took effect between the two: the row held the grant, the slice did not, until close.)
+    const transaction = ctx.sql.withTransaction(restore(Effect.gen(function*() {
       if (!(yield* Q.claimLease(ctx.sql, s.id, ctx.ttlMillis))) return { _tag: "Lost" } as const
       const granted = yield* Q.grant(ctx.sql, ctx.name, needed, ask, ctx.fraction)
       if (Option.isNone(granted)) return { _tag: "Short", free: yield* Q.free(ctx.sql, ctx.name) } as const
@@ -150,21 +154,24 @@ export const topUp = (ctx: Ctx, needed: S.Vec, ask: S.Vec, reservationNeed: S.Ve
       const sentAt = now(ctx)
       yield* Q.addToLease(ctx.sql, s.id, granted.value.granted, row, ctx.ttlMillis)
       return { _tag: "Granted", granted: granted.value.granted, row, sentAt, free: granted.value.free } as const
-    }))
-    switch (outcome._tag) {
-      case "Lost":
-        return yield* Effect.fail(new Lost())
-      case "Short":
-        sawFree(ctx, outcome.free)
-        return yield* Effect.fail(shortfallOf(ctx, reservationNeed, needed))
-      case "Granted":
-        sawFree(ctx, outcome.free)
-        if (ctx.slice === s) {
-          s.leased = S.add(s.leased, outcome.granted)
-          s.exposed = outcome.row.exposed
-          s.validUntil = validFrom(ctx, outcome.sentAt)
-        }
-    }
+    })))
+    return Effect.flatMap(transaction, (outcome) => {
+      switch (outcome._tag) {
+        case "Lost":
+          return Effect.fail(new Lost())
+        case "Short":
+          sawFree(ctx, outcome.free)
+          return Effect.fail(shortfallOf(ctx, reservationNeed, needed))
+        case "Granted":
+          sawFree(ctx, outcome.free)
+          if (ctx.slice === s) {
+            s.leased = S.add(s.leased, outcome.granted)
+            s.exposed = outcome.row.exposed
+            s.validUntil = validFrom(ctx, outcome.sentAt)
+          }
+          return Effect.void
+      }
+    })
   })
 
 /** The first resource the pool cannot cover, with what is left of it for this process. */
