@@ -12,6 +12,12 @@
  * the fast path took while its grant was in flight, under the usage of the report before, did (a CI run read
  * 130.80M over a rule of 123.30M nano-dollars: 0.75 × the $0.01 reservation too much).
  *
+ * The reservation a ceiling was raised for (by `raise`, or a top-up for a reservation) is not yet taken when the
+ * row is written, so it is not in the row's usage: it is recorded beside it, as `pending`. What a reader of the
+ * row may check, per resource: exposed ≤ charged + reserved + pending + max(1, ⌈exposure × (leased − charged −
+ * reserved)⌉) (`exposure` 0.25 by default). A ceiling above that is an excess; one above the rule without
+ * `pending` is the headroom for that reservation, by design.
+ *
  * @internal
  */
 import type { SqlClient } from "@effect/sql"
@@ -85,14 +91,17 @@ export const open = (ctx: Ctx) =>
     ctx.slice = S.fresh(id, ctx.slice.epoch + 1, validFrom(ctx, sentAt))
   })
 
+const none: S.Vec = S.zero()
+
 /**
  * The ceiling `next` to record, with the usage it was computed from (a copy: the fast path goes on changing
- * the slice while the statement is in flight). Lowered locally before it is sent (rule 2 above): from here on
- * the fast path reserves under both values, so neither one on record is below what is used.
+ * the slice while the statement is in flight) and the reservation it was raised for (`pending`). Lowered
+ * locally before it is sent (rule 2 above): from here on the fast path reserves under both values, so neither
+ * one on record is below what is used.
  */
-const recordOf = (s: S.Slice, next: S.Vec): Q.LeaseRecord => {
+const recordOf = (s: S.Slice, next: S.Vec, pending: S.Vec = none): Q.LeaseRecord => {
   s.exposed = minVec(s.exposed, next)
-  return { exposed: next, charged: { ...s.charged }, reserved: { ...s.reserved } }
+  return { exposed: next, charged: { ...s.charged }, reserved: { ...s.reserved }, pending }
 }
 
 /** Reports `row` and extends the lease; a lost lease is replaced by a fresh one. */
@@ -127,7 +136,7 @@ export const renew = (ctx: Ctx, resting = false) =>
 export const raise = (ctx: Ctx, n: S.Vec) =>
   Effect.suspend(() => {
     const s = ctx.slice
-    return report(ctx, s, recordOf(s, S.ceiling(s, ctx.caps, ctx.exposure, n)))
+    return report(ctx, s, recordOf(s, S.ceiling(s, ctx.caps, ctx.exposure, n), n))
   })
 
 /**
@@ -150,7 +159,7 @@ export const topUp = (ctx: Ctx, needed: S.Vec, ask: S.Vec, reservationNeed: S.Ve
       // Computed from the slice as it is now, reservations the fast path took while the grant was in flight
       // included, and recorded with that same usage.
       const planned: S.Slice = { ...s, leased: S.add(s.leased, granted.value.granted) }
-      const row = recordOf(s, S.ceiling(planned, ctx.caps, ctx.exposure, reservationNeed))
+      const row = recordOf(s, S.ceiling(planned, ctx.caps, ctx.exposure, reservationNeed), reservationNeed)
       const sentAt = now(ctx)
       yield* Q.addToLease(ctx.sql, s.id, granted.value.granted, row, ctx.ttlMillis)
       return { _tag: "Granted", granted: granted.value.granted, row, sentAt, free: granted.value.free } as const

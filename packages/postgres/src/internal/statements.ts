@@ -41,12 +41,15 @@ const interval = (sql: Sql, millis: number) => sql`(${millis}::float8 * interval
 
 /**
  * A lease's ceiling with the usage it was computed from: written together by every statement that records a
- * ceiling, so the row never shows a ceiling counting usage it does not show (nor the other way round).
+ * ceiling, so the row never shows a ceiling counting usage it does not show (nor the other way round). `pending`
+ * is the reservation the ceiling was raised for, not yet taken when it was recorded (zero but for a raise or a
+ * top-up for a reservation): so the row tells that headroom from an excess.
  */
 export interface LeaseRecord {
   readonly exposed: Vec
   readonly charged: Vec
   readonly reserved: Vec
+  readonly pending: Vec
 }
 
 const recorded = (sql: Sql, row: LeaseRecord) =>
@@ -54,7 +57,8 @@ const recorded = (sql: Sql, row: LeaseRecord) =>
     tokens_exposed = ${row.exposed.tokens}, calls_charged = ${row.charged.calls},
     cost_charged = ${row.charged.cost}, tokens_charged = ${row.charged.tokens},
     calls_reserved = ${row.reserved.calls}, cost_reserved = ${row.reserved.cost},
-    tokens_reserved = ${row.reserved.tokens}`
+    tokens_reserved = ${row.reserved.tokens}, calls_pending = ${row.pending.calls},
+    cost_pending = ${row.pending.cost}, tokens_pending = ${row.pending.tokens}`
 
 /** Creates the budget row if it is absent and returns the caps on record (which may differ from ours). */
 export const ensureBudget = (sql: Sql, name: string, caps: Caps) =>
