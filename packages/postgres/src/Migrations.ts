@@ -252,9 +252,12 @@ const batch = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   ], { discard: true }))
 
 // Additive: a column with a default, so rows written before it, and processes that do not write it, read 0.
-const budgetPending = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql.unsafe(`ALTER TABLE rein_budget_leases ADD COLUMN calls_pending bigint NOT NULL DEFAULT 0,
-    ADD COLUMN cost_pending bigint NOT NULL DEFAULT 0, ADD COLUMN tokens_pending bigint NOT NULL DEFAULT 0`))
+const budgetPending = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) =>
+    sql.unsafe(`ALTER TABLE rein_budget_leases ADD COLUMN calls_pending bigint NOT NULL DEFAULT 0,
+    ADD COLUMN cost_pending bigint NOT NULL DEFAULT 0, ADD COLUMN tokens_pending bigint NOT NULL DEFAULT 0`)
+)
 
 /**
  * The migrations, by version. A new version is a new key; a released one is never edited.

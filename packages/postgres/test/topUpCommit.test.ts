@@ -117,7 +117,9 @@ describe.skipIf(!available)("PgBudget: a top-up interrupted after PostgreSQL com
           // Its next top-up locks its lease row and waits for the budget row, held by the test …
           const pool = yield* lockPool(name)
           const [topUp] = yield* waitingFor(pool.pid)
-          const waiting = yield* sql<{ readonly query: string }>`SELECT query FROM pg_stat_activity WHERE pid = ${topUp!}`
+          const waiting = yield* sql<
+            { readonly query: string }
+          >`SELECT query FROM pg_stat_activity WHERE pid = ${topUp!}`
           expect(waiting[0]!.query).toContain("calls_grant")
           const [before] = yield* leaseRows(name)
           // … then gets it, records the grant and commits: the commit is held, and the holder killed meanwhile.

@@ -164,7 +164,7 @@ export const topUp = (ctx: Ctx, needed: S.Vec, ask: S.Vec, reservationNeed: S.Ve
       yield* Q.addToLease(ctx.sql, s.id, granted.value.granted, row, ctx.ttlMillis)
       return { _tag: "Granted", granted: granted.value.granted, row, sentAt, free: granted.value.free } as const
     })))
-    return Effect.flatMap(transaction, (outcome) => {
+    return Effect.flatMap(transaction, (outcome): Effect.Effect<void, Lost | Shortfall> => {
       switch (outcome._tag) {
         case "Lost":
           return Effect.fail(new Lost())
