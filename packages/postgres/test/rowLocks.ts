@@ -65,3 +65,19 @@ export const firstHeartbeat = (name: string, holder: string) =>
         Effect.orDie
       )
   )
+
+/**
+ * The budget row locked (`lockPool`) until a top-up waits for it in its conditional update of the pool (after
+ * it locked its lease row); answers the lock and that top-up's backend pid.
+ */
+export const topUpWaiting = (name: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const pool = yield* lockPool(name)
+    const [topUp] = yield* waitingFor(pool.pid)
+    const waiting = yield* sql<{ readonly query: string }>`SELECT query FROM pg_stat_activity WHERE pid = ${topUp!}`
+    if (!waiting[0]!.query.includes("calls_grant")) {
+      return yield* Effect.die(new Error(`not a top-up waits for the pool: ${waiting[0]!.query}`))
+    }
+    return { pool, topUp: topUp! }
+  }).pipe(Effect.orDie)

@@ -12,7 +12,7 @@ import { PgBudget } from "../src/index.js"
 import { cancelWait, committing, holdCommits, releaseCommits, synchronousUrl } from "./heldCommits.js"
 import { available, fresh, PgLive, Server } from "./pg.js"
 import { bundle, spawnChild } from "./processes.js"
-import { firstHeartbeat, lockPool, waitingFor } from "./rowLocks.js"
+import { firstHeartbeat, topUpWaiting } from "./rowLocks.js"
 
 const NANOS = 1e9
 
@@ -115,18 +115,13 @@ describe.skipIf(!available)("PgBudget: a top-up interrupted after PostgreSQL com
           })
           yield* doomed.waitFor(/(?:^R .*\n[^]*?){4}/m)
           // Its next top-up locks its lease row and waits for the budget row, held by the test …
-          const pool = yield* lockPool(name)
-          const [topUp] = yield* waitingFor(pool.pid)
-          const waiting = yield* sql<
-            { readonly query: string }
-          >`SELECT query FROM pg_stat_activity WHERE pid = ${topUp!}`
-          expect(waiting[0]!.query).toContain("calls_grant")
+          const { pool, topUp } = yield* topUpWaiting(name)
           const [before] = yield* leaseRows(name)
           // … then gets it, records the grant and commits: the commit is held, and the holder killed meanwhile.
           yield* holdCommits
           yield* Deferred.succeed(pool.release, undefined)
           yield* Fiber.join(pool.fiber)
-          yield* committing(topUp!)
+          yield* committing(topUp)
           yield* doomed.kill("SIGKILL")
           yield* doomed.exited
           yield* releaseCommits
