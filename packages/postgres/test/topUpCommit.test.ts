@@ -3,7 +3,8 @@
 // process served from less than the row held, and a reader of the row saw more leased than the process knew of,
 // until its close). The commit is held there deterministically (`heldCommits.ts`): the budget's client commits
 // synchronously while a synchronous standby that never connects is named; the test interrupts the reservation
-// waiting for the top-up, then ends the commit's wait, which leaves the transaction committed.
+// waiting for the top-up, then ends the commit's wait, which leaves the transaction committed. The same hold
+// makes a commit whose answer is lost (its connection ended while it waited) and a holder killed at that point.
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, layer } from "@effect/vitest"
@@ -89,6 +90,37 @@ describe.skipIf(!available)("PgBudget: a top-up interrupted after PostgreSQL com
         expect(yield* leaseRows(name)).toEqual([])
         expect(after).toEqual({ spent: before.spent + used, leased: before.leased - 2.1 * NANOS })
         expect(after.spent + after.leased).toBe(before.spent + before.leased - (2.1 * NANOS - used))
+      }))
+
+    it.scoped("a top-up whose commit's answer is lost (connection ended after the commit): the next step reads the row", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const server = yield* Server
+        const name = fresh("in-doubt")
+        const holder = "in-doubt"
+        const client = yield* Layer.build(PgClient.layer({ url: Redacted.make(synchronousUrl(server.url)) }))
+        const budget = yield* PgBudget.make({ ...quiet, name, cost: 10, slice: 0.1, holder }).pipe(
+          Effect.provide(client)
+        )
+        yield* firstHeartbeat(name, holder)
+        yield* budget.reserve({ cost: 0.1, tokens: null })
+        yield* holdCommits
+        const reserving = yield* Effect.fork(Effect.exit(budget.reserve({ cost: 2, tokens: null })))
+        const backend = yield* committing()
+        // The connection ends while the commit waits: the transaction stays committed, the client is told only
+        // that its connection broke (the commit is in doubt).
+        yield* sql`SELECT pg_terminate_backend(${backend}::int)`
+        yield* releaseCommits
+        const exit = yield* Fiber.join(reserving)
+        // Refused as the database being unavailable (a failure, not a defect) …
+        expect(Exit.isFailure(exit) && exit.cause._tag === "Fail" && exit.cause.error.reason, String(exit))
+          .toBe("unavailable")
+        expect((yield* leaseRows(name))[0]!.l).toBe(2.1 * NANOS)
+        // … and the next step under the lock reads what the lease holds, the grant included: $1 more is served
+        // from it without another top-up, and $8.90 is left in all ($10 less $1.10 used).
+        yield* budget.reserve({ cost: 1, tokens: null })
+        expect((yield* leaseRows(name))[0]!.l).toBe(2.1 * NANOS)
+        expect((yield* budget.left).cost).toBe(8.9)
       }))
 
     it.scoped(

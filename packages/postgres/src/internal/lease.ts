@@ -21,6 +21,7 @@
  * @internal
  */
 import type { SqlClient } from "@effect/sql"
+import { SqlError } from "@effect/sql/SqlError"
 import type { Clock } from "effect"
 import { Effect, Option } from "effect"
 import { randomUUID } from "node:crypto"
@@ -49,6 +50,11 @@ export interface Ctx {
    * that does not reserve holds no slice (its first one is leased by its first reservation).
    */
   wanted: boolean
+  /**
+   * The lease whose last top-up failed at its commit (the connection lost: it may have committed): until the
+   * next step reads the row (`reconcile`), the slice may hold less than the row.
+   */
+  inDoubt: string | undefined
 }
 
 /** Records what the pool had free, as just read from the database. */
@@ -152,6 +158,7 @@ export const topUp = (ctx: Ctx, needed: S.Vec, ask: S.Vec, reservationNeed: S.Ve
     // when its caller gives up); its COMMIT is not (`withTransaction`), and neither is what follows it here: an
     // interruption that arrives while PostgreSQL commits takes effect only once the grant is in the local slice
     // too. (Before, it took effect between the two: the row held the grant, the slice did not, until close.)
+    let written = false
     const transaction = ctx.sql.withTransaction(restore(Effect.gen(function*() {
       if (!(yield* Q.claimLease(ctx.sql, s.id, ctx.ttlMillis))) return { _tag: "Lost" } as const
       const granted = yield* Q.grant(ctx.sql, ctx.name, needed, ask, ctx.fraction)
@@ -162,8 +169,19 @@ export const topUp = (ctx: Ctx, needed: S.Vec, ask: S.Vec, reservationNeed: S.Ve
       const row = recordOf(s, S.ceiling(planned, ctx.caps, ctx.exposure, reservationNeed), reservationNeed)
       const sentAt = now(ctx)
       yield* Q.addToLease(ctx.sql, s.id, granted.value.granted, row, ctx.ttlMillis)
+      written = true
       return { _tag: "Granted", granted: granted.value.granted, row, sentAt, free: granted.value.free } as const
-    })))
+    }))).pipe(
+      // `withTransaction` dies when its COMMIT or ROLLBACK fails (the connection lost): here a failure of the
+      // database like any other (before, it killed the heartbeat, or the reservation's fiber). A COMMIT that
+      // failed may have committed: what the lease holds is in doubt until the next step reads it.
+      Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()),
+      Effect.tapError((e) =>
+        Effect.sync(() => {
+          if (written && e instanceof SqlError) ctx.inDoubt = s.id
+        })
+      )
+    )
     return Effect.flatMap(transaction, (outcome): Effect.Effect<void, Lost | Shortfall> => {
       switch (outcome._tag) {
         case "Lost":
@@ -180,6 +198,21 @@ export const topUp = (ctx: Ctx, needed: S.Vec, ask: S.Vec, reservationNeed: S.Ve
           }
           return Effect.void
       }
+    })
+  })
+
+/**
+ * After a top-up whose commit is in doubt: what the lease holds as committed (with the grant or without it)
+ * becomes the slice's. First in every step under the lock; nothing to do otherwise.
+ */
+export const reconcile = (ctx: Ctx) =>
+  Effect.suspend(() => {
+    const s = ctx.slice
+    if (ctx.inDoubt !== s.id) return Effect.void
+    return Effect.map(Q.leasedOf(ctx.sql, s.id), (leased) => {
+      ctx.inDoubt = undefined
+      // A lease that is gone is replaced at its next report.
+      if (Option.isSome(leased) && ctx.slice === s) s.leased = leased.value
     })
   })
 

@@ -150,6 +150,18 @@ export const claimLease = (sql: Sql, id: string, ttl: number) =>
     (rows) => rows.length === 1
   )
 
+/**
+ * What a lease holds, as committed; `None` when it is gone. Waits for a transaction still writing the row (a
+ * top-up whose commit is in doubt, its backend not yet done), so it reads that transaction's outcome.
+ */
+export const leasedOf = (sql: Sql, id: string) =>
+  Effect.map(
+    sql<Vec>`SELECT calls_leased::float8 AS calls, cost_leased::float8 AS cost, tokens_leased::float8 AS tokens
+      FROM rein_budget_leases WHERE id = ${id} FOR SHARE`,
+    (rows) =>
+      Option.map(Option.fromNullable(rows[0]), (row): Vec => ({ calls: row.calls, cost: row.cost, tokens: row.tokens }))
+  )
+
 /** What the pool has free now, per resource (`null`: unlimited). */
 export const free = (sql: Sql, name: string) =>
   Effect.map(
