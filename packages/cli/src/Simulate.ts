@@ -257,16 +257,16 @@ export const simulate = (
         Effect.matchCauseEffect(Effect.either(Rein.execute(request(i), contract)), finished(start))
       let now = 0
       let i = 0
+      // Steady arrivals sleep the same gap every time: one sleep, made once (an effect is run again each time).
+      const steadyGap = scenario.arrivals === "steady" ? clock.sleep(Duration.millis(1_000 / scenario.rate)) : undefined
       // The arrivals before `until` (a request arriving at `now` runs in the last epoch that began by then).
       const arrivals = (until: number) =>
         Effect.gen(function*() {
           while (now < scenario.duration && now < until) {
             pending++
             yield* Effect.fork(requestAt(i++, now))
-            const gap = scenario.arrivals === "steady"
-              ? 1_000 / scenario.rate
-              : (-Math.log(1 - (yield* Random.next)) * 1_000) / scenario.rate
-            yield* clock.sleep(Duration.millis(gap))
+            yield* steadyGap ??
+              clock.sleep(Duration.millis((-Math.log(1 - (yield* Random.next)) * 1_000) / scenario.rate))
             now = clock.unsafeCurrentTimeMillis()
           }
         })
