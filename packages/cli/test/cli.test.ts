@@ -576,8 +576,12 @@ describe("rein batch", () => {
   }, 120_000)
 
   it("resuming a file without a complete manifest line is bad input, and leaves the file as it was", async () => {
-    for (const [name, content] of [["torn.jsonl", "{\"kind\":\"manif"], ["other.jsonl", "hello"]]) {
-      const out = file(name, content!)
+    const files: ReadonlyArray<readonly [string, string]> = [["torn.jsonl", "{\"kind\":\"manif"], [
+      "other.jsonl",
+      "hello"
+    ]]
+    for (const [name, content] of files) {
+      const out = file(name, content)
       const r = await rein([...batchArgs(out), "--resume"])
       expectBadInput(r, /: no manifest line \(an empty or unfinished file\)/)
       expect(fs.readFileSync(out, "utf8")).toBe(content)
