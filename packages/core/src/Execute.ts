@@ -72,12 +72,7 @@ const closing = <A>(
 ): Effect.Effect<A, Outcome.Terminal> =>
   Effect.matchCauseEffect(effect, {
     onFailure: (cause) => {
-      const failure = Cause.failureOption(cause)
-      // A defect is journaled as what it is: only an interruption alone is `Interrupted`.
-      const end = ending(
-        writer,
-        Option.isSome(failure) ? failure.value : Cause.isInterruptedOnly(cause) ? INTERRUPTED : DEFECT
-      )
+      const end = ending(writer, Cause.isFailType(cause) ? cause.error : outcomeOf(cause))
       if (isExit(end)) return Exit.failCause(Exit.isSuccess(end) ? cause : Cause.sequential(cause, end.cause))
       return Effect.matchCauseEffect(end, {
         onFailure: (ended) => Exit.failCause(Cause.sequential(cause, ended)),
@@ -90,6 +85,13 @@ const closing = <A>(
       return isExit(end) ? Exit.as(end, a) : Effect.as(end, a)
     }
   })
+
+/** How a request that did not fail alone with its error ended: a defect is journaled as what it is, and only an
+ * interruption alone is `Interrupted`. */
+const outcomeOf = (cause: Cause.Cause<Outcome.Terminal>): Parameters<Writer["end"]>[0] => {
+  const failure = Cause.failureOption(cause)
+  return Option.isSome(failure) ? failure.value : Cause.isInterruptedOnly(cause) ? INTERRUPTED : DEFECT
+}
 
 /** `Exit.isExit` keeping the effect's types (an effect that is an `Exit` is one of its own success and error). */
 const isExit = <A, E>(effect: Effect.Effect<A, E>): effect is Exit.Exit<A, E> => Exit.isExit(effect)
