@@ -4,6 +4,7 @@ import { Budget, Fake, Journal, Rein } from "@rein/core"
 import type { Failure, Outcome, Planner, Provider } from "@rein/core"
 import {
   Cause,
+  Context,
   Effect,
   Either,
   Exit,
@@ -674,6 +675,22 @@ describe("Journal: what a journaled request costs its fiber", () => {
       // at the end the failure through the region's two reverts and out of the handler (3): no effect runs.
       expect(yield* added(keeping)).toBeLessThanOrEqual(8)
     }))
+
+  it.effect("the in-memory journal closes an entry without an effect step, and a read is a copy", () =>
+    Effect.gen(function*() {
+      const memory = yield* Layer.build(Journal.layerMemory)
+      const journal = Layer.succeed(Journal.Journal, Context.get(memory, Journal.Journal))
+      const records = Context.get(memory, Journal.MemoryJournal).records
+      // Its sink returns `Effect.void`: the 8 steps of a sink that is an `Exit` (11 before h/jend, with `Ref.update`).
+      const plain = yield* run(undefined, (e) => e)
+      const journaled = yield* run(journal, (e) => e)
+      expect(journaled.steps - plain.steps).toBeLessThanOrEqual(8)
+      const read = yield* records
+      expect(read.map((r) => r.outcome._tag)).toEqual(["DeadlineExceeded"])
+      yield* run(journal, (e) => e)
+      expect(read).toHaveLength(1)
+      expect(yield* records).toHaveLength(2)
+    }).pipe(Effect.scoped))
 
   it.effect("a request run uninterruptibly is journaled as one run interruptibly is", () =>
     Effect.gen(function*() {
