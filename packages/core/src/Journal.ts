@@ -160,7 +160,7 @@ export interface Header {
 
 /**
  * Receives one request's decisions as they are made. `decision` and `attempt` are synchronous appends;
- * a record is assembled once, at `end`.
+ * a record is assembled once, at `end` (or `unsafeEnd`, its synchronous form).
  *
  * @category models
  * @since 0.1.0
