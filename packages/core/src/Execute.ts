@@ -60,7 +60,11 @@ export const journaled = <A>(
     : closing(writer, effect, toOutcome)
 }
 
-/** The request, then its entry closed with how it ended (`Effect.onExit`'s handling of the end's own failure). */
+/**
+ * The request, then its entry closed with how it ended (`Effect.onExit`'s handling of the end's own failure).
+ * The end runs in the handler's own step when the writer can (`unsafeEnd`) and its sink's effect is an `Exit`:
+ * then closing the entry takes no effect step of its own.
+ */
 const closing = <A>(
   writer: Writer,
   effect: Effect.Effect<A, Outcome.Terminal>,
@@ -68,18 +72,39 @@ const closing = <A>(
 ): Effect.Effect<A, Outcome.Terminal> =>
   Effect.matchCauseEffect(effect, {
     onFailure: (cause) => {
-      const failure = Cause.failureOption(cause)
-      // A defect is journaled as what it is: only an interruption alone is `Interrupted`.
-      const end = writer.end(
-        Option.isSome(failure) ? failure.value : Cause.isInterruptedOnly(cause) ? INTERRUPTED : DEFECT
-      )
+      const end = ending(writer, Cause.isFailType(cause) ? cause.error : outcomeOf(cause))
+      if (isExit(end)) return Exit.failCause(Exit.isSuccess(end) ? cause : Cause.sequential(cause, end.cause))
       return Effect.matchCauseEffect(end, {
         onFailure: (ended) => Exit.failCause(Cause.sequential(cause, ended)),
         onSuccess: () => Exit.failCause(cause)
       })
     },
-    onSuccess: (a) => toOutcome === undefined ? Exit.succeed(a) : Effect.as(writer.end(toOutcome(a)), a)
+    onSuccess: (a) => {
+      if (toOutcome === undefined) return Exit.succeed(a)
+      const end = ending(writer, toOutcome(a))
+      return isExit(end) ? Exit.as(end, a) : Effect.as(end, a)
+    }
   })
+
+/** How a request that did not fail alone with its error ended: a defect is journaled as what it is, and only an
+ * interruption alone is `Interrupted`. */
+const outcomeOf = (cause: Cause.Cause<Outcome.Terminal>): Parameters<Writer["end"]>[0] => {
+  const failure = Cause.failureOption(cause)
+  return Option.isSome(failure) ? failure.value : Cause.isInterruptedOnly(cause) ? INTERRUPTED : DEFECT
+}
+
+/** `Exit.isExit` keeping the effect's types (an effect that is an `Exit` is one of its own success and error). */
+const isExit = <A, E>(effect: Effect.Effect<A, E>): effect is Exit.Exit<A, E> => Exit.isExit(effect)
+
+/** The writer's end: its work done now when it can (`unsafeEnd`; a throw is the end's defect, as in `end`). */
+const ending = (writer: Writer, outcome: Parameters<Writer["end"]>[0]): Effect.Effect<void> => {
+  if (writer.unsafeEnd === undefined) return writer.end(outcome)
+  try {
+    return writer.unsafeEnd(outcome)
+  } catch (defect) {
+    return Exit.die(defect)
+  }
+}
 
 /** @internal */
 export const INTERRUPTED = { _tag: "Interrupted" } as const
@@ -108,9 +133,13 @@ export const execute = (
   Effect.withFiberRuntime((fiber, status) => {
     const interruptible = RuntimeFlags.interruption(status.runtimeFlags)
     const prepared = Loop.prepareIn(fiber, request, contract, false)
-    // Only the request id is left to draw: the request runs in the draw's own continuation.
+    // Only the request id is left to draw: the request runs in the draw's own continuation, from one reading
+    // of the clock taken there (a step after `prepareIn`'s: not its origin).
     if (prepared instanceof Loop.Unnamed) {
-      return Effect.flatMap(prepared.draw, (n) => run(request, prepared.named(n), interruptible))
+      return Effect.flatMap(prepared.draw, (n) => {
+        const env = prepared.named(n)
+        return run(request, env, interruptible, env.clock.unsafeCurrentTimeNanos())
+      })
     }
     // Prepared in this step: the request's start is the clock's reading for its first steps (see `Loop.Now`).
     return Effect.isEffect(prepared)

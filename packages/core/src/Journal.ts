@@ -13,7 +13,7 @@
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Context, Duration, Effect, Either, Layer, Ref, Schema } from "effect"
+import { Context, Duration, Effect, Either, Layer, Schema } from "effect"
 import * as Canonical from "./Canonical.js"
 import { Endpoint } from "./Catalog.js"
 import { Contract } from "./Contract.js"
@@ -160,7 +160,7 @@ export interface Header {
 
 /**
  * Receives one request's decisions as they are made. `decision` and `attempt` are synchronous appends;
- * a record is assembled once, at `end`.
+ * a record is assembled once, at `end` (or `unsafeEnd`, its synchronous form).
  *
  * @category models
  * @since 0.1.0
@@ -171,6 +171,13 @@ export interface Writer {
   readonly end: (
     outcome: Outcome.Completion | Outcome.Terminal | { readonly _tag: "Interrupted" | "Defect" }
   ) => Effect.Effect<void>
+  /**
+   * `end`'s work done now, in the caller's step: the record assembled and handed to the sink, whose effect is
+   * returned still to run (an `Exit`, such as `Effect.void`, needs no run: the executor then closes the entry
+   * without an effect step of its own). Optional: a writer without it is closed through `end`. It may throw;
+   * the executor takes a throw as `end`'s defect.
+   */
+  readonly unsafeEnd?: ((outcome: Parameters<Writer["end"]>[0]) => Effect.Effect<void>) | undefined
 }
 
 /**
@@ -266,7 +273,8 @@ const recordedOutcome = (
 
 /**
  * Makes a journal that hands each finished record to `sink`. Its writer opens without an effect
- * (`unsafeBegin`): a request under it pays for its record, not for opening it.
+ * (`unsafeBegin`) and closes in the request's last step (`unsafeEnd`): a request under it pays for its record,
+ * not for opening it, and a sink that returns an `Exit` (`Effect.void`, `Effect.succeed`) is not run as an effect.
  *
  * @example
  * ```ts
@@ -308,21 +316,23 @@ class Recording implements Writer {
     if (this.attempts === undefined) this.attempts = [record]
     else this.attempts.push(record)
   }
+  // Lazy: a stream's finalizer builds `finish` then `end`, and the record must see the attempt `finish` appends.
   end(outcome: Parameters<Writer["end"]>[0]): Effect.Effect<void> {
-    return Effect.suspend(() => {
-      if (this.ended) return Effect.void
-      this.ended = true
-      const header = this.header
-      return this.sink({
-        version: VERSION,
-        requestId: header.requestId,
-        contract: encodeContract(header.contract),
-        endpoints: encodeEndpoints(header.endpoints),
-        spec: header.spec,
-        decisions: this.decisions ?? [],
-        attempts: this.attempts ?? [],
-        outcome: recordedOutcome(outcome)
-      })
+    return Effect.suspend(() => this.unsafeEnd(outcome))
+  }
+  unsafeEnd(outcome: Parameters<Writer["end"]>[0]): Effect.Effect<void> {
+    if (this.ended) return Effect.void
+    this.ended = true
+    const header = this.header
+    return this.sink({
+      version: VERSION,
+      requestId: header.requestId,
+      contract: encodeContract(header.contract),
+      endpoints: encodeEndpoints(header.endpoints),
+      spec: header.spec,
+      decisions: this.decisions ?? [],
+      attempts: this.attempts ?? [],
+      outcome: recordedOutcome(outcome)
     })
   }
 }
@@ -356,7 +366,9 @@ export class MemoryJournal
 {}
 
 /**
- * An in-memory journal (records kept for the life of the layer), with `MemoryJournal` to read them.
+ * An in-memory journal (records kept for the life of the layer), with `MemoryJournal` to read them. Its sink
+ * keeps the record when it is called and returns `Effect.void`: a request closes its entry without an effect
+ * step (see `make`). A read is a copy: later records do not change what was read.
  *
  * @example
  * ```ts
@@ -369,13 +381,12 @@ export class MemoryJournal
  * @since 0.1.0
  */
 export const layerMemory: Layer.Layer<Journal | MemoryJournal> = Layer.effectContext(
-  Effect.map(
-    Ref.make<ReadonlyArray<JournalRecord>>([]),
-    (ref) =>
-      Context.make(Journal, make((record) => Ref.update(ref, (rs) => [...rs, record]))).pipe(
-        Context.add(MemoryJournal, { records: Ref.get(ref) })
-      )
-  )
+  Effect.sync(() => {
+    const records: Array<JournalRecord> = []
+    return Context.make(Journal, make((record) => (records.push(record), Effect.void))).pipe(
+      Context.add(MemoryJournal, { records: Effect.sync((): ReadonlyArray<JournalRecord> => records.slice()) })
+    )
+  })
 )
 
 /**

@@ -1,9 +1,10 @@
 import { NodeFileSystem } from "@effect/platform-node"
-import { describe, expect, it } from "@effect/vitest"
+import { assert, describe, expect, it } from "@effect/vitest"
 import { Budget, Fake, Journal, Rein } from "@rein/core"
 import type { Failure, Outcome, Planner, Provider } from "@rein/core"
 import {
   Cause,
+  Context,
   Effect,
   Either,
   Exit,
@@ -618,17 +619,23 @@ describe("Journal: what a journaled request costs its fiber", () => {
   const expiring = contract({ deadline: "1 second", candidates: ["a"], retry: { perEndpoint: 0 } })
   const rein = Rein.layer({ catalog: cat, providers: { fake: never }, health: false })
   const recorded: Array<Journal.JournalRecord> = []
+  /** A sink whose effect is run: the end takes its step. */
   const journal = Layer.succeed(Journal.Journal, Journal.make((r) => Effect.sync(() => void recorded.push(r))))
+  /** A sink that keeps the record when it is called and returns `Effect.void`: an `Exit`, nothing left to run. */
+  const keeping = Layer.succeed(Journal.Journal, Journal.make((r) => (recorded.push(r), Effect.void)))
 
-  /** The run-loop steps of one request without an id that expires, with or without the journal; its exit. */
-  const run = (journaled: boolean, wrap: <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>) =>
+  /** The run-loop steps of one request without an id that expires, with the journal given or none; its exit. */
+  const run = (
+    journaled: Layer.Layer<Journal.Journal> | undefined,
+    wrap: <A, E, R>(e: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  ) =>
     Effect.gen(function*() {
       const steps = new Steps()
       const fiber = yield* Effect.fork(
         Effect.exit(wrap(Rein.execute(request, expiring))).pipe(
           Effect.supervised(steps),
           Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)),
-          Effect.provide(journaled ? Layer.merge(rein, journal) : rein),
+          Effect.provide(journaled === undefined ? rein : Layer.merge(rein, journaled)),
           Effect.withRandom(Random.make(3))
         )
       )
@@ -637,30 +644,86 @@ describe("Journal: what a journaled request costs its fiber", () => {
       return { steps: steps.count, exit }
     })
 
-  it.effect("the journal adds at most 11 steps to a request: its id's draw, its entry's region and its end", () =>
+  /** The steps a journal with `sink` adds to that request; its exit is the unjournaled one's, its record whole
+   * (`req-` + the seeded draw, `DeadlineExceeded`, one decision, one attempt). */
+  const added = (sink: Layer.Layer<Journal.Journal>) =>
     Effect.gen(function*() {
       recorded.length = 0
-      const plain = yield* run(false, (e) => e)
-      const journaled = yield* run(true, (e) => e)
-      // On the old code 17: the id drawn through `Random.nextIntBetween`, mapped, then `flatMap`ped into an
-      // environment copied with the writer and `flatMap`ped into the request (7), and `Effect.onExit` (4 on
-      // entry, 6 at the end). Now: the draw and its continuation (2), a region entered in one step and the
-      // handler's frame (3), the end's 6.
-      expect(journaled.steps - plain.steps).toBeLessThanOrEqual(11)
+      const plain = yield* run(undefined, (e) => e)
+      const journaled = yield* run(sink, (e) => e)
       expect(journaled.exit).toEqual(plain.exit)
       const draw = yield* Random.nextIntBetween(0, 0x7fffffff).pipe(Effect.withRandom(Random.make(3)))
       expect(recorded.map((r) => [r.requestId, r.outcome._tag, r.decisions.length, r.attempts.length])).toEqual([
         [`req-${draw.toString(36)}`, "DeadlineExceeded", 1, 1]
       ])
+      return journaled.steps - plain.steps
+    })
+
+  it.effect("the journal adds at most 10 steps to a request: its id's draw, its entry's region and its end", () =>
+    Effect.gen(function*() {
+      // 17 on the code before h/jburst: the id drawn through `Random.nextIntBetween`, mapped, then `flatMap`ped
+      // into an environment copied with the writer and `flatMap`ped into the request (7), and `Effect.onExit` (4
+      // on entry, 6 at the end); 11 before h/jend (the draw and its continuation, 2; a region entered in one step
+      // and the handler's frame, 3; the end's 6: an `Effect.suspend` around the record's assembly among them).
+      // Now the record is assembled in the handler's step (`unsafeEnd`): the end is 5, the sink's effect run.
+      expect(yield* added(journal)).toBeLessThanOrEqual(10)
     }))
+
+  it.effect("a sink that returns an Exit costs no step of its own: the journal adds at most 8", () =>
+    Effect.gen(function*() {
+      // 11 before h/jend. Now the draw and its continuation (2), the region and the handler's frame (3), and
+      // at the end the failure through the region's two reverts and out of the handler (3): no effect runs.
+      expect(yield* added(keeping)).toBeLessThanOrEqual(8)
+    }))
+
+  it.effect("the in-memory journal closes an entry without an effect step, and a read is a copy", () =>
+    Effect.gen(function*() {
+      const memory = yield* Layer.build(Journal.layerMemory)
+      const journal = Layer.succeed(Journal.Journal, Context.get(memory, Journal.Journal))
+      const records = Context.get(memory, Journal.MemoryJournal).records
+      // Its sink returns `Effect.void`: the 8 steps of a sink that is an `Exit` (11 before h/jend, with `Ref.update`).
+      const plain = yield* run(undefined, (e) => e)
+      const journaled = yield* run(journal, (e) => e)
+      expect(journaled.steps - plain.steps).toBeLessThanOrEqual(8)
+      const read = yield* records
+      expect(read.map((r) => r.outcome._tag)).toEqual(["DeadlineExceeded"])
+      yield* run(journal, (e) => e)
+      expect(read).toHaveLength(1)
+      expect(yield* records).toHaveLength(2)
+    }).pipe(Effect.scoped))
 
   it.effect("a request run uninterruptibly is journaled as one run interruptibly is", () =>
     Effect.gen(function*() {
-      recorded.length = 0
-      const inside = yield* run(true, Effect.uninterruptible)
-      const outside = yield* run(true, (e) => e)
-      expect(inside.exit).toEqual(outside.exit)
-      expect(recorded).toHaveLength(2)
-      expect(recorded[0]).toEqual(recorded[1])
+      for (const sink of [journal, keeping]) {
+        recorded.length = 0
+        const inside = yield* run(sink, Effect.uninterruptible)
+        const outside = yield* run(sink, (e) => e)
+        expect(inside.exit).toEqual(outside.exit)
+        expect(recorded).toHaveLength(2)
+        expect(recorded[0]).toEqual(recorded[1])
+      }
+    }))
+
+  it.effect("an end that fails or throws is a defect after the request's own failure, the record handed over", () =>
+    Effect.gen(function*() {
+      const plain = yield* run(undefined, (e) => e)
+      const ends = [
+        (r: Journal.JournalRecord) => Effect.suspend(() => (recorded.push(r), Effect.die("sink run"))),
+        (r: Journal.JournalRecord) => (recorded.push(r), Effect.die("sink returned")),
+        (r: Journal.JournalRecord): Effect.Effect<void> => {
+          recorded.push(r)
+          throw "sink threw"
+        }
+      ]
+      for (const [i, sink] of ends.entries()) {
+        recorded.length = 0
+        const { exit } = yield* run(Layer.succeed(Journal.Journal, Journal.make(sink)), (e) => e)
+        assert(Exit.isFailure(exit) && Exit.isFailure(plain.exit))
+        // `Effect.onExit`'s composition: the request's failure, then the end's defect.
+        expect(exit.cause).toEqual(
+          Cause.sequential(plain.exit.cause, Cause.die(["sink run", "sink returned", "sink threw"][i]))
+        )
+        expect(recorded.map((r) => r.outcome._tag)).toEqual(["DeadlineExceeded"])
+      }
     }))
 })
