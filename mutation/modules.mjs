@@ -38,7 +38,17 @@ export const modules = {
     tests: batch("RunLimitsMemory", "RunLimits", "RateLimit", "Guardrails")
   },
   "artifact-reader": {
-    mutate: ["packages/batch/src/JsonlStore.ts", "packages/batch/src/internal/jsonl.ts"],
-    tests: batch("jsonl", "JsonlStore", "artifact", "Decode", "resume")
+    mutate: ["packages/batch/src/JsonlStore.ts", "packages/batch/src/internal/jsonl.ts", "packages/batch/src/internal/jsonlRead.ts"],
+    tests: batch("jsonl", "JsonlStore", "artifact", "Decode", "resume", "hostile-artifacts", "ResumeStreaming")
+  },
+  // The records a resume keeps (typed arrays under a 64-bit key hash), reached through Resume's index too.
+  kept: {
+    mutate: ["packages/batch/src/internal/kept.ts"],
+    tests: batch("kept", "kept-collisions", "resume", "ResumeStreaming", "Decode")
+  },
+  // The attempt's fork site (references forked once, reused while their values hold), reached through execute.
+  fork: {
+    mutate: ["packages/core/src/internal/fork.ts"],
+    tests: core("Fork", "Execute", "Streaming")
   }
 }
