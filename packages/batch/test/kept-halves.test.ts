@@ -43,3 +43,21 @@ describe("the kept records' table: keys that share one half of their hash", () =
     })
   }
 })
+
+// The table starts with 1,024 places; the keys whose home is one of the last two are found again, before and
+// after the table grows (a table whose arrays of hashes were shorter than its places would lose them).
+describe("the kept records' table: keys at the last places of the first table", () => {
+  it("keys whose home is place 1022 or 1023 are found again, before and after the table grows", () => {
+    const ends = ["item-86", "item-763"]
+    expect(ends.map((id) => halves(id)[0] & 1023)).toEqual([1022, 1023])
+    const kept = Kept.make()
+    const slots = ends.map((id) => kept.slotOf(id, "in"))
+    expect(slots).toEqual([0, 1])
+    expect(ends.map((id) => [kept.slotOf(id, "in"), kept.find(id, "in")])).toEqual([[0, 0], [1, 1]])
+    // Past half of 1,024 places: the table grows and every key is placed again.
+    for (let i = 0; i < 1_000; i++) kept.slotOf(`filler-${i}`, "in")
+    expect(ends.map((id) => kept.find(id, "in"))).toEqual([0, 1])
+    expect(ends.map((id) => kept.slotOf(id, "in"))).toEqual([0, 1])
+    expect(kept.size()).toBe(1_002)
+  })
+})
