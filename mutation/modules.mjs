@@ -44,11 +44,11 @@ export const modules = {
   // The records a resume keeps (typed arrays under a 64-bit key hash), reached through Resume's index too.
   kept: {
     mutate: ["packages/batch/src/internal/kept.ts"],
-    tests: batch("kept", "kept-collisions", "resume", "ResumeStreaming", "Decode")
+    tests: batch("kept", "kept-halves", "kept-collisions", "resume", "ResumeStreaming", "Decode")
   },
   // The attempt's fork site (references forked once, reused while their values hold), reached through execute.
   fork: {
     mutate: ["packages/core/src/internal/fork.ts"],
-    tests: core("Fork", "Execute", "Streaming")
+    tests: core("Fork", "ForkSites", "Execute", "Streaming")
   }
 }

@@ -10,6 +10,7 @@ import { catalog, contract, endpoint } from "./fixtures.js"
 // not be handed the other fiber's (a worker's reference leaking into its parent's attempts).
 
 const tag = FiberRef.unsafeMake("unset")
+const other = FiberRef.unsafeMake("unset")
 
 const siteIn = Effect.withFiberRuntime((fiber, status) => Effect.succeed(Fork.siteOf(fiber, status.runtimeFlags)))
 
@@ -27,6 +28,19 @@ describe("an attempt's fork site, made by another fiber", () => {
       const more = yield* siteIn
       expect(more).not.toBe(site)
       expect(yield* more.fork(FiberRef.get(tag)).await).toEqual(Exit.succeed("the parent's"))
+    }))
+
+  it.effect("a fiber that set another reference than the site's fiber (as many references) gets a site of its own", () =>
+    Effect.gen(function*() {
+      const child = yield* Effect.fork(Effect.zipRight(FiberRef.set(tag, "the child's"), siteIn))
+      const made = yield* Fiber.await(child)
+      yield* FiberRef.set(other, "the parent's")
+      const site = yield* siteIn
+      expect(Exit.isSuccess(made) && made.value.source.locals.size === site.source.locals.size).toBe(true)
+      expect(Exit.isSuccess(made) && made.value === site).toBe(false)
+      expect(yield* site.fork(Effect.zip(FiberRef.get(tag), FiberRef.get(other))).await).toEqual(
+        Exit.succeed(["unset", "the parent's"])
+      )
     }))
 
   it.effect("an attempt sees its own caller's references, not those of a worker that ran just before", () =>
