@@ -94,6 +94,37 @@ describe("Health: the planner's view, cached per list of endpoints", () => {
           for (const list of lists) yield* check(list)
         }
       }),
-    { fastCheck: { numRuns: 150, seed: 14 } }
+    { fastCheck: { numRuns: 100, seed: 14 } }
   )
+
+  it.effect("a list asked again with nothing changed gets the very view it got, one per list asked in turn", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: 1_000 })
+      // The planner's candidates and the simulator's every endpoint, asked in turn (a706dcd: one cache per list).
+      const planner = ["a", "b"]
+      const simulator = ["a", "b", "c"]
+      yield* health.acquire("a", "retry")
+      const first = yield* health.view(planner)
+      const all = yield* health.view(simulator)
+      expect(yield* health.view(planner)).toBe(first)
+      expect(yield* health.view(simulator)).toBe(all)
+      // A change: a new view for each list, then reused again.
+      yield* health.complete(yield* health.acquire("b", "retry"), { _tag: "neutral" })
+      const changed = yield* health.view(planner)
+      expect(changed).not.toBe(first)
+      expect(yield* health.view(planner)).toBe(changed)
+      // An open breaker in the list: its view follows the clock, never reused; a list without it still is.
+      yield* health.complete(yield* health.acquire("c", "first"), {
+        _tag: "failure",
+        kind: "server_error",
+        retryAfterMillis: null
+      })
+      const open = yield* health.view(simulator)
+      expect(yield* health.view(simulator)).not.toBe(open)
+      const planned = yield* health.view(planner)
+      expect(yield* health.view(planner)).toBe(planned)
+      // Once the cooldown is over the breaker reads half-open, and the view is still rebuilt each time (stored open).
+      yield* TestClock.setTime(1_000)
+      expect((yield* health.view(simulator)).health.c).toEqual({ state: "half_open", probesFree: 1, opensInMillis: 0 })
+    }))
 })
