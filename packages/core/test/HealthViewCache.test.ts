@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Health } from "@rein/core"
+import type { Planner } from "@rein/core"
 import { Effect, Either, FastCheck as fc, TestClock } from "effect"
 
 // The planner's view is cached per list of endpoints (by the list's identity) while nothing changed and no
@@ -19,7 +20,7 @@ const resultArb: fc.Arbitrary<Health.Result> = fc.oneof(
 )
 
 type Step =
-  | { readonly _tag: "acquire"; readonly endpoint: string; readonly role: Health.Role; readonly fund: boolean }
+  | { readonly _tag: "acquire"; readonly endpoint: string; readonly role: Planner.Role; readonly fund: boolean }
   | { readonly _tag: "complete"; readonly which: number; readonly result: Health.Result }
   | { readonly _tag: "degrade"; readonly endpoint: string }
   | { readonly _tag: "undegrade"; readonly which: number }
@@ -30,7 +31,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
   fc.record({
     _tag: fc.constant("acquire" as const),
     endpoint: endpointArb,
-    role: fc.constantFrom<Health.Role>("first", "retry", "fallback"),
+    role: fc.constantFrom<Planner.Role>("first", "retry", "fallback"),
     fund: fc.boolean()
   }),
   fc.record({ _tag: fc.constant("complete" as const), which: fc.nat(), result: resultArb }),
