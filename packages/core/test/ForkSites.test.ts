@@ -12,7 +12,9 @@ import { catalog, contract, endpoint } from "./fixtures.js"
 const tag = FiberRef.unsafeMake("unset")
 const other = FiberRef.unsafeMake("unset")
 
-const siteIn = Effect.withFiberRuntime<Fork.Site>((fiber, status) => Effect.succeed(Fork.siteOf(fiber, status.runtimeFlags)))
+const siteIn = Effect.withFiberRuntime<Fork.Site>((fiber, status) =>
+  Effect.succeed(Fork.siteOf(fiber, status.runtimeFlags))
+)
 
 describe("an attempt's fork site, made by another fiber", () => {
   it.effect("a fiber without a reference another fiber set does not reuse that fiber's site", () =>
