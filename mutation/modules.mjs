@@ -31,14 +31,24 @@ export const modules = {
     // Not `Health.test.ts`: its traffic simulations (an outage, a stall, an impatient caller) take 100 s and more
     // at the machine's usual load, and every surviving mutant would run them all. The score is without them.
     // `HealthConfig` holds the tests of `decodeConfig` (the settings decoded at the edge).
-    tests: core("HealthRules", "HealthConfig", "HealthLaws", "Execute")
+    tests: core("HealthRules", "HealthViewCache", "HealthConfig", "HealthLaws", "Execute")
   },
   "run-limits": {
     mutate: ["packages/batch/src/RunLimits.ts", "packages/batch/src/internal/limiter.ts", "packages/batch/src/internal/totals.ts"],
     tests: batch("RunLimitsMemory", "RunLimits", "RateLimit", "Guardrails")
   },
   "artifact-reader": {
-    mutate: ["packages/batch/src/JsonlStore.ts", "packages/batch/src/internal/jsonl.ts"],
-    tests: batch("jsonl", "JsonlStore", "artifact", "Decode", "resume")
+    mutate: ["packages/batch/src/JsonlStore.ts", "packages/batch/src/internal/jsonl.ts", "packages/batch/src/internal/jsonlRead.ts"],
+    tests: batch("jsonl", "jsonl-digest", "JsonlStore", "artifact", "Decode", "resume", "hostile-artifacts", "ResumeStreaming")
+  },
+  // The records a resume keeps (typed arrays under a 64-bit key hash), reached through Resume's index too.
+  kept: {
+    mutate: ["packages/batch/src/internal/kept.ts"],
+    tests: batch("kept", "kept-halves", "kept-collisions", "resume", "ResumeStreaming", "Decode")
+  },
+  // The attempt's fork site (references forked once, reused while their values hold), reached through execute.
+  fork: {
+    mutate: ["packages/core/src/internal/fork.ts"],
+    tests: core("Fork", "ForkSites", "Execute", "Streaming")
   }
 }
