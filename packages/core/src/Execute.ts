@@ -186,17 +186,23 @@ const commit = (committed: Loop.Committed<ProviderResponse>): Effect.Effect<Outc
     simulated: record.simulated,
     attempts: committed.progress.records
   }
-  const completion = answerOf(base, response)
+  const completion = answerOf(base, response, committed.progress.requestId)
   return settling === undefined ? Effect.succeed(completion) : Effect.as(settling, completion)
 }
 
-/** The completion with what the answer carries beyond text (only when it does: a plain answer allocates nothing). */
-const answerOf = (base: Outcome.Completion, response: ProviderResponse): Outcome.Completion =>
+/** The completion with what the answer carries beyond text, and the request's id (only when there is either: a
+ * plain answer to an unnamed, unjournaled request allocates nothing). */
+const answerOf = (
+  base: Outcome.Completion,
+  response: ProviderResponse,
+  requestId: string | undefined
+): Outcome.Completion =>
   response.finishReason === undefined && response.toolCalls === undefined && response.reasoning === undefined &&
-    response.payload === undefined
+    response.payload === undefined && requestId === undefined
     ? base
     : {
       ...base,
+      ...(requestId === undefined ? {} : { requestId }),
       ...(response.finishReason === undefined ? {} : { finishReason: response.finishReason }),
       ...(response.toolCalls === undefined ? {} : { toolCalls: response.toolCalls }),
       ...(response.reasoning === undefined ? {} : { reasoning: response.reasoning }),

@@ -647,8 +647,12 @@ describe("Journal: what a journaled request costs its fiber", () => {
       // entry, 6 at the end). Now: the draw and its continuation (2), a region entered in one step and the
       // handler's frame (3), the end's 6.
       expect(journaled.steps - plain.steps).toBeLessThanOrEqual(11)
-      expect(journaled.exit).toEqual(plain.exit)
       const draw = yield* Random.nextIntBetween(0, 0x7fffffff).pipe(Effect.withRandom(Random.make(3)))
+      // The same exit, but for the journal's id on the journaled request's outcome.
+      expect(Exit.mapError(journaled.exit, (e) => e.requestId)).toEqual(Exit.fail(`req-${draw.toString(36)}`))
+      expect(Exit.mapError(plain.exit, (e) => e.requestId)).toEqual(Exit.fail(undefined))
+      const withoutId = (exit: typeof plain.exit) => Exit.mapError(exit, (e) => ({ ...e, requestId: undefined }))
+      expect(withoutId(journaled.exit)).toEqual(withoutId(plain.exit))
       expect(recorded.map((r) => [r.requestId, r.outcome._tag, r.decisions.length, r.attempts.length])).toEqual([
         [`req-${draw.toString(36)}`, "DeadlineExceeded", 1, 1]
       ])
