@@ -8,7 +8,8 @@
  */
 import { Command, Options } from "@effect/cli"
 import * as FileSystem from "@effect/platform/FileSystem"
-import type { Batch, Events, Guardrails, Resume, Stats, Termination } from "@rein/batch"
+import type { Batch, Events, Guardrails, Resume, Stats } from "@rein/batch"
+import { Termination } from "@rein/batch"
 import { Rein } from "@rein/core"
 import type { PgBatchRun } from "@rein/postgres"
 import { Clock, Console, Effect, Either, Layer, Option } from "effect"
@@ -125,7 +126,7 @@ export const render = (r: BatchReport): string => {
   const categories = Object.entries(s.byCategory).map(([k, v]) => `${k} ${v}`).join(", ")
   const endpoints = Object.entries(r.byEndpoint).map(([k, v]) => `${k} ${v}`).join(", ")
   const rows: Array<Array<string>> = [
-    ["termination", `${r.termination.kind}: ${r.termination.reason}`],
+    ["termination", `${r.termination.kind}: ${Termination.describe(r.termination)}`],
     ["items", `${r.items} in the input, ${s.accepted} accepted`],
     [
       "results",

@@ -11,6 +11,7 @@ import { Command, Options } from "@effect/cli"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type { SqlClient } from "@effect/sql"
 import type { Guardrails, Resume } from "@rein/batch"
+import { Termination } from "@rein/batch"
 import { Rein } from "@rein/core"
 import type { PgBatchRun, PgWorker } from "@rein/postgres"
 import { Clock, Console, Effect, Either, Layer, Option, Predicate, Redacted } from "effect"
@@ -254,7 +255,7 @@ export const renderStatus = (s: PgBatchRun.Status): string => {
   const categories = Object.entries(s.byCategory).map(([k, v]) => `${k} ${v}`).join(", ")
   const rows: Array<Array<string>> = [
     ["status", s.status],
-    ["stop", s.stop === null ? "-" : `${s.stop.kind}: ${s.stop.reason}`],
+    ["stop", s.stop === null ? "-" : `${s.stop.kind}: ${Termination.describe(s.stop)}`],
     ["stopped at", s.stoppedAt ?? "-"],
     ["items", `${s.items.total}: ${s.items.done} done, ${s.items.leased} leased, ${s.items.pending} pending`],
     ["by category", categories === "" ? "-" : categories],
