@@ -445,8 +445,22 @@ export const Terminal = Schema.Union(DeadlineExceeded, BudgetExhausted, PlanExha
 
 /**
  * A successful request: the provider's answer with where it came from, what it used and cost, and every
- * attempt it took. `cost` is `"unknown"` when any attempt's usage was unknown.
+ * attempt it took. `cost` is `"unknown"` when any attempt's usage was unknown. `requestId` links it to its
+ * journal record, as on every terminal failure (see `RequestId`).
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Rein } from "@rein/core"
+ * import type { Contract, Outcome } from "@rein/core"
+ *
+ * declare const contract: Contract.Contract
+ * // The caller's id is the outcome's (and its journal record's), whichever way the request ends.
+ * const id = Rein.execute({ prompt: "hi", inputTokens: 5, id: "order-42" }, contract).pipe(
+ *   Effect.map((c: Outcome.Completion) => c.requestId), // "order-42"
+ *   Effect.catchAll((e: Outcome.Terminal) => Effect.succeed(e.requestId)) // "order-42"
+ * )
+ * ```
  * @category schemas
  * @since 0.1.0
  */
