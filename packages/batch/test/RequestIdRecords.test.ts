@@ -3,7 +3,7 @@ import { Journal } from "@rein/core"
 import { Effect, Either, FastCheck as fc, Layer, Schema } from "effect"
 import { ArtifactStore, Checkpoint, Guardrails } from "../src/index.js"
 import * as Jsonl from "../src/internal/jsonl.js"
-import { bytes, nodeStore, tempFile } from "./artifact-helpers.js"
+import { bytes, nodeStore, record as artifactRecord, tempFile } from "./artifact-helpers.js"
 import { identity } from "./fixtures/artifact-identity.js"
 import { contract, scriptedProvider } from "./fixtures/artifact-run.js"
 
@@ -70,22 +70,8 @@ describe("Artifact records carry the outcome's request id", () => {
 })
 
 describe("An item record's requestId on disk", () => {
-  const record = {
-    kind: "item",
-    itemId: "i-1",
-    index: 0,
-    promptFingerprint: "sha256:1",
-    inputFingerprint: "sha256:2",
-    identityFingerprint: "sha256:0",
-    outcome: "success",
-    category: "ok",
-    reusable: true,
-    usage: { inputTokens: 10, outputTokens: 5 },
-    cost: 0.001,
-    attempts: 1,
-    durationMillis: 12,
-    result: "an answer"
-  }
+  // As the store writes it (the schema's order), without an id: a record of an artifact written before it.
+  const record = Schema.encodeSync(ArtifactStore.ItemRecord)(artifactRecord("i-1"))
   const decode = Schema.decodeUnknownEither(ArtifactStore.ItemRecord)
 
   it("a record written before the id existed is taken as it is and decodes without one", () => {

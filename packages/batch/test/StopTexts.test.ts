@@ -1,17 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Batch, Guardrails, RunLimits, Termination } from "@rein/batch"
-import { Duration, Effect, Fiber, Schema, TestClock } from "effect"
+import { Effect, Schema } from "effect"
 import * as Totals from "../src/internal/totals.js"
-import { contract, fail, hang, ok, scripted } from "./batch-helpers.js"
-
-const runFor = <A, E>(effect: Effect.Effect<A, E>, advance: Duration.DurationInput = "1 hour") =>
-  Effect.gen(function*() {
-    const fiber = yield* Effect.fork(effect)
-    yield* TestClock.adjust(advance)
-    return yield* Fiber.join(fiber)
-  })
-
-const prompts = (n: number) => Array.from({ length: n }, (_, i) => `p${i}`)
+import { contract, fail, hang, ok, prompts, runFor, scripted } from "./batch-helpers.js"
 
 /** Each stop the run can end with (as the batch and the shared run build them), and a word its fix must say. */
 const stops: ReadonlyArray<readonly [string, Termination.Stop, RegExp]> = [
