@@ -418,6 +418,20 @@ const batchArgs = (out: string): Array<string> => [
 ]
 
 describe("rein batch", () => {
+  it("a run its token cap stops prints the reason as recorded, then what to change", async () => {
+    const out = path.join(tmp, "capped", "batch.jsonl")
+    const r = await rein([...batchArgs(out), "--concurrency", "1", "--max-total-tokens", "10"])
+    const text = r.stdout.replace(/\s+/g, " ")
+    expect(text).toMatch(
+      /termination budget_exceeded: token cap reached: \d+ of 10 tokens; if this spend is expected, raise/
+    )
+    expect(text).toMatch(/--max-total-tokens\); else lower what an item may use/)
+    // The artifact keeps each item's request id (the CLI names requests by item id).
+    const records = fs.readFileSync(out, "utf8").trim().split("\n").slice(1).map((l) => JSON.parse(l))
+    expect(records.length).toBeGreaterThan(0)
+    for (const record of records.filter((x) => x.outcome === "success")) expect(record.requestId).toBe(record.itemId)
+  }, 120_000)
+
   it(
     "--record journals every item's decisions, as rein run --record does: replayable, explainable, no prompt",
     async () => {
