@@ -275,6 +275,11 @@ export interface Position {
   readonly length: number
   /** A hash of the bytes the store read there: reading back other bytes fails (`format`). */
   readonly digest?: number | undefined
+  /**
+   * The line was exactly a record as the store writes it (its fields checked at open): read back as the same
+   * bytes (`digest`), it is taken as parsed, not checked again.
+   */
+  readonly exact?: boolean | undefined
 }
 
 /**

@@ -211,28 +211,44 @@ describe("artifact lines at the edge", () => {
     expect(Either.isRight(Jsonl.parse(bytes))).toBe(true)
   })
 
-  it("10,000 hostile lines: each a format error naming the line and the field, nothing thrown", () => {
-    fc.assert(
-      fc.property(lineMutation, ([line, field, text]) => {
-        const manifestLine = line === 1 ? lineWith(manifest, field.path, text) : JSON.stringify(manifest)
-        const recordLine = line === 2 ? lineWith(record, field.path, text) : JSON.stringify(record)
-        const result = Jsonl.parse(encoder.encode(`${manifestLine}\n${recordLine}\n`))
-        expect(Either.isLeft(result), `line ${line} ${Hostile.printed(field.path)} = ${text.slice(0, 40)}`).toBe(
-          true
-        )
-        if (Either.isRight(result)) return
-        expect(result.left.line).toBe(line)
-        expect(result.left.message.length).toBeLessThan(10_000)
-        // Text that is not JSON makes the whole line unreadable; a future schema version says so.
-        const named = new RegExp(`[ \n]${Hostile.printed(field.path).replace(/[.]/g, "\\.")}[.:]`)
-        const expected = !parseJson(text).ok
-          ? line === 1 ? /not a Rein artifact/ : /not valid JSON/
-          : result.left.reason === "version"
-          ? /newer than this reader's/
-          : named
-        expect(result.left.message).toMatch(expected)
-      }),
-      { numRuns: 10_000, seed: 15 }
-    )
+  // The hostile lines are a finite set (each of the two lines × each field × each hostile text that field does not
+  // accept: 579 lines), and parsing is a function of the bytes alone: 10,000 draws from it (the property this
+  // was) parse the same lines about 17 times each, a deeply nested one for 2 ms of CPU each time. Each line is
+  // checked once instead, all of them, and they are shown to include every line those 10,000 draws make.
+  it("every hostile line (every line of 10,000 random draws among them): a format error naming the line and the field, nothing thrown", () => {
+    const hostile: Array<readonly [number, Hostile.Field, string]> = []
+    for (const [line, fields] of [[1, manifestFields], [2, recordFields]] as const) {
+      for (const field of fields) {
+        for (const text of HOSTILE_TEXT) {
+          const parsed = parseJson(text)
+          if (!parsed.ok || !field.accepts(parsed.value)) hostile.push([line, field, text])
+        }
+      }
+    }
+    const drawn = fc.sample(lineMutation, { numRuns: 10_000, seed: 15 })
+    expect(drawn).toHaveLength(10_000)
+    const key = ([line, field, text]: readonly [number, Hostile.Field, string]) =>
+      `${line} ${Hostile.printed(field.path)} ${text}`
+    const keys = new Set(hostile.map(key))
+    expect(drawn.filter((d) => !keys.has(key(d)))).toEqual([])
+    for (const [line, field, text] of hostile) {
+      const manifestLine = line === 1 ? lineWith(manifest, field.path, text) : JSON.stringify(manifest)
+      const recordLine = line === 2 ? lineWith(record, field.path, text) : JSON.stringify(record)
+      const result = Jsonl.parse(encoder.encode(`${manifestLine}\n${recordLine}\n`))
+      expect(Either.isLeft(result), `line ${line} ${Hostile.printed(field.path)} = ${text.slice(0, 40)}`).toBe(
+        true
+      )
+      if (Either.isRight(result)) continue
+      expect(result.left.line).toBe(line)
+      expect(result.left.message.length).toBeLessThan(10_000)
+      // Text that is not JSON makes the whole line unreadable; a future schema version says so.
+      const named = new RegExp(`[ \n]${Hostile.printed(field.path).replace(/[.]/g, "\\.")}[.:]`)
+      const expected = !parseJson(text).ok
+        ? line === 1 ? /not a Rein artifact/ : /not valid JSON/
+        : result.left.reason === "version"
+        ? /newer than this reader's/
+        : named
+      expect(result.left.message).toMatch(expected)
+    }
   })
 })

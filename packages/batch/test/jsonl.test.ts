@@ -250,6 +250,28 @@ describe("record lines taken as they are", () => {
   })
 })
 
+describe("record lines read back", () => {
+  it("a line exactly as the store writes it is marked so at open, and read back as the same bytes only parsed", () => {
+    const X = JSON.stringify({ ...record, extra: 1 })
+    const positions: Array<Position> = []
+    Either.getOrThrow(
+      Jsonl.scanner((_record, at) => void positions.push({ ...at!, digest: at!.digest })).push(
+        utf8(`${M}\n${R}\n${X}\n`)
+      )
+    )
+    expect(positions.map((at) => at.exact)).toEqual([true, false])
+    const [exact, extra] = positions
+    // The same bytes: an exact line is taken as parsed; another is decoded again (its extra field dropped).
+    expect(Jsonl.readBack(utf8(R), exact!, "sha256:0")).toEqual(Either.right(record))
+    expect(Jsonl.readBack(utf8(X), extra!, "sha256:0")).toEqual(Either.right(record))
+    // Marked exact without a digest, a line is checked: nothing says its bytes are the ones checked at open.
+    const bad = JSON.stringify({ ...record, attempts: -1 })
+    expect(Either.isLeft(Jsonl.readBack(utf8(bad), { digest: undefined, exact: true }, "sha256:0"))).toBe(true)
+    // Other bytes than those read at open are never given back, exact or not.
+    expect(Jsonl.readBack(utf8(bad), exact!, "sha256:0")).toEqual(Either.left("is not the line read at open"))
+  })
+})
+
 describe("record lines taken as they are: raw text", () => {
   const decodeRecord = Schema.decodeUnknownEither(ItemRecord, { errors: "all" })
   const fields = Object.keys(ItemRecord.fields) // (the schema's order)

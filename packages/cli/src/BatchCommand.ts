@@ -321,20 +321,16 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       mode: options.fileMode
     })
       .pipe(Layer.provide(Layer.succeed(FileSystem.FileSystem, fs)))
-    if (options.resume !== undefined && existing > 0) {
-      const warning = yield* Effect.flatMap(
+    // Resumed, the artifact is read once, by the run's open, which also says whether it was written under
+    // another identity.
+    const artifacts = options.resume !== undefined && existing > 0
+      ? Drift.resumedWithWarning(
         ArtifactStore.ArtifactStore,
-        (s) =>
-          Effect.scoped(
-            Effect.flatMap(s.stream, (artifact) =>
-              Drift.warning(options.out, artifact, identity, Fingerprint.identity(identity)))
-          )
-      ).pipe(
-        Effect.provide(store),
-        Effect.mapError((e) => new InputError({ message: Drift.artifactMessage(options.out, e) }))
+        store,
+        { out: options.out, identity, fingerprint: Fingerprint.identity(identity) },
+        Console.error
       )
-      if (warning !== undefined) yield* Console.error(warning)
-    }
+      : store
 
     const summary: Batch.Summary<PromptItem> = yield* Checkpoint.run(items, {
       contract,
@@ -349,7 +345,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
         Rein.layer({ catalog, providers, tokenizer, health: false }),
         Layer.merge(
           Breakers.layer(scenario === undefined ? {} : Scenario.healthConfig(scenario), display.transitions),
-          store
+          artifacts
         )
       )),
       Effect.provide(journal),

@@ -257,19 +257,32 @@ export const simulate = (
         Effect.matchCauseEffect(Effect.either(Rein.execute(request(i), contract)), finished(start))
       let now = 0
       let i = 0
-      // The arrivals before `until` (a request arriving at `now` runs in the last epoch that began by then).
-      const arrivals = (until: number) =>
-        Effect.gen(function*() {
-          while (now < scenario.duration && now < until) {
-            pending++
-            yield* Effect.fork(requestAt(i++, now))
-            const gap = scenario.arrivals === "steady"
-              ? 1_000 / scenario.rate
-              : (-Math.log(1 - (yield* Random.next)) * 1_000) / scenario.rate
-            yield* clock.sleep(Duration.millis(gap))
+      // The wait after an arrival: steady arrivals sleep the same gap every time (one sleep, made once: an effect
+      // is run again each time), Poisson arrivals draw theirs.
+      const gap = scenario.arrivals === "steady"
+        ? clock.sleep(Duration.millis(1_000 / scenario.rate))
+        : Effect.flatMap(
+          Random.next,
+          (u) => clock.sleep(Duration.millis((-Math.log(1 - u) * 1_000) / scenario.rate))
+        )
+      // The arrivals before `until` (a request arriving at `now` runs in the last epoch that began by then): fork
+      // the request, wait the gap, read the clock, again. A loop of effects, not a generator (three yields per
+      // arrival, each a wrapper and an iterator step).
+      const arrivals = (until: number): Effect.Effect<void, never, Rein.Rein> => {
+        const more = (): Effect.Effect<void, never, Rein.Rein> => {
+          if (!(now < scenario.duration && now < until)) return Effect.void
+          pending++
+          return Effect.zipRight(Effect.fork(requestAt(i++, now)), next)
+        }
+        const next = Effect.zipRight(
+          gap,
+          Effect.suspend(() => {
             now = clock.unsafeCurrentTimeMillis()
-          }
-        })
+            return more()
+          })
+        )
+        return Effect.suspend(more)
+      }
       for (let e = 0; e < epochs.length; e++) {
         yield* Effect.provide(arrivals(epochs[e + 1]?.at ?? Infinity), epochs[e]!.context)
       }

@@ -595,6 +595,19 @@ describe("rein batch", () => {
     expect(same.stderr).not.toMatch(/another contract/)
   }, 120_000)
 
+  it("resuming a file without a complete manifest line is bad input, and leaves the file as it was", async () => {
+    const files: ReadonlyArray<readonly [string, string]> = [["torn.jsonl", "{\"kind\":\"manif"], [
+      "other.jsonl",
+      "hello"
+    ]]
+    for (const [name, content] of files) {
+      const out = file(name, content)
+      const r = await rein([...batchArgs(out), "--resume"])
+      expectBadInput(r, /: no manifest line \(an empty or unfinished file\)/)
+      expect(fs.readFileSync(out, "utf8")).toBe(content)
+    }
+  }, 60_000)
+
   it("names the line of a bad prompt", async () => {
     const input = file("prompts.jsonl", "{\"id\":\"a\",\"prompt\":\"x\"}\n{\"id\":\"b\"}\n")
     const r = await rein([

@@ -167,14 +167,8 @@ const commit = (committed: Loop.Committed<ProviderResponse>): Effect.Effect<Outc
   const response = committed.payload
   const [record, settling] = committed.finishNow(
     response.finishReason === undefined && response.toolCalls === undefined
-      ? { _tag: "Success", payload: undefined, usage: committed.usage }
-      : {
-        _tag: "Success",
-        payload: undefined,
-        usage: committed.usage,
-        finishReason: response.finishReason,
-        toolCalls: Outcome.countToolCalls(response.toolCalls)
-      }
+      ? Attempt.answered(undefined, committed.usage, undefined, undefined)
+      : Attempt.answered(undefined, committed.usage, response.finishReason, Outcome.countToolCalls(response.toolCalls))
   )
   const completion = answerOf(baseOf(committed, record, response.text), response)
   return settling === undefined ? Effect.succeed(completion) : Effect.as(settling, completion)

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Rein } from "@rein/core"
 import type { Provider } from "@rein/core"
-import { Effect, FiberRef, HashMap, List, Logger, LogLevel, Option, RuntimeFlags } from "effect"
+import { Context, Effect, FiberRef, HashMap, List, Logger, LogLevel, Option, RuntimeFlags } from "effect"
+import * as v8 from "node:v8"
+import { runInNewContext } from "node:vm"
 import * as Fork from "../src/internal/fork.js"
 import { catalog, contract, endpoint } from "./fixtures.js"
 
@@ -120,4 +122,52 @@ describe("an attempt's fiber, forked from its caller's", () => {
           .toEqual([["changed", 11], ["changed", 11]])
       })
     }))
+
+  it.effect("keeps each caller's site while callers whose references differ alternate", () =>
+    Effect.gen(function*() {
+      // Workers that each provide a service of their own (as a batch's guardrail workers each provide a `Gate`),
+      // taking turns: each finds its own site again at every turn, and one site is made per worker.
+      const workers = 64
+      const before = Fork.made()
+      const sites = yield* Effect.forEach(
+        Array.from({ length: workers }, (_, i) => i),
+        (i) =>
+          Effect.withFiberRuntime<Array<Fork.Site>>((fiber, status) => {
+            const flags = RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption)
+            const turn = Effect.zipRight(Effect.yieldNow(), Effect.sync(() => Fork.siteOf(fiber, flags)))
+            return Effect.forEach(Array.from({ length: 5 }), () => turn)
+          }).pipe(Effect.provideService(Own, { worker: i })),
+        { concurrency: "unbounded" }
+      )
+      for (const own of sites) expect(new Set(own).size).toBe(1)
+      expect(new Set(sites.map((own) => own[0])).size).toBe(workers)
+      expect(Fork.made() - before).toBe(workers)
+    }))
+
+  it("holds no caller's context once two full collections ran after its fibers ended", async () => {
+    // A caller's service, reachable only through its context (and so through any site made for it).
+    const held = await (() => {
+      const service = { worker: -1 }
+      const weak = new WeakRef(service)
+      const fork = Effect.withFiberRuntime<void>((fiber, status) => {
+        Fork.siteOf(fiber, status.runtimeFlags).fork(Effect.void)
+        return Effect.void
+      })
+      return Effect.runPromise(Effect.provideService(fork, Own, service)).then(() => weak)
+    })()
+    // The first full collection lets the cached sites go (its callback runs as a task), the second collects them.
+    for (let i = 0; i < 2; i++) {
+      await new Promise((resolve) => setImmediate(resolve))
+      gc()
+    }
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(held.deref()).toBeUndefined()
+  })
 })
+
+/** A service each worker of the tests above provides its own of. */
+class Own extends Context.Tag("test/Own")<Own, { readonly worker: number }>() {}
+
+// A full collection on demand (the flag set now makes `gc` a global of a new context).
+v8.setFlagsFromString("--expose-gc")
+const gc = runInNewContext("gc") as () => void

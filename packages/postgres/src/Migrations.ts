@@ -7,8 +7,11 @@
  *   leases) and what is `leased` (held by live leases). Always `spent + leased ≤ cap`.
  * - `rein_budget_leases`: one row per process holding a slice: `leased` (its slice), `exposed` (the ceiling
  *   charged as spent if it dies), `charged` / `reserved` (the usage that ceiling was computed from, written
- *   with it by every report, top-up and give-back: for operators, and for other processes' `grantable`) and
- *   `expires_at` on the database clock, extended by each heartbeat.
+ *   with it by every report, top-up and give-back: for operators, and for other processes' `grantable`),
+ *   `pending` (0005: the reservation that ceiling was raised for, not yet in `reserved` when it was written; 0
+ *   otherwise, and on rows of processes older than 0005) and `expires_at` on the database clock, extended by
+ *   each heartbeat. A ceiling is at most charged + reserved + pending + max(1, ⌈exposure × (leased − charged −
+ *   reserved)⌉), `exposure` being the process's option (0.25 by default).
  * - `rein_budget_reclaims`: one row per expired lease reclaimed: what was `charged` as spent (its ceiling) and
  *   what was `returned` to the pool (the rest of its slice).
  * - `rein_batch_runs` (0004): one row per distributed batch run: its manifest (identity and fingerprint, as
@@ -248,6 +251,14 @@ const batch = Effect.flatMap(SqlClient.SqlClient, (sql) =>
     )`)
   ], { discard: true }))
 
+// Additive: a column with a default, so rows written before it, and processes that do not write it, read 0.
+const budgetPending = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) =>
+    sql.unsafe(`ALTER TABLE rein_budget_leases ADD COLUMN calls_pending bigint NOT NULL DEFAULT 0,
+    ADD COLUMN cost_pending bigint NOT NULL DEFAULT 0, ADD COLUMN tokens_pending bigint NOT NULL DEFAULT 0`)
+)
+
 /**
  * The migrations, by version. A new version is a new key; a released one is never edited.
  *
@@ -255,7 +266,8 @@ const batch = Effect.flatMap(SqlClient.SqlClient, (sql) =>
  * ```ts
  * import { Migrations } from "@rein/postgres"
  *
- * const versions = Object.keys(Migrations.migrations) // ["0001_budgets", "0002_health", "0003_rate_limits", "0004_batch"]
+ * const versions = Object.keys(Migrations.migrations) // ["0001_budgets", "0002_health", "0003_rate_limits", "0004_batch",
+ * //   "0005_budget_pending"]
  * ```
  * @category migrations
  * @since 0.1.0
@@ -264,7 +276,8 @@ export const migrations = {
   "0001_budgets": budgets,
   "0002_health": health,
   "0003_rate_limits": rateLimits,
-  "0004_batch": batch
+  "0004_batch": batch,
+  "0005_budget_pending": budgetPending
 }
 
 const LOCK = "rein_postgres_migrations"

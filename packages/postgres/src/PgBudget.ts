@@ -183,7 +183,8 @@ export const make = (input: Options): Effect.Effect<Service, PgBudgetError, SqlC
       slice: S.fresh("", 0, 0),
       free: { calls: caps.calls, cost: caps.cost, tokens: caps.tokens },
       freeAt: Number.NEGATIVE_INFINITY,
-      wanted: false
+      wanted: false,
+      inDoubt: undefined
     }
     const timeout = Duration.millis(o.queryTimeoutMillis ?? 2000)
     const lock = yield* Effect.makeSemaphore(1)
@@ -217,6 +218,7 @@ const maintain = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>) =>
       ctx.wanted = false
       const resting = !wanted && S.isZero(ctx.slice.reserved)
       yield* Q.reclaim(ctx.sql, ctx.name)
+      yield* L.reconcile(ctx)
       yield* L.renew(ctx, resting)
       const low = S.low(ctx.slice, ctx.caps, ctx.free, ctx.fraction)
       if (wanted && !S.isZero(low)) {
@@ -351,9 +353,13 @@ const service = (ctx: L.Ctx, db: Db, wake: Queue.Queue<void>): Service => {
   return budget
 }
 
-/** One step of the slow path: renew an expired lease, lease what is short, or raise the ceiling. */
+/**
+ * One step of the slow path: read what the lease holds after a top-up in doubt, renew an expired lease, lease
+ * what is short, or raise the ceiling.
+ */
 const reserveStep = (ctx: L.Ctx, need: S.Vec): Effect.Effect<void, Shortfall | SqlError> =>
   Effect.gen(function*() {
+    yield* L.reconcile(ctx)
     if (ctx.clock.unsafeCurrentTimeMillis() >= ctx.slice.validUntil) return yield* L.renew(ctx)
     const short = S.short(ctx.slice, ctx.caps, need)
     if (S.isZero(short)) return yield* L.raise(ctx, need)

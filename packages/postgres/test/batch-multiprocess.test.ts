@@ -318,16 +318,26 @@ describe.skipIf(!available)("one batch run, four worker processes", () => {
           expect(status.byCategory["batch_deadline_exceeded"]).toBeGreaterThan(0)
           expect(status.byCategory["ok"]).toBeGreaterThan(0)
           // Nothing is leased to run after the deadline (database clock); the stop is recorded at it (a heartbeat
-          // at most after it), and the last record soon after (calls in flight drain: 100 ms; the rest get the
-          // stop's record without a call). Call starts are each worker's own clock: a worker admits nothing
-          // after its own deadline timer, which a loaded machine may fire late.
+          // at most after it). Call starts are each worker's own clock: a worker admits nothing after its own
+          // deadline timer, which a loaded machine may fire late.
           expect(leased).toBeLessThan(started + DEADLINE)
           expect(stopped - started).toBeGreaterThanOrEqual(DEADLINE)
           expect(stopped - started).toBeLessThan(DEADLINE + HEARTBEAT + 1_000)
-          expect(last - started).toBeLessThan(DEADLINE + 3_000)
           const calls = workers.flatMap((c) => logOf(c.stdout()).calls)
           const lateness = Math.max(0, ...calls.map((c) => c.at - started - DEADLINE))
           expect(lateness).toBeLessThan(HEARTBEAT)
+          // After the stop, the calls in flight drain and every other item gets the stop's record without a call,
+          // in the workers' sweeps: counted, not timed (how soon the last record is written is how much CPU a
+          // loaded machine gives four processes: 1.3 s after the deadline at a load of 17, 3.7 s at 20).
+          const ok = yield* sql<{ readonly item_id: string }>`SELECT item_id FROM rein_batch_items
+            WHERE run_id = ${runId} AND category = 'ok'`
+          const called = new Set(calls.map((c) => c.id))
+          expect(called.size).toBe(calls.length)
+          expect(new Set(ok.map((r) => r.item_id))).toEqual(called)
+          expect(status.byCategory).toEqual({ ok: called.size, batch_deadline_exceeded: N - called.size })
+          const swept = workers.map((c) => summaryOf(c)?.swept ?? 0).reduce((a, b) => a + b, 0)
+          expect(swept).toBeGreaterThan(0)
+          expect(swept).toBeLessThanOrEqual(N - called.size)
           process.stdout.write(
             `deadline: stop recorded ${
               stopped - started - DEADLINE

@@ -10,14 +10,16 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Deferred, Effect, Either, Fiber, Schedule } from "effect"
 import { PgBudget } from "../src/index.js"
 import { available, fresh, PgLive } from "./pg.js"
-import { inTransaction, lockPool, waitingFor } from "./rowLocks.js"
+import { firstHeartbeat, inTransaction, lockPool, waitingFor } from "./rowLocks.js"
 
 interface LeaseRow {
   readonly id: string
-  /** Cost leased, ceiling, and used (charged + reserved) as on record, in nano-dollars. */
+  /** Cost leased, ceiling, used (charged + reserved) and pending (the reservation the ceiling was raised for) as
+   * on record, in nano-dollars. */
   readonly l: number
   readonly k: number
   readonly u: number
+  readonly p: number
 }
 
 const NANOS = 1e9
@@ -25,34 +27,23 @@ const NANOS = 1e9
 const leaseRow = (name: string, holder: string, forUpdate: boolean) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => {
     const query = sql<LeaseRow>`SELECT id, cost_leased::float8 AS l, cost_exposed::float8 AS k,
-      (cost_charged + cost_reserved)::float8 AS u FROM rein_budget_leases
+      (cost_charged + cost_reserved)::float8 AS u, cost_pending::float8 AS p FROM rein_budget_leases
       WHERE budget = ${name} AND holder = ${holder}`
     const rows = forUpdate
       ? sql<LeaseRow>`SELECT id, cost_leased::float8 AS l, cost_exposed::float8 AS k,
-          (cost_charged + cost_reserved)::float8 AS u FROM rein_budget_leases
+          (cost_charged + cost_reserved)::float8 AS u, cost_pending::float8 AS p FROM rein_budget_leases
           WHERE budget = ${name} AND holder = ${holder} FOR UPDATE`
       : query
     return Effect.map(rows, (r) => r[0])
   }).pipe(Effect.orDie)
 
-/** The ceiling on record is at most what the row's usage and lease allow (`exposure` 0.25, nano-dollars). */
+/**
+ * The ceiling on record is at most what the row's usage, pending reservation and lease allow (`exposure` 0.25,
+ * nano-dollars).
+ */
 const expectQuarterRule = (row: LeaseRow) => {
-  expect(row.k - row.u, JSON.stringify(row)).toBeLessThanOrEqual(Math.ceil(0.25 * (row.l - row.u)))
+  expect(row.k - row.u - row.p, JSON.stringify(row)).toBeLessThanOrEqual(Math.ceil(0.25 * (row.l - row.u)))
 }
-
-/** Polls until `holder`'s first heartbeat (the one its budget runs when made) has reported. */
-const firstHeartbeat = (name: string, holder: string) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) =>
-      sql<{ readonly beat: boolean }>`SELECT heartbeat_at > opened_at AS beat FROM rein_budget_leases
-      WHERE budget = ${name} AND holder = ${holder}`.pipe(
-        Effect.filterOrFail((rows) => rows[0]?.beat === true, () => "not yet"),
-        Effect.retry(Schedule.spaced("5 millis")),
-        Effect.timeout("20 seconds"),
-        Effect.orDie
-      )
-  )
 
 /** Polls until the backend `pid` has finished its statement (autocommit: committed). */
 const idle = (pid: number) =>
@@ -201,12 +192,23 @@ describe.skipIf(!available)("PgBudget's lease row: a ceiling is recorded with th
         // $0.30 does not fit under the cost ceiling but in the lease: the reservation raises the ceiling.
         yield* budget.reserve({ cost: 0.3, tokens: 0 })
         const rows = yield* sql<LeaseRow>`SELECT id, tokens_leased::float8 AS l, tokens_exposed::float8 AS k,
-          (tokens_charged + tokens_reserved)::float8 AS u FROM rein_budget_leases
+          (tokens_charged + tokens_reserved)::float8 AS u, tokens_pending::float8 AS p FROM rein_budget_leases
           WHERE budget = ${name} AND holder = ${holder}`
         // Tokens: none used, 100,000 leased: a ceiling of a quarter of them, not the 75,000 of before.
         expect(rows[0]!.l).toBe(100_000)
         expectQuarterRule(rows[0]!)
         expect(rows[0]!.k).toBe(25_000)
+        // Cost: raised for the $0.30 not yet taken when the row was written, $0.30 + ¼ × $1 over the $0 used;
+        // the row tells that headroom from an excess: $0.30 pending (the rule without it would read $0.30 over).
+        const cost = (yield* leaseRow(name, holder, false))!
+        expect({ u: cost.u, p: cost.p, k: cost.k }).toEqual({ u: 0, p: 0.3 * NANOS, k: 0.55 * NANOS })
+        expectQuarterRule(cost)
+        // The next raise (for $0.70, the rest of the lease) records the $0.30, taken since, as reserved, and the
+        // $0.70 as pending.
+        yield* budget.reserve({ cost: 0.7, tokens: 0 })
+        const next = (yield* leaseRow(name, holder, false))!
+        expect({ u: next.u, p: next.p, k: next.k }).toEqual({ u: 0.3 * NANOS, p: 0.7 * NANOS, k: 1 * NANOS })
+        expectQuarterRule(next)
       }))
   })
 })

@@ -4,7 +4,7 @@ import { Deferred, Effect, Fiber, Schedule } from "effect"
 import { PgBudget } from "../src/index.js"
 import { available, fresh, PgLive, Server } from "./pg.js"
 import { bundle, spawnChild } from "./processes.js"
-import { lockPool, waitingFor } from "./rowLocks.js"
+import { topUpWaiting } from "./rowLocks.js"
 
 const NANOS = 1e9
 const TTL = 2000
@@ -346,12 +346,7 @@ describe.skipIf(!available)("one budget, four real processes, two of them killed
           // The budget row locked by the test: the holder's next top-up (a heartbeat's or a reservation's) locks
           // its lease row, extends it, and waits in its conditional update of the pool; meanwhile its loops go on
           // reserving on the fast path, under the ceiling on record, until it binds.
-          const pool = yield* lockPool(name)
-          const [topUp] = yield* waitingFor(pool.pid)
-          const waiting = yield* sql<
-            { readonly query: string }
-          >`SELECT query FROM pg_stat_activity WHERE pid = ${topUp!}`
-          expect(waiting[0]!.query).toContain("calls_grant")
+          const { pool, topUp } = yield* topUpWaiting(name)
           yield* doomed.kill("SIGKILL")
           yield* doomed.exited
           const usage = usageOf(doomed.stdout())
@@ -361,7 +356,7 @@ describe.skipIf(!available)("one budget, four real processes, two of them killed
           yield* Deferred.succeed(pool.release, undefined)
           yield* Fiber.join(pool.fiber)
           // The top-up's backend finds its client gone: its transaction is rolled back, the grant with it.
-          yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ${topUp!}`
+          yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ${topUp}`
             .pipe(
               Effect.filterOrFail((rows) => rows[0]!.n === 0, () => new Error("the top-up's backend is still there")),
               Effect.retry(Schedule.spaced("20 millis")),

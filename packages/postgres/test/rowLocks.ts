@@ -51,3 +51,33 @@ export const lockPool = (name: string) =>
     const held = yield* inTransaction(sql`SELECT 1 FROM rein_budgets WHERE name = ${name} FOR UPDATE`, release)
     return { ...held, release }
   })
+
+/** Polls until `holder`'s first heartbeat (the one its budget runs when made) has reported. */
+export const firstHeartbeat = (name: string, holder: string) =>
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<{ readonly beat: boolean }>`SELECT heartbeat_at > opened_at AS beat FROM rein_budget_leases
+      WHERE budget = ${name} AND holder = ${holder}`.pipe(
+        Effect.filterOrFail((rows) => rows[0]?.beat === true, () => "not yet"),
+        Effect.retry(Schedule.spaced("5 millis")),
+        Effect.timeout("20 seconds"),
+        Effect.orDie
+      )
+  )
+
+/**
+ * The budget row locked (`lockPool`) until a top-up waits for it in its conditional update of the pool (after
+ * it locked its lease row); answers the lock and that top-up's backend pid.
+ */
+export const topUpWaiting = (name: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const pool = yield* lockPool(name)
+    const [topUp] = yield* waitingFor(pool.pid)
+    const waiting = yield* sql<{ readonly query: string }>`SELECT query FROM pg_stat_activity WHERE pid = ${topUp!}`
+    if (!waiting[0]!.query.includes("calls_grant")) {
+      return yield* Effect.die(new Error(`not a top-up waits for the pool: ${waiting[0]!.query}`))
+    }
+    return { pool, topUp: topUp! }
+  }).pipe(Effect.orDie)

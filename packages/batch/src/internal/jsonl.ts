@@ -137,18 +137,33 @@ export const isExactRecord = (json: unknown): json is ItemRecord => {
     (json.requestId === undefined || typeof json.requestId === "string")
 }
 
+// A record line's JSON, its identity fingerprint shared with the manifest's; a second manifest is an error.
+const parseRecordJson = (
+  bytes: Uint8Array,
+  line: number,
+  identityFingerprint: string
+): Either.Either<unknown, ArtifactError> =>
+  Either.flatMap(parseLine(bytes, line), (json) => {
+    if (isObject(json) && json.kind === "manifest") return Either.left(formatError(line, "a second manifest"))
+    shareIdentity(json, identityFingerprint)
+    return Either.right(json)
+  })
+
+// A record line's JSON decoded by the schema.
+const decoded = (json: unknown, line: number): Either.Either<ItemRecord, ArtifactError> =>
+  Either.mapLeft(decodeRecord(json), (e) => formatError(line, `bad item record: ${formatParseError(e)}`))
+
+// A record line's JSON as the item record, decoded by the schema unless it is exactly one.
+const asRecord = (json: unknown, line: number): Either.Either<ItemRecord, ArtifactError> =>
+  isExactRecord(json) ? Either.right(json) : decoded(json, line)
+
 /** One record line (without its newline), as the scanner reads it; `line` names it in an error. @internal */
 export const parseRecord = (
   bytes: Uint8Array,
   line: number,
   identityFingerprint: string
 ): Either.Either<ItemRecord, ArtifactError> =>
-  Either.flatMap(parseLine(bytes, line), (json) => {
-    if (isObject(json) && json.kind === "manifest") return Either.left(formatError(line, "a second manifest"))
-    shareIdentity(json, identityFingerprint)
-    if (isExactRecord(json)) return Either.right(json)
-    return Either.mapLeft(decodeRecord(json), (e) => formatError(line, `bad item record: ${formatParseError(e)}`))
-  })
+  Either.flatMap(parseRecordJson(bytes, line, identityFingerprint), (json) => asRecord(json, line))
 
 /**
  * A 32-bit hash of bytes: two FNV-1a lanes over alternate 4-byte words, joined (two independent chains of
@@ -172,16 +187,21 @@ export const digest = (bytes: Uint8Array): number => {
 
 /**
  * A record line read back at a position the scanner gave, or why it is not given back: bytes that no longer
- * hash to the position's `digest` (the line changed after it was read), or no longer an item record. @internal
+ * hash to the position's `digest` (the line changed after it was read), or no longer an item record. Bytes
+ * that hash as a line that was exactly a record at open (`exact`) are only parsed. @internal
  */
 export const readBack = (
   bytes: Uint8Array,
-  expected: number | undefined,
+  at: Pick<Position, "digest" | "exact">,
   identityFingerprint: string
-): Either.Either<ItemRecord, string> =>
-  expected !== undefined && digest(bytes) !== expected
-    ? Either.left("is not the line read at open")
-    : Either.mapLeft(parseRecord(bytes, 0, identityFingerprint), () => "is no longer an item record")
+): Either.Either<ItemRecord, string> => {
+  if (at.digest !== undefined && digest(bytes) !== at.digest) return Either.left("is not the line read at open")
+  const json = parseRecordJson(bytes, 0, identityFingerprint)
+  const record = at.digest !== undefined && at.exact === true
+    ? json as Either.Either<ItemRecord, ArtifactError>
+    : Either.flatMap(json, (j) => asRecord(j, 0))
+  return Either.mapLeft(record, () => "is no longer an item record")
+}
 
 /**
  * Where the scanner found a record line. Its `digest` is worked out only when read, and only while the record
@@ -191,7 +211,7 @@ export const readBack = (
 export class LinePosition implements Position {
   #bytes: Uint8Array | undefined
   #digest: number | undefined
-  constructor(readonly offset: number, readonly length: number, bytes: Uint8Array) {
+  constructor(readonly offset: number, readonly length: number, bytes: Uint8Array, readonly exact: boolean) {
     this.#bytes = bytes
   }
   get digest(): number | undefined {
@@ -247,10 +267,13 @@ export const scanner = (onRecord: OnRecord): Scanner => {
       manifest = m.right
       return Either.void
     }
-    const parsed = parseRecord(bytes, line, manifest.identityFingerprint)
+    const json = parseRecordJson(bytes, line, manifest.identityFingerprint)
+    if (Either.isLeft(json)) return Either.left(json.left)
+    const exact = isExactRecord(json.right)
+    const parsed = exact ? Either.right(json.right) : decoded(json.right, line)
     if (Either.isLeft(parsed)) return Either.left(parsed.left)
     // The line's digest is worked out only for a receiver that keeps its position (a record it may reuse).
-    const at = new LinePosition(offset, bytes.length, bytes)
+    const at = new LinePosition(offset, bytes.length, bytes, exact)
     onRecord(parsed.right, at)
     at.release()
     return Either.void

@@ -129,7 +129,7 @@ export const make = (
           }
           // The parse error is not quoted: it can hold the record's values (a model answer), and this is logged.
           return Either.mapLeft(
-            readBack(window.subarray(from, from + at.length), at.digest, identityFingerprint),
+            readBack(window.subarray(from, from + at.length), at, identityFingerprint),
             (why) => changed(at, why)
           )
         }

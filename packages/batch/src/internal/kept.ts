@@ -50,7 +50,8 @@ export const make = () => {
   let first = new Int32Array(mask + 1)
   let second = new Int32Array(mask + 1)
   let slots = new Int32Array(mask + 1)
-  // The slots: a position (offset, length, digest when `flags` has bit 1) or, without one, a record.
+  // The slots: a position (offset, length, digest when `flags` has bit 1, exact when bit 4) or, without one, a
+  // record.
   let offsets = new Float64Array(512)
   let lengths = new Uint32Array(512)
   let digests = new Int32Array(512)
@@ -121,14 +122,17 @@ export const make = () => {
     lengths[slot] = at.length
     const digest = at.digest
     digests[slot] = digest ?? 0
-    flags[slot] = digest === undefined ? 2 : 3
+    flags[slot] = (digest === undefined ? 2 : 3) | (at.exact === true ? 4 : 0)
   }
   /** What a slot holds: a record, or a position. */
-  const at = (slot: number): ItemRecord | Position =>
-    (flags[slot]! & 2) === 0 ? records![slot]! : {
+  const at = (slot: number): ItemRecord | Position => {
+    const flag = flags[slot]!
+    return (flag & 2) === 0 ? records![slot]! : {
       offset: offsets[slot]!,
       length: lengths[slot]!,
-      digest: flags[slot] === 3 ? digests[slot]! : undefined
+      digest: (flag & 1) === 1 ? digests[slot]! : undefined,
+      exact: (flag & 4) === 4
     }
+  }
   return { slotOf, find, put, at, size: () => size }
 }

@@ -7,8 +7,7 @@
  * @internal
  */
 import type { ArtifactStore, Identity } from "@rein/batch"
-import type { Chunk } from "effect"
-import { Effect, Stream } from "effect"
+import { Effect, Layer } from "effect"
 
 const shown = (value: string | undefined): string => (value === undefined ? "(none)" : JSON.stringify(value))
 
@@ -29,28 +28,43 @@ export const changes = (before: Identity.Identity, after: Identity.Identity): Re
 }
 
 /**
- * The warning for resuming `out` under `identity` (whose fingerprint is `fingerprint`), or `undefined` when
- * every record was written under it. The records are streamed: only their item ids are held.
+ * The artifact store `store` (the tag `tag`'s), resumed with the warning of `warning` said by `say` once it is
+ * open: `Resume.open`'s one reading of the artifact also tells which items have records under `fingerprint`
+ * (the run's identity's) and which only under another one, so the file is read once. Its `open` resumes the
+ * artifact that is there (it never starts a new one: a file without a manifest is an error, as for `--resume`
+ * it is), and the warning is said before the run goes on. Only item ids are held, and only while it is read.
  *
  * @internal
  */
-export const warning = (
-  out: string,
-  artifact: ArtifactStore.Streamed,
-  identity: Identity.Identity,
-  fingerprint: string
-): Effect.Effect<string | undefined, ArtifactStore.ArtifactError> => {
-  const current = new Set<string>()
-  const others = new Set<string>()
-  const add = (chunk: Chunk.Chunk<ArtifactStore.ItemRecord>) =>
-    Effect.sync(() => {
-      for (const r of chunk) (r.identityFingerprint === fingerprint ? current : others).add(r.itemId)
-    })
-  return Effect.map(
-    Stream.runForEachChunk(artifact.records, add),
-    () => said(out, artifact.manifest, identity, fingerprint, current, others)
-  )
-}
+export const resumedWithWarning = (
+  tag: typeof ArtifactStore.ArtifactStore,
+  store: Layer.Layer<ArtifactStore.ArtifactStore>,
+  report: { readonly out: string; readonly identity: Identity.Identity; readonly fingerprint: string },
+  say: (warning: string) => Effect.Effect<void>
+): Layer.Layer<ArtifactStore.ArtifactStore> =>
+  Layer.effect(
+    tag,
+    Effect.map(tag, (inner) =>
+      tag.of({
+        ...inner,
+        open: (_manifest, onRecord) =>
+          Effect.suspend(() => {
+            const current = new Set<string>()
+            const others = new Set<string>()
+            const seen: ArtifactStore.OnRecord = (record, at) => {
+              if (record.identityFingerprint === report.fingerprint) current.add(record.itemId)
+              else others.add(record.itemId)
+              if (onRecord !== undefined) onRecord(record, at)
+            }
+            return Effect.tap(inner.resume(seen), (opened) => {
+              const warning = said(report.out, opened.manifest, report.identity, report.fingerprint, current, others)
+              current.clear()
+              others.clear()
+              return warning === undefined ? Effect.void : say(warning)
+            })
+          })
+      }))
+  ).pipe(Layer.provide(store))
 
 // The warning's words, from the item ids with a record under this run's identity and under another one.
 const said = (

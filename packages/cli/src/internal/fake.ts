@@ -7,8 +7,7 @@
 import type { Provider } from "@rein/core"
 import { Failure, Fake } from "@rein/core"
 import { Clock, Context, Duration, Effect, Random } from "effect"
-import type { Scenario } from "../Scenario.js"
-import { behaviourAt } from "../Scenario.js"
+import type { Behaviour, Scenario } from "../Scenario.js"
 import { tokenizer } from "./tokens.js"
 
 const SIMULATED_TEXT = "(simulated answer)"
@@ -31,7 +30,7 @@ const codeOf = (kind: string): { readonly code?: string } => {
 
 const toStep = (
   scenario: Scenario | undefined,
-  behaviour: Scenario["default"],
+  behaviour: Behaviour,
   offsetMillis: number,
   u: number,
   inputTokens: number,
@@ -103,22 +102,55 @@ const play = (
   }
 }
 
-/** One call at `now` with the draw `u`: the scenario's behaviour then, played. */
-const playAt = (
-  scenario: Scenario | undefined,
-  originMillis: number,
-  now: number,
-  u: number,
-  request: Provider.CompletionRequest,
-  context: Provider.AttemptContext
-): Effect.Effect<Provider.ProviderResponse, Failure.ProviderFailure> => {
-  const offset = now - originMillis
-  const behaviour = scenario === undefined
-    ? { kind: "ok" as const, latency: 0, outputTokens: 100 }
-    : behaviourAt(scenario, context.endpoint.id, offset)
-  const inputTokens = request.inputTokens ?? tokenizer(request)
-  const step = toStep(scenario, behaviour, offset, u, inputTokens, context.maxOutputTokens)
-  return play(step, request, context)
+/**
+ * A phase of one endpoint (or the scenario's default) as the fake plays it: every phase in one class, its end a
+ * number (`Infinity`: none), so the per-call lookup reads one shape whichever behaviour the phase holds. An `ok` or
+ * `drip` behaviour's answer (its latency's sleep, then the same text and usage) is made once per request shape and
+ * played again by every call of that shape: an `Effect` is a description, and the answer is never changed.
+ */
+class Played {
+  private inputTokens = -1
+  private maxOutputTokens = -1
+  private answer: Effect.Effect<Provider.ProviderResponse> | undefined = undefined
+  readonly answers: boolean
+  constructor(readonly from: number, readonly until: number, readonly behaviour: Behaviour) {
+    this.answers = behaviour.kind === "ok" || behaviour.kind === "drip"
+  }
+
+  /** The answer of an `ok` or `drip` behaviour (`answers`) to a request of that shape. */
+  answerTo(inputTokens: number, maxOutputTokens: number): Effect.Effect<Provider.ProviderResponse> {
+    if (this.answer === undefined || this.inputTokens !== inputTokens || this.maxOutputTokens !== maxOutputTokens) {
+      const b = this.behaviour as Extract<Behaviour, { readonly kind: "ok" | "drip" }>
+      const step = toStep(undefined, b, 0, 0, inputTokens, maxOutputTokens) as Extract<Step, { _tag: "Succeed" }>
+      this.answer = Effect.as(sleep(step.latency), { text: step.text, usage: step.usage })
+      this.inputTokens = inputTokens
+      this.maxOutputTokens = maxOutputTokens
+    }
+    return this.answer
+  }
+}
+
+const NO_SCENARIO: Behaviour = { kind: "ok", latency: 0, outputTokens: 100 }
+
+/** The phases of every endpoint the scenario scripts (own entries only: `constructor` is an endpoint like any other). */
+const phasesOf = (scenario: Scenario | undefined): Map<string, ReadonlyArray<Played>> =>
+  new Map(
+    Object.entries(scenario?.endpoints ?? {}).map(([id, phases]) => [
+      id,
+      phases.map((p) => new Played(p.from, p.until ?? Infinity, p.behaviour))
+    ])
+  )
+
+/** The phase of `phases` at `offsetMillis` (as `behaviourAt`: the first that holds it, else the default). */
+const phaseAt = (phases: ReadonlyArray<Played> | undefined, otherwise: Played, offsetMillis: number): Played => {
+  if (phases !== undefined) {
+    for (const phase of phases) {
+      // Both bounds read before either is compared: an `until` first read once optimized would deoptimize.
+      const { from, until } = phase
+      if (offsetMillis >= from && offsetMillis < until) return phase
+    }
+  }
+  return otherwise
 }
 
 /**
@@ -129,15 +161,35 @@ const playAt = (
  *
  * @internal
  */
-export const scripted = (scenario: Scenario | undefined, originMillis: number): Provider.Provider => ({
-  internalMaxAttempts: 1,
-  simulated: true,
-  // The fiber's own clock and random (the effect's `Clock` and `Random`), read in one step: the clock's
-  // reading, then a draw.
-  call: (request, context) =>
-    Effect.withFiberRuntime((fiber) => {
-      const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-      return Effect.flatMap(Context.get(fiber.currentDefaultServices, Random.Random).next, (u) =>
-        playAt(scenario, originMillis, now, u, request, context))
-    })
-})
+export const scripted = (scenario: Scenario | undefined, originMillis: number): Provider.Provider => {
+  const phases = phasesOf(scenario)
+  const otherwise = new Played(0, Infinity, scenario === undefined ? NO_SCENARIO : scenario.default)
+  // One call at `now` with the draw `u`: the scenario's behaviour then, played.
+  const playAt = (
+    now: number,
+    u: number,
+    request: Provider.CompletionRequest,
+    context: Provider.AttemptContext
+  ): Effect.Effect<Provider.ProviderResponse, Failure.ProviderFailure> => {
+    const offset = now - originMillis
+    const phase = phaseAt(phases.get(context.endpoint.id), otherwise, offset)
+    const inputTokens = request.inputTokens ?? tokenizer(request)
+    return phase.answers
+      ? phase.answerTo(inputTokens, context.maxOutputTokens)
+      : play(toStep(scenario, phase.behaviour, offset, u, inputTokens, context.maxOutputTokens), request, context)
+  }
+  return {
+    internalMaxAttempts: 1,
+    simulated: true,
+    // The fiber's own clock and random (the effect's `Clock` and `Random`), read in one step: the clock's
+    // reading, then a draw.
+    call: (request, context) =>
+      Effect.withFiberRuntime((fiber) => {
+        const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+        return Effect.flatMap(
+          Context.get(fiber.currentDefaultServices, Random.Random).next,
+          (u) => playAt(now, u, request, context)
+        )
+      })
+  }
+}

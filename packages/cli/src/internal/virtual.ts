@@ -43,8 +43,10 @@ class Sleepers {
     let i = h.length - 1
     while (i > 0) {
       const parent = (i - 1) >> 1
-      if (!before(h[i]!, h[parent]!)) break
-      ;[h[i], h[parent]] = [h[parent]!, h[i]!]
+      const up = h[i]!
+      if (!before(up, h[parent]!)) break
+      h[i] = h[parent]!
+      h[parent] = up
       i = parent
     }
   }
@@ -64,7 +66,9 @@ class Sleepers {
           if (l < h.length && before(h[l]!, h[m]!)) m = l
           if (r < h.length && before(h[r]!, h[m]!)) m = r
           if (m === i) break
-          ;[h[i], h[m]] = [h[m]!, h[i]!]
+          const down = h[i]!
+          h[i] = h[m]!
+          h[m] = down
           i = m
         }
       }
@@ -153,10 +157,13 @@ const MAX_OPS_BEFORE_YIELD = 2_048
  * own check reads two fiber references (two map lookups) at every operation of every fiber.
  */
 class Tasks implements Scheduler.Scheduler {
-  /** A task run is cleared from the queue at once (see `run`). */
+  /** A task run is cleared from the queue at once (see `run`). Slots `[0, end)` are the queue's: the array itself
+   * is never shortened, since an array emptied (`length = 0`) lets go of its storage, and the next task made it
+   * again (every time the simulation's queue ran dry: ~0.5 KB per simulated request). */
   readonly queue: Array<Scheduler.Task | undefined> = []
+  end = 0
   scheduleTask(task: Scheduler.Task): void {
-    this.queue.push(task)
+    this.queue[this.end++] = task
   }
   shouldYield(fiber: Parameters<Scheduler.Scheduler["shouldYield"]>[0]): number | false {
     return fiber.currentOpCount > MAX_OPS_BEFORE_YIELD ? 0 : false
@@ -181,7 +188,7 @@ export const run = <A, E>(
     // what those collections copied, and most of the simulation's CPU).
     const scheduler = new Tasks()
     const tasks = scheduler.queue
-    const clock = new VirtualClock((task) => tasks.push(task))
+    const clock = new VirtualClock((task) => scheduler.scheduleTask(task))
     return Effect.forkDaemon(Effect.withClock(effect, clock)).pipe(
       Effect.withScheduler(scheduler),
       Effect.flatMap((fiber) => {
@@ -189,18 +196,22 @@ export const run = <A, E>(
         /** Runs up to `SLICE` tasks and wake-ups: the run's end, or `undefined` when the slice ran out first. */
         const slice = (): { readonly exit: Exit.Exit<A, E>; readonly virtualMillis: number } | undefined => {
           for (let budget = SLICE; budget > 0; budget--) {
-            if (next < tasks.length) {
+            if (next < scheduler.end) {
               const task = tasks[next]!
               tasks[next++] = undefined
               task()
-              // Keep the queue from growing without bound over a long simulation.
+              // Keep the queue from growing without bound over a long simulation: the tasks left move to its
+              // start (the slots they leave cleared).
               if (next > 4096) {
-                tasks.splice(0, next)
+                const end = scheduler.end
+                tasks.copyWithin(0, next, end)
+                tasks.fill(undefined, end - next, end)
+                scheduler.end = end - next
                 next = 0
               }
               continue
             }
-            tasks.length = 0
+            scheduler.end = 0
             next = 0
             const exit = fiber.unsafePoll()
             if (exit !== null) return { exit, virtualMillis: clock.now }

@@ -376,21 +376,37 @@ const asExit = <A, E>(work: Effect.Effect<A, E>): Effect.Effect<Exit.Exit<A, E>>
 /** A timeout whose teardown is confirmed: the attempt's fiber has ended, so there is nothing left to await. */
 const TIMED_OUT_CONFIRMED: AttemptEnd<never> = { _tag: "Timeout", confirmed: true, settled: Effect.void }
 
+/**
+ * The ends a call makes, every one with the same fields in the same order (the absent ones `undefined`, which
+ * every reader treats as absent): one hidden class in V8, so the readers of an end (`recordOf`, the settlements),
+ * optimized on a run of successes, are not deoptimized by the first failure (#22). A committed answer's end
+ * (`Execute.commit`) is made by `answered` too.
+ *
+ * @internal
+ */
+export const answered = <S>(
+  payload: S,
+  usage: Usage,
+  finishReason: FinishReason | undefined,
+  toolCalls: ReadonlyArray<ToolCallCount> | undefined
+): AttemptEnd<S> => ({ _tag: "Success", payload, usage, failure: undefined, finishReason, toolCalls }) as AttemptEnd<S>
+
+const failedWith = (
+  failure: ProviderFailure,
+  finishReason?: FinishReason,
+  toolCalls?: ReadonlyArray<ToolCallCount>
+): AttemptEnd<never> =>
+  ({ _tag: "Failure", payload: undefined, usage: undefined, failure, finishReason, toolCalls }) as AttemptEnd<never>
+
 const callEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd<ProviderResponse> => {
-  if (!Exit.isSuccess(exit)) return { _tag: "Failure", failure: failureOf(exit.cause) }
+  if (!Exit.isSuccess(exit)) return failedWith(failureOf(exit.cause))
   const response = exit.value
   return response.finishReason === undefined && response.toolCalls === undefined
-    ? { _tag: "Success", payload: response, usage: response.usage }
-    : {
-      _tag: "Success",
-      payload: response,
-      usage: response.usage,
-      finishReason: response.finishReason,
-      toolCalls: countToolCalls(response.toolCalls)
-    }
+    ? answered(response, response.usage, undefined, undefined)
+    : answered(response, response.usage, response.finishReason, countToolCalls(response.toolCalls))
 }
 
-const DEFECT_END: AttemptEnd<never> = { _tag: "Failure", failure: DEFECT }
+const DEFECT_END: AttemptEnd<never> = failedWith(DEFECT)
 
 /** An answer cut at the output limit, as a failure (the contract's `truncation: "fail"`). @internal */
 export const truncated = (usage: Usage): ProviderFailure =>
@@ -405,7 +421,7 @@ export const truncated = (usage: Usage): ProviderFailure =>
 const strictCallEnd = (exit: Exit.Exit<ProviderResponse, ProviderFailure>): AttemptEnd<ProviderResponse> => {
   const end = callEnd(exit)
   return end._tag === "Success" && end.finishReason === "length"
-    ? { _tag: "Failure", failure: truncated(end.usage), finishReason: "length", toolCalls: end.toolCalls }
+    ? failedWith(truncated(end.usage), "length", end.toolCalls)
     : end
 }
 

@@ -693,7 +693,7 @@ export const run = <S, B>(env: Env, driver: Driver<S, B>, now?: Now): Effect.Eff
   next(
     env,
     {
-      records: [],
+      records: NO_RECORDS.slice(),
       current: null,
       tries: 0,
       rateLimited: 0,
@@ -704,6 +704,13 @@ export const run = <S, B>(env: Env, driver: Driver<S, B>, now?: Now): Effect.Eff
     driver,
     now
   )
+
+// No records yet, as a list of objects: `[]` is a list of small integers to V8, another hidden class than a list
+// that holds a record, so the readers of `progress.records`, optimized on first attempts, were deoptimized by the
+// first retry or fallback of a process (`finishAttempt`'s `length`, inlined into `commit`; #22). Each request
+// starts from a copy, of the one class every list of records has.
+const NO_RECORDS: Array<Outcome.AttemptRecord> = [IDLE]
+NO_RECORDS.pop()
 
 /**
  * A reading of the request's clock taken in the current synchronous step, handed along the steps that follow

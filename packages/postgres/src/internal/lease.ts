@@ -12,9 +12,16 @@
  * the fast path took while its grant was in flight, under the usage of the report before, did (a CI run read
  * 130.80M over a rule of 123.30M nano-dollars: 0.75 × the $0.01 reservation too much).
  *
+ * The reservation a ceiling was raised for (by `raise`, or a top-up for a reservation) is not yet taken when the
+ * row is written, so it is not in the row's usage: it is recorded beside it, as `pending`. What a reader of the
+ * row may check, per resource: exposed ≤ charged + reserved + pending + max(1, ⌈exposure × (leased − charged −
+ * reserved)⌉) (`exposure` 0.25 by default). A ceiling above that is an excess; one above the rule without
+ * `pending` is the headroom for that reservation, by design.
+ *
  * @internal
  */
 import type { SqlClient } from "@effect/sql"
+import { SqlError } from "@effect/sql/SqlError"
 import type { Clock } from "effect"
 import { Effect, Option } from "effect"
 import { randomUUID } from "node:crypto"
@@ -43,6 +50,11 @@ export interface Ctx {
    * that does not reserve holds no slice (its first one is leased by its first reservation).
    */
   wanted: boolean
+  /**
+   * The lease whose last top-up failed at its commit (the connection lost: it may have committed): until the
+   * next step reads the row (`reconcile`), the slice may hold less than the row.
+   */
+  inDoubt: string | undefined
 }
 
 /** Records what the pool had free, as just read from the database. */
@@ -85,14 +97,17 @@ export const open = (ctx: Ctx) =>
     ctx.slice = S.fresh(id, ctx.slice.epoch + 1, validFrom(ctx, sentAt))
   })
 
+const none: S.Vec = S.zero()
+
 /**
  * The ceiling `next` to record, with the usage it was computed from (a copy: the fast path goes on changing
- * the slice while the statement is in flight). Lowered locally before it is sent (rule 2 above): from here on
- * the fast path reserves under both values, so neither one on record is below what is used.
+ * the slice while the statement is in flight) and the reservation it was raised for (`pending`). Lowered
+ * locally before it is sent (rule 2 above): from here on the fast path reserves under both values, so neither
+ * one on record is below what is used.
  */
-const recordOf = (s: S.Slice, next: S.Vec): Q.LeaseRecord => {
+const recordOf = (s: S.Slice, next: S.Vec, pending: S.Vec = none): Q.LeaseRecord => {
   s.exposed = minVec(s.exposed, next)
-  return { exposed: next, charged: { ...s.charged }, reserved: { ...s.reserved } }
+  return { exposed: next, charged: { ...s.charged }, reserved: { ...s.reserved }, pending }
 }
 
 /** Reports `row` and extends the lease; a lost lease is replaced by a fresh one. */
@@ -127,7 +142,7 @@ export const renew = (ctx: Ctx, resting = false) =>
 export const raise = (ctx: Ctx, n: S.Vec) =>
   Effect.suspend(() => {
     const s = ctx.slice
-    return report(ctx, s, recordOf(s, S.ceiling(s, ctx.caps, ctx.exposure, n)))
+    return report(ctx, s, recordOf(s, S.ceiling(s, ctx.caps, ctx.exposure, n), n))
   })
 
 /**
@@ -137,34 +152,68 @@ export const raise = (ctx: Ctx, n: S.Vec) =>
  * the lease was reclaimed.
  */
 export const topUp = (ctx: Ctx, needed: S.Vec, ask: S.Vec, reservationNeed: S.Vec) =>
-  Effect.gen(function*() {
+  Effect.uninterruptibleMask((restore) => {
     const s = ctx.slice
-    const outcome = yield* ctx.sql.withTransaction(Effect.gen(function*() {
+    // The transaction's statements stay interruptible (a top-up stuck behind the pool's row lock is cancelled
+    // when its caller gives up); its COMMIT is not (`withTransaction`), and neither is what follows it here: an
+    // interruption that arrives while PostgreSQL commits takes effect only once the grant is in the local slice
+    // too. (Before, it took effect between the two: the row held the grant, the slice did not, until close.)
+    let written = false
+    const transaction = ctx.sql.withTransaction(restore(Effect.gen(function*() {
       if (!(yield* Q.claimLease(ctx.sql, s.id, ctx.ttlMillis))) return { _tag: "Lost" } as const
       const granted = yield* Q.grant(ctx.sql, ctx.name, needed, ask, ctx.fraction)
       if (Option.isNone(granted)) return { _tag: "Short", free: yield* Q.free(ctx.sql, ctx.name) } as const
       // Computed from the slice as it is now, reservations the fast path took while the grant was in flight
       // included, and recorded with that same usage.
       const planned: S.Slice = { ...s, leased: S.add(s.leased, granted.value.granted) }
-      const row = recordOf(s, S.ceiling(planned, ctx.caps, ctx.exposure, reservationNeed))
+      const row = recordOf(s, S.ceiling(planned, ctx.caps, ctx.exposure, reservationNeed), reservationNeed)
       const sentAt = now(ctx)
       yield* Q.addToLease(ctx.sql, s.id, granted.value.granted, row, ctx.ttlMillis)
+      written = true
       return { _tag: "Granted", granted: granted.value.granted, row, sentAt, free: granted.value.free } as const
-    }))
-    switch (outcome._tag) {
-      case "Lost":
-        return yield* Effect.fail(new Lost())
-      case "Short":
-        sawFree(ctx, outcome.free)
-        return yield* Effect.fail(shortfallOf(ctx, reservationNeed, needed))
-      case "Granted":
-        sawFree(ctx, outcome.free)
-        if (ctx.slice === s) {
-          s.leased = S.add(s.leased, outcome.granted)
-          s.exposed = outcome.row.exposed
-          s.validUntil = validFrom(ctx, outcome.sentAt)
-        }
-    }
+    }))).pipe(
+      // `withTransaction` dies when its COMMIT or ROLLBACK fails (the connection lost): here a failure of the
+      // database like any other (before, it killed the heartbeat, or the reservation's fiber). A COMMIT that
+      // failed may have committed: what the lease holds is in doubt until the next step reads it.
+      Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()),
+      Effect.tapError((e) =>
+        Effect.sync(() => {
+          if (written && e instanceof SqlError) ctx.inDoubt = s.id
+        })
+      )
+    )
+    return Effect.flatMap(transaction, (outcome): Effect.Effect<void, Lost | Shortfall> => {
+      switch (outcome._tag) {
+        case "Lost":
+          return Effect.fail(new Lost())
+        case "Short":
+          sawFree(ctx, outcome.free)
+          return Effect.fail(shortfallOf(ctx, reservationNeed, needed))
+        case "Granted":
+          sawFree(ctx, outcome.free)
+          if (ctx.slice === s) {
+            s.leased = S.add(s.leased, outcome.granted)
+            s.exposed = outcome.row.exposed
+            s.validUntil = validFrom(ctx, outcome.sentAt)
+          }
+          return Effect.void
+      }
+    })
+  })
+
+/**
+ * After a top-up whose commit is in doubt: what the lease holds as committed (with the grant or without it)
+ * becomes the slice's. First in every step under the lock; nothing to do otherwise.
+ */
+export const reconcile = (ctx: Ctx) =>
+  Effect.suspend(() => {
+    const s = ctx.slice
+    if (ctx.inDoubt !== s.id) return Effect.void
+    return Effect.map(Q.leasedOf(ctx.sql, s.id), (leased) => {
+      ctx.inDoubt = undefined
+      // A lease that is gone is replaced at its next report.
+      if (Option.isSome(leased) && ctx.slice === s) s.leased = leased.value
+    })
   })
 
 /** The first resource the pool cannot cover, with what is left of it for this process. */

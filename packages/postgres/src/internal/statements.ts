@@ -41,12 +41,15 @@ const interval = (sql: Sql, millis: number) => sql`(${millis}::float8 * interval
 
 /**
  * A lease's ceiling with the usage it was computed from: written together by every statement that records a
- * ceiling, so the row never shows a ceiling counting usage it does not show (nor the other way round).
+ * ceiling, so the row never shows a ceiling counting usage it does not show (nor the other way round). `pending`
+ * is the reservation the ceiling was raised for, not yet taken when it was recorded (zero but for a raise or a
+ * top-up for a reservation): so the row tells that headroom from an excess.
  */
 export interface LeaseRecord {
   readonly exposed: Vec
   readonly charged: Vec
   readonly reserved: Vec
+  readonly pending: Vec
 }
 
 const recorded = (sql: Sql, row: LeaseRecord) =>
@@ -54,7 +57,8 @@ const recorded = (sql: Sql, row: LeaseRecord) =>
     tokens_exposed = ${row.exposed.tokens}, calls_charged = ${row.charged.calls},
     cost_charged = ${row.charged.cost}, tokens_charged = ${row.charged.tokens},
     calls_reserved = ${row.reserved.calls}, cost_reserved = ${row.reserved.cost},
-    tokens_reserved = ${row.reserved.tokens}`
+    tokens_reserved = ${row.reserved.tokens}, calls_pending = ${row.pending.calls},
+    cost_pending = ${row.pending.cost}, tokens_pending = ${row.pending.tokens}`
 
 /** Creates the budget row if it is absent and returns the caps on record (which may differ from ours). */
 export const ensureBudget = (sql: Sql, name: string, caps: Caps) =>
@@ -144,6 +148,18 @@ export const claimLease = (sql: Sql, id: string, ttl: number) =>
     sql<{ readonly id: string }>`UPDATE rein_budget_leases SET expires_at = clock_timestamp() + ${interval(sql, ttl)},
       heartbeat_at = clock_timestamp() WHERE id = ${id} AND expires_at > clock_timestamp() RETURNING id`,
     (rows) => rows.length === 1
+  )
+
+/**
+ * What a lease holds, as committed; `None` when it is gone. Waits for a transaction still writing the row (a
+ * top-up whose commit is in doubt, its backend not yet done), so it reads that transaction's outcome.
+ */
+export const leasedOf = (sql: Sql, id: string) =>
+  Effect.map(
+    sql<Vec>`SELECT calls_leased::float8 AS calls, cost_leased::float8 AS cost, tokens_leased::float8 AS tokens
+      FROM rein_budget_leases WHERE id = ${id} FOR SHARE`,
+    (rows) =>
+      Option.map(Option.fromNullable(rows[0]), (row): Vec => ({ calls: row.calls, cost: row.cost, tokens: row.tokens }))
   )
 
 /** What the pool has free now, per resource (`null`: unlimited). */
