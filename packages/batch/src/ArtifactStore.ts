@@ -163,7 +163,13 @@ export const ItemRecord = Schema.Struct({
   /** The result (a success's text or parsed value); absent for audit-only runs. */
   result: Schema.optional(Schema.Unknown),
   /** The encoded terminal error of a failure (so that `reuse-all` can give it back); no raw provider text. */
-  error: Schema.optional(Schema.Unknown)
+  error: Schema.optional(Schema.Unknown),
+  /**
+   * The request id of the item's outcome (`Outcome.RequestId`): its journal record's id when the run was
+   * journaled, or the id its request gave. Absent when there was none, for collateral failures, and in records
+   * written before it was kept. Not part of any fingerprint: a resumed run reuses a record with or without it.
+   */
+  requestId: Schema.optional(Schema.String)
 })
 
 /**

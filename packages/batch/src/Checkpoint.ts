@@ -66,6 +66,10 @@ const ItemErrorSchema = Schema.Union(
 )
 const encodeError = Schema.encodeEither(ItemErrorSchema)
 
+/** A record's `requestId`: the outcome's, when it has one (a collateral failure has none). */
+const requestIdOf = (outcome: object): { readonly requestId?: string } =>
+  "requestId" in outcome && typeof outcome.requestId === "string" ? { requestId: outcome.requestId } : {}
+
 const defaultRequest = (item: unknown): Provider.CompletionRequest =>
   typeof item === "string" ? { prompt: item } : item as Provider.CompletionRequest
 
@@ -160,7 +164,8 @@ export const artifacts = <I>(
             endpoint: c.endpoint,
             ...(options.result === false ? {} : {
               result: options.result === undefined ? c.text : options.result(c, result.item)
-            })
+            }),
+            ...requestIdOf(c)
           }))
         }
         return Either.match(encodeError(result.error), {
@@ -178,7 +183,8 @@ export const artifacts = <I>(
               category: result.category,
               ...spent(result.error.attempts),
               attempts: result.error.attempts.length,
-              error
+              error,
+              ...requestIdOf(result.error)
             }))
         })
       })

@@ -2,7 +2,7 @@
 // every call: when it started and ended (virtual time), and whether it was torn down.
 import { Catalog, Contract, Failure, Rein } from "@rein/core"
 import type { Provider } from "@rein/core"
-import { Clock, Duration, Effect } from "effect"
+import { Clock, Duration, Effect, Fiber, TestClock } from "effect"
 
 export const endpoint = (id: string, provider = "fake"): Catalog.CatalogInput["endpoints"][number] => ({
   id,
@@ -152,3 +152,10 @@ export const counted = (n: number = Number.POSITIVE_INFINITY, prompt = (i: numbe
   }
   return { source: gen(), state }
 }
+
+/** Runs `effect` under the TestClock, advancing virtual time by `advance` (the run's whole life, as a rule). */
+export const runFor = <A, E>(effect: Effect.Effect<A, E>, advance: Duration.DurationInput = "1 hour") =>
+  Effect.flatMap(Effect.fork(effect), (fiber) => Effect.zipRight(TestClock.adjust(advance), Fiber.join(fiber)))
+
+/** `n` prompts: `p0`, `p1`, … */
+export const prompts = (n: number): Array<string> => Array.from({ length: n }, (_, i) => `p${i}`)

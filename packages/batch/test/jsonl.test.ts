@@ -275,7 +275,7 @@ describe("record lines read back", () => {
 describe("record lines taken as they are: raw text", () => {
   const decodeRecord = Schema.decodeUnknownEither(ItemRecord, { errors: "all" })
   const fields = Object.keys(ItemRecord.fields) // (the schema's order)
-  const base: Record<string, unknown> = { ...record, endpoint: "e/1", error: { _tag: "E" } }
+  const base: Record<string, unknown> = { ...record, endpoint: "e/1", error: { _tag: "E" }, requestId: "req-1" }
   // Raw JSON tokens a hand-edited or hostile line may hold where a value goes: ones `JSON.stringify` never
   // writes (`-0`, `1e400`, an unsafe integer, exponents) beside wrong types, nested shapes and literals.
   const token = fc.constantFrom(
@@ -315,7 +315,7 @@ describe("record lines taken as they are: raw text", () => {
     fc.array(fc.tuple(fc.nat({ max: fields.length }), fc.constantFrom(...fields, "__proto__", "0")), {
       maxLength: 2
     }),
-    fc.subarray(fields.filter((f) => f === "endpoint" || f === "result" || f === "error"))
+    fc.subarray(fields.filter((f) => f === "endpoint" || f === "result" || f === "error" || f === "requestId"))
   ).map(([values, inserted, dropped]) => {
     const parts = fields.filter((f) => !(dropped as ReadonlyArray<string>).includes(f)).map((f) => {
       const raw = values.find(([i]) => fields[i] === f)

@@ -116,16 +116,18 @@ export const SUMMARY_WIDTH = 70
  *
  * declare const report: BatchCommand.BatchReport
  * console.log(BatchCommand.render(report))
+ * // with what to change after a stop (`Termination.fix` of `@rein/batch`), as `rein batch` prints it:
+ * // BatchCommand.render(report, "raise the cost limit (--max-total-cost) …")
  * ```
  * @since 0.1.0
  * @category rendering
  */
-export const render = (r: BatchReport): string => {
+export const render = (r: BatchReport, fix?: string | undefined): string => {
   const s = r.stats
   const categories = Object.entries(s.byCategory).map(([k, v]) => `${k} ${v}`).join(", ")
   const endpoints = Object.entries(r.byEndpoint).map(([k, v]) => `${k} ${v}`).join(", ")
   const rows: Array<Array<string>> = [
-    ["termination", `${r.termination.kind}: ${r.termination.reason}`],
+    ["termination", `${r.termination.kind}: ${r.termination.reason}${fix === undefined ? "" : `; ${fix}`}`],
     ["items", `${r.items} in the input, ${s.accepted} accepted`],
     [
       "results",
@@ -580,7 +582,11 @@ export const command = Command.make(
         progress: o.json ? "off" : process.stderr.isTTY === true ? "tty" : "plain",
         resumeWith: Interrupt.resumeCommand(process.argv, process.cwd(), process.env)
       }).pipe(Telemetry.around(o.otlp, o.metrics))
-      yield* Console.log(o.json ? json(report) : render(report))
+      const { Termination } = yield* BatchLib.load
+      const t = report.termination
+      yield* Console.log(
+        o.json ? json(report) : render(report, t.kind === "completed" ? undefined : Termination.fix(t))
+      )
       yield* exitWith(report.ok ? ExitCode.ok : ExitCode.failed)
     })
 ).pipe(

@@ -246,15 +246,17 @@ export const join = (options: WorkerOptions): Effect.Effect<WorkerReport, InputE
  *
  * declare const status: PgBatchRun.Status
  * console.log(Distributed.renderStatus(status))
+ * // with what to change after its stop (`Termination.fix` of `@rein/batch`), as `rein status` prints it:
+ * // Distributed.renderStatus(status, "give the run more time (--batch-deadline) …")
  * ```
  * @since 0.1.0
  * @category rendering
  */
-export const renderStatus = (s: PgBatchRun.Status): string => {
+export const renderStatus = (s: PgBatchRun.Status, fix?: string | undefined): string => {
   const categories = Object.entries(s.byCategory).map(([k, v]) => `${k} ${v}`).join(", ")
   const rows: Array<Array<string>> = [
     ["status", s.status],
-    ["stop", s.stop === null ? "-" : `${s.stop.kind}: ${s.stop.reason}`],
+    ["stop", s.stop === null ? "-" : `${s.stop.kind}: ${s.stop.reason}${fix === undefined ? "" : `; ${fix}`}`],
     ["stopped at", s.stoppedAt ?? "-"],
     ["items", `${s.items.total}: ${s.items.done} done, ${s.items.leased} leased, ${s.items.pending} pending`],
     ["by category", categories === "" ? "-" : categories],
@@ -266,7 +268,7 @@ export const renderStatus = (s: PgBatchRun.Status): string => {
   return [`run ${s.runId}`, table(rows, "  ", 70)].join("\n")
 }
 
-const render = (r: WorkerReport): string => {
+const render = (r: WorkerReport, fix: string | undefined): string => {
   const w = r.worker
   const head = r.started === undefined
     ? `worker ${w.owner} joined run ${r.status.runId}`
@@ -274,7 +276,7 @@ const render = (r: WorkerReport): string => {
   return [
     head,
     `this worker: ${w.leased} leased, ${w.stats.succeeded} succeeded, ${w.stats.failed} failed, ${w.swept} given the stop's record, ${w.fencedOut} fenced out (${w.termination.kind})`,
-    renderStatus(r.status)
+    renderStatus(r.status, fix)
   ].join("\n")
 }
 
@@ -292,7 +294,11 @@ export const run = Options.text("run").pipe(
 
 /** Prints a report and sets the exit code. @internal */
 export const report = (r: WorkerReport, asJson: boolean): Effect.Effect<void, never, ExitStatus> =>
-  Effect.zipRight(Console.log(asJson ? json(r) : render(r)), exitWith(r.ok ? ExitCode.ok : ExitCode.failed))
+  Effect.flatMap(BatchLib.load, ({ Termination }) =>
+    Effect.zipRight(
+      Console.log(asJson ? json(r) : render(r, r.status.stop === null ? undefined : Termination.fix(r.status.stop))),
+      exitWith(r.ok ? ExitCode.ok : ExitCode.failed)
+    ))
 
 /**
  * The `rein status` command.
@@ -313,7 +319,9 @@ export const statusCommand = Command.make(
     Effect.gen(function*() {
       const { PgBatchRun } = yield* Pg.load
       const status = yield* fromStore(PgBatchRun.status(o.run)).pipe(Effect.provide(connect(o.store)))
-      yield* Console.log(o.json ? json(status) : renderStatus(status))
+      // What to change after its stop comes from `@rein/batch`, loaded only for a run that stopped.
+      const fix = status.stop === null ? undefined : (yield* BatchLib.load).Termination.fix(status.stop)
+      yield* Console.log(o.json ? json(status) : renderStatus(status, fix))
     })
 ).pipe(Command.withDescription("Show a run shared through --store: its progress, stop and summary"))
 

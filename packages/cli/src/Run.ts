@@ -47,6 +47,11 @@ export interface RunReport {
   readonly reason: string | null
   readonly attempts: ReadonlyArray<Outcome.AttemptRecord>
   readonly record: string | null
+  /**
+   * The outcome's request id (`Outcome.RequestId`): with `--record`, the id of its journal record (what
+   * `rein explain` shows as `request …`); `null` when nothing was recorded.
+   */
+  readonly requestId: string | null
 }
 
 /**
@@ -79,7 +84,8 @@ export const report = (
       simulated: c.simulated,
       reason: null,
       attempts: c.attempts,
-      record
+      record,
+      requestId: c.requestId ?? null
     }),
     onLeft: (e) => ({
       outcome: e._tag,
@@ -97,7 +103,8 @@ export const report = (
         ? `${e.refusal}: ${e.reason}`
         : e.reason,
       attempts: e.attempts,
-      record
+      record,
+      requestId: e.requestId ?? null
     })
   })
 
@@ -131,7 +138,10 @@ export const render = (r: RunReport): string => {
   }
   lines.push(`attempts: ${r.attempts.length}`)
   if (r.attempts.length > 0) lines.push(attemptsTable(r.attempts))
-  if (r.record !== null) lines.push(`recorded to ${r.record} (rein replay / rein explain)`)
+  if (r.record !== null) {
+    const as = r.requestId === null ? "" : ` as request ${r.requestId}`
+    lines.push(`recorded to ${r.record}${as} (rein replay / rein explain)`)
+  } else if (r.requestId !== null) lines.push(`request ${r.requestId}`)
   return lines.join("\n")
 }
 

@@ -169,6 +169,9 @@ describe("rein run, replay, explain", () => {
     expect(fs.statSync(record).mode & 0o777).toBe(0o640 & ~process.umask())
     expect(r.stdout).toMatch(/outcome: success on fake\/a \(simulated\)/)
     expect(r.stdout).toMatch(/1 +fake\/a +first +success/)
+    // The outcome names its journal record: the id `rein explain` shows.
+    const id = /recorded to .* as request (req-[0-9a-z]+) \(rein replay/.exec(r.stdout)?.[1]
+    expect(id).toBeDefined()
     const replay = await rein(["replay", record])
     expect(replay.code).toBe(0)
     expect(replay.stdout).toMatch(/every decision reproduces byte for byte/)
@@ -176,6 +179,7 @@ describe("rein run, replay, explain", () => {
     expect(explain.code).toBe(0)
     expect(explain.stdout).toMatch(/attempt 1 on fake\/a \(first\): all 11 predicates hold/)
     expect(explain.stdout).toMatch(/outcome: success on fake\/a/)
+    expect(explain.stdout).toContain(`request ${id}: candidates`)
     const json = await rein(["explain", record, "--json"])
     expect(json.code).toBe(0)
     expect(JSON.parse(json.stdout)[0].steps[0].chosen).toBe("fake/a")
@@ -199,6 +203,8 @@ describe("rein run, replay, explain", () => {
     expect(r.code).toBe(0)
     const report = JSON.parse(r.stdout)
     expect(report.endpoint).toBe("fake/b")
+    // Nothing recorded, no id given: the report says so.
+    expect(report.requestId).toBeNull()
     expect(report.attempts.map((a: { role: string }) => a.role)).toEqual(["first", "retry", "fallback"])
   }, 60_000)
 
@@ -412,6 +418,20 @@ const batchArgs = (out: string): Array<string> => [
 ]
 
 describe("rein batch", () => {
+  it("a run its token cap stops prints the reason as recorded, then what to change", async () => {
+    const out = path.join(tmp, "capped", "batch.jsonl")
+    const r = await rein([...batchArgs(out), "--concurrency", "1", "--max-total-tokens", "10"])
+    const text = r.stdout.replace(/\s+/g, " ")
+    expect(text).toMatch(
+      /termination budget_exceeded: token cap reached: \d+ of 10 tokens; if this spend is expected, raise/
+    )
+    expect(text).toMatch(/--max-total-tokens\); else lower what an item may use/)
+    // The artifact keeps each item's request id (the CLI names requests by item id).
+    const records = fs.readFileSync(out, "utf8").trim().split("\n").slice(1).map((l) => JSON.parse(l))
+    expect(records.length).toBeGreaterThan(0)
+    for (const record of records.filter((x) => x.outcome === "success")) expect(record.requestId).toBe(record.itemId)
+  }, 120_000)
+
   it(
     "--record journals every item's decisions, as rein run --record does: replayable, explainable, no prompt",
     async () => {

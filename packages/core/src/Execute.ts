@@ -199,18 +199,26 @@ const commit = (committed: Loop.Committed<ProviderResponse>): Effect.Effect<Outc
       ? Attempt.answered(undefined, committed.usage, undefined, undefined)
       : Attempt.answered(undefined, committed.usage, response.finishReason, Outcome.countToolCalls(response.toolCalls))
   )
-  const base: Outcome.Completion = {
-    text: response.text,
-    endpoint: committed.endpoint.id,
-    provider: committed.endpoint.provider,
-    model: committed.endpoint.model,
-    usage: record.usage,
-    cost: Loop.totalCost(committed.progress.records),
-    simulated: record.simulated,
-    attempts: committed.progress.records
-  }
-  const completion = answerOf(base, response)
+  const completion = answerOf(baseOf(committed, record, response.text), response)
   return settling === undefined ? Effect.succeed(completion) : Effect.as(settling, completion)
+}
+
+/**
+ * The completion of a plain answer: its request's id (when it has one) written in the literal, not spread in
+ * after (a copy of the completion: 0.45 KB more per answer under a journal, measured with `bench/ab/ab-reqid.mjs`).
+ */
+const baseOf = (
+  committed: Loop.Committed<ProviderResponse>,
+  record: Outcome.AttemptRecord,
+  text: string
+): Outcome.Completion => {
+  const { id: endpoint, model, provider } = committed.endpoint
+  const { records: attempts, requestId } = committed.progress
+  const { simulated, usage } = record
+  const cost = Loop.totalCost(attempts)
+  return requestId === undefined
+    ? { text, endpoint, provider, model, usage, cost, simulated, attempts }
+    : { text, endpoint, provider, model, usage, cost, simulated, attempts, requestId }
 }
 
 /** The completion with what the answer carries beyond text (only when it does: a plain answer allocates nothing). */

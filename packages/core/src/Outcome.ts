@@ -217,6 +217,27 @@ export type Cause = typeof Cause.Type
 
 const attempts = Schema.Array(AttemptRecord)
 
+/**
+ * The id of the request an outcome ends: the caller's `request.id`, else the id the journal drew for its
+ * record (`req-…`); absent when the caller named none and nothing was journaled. It is the journal record's
+ * `requestId`, so `rein explain` and a journal search find the record of an outcome a caller holds.
+ * Optional in the Schema: outcomes serialised before it existed decode without it.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Outcome } from "@rein/core"
+ *
+ * Schema.decodeUnknownSync(Outcome.RequestId)("req-1x2y3z") // "req-1x2y3z"
+ * const recordOf = (e: Outcome.Terminal) => e.requestId ?? "(not journaled: set request.id or provide a Journal)"
+ * ```
+ * @category schemas
+ * @since 0.1.0
+ */
+export const RequestId = Schema.String.annotations({ identifier: "RequestId" })
+
+const requestId = Schema.optional(RequestId)
+
 /** At most this many runs of attempts are named in an outcome's message; the rest are counted. */
 const NAMED_RUNS = 6
 
@@ -273,7 +294,9 @@ export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("De
   reason: Schema.String,
   cause: Schema.NullOr(Cause),
   teardownUnconfirmed: Schema.Boolean,
-  attempts
+  attempts,
+  /** The request's id (see `RequestId`): the journal record's, or the caller's `request.id`. */
+  requestId
 }) {
   /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
   override get message(): string {
@@ -300,7 +323,9 @@ export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("Budg
    * What the refused reservation needed of `resource`, in its public measure (dollars for cost; one call for
    * calls). Absent when unknown (a worst case of unknown size; records written before it existed).
    */
-  needed: Schema.optional(Schema.Number)
+  needed: Schema.optional(Schema.Number),
+  /** The request's id (see `RequestId`): the journal record's, or the caller's `request.id`. */
+  requestId
 }) {
   /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
   override get message(): string {
@@ -317,7 +342,9 @@ export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("Budg
 export class PlanExhausted extends Schema.TaggedError<PlanExhausted>()("PlanExhausted", {
   reason: Schema.String,
   cause: Schema.NullOr(Cause),
-  attempts
+  attempts,
+  /** The request's id (see `RequestId`): the journal record's, or the caller's `request.id`. */
+  requestId
 }) {
   /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
   override get message(): string {
@@ -335,7 +362,9 @@ export class PlanExhausted extends Schema.TaggedError<PlanExhausted>()("PlanExha
 export class FailedSafe extends Schema.TaggedError<FailedSafe>()("FailedSafe", {
   reason: Schema.String,
   cause: Cause,
-  attempts
+  attempts,
+  /** The request's id (see `RequestId`): the journal record's, or the caller's `request.id`. */
+  requestId
 }) {
   /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
   override get message(): string {
@@ -368,7 +397,9 @@ export const RefusalReason = Schema.Literal(
 export class Refused extends Schema.TaggedError<Refused>()("Refused", {
   refusal: RefusalReason,
   reason: Schema.String,
-  attempts
+  attempts,
+  /** The request's id (see `RequestId`): the journal record's, or the caller's `request.id`. */
+  requestId
 }) {
   /** One line: the refusal and its reason (nothing was called). */
   override get message(): string {
@@ -386,7 +417,9 @@ export class Refused extends Schema.TaggedError<Refused>()("Refused", {
 export class Halted extends Schema.TaggedError<Halted>()("Halted", {
   reason: Schema.String,
   cause: Schema.NullOr(Cause),
-  attempts
+  attempts,
+  /** The request's id (see `RequestId`): the journal record's, or the caller's `request.id`. */
+  requestId
 }) {
   /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
   override get message(): string {
@@ -412,8 +445,22 @@ export const Terminal = Schema.Union(DeadlineExceeded, BudgetExhausted, PlanExha
 
 /**
  * A successful request: the provider's answer with where it came from, what it used and cost, and every
- * attempt it took. `cost` is `"unknown"` when any attempt's usage was unknown.
+ * attempt it took. `cost` is `"unknown"` when any attempt's usage was unknown. `requestId` links it to its
+ * journal record, as on every terminal failure (see `RequestId`).
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Rein } from "@rein/core"
+ * import type { Contract, Outcome } from "@rein/core"
+ *
+ * declare const contract: Contract.Contract
+ * // The caller's id is the outcome's (and its journal record's), whichever way the request ends.
+ * const id = Rein.execute({ prompt: "hi", inputTokens: 5, id: "order-42" }, contract).pipe(
+ *   Effect.map((c: Outcome.Completion) => c.requestId), // "order-42"
+ *   Effect.catchAll((e: Outcome.Terminal) => Effect.succeed(e.requestId)) // "order-42"
+ * )
+ * ```
  * @category schemas
  * @since 0.1.0
  */
@@ -431,7 +478,9 @@ export const Completion = Schema.Struct({
   toolCalls: Schema.optional(Schema.Array(ToolCall)),
   reasoning: Schema.optional(Schema.Array(Schema.String)),
   /** The provider's opaque payload (for an `@effect/ai` model: its response parts). Never recorded. */
-  payload: Schema.optional(Schema.Unknown)
+  payload: Schema.optional(Schema.Unknown),
+  /** The request's id (see `RequestId`): the journal record's, or the caller's `request.id`. */
+  requestId
 }).annotations({ identifier: "Completion" })
 
 /**

@@ -145,7 +145,8 @@ export const executeStream = (
             cost: Loop.totalCost(committed.progress.records),
             simulated: record.simulated,
             attempts: committed.progress.records,
-            ...(finishReason === undefined ? {} : { finishReason })
+            ...(finishReason === undefined ? {} : { finishReason }),
+            ...Loop.withId(env.requestId)
           }
           if (env.writer !== undefined) yield* env.writer.end(completed)
           return Chunk.of<Event>({ _tag: "Completed", completion: completed })
@@ -156,7 +157,8 @@ export const executeStream = (
             reason: `the deadline expired while streaming from ${endpoint}`,
             cause: Loop.causeOf(committed.progress),
             teardownUnconfirmed: false,
-            attempts: committed.progress.records
+            attempts: committed.progress.records,
+            ...Loop.withId(env.requestId)
           }, true)
           if (env.writer !== undefined) yield* env.writer.end(error)
           return yield* Effect.fail(Option.some<Outcome.Terminal>(error))

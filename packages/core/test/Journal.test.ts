@@ -651,8 +651,12 @@ describe("Journal: what a journaled request costs its fiber", () => {
       recorded.length = 0
       const plain = yield* run(undefined, (e) => e)
       const journaled = yield* run(sink, (e) => e)
-      expect(journaled.exit).toEqual(plain.exit)
       const draw = yield* Random.nextIntBetween(0, 0x7fffffff).pipe(Effect.withRandom(Random.make(3)))
+      // The same exit, but for the journal's id on the journaled request's outcome.
+      expect(Exit.mapError(journaled.exit, (e) => e.requestId)).toEqual(Exit.fail(`req-${draw.toString(36)}`))
+      expect(Exit.mapError(plain.exit, (e) => e.requestId)).toEqual(Exit.fail(undefined))
+      const withoutId = (exit: typeof plain.exit) => Exit.mapError(exit, (e) => ({ ...e, requestId: undefined }))
+      expect(withoutId(journaled.exit)).toEqual(withoutId(plain.exit))
       expect(recorded.map((r) => [r.requestId, r.outcome._tag, r.decisions.length, r.attempts.length])).toEqual([
         [`req-${draw.toString(36)}`, "DeadlineExceeded", 1, 1]
       ])
@@ -706,7 +710,8 @@ describe("Journal: what a journaled request costs its fiber", () => {
 
   it.effect("an end that fails or throws is a defect after the request's own failure, the record handed over", () =>
     Effect.gen(function*() {
-      const plain = yield* run(undefined, (e) => e)
+      // The request's own failure, as a journal whose end succeeds leaves it (with the journal's id on it).
+      const plain = yield* run(keeping, (e) => e)
       const ends = [
         (r: Journal.JournalRecord) => Effect.suspend(() => (recorded.push(r), Effect.die("sink run"))),
         (r: Journal.JournalRecord) => (recorded.push(r), Effect.die("sink returned")),

@@ -133,7 +133,8 @@ export const isExactRecord = (json: unknown): json is ItemRecord => {
     typeof json.identityFingerprint === "string" && (json.outcome === "success" || json.outcome === "failure") &&
     typeof json.category === "string" && typeof json.reusable === "boolean" && isUsage(json.usage) &&
     (json.cost === "unknown" || isAmount(json.cost)) && isCount(json.attempts) &&
-    (json.endpoint === undefined || typeof json.endpoint === "string") && isAmount(json.durationMillis)
+    (json.endpoint === undefined || typeof json.endpoint === "string") && isAmount(json.durationMillis) &&
+    (json.requestId === undefined || typeof json.requestId === "string")
 }
 
 // A record line's JSON, its identity fingerprint shared with the manifest's; a second manifest is an error.

@@ -11,13 +11,14 @@ import { Effect } from "effect"
 
 /** The modules of `@rein/batch` the commands use, imported on first use. @internal */
 export const load = Effect.promise(async () => {
-  const [ArtifactStore, Checkpoint, Fingerprint, Guardrails, Identity, JsonlStore] = await Promise.all([
+  const [ArtifactStore, Checkpoint, Fingerprint, Guardrails, Identity, JsonlStore, Termination] = await Promise.all([
     import("@rein/batch/ArtifactStore"),
     import("@rein/batch/Checkpoint"),
     import("@rein/batch/Fingerprint"),
     import("@rein/batch/Guardrails"),
     import("@rein/batch/Identity"),
-    import("@rein/batch/JsonlStore")
+    import("@rein/batch/JsonlStore"),
+    import("@rein/batch/Termination")
   ])
-  return { ArtifactStore, Checkpoint, Fingerprint, Guardrails, Identity, JsonlStore }
+  return { ArtifactStore, Checkpoint, Fingerprint, Guardrails, Identity, JsonlStore, Termination }
 })

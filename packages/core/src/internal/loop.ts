@@ -224,10 +224,11 @@ const refuse = (
   refusal: Outcome.Refused["refusal"],
   reason: string
 ): Effect.Effect<never, Outcome.Refused> => {
-  const refused = stackless(() => new Outcome.Refused({ refusal, reason, attempts: [] }, true))
+  const refused = (id: string | undefined) =>
+    stackless(() => new Outcome.Refused({ refusal, reason, attempts: [], ...withId(id) }, true))
   const journal = Context.getOption(refusing.context, Journal)
   const telemetry = Context.getOption(refusing.context, TelemetryTag)
-  if (Option.isNone(journal) && Option.isNone(telemetry)) return Effect.fail(refused)
+  if (Option.isNone(journal) && Option.isNone(telemetry)) return Effect.fail(refused(refusing.request.id))
   const { clock, contract, fiber, rein, request, streaming } = refusing
   const counted = validCount(request.inputTokens, 0)
     ? request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
@@ -250,15 +251,18 @@ const refuse = (
     gated: false
   })
   return Effect.gen(function*() {
-    const writer = Option.isNone(journal) ? undefined : yield* journal.value.begin({
-      requestId: request.id ?? (yield* requestId),
+    // Under a journal the id is the record's (drawn when the request names none): the outcome carries it.
+    const id = Option.isNone(journal) ? request.id : request.id ?? (yield* requestId)
+    const writer = Option.isNone(journal) || id === undefined ? undefined : yield* journal.value.begin({
+      requestId: id,
       contract,
       endpoints: consulted(rein, spec),
       spec
     })
+    const outcome = refused(id)
     const both = Telemetry.tee(writer, observed)
-    if (both !== undefined) yield* both.end(refused)
-    return yield* Effect.fail(refused)
+    if (both !== undefined) yield* both.end(outcome)
+    return yield* Effect.fail(outcome)
   })
 }
 
@@ -300,6 +304,8 @@ export interface Env {
   /** The journal's (and telemetry's) writer: set once, while the request is prepared (before it runs), so that
    * opening it copies no environment. */
   writer: Writer | undefined
+  /** The request's id for its outcome: the caller's, or the journal's once drawn (set with `writer`). */
+  requestId: string | undefined
   readonly graceMillis: number
 }
 
@@ -313,6 +319,8 @@ export interface Progress {
   /** Attempts so far that were not rate-limited (the logical attempt number is one more). */
   counted: number
   last: { readonly kind: FailureKind; readonly retryAfterMillis: number | null; readonly code: string } | null
+  /** The request's id, for the outcomes built from the progress (`Env.requestId`). */
+  readonly requestId: string | undefined
 }
 
 /** What the loop hands back once an attempt has succeeded (for a stream: committed). */
@@ -453,6 +461,7 @@ export const prepareIn = (
     health: Context.getOrElse(context, HealthTag, NOTHING),
     gate,
     writer: undefined,
+    requestId: request.id,
     graceMillis: entry.graceMillis
   }
   // Telemetry hook: spans and metrics ride on the journal's writer hooks (nothing when no `Telemetry`).
@@ -499,7 +508,9 @@ const journaledEnv = (
       env.writer = Telemetry.tee(writer, observed)
       return env
     })
-  return request.id !== undefined ? begin(request.id) : Effect.flatMap(drawOf(fiber), (n) => begin(idOf(n)))
+  return request.id !== undefined
+    ? begin(request.id)
+    : Effect.flatMap(drawOf(fiber), (n) => begin(env.requestId = idOf(n)))
 }
 
 const NOTHING = (): undefined => undefined
@@ -536,7 +547,7 @@ export class Unnamed {
   ) {}
   named(n: number): Env {
     const env = this.env
-    env.writer = Telemetry.tee(this.unsafeBegin(headerOf(env, idOf(n))), this.observed)
+    env.writer = Telemetry.tee(this.unsafeBegin(headerOf(env, env.requestId = idOf(n))), this.observed)
     return env
   }
 }
@@ -681,7 +692,15 @@ export const loop = <S, B>(env: Env, driver: Driver<S, B>): Effect.Effect<B, Out
 export const run = <S, B>(env: Env, driver: Driver<S, B>, now?: Now): Effect.Effect<B, Outcome.Terminal> =>
   next(
     env,
-    { records: NO_RECORDS.slice(), current: null, tries: 0, rateLimited: 0, counted: 0, last: null },
+    {
+      records: NO_RECORDS.slice(),
+      current: null,
+      tries: 0,
+      rateLimited: 0,
+      counted: 0,
+      last: null,
+      requestId: env.requestId
+    },
     driver,
     now
   )
@@ -780,7 +799,8 @@ const unavailable = (shortfall: Budget.Shortfall, progress: Progress) =>
       cause: causeOf(progress),
       attempts: progress.records,
       unavailable: true,
-      ...neededOf(shortfall.needed)
+      ...neededOf(shortfall.needed),
+      ...withId(progress.requestId)
     }, true)
   )
 
@@ -1064,7 +1084,8 @@ class CommittedAttempt<S> implements Committed<S> {
             new Outcome.FailedSafe({
               reason: `the stream has committed: no retry, no fallback; ${Refusals.committedFix}`,
               cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
-              attempts: progress.records
+              attempts: progress.records,
+              ...withId(progress.requestId)
             }, true)
           )
       })
@@ -1128,7 +1149,8 @@ const deadlineExceeded = (running: Running, record: Outcome.AttemptRecord): Outc
         : `the deadline expired while call ${context.call} tore down`,
       cause: causeOf(progress),
       teardownUnconfirmed: record.teardownUnconfirmed,
-      attempts: progress.records
+      attempts: progress.records,
+      ...withId(progress.requestId)
     }, true)
   )
 }
@@ -1341,13 +1363,30 @@ const expiredAtAdmission = (progress: Progress, doing: Endpoint | string) =>
       reason: `the deadline expired ${typeof doing === "string" ? doing : `waiting for admission to ${doing.id}`}`,
       cause: causeOf(progress),
       teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
-      attempts: progress.records
+      attempts: progress.records,
+      ...withId(progress.requestId)
     }, true)
   )
 
+const NO_ID: { readonly requestId?: string } = {}
+
+/**
+ * An outcome's `requestId` field: `{ requestId }` when the request has an id, else nothing (the field stays
+ * absent, not `undefined`).
+ *
+ * @internal
+ */
+export const withId = (requestId: string | undefined): { readonly requestId?: string } =>
+  requestId === undefined ? NO_ID : { requestId }
+
 /** @internal */
 export const halted = (reason: string, progress: Progress) =>
-  stackless(() => new Outcome.Halted({ reason, cause: causeOf(progress), attempts: progress.records }, true))
+  stackless(() =>
+    new Outcome.Halted(
+      { reason, cause: causeOf(progress), attempts: progress.records, ...withId(progress.requestId) },
+      true
+    )
+  )
 
 /** @internal */
 export const totalCost = (records: ReadonlyArray<Outcome.AttemptRecord>): number | "unknown" => {
@@ -1382,6 +1421,7 @@ const firstPredicate = (decision: Planner.Stop): string => {
 export const terminal = (decision: Planner.Stop, progress: Progress, spec: Planner.Spec): Outcome.Terminal => {
   const attempts = progress.records
   const cause = causeOf(progress)
+  const id = withId(progress.requestId)
   switch (decision.outcome) {
     case "DeadlineExceeded":
       return stackless(() =>
@@ -1390,7 +1430,8 @@ export const terminal = (decision: Planner.Stop, progress: Progress, spec: Plann
           reason: decision.reason,
           cause,
           teardownUnconfirmed: attempts.some((a) => a.teardownUnconfirmed),
-          attempts
+          attempts,
+          ...id
         }, true)
       )
     case "BudgetExhausted":
@@ -1400,18 +1441,20 @@ export const terminal = (decision: Planner.Stop, progress: Progress, spec: Plann
           reason: decision.reason,
           cause,
           attempts,
-          ...neededOf(Planner.neededFor(spec, decision))
+          ...neededOf(Planner.neededFor(spec, decision)),
+          ...id
         }, true)
       )
     case "PlanExhausted":
-      return stackless(() => new Outcome.PlanExhausted({ reason: decision.reason, cause, attempts }, true))
+      return stackless(() => new Outcome.PlanExhausted({ reason: decision.reason, cause, attempts, ...id }, true))
     case "FailedSafe":
       return stackless(() => {
         const last = cause ?? { kind: "unknown" as const, code: "unknown", endpoint: "" }
         return new Outcome.FailedSafe({
           reason: withFix(decision.reason, failedSafeFix(spec, last)),
           cause: last,
-          attempts
+          attempts,
+          ...id
         }, true)
       })
     case "Refused":
@@ -1419,7 +1462,8 @@ export const terminal = (decision: Planner.Stop, progress: Progress, spec: Plann
         new Outcome.Refused({
           refusal: "no_legal_candidate",
           reason: withFix(decision.reason, Refusals.noLegalCandidateFix(firstPredicate(decision))),
-          attempts
+          attempts,
+          ...id
         }, true)
       )
   }
