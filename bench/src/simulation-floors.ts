@@ -8,6 +8,9 @@
  * - bare `Rein.execute` per arrival (the scenario's catalog, contract and health settings, a provider that
  *   sleeps 300 ms and answers; no scenario lookup, no tally, no report): what Rein's requests cost in virtual
  *   time, which the simulator cannot go below.
+ *
+ * The last one also runs alone in a fresh process (`coldReinHour`, from `simulation-floor-child.ts`): the cold
+ * floor of the binary's row.
  */
 import type { Catalog, Contract, Provider } from "@rein/core"
 import { Health, Rein } from "@rein/core"
@@ -47,17 +50,30 @@ export interface Floor {
   readonly run: () => Promise<void>
 }
 
-/** The floor rows, run on the CLI's virtual scheduler (found under `root`'s built CLI). */
-export const floors = async (
-  root: string,
-  inputs: {
-    readonly catalog: Catalog.Catalog
-    readonly contract: Contract.Contract
-    readonly health: Partial<Health.Config>
-  }
-): Promise<ReadonlyArray<Floor>> => {
-  const url = pathToFileURL(join(root, "packages", "cli", "dist", "internal", "virtual.js")).href
-  const Virtual = await import(url) as VirtualModule
+/** The CLI's virtual scheduler (`packages/cli/dist/internal/virtual.js` under `root`). */
+const virtualOf = (root: string): Promise<VirtualModule> =>
+  import(pathToFileURL(join(root, "packages", "cli", "dist", "internal", "virtual.js")).href) as Promise<VirtualModule>
+
+/** Runs `hour` once on the virtual scheduler; rejects when it did not end as expected. */
+const runHour = (Virtual: VirtualModule, name: string, hour: Effect.Effect<void, Health.ConfigError>) => async () => {
+  const { exit } = await Effect.runPromise(Virtual.run(hour))
+  if (!Exit.isSuccess(exit)) throw new Error(`${name}: the hour did not end: ${String(exit)}`)
+}
+
+/** Bench 6's inputs to the bare `Rein.execute` floor. */
+export interface FloorInputs {
+  readonly catalog: Catalog.Catalog
+  readonly contract: Contract.Contract
+  readonly health: Partial<Health.Config>
+}
+
+/**
+ * Bare `Rein.execute` per arrival: the scenario's catalog, contract and health settings, a provider that sleeps
+ * 300 ms and answers. The services are provided once, around the arrivals, and every request's fiber inherits
+ * them (as the simulator provides them once per price epoch): two `provideService`s per request cost more than
+ * the rest of the floor's bookkeeping.
+ */
+const reinHour = (inputs: FloorInputs): Effect.Effect<void, Health.ConfigError> => {
   const answer: Provider.ProviderResponse = {
     text: "(simulated answer)",
     usage: { inputTokens: 600, outputTokens: 120 }
@@ -68,16 +84,7 @@ export const floors = async (
     call: () => Effect.as(Effect.sleep(LATENCY), answer)
   }
   const providers = new Map([["fake", provider]])
-  const runHour = (name: string, hour: Effect.Effect<void, Health.ConfigError>) => async () => {
-    const { exit } = await Effect.runPromise(Virtual.run(hour))
-    if (!Exit.isSuccess(exit)) throw new Error(`${name}: the hour did not end: ${String(exit)}`)
-  }
-  const sleep = Effect.sleep(LATENCY)
-  const bounded = Effect.timeout(sleep, Duration.seconds(30))
-  // The services are provided once, around the arrivals, and every request's fiber inherits them (as the
-  // simulator provides them once per price epoch): two `provideService`s per request cost more than the rest of
-  // the floor's bookkeeping.
-  const rein = Effect.flatMap(Health.make(inputs.health), (health) =>
+  return Effect.flatMap(Health.make(inputs.health), (health) =>
     Effect.provide(
       arrivals((i) =>
         Rein.execute(
@@ -87,15 +94,26 @@ export const floors = async (
       ),
       Context.make(Rein.Rein, { catalog: inputs.catalog, providers }).pipe(Context.add(Health.Health, health))
     ))
+}
+
+/** The bare `Rein.execute` hour alone, for a fresh process (`simulation-floor-child.ts`). */
+export const coldReinHour = async (root: string, inputs: FloorInputs): Promise<() => Promise<void>> =>
+  runHour(await virtualOf(root), "Rein.execute", reinHour(inputs))
+
+/** The floor rows, run on the CLI's virtual scheduler (found under `root`'s built CLI). */
+export const floors = async (root: string, inputs: FloorInputs): Promise<ReadonlyArray<Floor>> => {
+  const Virtual = await virtualOf(root)
+  const sleep = Effect.sleep(LATENCY)
+  const bounded = Effect.timeout(sleep, Duration.seconds(30))
   return [
     {
       name: "floor: the arrivals alone (a fiber per arrival, one 300 ms sleep)",
-      run: runHour("arrivals", arrivals(() => sleep))
+      run: runHour(Virtual, "arrivals", arrivals(() => sleep))
     },
     {
       name: "floor: each call bounded by Effect.timeout(30 s)",
-      run: runHour("Effect.timeout", arrivals(() => bounded))
+      run: runHour(Virtual, "Effect.timeout", arrivals(() => bounded))
     },
-    { name: "bare Rein.execute per arrival, no simulator", run: runHour("Rein.execute", rein) }
+    { name: "bare Rein.execute per arrival, no simulator", run: runHour(Virtual, "Rein.execute", reinHour(inputs)) }
   ]
 }
