@@ -1,6 +1,6 @@
 // A/B helper (not part of the bench): CPU per request of bench 4's burst (1,000 50 ms expiries at once), one
 // configuration per child process, children interleaved (order rotated and reversed every round).
-// node bench/ab/burst-cpu.mjs <rounds> <config>... with config = lean | off | on | journal (optionally with
+// node bench/ab/burst-cpu.mjs <rounds> <config>... with config = lean | jfloor | off | on | journal (optionally with
 // `-once`: the services provided once around the burst, not around each request as bench 4 does), each optionally
 // @<core dist dir> (default: this tree's). Per child: 2 untimed bursts, then 5 after a gc(); the child reports
 // its medians of [start, expiry] CPU µs per request (split at the last provider call started), p99 ms, KB/req.
@@ -25,9 +25,15 @@ if (process.argv[2] === "child") {
   const contract = Contract.make({ deadline: 50, teardownGrace: 250, candidates: ["mem/a"], retry: { perEndpoint: 0 } })
   const base = Rein.layer({ catalog, providers: { mem: { internalMaxAttempts: 1, call: () => hang } }, health: config === "off" ? false : { failureRatio: 0.9, depositRatio: 2 } })
   const layer = config === "journal" ? Layer.merge(Layer.orDie(base), Layer.succeed(Journal.Journal, Journal.make(() => Effect.void))) : Layer.orDie(base)
-  const ctx = config === "lean" ? undefined : await Effect.runPromise(Effect.flatMap(Scope.make(), (s) => Layer.buildWithScope(layer, s)))
+  const ctx = config === "lean" || config === "jfloor" ? undefined : await Effect.runPromise(Effect.flatMap(Scope.make(), (s) => Layer.buildWithScope(layer, s)))
   const execute = Rein.execute({ prompt: "hello", inputTokens: 10, maxOutputTokens: 10 }, contract)
-  const one = config === "lean" ? leanBound(hang, 50) : once ? execute : Effect.provide(execute, ctx)
+  // jfloor: bench 4's journal floor (the lean bound + the journal work of one request through Rein's journal writer).
+  const jfloor = config === "jfloor" ? await (async () => {
+    const { journaledLean, memoryJournal } = await import("../dist/fixtures.js")
+    const { journalWork } = await import("../dist/deadline.js")
+    return journaledLean(hang, Effect.runSync(Effect.provide(Journal.Journal, memoryJournal)), await journalWork(), 50)
+  })() : undefined
+  const one = config === "lean" ? leanBound(hang, 50) : jfloor ? jfloor : once ? execute : Effect.provide(execute, ctx)
   const now = () => Number(process.hrtime.bigint()) / 1e6
   const us = (a, b) => (b.user + b.system - a.user - a.system)
   const burst = async () => {

@@ -1,7 +1,7 @@
 // A/B helper (not part of the bench): Effect run-loop steps per request in the expiry phase of bench 4's burst
 // (after the last provider call started), counted by a supervisor with op supervision on; by op and the
 // function it carries. Load-independent. [PHASE=start|all] [SEQ=1] [LEAN_SUPERVISED=1]
-// node bench/ab/ops-expiry.mjs <lean|off|on|journal>[-once][@<core dist dir>] [top=40]
+// node bench/ab/ops-expiry.mjs <lean|jfloor|off|on|journal>[-once][@<core dist dir>] [top=40]
 import { Effect, Layer, RuntimeFlags, RuntimeFlagsPatch, Scope, Supervisor } from "effect"
 import { Exit, FiberId, Runtime } from "effect"
 import { leanBound, LeanTimeout } from "../dist/fixtures.js"
@@ -26,11 +26,17 @@ let started = 0, ended = false; const N = 1000
 const hang = Effect.suspend(() => { started++; return Effect.never })
 const base = Rein.layer({ catalog, providers: { mem: { internalMaxAttempts: 1, call: () => hang } }, health: config === "off" ? false : { failureRatio: 0.9, depositRatio: 2 } })
 const layer = config === "journal" ? Layer.merge(Layer.orDie(base), Layer.succeed(Journal.Journal, Journal.make(() => Effect.void))) : Layer.orDie(base)
-const ctx = config === "lean" ? undefined : await Effect.runPromise(Effect.flatMap(Scope.make(), (s) => Layer.buildWithScope(layer, s)))
+const ctx = config === "lean" || config === "jfloor" ? undefined : await Effect.runPromise(Effect.flatMap(Scope.make(), (s) => Layer.buildWithScope(layer, s)))
 const execute = Rein.execute({ prompt: "hello", inputTokens: 10, maxOutputTokens: 10 }, contract)
 // LEAN_SUPERVISED=1: the lean bound's own fork under the caller's runtime, so that its steps are counted too.
 const lean = process.env.LEAN_SUPERVISED ? Effect.flatMap(Effect.runtime(), (rt) => leanOn(rt)) : leanBound(hang, 50)
-const one = config === "lean" ? lean : once ? execute : Effect.provide(execute, ctx)
+// jfloor: bench 4's journal floor (the lean bound + one request's journal work through Rein's journal writer).
+const jfloor = config === "jfloor" ? await (async () => {
+  const { journaledLean, memoryJournal } = await import("../dist/fixtures.js")
+  const { journalWork } = await import("../dist/deadline.js")
+  return journaledLean(hang, Effect.runSync(Effect.provide(Journal.Journal, memoryJournal)), await journalWork(), 50)
+})() : undefined
+const one = jfloor ?? (config === "lean" ? lean : once ? execute : Effect.provide(execute, ctx))
 // PHASE=start: the steps until the last call started instead (the start phase).
 const START = process.env.PHASE === "start", ALL = process.env.PHASE === "all" // all: the whole burst
 const counts = new Map(); const seqs = new Map(); const fibers = new Set(); let total = 0

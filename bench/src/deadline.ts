@@ -13,14 +13,24 @@
  * interruption, measured against deadline + teardown grace (no goal: it shows the grace is kept). Real
  * clock: this is a benchmark.
  */
-import { Contract, Rein } from "@rein/core"
+import { Contract, Journal, Rein } from "@rein/core"
 import type { Provider } from "@rein/core"
 import type { Context } from "effect"
-import { Effect, FiberRefs, Runtime } from "effect"
+import { Effect, FiberRefs, Layer, Runtime } from "effect"
 import { execFileSync } from "node:child_process"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { contextOf, leanBound, LeanTimeout, reinVariants, request, response } from "./fixtures.js"
+import type { JournalWork } from "./fixtures.js"
+import {
+  contextOf,
+  journaledLean,
+  leanBound,
+  LeanTimeout,
+  memoryJournal,
+  reinVariants,
+  request,
+  response
+} from "./fixtures.js"
 import type { Benchmark, Goal, RunOptions, Section } from "./harness.js"
 import { collect, fmtMs, fmtRatio, loadNow, loadRange, median, nowMillis, quantile, table } from "./harness.js"
 
@@ -278,8 +288,84 @@ const floorRows = (): Array<Row> =>
     }
   ])
 
+/**
+ * What one journaled Rein request of the burst's journal row hands its writer (header, decision, attempt,
+ * outcome), read through a journal that passes everything on to a `Journal.make` writer.
+ */
+export const journalWork = async (): Promise<JournalWork> => {
+  const seen: Partial<{ -readonly [K in keyof JournalWork]: JournalWork[K] }> = {}
+  const inner = Journal.make(() => Effect.void)
+  const watch = (header: Journal.Header): Journal.Writer => {
+    for (const key of Object.keys(seen) as Array<keyof JournalWork>) delete seen[key]
+    seen.header = header
+    const writer = inner.unsafeBegin!(header)
+    return {
+      decision: (snapshot, decision) => {
+        seen.decision = [snapshot, decision]
+        writer.decision(snapshot, decision)
+      },
+      attempt: (record) => {
+        seen.attempt = record
+        writer.attempt(record)
+      },
+      end: (outcome) => {
+        seen.outcome = outcome
+        return writer.end(outcome)
+      }
+    }
+  }
+  const watching = Layer.succeed(Journal.Journal, { begin: (header) => Effect.sync(() => watch(header)) })
+  const journaled = reinVariants.find((v) => v.name.includes("journal on"))!
+  const context = await contextOf(
+    { name: journaled.name, layer: (providers) => Layer.merge(journaled.layer(providers), watching) },
+    { mem: never }
+  )
+  // Under load a cold first request can expire before its attempt starts (no attempt to read): try again.
+  for (let tries = 0; tries < 20; tries++) {
+    const result = await Runtime.runPromise(runtimeOf(context))(Effect.either(Rein.execute(request, contract)))
+    const { attempt, decision, header, outcome } = seen
+    if (isDeadlineExceeded(result) && header && decision && attempt && outcome) {
+      return { header, decision, attempt, outcome }
+    }
+  }
+  throw new Error("deadline: the journal floor could not read a journaled request's work")
+}
+
+/** The journal floor's name: the burst goal of the journaled row is read against it too. */
+const JOURNAL_FLOOR = "floor: journal (lean bound + Rein's journal writer: begin, decision, attempt, end)"
+
+/**
+ * The journal floor (burst only): the lean bound plus the journal work of one request, through the writer and
+ * sink of Rein's journal row (`journaledLean`). Last in `allRows` so that the other rows keep their indexes.
+ */
+const journalFloorRow = (): Row => {
+  // Read in the child that measures the row, at its first (untimed) run: no other row's child runs a Rein
+  // request for it.
+  let floor: Effect.Effect<never, LeanTimeout> | undefined
+  return {
+    name: JOURNAL_FLOOR,
+    kind: "floor",
+    shape: "burst",
+    against: "deadline",
+    samples: [],
+    measure: async () => {
+      floor ??= journaledLean(
+        Effect.never,
+        Effect.runSync(Effect.provide(Journal.Journal, memoryJournal)),
+        await journalWork(),
+        DEADLINE_MILLIS
+      )
+      return effectLateness(Runtime.defaultRuntime, "burst", floor, atDeadline, isLeanTimeout)
+    }
+  }
+}
+
 /** Every row of the section, in a fixed order (a child process is handed a row's index in it). */
-export const allRows = async (): Promise<Array<Row>> => [...floorRows(), ...(await reinRows())]
+export const allRows = async (): Promise<Array<Row>> => [
+  ...floorRows(),
+  ...(await reinRows()),
+  journalFloorRow()
+]
 
 /**
  * One sample of row `index`, taken in a fresh child process (`deadline-child.js`) after an untimed run of the
@@ -316,6 +402,8 @@ const fmtSpread = (r: ReturnType<typeof spreadOf>) => `${fmtRatio(r.median)} (${
  */
 interface Paired {
   readonly lean: Row
+  /** The journal floor: read beside the lean bound for the journaled row. */
+  readonly floor: Row
   readonly rein: ReadonlyArray<Row>
   /** p99 per round, per row name; the control under `CONTROL`. */
   readonly p99s: Map<string, Array<number>>
@@ -326,7 +414,7 @@ interface Paired {
 const CONTROL = "control: lean bound, a second child"
 
 const pairedRound = (rows: ReadonlyArray<Row>, paired: Paired, r: number) => {
-  const members = [paired.lean, ...paired.rein, undefined]
+  const members = [paired.lean, paired.floor, ...paired.rein, undefined]
   // Rotated every round, and reversed every other round: each member follows every other one.
   const rotated = members.map((_, k) => members[(k + r) % members.length])
   for (const member of r % 2 === 1 ? rotated.reverse() : rotated) {
@@ -347,7 +435,7 @@ const measureAll = (
   otherRounds: number,
   log: (line: string) => void
 ) => {
-  const others = rows.filter((row) => row !== paired.lean && !paired.rein.includes(row))
+  const others = rows.filter((row) => row !== paired.lean && row !== paired.floor && !paired.rein.includes(row))
   let done = 0
   for (let r = 0; r < pairedRounds; r++) {
     log(`  paired round ${r + 1}/${pairedRounds}`)
@@ -365,9 +453,27 @@ const measureAll = (
   }
 }
 
-const ratios = (paired: Paired, name: string) => {
-  const lean = paired.p99s.get(paired.lean.name)!
+/** Each round's p99 of `name` ÷ the same round's p99 of `against` (the lean bound unless said). */
+const ratios = (paired: Paired, name: string, against: Row = paired.lean) => {
+  const lean = paired.p99s.get(against.name)!
   return spreadOf(paired.p99s.get(name)!.map((x, r) => x / lean[r]!))
+}
+
+const isJournaled = (row: Row) => row.name.includes("journal on")
+
+/**
+ * The journaled row also against the journal floor: the same target (1.5×) read against the lean bound plus
+ * the journal's own work. The verdict stays the lean bound's; this says how much of it is the journal's.
+ */
+const againstFloor = (row: Row, paired: Paired) => {
+  const r = ratios(paired, row.name, paired.floor)
+  const pooled = p99(row.samples)
+  const floor = p99(paired.floor.samples)
+  return `; against the journal floor (${paired.floor.name}): p99 ÷ floor per round ${fmtSpread(r)}, pooled ` +
+    `${fmtMs(pooled)} vs ${fmtMs(floor)} ms (${fmtRatio(pooled / floor)}), ${
+      r.median <= 1.5 ? "PASS" : "FAIL"
+    } by that floor; the floor ÷ lean bound per round ${fmtSpread(ratios(paired, paired.floor.name))}; ` +
+    "verdict: the lean bound's"
 }
 
 const burstGoal = (row: Row, paired: Paired, load: string): Goal => {
@@ -380,7 +486,7 @@ const burstGoal = (row: Row, paired: Paired, load: string): Goal => {
       "lean bound's p99, the two side by side (p99 ÷ lean bound's p99 round by round, median)",
     measured: `p99 ÷ lean bound per round ${fmtSpread(r)} over ${r.count} rounds; pooled p99 ${fmtMs(pooled)} ms ` +
       `vs lean bound ${fmtMs(lean)} ms (${fmtRatio(pooled / lean)}); control (lean ÷ lean) ` +
-      `${fmtSpread(ratios(paired, CONTROL))}; ${load}`,
+      `${fmtSpread(ratios(paired, CONTROL))}${isJournaled(row) ? againstFloor(row, paired) : ""}; ${load}`,
     status: r.median <= 1.5 ? "PASS" : "FAIL"
   }
 }
@@ -415,18 +521,32 @@ const rowsTable = (rows: ReadonlyArray<Row>) => {
 }
 
 const pairedTable = (paired: Paired) => {
-  const header = ["burst, side by side", "p99 ÷ lean bound's p99, per round: median", "min–max", "pooled p99 ms"]
-  const lean = p99(paired.lean.samples)
-  const body = [...paired.rein, undefined].map((row) => {
-    const r = ratios(paired, row?.name ?? CONTROL)
-    const pooled = p99(row === undefined ? paired.control : row.samples)
+  const header = [
+    "burst, side by side",
+    "p99 ÷ lean bound's p99 (or as said), per round: median",
+    "min–max",
+    "pooled p99 ms"
+  ]
+  const line = (name: string, samples: ReadonlyArray<number>, against: Row) => {
+    const r = ratios(paired, name, against)
+    const pooled = p99(samples)
+    const floor = p99(against.samples)
     return [
-      row?.name ?? CONTROL,
+      name,
       fmtRatio(r.median),
       `${fmtRatio(r.min)}–${fmtRatio(r.max)}`,
-      `${fmtMs(pooled)} vs ${fmtMs(lean)} (${fmtRatio(pooled / lean)})`
+      `${fmtMs(pooled)} vs ${fmtMs(floor)} (${fmtRatio(pooled / floor)})`
     ]
-  })
+  }
+  const body = [
+    line(paired.floor.name, paired.floor.samples, paired.lean),
+    ...paired.rein.map((row) => line(row.name, row.samples, paired.lean)),
+    line(CONTROL, paired.control, paired.lean),
+    ...paired.rein.filter(isJournaled).map((row) => {
+      const [name, ...rest] = line(row.name, row.samples, paired.floor)
+      return [`${name} ÷ the journal floor (not the goal's bound)`, ...rest]
+    })
+  ]
   return table(header, body)
 }
 
@@ -444,7 +564,12 @@ const notes = (pairedRounds: number, otherRounds: number, load: string) =>
     "is read from each round's Rein p99 ÷ the same round's lean bound p99 (the median over the rounds): a burst's",
     "p99 is its 10th-latest request, set by the machine's state during that one burst, and pooled p99s moved",
     "±30 % between runs, the lean bound's included (bench/PROFILE.md, #22). The control (lean bound ÷ lean",
-    `bound) shows what equals read. Every other row: ${otherRounds} rounds spread among the paired ones, the row order`,
+    "bound) shows what equals read. The journal floor runs side by side too: the lean bound plus the journal",
+    "work of one request through the writer and sink of Rein's journal row (opened with the request's header and",
+    "one decision at the start, one attempt appended and the record assembled and handed to the sink before the",
+    "caller is resumed; the values are those one journaled Rein request made, the id from a counter). The",
+    "journaled row's goal is also read against it, for information: its verdict is the lean bound's.",
+    `Every other row: ${otherRounds} rounds spread among the paired ones, the row order`,
     "rotated every round, all samples pooled.",
     "Lateness = (time the request returned − time it started) − deadline, from `process.hrtime`. Every request is checked to end as expected (`DeadlineExceeded`, `TimeoutException`,",
     "the lean bound's timeout, the sleep's success). The lean bound is one fork and one `setTimeout` per call,",
@@ -463,6 +588,7 @@ const run = async (options: RunOptions): Promise<Section> => {
   const rows = await allRows()
   const paired: Paired = {
     lean: rows.find((x) => x.shape === "burst" && x.name.startsWith("floor: lean bound"))!,
+    floor: rows.find((x) => x.name === JOURNAL_FLOOR)!,
     rein: rows.filter((x) => x.shape === "burst" && x.kind === "rein"),
     p99s: new Map(),
     control: []

@@ -8,7 +8,7 @@
 import { Catalog, Contract, Failure, Journal, Rein } from "@rein/core"
 import type { Provider } from "@rein/core"
 import type { Context } from "effect"
-import { Effect, FiberId, Layer, Scope } from "effect"
+import { Effect, Exit, FiberId, Layer, Scope } from "effect"
 
 export const catalog = Catalog.make({
   endpoints: [
@@ -115,7 +115,7 @@ export interface ReinVariant {
  * assembles the request's record (contract and endpoints encoded) when the request ends; the sink then
  * drops it, so the figure is what journaling costs Rein, not what a disk costs.
  */
-const memoryJournal = Layer.succeed(Journal.Journal, Journal.make(() => Effect.void))
+export const memoryJournal = Layer.succeed(Journal.Journal, Journal.make(() => Effect.void))
 
 /**
  * Health on, with the defaults except two: on the flaky path two of every three calls fail, which would
@@ -179,3 +179,57 @@ export const leanBound = <A, E>(call: Effect.Effect<A, E>, millis: number): Effe
       fiber.unsafeInterruptAsFork(FiberId.none)
     })
   })
+
+/** What one journaled Rein request handed its writer: the floor's journal work replays it (see `journaledLean`). */
+export interface JournalWork {
+  readonly header: Journal.Header
+  readonly decision: Parameters<Journal.Writer["decision"]>
+  readonly attempt: Parameters<Journal.Writer["attempt"]>[0]
+  readonly outcome: Parameters<Journal.Writer["end"]>[0]
+}
+
+/**
+ * The lean bound plus the least journal work a journaled request does, through `journal`'s writer (the
+ * same `Journal.make` writer and sink as Rein's journal row): the writer opened with the request's header
+ * (a fresh request id, from a counter) when the call starts, with the request's one decision; its one
+ * attempt appended and the writer closed (`unsafeEnd`: the record assembled and handed to the sink) in the
+ * fiber's observer, before the caller is resumed, so that the record exists once the outcome is returned, as
+ * Rein's does. The decision, attempt and outcome are the values one real Rein request made (`work`): the
+ * floor pays for appending and recording them, not for the planner that made them. No effect steps of its own
+ * when the sink's effect is an `Exit` (Rein closes its entry the same way).
+ */
+export const journaledLean = <A, E>(
+  call: Effect.Effect<A, E>,
+  journal: Journal.Service,
+  work: JournalWork,
+  millis: number
+): Effect.Effect<A, E | LeanTimeout> => {
+  let ids = 0
+  const open = journal.unsafeBegin ?? ((header: Journal.Header) => Effect.runSync(journal.begin(header)))
+  return Effect.async<A, E | LeanTimeout>((resume) => {
+    const writer = open({ ...work.header, requestId: `req-${(ids++).toString(36)}` })
+    writer.decision(...work.decision)
+    const fiber = Effect.runFork(call)
+    let expired = false
+    const timer = setTimeout(() => {
+      expired = true
+      fiber.unsafeInterruptAsFork(FiberId.none)
+    }, millis)
+    const close = (outcome: JournalWork["outcome"]) =>
+      writer.unsafeEnd === undefined ? writer.end(outcome) : writer.unsafeEnd(outcome)
+    fiber.addObserver((exit) => {
+      clearTimeout(timer)
+      writer.attempt(work.attempt)
+      // The bench's calls never answer: every end is the deadline's (Rein's outcome for it).
+      const end = close(work.outcome)
+      // `Effect.fail`, as the lean bound resumes (an `Exit.fail` would save the step that captures the span).
+      const result: Effect.Effect<A, E | LeanTimeout> = expired ? Effect.fail(new LeanTimeout()) : exit
+      resume(Exit.isExit(end) && Exit.isSuccess(end) ? result : Effect.zipRight(end, result))
+    })
+    return Effect.suspend(() => {
+      clearTimeout(timer)
+      fiber.unsafeInterruptAsFork(FiberId.none)
+      return close({ _tag: "Interrupted" })
+    })
+  })
+}
