@@ -1,8 +1,8 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, FastCheck as fc, Layer, Option, Stream } from "effect"
-import { appendFileSync, writeFileSync } from "node:fs"
+import { Effect, Either, FastCheck as fc, Layer, Logger, Option, Stream } from "effect"
+import { appendFileSync, truncateSync, writeFileSync } from "node:fs"
 import { ArtifactStore, JsonlStore, Resume } from "../src/index.js"
 import * as Jsonl from "../src/internal/jsonl.js"
 import * as JsonlRead from "../src/internal/jsonlRead.js"
@@ -203,6 +203,105 @@ describe("Resume over the JSONL store keeps positions, not records", () => {
   it.scoped("a record rewritten in place into another valid record of the same item, input and outcome is not reused", () =>
     // Same length, still a reusable success of item 4 under its input: only its answer changed after open.
     rewrittenNotReused("answer to item-4", "answer to item-X"))
+
+  it.scoped("lookups in file order, eight at a time, read each window of the file about once", () =>
+    Effect.gen(function*() {
+      // A resumed run's items come up about as they were written, several at once: the lookups that wait for a
+      // window being read are served from it, they do not read it again each.
+      const path = yield* tempFile
+      yield* seeded(path)
+      const { layer, reads } = chunkedOnly()
+      const session = yield* opened(path, layer)
+      const afterOpen = reads.count
+      const found = yield* Effect.forEach(ids, (id) => session.lookup(id, inputOf(id)), { concurrency: 8 })
+      expect(found.every(Option.isSome)).toBe(true)
+      // Each window starts a sixteenth of a chunk before the record that loads it; one read more at the end.
+      const windows = Math.ceil(bytes(path).length / (JsonlRead.CHUNK * 15 / 16))
+      expect(reads.count - afterOpen).toBeLessThanOrEqual(2 * windows + 2)
+    }))
+
+  /** Where item-4's success line starts and ends (the byte of its newline) in the seeded file. */
+  const item4Line = (path: string) => {
+    const text = bytes(path)
+    const line = Either.getOrThrow(Jsonl.recordLine(record("item-4", { index: 4 })))
+    const at = text.indexOf(line)
+    expect(at).toBeGreaterThan(0)
+    return { at, newline: at + line.length - 1 }
+  }
+
+  /** Looks up items in turn, the warnings logged meanwhile collected. */
+  const lookups = (session: Resume.Session, items: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      const warnings: Array<string> = []
+      const logger = Logger.make(({ message }) => {
+        warnings.push(Array.isArray(message) ? message.join(" ") : String(message))
+      })
+      const found = yield* Effect.forEach(items, (id) => session.lookup(id, inputOf(id))).pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+      )
+      return { found: found.map(Option.isSome), warnings }
+    })
+
+  it.scoped("a record whose line was cut short after open is not reused, and the warning says the line is no longer complete", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seeded(path)
+      const session = yield* opened(path, NodeFileSystem.layer)
+      const { at } = item4Line(path)
+      truncateSync(path, at + 40) // the file now ends inside item-4's line
+      const { found, warnings } = yield* lookups(session, ["item-2", "item-4"])
+      expect(found).toEqual([true, false])
+      expect(warnings).toEqual([
+        `item "item-4" not reused: ${path}: the record at byte ${at} is no longer a complete line (the file changed while it was open)`
+      ])
+    }))
+
+  it.scoped("a record whose newline was overwritten after open (its bytes unchanged, the line now runs on) is not reused", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seeded(path)
+      const session = yield* opened(path, NodeFileSystem.layer)
+      const { at, newline } = item4Line(path)
+      const text = bytes(path)
+      expect(text[newline]).toBe(0x0a)
+      text[newline] = 0x20
+      writeFileSync(path, text)
+      const { found, warnings } = yield* lookups(session, ["item-4", "item-7"])
+      expect(found).toEqual([false, true])
+      expect(warnings).toEqual([
+        `item "item-4" not reused: ${path}: the record at byte ${at} is no longer a complete line (the file changed while it was open)`
+      ])
+    }))
+
+  it.scoped("a record whose newline is the first byte after the window read for an earlier one is read back and reused", () =>
+    Effect.gen(function*() {
+      // "first" loads a window of CHUNK bytes from the file's start; "edge" ends exactly there: its record bytes
+      // are all in the window, its newline is not (the window cannot tell that the line is complete).
+      const path = yield* tempFile
+      const filler = "x".repeat(100_000)
+      const lineOf = (r: ArtifactStore.ItemRecord) => Either.getOrThrow(Jsonl.recordLine(r))
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* ArtifactStore.ArtifactStore
+        const artifact = yield* store.create(yield* ArtifactStore.makeManifest(identity))
+        yield* artifact.append(record("first"))
+        for (let i = 0; bytes(path).length < JsonlRead.CHUNK - 2 * filler.length; i++) {
+          yield* artifact.append(record(`filler-${i}`, { index: i + 1, result: filler }))
+        }
+        const offset = bytes(path).length
+        const bare = lineOf(record("edge", { result: "" })).length
+        // The line's newline at byte CHUNK: offset + (line length - 1) = CHUNK.
+        yield* artifact.append(record("edge", { result: "y".repeat(JsonlRead.CHUNK + 1 - offset - bare) }))
+        yield* artifact.append(record("after"))
+      })).pipe(Effect.provide(JsonlStore.layer({ path }).pipe(Layer.provide(NodeFileSystem.layer))))
+      const file = bytes(path)
+      expect(file[JsonlRead.CHUNK]).toBe(0x0a)
+      expect(file[JsonlRead.CHUNK - 1]).toBe(0x7d) // the edge record's closing brace
+      expect(file.indexOf(lineOf(record("first")))).toBeLessThan(JsonlRead.CHUNK / 16)
+      const session = yield* opened(path, NodeFileSystem.layer)
+      const { found, warnings } = yield* lookups(session, ["first", "edge", "after"])
+      expect(warnings).toEqual([])
+      expect(found).toEqual([true, true, true])
+    }))
 
   /** The seeded artifact and a line for item "extra" with a field no record has, opened. */
   const openedWithExtraLine = Effect.gen(function*() {

@@ -44,6 +44,28 @@ describe("the kept records' table: keys that share one half of their hash", () =
   }
 })
 
+// Keys that agree in the second half and have the same home place in the first table (found by hashing the ids
+// item-0, item-1, ... under "in": a pair with the same 32-bit second half is expected in about 80,000 ids, one
+// whose first halves also agree in their low 10 bits in about 2.7 million). The second key's probe meets the first
+// key at once: a probe that compared the second half alone would take it for the first key.
+describe("the kept records' table: keys that share the second half and their home place", () => {
+  it("two such keys have a slot each, in either order, each found again holding its own record", () => {
+    const [one, other] = ["item-2279882", "item-2667801"]
+    const [a, b] = [halves(one), halves(other)]
+    expect(a[1]).toBe(b[1])
+    expect(a[0]).not.toBe(b[0])
+    expect(a[0] & 1023).toBe(b[0] & 1023)
+    for (const [older, newer] of [[one, other], [other, one]] as const) {
+      const kept = Kept.make()
+      expect([kept.slotOf(older, "in"), kept.slotOf(newer, "in"), kept.size()]).toEqual([0, 1, 2])
+      expect([kept.find(older, "in"), kept.find(newer, "in")]).toEqual([0, 1])
+      kept.put(0, record(older), undefined)
+      kept.put(1, record(newer), undefined)
+      expect([kept.at(kept.find(older, "in")), kept.at(kept.find(newer, "in"))]).toEqual([record(older), record(newer)])
+    }
+  })
+})
+
 // The table starts with 1,024 places; the keys whose home is one of the last two are found again, before and
 // after the table grows (a table whose arrays of hashes were shorter than its places would lose them).
 describe("the kept records' table: keys at the last places of the first table", () => {
