@@ -604,6 +604,8 @@ describe("rein batch", () => {
       const out = file(name, content)
       const r = await rein([...batchArgs(out), "--resume"])
       expectBadInput(r, /: no manifest line \(an empty or unfinished file\)/)
+      // The file is named once (it was `rein: other.jsonl: other.jsonl: no manifest line …`).
+      expect(r.stderr).toContain(`rein: ${out}: no manifest line`)
       expect(fs.readFileSync(out, "utf8")).toBe(content)
     }
   }, 60_000)
