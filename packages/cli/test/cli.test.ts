@@ -223,6 +223,28 @@ describe("rein run, replay, explain", () => {
     expect(fs.readFileSync(record, "utf8")).not.toMatch(/Hello/)
   }, 120_000)
 
+  it("logs go to stderr: with --log-level debug, --json's stdout is still the JSON alone", async () => {
+    // The executor logs each failed attempt at debug level; Effect's default logger wrote it to stdout, before
+    // the JSON (as it did a journal's append warning).
+    const r = await rein([
+      "--log-level",
+      "debug",
+      "run",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--prompt",
+      "Hello",
+      "--scenario",
+      failingA(),
+      "--json"
+    ])
+    expect(r.code).toBe(0)
+    expect(JSON.parse(r.stdout).endpoint).toBe("fake/b")
+    expect(r.stderr).toMatch(/DEBUG .*rein: attempt failed/)
+  }, 60_000)
+
   it("retries and falls back when the scenario takes fake/a down; --json lists the attempts", async () => {
     const r = await rein([
       "run",
