@@ -33,6 +33,29 @@ describe("rate limits and admission", () => {
       expect(admitted.map((e) => e.waitedMillis)).toEqual([0, 0, 30_000, 60_000])
     }))
 
+  it.effect("a limit under one per minute still admits: one attempt per 1/rate minutes, never a wait to the deadline", () =>
+    Effect.gen(function*() {
+      const fake = scripted(() => ok(0, { inputTokens: 1, outputTokens: 1 }))
+      const { admitted, summary } = yield* observed((onEvent) =>
+        Batch.run(prompts(3), {
+          contract: contract(),
+          guardrails: Guardrails.make({ concurrency: 3, requestsPerMinute: 0.5 }),
+          onEvent
+        }).pipe(Effect.provide(fake.layer))
+      )
+      expect(admitted.map((e) => e.at)).toEqual([0, 120_000, 240_000])
+      expect(summary.stats.succeeded).toBe(3)
+      const tokens = yield* observed((onEvent) =>
+        Batch.run(prompts(2), {
+          contract: contract(),
+          request: (prompt: string) => ({ prompt, inputTokens: 1, maxOutputTokens: 1 }),
+          guardrails: Guardrails.make({ concurrency: 2, tokensPerMinute: 0.5 }),
+          onEvent
+        }).pipe(Effect.provide(fake.layer))
+      )
+      expect(tokens.summary.stats.succeeded).toBe(2)
+    }))
+
   it.effect("tokens per minute: each attempt reserves its worst case, reconciled to actual usage when it ends", () =>
     Effect.gen(function*() {
       const fake = scripted(() => ok(1_000, { inputTokens: 50, outputTokens: 50 }))

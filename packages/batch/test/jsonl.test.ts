@@ -132,6 +132,41 @@ describe("artifact lines: a torn first line", () => {
   })
 })
 
+describe("artifact lines: an unfinished first line that cannot be a manifest", () => {
+  // A file without a newline (a binary, /dev/zero, gigabytes of anything) was carried whole before it was refused.
+  it("is refused at the chunk that shows it, before any more of the file is read", () => {
+    const scanner = Jsonl.scanner(() => undefined)
+    const refused = scanner.push(new Uint8Array(1024 * 1024))
+    expect(Either.isLeft(refused) && refused.left).toMatchObject({
+      reason: "format",
+      line: 1,
+      message: "line 1: not a Rein artifact: the first line is not a manifest; nothing was truncated"
+    })
+    // In pieces shorter than the manifest's start: refused once enough of it is there.
+    const pieces = Jsonl.scanner(() => undefined)
+    expect(Either.isRight(pieces.push(utf8("id,answ")))).toBe(true)
+    expect(Either.isLeft(pieces.push(utf8("er,cost,more")))).toBe(true)
+  })
+
+  it.prop(
+    "a first line is refused unfinished exactly when it is not a torn manifest",
+    [fc.uint8Array({ minLength: 1, maxLength: 64 }), fc.boolean(), fc.integer({ min: 1, max: 7 })],
+    ([tail, asManifest, piece]) => {
+      const head = asManifest ? utf8(M.slice(0, 30)) : tail
+      const bytes = Uint8Array.from([...head, ...tail].filter((b) => b !== 0x0a))
+      const scanner = Jsonl.scanner(() => undefined)
+      let result: Either.Either<void, unknown> = Either.void
+      for (let i = 0; i < bytes.length && Either.isRight(result); i += piece) {
+        result = scanner.push(bytes.subarray(i, i + piece))
+      }
+      const refused = Either.isLeft(result)
+      expect(refused).toBe(bytes.length >= Jsonl.MANIFEST_PREFIX.length && !Jsonl.isTornManifest(bytes))
+      return true
+    },
+    { fastCheck: { numRuns: 300, seed: 41 } }
+  )
+})
+
 describe("artifact lines: writing", () => {
   it("a manifest and a record are written as one line each, read back as written", () => {
     const parsedManifest = Either.getOrThrow(Jsonl.parse(utf8(`${M}\n`)))

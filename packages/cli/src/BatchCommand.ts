@@ -68,6 +68,11 @@ export interface BatchReport {
   readonly breakers: Progress.BreakerCounts
   /** The journal file every item's decisions were appended to (`--record`), or `null`. */
   readonly record?: string | null | undefined
+  /**
+   * Why some items' journal records were not written (`3 records could not be written to rec.jsonl: no space
+   * left on the device`), or `null`; `ok` is then `false`. The artifact is written apart from it.
+   */
+  readonly recordError?: string | null | undefined
 }
 
 /**
@@ -149,7 +154,9 @@ export const render = (r: BatchReport, fix?: string | undefined): string => {
     ],
     ["elapsed", millis(r.elapsedMillis)],
     ["artifact", `${r.out} (continue or reuse it with --resume)`],
-    ...(r.record === undefined || r.record === null
+    ...(r.recordError !== undefined && r.recordError !== null
+      ? [["journal", `not written: ${r.recordError}`]]
+      : r.record === undefined || r.record === null
       ? []
       : [["journal", `${r.record} (one record per request: rein replay / rein explain)`]])
   ]
@@ -313,7 +320,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       originMillis: started,
       baseUrl: Option.fromNullable(options.baseUrl)
     })
-    const journal = yield* Recording.open(options.record, options.fileMode)
+    const recording = yield* Recording.open(options.record, options.fileMode)
     const display = yield* Progress.make(total, options.progress)
     const store = JsonlStore.layer({
       path: options.out,
@@ -348,7 +355,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
           artifacts
         )
       )),
-      Effect.provide(journal),
+      Effect.provide(recording.context),
       Effect.onInterrupt(() =>
         Effect.flatMap(
           Interrupt.reusable(fs, options.out),
@@ -375,8 +382,9 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
         durations.push(r.durationMillis)
       } else if (r._tag === "Failed") durations.push(r.durationMillis)
     }
+    const recordError = (yield* recording.notWritten) ?? null
     return {
-      ok: summary.termination.kind === "completed" && summary.stats.failed === 0,
+      ok: summary.termination.kind === "completed" && summary.stats.failed === 0 && recordError === null,
       out: options.out,
       items: total,
       termination: summary.termination,
@@ -390,7 +398,8 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       },
       elapsedMillis: ended - started,
       breakers: yield* display.breakers,
-      record: options.record ?? null
+      record: recordError === null ? options.record ?? null : null,
+      recordError
     }
   }))
 

@@ -8,7 +8,7 @@
  */
 import { Command, HelpDoc, ValidationError } from "@effect/cli"
 import type { CliApp } from "@effect/cli"
-import { Cause, Console, Effect, Option } from "effect"
+import { Cause, Console, Effect, FiberRef, HashSet, Logger, Option } from "effect"
 import * as BatchCommand from "./BatchCommand.js"
 import * as Distributed from "./Distributed.js"
 import * as ExitCode from "./ExitCode.js"
@@ -92,6 +92,22 @@ const cli = Command.run(command, {
   footer: HelpDoc.p(ExitCode.help)
 })
 
+// Effect's console loggers (the default one, and the pretty one NodeRuntime.runMain puts in its place) write to
+// stdout; the command's logs (a library's warning, --log-level debug) go to stderr in the same format.
+const toStderr = Logger.prettyLogger({ stderr: true })
+const stderrLogs = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.locallyWith(
+    effect,
+    FiberRef.currentLoggers,
+    (loggers) =>
+      HashSet.has(loggers, Logger.defaultLogger) || HashSet.has(loggers, Logger.prettyLoggerDefault)
+        ? HashSet.add(
+          HashSet.remove(HashSet.remove(loggers, Logger.defaultLogger), Logger.prettyLoggerDefault),
+          toStderr
+        )
+        : loggers
+  )
+
 const firstLine = (u: unknown): string => {
   const text = u instanceof Error ? u.message : typeof u === "string" ? u : "unexpected failure"
   return text.split("\n")[0] ?? "unexpected failure"
@@ -123,6 +139,8 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode.ExitCo
       ? Effect.flatMap(Effect.console, (c) => Effect.withConsole(cli(argv), Help.console(c)))
       : cli(argv)
     return yield* run.pipe(
+      // Logs go to stderr: stdout is the command's output, JSON with --json.
+      stderrLogs,
       Effect.provideService(Status.ExitStatus, status),
       Effect.zipRight(status.get),
       Effect.catchAllCause((cause) => {

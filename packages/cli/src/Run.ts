@@ -48,6 +48,11 @@ export interface RunReport {
   readonly attempts: ReadonlyArray<Outcome.AttemptRecord>
   readonly record: string | null
   /**
+   * Why `--record` was asked for and the request's record was not written (a full disk: `a record could not be
+   * written to rec.jsonl: no space left on the device`); `null` otherwise. The command then exits 1.
+   */
+  readonly recordError?: string | null | undefined
+  /**
    * The outcome's request id (`Outcome.RequestId`): with `--record`, the id of its journal record (what
    * `rein explain` shows as `request …`); `null` when nothing was recorded.
    */
@@ -71,7 +76,8 @@ export interface RunReport {
  */
 export const report = (
   result: Either.Either<Outcome.Completion, Outcome.Terminal>,
-  record: string | null
+  record: string | null,
+  recordError: string | null = null
 ): RunReport =>
   Either.match(result, {
     onRight: (c) => ({
@@ -85,6 +91,7 @@ export const report = (
       reason: null,
       attempts: c.attempts,
       record,
+      recordError,
       requestId: c.requestId ?? null
     }),
     onLeft: (e) => ({
@@ -104,6 +111,7 @@ export const report = (
         : e.reason,
       attempts: e.attempts,
       record,
+      recordError,
       requestId: e.requestId ?? null
     })
   })
@@ -138,7 +146,9 @@ export const render = (r: RunReport): string => {
   }
   lines.push(`attempts: ${r.attempts.length}`)
   if (r.attempts.length > 0) lines.push(attemptsTable(r.attempts))
-  if (r.record !== null) {
+  if (r.recordError !== undefined && r.recordError !== null) {
+    lines.push(`not recorded: ${r.recordError}`)
+  } else if (r.record !== null) {
     const as = r.requestId === null ? "" : ` as request ${r.requestId}`
     lines.push(`recorded to ${r.record}${as} (rein replay / rein explain)`)
   } else if (r.requestId !== null) lines.push(`request ${r.requestId}`)
@@ -208,7 +218,7 @@ export const execute = (options: RunOptions): Effect.Effect<RunReport, InputErro
       tokenizer,
       health: scenario === undefined ? {} : Scenario.healthConfig(scenario)
     }).pipe(Layer.mapError((e) => new InputError({ message: `scenario health: ${e.message}` })))
-    const journalContext = yield* Recording.open(options.record, options.fileMode)
+    const recording = yield* Recording.open(options.record, options.fileMode)
     const result = yield* Rein.execute({
       prompt: options.prompt,
       system: options.system,
@@ -217,9 +227,10 @@ export const execute = (options: RunOptions): Effect.Effect<RunReport, InputErro
     }, contract).pipe(
       Effect.either,
       Effect.provide(rein),
-      Effect.provide(journalContext)
+      Effect.provide(recording.context)
     )
-    return report(result, options.record ?? null)
+    const notWritten = yield* recording.notWritten
+    return report(result, notWritten === undefined ? options.record ?? null : null, notWritten ?? null)
   }))
 
 /**
@@ -271,6 +282,6 @@ export const command = Command.make(
         baseUrl: Option.getOrUndefined(o.baseUrl)
       }).pipe(Telemetry.around(o.otlp, false))
       yield* Console.log(o.json ? json(r) : render(r))
-      yield* exitWith(r.ok ? ExitCode.ok : ExitCode.failed)
+      yield* exitWith(r.ok && (r.recordError ?? null) === null ? ExitCode.ok : ExitCode.failed)
     })
 ).pipe(Command.withDescription("Execute one request under the contract; print the outcome and every attempt"))

@@ -150,6 +150,42 @@ describe("rein run, replay, explain", () => {
     expect(fs.readFileSync(record, "utf8").split("\n").filter((l) => l !== "")).toHaveLength(1)
   })
 
+  it.skipIf(!fs.existsSync("/dev/full"))(
+    "a record that cannot be written (a full disk) is said, never 'recorded to', and rein run and rein batch exit 1",
+    async () => {
+      // /dev/full: the file opens, every write fails ENOSPC. The journal's append failure used to be a log line
+      // followed by "recorded to /dev/full as request …" and exit 0.
+      const run = await rein([
+        "run",
+        "--catalog",
+        catalog,
+        "--contract",
+        contract,
+        "--prompt",
+        "Hello",
+        "--record",
+        "/dev/full"
+      ])
+      expect(run.stdout).toMatch(/^outcome: success on fake\/a/)
+      expect(run.stdout).toContain(
+        "not recorded: a record could not be written to /dev/full: no space left on the device"
+      )
+      expect(run.stdout).not.toMatch(/recorded to \/dev\/full/)
+      expect(run.code).toBe(1)
+      const out = path.join(tmp, "full-disk-journal.jsonl")
+      const batch = await rein([...batchArgs(out), "--record", "/dev/full", "--json"])
+      const report = JSON.parse(batch.stdout)
+      expect(report).toMatchObject({
+        ok: false,
+        record: null,
+        recordError: "48 records could not be written to /dev/full: no space left on the device"
+      })
+      expect(report.stats.succeeded).toBe(48)
+      expect(batch.code).toBe(1)
+    },
+    120_000
+  )
+
   it("runs one request on the fake provider, records it, and the record replays and explains", async () => {
     const record = path.join(tmp, "rec.jsonl")
     const r = await rein([
@@ -186,6 +222,28 @@ describe("rein run, replay, explain", () => {
     // The prompt is never recorded.
     expect(fs.readFileSync(record, "utf8")).not.toMatch(/Hello/)
   }, 120_000)
+
+  it("logs go to stderr: with --log-level debug, --json's stdout is still the JSON alone", async () => {
+    // The executor logs each failed attempt at debug level; Effect's default logger wrote it to stdout, before
+    // the JSON (as it did a journal's append warning).
+    const r = await rein([
+      "--log-level",
+      "debug",
+      "run",
+      "--catalog",
+      catalog,
+      "--contract",
+      contract,
+      "--prompt",
+      "Hello",
+      "--scenario",
+      failingA(),
+      "--json"
+    ])
+    expect(r.code).toBe(0)
+    expect(JSON.parse(r.stdout).endpoint).toBe("fake/b")
+    expect(r.stderr).toMatch(/DEBUG .*rein: attempt failed/)
+  }, 60_000)
 
   it("retries and falls back when the scenario takes fake/a down; --json lists the attempts", async () => {
     const r = await rein([
@@ -604,6 +662,8 @@ describe("rein batch", () => {
       const out = file(name, content)
       const r = await rein([...batchArgs(out), "--resume"])
       expectBadInput(r, /: no manifest line \(an empty or unfinished file\)/)
+      // The file is named once (it was `rein: other.jsonl: other.jsonl: no manifest line …`).
+      expect(r.stderr).toContain(`rein: ${out}: no manifest line`)
       expect(fs.readFileSync(out, "utf8")).toBe(content)
     }
   }, 60_000)

@@ -125,7 +125,10 @@ const fmt = Format.number
 const requestsKey = (rateKey: string) => `requests:${rateKey}`
 const tokensKey = (rateKey: string) => `tokens:${rateKey}`
 
-const perMinute = (n: number): B.Shape => ({ capacity: n, perMs: n / 60_000 })
+// At least one unit: an attempt takes one request and at least one token, so a bucket under one (a limit under
+// one per minute, `--rpm 0.5`) would never hold enough to admit anything. With one, 0.5 a minute admits one
+// attempt every two minutes.
+const perMinute = (n: number): B.Shape => ({ capacity: Math.max(1, n), perMs: n / 60_000 })
 
 const failWith = (reason: PgRunLimitsError["reason"]) => (e: unknown) =>
   new PgRunLimitsError({ reason, message: E.describe(e) })

@@ -251,6 +251,9 @@ export interface Scanner {
   readonly manifest: () => Manifest | undefined
 }
 
+const PREFIX_BYTES = new TextEncoder().encode(MANIFEST_PREFIX)
+const startsWithPrefix = (bytes: Uint8Array): boolean => PREFIX_BYTES.every((b, i) => bytes[i] === b)
+
 /** A scanner of one file. @internal */
 export const scanner = (onRecord: OnRecord): Scanner => {
   let manifest: Manifest | undefined
@@ -258,6 +261,7 @@ export const scanner = (onRecord: OnRecord): Scanner => {
   let consumed = 0 // bytes up to and including the last newline
   let carry: Array<Uint8Array> = [] // the current line's bytes from earlier chunks
   let carried = 0
+  let headChecked = false // whether an unfinished first line was seen to start as a manifest does
   // `offset`: where the line starts in the file.
   const complete = (bytes: Uint8Array, offset: number): Either.Either<void, ArtifactError> => {
     line += 1
@@ -297,6 +301,14 @@ export const scanner = (onRecord: OnRecord): Scanner => {
       // A chunk may be a view of a buffer the reader reuses: the carried part is copied.
       carry.push(chunk.slice(start))
       carried += chunk.length - start
+      // An unfinished first line that already cannot be a manifest is refused now, not after the rest of it is
+      // read and kept: a file of gigabytes without a newline (a binary, /dev/zero) would be carried whole.
+      if (manifest === undefined && !headChecked && carried >= PREFIX_BYTES.length) {
+        headChecked = true
+        if (!startsWithPrefix(carry.length === 1 ? carry[0]! : concat(carry))) {
+          return Either.left(formatError(1, "not a Rein artifact: the first line is not a manifest"))
+        }
+      }
     }
     return Either.void
   }

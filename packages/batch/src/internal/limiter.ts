@@ -35,10 +35,13 @@ interface Bucket {
   last: number
 }
 
+// At least one unit: an attempt takes a whole request and at least one token, so a bucket below one (a limit
+// under one per minute, `--rpm 0.5`) would never fill enough to admit anything and every item would wait out
+// its deadline. With one, `0.5` per minute admits one attempt every two minutes.
 const bucket = (perMinute: number, now: number): Bucket => ({
-  capacity: perMinute,
+  capacity: Math.max(1, perMinute),
   perMillis: perMinute / 60_000,
-  level: perMinute,
+  level: Math.max(1, perMinute),
   last: now
 })
 

@@ -90,8 +90,11 @@ const said = (
   ].join("\n")
 }
 
-/** An artifact error naming the file and line (`run.jsonl:10: not valid JSON …`). @internal */
+/**
+ * An artifact error naming the file and line (`run.jsonl:10: not valid JSON …`), once: a message that already
+ * starts with the file (the store's `run.jsonl: no manifest line …`) is not prefixed again. @internal
+ */
 export const artifactMessage = (out: string, e: ArtifactStore.ArtifactError): string =>
   e.line === undefined
-    ? `${out}: ${e.message}`
+    ? e.message.startsWith(`${out}: `) ? e.message : `${out}: ${e.message}`
     : `${out}:${e.line}: ${e.message.replace(new RegExp(`^line ${e.line}: `), "")}`

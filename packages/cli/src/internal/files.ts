@@ -33,7 +33,10 @@ const ERRNO: Readonly<Record<string, string>> = {
   ENOTDIR: "a part of the path is not a directory",
   ELOOP: "too many symbolic links",
   ENAMETOOLONG: "the name is too long",
-  EACCES: "permission denied"
+  EACCES: "permission denied",
+  ENOSPC: "no space left on the device",
+  EDQUOT: "the disk quota is used up",
+  EROFS: "a read-only file system"
 }
 
 const systemCode = (description: string | undefined): string => {
