@@ -12,6 +12,7 @@ import { Migrations, PgBudget } from "../src/index.js"
 import * as BudgetStop from "../src/internal/budgetStop.js"
 import * as Grantable from "../src/internal/grantable.js"
 import { available, fresh, PgLive } from "./pg.js"
+import { firstHeartbeat } from "./rowLocks.js"
 
 const Live = Layer.tap(PgLive, (ctx) => Effect.provide(Migrations.run, ctx))
 
@@ -63,6 +64,8 @@ describe.skipIf(!available)("grantable: another holder's reservation in flight o
         // Y leases the whole $1 at its first reservation (`slice: 1`), for a $0.60 worst case.
         const y = yield* PgBudget.make({ ...quiet, name, cost: 1, slice: 1, holder: "Y" })
         const x = yield* PgBudget.make({ ...quiet, name, cost: 1, slice: 1, holder: "X" })
+        // Y's first heartbeat (the one it runs when made) is behind it: its next is a minute away.
+        yield* firstHeartbeat(name, "Y")
         const hold = yield* y.reserve({ cost: 0.6, tokens: null })
         // On record: the grant, and the reservation it was for as pending (not yet reported as reserved).
         expect(yield* leaseRow(name, "Y")).toEqual({ leased: NANOS, used: 0, pending: 0.6 * NANOS })
