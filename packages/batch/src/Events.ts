@@ -200,18 +200,28 @@ export const CooldownStarted = Schema.TaggedStruct("CooldownStarted", {
 export const CooldownEnded = Schema.TaggedStruct("CooldownEnded", { at, endpoint: Schema.String })
 
 /**
- * The run stopped early (exactly once): the termination that stopped it.
+ * The run stopped early (exactly once): the termination that stopped it, and `fix`, what to change so that a
+ * run gets further (`Termination.fix` of the termination: the text the summary and `rein status` print after
+ * the reason). `fix` is optional so that events logged before it was added still decode; a run always sets it.
  *
  * @example
  * ```ts
+ * import { Termination } from "@rein/batch"
  * import type { Events } from "@rein/batch"
  *
- * const why = (e: typeof Events.RunAborted.Type) => `${e.termination.kind}: ${e.termination.reason}`
+ * // "fail-fast: item \"7\" failed with authentication; check the endpoint's credentials …"
+ * // (an event logged before `fix` was added: the same text, from `Termination.describe`)
+ * const why = (e: typeof Events.RunAborted.Type) =>
+ *   e.fix === undefined ? Termination.describe(e.termination) : `${e.termination.reason}; ${e.fix}`
  * ```
  * @category schemas
  * @since 0.1.0
  */
-export const RunAborted = Schema.TaggedStruct("RunAborted", { at, termination: Termination })
+export const RunAborted = Schema.TaggedStruct("RunAborted", {
+  at,
+  termination: Termination,
+  fix: Schema.optional(Schema.String)
+})
 
 /**
  * The run ended: every accepted item has its result.
@@ -236,7 +246,7 @@ export const RunCompleted = Schema.TaggedStruct("RunCompleted", { at, terminatio
  * import type { Events } from "@rein/batch"
  *
  * const onEvent = (event: Events.Event) =>
- *   event._tag === "RunAborted" ? Effect.logWarning(event.termination.reason) : Effect.void
+ *   event._tag === "RunAborted" ? Effect.logWarning(event.termination.reason, event.fix ?? "") : Effect.void
  * ```
  * @category schemas
  * @since 0.1.0

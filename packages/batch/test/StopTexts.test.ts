@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Batch, Guardrails, RunLimits, Termination } from "@rein/batch"
+import { Batch, Events, Guardrails, RunLimits, Termination } from "@rein/batch"
 import { Effect, Schema } from "effect"
 import * as Totals from "../src/internal/totals.js"
 import { contract, fail, hang, ok, prompts, runFor, scripted } from "./batch-helpers.js"
@@ -131,4 +131,49 @@ describe("Termination: a stop says what to change", () => {
         /failed with authentication; check the endpoint's credentials .*remove it from guardrails abortOn, --abort-on/
       )
     }))
+
+  it.effect("the RunAborted event carries the stop's fix, as the summary prints it, for each stop a run makes", () =>
+    Effect.gen(function*() {
+      const runs = [
+        { guardrails: Guardrails.make({ concurrency: 1, batchDeadline: "5 seconds" }), fake: scripted(() => hang) },
+        {
+          guardrails: Guardrails.make({ concurrency: 1, abortOn: ["authentication"] }),
+          fake: scripted(() => fail("authentication"))
+        },
+        { guardrails: Guardrails.make({ concurrency: 1, maxTotalCost: 0.5 }), fake: scripted(() => ok(100)) }
+      ]
+      for (const { fake, guardrails } of runs) {
+        const events: Array<Events.Event> = []
+        const summary = yield* runFor(
+          Batch.run(prompts(6), {
+            contract: contract(),
+            guardrails,
+            costFunction: () => 0.25,
+            onEvent: (e) => Effect.sync(() => void events.push(e))
+          }).pipe(Effect.provide(fake.layer))
+        )
+        const aborted = events.filter((e): e is typeof Events.RunAborted.Type => e._tag === "RunAborted")
+        expect(aborted).toHaveLength(1)
+        const stop = summary.termination
+        expect(stop.kind).not.toBe("completed")
+        expect(aborted[0]!.termination).toEqual(stop)
+        if (stop.kind !== "completed") expect(aborted[0]!.fix).toBe(Termination.fix(stop))
+        // As JSON (a logged event stream), the fix is there to read without the library.
+        const json = Schema.encodeSync(Events.Event)(aborted[0]!)
+        expect(JSON.parse(JSON.stringify(json))).toMatchObject({ _tag: "RunAborted", fix: aborted[0]!.fix })
+        expect(Schema.decodeUnknownSync(Events.Event)(json)).toEqual(aborted[0])
+      }
+    }))
+
+  it("a RunAborted event logged before the fix was added still decodes (and describes itself the same)", () => {
+    const termination: Termination.Stop = {
+      _tag: "BatchTimeout",
+      kind: "batch_timeout",
+      reason: "the batch deadline of 60000 ms expired"
+    }
+    const old = Schema.decodeUnknownSync(Events.Event)({ _tag: "RunAborted", at: 12, termination })
+    expect(old).toEqual({ _tag: "RunAborted", at: 12, termination })
+    expect("fix" in old).toBe(false)
+    expect(Termination.describe(termination)).toBe(`${termination.reason}; ${Termination.fix(termination)}`)
+  })
 })

@@ -16,6 +16,7 @@ import type * as Events from "../Events.js"
 import type { Hold, Service as Limits } from "../RunLimits.js"
 import * as Stats from "../Stats.js"
 import type { Stop } from "../Termination.js"
+import { fix } from "../Termination.js"
 import type { Settings } from "./settings.js"
 import * as Telemetry from "./telemetry.js"
 import { fmt } from "./totals.js"
@@ -182,7 +183,7 @@ export const applyStop = <I>(state: RunState<I>, winner: Stop, except?: ItemStat
       : Effect.void
     return Effect.zipRight(
       Deferred.succeed(state.closed, { _tag: "GateClosed" as const, reason: winner.reason }),
-      Effect.zipRight(cancel, state.event((at) => ({ _tag: "RunAborted", at, termination: winner })))
+      Effect.zipRight(cancel, state.event((at) => ({ _tag: "RunAborted", at, termination: winner, fix: fix(winner) })))
     )
   })
 

@@ -239,20 +239,20 @@ const refuse = (
   const spec = makeSpec(contract, rein.catalog.byId, rein.providers, input, output, { streaming })
   // Telemetry hook: a refused request gets its request span and outcome metric too (it ends at once).
   const nowNanos = clock.unsafeCurrentTimeNanos()
-  const observed = Option.isNone(telemetry) ? undefined : Telemetry.open(fiber, telemetry.value, {
-    requestId: request.id,
-    contract,
-    spec,
-    endpoints: rein.catalog.byId,
-    streaming,
-    clock,
-    originNanos: nowNanos,
-    expiresNanos: nowNanos,
-    gated: false
-  })
   return Effect.gen(function*() {
-    // Under a journal the id is the record's (drawn when the request names none): the outcome carries it.
+    // Under a journal the id is the record's (drawn when the request names none): the outcome carries it, and
+    // so does the span.
     const id = Option.isNone(journal) ? request.id : request.id ?? (yield* requestId)
+    const observed = Option.isNone(telemetry) ? undefined : Telemetry.open(fiber, telemetry.value, {
+      contract,
+      spec,
+      endpoints: rein.catalog.byId,
+      streaming,
+      clock,
+      originNanos: nowNanos,
+      expiresNanos: nowNanos,
+      gated: false
+    }, id)
     const writer = Option.isNone(journal) || id === undefined ? undefined : yield* journal.value.begin({
       requestId: id,
       contract,
@@ -464,10 +464,10 @@ export const prepareIn = (
     requestId: request.id,
     graceMillis: entry.graceMillis
   }
-  // Telemetry hook: spans and metrics ride on the journal's writer hooks (nothing when no `Telemetry`).
+  // Telemetry hook: spans and metrics ride on the journal's writer hooks (nothing when no `Telemetry`); under a
+  // journal they open with its writer, once the request's id is known (the caller's, else the journal's draw).
   const telemetry = Context.getOrElse(context, TelemetryTag, NOTHING)
-  const observed = telemetry === undefined ? undefined : Telemetry.open(fiber, telemetry, {
-    requestId: request.id,
+  const observing = telemetry === undefined ? undefined : new Telemetry.Opening(fiber, telemetry, {
     contract,
     spec,
     endpoints: rein.catalog.byId,
@@ -479,10 +479,10 @@ export const prepareIn = (
   })
   const journal = Context.getOrElse(context, Journal, NOTHING)
   if (journal === undefined) {
-    env.writer = observed
+    env.writer = observing?.open(request.id)
     return env
   }
-  return journaledEnv(fiber, journal, env, observed)
+  return journaledEnv(fiber, journal, env, observing)
 }
 
 /**
@@ -494,18 +494,18 @@ const journaledEnv = (
   fiber: Fiber.RuntimeFiber<unknown, unknown>,
   journal: JournalService,
   env: Env,
-  observed: Writer | undefined
+  observing: Telemetry.Opening | undefined
 ): Env | Unnamed | Effect.Effect<Env> => {
   const unsafeBegin = journal.unsafeBegin
   const request = env.request
   if (unsafeBegin !== undefined) {
-    if (request.id === undefined) return new Unnamed(env, drawOf(fiber), unsafeBegin, observed)
-    env.writer = Telemetry.tee(unsafeBegin(headerOf(env, request.id)), observed)
+    if (request.id === undefined) return new Unnamed(env, drawOf(fiber), unsafeBegin, observing)
+    env.writer = Telemetry.tee(unsafeBegin(headerOf(env, request.id)), observing?.open(request.id))
     return env
   }
   const begin = (id: string) =>
     Effect.map(journal.begin(headerOf(env, id)), (writer) => {
-      env.writer = Telemetry.tee(writer, observed)
+      env.writer = Telemetry.tee(writer, observing?.open(id))
       return env
     })
   return request.id !== undefined
@@ -543,11 +543,12 @@ export class Unnamed {
     readonly env: Env,
     readonly draw: Effect.Effect<number>,
     readonly unsafeBegin: (header: Header) => Writer,
-    readonly observed: Writer | undefined
+    readonly observing: Telemetry.Opening | undefined
   ) {}
   named(n: number): Env {
     const env = this.env
-    env.writer = Telemetry.tee(this.unsafeBegin(headerOf(env, env.requestId = idOf(n))), this.observed)
+    const id = env.requestId = idOf(n)
+    env.writer = Telemetry.tee(this.unsafeBegin(headerOf(env, id)), this.observing?.open(id))
     return env
   }
 }

@@ -18,6 +18,11 @@ import { metrics } from "./metrics.js"
 
 /** What telemetry learns when a request starts (documented as `Telemetry.Start`). @internal */
 export interface Start {
+  /**
+   * The request's id, as its outcome's `requestId`: the caller's `request.id`, else the one the journal drew for
+   * its record (telemetry opens once it is drawn), so that a span names the record `rein explain` reads.
+   * `undefined`: neither (no id, no journal).
+   */
   readonly requestId: string | undefined
   readonly contract: Contract
   readonly spec: Planner.Spec
@@ -92,7 +97,9 @@ interface State {
 /** Opens the standard telemetry of one request (see `Telemetry.make`). @internal */
 export const begin = (spans: boolean, withMetrics: boolean) => (start: Start): Writer => {
   const span = spans && start.tracer !== undefined ? requestSpan(start) : undefined
-  if (span === undefined && !withMetrics) return { decision: () => {}, attempt: () => {}, end: NOOP_END }
+  if (span === undefined && !withMetrics) {
+    return { decision: () => {}, attempt: () => {}, end: NOOP_END, unsafeEnd: NOOP_END }
+  }
   const state: State = {
     start,
     span,
@@ -108,7 +115,9 @@ export const begin = (spans: boolean, withMetrics: boolean) => (start: Start): W
   return {
     decision: (snapshot, decision) => onDecision(state, snapshot, decision),
     attempt: (record) => onAttempt(state, record),
-    end: (outcome) => Effect.sync(() => onEnd(state, outcome))
+    end: (outcome) => Effect.sync(() => onEnd(state, outcome)),
+    // `end`'s work in the caller's step (see `tee`): the span and metrics need no effect.
+    unsafeEnd: (outcome) => (onEnd(state, outcome), Effect.void)
   }
 }
 
@@ -295,6 +304,9 @@ const onEnd = (state: State, outcome: Ended): void => {
   )
 }
 
+/** What a request's telemetry starts from, but for its id and where its span belongs. @internal */
+export type Opened = Omit<Start, "requestId" | "tracer" | "parent">
+
 /**
  * Opens a request's telemetry with the `Telemetry` service (the caller looks it up: without it, a request
  * pays that one context lookup and nothing else). The span's parent and tracer are the running fiber's.
@@ -304,16 +316,42 @@ const onEnd = (state: State, outcome: Ended): void => {
 export const open = (
   fiber: Fiber.RuntimeFiber<unknown, unknown>,
   service: Service,
-  start: Omit<Start, "tracer" | "parent">
+  start: Opened,
+  requestId: string | undefined
 ): Writer => {
   const context = fiber.currentContext
   const tracer = fiber.getFiberRef(FiberRef.currentTracerEnabled)
     ? Context.get(fiber.currentDefaultServices, T.Tracer)
     : undefined
-  return service.begin({ ...start, tracer, parent: Context.getOption(context, T.ParentSpan) })
+  return service.begin({ ...start, requestId, tracer, parent: Context.getOption(context, T.ParentSpan) })
 }
 
-/** Both writers, or the one there is. @internal */
+/**
+ * A request's telemetry, to open once its id is known: a journaled request without an id of its own opens it
+ * with the journal's writer, after the draw (its span starts at the request's origin all the same).
+ *
+ * @internal
+ */
+export class Opening {
+  constructor(
+    readonly fiber: Fiber.RuntimeFiber<unknown, unknown>,
+    readonly service: Service,
+    readonly start: Opened
+  ) {}
+  open(requestId: string | undefined): Writer {
+    return open(this.fiber, this.service, this.start, requestId)
+  }
+}
+
+/**
+ * Both writers, or the one there is. Its end is `a`'s, then `b`'s (`b`'s does not run when `a`'s failed); when
+ * either has `unsafeEnd`, so does the pair, with the same order and the same failures: `a`'s work done now, then,
+ * when what it left to run is an `Exit` (a sink that kept the record, as `Journal.layerMemory`'s), `b`'s too, so
+ * that a journaled request under telemetry still closes its entry without an effect step; else `b`'s end runs
+ * after `a`'s effect. A throw of either is the end's defect (the executor's, as for any `unsafeEnd`).
+ *
+ * @internal
+ */
 export const tee = (a: Writer | undefined, b: Writer | undefined): Writer | undefined =>
   a === undefined ? b : b === undefined ? a : {
     decision: (snapshot, decision) => {
@@ -324,5 +362,14 @@ export const tee = (a: Writer | undefined, b: Writer | undefined): Writer | unde
       a.attempt(record)
       b.attempt(record)
     },
-    end: (outcome) => Effect.zipRight(a.end(outcome), b.end(outcome))
+    end: (outcome) => Effect.zipRight(a.end(outcome), b.end(outcome)),
+    unsafeEnd: a.unsafeEnd === undefined && b.unsafeEnd === undefined ? undefined : (outcome) => {
+      const first = endNow(a, outcome)
+      if (!Exit.isExit(first)) return Effect.zipRight(first, b.end(outcome))
+      return Exit.isFailure(first) ? first : endNow(b, outcome)
+    }
   }
+
+/** A writer's end, its work done now when it can (`unsafeEnd`). */
+const endNow = (writer: Writer, outcome: Ended): Effect.Effect<void> =>
+  writer.unsafeEnd === undefined ? writer.end(outcome) : writer.unsafeEnd(outcome)

@@ -7,8 +7,12 @@
  * Read from the database in one snapshot (`Q.holdings`), per resource:
  * - the pool once the expired leases are reclaimed: cap − spent − Σ leased of live leases − Σ exposed of
  *   expired ones (reclaiming charges an expired lease's ceiling and returns the rest);
- * - plus the largest free part of one live lease: leased − (charged + reserved), as last recorded, or from
- *   memory for this process's own lease (its row may be a heartbeat old).
+ * - plus the largest free part of one live lease: leased − (charged + reserved + pending), as last recorded,
+ *   or from memory for this process's own lease (its row may be a heartbeat old). `pending` (0005) is the
+ *   reservation a top-up or a raise was for, written before it was taken: it is taken as soon as that
+ *   statement commits, and shows in `reserved` only at the holder's next report. (Counted free, it made a
+ *   refusal elsewhere that it leaves no room for read as units still held, not the run's stop, until then;
+ *   settled for less before that report, it errs toward less, as `reserved` does: see below.)
  *
  * One reservation is served by one process: from its slice, topped up from the pool. So the largest
  * reservation the budget can still grant is the pool plus the freest slice, not the sum of every slice's

@@ -270,6 +270,10 @@ export interface LeaseHolding {
   readonly live: boolean
   readonly leased: Vec
   readonly exposed: Vec
+  /**
+   * Charged + reserved + pending, as last recorded: a reservation a top-up or a raise was for (`pending`) is
+   * not yet in `reserved` on the row, but is taken from the slice as soon as that statement commits.
+   */
   readonly used: Vec
 }
 
@@ -296,9 +300,9 @@ export const holdings = (sql: Sql, name: string) =>
         l.calls_leased::float8 AS calls_leased, l.cost_leased::float8 AS cost_leased,
         l.tokens_leased::float8 AS tokens_leased, l.calls_exposed::float8 AS calls_exposed,
         l.cost_exposed::float8 AS cost_exposed, l.tokens_exposed::float8 AS tokens_exposed,
-        (l.calls_charged + l.calls_reserved)::float8 AS calls_used,
-        (l.cost_charged + l.cost_reserved)::float8 AS cost_used,
-        (l.tokens_charged + l.tokens_reserved)::float8 AS tokens_used
+        (l.calls_charged + l.calls_reserved + l.calls_pending)::float8 AS calls_used,
+        (l.cost_charged + l.cost_reserved + l.cost_pending)::float8 AS cost_used,
+        (l.tokens_charged + l.tokens_reserved + l.tokens_pending)::float8 AS tokens_used
       FROM rein_budgets b LEFT JOIN rein_budget_leases l ON l.budget = b.name WHERE b.name = ${name}`,
     (rows): Holdings | undefined => {
       const first = rows[0]
