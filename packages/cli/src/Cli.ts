@@ -108,6 +108,15 @@ const stderrLogs = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         : loggers
   )
 
+/**
+ * A console whose `error` drops the blank line `@effect/cli` ends a command-line error with (it prints the
+ * error as a help paragraph): a bad flag value is one line, as Rein's own input errors are.
+ */
+const oneLineErrors = (inner: Console.Console): Console.Console => ({
+  ...inner,
+  error: (...args) => inner.error(...args.map((a) => (typeof a === "string" ? a.replace(/\n+$/, "") : a)))
+})
+
 const firstLine = (u: unknown): string => {
   const text = u instanceof Error ? u.message : typeof u === "string" ? u : "unexpected failure"
   return text.split("\n")[0] ?? "unexpected failure"
@@ -135,9 +144,10 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode.ExitCo
     const status = yield* Status.make(ExitCode.ok)
     const typo = Argv.check(argv.slice(2), commandFlags) ?? Argv.missing(argv.slice(2), commandFlags)
     if (typo !== undefined) return yield* Effect.as(Console.error(typo), ExitCode.usage)
-    const run = Help.asksHelp(argv)
-      ? Effect.flatMap(Effect.console, (c) => Effect.withConsole(cli(argv), Help.console(c)))
-      : cli(argv)
+    const run = Effect.flatMap(
+      Effect.console,
+      (c) => Effect.withConsole(cli(argv), oneLineErrors(Help.asksHelp(argv) ? Help.console(c) : c))
+    )
     return yield* run.pipe(
       // Logs go to stderr: stdout is the command's output, JSON with --json.
       stderrLogs,

@@ -150,6 +150,16 @@ describe("rein run, replay, explain", () => {
     expect(fs.readFileSync(record, "utf8").split("\n").filter((l) => l !== "")).toHaveLength(1)
   })
 
+  it.skipIf(!fs.existsSync("/dev/full"))("rein batch --out /dev/full --overwrite says why in plain words", async () => {
+    // The store truncates the file it overwrites: ftruncate on a device fails EINVAL. (files.test.ts checks
+    // the same message without /dev/full.)
+    const r = await rein([...batchArgs("/dev/full"), "--overwrite"])
+    expectBadInput(
+      r,
+      /^rein: \/dev\/full: cannot truncate \/dev\/full: not a regular file \(the operation is invalid on it\)\n$/
+    )
+  }, 60_000)
+
   it.skipIf(!fs.existsSync("/dev/full"))(
     "a record that cannot be written (a full disk) is said, never 'recorded to', and rein run and rein batch exit 1",
     async () => {
@@ -789,30 +799,49 @@ describe("bad input", () => {
     expect(r.code).toBe(0)
   }, 120_000)
 
-  it("a bad flag value names the flag and what it takes", async () => {
-    const out = path.join(tmp, "never.jsonl")
-    for (
-      const [flag, value, expected] of [
-        ["--concurrency", "x", /^--concurrency: Expected a positive integer, actual "x"$/m],
-        ["--rate-limit-retries", "-1", /^--rate-limit-retries: Expected a non-negative integer, actual -1$/m],
-        ["--max-total-cost", "abc", /^--max-total-cost: Expected a number, actual "abc"$/m],
-        ["--order", "random", /^--order: Expected one of completion, submission, actual "random"$/m],
-        [
-          "--resume-policy",
-          "some",
-          /^--resume-policy: Expected one of reuse-successes, reuse-all, none, actual "some"$/m
-        ]
-      ] as const
-    ) {
-      const r = await rein([...batchArgs(out), flag, value])
-      expectBadInput(r, expected)
-      expect(r.stderr).not.toMatch(/is not a|Expected one of the following cases/)
-    }
-    expectBadInput(
-      await rein(["run", "--catalog", catalog, "--contract", contract, "--prompt", "hi", "--input-tokens", "1.5"]),
-      /--input-tokens: Expected a positive integer, actual 1\.5/
-    )
-  }, 120_000)
+  it(
+    "a bad flag value names the flag and what it takes, on one line prefixed rein: as other input errors",
+    async () => {
+      const out = path.join(tmp, "never.jsonl")
+      for (
+        const [flag, value, expected] of [
+          ["--concurrency", "x", /^rein: --concurrency: Expected a positive integer, actual "x"\n$/],
+          ["--rate-limit-retries", "-1", /^rein: --rate-limit-retries: Expected a non-negative integer, actual -1\n$/],
+          ["--max-total-cost", "abc", /^rein: --max-total-cost: Expected a number, actual "abc"\n$/],
+          ["--order", "random", /^rein: --order: Expected one of completion, submission, actual "random"\n$/],
+          [
+            "--resume-policy",
+            "some",
+            /^rein: --resume-policy: Expected one of reuse-successes, reuse-all, none, actual "some"\n$/
+          ],
+          ["--file-mode", "999", /^rein: --file-mode: Expected octal permissions like 600 or 640, actual "999"\n$/]
+        ] as const
+      ) {
+        const r = await rein([...batchArgs(out), flag, value])
+        expectBadInput(r, expected)
+        expect(r.stderr).not.toMatch(/is not a|Expected one of the following cases/)
+      }
+      expectBadInput(
+        await rein(["run", "--catalog", catalog, "--contract", contract, "--prompt", "hi", "--input-tokens", "1.5"]),
+        /^rein: --input-tokens: Expected a positive integer, actual 1\.5\n$/
+      )
+      const simulate = [
+        "simulate",
+        "--catalog",
+        catalog,
+        "--contract",
+        contract,
+        "--scenario",
+        `${scenarios}/outage.json`
+      ]
+      for (const [seed, shown] of [["1e30", "\"1e30\""], ["1.5", "1.5"], ["x", "\"x\""]] as const) {
+        const r = await rein([...simulate, "--seed", seed])
+        expect(r.code).toBe(2)
+        expect(r.stderr).toBe(`rein: --seed: Expected an integer, actual ${shown}\n`)
+      }
+    },
+    120_000
+  )
 
   it("an unreadable record: garbage, a future version, an empty file", async () => {
     expectBadInput(

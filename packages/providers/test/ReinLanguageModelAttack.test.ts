@@ -445,3 +445,66 @@ describe("ReinLanguageModel: a streamed answer is bounded whatever its deltas ca
     60_000
   )
 })
+
+describe("a vendor error code that is not a documented one is never recorded (loopback OpenAI Responses)", () => {
+  // A provider or proxy that echoes the API key or a word of the prompt in its `error.code`: short, no spaces,
+  // it looks like a machine code, and is not one.
+  const KEY_ECHO = "sk-test-SECRET123"
+  const PROMPT_WORD = "zanzibarquokka"
+  const kept = (r: { readonly records: unknown; readonly spans: unknown; readonly logs: unknown }, errors: unknown) =>
+    JSON.stringify([r.records, r.spans, r.logs, errors])
+
+  it.live("an echoed key or prompt word is `other`, the kind still from the status; a documented code is kept", () =>
+    Effect.gen(function*() {
+      const r = yield* run(
+        {
+          "model-a": [FaultServer.status(429, { code: KEY_ECHO, type: "rate_limit_error" })],
+          "model-b": [FaultServer.status(503, { code: PROMPT_WORD })]
+        },
+        LanguageModel.generateText({ prompt: `tell me about ${PROMPT_WORD}` })
+      )
+      expect(r.seen.length).toBe(2)
+      expect(r.records.flatMap((rec) => rec.attempts.map((a) => [a.endpoint, a.failure, a.code]))).toEqual([
+        ["a", "rate_limited", "other"],
+        ["b", "overloaded", "other"]
+      ])
+      const errors = Either.isLeft(r.result) ? r.result.left : null
+      expect(errors).not.toBeNull()
+      expect(kept(r, errors)).not.toContain(KEY_ECHO)
+      expect(kept(r, errors)).not.toContain("SECRET123")
+      expect(kept(r, errors)).not.toContain(PROMPT_WORD)
+      expect(kept(r, errors)).toContain("\"other\"")
+
+      const known = yield* run(
+        {
+          "model-a": [FaultServer.status(429, { code: "rate_limit_exceeded", type: "requests" })],
+          "model-b": [FaultServer.status(400, { code: "context_length_exceeded", type: "invalid_request_error" })]
+        },
+        LanguageModel.generateText({ prompt: "hello" })
+      )
+      expect(known.records.flatMap((rec) => rec.attempts.map((a) => [a.endpoint, a.failure, a.code]))).toEqual([
+        ["a", "rate_limited", "rate_limit_exceeded"],
+        ["b", "context_length", "context_length_exceeded"]
+      ])
+      const spanText = JSON.stringify(known.spans)
+      // The spans carry the last failure's code (in the caller's error).
+      expect(spanText).toContain("context_length_exceeded")
+    }))
+
+  it.live("in a stream: an echoed key as an in-stream error's code is `other` in the journal, spans and outcome", () =>
+    Effect.gen(function*() {
+      const r = yield* run(
+        {
+          "model-a": [FaultServer.streamError({ status: 500, code: KEY_ECHO, type: "server_error" })]
+        },
+        LanguageModel.streamText({ prompt: "hello" }).pipe(Stream.runDrain)
+      )
+      const errors = Either.isLeft(r.result) ? r.result.left : null
+      expect(errors).not.toBeNull()
+      // The Responses `error` event carries no status: the code alone classified it (`unknown`, as before).
+      expect(r.records.flatMap((rec) => rec.attempts.map((a) => [a.endpoint, a.failure, a.code]))).toEqual([
+        ["a", "unknown", "other"]
+      ])
+      expect(kept(r, errors)).not.toContain("SECRET123")
+    }))
+})

@@ -8,6 +8,7 @@
  */
 import type { ArtifactStore, Identity } from "@rein/batch"
 import { Effect, Layer } from "effect"
+import { plainSystemError } from "./files.js"
 
 const shown = (value: string | undefined): string => (value === undefined ? "(none)" : JSON.stringify(value))
 
@@ -94,7 +95,9 @@ const said = (
  * An artifact error naming the file and line (`run.jsonl:10: not valid JSON …`), once: a message that already
  * starts with the file (the store's `run.jsonl: no manifest line …`) is not prefixed again. @internal
  */
-export const artifactMessage = (out: string, e: ArtifactStore.ArtifactError): string =>
-  e.line === undefined
-    ? e.message.startsWith(`${out}: `) ? e.message : `${out}: ${e.message}`
-    : `${out}:${e.line}: ${e.message.replace(new RegExp(`^line ${e.line}: `), "")}`
+export const artifactMessage = (out: string, e: ArtifactStore.ArtifactError): string => {
+  const message = plainSystemError(e.message)
+  return e.line === undefined
+    ? message.startsWith(`${out}: `) ? message : `${out}: ${message}`
+    : `${out}:${e.line}: ${message.replace(new RegExp(`^line ${e.line}: `), "")}`
+}

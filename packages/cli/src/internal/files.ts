@@ -36,13 +36,28 @@ const ERRNO: Readonly<Record<string, string>> = {
   EACCES: "permission denied",
   ENOSPC: "no space left on the device",
   EDQUOT: "the disk quota is used up",
-  EROFS: "a read-only file system"
+  EROFS: "a read-only file system",
+  // ftruncate on a device (`--out /dev/full --overwrite`), a write with flags the file does not take.
+  EINVAL: "not a regular file (the operation is invalid on it)"
 }
 
 const systemCode = (description: string | undefined): string => {
   const code = /^E[A-Z]+/.exec(description ?? "")?.[0]
   return code === undefined ? "not a readable file" : ERRNO[code] ?? code
 }
+
+// A platform error's message at the end of a text: `Unknown: FileSystem.truncate (18): EINVAL: invalid argument, …`.
+const PLATFORM_MESSAGE = /(?:[A-Za-z]+: )?FileSystem\.[A-Za-z]+ \([^)\n]*\): (E[A-Z]+)\b[^\n]*$/
+
+/**
+ * A message that ends with a platform error's text (the batch artifact store's `cannot truncate F: Unknown:
+ * FileSystem.truncate (18): EINVAL: …`), with that text in a person's words when its errno is one this
+ * module knows (`cannot truncate F: not a regular file …`); any other message as it is.
+ *
+ * @internal
+ */
+export const plainSystemError = (message: string): string =>
+  message.replace(PLATFORM_MESSAGE, (whole, code: string) => ERRNO[code] ?? whole)
 
 /** Prefixes every line of a (possibly multi-line) message with the file it is about. @internal */
 export const inFile = (path: string, message: string): string =>

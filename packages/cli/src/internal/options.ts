@@ -77,9 +77,14 @@ export const decodeFileMode = (value: Option.Option<string>): Effect.Effect<numb
 const shown = (text: string): string =>
   /^-?\d+(\.\d+)?$/.test(text) ? text : JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text)
 
-/** The failure of a flag whose value is not what it takes: one line naming the flag. @internal */
+/**
+ * The failure of a flag whose value is not what it takes: one line naming the flag, worded as Rein's other
+ * input errors (`rein: --file-mode: …`).
+ *
+ * @internal
+ */
 export const badValue = (name: string, expected: string, text: string): ValidationError.ValidationError =>
-  ValidationError.invalidValue(HelpDoc.p(`--${name}: Expected ${expected}, actual ${shown(text)}`))
+  ValidationError.invalidValue(HelpDoc.p(`rein: --${name}: Expected ${expected}, actual ${shown(text)}`))
 
 const numbers = {
   "a positive integer": (n: number) => Number.isSafeInteger(n) && n > 0,

@@ -81,6 +81,80 @@ const GOOGLE: Readonly<Record<string, Kind>> = {
   UNKNOWN: "server_error"
 }
 
+/**
+ * Further documented vendor codes that are kept as recorded data although the tables above do not decide
+ * a kind from them: OpenAI / Azure `error.code` values, Anthropic error types, and the codes the core
+ * classifier knows (`Failure.classify`).
+ */
+const DOCUMENTED: ReadonlyArray<string> = [
+  // OpenAI / Azure OpenAI `error.code` (API reference, error codes)
+  "invalid_request_error",
+  "invalid_prompt",
+  "invalid_value",
+  "invalid_type",
+  "unsupported_value",
+  "unsupported_parameter",
+  "missing_required_parameter",
+  "integer_below_min_value",
+  "integer_above_max_value",
+  "billing_hard_limit_reached",
+  "billing_not_active",
+  "account_deactivated",
+  "unsupported_country_region_territory",
+  "engine_overloaded",
+  "server_overloaded",
+  "DeploymentNotFound",
+  "ResponsibleAIPolicyViolation",
+  "ContentFilter",
+  // Anthropic
+  "error",
+  // Codes `Failure.classify` reads
+  "context_window_exceeded",
+  "max_tokens_exceeded",
+  "quota_exceeded",
+  "quota_exhausted",
+  "insufficient_balance",
+  "insufficient_funds",
+  "payment_required",
+  "content_filtered",
+  "safety",
+  "refusal",
+  "too_many_requests",
+  "overloaded",
+  "unauthorized",
+  "permission_denied",
+  "forbidden",
+  // Rein's own codes for evidence without a vendor code
+  "stream_error_event",
+  "moderation"
+]
+
+const KNOWN_CODES: ReadonlySet<string> = new Set([
+  ...Object.keys(ANTHROPIC),
+  ...Object.keys(OPENAI_CODES),
+  ...Object.keys(OPENAI_TYPES),
+  ...Object.keys(GOOGLE),
+  ...DOCUMENTED
+])
+
+/**
+ * The code written for a vendor code that is not a documented one: the field is the vendor's (or a proxy's)
+ * free text, and may echo the API key or the prompt, so it is never recorded.
+ *
+ * @internal
+ */
+export const OTHER_CODE = "other"
+
+/**
+ * The code a failure records for a vendor's code: a documented code (the tables above, `DOCUMENTED`) or an
+ * HTTP status Rein derived (`http_503`) as is; anything else is `OTHER_CODE`. Classify before this: the
+ * kind may depend on the code's exact text (`Failure.classify` reads it case-insensitively).
+ *
+ * @internal
+ */
+export const recordedCode = (code: string | undefined): string | undefined =>
+  code === undefined || KNOWN_CODES.has(code) || /^http_[1-5]\d\d$/.test(code) ? code : OTHER_CODE
+
 /** What a vendor error body says, in Rein's terms. */
 export interface VendorVerdict {
   readonly kind: Kind
@@ -284,18 +358,14 @@ export const failureOf = (evidence: {
   const headers = evidence.headers ?? {}
   const status = evidence.status ?? verdict?.status
   const decides = verdict !== undefined && !(verdict.generic === true && status !== undefined)
-  const kind = decides ? verdict.kind : Failure.classify({ status, code: verdict?.code ?? evidence.fallbackCode })
+  // The kind is decided on the vendor's code as sent; only then is an undocumented code replaced.
+  const code = decides ? verdict.code : verdict?.code ?? evidence.fallbackCode
+  const kind = decides ? verdict.kind : Failure.classify({ status, code })
   const retryAfterMillis = Failure.parseRetryAfter(headers, evidence.nowMillis) ?? verdict?.retryAfterMillis ??
     (kind === "rate_limited" ? rateLimitResetMillis(headers, evidence.nowMillis) : undefined)
-  if (!decides) {
-    return Failure.fromEvidence(
-      { status, code: verdict?.code ?? evidence.fallbackCode },
-      { dispatched: true, ...(retryAfterMillis !== undefined ? { retryAfterMillis } : {}) }
-    )
-  }
   return new Failure.ProviderFailure({
     kind,
-    code: Failure.normaliseCode({ code: verdict.code }, kind),
+    code: Failure.normaliseCode(decides ? { code: recordedCode(code) } : { status, code: recordedCode(code) }, kind),
     dispatched: true,
     ...(status !== undefined ? { status } : {}),
     ...(retryAfterMillis !== undefined ? { retryAfterMillis } : {})
