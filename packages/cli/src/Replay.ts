@@ -9,12 +9,12 @@
 import { Args, Command } from "@effect/cli"
 import type { FileSystem } from "@effect/platform"
 import { Journal } from "@rein/core"
-import { Console, Effect, Either } from "effect"
+import { Console, Effect, Either, Stream } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import type { InputError } from "./InputError.js"
 import { json } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
-import { readRecords } from "./internal/records.js"
+import { noRecords, streamRecords } from "./internal/records.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 
@@ -63,23 +63,50 @@ export const replay = (records: ReadonlyArray<Journal.JournalRecord>): ReplayRep
   let decisions = 0
   for (const [i, record] of records.entries()) {
     const result = Journal.replay(record)
-    if (Either.isLeft(result)) {
-      const m = result.left
-      return {
-        ok: false,
-        requests: records.length,
-        record: i + 1,
-        requestId: m.requestId,
-        decision: m.decision,
-        field: m.field,
-        recorded: m.recorded,
-        replayed: m.replayed
-      }
-    }
+    if (Either.isLeft(result)) return mismatch(result.left, records.length, i + 1)
     decisions += result.right
   }
   return { ok: true, requests: records.length, decisions }
 }
+
+const mismatch = (m: Journal.ReplayMismatch, requests: number, record: number): ReplayReport => ({
+  ok: false,
+  requests,
+  record,
+  requestId: m.requestId,
+  decision: m.decision,
+  field: m.field,
+  recorded: m.recorded,
+  replayed: m.replayed
+})
+
+/**
+ * Replays a journal file as `replay` does its records, reading it as a stream: memory holds one record at a
+ * time. After the first difference the rest is still read (and must be records) to count the requests.
+ */
+const replayFile = (path: string): Effect.Effect<ReplayReport, InputError, FileSystem.FileSystem> =>
+  streamRecords(path).pipe(
+    Stream.runFold(
+      { requests: 0, decisions: 0, first: undefined as Journal.ReplayMismatch | undefined, at: 0 },
+      (s, record) => {
+        const requests = s.requests + 1
+        if (s.first !== undefined) return { ...s, requests }
+        const result = Journal.replay(record)
+        return Either.isLeft(result)
+          ? { ...s, requests, first: result.left, at: requests }
+          : { ...s, requests, decisions: s.decisions + result.right }
+      }
+    ),
+    Effect.flatMap((s) =>
+      s.requests === 0
+        ? Effect.fail(noRecords(path))
+        : Effect.succeed(
+          s.first === undefined
+            ? { ok: true, requests: s.requests, decisions: s.decisions } as const
+            : mismatch(s.first, s.requests, s.at)
+        )
+    )
+  )
 
 /**
  * Renders a replay for people.
@@ -127,7 +154,7 @@ export const command = Command.make(
   },
   (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
     Effect.gen(function*() {
-      const r = replay(yield* readRecords(o.record))
+      const r = yield* replayFile(o.record)
       if (r.ok) yield* Console.log(o.json ? json(r) : render(r))
       else if (o.json) yield* Console.log(json(r))
       else yield* Console.error(render(r))

@@ -129,6 +129,23 @@ describe("rein on hostile input", () => {
   }, 120_000)
 
   it(
+    "a journal line over 16 MiB (a file with no newline, a binary): replay and explain refuse it by its number",
+    async () => {
+      const huge = Buffer.alloc(16 * 1024 * 1024 + 1, 0x78)
+      const endless = file("endless.jsonl", Buffer.concat([Buffer.from("\n"), huge]))
+      const long = file("long.jsonl", Buffer.concat([Buffer.from("\n\n"), huge, Buffer.from("\n")]))
+      for (const command of ["replay", "explain"]) {
+        expectBadInput(
+          await rein([command, endless]),
+          /^rein: .*endless\.jsonl:2: not a readable record: the line is longer than 16777216 bytes \(is this a journal/
+        )
+        expectBadInput(await rein([command, long]), /long\.jsonl:3: not a readable record: the line is longer than/)
+      }
+    },
+    120_000
+  )
+
+  it(
     "--store of another scheme is refused before any connection, without echoing it (it may hold a password)",
     async () => {
       const store = ["--store", "mysql://user:hunter2@db.example/x", "--run", "r1"]

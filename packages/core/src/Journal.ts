@@ -13,12 +13,13 @@
  */
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Context, Duration, Effect, Either, Layer, Schema } from "effect"
+import { Chunk, Context, Duration, Effect, Either, Layer, Schema, Stream } from "effect"
 import * as Canonical from "./Canonical.js"
 import { Endpoint } from "./Catalog.js"
 import { Contract } from "./Contract.js"
 import { number as num } from "./Format.js"
 import { formatParseError } from "./internal/decode.js"
+import * as Lines from "./internal/lines.js"
 import * as Derive from "./internal/spec.js"
 import * as Outcome from "./Outcome.js"
 import * as Planner from "./Planner.js"
@@ -139,7 +140,7 @@ export type JournalRecord = typeof JournalRecord.Type
  * @since 0.1.0
  */
 export class JournalError extends Schema.TaggedError<JournalError>()("JournalError", {
-  reason: Schema.Literal("json", "schema", "version", "io"),
+  reason: Schema.Literal("json", "schema", "version", "io", "length"),
   message: Schema.String,
   line: Schema.optional(Schema.Number)
 }) {}
@@ -467,8 +468,120 @@ export const layerJsonl = (
   )
 
 /**
- * Reads every record of a JSONL journal. A final line without a newline (a write cut short) is ignored;
+ * The longest journal line a reader accepts, in bytes (16 MiB). A record holds no prompt and no provider
+ * text: its size is the contract, the catalog entries of its candidates, and one snapshot and decision per
+ * attempt (about 0.4 KB per candidate each). `rein run` over the example catalog writes a 5.5 KB record (3
+ * candidates, 1 attempt); 16 MiB holds some 400 attempts over 100 candidates, while a file that is not a
+ * journal (no newline at all: `/dev/zero`, a binary) is refused after 16 MiB instead of being read whole.
+ *
+ * @category decoding
+ * @since 0.1.0
+ */
+export const MAX_LINE_BYTES = 16 * 1024 * 1024
+
+/**
+ * A complete line of a journal file (without its newline) and its 1-based number.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface Line {
+  readonly text: string
+  readonly number: number
+}
+
+/**
+ * Splits the bytes of a journal (read from `path`, named in errors) into its complete lines: memory holds one
+ * line at a time, never the file. A line longer than `maxLineBytes` (default `MAX_LINE_BYTES`) fails with a
+ * `JournalError` of reason `"length"` naming the file and the line, as soon as its bytes pass the bound,
+ * without reading the rest. A final line without a newline (a write cut short) is not emitted.
+ *
+ * @example
+ * ```ts
+ * import { Stream } from "effect"
+ * import { Journal } from "@rein/core"
+ *
+ * const bytes = Stream.make(new TextEncoder().encode("{}\n{}\ntorn"))
+ * const lines = Journal.splitLines(bytes, { path: "rec.jsonl" }) // 2 lines: "torn" has no newline
+ * ```
+ * @category decoding
+ * @since 0.1.0
+ */
+export const splitLines = <E, R>(
+  bytes: Stream.Stream<Uint8Array, E, R>,
+  options: { readonly path: string; readonly maxLineBytes?: number | undefined }
+): Stream.Stream<Line, E | JournalError, R> => {
+  const max = options.maxLineBytes ?? MAX_LINE_BYTES
+  return Lines.splitLines(bytes, max, (line) =>
+    new JournalError({
+      reason: "length",
+      message: `${options.path}:${line}: line longer than ${max} bytes (not a journal record)`,
+      line
+    }))
+}
+
+/**
+ * The complete lines of a journal file, read as a stream (see `splitLines` for the line bound).
+ *
+ * @example
+ * ```ts
+ * import { NodeFileSystem } from "@effect/platform-node"
+ * import { Effect, Stream } from "effect"
+ * import { Journal } from "@rein/core"
+ *
+ * const count = Journal.streamLines("rec.jsonl").pipe(
+ *   Stream.runCount,
+ *   Effect.provide(NodeFileSystem.layer)
+ * ) // Effect<number, Journal.JournalError>
+ * ```
+ * @category decoding
+ * @since 0.1.0
+ */
+export const streamLines = (
+  path: string,
+  options?: { readonly maxLineBytes?: number | undefined }
+): Stream.Stream<Line, JournalError, FileSystem.FileSystem> =>
+  Stream.unwrap(Effect.map(FileSystem.FileSystem, (fs) =>
+    splitLines(
+      fs.stream(path).pipe(
+        Stream.mapError((e) => new JournalError({ reason: "io", message: `cannot read ${path}: ${e.message}` }))
+      ),
+      { path, maxLineBytes: options?.maxLineBytes }
+    )))
+
+/**
+ * The records of a JSONL journal, read as a stream (one line in memory at a time; see `streamLines` for
+ * the line bound). Blank lines are skipped; a final line without a newline (a write cut short) is ignored;
  * any other bad line is an error naming its line number.
+ *
+ * @example
+ * ```ts
+ * import { NodeFileSystem } from "@effect/platform-node"
+ * import { Effect, Stream } from "effect"
+ * import { Journal } from "@rein/core"
+ *
+ * const failed = Journal.streamJsonl("rec.jsonl").pipe(
+ *   Stream.filter((record) => record.outcome._tag !== "Completion"),
+ *   Stream.runCount,
+ *   Effect.provide(NodeFileSystem.layer)
+ * )
+ * ```
+ * @category decoding
+ * @since 0.1.0
+ */
+export const streamJsonl = (
+  path: string,
+  options?: { readonly maxLineBytes?: number | undefined }
+): Stream.Stream<JournalRecord, JournalError, FileSystem.FileSystem> =>
+  streamLines(path, options).pipe(
+    Stream.filter((line) => line.text.trim() !== ""),
+    Stream.mapEffect((line) => decodeLine(line.text, line.number))
+  )
+
+/**
+ * Reads every record of a JSONL journal. A final line without a newline (a write cut short) is ignored;
+ * any other bad line is an error naming its line number, and a line longer than `MAX_LINE_BYTES` one of
+ * reason `"length"` (the file is read as a stream: see `streamJsonl`).
  *
  * @category decoding
  * @since 0.1.0
@@ -476,21 +589,7 @@ export const layerJsonl = (
 export const readJsonl = (
   path: string
 ): Effect.Effect<ReadonlyArray<JournalRecord>, JournalError, FileSystem.FileSystem> =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const text = yield* fs.readFileString(path).pipe(
-      Effect.mapError((e) => new JournalError({ reason: "io", message: `cannot read ${path}: ${e.message}` }))
-    )
-    const lines = text.split("\n")
-    // The last element is "" after a final newline, or an unterminated (torn) line: either way not a record.
-    lines.pop()
-    const records: Array<JournalRecord> = []
-    for (const [i, line] of lines.entries()) {
-      if (line.trim() === "") continue
-      records.push(yield* decodeLine(line, i + 1))
-    }
-    return records
-  })
+  Effect.map(Stream.runCollect(streamJsonl(path)), Chunk.toReadonlyArray)
 
 /**
  * A replay that did not reproduce: the first decision that differs, and the first field in it. Decision 0

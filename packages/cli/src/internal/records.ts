@@ -5,11 +5,11 @@
  *
  * @internal
  */
-import type { FileSystem } from "@effect/platform"
+import * as FileSystem from "@effect/platform/FileSystem"
 import { Journal } from "@rein/core"
-import { Effect, Either, Predicate } from "effect"
+import { Chunk, Effect, Either, Predicate, Stream } from "effect"
 import { InputError } from "../InputError.js"
-import { readText } from "./files.js"
+import { describeReadError } from "./files.js"
 
 /** A line of a batch artifact (`rein batch --out`): its manifest or an item's record. */
 const isArtifactLine = (line: string): boolean => {
@@ -28,28 +28,52 @@ const artifactGiven = (path: string): string =>
   "error.reason and error.attempts (each attempt's endpoint, role, failure kind and code, timing and charge); " +
   "to see why each attempt was made, run the prompt with rein run … --record journal.jsonl"
 
+/** The error for a journal line that is not a record (a batch artifact's lines get their own). */
+const notARecord = (path: string, line: Journal.Line, e: Journal.JournalError): InputError => {
+  if (isArtifactLine(line.text)) return new InputError({ message: artifactGiven(path) })
+  const detail = e.message.split("\n").slice(0, 5).join("; ")
+  return new InputError({ message: `${path}:${line.number}: not a readable record (${e.reason}): ${detail}` })
+}
+
+/**
+ * The records of a journal as a stream: memory holds one line (at most `Journal.MAX_LINE_BYTES`), never the
+ * file. Does not check that there is a record (see `noRecords`).
+ *
+ * @internal
+ */
+export const streamRecords = (
+  path: string,
+  options?: { readonly maxLineBytes?: number | undefined }
+): Stream.Stream<Journal.JournalRecord, InputError, FileSystem.FileSystem> =>
+  Stream.unwrap(Effect.map(FileSystem.FileSystem, (fs) =>
+    Journal.splitLines(
+      fs.stream(path).pipe(
+        Stream.mapError((e) => new InputError({ message: `cannot read the record ${path}: ${describeReadError(e)}` }))
+      ),
+      { path, maxLineBytes: options?.maxLineBytes }
+    ))).pipe(
+      Stream.mapError((e) =>
+        e._tag === "InputError" ? e : new InputError({
+          message: `${path}:${e.line}: not a readable record: the line is longer than ${
+            options?.maxLineBytes ?? Journal.MAX_LINE_BYTES
+          } bytes (is this a journal written by rein run --record?)`
+        })
+      ),
+      Stream.filter((line) => line.text.trim() !== ""),
+      Stream.mapEffect((line) =>
+        Either.mapLeft(Journal.decodeLine(line.text, line.number), (e) => notARecord(path, line, e))
+      )
+    )
+
+/** The error for a journal without a record. @internal */
+export const noRecords = (path: string): InputError =>
+  new InputError({ message: `${path}: no records (write one with rein run --record ${path})` })
+
 /** @internal */
 export const readRecords = (
   path: string
 ): Effect.Effect<ReadonlyArray<Journal.JournalRecord>, InputError, FileSystem.FileSystem> =>
-  Effect.flatMap(readText(path, "record"), (text) => {
-    const lines = text.split("\n")
-    lines.pop()
-    const records: Array<Journal.JournalRecord> = []
-    for (const [i, line] of lines.entries()) {
-      if (line.trim() === "") continue
-      const decoded = Journal.decodeLine(line, i + 1)
-      if (Either.isLeft(decoded)) {
-        if (isArtifactLine(line)) return Effect.fail(new InputError({ message: artifactGiven(path) }))
-        const e = decoded.left
-        const detail = e.message.split("\n").slice(0, 5).join("; ")
-        return Effect.fail(
-          new InputError({ message: `${path}:${i + 1}: not a readable record (${e.reason}): ${detail}` })
-        )
-      }
-      records.push(decoded.right)
-    }
-    return records.length === 0
-      ? Effect.fail(new InputError({ message: `${path}: no records (write one with rein run --record ${path})` }))
-      : Effect.succeed(records)
-  })
+  Effect.flatMap(
+    Stream.runCollect(streamRecords(path)),
+    (records) => Chunk.isEmpty(records) ? Effect.fail(noRecords(path)) : Effect.succeed(Chunk.toReadonlyArray(records))
+  )
