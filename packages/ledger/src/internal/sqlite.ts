@@ -21,7 +21,7 @@ import { SqlClient } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { Context, Effect, Layer, Scope, Stream } from "effect"
+import { Context, Duration, Effect, Layer, Schedule, Scope, Stream } from "effect"
 import Database from "libsql"
 
 /** @internal */
@@ -56,6 +56,27 @@ const openSync = (options: Options): Database.Database => {
   }
 }
 
+/**
+ * Opens the file, again while the open fails busy, for up to the busy timeout. SQLite answers `SQLITE_BUSY` at
+ * once, without waiting in its busy handler, where waiting could deadlock: switching a new file to WAL while
+ * another process holds a lock it is trying to escalate is such a case (seen in CI: 4 to 6 processes opening
+ * one new ledger file at once, one failed with `database is locked` within the 5 s timeout).
+ */
+const openRetrying = (options: Options) =>
+  Effect.try({
+    try: (): Handle => ({ db: openSync(options), prepared: new Map() }),
+    catch: failed(`Failed to open ${options.filename}`)
+  }).pipe(
+    Effect.retry({
+      while: (error) => isBusy(error.cause),
+      schedule: Schedule.exponential("5 millis").pipe(
+        Schedule.union(Schedule.spaced("100 millis")),
+        Schedule.jittered,
+        Schedule.upTo(Duration.millis(options.busyTimeoutMillis))
+      )
+    })
+  )
+
 /** The open connection and its prepared statements, replaced together after a busy failure. */
 interface Handle {
   readonly db: Database.Database
@@ -66,10 +87,7 @@ const makeConnection = (options: Options) =>
   Effect.gen(function*() {
     // Every use of `current` is synchronous and under the client's semaphore.
     let current: Handle = yield* Effect.acquireRelease(
-      Effect.try({
-        try: () => ({ db: openSync(options), prepared: new Map() }),
-        catch: failed(`Failed to open ${options.filename}`)
-      }),
+      openRetrying(options),
       () => Effect.sync(() => current.db.close())
     )
 
