@@ -3,7 +3,9 @@
  * executable must be an absolute path; it runs without a shell, with an empty environment unless one is
  * given, receives the request as one JSON document on stdin, and must print one JSON document on stdout
  * (`{ "text": …, "usage"?: { "inputTokens", "outputTokens" } }`, or `{ "error": { "code"?, "status"? } }`),
- * decoded by `Schema`; anything else is `malformed_response`.
+ * decoded by `Schema`; anything else is `malformed_response`. An error's `code` and `status` decide its
+ * kind (`Failure.classify`); the code is recorded only when it is a documented vendor code, else as
+ * `other` (a program may pass a provider's free text through).
  *
  * Termination is hard and whole: the program leads its own process group, and when the call ends for any
  * reason (success, failure, its own timeout, or Rein interrupting the attempt) the group is sent SIGTERM,
@@ -21,6 +23,7 @@ import { NonNegativeInt } from "@rein/core/Input"
 import { Chunk, Duration, Effect, Either, Option, Schema, Stream } from "effect"
 import * as NodePath from "node:path"
 import * as NodeProcess from "node:process"
+import { recordedCode } from "./internal/vendors.js"
 import { ProviderConfigError } from "./Transport.js"
 
 /**
@@ -177,6 +180,25 @@ const startFailure = (error: PlatformError): Failure.ProviderFailure =>
     dispatched: false
   })
 
+/**
+ * The program's structured error. The kind is decided on its code as sent (`Failure.classify`); the code
+ * is then recorded only when it is a documented one (the vendor tables, the core classifier's codes),
+ * else `other`: the program may pass a provider's free text through (a fragment of the API key, words of
+ * the prompt), and the code reaches the journal, the outcome and the spans.
+ */
+const programFailure = (error: {
+  readonly code?: string | undefined
+  readonly status?: number | undefined
+}): Failure.ProviderFailure => {
+  const kind = Failure.classify({ status: error.status, code: error.code })
+  return new Failure.ProviderFailure({
+    kind,
+    code: Failure.normaliseCode({ status: error.status, code: recordedCode(error.code) }, kind),
+    dispatched: true,
+    ...(error.status !== undefined ? { status: error.status } : {})
+  })
+}
+
 const TIMEOUT = Failure.fromEvidence({ errno: "ETIMEDOUT", code: "subprocess_timeout" }, { dispatched: true })
 
 /**
@@ -258,11 +280,7 @@ export const make = (
         const output = decodeOutput(text)
         if (Either.isRight(output)) {
           const out = output.right
-          if ("error" in out) {
-            return yield* Effect.fail(
-              Failure.fromEvidence({ status: out.error.status, code: out.error.code }, { dispatched: true })
-            )
-          }
+          if ("error" in out) return yield* Effect.fail(programFailure(out.error))
           if (Either.isRight(exit) && exit.right === 0) {
             return { text: out.text, usage: out.usage ?? "unknown" as const }
           }

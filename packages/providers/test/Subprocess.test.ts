@@ -1,12 +1,12 @@
 import { NodeCommandExecutor, NodeFileSystem } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Rein } from "@rein/core"
+import { Journal, Rein, Telemetry } from "@rein/core"
 import { Subprocess } from "@rein/providers"
 import { Duration, Effect, Either, Layer, Schedule } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { attemptContext, catalog, contract, endpoint, request } from "./fixtures.js"
+import { attemptContext, catalog, contract, endpoint, recordingTracer, request } from "./fixtures.js"
 
 const executorLayer = NodeCommandExecutor.layer.pipe(Layer.provide(NodeFileSystem.layer))
 const node = process.execPath
@@ -42,6 +42,12 @@ const programs = Effect.acquireRelease(
       error: write(
         "error.cjs",
         `process.stdout.write(JSON.stringify({ error: { code: "context_length_exceeded", status: 400 } }))`
+      ),
+      // Answers `{ error: { code: argv[2], status?: argv[3] } }`: a program passing a provider's code through.
+      errorCode: write(
+        "errorcode.cjs",
+        `process.stdin.resume(); process.stdin.on("end", () => process.stdout.write(JSON.stringify({ error: {
+          code: process.argv[2], ...(process.argv[3] === undefined ? {} : { status: Number(process.argv[3]) }) } })))`
       ),
       crash: write("crash.cjs", `process.stderr.write("secret stderr text"); process.exit(3)`),
       // Spawns a grandchild in the same process group; both ignore SIGTERM; the grandchild's pid is written
@@ -179,4 +185,63 @@ describe("Subprocess", () => {
       const pid = yield* poll(() => Fs.existsSync(pidFile) ? Number(Fs.readFileSync(pidFile, "utf8")) : undefined)
       yield* poll(() => alive(pid) ? undefined : true)
     }))
+
+  describe("a code the program passes through is recorded only when it is a documented one", () => {
+    // What a program may pass through from its provider as `error.code`: short, no spaces, it matches the
+    // machine-code pattern, and is a fragment of the API key.
+    const SECRET = "sk_live_abc123secret"
+
+    /** One call under Rein (one attempt): the attempts' kind and code in the journal and the outcome, and all of it. */
+    const underRein = (args: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        const p = yield* programs
+        const provider = yield* make({ executable: node, args: [p.errorCode, ...args] })
+        const { spans, tracer } = recordingTracer()
+        const result = yield* Effect.either(
+          Rein.execute(request, contract({ retry: { perEndpoint: 0 } })).pipe(
+            Effect.provide(Rein.layer({ catalog: cat, providers: { local: provider } })),
+            Effect.provide(Telemetry.layer),
+            Effect.withTracer(tracer)
+          )
+        )
+        const records = yield* Effect.flatMap(Journal.MemoryJournal, (j) => j.records)
+        expect(Either.isLeft(result)).toBe(true)
+        const outcome = Either.isLeft(result) ? result.left : null
+        return {
+          journal: records.flatMap((r) => r.attempts.map((a) => [a.failure, a.code])),
+          outcome: outcome !== null && "attempts" in outcome ? outcome.attempts.map((a) => [a.failure, a.code]) : [],
+          spans: JSON.stringify(spans),
+          kept: JSON.stringify([records, outcome, String(outcome), spans])
+        }
+      }).pipe(Effect.provide(Journal.layerMemory))
+
+    it.scopedLive("an API key fragment is `other` in the journal, the outcome and the spans", () =>
+      Effect.gen(function*() {
+        const r = yield* underRein([SECRET])
+        expect(r.journal).toEqual([["unknown", "other"]])
+        expect(r.outcome).toEqual([["unknown", "other"]])
+        expect(r.kept).toContain("other")
+        // The spans carry the attempt's code (in the span's attributes and the failed span's cause).
+        expect(r.spans).toContain("other")
+        expect(r.kept).not.toContain("abc123secret")
+        expect(r.kept).not.toContain("sk_live")
+      }))
+
+    it.scopedLive("the kind is decided on the code as sent; documented codes are recorded as themselves", () =>
+      Effect.gen(function*() {
+        // Classified case-insensitively on the raw text, recorded as `other` (it is not the documented spelling).
+        expect((yield* underRein(["Insufficient_Quota"])).journal).toEqual([["quota_exhausted", "other"]])
+        // With a status: the status decides, the undocumented code is still not kept.
+        expect((yield* underRein([SECRET, "429"])).journal).toEqual([["rate_limited", "other"]])
+        const context = yield* underRein(["context_length_exceeded", "400"])
+        expect(context.journal).toEqual([["context_length", "context_length_exceeded"]])
+        expect(context.outcome).toEqual([["context_length", "context_length_exceeded"]])
+        expect(context.spans).toContain("context_length_exceeded")
+        expect((yield* underRein(["rate_limit_exceeded"])).journal).toEqual([["rate_limited", "rate_limit_exceeded"]])
+        // Azure's spelling, a vendor-only documented code: kept, although it decides no kind.
+        expect((yield* underRein(["DeploymentNotFound", "404"])).journal).toEqual([
+          ["invalid_request", "DeploymentNotFound"]
+        ])
+      }))
+  })
 })
