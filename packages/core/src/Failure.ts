@@ -181,20 +181,75 @@ export interface Evidence {
   readonly malformed?: boolean | undefined
 }
 
-const CONTEXT_CODES = new Set([
-  "context_length_exceeded",
-  "context_window_exceeded",
-  "string_above_max_length",
-  "max_tokens_exceeded",
-  "request_too_large"
-])
-const QUOTA_CODES = new Set(["insufficient_quota", "quota_exceeded", "quota_exhausted", "billing_hard_limit_reached"])
-const BALANCE_CODES = new Set(["insufficient_balance", "insufficient_funds", "payment_required", "billing_not_active"])
-const FILTER_CODES = new Set(["content_filter", "content_policy_violation", "content_filtered", "safety", "refusal"])
-const RATE_CODES = new Set(["rate_limit_exceeded", "rate_limit_error", "too_many_requests"])
-const OVERLOAD_CODES = new Set(["overloaded_error", "overloaded", "server_overloaded", "engine_overloaded"])
-const AUTH_CODES = new Set(["invalid_api_key", "authentication_error", "unauthorized"])
-const PERMISSION_CODES = new Set(["permission_error", "permission_denied", "forbidden"])
+/**
+ * The provider error codes `classify` reads, by the kind each one decides: the codes Rein knows the meaning
+ * of, whichever vendor sends them. `classify` matches them case-insensitively (they are listed in lower
+ * case). The codes of `context_length`, `quota_exhausted`, `insufficient_balance` and `content_filtered`
+ * decide before the HTTP status; the others only when no status decided (a 503 `rate_limit_error` is
+ * `overloaded`). An adapter that records a vendor's code only when it is a known one, never the vendor's
+ * free text, reads its list from here, so a code the classifier learns is recorded as itself too. Frozen,
+ * and `classify` reads its own copy: the export is for reading only.
+ *
+ * @example
+ * ```ts
+ * import { Failure } from "@rein/core"
+ *
+ * Failure.classifierCodes.context_length.includes("context_length_exceeded") // true
+ * const known: ReadonlyArray<string> = Object.values(Failure.classifierCodes).flat()
+ * ```
+ * @category classification
+ * @since 0.1.0
+ */
+export const classifierCodes: {
+  readonly context_length: ReadonlyArray<string>
+  readonly quota_exhausted: ReadonlyArray<string>
+  readonly insufficient_balance: ReadonlyArray<string>
+  readonly content_filtered: ReadonlyArray<string>
+  readonly rate_limited: ReadonlyArray<string>
+  readonly overloaded: ReadonlyArray<string>
+  readonly authentication: ReadonlyArray<string>
+  readonly permission_denied: ReadonlyArray<string>
+} = Object.freeze({
+  context_length: Object.freeze([
+    "context_length_exceeded",
+    "context_window_exceeded",
+    "string_above_max_length",
+    "max_tokens_exceeded",
+    "request_too_large"
+  ]),
+  quota_exhausted: Object.freeze([
+    "insufficient_quota",
+    "quota_exceeded",
+    "quota_exhausted",
+    "billing_hard_limit_reached"
+  ]),
+  insufficient_balance: Object.freeze([
+    "insufficient_balance",
+    "insufficient_funds",
+    "payment_required",
+    "billing_not_active"
+  ]),
+  content_filtered: Object.freeze([
+    "content_filter",
+    "content_policy_violation",
+    "content_filtered",
+    "safety",
+    "refusal"
+  ]),
+  rate_limited: Object.freeze(["rate_limit_exceeded", "rate_limit_error", "too_many_requests"]),
+  overloaded: Object.freeze(["overloaded_error", "overloaded", "server_overloaded", "engine_overloaded"]),
+  authentication: Object.freeze(["invalid_api_key", "authentication_error", "unauthorized"]),
+  permission_denied: Object.freeze(["permission_error", "permission_denied", "forbidden"])
+})
+
+const CONTEXT_CODES: ReadonlySet<string> = new Set(classifierCodes.context_length)
+const QUOTA_CODES: ReadonlySet<string> = new Set(classifierCodes.quota_exhausted)
+const BALANCE_CODES: ReadonlySet<string> = new Set(classifierCodes.insufficient_balance)
+const FILTER_CODES: ReadonlySet<string> = new Set(classifierCodes.content_filtered)
+const RATE_CODES: ReadonlySet<string> = new Set(classifierCodes.rate_limited)
+const OVERLOAD_CODES: ReadonlySet<string> = new Set(classifierCodes.overloaded)
+const AUTH_CODES: ReadonlySet<string> = new Set(classifierCodes.authentication)
+const PERMISSION_CODES: ReadonlySet<string> = new Set(classifierCodes.permission_denied)
 const TRANSPORT_ERRNOS = new Set([
   "ECONNREFUSED",
   "ECONNRESET",

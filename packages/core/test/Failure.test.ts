@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Failure } from "@rein/core"
-import { Either, Schema } from "effect"
+import { Either, FastCheck, Schema } from "effect"
 
 // The failure table, classification and Retry-After parsing decide what is retried, what falls back and how
 // long a run waits: each row and each boundary below is a decision a mutant of `Failure.ts` would change.
@@ -103,6 +103,27 @@ describe("classification from structured data", () => {
         expect(Failure.classify({ status: 600, code }), code).toBe(kind)
       }
     }
+  })
+
+  it("`classifierCodes` lists exactly the codes `classify` reads, by the kind each decides, frozen", () => {
+    expect(Object.entries(Failure.classifierCodes)).toEqual([...byCode, ...byLateCode])
+    expect(Object.isFrozen(Failure.classifierCodes)).toBe(true)
+    for (const codes of Object.values(Failure.classifierCodes)) expect(Object.isFrozen(codes)).toBe(true)
+    // Any other machine code decides nothing: the export is the classifier's whole vocabulary of codes.
+    const listed = new Set(Object.values(Failure.classifierCodes).flat())
+    FastCheck.assert(
+      FastCheck.property(
+        FastCheck.oneof(
+          FastCheck.stringMatching(/^[A-Za-z0-9_.:-]{1,64}$/),
+          FastCheck.constantFrom(...listed).map((c) => `${c}_x`)
+        ),
+        (code) => {
+          FastCheck.pre(!listed.has(code.toLowerCase()))
+          expect(Failure.classify({ code }), code).toBe("unknown")
+        }
+      ),
+      { seed: 16, numRuns: 500 }
+    )
   })
 
   it("every transport errno is transport, ETIMEDOUT is timeout, and an errno wins over the status", () => {

@@ -5,13 +5,13 @@
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import type { Failure } from "@rein/core"
-import { Rein } from "@rein/core"
+import { Failure, Rein } from "@rein/core"
 import { FaultServer } from "@rein/providers/testing"
 import { anthropic } from "@rein/providers/testing"
 import { gemini } from "@rein/providers/testing"
 import { openaiChat } from "@rein/providers/testing"
 import { Chunk, Clock, Effect, Either, FastCheck, Stream } from "effect"
+import * as Http from "../src/internal/http.js"
 import * as Vendors from "../src/internal/vendors.js"
 import { cases, cat, reinLayer } from "./dialects.js"
 import { attemptContext, contract, request, withHttp } from "./fixtures.js"
@@ -298,5 +298,34 @@ describe("classification never reads prose", () => {
       }
       return true
     }
+  )
+})
+
+describe("every code the core classifier reads is recorded as itself (providers and core cannot drift)", () => {
+  const classified = Object.entries(Failure.classifierCodes).flatMap(([kind, codes]) =>
+    codes.map((code) => [kind, code] as const)
+  )
+
+  it("is a documented code: `recordedCode` keeps it", () => {
+    expect(classified.length).toBeGreaterThan(0)
+    for (const [, code] of classified) expect(Vendors.recordedCode(code), code).toBe(code)
+  })
+
+  it.prop(
+    "in an HTTP error body, with or without a status: the attempt's code is the code, its kind core's",
+    [
+      FastCheck.constantFrom(...classified),
+      FastCheck.option(FastCheck.integer({ min: 400, max: 599 }), { nil: undefined }),
+      FastCheck.constantFrom("code", "type")
+    ],
+    ([[kind, code], status, field]) => {
+      const body = JSON.stringify({ error: { [field]: code } })
+      const failure = Vendors.failureOf({ status, body, fallbackCode: Http.codeFromBody(body), nowMillis: 0 })
+      expect(failure.code).toBe(code)
+      // Without a status the code alone decides, and it decides core's kind.
+      if (status === undefined) expect(failure.kind).toBe(kind)
+      return true
+    },
+    { fastCheck: { seed: 16, numRuns: 300 } }
   )
 })

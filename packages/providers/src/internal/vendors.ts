@@ -82,9 +82,9 @@ const GOOGLE: Readonly<Record<string, Kind>> = {
 }
 
 /**
- * Further documented vendor codes that are kept as recorded data although the tables above do not decide
- * a kind from them: OpenAI / Azure `error.code` values, Anthropic error types, and the codes the core
- * classifier knows (`Failure.classify`).
+ * Further documented vendor codes that are kept as recorded data although neither the tables above nor
+ * the core classifier (`Failure.classifierCodes`, added in `KNOWN_CODES`) decide a kind from them: OpenAI /
+ * Azure `error.code` values, Anthropic error types, and Rein's own codes.
  */
 const DOCUMENTED: ReadonlyArray<string> = [
   // OpenAI / Azure OpenAI `error.code` (API reference, error codes)
@@ -97,33 +97,13 @@ const DOCUMENTED: ReadonlyArray<string> = [
   "missing_required_parameter",
   "integer_below_min_value",
   "integer_above_max_value",
-  "billing_hard_limit_reached",
-  "billing_not_active",
   "account_deactivated",
   "unsupported_country_region_territory",
-  "engine_overloaded",
-  "server_overloaded",
   "DeploymentNotFound",
   "ResponsibleAIPolicyViolation",
   "ContentFilter",
   // Anthropic
   "error",
-  // Codes `Failure.classify` reads
-  "context_window_exceeded",
-  "max_tokens_exceeded",
-  "quota_exceeded",
-  "quota_exhausted",
-  "insufficient_balance",
-  "insufficient_funds",
-  "payment_required",
-  "content_filtered",
-  "safety",
-  "refusal",
-  "too_many_requests",
-  "overloaded",
-  "unauthorized",
-  "permission_denied",
-  "forbidden",
   // Rein's own codes for evidence without a vendor code
   "stream_error_event",
   "moderation"
@@ -134,6 +114,8 @@ const KNOWN_CODES: ReadonlySet<string> = new Set([
   ...Object.keys(OPENAI_CODES),
   ...Object.keys(OPENAI_TYPES),
   ...Object.keys(GOOGLE),
+  // Every code the core classifier reads (`Failure.classify`): one list, so the two cannot drift.
+  ...Object.values(Failure.classifierCodes).flat(),
   ...DOCUMENTED
 ])
 
@@ -146,9 +128,10 @@ const KNOWN_CODES: ReadonlySet<string> = new Set([
 export const OTHER_CODE = "other"
 
 /**
- * The code a failure records for a vendor's code: a documented code (the tables above, `DOCUMENTED`) or an
- * HTTP status Rein derived (`http_503`) as is; anything else is `OTHER_CODE`. Classify before this: the
- * kind may depend on the code's exact text (`Failure.classify` reads it case-insensitively).
+ * The code a failure records for a vendor's code: a documented code (the tables above, the core
+ * classifier's `Failure.classifierCodes`, `DOCUMENTED`) or an HTTP status Rein derived (`http_503`) as is;
+ * anything else is `OTHER_CODE`. Classify before this: the kind may depend on the code's exact text
+ * (`Failure.classify` reads it case-insensitively).
  *
  * @internal
  */
