@@ -4,7 +4,7 @@
  * as `Effect.yieldNow` is. The report's byte-for-byte determinism depends on that order.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber } from "effect"
 import * as Virtual from "../src/internal/virtual.js"
 
 /** Runs `f` with the simulation's clock, in virtual time; what it logged, in order. */
@@ -62,6 +62,29 @@ describe("the virtual clock's callbacks", () => {
         Effect.map(clock.scheduler(), (scheduler) => expect(scheduler).toBe(clock))
       )
       expect(logged).toEqual([])
+    }))
+})
+
+describe("the virtual clock's sleeps", () => {
+  // A cancelled sleeper is skipped, not woken: time never moves to it (seen when the simulation stalls after it).
+  it.effect("an interrupted sleep lets go of its sleeper (time does not move to it); an uninterruptible one is not cut", () =>
+    Effect.gen(function*() {
+      const { exit, virtualMillis } = yield* Virtual.run(
+        Effect.gen(function*() {
+          const sleeping = yield* Effect.fork(Effect.sleep("10 seconds"))
+          const masked = yield* Effect.fork(Effect.uninterruptible(Effect.sleep("2 seconds")))
+          yield* Effect.sleep("1 second")
+          const interrupted = yield* Fiber.interrupt(sleeping)
+          expect(Exit.isInterrupted(interrupted)).toBe(true)
+          // Interrupting the uninterruptible sleep waits for it to end.
+          yield* Fiber.interrupt(masked)
+          expect(yield* Effect.clockWith((clock) => clock.currentTimeMillis)).toBe(2_000)
+          // Nothing can wake this: the simulation stalls, at the time of the last sleeper that woke.
+          yield* Effect.never
+        })
+      )
+      expect(Exit.isFailure(exit) && Cause.pretty(exit.cause)).toContain("the simulation stalled")
+      expect(virtualMillis).toBe(2_000)
     }))
 })
 
