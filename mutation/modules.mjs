@@ -45,7 +45,7 @@ export const modules = {
   // cover: jsonl.ts in the whole module was estimated at 2 h 46 min at concurrency 1). A score is then a lower bound.
   "jsonl-store": {
     mutate: ["packages/batch/src/JsonlStore.ts"],
-    tests: batch("JsonlStore", "jsonl", "artifact", "hostile-artifacts", "resume")
+    tests: batch("JsonlStore", "JsonlStoreStream", "jsonl", "artifact", "hostile-artifacts", "resume")
   },
   jsonl: {
     mutate: ["packages/batch/src/internal/jsonl.ts"],
