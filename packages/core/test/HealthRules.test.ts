@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Failure, Fake, Health, Rein } from "@rein/core"
-import { Effect, Either, FastCheck as fc, Layer, Metric, TestClock } from "effect"
+import { Duration, Effect, Either, FastCheck as fc, Layer, Metric, TestClock } from "effect"
 import { catalog, contract, endpoint } from "./fixtures.js"
 
 // Health's exact answers at its boundaries (issue #23): when a breaker trips, what a failure or a success that
@@ -586,6 +586,21 @@ describe("Health: metrics", () => {
       expect(yield* valueOf("rein_breaker_state", { endpoint: c })).toBe(0)
       expect(yield* valueOf("rein_breaker_transitions_total", { endpoint: c, to: "closed" })).toBe(1)
       expect(yield* valueOf("rein_breaker_transitions_total", { endpoint: c, to: "half_open" })).toBeUndefined()
+    }))
+
+  it.effect("a trip whose cooldown the clock cannot tell from none is published half-open: 1, one transition", () =>
+    Effect.gen(function*() {
+      // At 2^41 ms (2039) the clock's step (a double's last bit) is 2^-11 ms: a cooldown of 1 ns ends the open
+      // period at its start, so the completion that trips the breaker already reads it half-open. The only way
+      // `Health.make` (which refuses a zero cooldown) publishes the gauge's half-open value, 1.
+      const now = 2 ** 41
+      const health = yield* Health.make({ consecutiveFailures: 1, cooldown: Duration.nanos(1n) })
+      const c = "metrics/sub-ulp"
+      yield* at(now, health.complete(yield* at(now, health.acquire(c, "first")), failure()))
+      expect(yield* at(now, health.breaker(c))).toBe("half_open")
+      expect(yield* valueOf("rein_breaker_state", { endpoint: c })).toBe(1)
+      expect(yield* valueOf("rein_breaker_transitions_total", { endpoint: c, to: "half_open" })).toBe(1)
+      expect(yield* valueOf("rein_breaker_transitions_total", { endpoint: c, to: "open" })).toBeUndefined()
     }))
 
   it.effect("a refusal is counted per reason", () =>
