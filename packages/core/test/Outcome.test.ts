@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Fake, Outcome, Rein } from "@rein/core"
-import { Cause, Effect, Exit } from "effect"
+import { Cause, Effect, Exit, FastCheck } from "effect"
 import { contract, layer } from "./fixtures.js"
 
 const record = (endpoint: string, failure: Outcome.AttemptRecord["failure"], n: number): Outcome.AttemptRecord => ({
@@ -75,4 +75,28 @@ describe("Outcome", () => {
       expect(pretty.split("\n")[0]).toMatch(/^PlanExhausted: .*; 1 attempt: a authentication$/)
       expect(pretty).not.toContain("reservation")
     }))
+})
+
+describe("countToolCalls", () => {
+  // The reference: a count per name, in first-call order (what the `Map`-based version answered).
+  const reference = (calls: ReadonlyArray<{ readonly name: string }>) => {
+    const counts = new Map<string, number>()
+    for (const call of calls) counts.set(call.name, (counts.get(call.name) ?? 0) + 1)
+    return Array.from(counts, ([name, count]) => ({ name, count }))
+  }
+
+  it("counts by name in first-call order, past the few names a scan handles (property)", () => {
+    // Up to 20 distinct names (the scan gives way to an index past 8), `__proto__` among them.
+    const name = FastCheck.oneof(
+      FastCheck.integer({ min: 0, max: 19 }).map((i) => `tool${i}`),
+      FastCheck.constantFrom("__proto__", "constructor", "")
+    )
+    FastCheck.assert(
+      FastCheck.property(FastCheck.array(FastCheck.record({ name }), { maxLength: 60 }), (calls) => {
+        const counted = Outcome.countToolCalls(calls)
+        expect(counted).toEqual(calls.length === 0 ? undefined : reference(calls))
+      }),
+      { seed: 22, numRuns: 500 }
+    )
+  })
 })

@@ -14,7 +14,8 @@
  */
 import type { Tool } from "@effect/ai"
 import { AiError, IdGenerator, LanguageModel, Prompt, Response, Telemetry, Toolkit } from "@effect/ai"
-import { Effect, Either, Option, Predicate, Schema } from "effect"
+import { Effect, Either, Option, Predicate, Schema, SchemaAST } from "effect"
+import type { Context } from "effect"
 import type { ParseResult } from "effect"
 
 /** The parts of any toolkit's calls, as Rein carries them. @internal */
@@ -49,7 +50,13 @@ const encodersOf = (tool: Tool.Any): Encoders => {
   let found = encoders.get(tool)
   if (found === undefined) {
     const schema = tool.parametersSchema as Schema.Schema<unknown, unknown>
-    found = { now: Schema.encodeUnknownEither(schema), effect: Schema.encodeUnknown(schema) }
+    // A schema without transformations (its encoded side is itself: no refinement, no transformation, at any
+    // depth) encodes parameters it decoded into equal ones: handed over as they are.
+    const identity = SchemaAST.encodedAST(schema.ast) === schema.ast
+    found = {
+      now: identity ? Either.right : Schema.encodeUnknownEither(schema),
+      effect: Schema.encodeUnknown(schema)
+    }
     encoders.set(tool, found)
   }
   return found
@@ -135,6 +142,17 @@ interface Resolved {
 /** The last resolution of each toolkit (held while the toolkit is). */
 const resolvedToolkits = new WeakMap<object, Resolved>()
 
+/** Whether `tools` find the very `entries` in `context` (no array built on the way). */
+const sameEntries = (
+  entries: ReadonlyArray<unknown>,
+  tools: ReadonlyArray<Tool.Any>,
+  context: Context.Context<never>
+): boolean => {
+  if (entries.length !== tools.length) return false
+  for (let i = 0; i < tools.length; i++) if (context.unsafeMap.get(tools[i]!.id) !== entries[i]) return false
+  return true
+}
+
 /**
  * The toolkit with its handlers. Resolving a `Toolkit` (its `commit`) reads only the handler entries of its
  * tools from the context, and makes a new `handle` whose schemas (parameter decoder, result validator and
@@ -148,13 +166,10 @@ const handledOf = (toolkitOf: NonNullable<Options["toolkit"]>): Effect.Effect<Ha
   if (!(Predicate.hasProperty(toolkitOf, "commit") && toolkitOf.commit === toolkitCommit)) return toolkitOf
   const toolkit = toolkitOf as unknown as Toolkit.Any & Effect.Effect<Handled>
   return Effect.flatMap(Effect.context<never>(), (context) => {
-    const entries = Object.values(toolkit.tools).map((tool) => context.unsafeMap.get(tool.id))
+    const tools = Object.values(toolkit.tools)
     const kept = resolvedToolkits.get(toolkit)
-    if (
-      kept !== undefined && kept.entries.length === entries.length && kept.entries.every((e, i) => e === entries[i])
-    ) {
-      return Effect.succeed(kept.handled)
-    }
+    if (kept !== undefined && sameEntries(kept.entries, tools, context)) return Effect.succeed(kept.handled)
+    const entries = tools.map((tool) => context.unsafeMap.get(tool.id))
     return Effect.tap(toolkit, (handled) => void resolvedToolkits.set(toolkit, { entries, handled }))
   })
 }

@@ -36,6 +36,8 @@ export class Call {
 interface Codecs {
   readonly tools: ReadonlyArray<Tool.Any>
   readonly toolkit: HandlerlessToolkit
+  /** The tools as the Rein request names them (shared by every request of these tools; never mutated). */
+  readonly facts: ReadonlyArray<Provider.Tool>
   readonly part: (
     part: Response.Part<Record<string, Tool.Any>>
   ) => Effect.Effect<Response.PartEncoded, ParseResult.ParseError>
@@ -47,6 +49,7 @@ const makeCodecs = (tools: ReadonlyArray<Tool.Any>): Codecs => {
   return {
     tools,
     toolkit,
+    facts: Object.freeze(tools.map((tool) => ({ name: tool.name, vendor: vendorOf(tool) }))),
     part: Schema.encode(Response.Part(toolkit))
   }
 }
@@ -91,13 +94,24 @@ const codecs = new Map<string, Codecs>()
 /** The codecs of `tools` (the same tool objects: the cached ones). */
 const codecsOf = (tools: ReadonlyArray<Tool.Any>): Codecs => {
   if (tools.length === 0) return noTools ??= makeCodecs([])
+  // The last set asked for first: the calls of one program usually share their tools (no key built).
+  if (lastCodecs !== undefined && sameTools(lastCodecs.tools, tools)) return lastCodecs
   const key = tools.map((t) => t.name).join("\u0000")
-  const found = codecs.get(key)
-  if (found !== undefined && found.tools.every((t, i) => t === tools[i])) return found
-  if (codecs.size >= CODECS_KEPT) codecs.clear()
-  const made = makeCodecs(tools)
-  codecs.set(key, made)
-  return made
+  let found = codecs.get(key)
+  if (found === undefined || !sameTools(found.tools, tools)) {
+    if (codecs.size >= CODECS_KEPT) codecs.clear()
+    found = makeCodecs(tools)
+    codecs.set(key, found)
+  }
+  return lastCodecs = found
+}
+
+let lastCodecs: Codecs | undefined
+
+const sameTools = (a: ReadonlyArray<Tool.Any>, b: ReadonlyArray<Tool.Any>): boolean => {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
 }
 
 /**
@@ -129,18 +143,28 @@ export const requestOf = (
   options: LanguageModel.ProviderOptions,
   inputTokens: number | undefined,
   maxOutputTokens: number | undefined
-): Provider.CompletionRequest => ({
-  prompt: "",
-  messages: options.prompt,
-  inputTokens,
-  maxOutputTokens,
-  ...(options.tools.length === 0 ? {} : {
-    tools: options.tools.map((tool) => ({ name: tool.name, vendor: vendorOf(tool) })),
-    toolChoice: options.toolChoice
-  }),
-  responseFormat: options.responseFormat.type,
-  payload: new Call(options)
-})
+): Provider.CompletionRequest => {
+  const payload = new Call(options)
+  return options.tools.length === 0
+    ? {
+      prompt: "",
+      messages: options.prompt,
+      inputTokens,
+      maxOutputTokens,
+      responseFormat: options.responseFormat.type,
+      payload
+    }
+    : {
+      prompt: "",
+      messages: options.prompt,
+      inputTokens,
+      maxOutputTokens,
+      tools: payload.codecs.facts,
+      toolChoice: options.toolChoice,
+      responseFormat: options.responseFormat.type,
+      payload
+    }
+}
 
 /** Per-attempt overrides of one vendor's `Config`: the endpoint's model and Rein's output bound. */
 type Override = (context: Provider.AttemptContext) => Effect.Effect<Context.Context<never>>
@@ -294,23 +318,46 @@ const truncatedJson = (finish: Response.FinishPart): Failure.ProviderFailure => 
   })
 }
 
-/** What Rein keeps of an inner answer (records keep only the finish reason and tool-call counts). */
-const answerOf = (
+/**
+ * What Rein keeps of an inner answer (records keep only the finish reason and tool-call counts): the
+ * response's `text`, `toolCalls`, `reasoning`, `finishReason` and `usage` getters, read in one pass over its
+ * parts (each getter walks them again). @internal
+ */
+export const answerOf = (
   response: LanguageModel.GenerateTextResponse<Record<string, Tool.Any>>,
   payload: Parts
 ): Provider.ProviderResponse => {
-  const calls = response.toolCalls
-  const reasoning = response.reasoning
-  return {
-    text: response.text,
-    usage: usageOf(response.usage.inputTokens, response.usage.outputTokens),
-    finishReason: response.finishReason,
-    ...(calls.length === 0
-      ? {}
-      : { toolCalls: calls.map((c): Outcome.ToolCall => ({ id: c.id, name: c.name, params: c.params })) }),
-    ...(reasoning.length === 0 ? {} : { reasoning: reasoning.map((r) => r.text) }),
-    payload
+  let text = ""
+  let calls: Array<Outcome.ToolCall> | undefined
+  let reasoning: Array<string> | undefined
+  let finish: Response.FinishPart | undefined
+  for (const part of response.content) {
+    switch (part.type) {
+      case "text":
+        text += part.text
+        break
+      case "tool-call":
+        ;(calls ??= []).push({ id: part.id, name: part.name, params: part.params })
+        break
+      case "reasoning":
+        ;(reasoning ??= []).push(part.text)
+        break
+      case "finish":
+        finish ??= part
+    }
   }
+  const usage = usageOf(finish?.usage.inputTokens, finish?.usage.outputTokens)
+  const finishReason = finish === undefined ? "unknown" : finish.reason
+  return calls === undefined && reasoning === undefined
+    ? { text, usage, finishReason, payload }
+    : {
+      text,
+      usage,
+      finishReason,
+      ...(calls === undefined ? {} : { toolCalls: calls }),
+      ...(reasoning === undefined ? {} : { reasoning }),
+      payload
+    }
 }
 
 /** Parts a caller sees: they commit the stream (metadata and starts do not). */
