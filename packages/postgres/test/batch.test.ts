@@ -4,7 +4,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Guardrails, Identity, Resume, RunLimits } from "@rein/batch"
 import { Contract, Fake, Rein } from "@rein/core"
-import { Effect, Layer, TestContext } from "effect"
+import { Effect, Fiber, Layer, TestContext } from "effect"
 import * as fc from "effect/FastCheck"
 import { Migrations, PgBatchRun, PgRunLimits, PgWorker } from "../src/index.js"
 import * as Q from "../src/internal/batchStatements.js"
@@ -30,13 +30,13 @@ const startRun = (
   resume: "none" | "reuse-successes" | "reuse-all" = "reuse-successes"
 ) => PgBatchRun.start({ runId, identity, resume, items, request, itemId: (item) => item.id, contract })
 
-const worker = (
+const worker = <E = never>(
   runId: string,
   items: ReadonlyArray<Item>,
   owner: string,
-  extra: Partial<PgWorker.Options<Item>> = {}
+  extra: Partial<PgWorker.Options<Item, E>> = {}
 ) =>
-  PgWorker.run({
+  PgWorker.run<Item, E>({
     runId,
     item: (index) => Effect.succeed(items[index]!),
     request,
@@ -246,6 +246,41 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect(error).toMatchObject({ reason: "InputMismatch", itemId: "item-00007" })
         const ok = yield* worker(runId, changed, "w3").pipe(Effect.provide(layer))
         expect(ok.stats.succeeded).toBe(1)
+      }))
+
+    it.effect("a worker that fails gives its leases back as it leaves: another takes the items at once", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("failed")
+        const items = itemsOf(20, [])
+        yield* startRun(runId, items)
+        const { layer } = fakeRein(0)
+        // A shorter copy of the input (as `rein worker --input` with a truncated file): item 5 is not there.
+        const short = (index: number) =>
+          index < 5 ? Effect.succeed(items[index]!) : Effect.fail(new Error(`no item at index ${index}`))
+        const error = yield* Effect.flip(worker(runId, items, "w1", { item: short }).pipe(Effect.provide(layer)))
+        expect(error).toEqual(new Error("no item at index 5"))
+        const held = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM rein_batch_items
+          WHERE run_id = ${runId} AND state = 'leased'`
+        expect(held[0]!.n).toBe(0)
+        yield* worker(runId, items, "w2").pipe(Effect.provide(layer))
+        expect((yield* PgBatchRun.status(runId)).items.done).toBe(20)
+      }))
+
+    it.effect("a worker interrupted (Ctrl-C) gives back the leases it holds once its calls ended", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("interrupted")
+        const items = itemsOf(20, [])
+        yield* startRun(runId, items)
+        const leased = sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM rein_batch_items
+          WHERE run_id = ${runId} AND state = 'leased'`.pipe(Effect.map((rows) => rows[0]!.n), Effect.orDie)
+        // Calls that never answer: the worker holds its leases until it is interrupted.
+        const fiber = yield* Effect.fork(worker(runId, items, "w1").pipe(Effect.provide(fakeRein(3_600_000).layer)))
+        while ((yield* leased) === 0) yield* Effect.sleep("5 millis")
+        yield* Fiber.interrupt(fiber)
+        expect(yield* leased).toBe(0)
+        expect((yield* PgBatchRun.status(runId)).items).toEqual({ total: 20, pending: 20, leased: 0, done: 0 })
       }))
 
     it.effect("a worker of another identity is refused", () =>
