@@ -184,7 +184,11 @@ const work = (options: WorkerOptions, start: boolean) =>
           e._tag === "InputError"
             ? e
             : new InputError({
-              message: e.reason === "InvalidInput" ? `${options.input}: ${e.message}` : `--store: ${e.message}`
+              message: e.reason !== "InvalidInput"
+                ? `--store: ${e.message}`
+                : e.index === undefined
+                ? `--run: ${e.message}`
+                : `${options.input}: ${e.message}`
             })
         )
       )

@@ -283,6 +283,38 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect((yield* PgBatchRun.status(runId)).items).toEqual({ total: 20, pending: 20, leased: 0, done: 0 })
       }))
 
+    it.effect("an id longer than the database's keys hold fails the start as InvalidInput, naming it; nothing submitted", () =>
+      Effect.gen(function*() {
+        // Ids no compression shortens (from a seeded generator): the database's index rows hold ~2.7 KB.
+        let seed = 42
+        const noise = (n: number) =>
+          Array.from({ length: n }, () => {
+            seed = (seed * 1103515245 + 12345) % 2147483648
+            return String.fromCharCode(97 + (seed % 26))
+          }).join("")
+        const runId = fresh("long-id")
+        // (3000 bytes: the database refused it, "index row size … exceeds btree maximum", as Unavailable)
+        for (const bytes of [3000, PgBatchRun.MAX_ITEM_ID_BYTES + 1]) {
+          const items = [...itemsOf(3, []), { id: noise(bytes), text: "x" }]
+          const error = yield* Effect.flip(startRun(runId, items))
+          expect(error).toMatchObject({ _tag: "PgBatchError", reason: "InvalidInput", index: 3 })
+          expect(error.message).toBe(
+            `the id of item 3 (item 3) is ${bytes} bytes: an item id in a shared run holds at most ${PgBatchRun.MAX_ITEM_ID_BYTES}`
+          )
+          expect(yield* Effect.flip(PgBatchRun.status(runId))).toMatchObject({ reason: "NotFound" })
+        }
+        // At the bound, it is taken.
+        const fits = [...itemsOf(3, []), { id: noise(PgBatchRun.MAX_ITEM_ID_BYTES), text: "x" }]
+        expect((yield* startRun(runId, fits)).items).toBe(4)
+        for (const bytes of [3000, PgBatchRun.MAX_RUN_ID_BYTES + 1]) {
+          expect(yield* Effect.flip(startRun(noise(bytes), itemsOf(1, [])))).toMatchObject({
+            reason: "InvalidInput",
+            message: `the run id is ${bytes} bytes: a run id holds at most ${PgBatchRun.MAX_RUN_ID_BYTES}`
+          })
+        }
+        expect((yield* startRun(noise(PgBatchRun.MAX_RUN_ID_BYTES), itemsOf(1, []))).items).toBe(1)
+      }))
+
     it.effect("a worker of another identity is refused", () =>
       Effect.gen(function*() {
         const runId = fresh("identity")
