@@ -312,7 +312,24 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
             message: `the run id is ${bytes} bytes: a run id holds at most ${PgBatchRun.MAX_RUN_ID_BYTES}`
           })
         }
-        expect((yield* startRun(noise(PgBatchRun.MAX_RUN_ID_BYTES), itemsOf(1, []))).items).toBe(1)
+        // The longest run id, with a hard budget: its session's shared names hold it, and its worker runs.
+        const longest = noise(PgBatchRun.MAX_RUN_ID_BYTES)
+        const one = itemsOf(1, [])
+        yield* PgBatchRun.start({
+          runId: longest,
+          identity,
+          resume: "reuse-successes",
+          items: one,
+          request,
+          itemId: (item) => item.id,
+          contract,
+          budget: { cost: 1 }
+        })
+        const summary = yield* worker(longest, one, "w1").pipe(
+          Effect.provide(PgBatchRun.sharedLimits(longest)),
+          Effect.provide(fakeRein(0).layer)
+        )
+        expect(summary.stats.succeeded).toBe(1)
       }))
 
     it.effect("a worker of another identity is refused", () =>

@@ -265,7 +265,7 @@ describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
           expect(error.message).toContain(field)
         }
         // At the bounds, they are taken.
-        yield* PgBudget.make({ name: noise.slice(0, 256), cost: 1, heartbeatMillis: 1000, ttlMillis: 2 ** 31 - 1 })
+        yield* PgBudget.make({ name: noise.slice(0, 512), cost: 1, heartbeatMillis: 1000, ttlMillis: 2 ** 31 - 1 })
       }))
 
     const Op = fc.oneof(

@@ -23,9 +23,10 @@ export const Millis = Schema.Number.pipe(
 
 /**
  * The longest shared name, in UTF-8 bytes: it is a key of the database's indexes (whose rows hold about 2.7 KB; a
- * longer name failed with `index row requires … bytes`). @internal
+ * longer name failed with `index row requires … bytes`). It holds a run's session names, `rein-batch/<run id of at
+ * most PgBatchRun.MAX_RUN_ID_BYTES>/<session start>`. @internal
  */
-export const MAX_NAME_BYTES = 256
+export const MAX_NAME_BYTES = 512
 
 /** A shared name: not empty, no leading or trailing space, at most `MAX_NAME_BYTES` bytes. @internal */
 export const Name = Schema.NonEmptyTrimmedString.pipe(
