@@ -84,19 +84,48 @@ export interface WorkerReport {
 
 // PostgreSQL is loaded here, when a command connects to a store, and not at start-up (internal/pg.ts).
 // Another scheme (`mysql://`, a bare host name) is refused before any connection is tried, without echoing the
-// value (it may hold a password); a connection that fails says why by its errno (`ECONNREFUSED`) when it has one.
+// value (it may hold a password); a connection that fails says why (`reasonOf`).
 const connect = (store: string): Layer.Layer<SqlClient.SqlClient, InputError> =>
   /^postgres(ql)?:\/\//i.test(store)
     ? Layer.unwrapEffect(Effect.map(Pg.load, ({ PgClient }) =>
       Layer.mapError(
         PgClient.layer({ url: Redacted.make(store), maxConnections: 8 }),
-        (e) => new InputError({ message: `--store: cannot connect: ${e.message}${errnoOf(e.cause)}` })
+        (e) => new InputError({ message: `--store: cannot connect: ${e.message}${reasonOf(e.cause, store)}` })
       )))
     : Layer.fail(new InputError({ message: "--store: Expected a postgres:// or postgresql:// connection string" }))
 
-const errnoOf = (cause: unknown): string => {
+/** The longest server message a connection error quotes. */
+const REASON_CHARS = 300
+
+/**
+ * Why a connection failed, never quoting the connection string: its errno (`ECONNREFUSED`); the server's
+ * refusal with its SQLSTATE (`password authentication failed for user "rein" (SQLSTATE 28P01)`, `database "x"
+ * does not exist`: the server never echoes a password, and the string's password, were it in the message, is
+ * masked); or a string that is not a URL (Node's error carries the whole string, password included: only its
+ * kind is said).
+ */
+const reasonOf = (cause: unknown, store: string): string => {
   const code = Predicate.hasProperty(cause, "code") ? cause.code : undefined
-  return typeof code === "string" && /^E[A-Z]+$/.test(code) ? ` (${code})` : ""
+  if (typeof code !== "string") return ""
+  if (/^E[A-Z]+$/.test(code)) return ` (${code})`
+  if (code === "ERR_INVALID_URL") return " (not a valid URL)"
+  const message = Predicate.hasProperty(cause, "message") ? cause.message : undefined
+  if (!/^[0-9A-Z]{5}$/.test(code) || typeof message !== "string") return ""
+  const masked = passwordsOf(store).reduce((m, password) => m.replaceAll(password, "***"), message)
+  const bounded = masked.length > REASON_CHARS ? `${masked.slice(0, REASON_CHARS)}…` : masked
+  return `: ${bounded} (SQLSTATE ${code})`
+}
+
+/** The string's password as written and decoded (`%40` is `@`), longest first; none when it has none. */
+const passwordsOf = (store: string): ReadonlyArray<string> => {
+  const raw = URL.canParse(store) ? new URL(store).password : ""
+  let decoded = raw
+  try {
+    decoded = decodeURIComponent(raw)
+  } catch {
+    // A malformed escape (`%ZZ`): the password as written is masked.
+  }
+  return [raw, decoded].filter((p) => p !== "").sort((a, b) => b.length - a.length)
 }
 
 /** A store error as bad input; an unknown run says which command starts one (a worker or status joins it). */
@@ -155,7 +184,11 @@ const work = (options: WorkerOptions, start: boolean) =>
           e._tag === "InputError"
             ? e
             : new InputError({
-              message: e.reason === "InvalidInput" ? `${options.input}: ${e.message}` : `--store: ${e.message}`
+              message: e.reason !== "InvalidInput"
+                ? `--store: ${e.message}`
+                : e.index === undefined
+                ? `--run: ${e.message}`
+                : `${options.input}: ${e.message}`
             })
         )
       )

@@ -105,4 +105,55 @@ describe.skipIf(!available)("rein batch --store, rein worker, rein status", () =
     },
     120_000
   )
+
+  it(
+    "an item id or a run id longer than the store's keys hold is bad input naming the line or --run, not a store error",
+    async () => {
+      // Letters no compression shortens (a seeded generator): the database's index rows hold ~2.7 KB.
+      let seed = 7
+      const letters = Array.from({ length: 3000 }, () => {
+        seed = (seed * 1103515245 + 12345) % 2147483648
+        return String.fromCharCode(97 + (seed % 26))
+      })
+      const input = join(tmp, "long-id.jsonl")
+      writeFileSync(input, `{"id":"ok","prompt":"x"}\n${JSON.stringify({ id: letters.join(""), prompt: "y" })}\n`)
+      const r = await rein(["batch", "--store", url, "--run", "long-id", ...files.slice(2), "--input", input])
+      expect(r.code).toBe(2)
+      expect(r.stderr).toBe(
+        `rein: ${input}: the id of item 1 (line 2) is 3000 bytes: an item id in a shared run holds at most 1024\n`
+      )
+      const run = await rein(["batch", "--store", url, "--run", letters.slice(0, 300).join(""), ...files])
+      expect(run.code).toBe(2)
+      expect(run.stderr).toBe("rein: --run: the run id is 300 bytes: a run id holds at most 256\n")
+    },
+    120_000
+  )
+
+  it(
+    "a store that refuses the connection says why (the server's reason, its SQLSTATE), never the password",
+    async () => {
+      const withPassword = (u: string) => u.replace("postgres://rein@", "postgres://rein:hunter2@")
+      // (the test server trusts loopback: the password is sent, and ignored)
+      const noDb = await rein(["status", "--store", withPassword(url.replace(/\/postgres$/, "/nodb")), "--run", "x"])
+      expect(noDb.code).toBe(2)
+      expect(noDb.stderr).toBe(
+        "rein: --store: cannot connect: PgClient: Failed to connect: database \"nodb\" does not exist (SQLSTATE 3D000)\n"
+      )
+      // A server message that would quote the password (here an option set to it) has it masked.
+      const option = await rein([
+        "status",
+        "--store",
+        `${withPassword(url)}?options=-c%20statement_timeout%3Dhunter2`,
+        "--run",
+        "x"
+      ])
+      expect(option.code).toBe(2)
+      expect(option.stderr).toMatch(/invalid value for parameter "statement_timeout": "\*\*\*" \(SQLSTATE 22023\)/)
+      expect(option.stderr).not.toContain("hunter2")
+      // Not a URL (a port out of range): Node's error holds the whole string; only its kind is said.
+      const bad = await rein(["status", "--store", "postgres://rein:hunter2@127.0.0.1:99999/rein", "--run", "x"])
+      expect(bad.stderr).toBe("rein: --store: cannot connect: PgClient: Failed to connect (not a valid URL)\n")
+    },
+    120_000
+  )
 })

@@ -58,7 +58,8 @@ import * as PgRunLimits from "./PgRunLimits.js"
  * - `NotFound`: no run of this id;
  * - `IdentityMismatch`: a worker or a joining `start` whose identity is not the running session's;
  * - `InputMismatch`: the input a worker resolved for an item is not the one submitted (`itemId` names it);
- * - `InvalidInput`: an item with no fingerprint, or two items with one id (`itemId` names it, `index` and
+ * - `InvalidInput`: a run id or an item id too long (`MAX_RUN_ID_BYTES`, `MAX_ITEM_ID_BYTES`), an item with no
+ *   fingerprint, or two items with one id (`itemId` names it, `index` and
  *   `firstIndex` are the two items' submission indexes; the database finds it, and nothing is submitted), or
  *   an item out of the run's order (`index` in this submission, `recordedIndex` on record; nothing is submitted);
  * - `Conflict`: `start` ran inside the caller's REPEATABLE READ or SERIALIZABLE transaction and its change lost to
@@ -182,6 +183,29 @@ const placeOf = <I, E, R>(options: StartOptions<I, E, R>, item: I, index: number
 
 // The key of the item at `index`, with where it is; an item with no fingerprint is refused.
 const submittedOf = <I, E, R>(
+  options: StartOptions<I, E, R>,
+  item: I,
+  index: number
+): Either.Either<Q.Submitted, PgBatchError> =>
+  Either.flatMap(idBounded(options, item, index), () => keyed(options, item, index))
+
+// An id longer than the database's keys hold (an index row is at most about 2.7 KB) is refused here, naming the
+// item's place; it failed the start with the database's error, as `Unavailable`.
+const idBounded = <I, E, R>(options: StartOptions<I, E, R>, item: I, index: number) => {
+  const itemId = Items.idOf(options, item, index)
+  const bytes = Buffer.byteLength(itemId, "utf8")
+  return bytes <= MAX_ITEM_ID_BYTES ? Either.void : Either.left(
+    new PgBatchError({
+      reason: "InvalidInput",
+      message: `the id of item ${index} (${placeOf(options, item, index)}) is ${bytes} bytes: an item id in a ` +
+        `shared run holds at most ${MAX_ITEM_ID_BYTES}`,
+      itemId: itemId.slice(0, 64),
+      index
+    })
+  )
+}
+
+const keyed = <I, E, R>(
   options: StartOptions<I, E, R>,
   item: I,
   index: number
@@ -377,6 +401,36 @@ const conflict = (e: SqlError, level: string) =>
   })
 
 /**
+ * The longest run id `start` takes, in UTF-8 bytes (with an item id, and the session's names built from it, it is
+ * a key of the database's indexes, whose rows hold at most about 2.7 KB).
+ *
+ * @example
+ * ```ts
+ * import { PgBatchRun } from "@rein/postgres"
+ *
+ * const fits = (runId: string) => Buffer.byteLength(runId, "utf8") <= PgBatchRun.MAX_RUN_ID_BYTES
+ * ```
+ * @category running
+ * @since 0.1.0
+ */
+export const MAX_RUN_ID_BYTES = 256
+
+/**
+ * The longest item id `start` takes, in UTF-8 bytes: a longer one fails the start with `InvalidInput` naming the
+ * item's place, and nothing is submitted.
+ *
+ * @example
+ * ```ts
+ * import { PgBatchRun } from "@rein/postgres"
+ *
+ * const fits = (itemId: string) => Buffer.byteLength(itemId, "utf8") <= PgBatchRun.MAX_ITEM_ID_BYTES
+ * ```
+ * @category running
+ * @since 0.1.0
+ */
+export const MAX_ITEM_ID_BYTES = 1024
+
+/**
  * Starts a run, joins it while it runs, or starts a new session of it after it ended (see the module doc).
  * The items are submitted in one transaction, so a worker never sees half a submission: they are read once,
  * a chunk at a time (the process holds one chunk, never all the items), into a temporary table, and then the
@@ -416,6 +470,13 @@ export const start = <I, E = never, R = never>(
 ): Effect.Effect<Started, PgBatchError | E, SqlClient.SqlClient | R> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const runIdBytes = Buffer.byteLength(options.runId, "utf8")
+    if (runIdBytes > MAX_RUN_ID_BYTES) {
+      return yield* new PgBatchError({
+        reason: "InvalidInput",
+        message: `the run id is ${runIdBytes} bytes: a run id holds at most ${MAX_RUN_ID_BYTES}`
+      })
+    }
     const manifest = yield* ArtifactStore.makeManifest(options.identity)
     // The shared services' rows of every run's sessions that ended more than an hour ago, best-effort.
     yield* clean(sql, null)

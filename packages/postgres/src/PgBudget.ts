@@ -38,6 +38,7 @@ import type { Charged, Hold, Left, Reservation, Service, Shortfall } from "./int
 import { SharedBudget } from "./internal/budgetService.js"
 import * as G from "./internal/grantable.js"
 import * as L from "./internal/lease.js"
+import { Millis, Name } from "./internal/optionSchemas.js"
 import * as S from "./internal/slice.js"
 import { describe } from "./internal/sqlError.js"
 import * as Q from "./internal/statements.js"
@@ -61,7 +62,6 @@ export class PgBudgetError extends Schema.TaggedError<PgBudgetError>()("PgBudget
 }) {}
 
 const Fraction = Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(1))
-const Millis = Schema.Number.pipe(Schema.finite(), Schema.greaterThan(0))
 
 /**
  * The options of a shared budget. Absent caps are unlimited. A budget's caps are fixed when its row is first
@@ -79,7 +79,7 @@ const Millis = Schema.Number.pipe(Schema.finite(), Schema.greaterThan(0))
  */
 export const Options = Schema.Struct({
   /** The budget's name: every process using this name shares its caps. */
-  name: Schema.NonEmptyTrimmedString,
+  name: Name,
   /** Cap on cost, in dollars (kept in nano-dollars: at most 2^53 of them, about $9M, are exact). */
   cost: Schema.optional(
     Schema.Number.pipe(Schema.finite(), Schema.nonNegative(), Schema.lessThanOrEqualTo(Number.MAX_SAFE_INTEGER / 1e9))

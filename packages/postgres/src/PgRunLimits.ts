@@ -41,6 +41,7 @@ import * as B from "./internal/buckets.js"
 import * as Hr from "./internal/hearing.js"
 import * as LC from "./internal/listenConnection.js"
 import * as L from "./internal/listener.js"
+import { Name } from "./internal/optionSchemas.js"
 import * as E from "./internal/rateEngine.js"
 import * as R from "./internal/runStatements.js"
 import * as Migrations from "./Migrations.js"
@@ -80,7 +81,7 @@ const Millis = E.Millis
  */
 export const Options = Schema.Struct({
   /** The run's name: processes using it share one run's caps, totals, stop and cooldowns. */
-  name: Schema.NonEmptyTrimmedString,
+  name: Name,
   /**
    * The provider key whose requests- and tokens-per-minute buckets admissions draw from: the scope the
    * provider limits (an account, an API key). Default: the run's name.

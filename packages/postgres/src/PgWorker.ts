@@ -45,7 +45,8 @@
  * in-memory limits made from the guardrails (rate limits and soft caps then count per worker). An artifact failure stops only the worker that had it (its leases
  * go back to the queue). After a stop, the worker gives every item not run (pending, its own, or held by
  * an expired lease) the stop's record, without a call, as a single-process run does for the items it
- * accepted but never started.
+ * accepted but never started. A worker that fails or is interrupted (Ctrl-C) gives back the leases it holds as
+ * it leaves (its calls ended), so other workers take those items at once; a killed one's expire.
  *
  * @since 0.1.0
  */
@@ -56,7 +57,7 @@ import { ArtifactStore, Batch, Checkpoint, Fingerprint, Guardrails, Result, Resu
 import type { SourceError } from "@rein/batch/Source"
 import type { Contract, Outcome, Rein } from "@rein/core"
 import type { Scope } from "effect"
-import { Chunk, Clock, Duration, Effect, Fiber, Option, Random, Schema, Stream, Struct } from "effect"
+import { Chunk, Clock, Duration, Effect, Exit, Fiber, Option, Random, Schema, Stream, Struct } from "effect"
 import { hostname } from "node:os"
 import * as Items from "./internal/batchItems.js"
 import * as Q from "./internal/batchStatements.js"
@@ -530,7 +531,25 @@ const ownerOf = <I, E, R>(options: Options<I, E, R>) =>
 export const run = <I, E = never, R = never>(
   options: Options<I, E, R>
 ): Effect.Effect<Summary, E | PgBatchError | SourceError, R | Rein.Rein | SqlClient.SqlClient> =>
-  Effect.scoped(runScoped(options))
+  Effect.flatMap(ownerOf(options), (owner) =>
+    Effect.scoped(runScoped({ ...options, owner })).pipe(
+      Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : releaseOnExit(options, owner))
+    ))
+
+// A worker that failed (an input that does not match, a source error, the database) or was interrupted (Ctrl-C)
+// gives back the leases it still holds once its scope closed (its calls ended, its heartbeat stopped): other
+// workers take those items at once rather than after `leaseMillis`. Bounded by a heartbeat (a database that
+// does not answer lets the leases expire, as a killed worker's do); a release that fails changes nothing.
+const releaseOnExit = <I, E, R>(options: Options<I, E, R>, owner: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Q.releaseOwned(sql, options.runId, owner).pipe(
+      retryConflicts,
+      // A finalizer runs uninterruptibly: the statement is made interruptible, and not awaited once interrupted.
+      Effect.disconnect,
+      Effect.interruptible,
+      Effect.timeoutOption(Duration.millis(options.heartbeatMillis ?? (options.leaseMillis ?? 30_000) / 3)),
+      Effect.ignore
+    ))
 
 const runScoped = <I, E, R>(
   options: Options<I, E, R>

@@ -4,7 +4,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Guardrails, Identity, Resume, RunLimits } from "@rein/batch"
 import { Contract, Fake, Rein } from "@rein/core"
-import { Effect, Layer, TestContext } from "effect"
+import { Effect, Fiber, Layer, TestContext } from "effect"
 import * as fc from "effect/FastCheck"
 import { Migrations, PgBatchRun, PgRunLimits, PgWorker } from "../src/index.js"
 import * as Q from "../src/internal/batchStatements.js"
@@ -30,13 +30,13 @@ const startRun = (
   resume: "none" | "reuse-successes" | "reuse-all" = "reuse-successes"
 ) => PgBatchRun.start({ runId, identity, resume, items, request, itemId: (item) => item.id, contract })
 
-const worker = (
+const worker = <E = never>(
   runId: string,
   items: ReadonlyArray<Item>,
   owner: string,
-  extra: Partial<PgWorker.Options<Item>> = {}
+  extra: Partial<PgWorker.Options<Item, E>> = {}
 ) =>
-  PgWorker.run({
+  PgWorker.run<Item, E>({
     runId,
     item: (index) => Effect.succeed(items[index]!),
     request,
@@ -246,6 +246,90 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect(error).toMatchObject({ reason: "InputMismatch", itemId: "item-00007" })
         const ok = yield* worker(runId, changed, "w3").pipe(Effect.provide(layer))
         expect(ok.stats.succeeded).toBe(1)
+      }))
+
+    it.effect("a worker that fails gives its leases back as it leaves: another takes the items at once", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("failed")
+        const items = itemsOf(20, [])
+        yield* startRun(runId, items)
+        const { layer } = fakeRein(0)
+        // A shorter copy of the input (as `rein worker --input` with a truncated file): item 5 is not there.
+        const short = (index: number) =>
+          index < 5 ? Effect.succeed(items[index]!) : Effect.fail(new Error(`no item at index ${index}`))
+        const error = yield* Effect.flip(worker(runId, items, "w1", { item: short }).pipe(Effect.provide(layer)))
+        expect(error).toEqual(new Error("no item at index 5"))
+        const held = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM rein_batch_items
+          WHERE run_id = ${runId} AND state = 'leased'`
+        expect(held[0]!.n).toBe(0)
+        yield* worker(runId, items, "w2").pipe(Effect.provide(layer))
+        expect((yield* PgBatchRun.status(runId)).items.done).toBe(20)
+      }))
+
+    it.effect("a worker interrupted (Ctrl-C) gives back the leases it holds once its calls ended", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("interrupted")
+        const items = itemsOf(20, [])
+        yield* startRun(runId, items)
+        const leased = sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM rein_batch_items
+          WHERE run_id = ${runId} AND state = 'leased'`.pipe(Effect.map((rows) => rows[0]!.n), Effect.orDie)
+        // Calls that never answer: the worker holds its leases until it is interrupted.
+        const fiber = yield* Effect.fork(worker(runId, items, "w1").pipe(Effect.provide(fakeRein(3_600_000).layer)))
+        while ((yield* leased) === 0) yield* Effect.sleep("5 millis")
+        yield* Fiber.interrupt(fiber)
+        expect(yield* leased).toBe(0)
+        expect((yield* PgBatchRun.status(runId)).items).toEqual({ total: 20, pending: 20, leased: 0, done: 0 })
+      }))
+
+    it.effect("an id longer than the database's keys hold fails the start as InvalidInput, naming it; nothing submitted", () =>
+      Effect.gen(function*() {
+        // Ids no compression shortens (from a seeded generator): the database's index rows hold ~2.7 KB.
+        let seed = 42
+        const noise = (n: number) =>
+          Array.from({ length: n }, () => {
+            seed = (seed * 1103515245 + 12345) % 2147483648
+            return String.fromCharCode(97 + (seed % 26))
+          }).join("")
+        const runId = fresh("long-id")
+        // (3000 bytes: the database refused it, "index row size … exceeds btree maximum", as Unavailable)
+        for (const bytes of [3000, PgBatchRun.MAX_ITEM_ID_BYTES + 1]) {
+          const items = [...itemsOf(3, []), { id: noise(bytes), text: "x" }]
+          const error = yield* Effect.flip(startRun(runId, items))
+          expect(error).toMatchObject({ _tag: "PgBatchError", reason: "InvalidInput", index: 3 })
+          expect(error.message).toBe(
+            `the id of item 3 (item 3) is ${bytes} bytes: an item id in a shared run holds at most ${PgBatchRun.MAX_ITEM_ID_BYTES}`
+          )
+          expect(yield* Effect.flip(PgBatchRun.status(runId))).toMatchObject({ reason: "NotFound" })
+        }
+        // At the bound, it is taken.
+        const fits = [...itemsOf(3, []), { id: noise(PgBatchRun.MAX_ITEM_ID_BYTES), text: "x" }]
+        expect((yield* startRun(runId, fits)).items).toBe(4)
+        for (const bytes of [3000, PgBatchRun.MAX_RUN_ID_BYTES + 1]) {
+          expect(yield* Effect.flip(startRun(noise(bytes), itemsOf(1, [])))).toMatchObject({
+            reason: "InvalidInput",
+            message: `the run id is ${bytes} bytes: a run id holds at most ${PgBatchRun.MAX_RUN_ID_BYTES}`
+          })
+        }
+        // The longest run id, with a hard budget: its session's shared names hold it, and its worker runs.
+        const longest = noise(PgBatchRun.MAX_RUN_ID_BYTES)
+        const one = itemsOf(1, [])
+        yield* PgBatchRun.start({
+          runId: longest,
+          identity,
+          resume: "reuse-successes",
+          items: one,
+          request,
+          itemId: (item) => item.id,
+          contract,
+          budget: { cost: 1 }
+        })
+        const summary = yield* worker(longest, one, "w1").pipe(
+          Effect.provide(PgBatchRun.sharedLimits(longest)),
+          Effect.provide(fakeRein(0).layer)
+        )
+        expect(summary.stats.succeeded).toBe(1)
       }))
 
     it.effect("a worker of another identity is refused", () =>

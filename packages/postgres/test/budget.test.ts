@@ -242,6 +242,32 @@ describe.skipIf(!available)("PgBudget against a real PostgreSQL", () => {
         expect(huge.message).toContain("cost")
       }))
 
+    it.scoped("a duration or a name the database cannot hold is an invalid option naming the field, not Unavailable", () =>
+      Effect.gen(function*() {
+        // A name no compression shortens (a seeded generator): the database's index rows hold ~2.7 KB.
+        let seed = 3
+        const noise = Array.from({ length: 3000 }, () => {
+          seed = (seed * 1103515245 + 12345) % 2147483648
+          return String.fromCharCode(97 + (seed % 26))
+        }).join("")
+        const cases = [
+          { field: "name", options: { name: noise, cost: 1 } },
+          // (1e300 ms: every lease failed with "interval out of range")
+          { field: "ttlMillis", options: { name: fresh("ttl"), cost: 1, ttlMillis: 1e300 } },
+          {
+            field: "heartbeatMillis",
+            options: { name: fresh("beat"), cost: 1, heartbeatMillis: 2 ** 31, ttlMillis: 2 ** 33 }
+          }
+        ]
+        for (const { field, options } of cases) {
+          const error = yield* Effect.flip(PgBudget.make(options))
+          expect(error.reason).toBe("InvalidOptions")
+          expect(error.message).toContain(field)
+        }
+        // At the bounds, they are taken.
+        yield* PgBudget.make({ name: noise.slice(0, 512), cost: 1, heartbeatMillis: 1000, ttlMillis: 2 ** 31 - 1 })
+      }))
+
     const Op = fc.oneof(
       fc.record({
         _tag: fc.constant("reserve" as const),

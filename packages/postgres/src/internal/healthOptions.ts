@@ -4,19 +4,19 @@
  * @internal
  */
 import { Schema } from "effect"
+import { Millis, Name } from "./optionSchemas.js"
 
 export class PgHealthError extends Schema.TaggedError<PgHealthError>()("PgHealthError", {
   reason: Schema.Literal("InvalidOptions", "ConfigMismatch", "Unavailable"),
   message: Schema.String
 }) {}
 
-const Millis = Schema.Number.pipe(Schema.finite(), Schema.greaterThan(0))
 const Count = Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))
 const Ratio = Schema.Number.pipe(Schema.finite(), Schema.greaterThan(0), Schema.lessThanOrEqualTo(1))
 
 export const Options = Schema.Struct({
   /** The health's name: every process using this name shares its breakers and buckets. */
-  name: Schema.optional(Schema.NonEmptyTrimmedString),
+  name: Schema.optional(Name),
   consecutiveFailures: Schema.optional(Count),
   windowSize: Schema.optional(Schema.Int.pipe(Schema.between(1, 30))),
   minimumVolume: Schema.optional(Count),

@@ -7,9 +7,10 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { Scope } from "effect"
-import { Duration, Effect, Option, Schema } from "effect"
+import { Duration, Effect, Option } from "effect"
 import { bounded } from "./bounded.js"
 import * as B from "./buckets.js"
+import * as OptionSchemas from "./optionSchemas.js"
 import * as Q from "./rateStatements.js"
 import { describe as describeError } from "./sqlError.js"
 
@@ -53,7 +54,7 @@ export class ShapeMismatch {
 }
 
 /** A positive, finite number of milliseconds (the lease options of both users of the engine). @internal */
-export const Millis = Schema.Number.pipe(Schema.finite(), Schema.greaterThan(0))
+export const Millis = OptionSchemas.Millis
 
 /**
  * The lease options' rule: a lease lives at least three heartbeats (defaults 5000 and 1000 ms), so one late
