@@ -808,6 +808,12 @@ describe("bad input", () => {
           ["--concurrency", "x", /^rein: --concurrency: Expected a positive integer, actual "x"\n$/],
           ["--rate-limit-retries", "-1", /^rein: --rate-limit-retries: Expected a non-negative integer, actual -1\n$/],
           ["--max-total-cost", "abc", /^rein: --max-total-cost: Expected a number, actual "abc"\n$/],
+          // Only decimal numbers: `Number` would read 0x10 as 16 and "1 " as 1.
+          ["--concurrency", "0x10", /^rein: --concurrency: Expected a positive integer, actual "0x10"\n$/],
+          ["--max-total-cost", "1 ", /^rein: --max-total-cost: Expected a number, actual "1 "\n$/],
+          ["--max-total-cost", "Infinity", /^rein: --max-total-cost: Expected a number, actual "Infinity"\n$/],
+          // One line for the flag, not a second "Expected undefined" from its optional field.
+          ["--budget-cost", "-1", /^rein: --budget-cost: Expected a non-negative number, actual -1\n$/],
           ["--order", "random", /^rein: --order: Expected one of completion, submission, actual "random"\n$/],
           [
             "--resume-policy",

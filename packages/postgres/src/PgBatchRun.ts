@@ -58,8 +58,8 @@ import * as PgRunLimits from "./PgRunLimits.js"
  * - `NotFound`: no run of this id;
  * - `IdentityMismatch`: a worker or a joining `start` whose identity is not the running session's;
  * - `InputMismatch`: the input a worker resolved for an item is not the one submitted (`itemId` names it);
- * - `InvalidInput`: a run id or an item id too long (`MAX_RUN_ID_BYTES`, `MAX_ITEM_ID_BYTES`), an item with no
- *   fingerprint, or two items with one id (`itemId` names it, `index` and
+ * - `InvalidInput`: a blank run id, a run id or an item id too long (`MAX_RUN_ID_BYTES`, `MAX_ITEM_ID_BYTES`), an
+ *   item with no fingerprint, or two items with one id (`itemId` names it, `index` and
  *   `firstIndex` are the two items' submission indexes; the database finds it, and nothing is submitted), or
  *   an item out of the run's order (`index` in this submission, `recordedIndex` on record; nothing is submitted);
  * - `Conflict`: `start` ran inside the caller's REPEATABLE READ or SERIALIZABLE transaction and its change lost to
@@ -471,6 +471,12 @@ export const start = <I, E = never, R = never>(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const runIdBytes = Buffer.byteLength(options.runId, "utf8")
+    if (options.runId.trim() === "") {
+      return yield* new PgBatchError({
+        reason: "InvalidInput",
+        message: "the run id is blank: a run id names the run its workers join"
+      })
+    }
     if (runIdBytes > MAX_RUN_ID_BYTES) {
       return yield* new PgBatchError({
         reason: "InvalidInput",

@@ -312,6 +312,13 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
             message: `the run id is ${bytes} bytes: a run id holds at most ${PgBatchRun.MAX_RUN_ID_BYTES}`
           })
         }
+        // A blank run id (`rein batch --run ""`) started a run nobody could name.
+        for (const blank of ["", "  "]) {
+          expect(yield* Effect.flip(startRun(blank, itemsOf(1, [])))).toMatchObject({
+            reason: "InvalidInput",
+            message: "the run id is blank: a run id names the run its workers join"
+          })
+        }
         // The longest run id, with a hard budget: its session's shared names hold it, and its worker runs.
         const longest = noise(PgBatchRun.MAX_RUN_ID_BYTES)
         const one = itemsOf(1, [])

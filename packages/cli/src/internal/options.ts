@@ -86,6 +86,9 @@ const shown = (text: string): string =>
 export const badValue = (name: string, expected: string, text: string): ValidationError.ValidationError =>
   ValidationError.invalidValue(HelpDoc.p(`rein: --${name}: Expected ${expected}, actual ${shown(text)}`))
 
+/** A number as a person writes one on a command line: decimal, no spaces, no `0x`, `0b` or `Infinity`. */
+const DECIMAL = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/
+
 const numbers = {
   "a positive integer": (n: number) => Number.isSafeInteger(n) && n > 0,
   "a non-negative integer": (n: number) => Number.isSafeInteger(n) && n >= 0,
@@ -103,7 +106,7 @@ export const number = (name: string, expected: keyof typeof numbers): Options.Op
   Options.text(name).pipe(
     Options.withPseudoName("N"),
     Options.mapEffect((text) => {
-      const n = text.trim() === "" ? Number.NaN : Number(text)
+      const n = DECIMAL.test(text) ? Number(text) : Number.NaN
       return numbers[expected](n) ? Effect.succeed(n) : Effect.fail(badValue(name, expected, text))
     })
   )

@@ -73,6 +73,19 @@ const BUDGET_FLAGS: Readonly<Record<string, string>> = {
 }
 
 /**
+ * One line per flag: its first issue. A flag's value is decoded against an optional field (a union with
+ * `undefined`), whose second member would add "Expected undefined" for the same value.
+ */
+const budgetMessage = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>): string => {
+  const lines = new Map<string, string>()
+  for (const issue of issues) {
+    const field = String(issue.path[0] ?? "")
+    if (!lines.has(field)) lines.set(field, `${BUDGET_FLAGS[field] ?? field}: ${issue.message}`)
+  }
+  return [...lines.values()].join("\n")
+}
+
+/**
  * The hard budget of `--budget-*` (`undefined`: none given); a bad value names its flag. Its schema is
  * `@rein/postgres`'s, loaded only when a flag is given (`pg.ts`). @internal
  */
@@ -89,10 +102,7 @@ export const decodeBudget = (flags: {
       Schema.decodeUnknownEither(PgBatchRun.Budget)(given),
       (e) =>
         new InputError({
-          message: ParseResult.ArrayFormatter.formatErrorSync(e).map((issue) => {
-            const field = String(issue.path[0] ?? "")
-            return `${BUDGET_FLAGS[field] ?? field}: ${issue.message}`
-          }).join("\n")
+          message: budgetMessage(ParseResult.ArrayFormatter.formatErrorSync(e))
         })
     ))
 }
