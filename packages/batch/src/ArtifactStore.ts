@@ -181,11 +181,13 @@ export type ItemRecord = typeof ItemRecord.Type
 /**
  * Why a store failed.
  *
- * - `format`: not a Rein artifact (no manifest first line), or a malformed complete line;
+ * - `format`: not a Rein artifact (no manifest first line), a malformed complete line, or a line longer than
+ *   16 MiB (`Journal.MAX_LINE_BYTES`), complete or not (refused once its bytes pass the bound);
  * - `version`: written by a newer schema version;
  * - `missing`: no file, or no manifest in it, where one is required;
  * - `exists`: `create` found a non-empty file and `overwrite` is off;
- * - `encode`: a record has no JSON form (its `result` holds a bigint or a cycle);
+ * - `encode`: a record has no JSON form (its `result` holds a bigint or a cycle), or its line would be longer
+ *   than 16 MiB;
  * - `io`: the file system failed;
  * - `closed`: an earlier append failed (or the artifact was closed), so no further append is accepted.
  *

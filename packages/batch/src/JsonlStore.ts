@@ -12,7 +12,10 @@
  *
  * Reading. The file is read a 1 MiB chunk at a time, never whole: opening it hands each record to the
  * `OnRecord` as its line completes, and `stream` gives them as a stream, so an artifact of millions of
- * records is read in the memory of one chunk and one line (`read` alone holds every record).
+ * records is read in the memory of one chunk and one line (`read` alone holds every record). A line is at
+ * most 16 MiB (`Journal.MAX_LINE_BYTES`): a longer one, even an unterminated last one, is a `format` error
+ * naming its line, given once its bytes pass the bound (a file that goes on without a newline after its
+ * manifest is not read whole), and the store never writes one (`encode`).
  *
  * A new file is created with mode `0600` by default (`mode` sets another); an existing file keeps its own.
  *

@@ -42,6 +42,43 @@ const growing = (grow: (reads: number) => void) =>
     })
   ).pipe(Layer.provide(NodeFileSystem.layer))
 
+/**
+ * Node's file system where each open file's first read is the file's, and every later one fills the buffer
+ * with `x`: a line without end after the file's lines. `reads.count` counts those endless reads; after `cap`
+ * of them a read gives the end of the file (a safety net: a reader that never stops would hold them all).
+ */
+const endless = (reads: { count: number }, cap = 200) =>
+  Layer.effect(
+    FileSystem.FileSystem,
+    Effect.map(FileSystem.FileSystem, (fs): FileSystem.FileSystem => ({
+      ...fs,
+      open: (p, o) =>
+        Effect.map(fs.open(p, o), (file): FileSystem.File => {
+          let first = true
+          return {
+            [FileSystem.FileTypeId]: FileSystem.FileTypeId,
+            fd: file.fd,
+            stat: file.stat,
+            sync: file.sync,
+            seek: (offset, from) => file.seek(offset, from),
+            read: (buffer) =>
+              Effect.suspend(() => {
+                if (first) {
+                  first = false
+                  return file.read(buffer)
+                }
+                reads.count += 1
+                return Effect.succeed(FileSystem.Size(reads.count > cap ? 0 : buffer.fill(0x78).length))
+              }),
+            readAlloc: (size) => file.readAlloc(size),
+            truncate: (length) => file.truncate(length),
+            write: (buffer) => file.write(buffer),
+            writeAll: (buffer) => file.writeAll(buffer)
+          }
+        })
+    }))
+  ).pipe(Layer.provide(NodeFileSystem.layer))
+
 const streamed = (path: string, layer: Layer.Layer<FileSystem.FileSystem> = NodeFileSystem.layer) =>
   Effect.scoped(
     Effect.flatMap(ArtifactStore.ArtifactStore, (s) =>
@@ -116,5 +153,134 @@ describe("hostile artifacts", () => {
         reason: "format",
         message: "line 2: not valid UTF-8; nothing was truncated"
       })
+    }))
+
+  it.effect("a line without end after a valid manifest: refused after a bounded number of chunks, records before it kept", () =>
+    Effect.gen(function*() {
+      const manifest = Either.getOrThrow(Jsonl.manifestLine(yield* ArtifactStore.makeManifest(identity)))
+      const got: Array<string> = []
+      const scanner = Jsonl.scanner((r) => void got.push(r.itemId))
+      expect(Either.isRight(scanner.push(Buffer.concat([manifest, line("a"), line("b")])))).toBe(true)
+      const chunk = new Uint8Array(JsonlRead.CHUNK).fill(0x78)
+      let pushes = 0
+      let result: Either.Either<void, ArtifactStore.ArtifactError> = Either.void
+      while (Either.isRight(result) && pushes < 100) {
+        pushes += 1
+        result = scanner.push(chunk)
+      }
+      // 16 chunks of 1 MiB are 16 MiB, the bound itself: the 17th passes it.
+      expect(pushes).toBe(Jsonl.MAX_LINE_BYTES / JsonlRead.CHUNK + 1)
+      expect(Either.flip(result)).toEqual(Either.right(
+        new ArtifactStore.ArtifactError({
+          reason: "format",
+          line: 4,
+          message:
+            "line 4: longer than 16777216 bytes (no record is that long: not a Rein artifact, or a damaged one); " +
+            "nothing was truncated"
+        })
+      ))
+      expect(got).toEqual(["a", "b"])
+      // A complete line over the bound, in one chunk, is refused the same way; one at the bound is read.
+      const small = Jsonl.scanner(() => {}, { maxLineBytes: manifest.length })
+      expect(Either.isRight(small.push(Buffer.concat([manifest, Buffer.alloc(manifest.length, 0x78)])))).toBe(true)
+      expect(Either.flip(small.push(Buffer.from("9\n")))).toMatchObject(Either.right({ reason: "format", line: 2 }))
+      const exact = Jsonl.scanner(() => {}, { maxLineBytes: manifest.length - 1 })
+      expect(Either.isRight(exact.push(manifest))).toBe(true)
+      expect(exact.manifest()).toBeDefined()
+    }))
+
+  it.scoped("a file that goes on without a newline after its records: streaming and resuming stop after 17 chunks", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seed(path, 2)
+      const size = statSync(path).size
+      const reads = { count: 0 }
+      const result = yield* streamed(path, endless(reads)).pipe(Effect.either)
+      const streamedRecords = yield* Effect.scoped(
+        Effect.flatMap(
+          ArtifactStore.ArtifactStore,
+          (s) =>
+            Effect.flatMap(
+              s.stream,
+              ({ records }) => Effect.map(Stream.runCollect(Stream.either(records)), Chunk.toReadonlyArray)
+            )
+        )
+      ).pipe(Effect.provide(JsonlStore.layer({ path }).pipe(Layer.provide(endless({ count: 0 })))))
+      expect(Either.flip(result)).toMatchObject(Either.right({ reason: "format", line: 4 }))
+      expect(reads.count).toBeLessThanOrEqual(17)
+      // The records read before the endless line are given, then the error.
+      expect(streamedRecords.map(Either.match({ onLeft: (e) => e.line, onRight: (r) => r.itemId }))).toEqual([
+        "item-0",
+        "item-1",
+        4
+      ])
+      const resumeReads = { count: 0 }
+      const resumed = yield* Effect.flip(
+        Resume.open({ identity, policy: "reuse-successes" }).pipe(
+          Effect.provide(JsonlStore.layer({ path }).pipe(Layer.provide(endless(resumeReads))))
+        )
+      )
+      expect(resumed).toMatchObject({ reason: "format", line: 4 })
+      expect(resumeReads.count).toBeLessThanOrEqual(17)
+      expect(statSync(path).size).toBe(size)
+    }))
+
+  it.scoped("a line over 16 MiB: a format error in the middle, and at the end too (no crash leaves one): nothing truncated", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seed(path, 2)
+      const long = "x".repeat(Jsonl.MAX_LINE_BYTES + 1)
+      appendFileSync(path, `${long}\n`)
+      appendFileSync(path, line("after"))
+      const error = yield* Effect.flip(streamed(path))
+      expect(error).toMatchObject({ reason: "format", line: 4 })
+      expect(error.message).toMatch(/^line 4: longer than 16777216 bytes/)
+      const torn = yield* tempFile
+      yield* seed(torn, 2)
+      appendFileSync(torn, long)
+      const size = statSync(torn).size
+      const resumed = yield* Effect.flip(
+        Resume.open({ identity, policy: "reuse-successes" }).pipe(
+          Effect.provide(JsonlStore.layer({ path: torn }).pipe(Layer.provide(NodeFileSystem.layer)))
+        )
+      )
+      expect(resumed).toMatchObject({ reason: "format", line: 4 })
+      expect(statSync(torn).size).toBe(size)
+    }))
+
+  it("the store never writes a line a reader refuses: a record over 16 MiB is an encode error", () => {
+    // Compared as messages: a line of 16 MiB would not be shown by a failed expectation.
+    const message = (r: Either.Either<Uint8Array, ArtifactStore.ArtifactError>) =>
+      Either.match(r, { onLeft: (e) => `${e.reason}: ${e.message}`, onRight: (l) => `a line of ${l.length} bytes` })
+    const huge = record("huge", { result: "x".repeat(Jsonl.MAX_LINE_BYTES) })
+    expect(message(Jsonl.recordLine(huge))).toMatch(
+      /^encode: record of item "huge" is \d+ bytes as a line, more than an artifact line holds \(16777216\)$/
+    )
+    const id = message(Jsonl.recordLine(record("i".repeat(Jsonl.MAX_LINE_BYTES))))
+    expect(id).toMatch(/^encode: record of item "i+"… \(16777216 characters\) is \d+ bytes/)
+    expect(id.length).toBeLessThan(300)
+    expect(message(Jsonl.recordLine(record("small", { result: "x".repeat(1000) })))).toMatch(/^a line of \d+ bytes$/)
+  })
+
+  it.scoped("a bad line in the chunk of good ones: the stream gives the good ones first, then the error", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seed(path, 2)
+      appendFileSync(path, "not json\n")
+      const given = yield* Effect.scoped(
+        Effect.flatMap(
+          ArtifactStore.ArtifactStore,
+          (s) =>
+            Effect.flatMap(
+              s.stream,
+              ({ records }) => Effect.map(Stream.runCollect(Stream.either(records)), Chunk.toReadonlyArray)
+            )
+        )
+      ).pipe(Effect.provide(JsonlStore.layer({ path }).pipe(Layer.provide(NodeFileSystem.layer))))
+      expect(given.map(Either.match({ onLeft: (e) => e.message, onRight: (r) => r.itemId }))).toEqual([
+        "item-0",
+        "item-1",
+        "line 4: not valid JSON; nothing was truncated"
+      ])
     }))
 })

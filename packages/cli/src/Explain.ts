@@ -8,12 +8,12 @@
 import { Args, Command } from "@effect/cli"
 import type { FileSystem } from "@effect/platform"
 import { Journal } from "@rein/core"
-import { Console, Effect } from "effect"
+import { Chunk, Console, Effect, Stream } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import type { InputError } from "./InputError.js"
 import { json } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
-import { readRecords } from "./internal/records.js"
+import { noRecords, streamRecords } from "./internal/records.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 
@@ -38,8 +38,39 @@ export const explain = (
   return { text: explained.map((e) => e.text).join("\n\n"), json: explained.map((e) => e.json) }
 }
 
+/** An element of the JSON array `json` prints (`JSON.stringify(…, null, 2)`): indented one level. */
+const element = (e: Journal.Explanation): string => `  ${json(e).replace(/\n/g, "\n  ")}`
+
 /**
- * The `rein explain` command.
+ * Prints the explanations of a journal's records as they are read, in the bytes `explain` gives (text
+ * joined by blank lines; JSON as `json` prints the array), holding one record at a time (and in JSON one
+ * element, printed once the next one says whether a comma follows). The number of records printed.
+ */
+const printStreamed = (path: string, asJson: boolean): Effect.Effect<number, InputError, FileSystem.FileSystem> =>
+  Effect.suspend(() => {
+    let printed = 0
+    let pending: string | undefined // JSON: the last element, not printed yet
+    const lines = (e: ReturnType<typeof Journal.explain>): string => {
+      printed += 1
+      if (!asJson) return printed === 1 ? e.text : `\n${e.text}`
+      const before = pending === undefined ? "[" : `${pending},`
+      pending = element(e.json)
+      return before
+    }
+    return streamRecords(path).pipe(
+      Stream.map((record) => Journal.explain(record)),
+      Stream.runForEachChunk((chunk) =>
+        Chunk.isEmpty(chunk) ? Effect.void : Console.log(Chunk.join(Chunk.map(chunk, lines), "\n"))
+      ),
+      Effect.zipRight(Effect.suspend(() => pending === undefined ? Effect.void : Console.log(`${pending}\n]`))),
+      Effect.map(() => printed)
+    )
+  })
+
+/**
+ * The `rein explain` command. Records are explained and printed as they are read, so a journal of any size
+ * is explained in the memory of one record; a bad line ends it with exit 2, after the records before it were
+ * printed.
  *
  * @example
  * ```ts
@@ -58,8 +89,8 @@ export const command = Command.make(
   },
   (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
     Effect.gen(function*() {
-      const e = explain(yield* readRecords(o.record))
-      yield* Console.log(o.json ? json(e.json) : e.text)
+      const printed = yield* printStreamed(o.record, o.json)
+      if (printed === 0) return yield* noRecords(o.record)
       yield* exitWith(ExitCode.ok)
     })
 ).pipe(Command.withDescription("Print the readable timeline of a recorded journal"))

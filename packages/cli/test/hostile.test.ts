@@ -146,6 +146,40 @@ describe("rein on hostile input", () => {
   )
 
   it(
+    "an artifact whose last line goes on past 16 MiB: --resume refuses it by its line and truncates nothing",
+    async () => {
+      const out = path.join(tmp, "overlong.jsonl")
+      expect((await batch("examples/prompts.jsonl", "--out", out)).code).toBe(0)
+      const lines = fs.readFileSync(out, "utf8").split("\n").length - 1
+      // Not a torn write (no record is that long): resuming would have truncated 16 MiB of it.
+      fs.appendFileSync(out, Buffer.alloc(16 * 1024 * 1024 + 1, 0x78))
+      const size = fs.statSync(out).size
+      const r = await batch("examples/prompts.jsonl", "--out", out, "--resume")
+      expectBadInput(
+        r,
+        new RegExp(`overlong\\.jsonl:${lines + 1}: longer than 16777216 bytes \\(no record is that long`)
+      )
+      expect(fs.statSync(out).size).toBe(size)
+    },
+    120_000
+  )
+
+  it("explain prints each record as it reads it: a bad line ends it with exit 2, after the ones before", async () => {
+    const record = path.join(tmp, "explained.jsonl")
+    expect(
+      (await rein(["run", "--catalog", catalog, "--contract", contract, "--prompt", "p", "--record", record])).code
+    )
+      .toBe(0)
+    const good = fs.readFileSync(record, "utf8")
+    const whole = await rein(["explain", record])
+    fs.appendFileSync(record, "not json\n")
+    const r = await rein(["explain", record])
+    expectBadInput(r, /explained\.jsonl:2: not a readable record \(json\)/)
+    expect(good.split("\n")).toHaveLength(2)
+    expect(r.stdout).toBe(whole.stdout)
+  }, 120_000)
+
+  it(
     "--store of another scheme is refused before any connection, without echoing it (it may hold a password)",
     async () => {
       const store = ["--store", "mysql://user:hunter2@db.example/x", "--run", "r1"]

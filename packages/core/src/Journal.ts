@@ -581,7 +581,9 @@ export const streamJsonl = (
 /**
  * Reads every record of a JSONL journal. A final line without a newline (a write cut short) is ignored;
  * any other bad line is an error naming its line number, and a line longer than `MAX_LINE_BYTES` one of
- * reason `"length"` (the file is read as a stream: see `streamJsonl`).
+ * reason `"length"` (the file is read as a stream: see `streamJsonl`). The array holds every record at
+ * once (some kilobytes each): for a journal of any size, fold it with `streamJsonl` instead (as `rein
+ * replay` and `rein explain` do), which holds one record at a time.
  *
  * @category decoding
  * @since 0.1.0

@@ -6,16 +6,26 @@
  * middle of a write leaves: readers ignore it and a writable open truncates it (the item then runs again).
  * Everything else that is wrong is a format error naming the line, and the caller truncates nothing: a
  * malformed complete line (even the last one — it was fully written, so it is not a torn write), a file
- * whose first line is not a manifest, a manifest of a future schema version.
+ * whose first line is not a manifest, a manifest of a future schema version, and a line longer than
+ * `MAX_LINE_BYTES`, complete or not: the writer never writes one (a record that long is an `encode` error),
+ * so a crash cannot leave one, and it is refused as soon as its bytes pass the bound, without reading the
+ * rest (a file of gigabytes without a newline after a manifest is refused after 16 MiB, not read whole).
  *
  * @internal
  */
+import { Journal } from "@rein/core"
 import { Either, Schema, SchemaAST } from "effect"
 import type { Manifest, OnRecord, Position } from "../ArtifactStore.js"
 import { ArtifactError, ItemRecord, Manifest as ManifestSchema, SCHEMA_VERSION } from "../ArtifactStore.js"
 import { formatParseError } from "./schema.js"
 
 const NEWLINE = 0x0a
+
+/**
+ * The longest line (without its newline) an artifact holds, in bytes: a journal's (`Journal.MAX_LINE_BYTES`,
+ * 16 MiB). A record holds no prompt; its `result` (a model's answer) is far smaller. @internal
+ */
+export const MAX_LINE_BYTES = Journal.MAX_LINE_BYTES
 
 /** The start of every manifest line this store writes (the encoder writes `kind` first). @internal */
 export const MANIFEST_PREFIX = "{\"kind\":\"manifest\""
@@ -47,6 +57,9 @@ const validateRecord = Schema.validateEither(ItemRecord)
 
 const formatError = (line: number, message: string) =>
   new ArtifactError({ reason: "format", line, message: `line ${line}: ${message}; nothing was truncated` })
+
+const tooLong = (line: number, maxLineBytes: number) =>
+  formatError(line, `longer than ${maxLineBytes} bytes (no record is that long: not a Rein artifact, or a damaged one)`)
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -254,8 +267,18 @@ export interface Scanner {
 const PREFIX_BYTES = new TextEncoder().encode(MANIFEST_PREFIX)
 const startsWithPrefix = (bytes: Uint8Array): boolean => PREFIX_BYTES.every((b, i) => bytes[i] === b)
 
-/** A scanner of one file. @internal */
-export const scanner = (onRecord: OnRecord): Scanner => {
+/**
+ * A scanner of one file. A line longer than `maxLineBytes` fails as soon as its bytes pass the bound: the
+ * scanner holds at most that many bytes of a line. `headOnly` reads the manifest line and nothing after it
+ * (what follows it in the chunk is neither parsed nor kept: its records are read by another scanner, which
+ * gives those before a bad line first). @internal
+ */
+export const scanner = (
+  onRecord: OnRecord,
+  options: { readonly maxLineBytes?: number; readonly headOnly?: boolean } = {}
+): Scanner => {
+  const maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES
+  const headOnly = options.headOnly === true
   let manifest: Manifest | undefined
   let line = 0
   let consumed = 0 // bytes up to and including the last newline
@@ -283,21 +306,26 @@ export const scanner = (onRecord: OnRecord): Scanner => {
     return Either.void
   }
   const push = (chunk: Uint8Array): Either.Either<void, ArtifactError> => {
+    if (headOnly && manifest !== undefined) return Either.void
     let start = 0
     let end = chunk.indexOf(NEWLINE)
     while (end !== -1) {
       const piece = chunk.subarray(start, end)
+      if (carried + piece.length > maxLineBytes) return Either.left(tooLong(line + 1, maxLineBytes))
       const bytes = carried === 0 ? piece : concat([...carry, piece])
       const offset = consumed
       consumed += carried + piece.length + 1
       carry = []
       carried = 0
       const done = complete(bytes, offset)
-      if (Either.isLeft(done)) return done
+      if (Either.isLeft(done) || (headOnly && manifest !== undefined)) return done
       start = end + 1
       end = chunk.indexOf(NEWLINE, start)
     }
     if (start < chunk.length) {
+      // An unfinished line is refused once it passes the bound (before more of it is kept): after a manifest,
+      // a stream without a newline would otherwise be carried whole.
+      if (carried + chunk.length - start > maxLineBytes) return Either.left(tooLong(line + 1, maxLineBytes))
       // A chunk may be a view of a buffer the reader reuses: the carried part is copied.
       carry.push(chunk.slice(start))
       carried += chunk.length - start
@@ -340,17 +368,36 @@ export const isTornManifest = (tail: Uint8Array): boolean => {
   return text.startsWith(MANIFEST_PREFIX) || MANIFEST_PREFIX.startsWith(text)
 }
 
-/** A manifest as one line, ending in a newline. @internal */
+/** A manifest as one line, ending in a newline (at most `MAX_LINE_BYTES` before it). @internal */
 export const manifestLine = (manifest: Manifest): Either.Either<Uint8Array, ArtifactError> =>
   Either.match(encodeManifest(manifest), {
     onLeft: (e) =>
       Either.left(
         new ArtifactError({ reason: "encode", message: `manifest cannot be encoded: ${formatParseError(e)}` })
       ),
-    onRight: (encoded) => Either.right(encoder.encode(`${JSON.stringify(encoded)}\n`))
+    onRight: (encoded) => {
+      const line = encoder.encode(`${JSON.stringify(encoded)}\n`)
+      return line.length - 1 > MAX_LINE_BYTES
+        ? Either.left(
+          new ArtifactError({
+            reason: "encode",
+            message: `the manifest is ${
+              line.length - 1
+            } bytes as a line, more than an artifact line holds (${MAX_LINE_BYTES})`
+          })
+        )
+        : Either.right(line)
+    }
   })
 
-/** A record as one line, ending in a newline. `JSON.stringify` escapes every newline inside strings. @internal */
+// An item id for a message: quoted, and cut short when long (an id may be what made its record too long).
+const shortId = (id: string): string =>
+  id.length > 80 ? `${JSON.stringify(id.slice(0, 80))}… (${id.length} characters)` : JSON.stringify(id)
+
+/**
+ * A record as one line, ending in a newline. `JSON.stringify` escapes every newline inside strings. A line
+ * longer than `MAX_LINE_BYTES` is an `encode` error (a reader would refuse it). @internal
+ */
 export const recordLine = (record: ItemRecord): Either.Either<Uint8Array, ArtifactError> =>
   Either.flatMap(
     Either.mapLeft(validateRecord(record), (e) =>
@@ -360,7 +407,18 @@ export const recordLine = (record: ItemRecord): Either.Either<Uint8Array, Artifa
       })),
     (encoded) => {
       try {
-        return Either.right(encoder.encode(`${JSON.stringify(encoded)}\n`))
+        const line = encoder.encode(`${JSON.stringify(encoded)}\n`)
+        // A reader refuses a longer line: the store never writes one.
+        return line.length - 1 > MAX_LINE_BYTES
+          ? Either.left(
+            new ArtifactError({
+              reason: "encode",
+              message: `record of item ${shortId(record.itemId)} is ${
+                line.length - 1
+              } bytes as a line, more than an artifact line holds (${MAX_LINE_BYTES})`
+            })
+          )
+          : Either.right(line)
       } catch (cause) {
         // JSON.stringify throws on a bigint or a cycle in `result`; its message names no data.
         return Either.left(

@@ -43,7 +43,7 @@ export const make = (
 
   /**
    * Reads the file, each record handed to `onRecord`, none kept: none when there is no file. `headOnly` stops
-   * at the chunk that completes the manifest line.
+   * at the chunk that completes the manifest line, and reads nothing after that line.
    */
   const scan = (onRecord: OnRecord, headOnly = false): Effect.Effect<Option.Option<Scanned>, ArtifactError> =>
     Effect.scoped(Effect.flatMap(
@@ -56,7 +56,7 @@ export const make = (
       Option.match({
         onNone: () => Effect.succeedNone,
         onSome: (handle) => {
-          const scanner = makeScanner(onRecord)
+          const scanner = makeScanner(onRecord, { headOnly })
           const next = reading(handle, scanner)
           const loop: Effect.Effect<void, ArtifactError> = Effect.flatMap(
             next,
@@ -69,16 +69,27 @@ export const make = (
 
   /**
    * The records as the file's chunks are read, each chunk's complete lines at a time (a final line without
-   * its newline is left out, as reading leaves it).
+   * its newline is left out, as reading leaves it). A chunk that fails (a bad or overlong line) gives the
+   * records of its lines before the failing one first, then the failure: nothing read is lost.
    */
   const records: Stream.Stream<ItemRecord, ArtifactError> = Stream.unwrapScoped(
     Effect.map(Effect.mapError(fs.open(file, { flag: "r" }), io("cannot read")), (handle) => {
       const out: Array<ItemRecord> = []
+      let failed: ArtifactError | undefined
       const next = reading(handle, makeScanner((record) => void out.push(record)))
-      return Stream.repeatEffectChunkOption(Effect.matchEffect(next, {
-        onFailure: (e) => Effect.fail(Option.some(e)),
-        onSuccess: (read) => read ? Effect.succeed(Chunk.unsafeFromArray(out.splice(0))) : Effect.fail(Option.none())
-      }))
+      const given = () => Chunk.unsafeFromArray(out.splice(0))
+      return Stream.repeatEffectChunkOption(
+        Effect.suspend(() =>
+          failed !== undefined ? Effect.fail(Option.some(failed)) : Effect.matchEffect(next, {
+            onFailure: (e) => {
+              if (out.length === 0) return Effect.fail(Option.some(e))
+              failed = e
+              return Effect.sync(given)
+            },
+            onSuccess: (read) => read ? Effect.sync(given) : Effect.fail(Option.none())
+          })
+        )
+      )
     })
   )
 

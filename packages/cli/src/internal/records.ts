@@ -7,7 +7,7 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import { Journal } from "@rein/core"
-import { Chunk, Effect, Either, Predicate, Stream } from "effect"
+import { Effect, Either, Predicate, Stream } from "effect"
 import { InputError } from "../InputError.js"
 import { describeReadError } from "./files.js"
 
@@ -68,12 +68,3 @@ export const streamRecords = (
 /** The error for a journal without a record. @internal */
 export const noRecords = (path: string): InputError =>
   new InputError({ message: `${path}: no records (write one with rein run --record ${path})` })
-
-/** @internal */
-export const readRecords = (
-  path: string
-): Effect.Effect<ReadonlyArray<Journal.JournalRecord>, InputError, FileSystem.FileSystem> =>
-  Effect.flatMap(
-    Stream.runCollect(streamRecords(path)),
-    (records) => Chunk.isEmpty(records) ? Effect.fail(noRecords(path)) : Effect.succeed(Chunk.toReadonlyArray(records))
-  )
