@@ -5,7 +5,7 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, FastCheck as fc, Layer } from "effect"
+import { Effect, FastCheck as fc, Layer, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -150,6 +150,29 @@ describe("an interrupted run", () => {
       }),
       { numRuns: 30 }
     )
+  })
+  it("stops at a line longer than an artifact line can be, after a bounded read (an endless file is not held)", async () => {
+    const file = artifact(`${[ok("a"), ok("b")].join("\n")}\n`)
+    let pulled = 0
+    const MiB = new Uint8Array(1024 * 1024).fill(0x78)
+    // The file, then 200 MiB of one line with no newline (as /dev/zero or a damaged artifact would give).
+    const endless = Layer.effect(
+      FileSystem.FileSystem,
+      Effect.map(FileSystem.FileSystem, (fs): FileSystem.FileSystem => ({
+        ...fs,
+        stream: (p, o) =>
+          Stream.concat(
+            fs.stream(p, o),
+            Stream.repeatEffect(Effect.sync(() => (pulled += 1, MiB))).pipe(Stream.take(200))
+          )
+      }))
+    ).pipe(Layer.provide(NodeFileSystem.layer))
+    const counted = await Effect.runPromise(
+      Effect.flatMap(FileSystem.FileSystem, (fs) => Interrupt.reusable(fs, file)).pipe(Effect.provide(endless))
+    )
+    expect(counted).toBe(2)
+    // 16 MiB is passed on the 17th MiB: nothing past it is read.
+    expect(pulled).toBe(17)
   })
 })
 

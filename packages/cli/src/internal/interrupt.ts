@@ -6,6 +6,7 @@
  * @internal
  */
 import * as FileSystem from "@effect/platform/FileSystem"
+import { Journal } from "@rein/core"
 import { Chunk, Effect, Stream } from "effect"
 import * as path from "node:path"
 
@@ -53,7 +54,7 @@ const addReusable = (ids: Set<string>, line: string): void => {
 /**
  * The items `--resume` (reusing successes) would reuse: distinct ids of reusable successes. The artifact
  * is streamed a chunk at a time (never read whole: a large one does not fit in a string), so the count
- * holds one chunk, one line and the ids; it is what was counted before a read failure (none without a file).
+ * holds one chunk, one line (at most `Journal.MAX_LINE_BYTES`: a longer one ends the count) and the ids; it is what was counted before a read failure (none without a file).
  *
  * @internal
  */
@@ -64,10 +65,11 @@ export const reusable = (
 ): Effect.Effect<number> =>
   Effect.suspend(() => {
     const ids = new Set<string>()
-    return fs.stream(artifact, { chunkSize: FileSystem.Size(chunkSize) }).pipe(
-      Stream.decodeText(),
-      Stream.splitLines,
-      Stream.runForEachChunk((lines) => Effect.sync(() => Chunk.forEach(lines, (line) => addReusable(ids, line)))),
+    const bytes = fs.stream(artifact, { chunkSize: FileSystem.Size(chunkSize) })
+    // Every artifact line is bounded as a journal line is (batch's reader uses the same bound): an endless
+    // or overlong line ends the count there instead of being held whole.
+    return Journal.splitLines(bytes, { path: artifact }).pipe(
+      Stream.runForEachChunk((lines) => Effect.sync(() => Chunk.forEach(lines, (line) => addReusable(ids, line.text)))),
       Effect.ignore,
       Effect.map(() => ids.size)
     )
