@@ -1,6 +1,7 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import * as FileSystem from "@effect/platform/FileSystem"
 import { describe, expect, it } from "@effect/vitest"
+import { Journal } from "@rein/core"
 import { Chunk, Effect, Either, Layer, Stream } from "effect"
 import { appendFileSync, statSync } from "node:fs"
 import { ArtifactStore, JsonlStore, Resume } from "../src/index.js"
@@ -168,6 +169,8 @@ describe("hostile artifacts", () => {
         pushes += 1
         result = scanner.push(chunk)
       }
+      // An artifact line is bounded as a journal line is.
+      expect(Jsonl.MAX_LINE_BYTES).toBe(Journal.MAX_LINE_BYTES)
       // 16 chunks of 1 MiB are 16 MiB, the bound itself: the 17th passes it.
       expect(pushes).toBe(Jsonl.MAX_LINE_BYTES / JsonlRead.CHUNK + 1)
       expect(Either.flip(result)).toEqual(Either.right(
