@@ -310,7 +310,8 @@ export const dropSseRetry = <E>(body: Stream.Stream<Uint8Array, E>): Stream.Stre
     return Stream.map(body, (chunk) => {
       const out = new Uint8Array(chunk.length + RETRY_FIELD.length)
       let n = 0
-      for (const byte of chunk) {
+      for (let i = 0; i < chunk.length; i++) {
+        const byte = chunk[i]!
         const terminator = byte === 10 || byte === 13
         if (afterDroppedCr) {
           afterDroppedCr = false
@@ -332,9 +333,12 @@ export const dropSseRetry = <E>(body: Stream.Stream<Uint8Array, E>): Stream.Stre
           }
           continue
         }
-        out.set(RETRY_FIELD.subarray(0, matched), n)
-        n += matched
-        matched = 0
+        // A held-back prefix only (a `subarray` per byte was most of a streamed answer's allocation).
+        if (matched > 0) {
+          out.set(RETRY_FIELD.subarray(0, matched), n)
+          n += matched
+          matched = 0
+        }
         lineStart = terminator
         out[n++] = byte
       }
