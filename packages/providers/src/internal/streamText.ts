@@ -86,10 +86,11 @@ export const make = (decoded: Decoded): Effect.Effect<(options: Options) => Answ
           : yield* withToolkit(decoded, options, providerOptions)
         const transformer = yield* spanTransformer
         if (Option.isNone(transformer)) return stream
-        let content: Array<Part> = []
+        // Appended in place: a copy per chunk is quadratic in a long stream's parts (one part per chunk).
+        const content: Array<Part> = []
         return stream.pipe(
           Stream.mapChunks((chunk) => {
-            content = [...content, ...Chunk.toReadonlyArray(chunk)]
+            for (const part of chunk) content.push(part)
             return chunk
           }),
           Stream.ensuring(Effect.sync(() => transformer.value({ ...providerOptions, response: content })))
