@@ -85,8 +85,8 @@ describe("countToolCalls", () => {
     return Array.from(counts, ([name, count]) => ({ name, count }))
   }
 
-  it("counts by name in first-call order, past the few names a scan handles (property)", () => {
-    // Up to 20 distinct names (the scan gives way to an index past 8), `__proto__` among them.
+  it("counts by name in first-call order, with many distinct names (property)", () => {
+    // Up to 20 distinct names, `__proto__` and `constructor` among them.
     const name = FastCheck.oneof(
       FastCheck.integer({ min: 0, max: 19 }).map((i) => `tool${i}`),
       FastCheck.constantFrom("__proto__", "constructor", "")

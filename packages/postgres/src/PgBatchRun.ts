@@ -181,18 +181,36 @@ const deadlineOf = (options: StartOptions<unknown, unknown, unknown>): number | 
 const placeOf = <I, E, R>(options: StartOptions<I, E, R>, item: I, index: number) =>
   options.where === undefined ? `item ${index}` : options.where(item, index)
 
-// The key of the item at `index`, with where it is; an item with no fingerprint is refused.
+// The key of the item at `index`, with where it is; an item whose id is too long or whose input has no
+// fingerprint is refused (the id first). The id is resolved once (`itemId` may be the caller's function).
 const submittedOf = <I, E, R>(
   options: StartOptions<I, E, R>,
   item: I,
   index: number
-): Either.Either<Q.Submitted, PgBatchError> =>
-  Either.flatMap(idBounded(options, item, index), () => keyed(options, item, index))
+): Either.Either<Q.Submitted, PgBatchError> => {
+  const key = Items.keyOf(options, item, index)
+  const itemId = Either.isRight(key) ? key.right.itemId : key.left.itemId
+  return Either.flatMap(idBounded(options, item, index, itemId), () =>
+    Either.match(key, {
+      onLeft: ({ error }) =>
+        Either.left(
+          new PgBatchError({
+            reason: "InvalidInput",
+            message: `the input of item ${JSON.stringify(itemId)} (${
+              placeOf(options, item, index)
+            }) has no fingerprint: ${error.path}: ${error.message}`,
+            itemId,
+            index
+          })
+        ),
+      onRight: (found) =>
+        Either.right({ ...found, place: options.where === undefined ? null : options.where(item, index) })
+    }))
+}
 
 // An id longer than the database's keys hold (an index row is at most about 2.7 KB) is refused here, naming the
 // item's place; it failed the start with the database's error, as `Unavailable`.
-const idBounded = <I, E, R>(options: StartOptions<I, E, R>, item: I, index: number) => {
-  const itemId = Items.idOf(options, item, index)
+const idBounded = <I, E, R>(options: StartOptions<I, E, R>, item: I, index: number, itemId: string) => {
   const bytes = Buffer.byteLength(itemId, "utf8")
   return bytes <= MAX_ITEM_ID_BYTES ? Either.void : Either.left(
     new PgBatchError({
@@ -204,26 +222,6 @@ const idBounded = <I, E, R>(options: StartOptions<I, E, R>, item: I, index: numb
     })
   )
 }
-
-const keyed = <I, E, R>(
-  options: StartOptions<I, E, R>,
-  item: I,
-  index: number
-): Either.Either<Q.Submitted, PgBatchError> =>
-  Either.match(Items.keyOf(options, item, index), {
-    onLeft: ({ error, itemId }) =>
-      Either.left(
-        new PgBatchError({
-          reason: "InvalidInput",
-          message: `the input of item ${JSON.stringify(itemId)} (${
-            placeOf(options, item, index)
-          }) has no fingerprint: ${error.path}: ${error.message}`,
-          itemId,
-          index
-        })
-      ),
-    onRight: (key) => Either.right({ ...key, place: options.where === undefined ? null : options.where(item, index) })
-  })
 
 // A chunk had an id the submission already had (in it or before it): the error names the id and both items.
 const duplicateIn = (sql: SqlClient.SqlClient, chunk: ReadonlyArray<Q.Submitted>) =>
@@ -430,6 +428,17 @@ export const MAX_RUN_ID_BYTES = 256
  */
 export const MAX_ITEM_ID_BYTES = 1024
 
+// A blank run id (a run nobody could name) or one longer than the database's keys hold.
+const runIdRefused = (runId: string): Effect.Effect<void, PgBatchError> => {
+  const bytes = Buffer.byteLength(runId, "utf8")
+  const message = runId.trim() === ""
+    ? "the run id is blank: a run id names the run its workers join"
+    : bytes > MAX_RUN_ID_BYTES
+    ? `the run id is ${bytes} bytes: a run id holds at most ${MAX_RUN_ID_BYTES}`
+    : undefined
+  return message === undefined ? Effect.void : Effect.fail(new PgBatchError({ reason: "InvalidInput", message }))
+}
+
 /**
  * Starts a run, joins it while it runs, or starts a new session of it after it ended (see the module doc).
  * The items are submitted in one transaction, so a worker never sees half a submission: they are read once,
@@ -470,19 +479,7 @@ export const start = <I, E = never, R = never>(
 ): Effect.Effect<Started, PgBatchError | E, SqlClient.SqlClient | R> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const runIdBytes = Buffer.byteLength(options.runId, "utf8")
-    if (options.runId.trim() === "") {
-      return yield* new PgBatchError({
-        reason: "InvalidInput",
-        message: "the run id is blank: a run id names the run its workers join"
-      })
-    }
-    if (runIdBytes > MAX_RUN_ID_BYTES) {
-      return yield* new PgBatchError({
-        reason: "InvalidInput",
-        message: `the run id is ${runIdBytes} bytes: a run id holds at most ${MAX_RUN_ID_BYTES}`
-      })
-    }
+    yield* runIdRefused(options.runId)
     const manifest = yield* ArtifactStore.makeManifest(options.identity)
     // The shared services' rows of every run's sessions that ended more than an hour ago, best-effort.
     yield* clean(sql, null)

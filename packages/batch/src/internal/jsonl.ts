@@ -369,6 +369,20 @@ export const isTornManifest = (tail: Uint8Array): boolean => {
   return text.startsWith(MANIFEST_PREFIX) || MANIFEST_PREFIX.startsWith(text)
 }
 
+// A value as one line, ending in a newline; one longer than `MAX_LINE_BYTES` is an `encode` error naming `what`
+// (a reader would refuse it: the store never writes one). `JSON.stringify` may throw (a bigint, a cycle).
+const boundedLine = (encoded: unknown, what: () => string): Either.Either<Uint8Array, ArtifactError> => {
+  const line = encoder.encode(`${JSON.stringify(encoded)}\n`)
+  return line.length - 1 > MAX_LINE_BYTES
+    ? Either.left(
+      new ArtifactError({
+        reason: "encode",
+        message: `${what()} is ${line.length - 1} bytes as a line, more than an artifact line holds (${MAX_LINE_BYTES})`
+      })
+    )
+    : Either.right(line)
+}
+
 /** A manifest as one line, ending in a newline (at most `MAX_LINE_BYTES` before it). @internal */
 export const manifestLine = (manifest: Manifest): Either.Either<Uint8Array, ArtifactError> =>
   Either.match(encodeManifest(manifest), {
@@ -376,19 +390,7 @@ export const manifestLine = (manifest: Manifest): Either.Either<Uint8Array, Arti
       Either.left(
         new ArtifactError({ reason: "encode", message: `manifest cannot be encoded: ${formatParseError(e)}` })
       ),
-    onRight: (encoded) => {
-      const line = encoder.encode(`${JSON.stringify(encoded)}\n`)
-      return line.length - 1 > MAX_LINE_BYTES
-        ? Either.left(
-          new ArtifactError({
-            reason: "encode",
-            message: `the manifest is ${
-              line.length - 1
-            } bytes as a line, more than an artifact line holds (${MAX_LINE_BYTES})`
-          })
-        )
-        : Either.right(line)
-    }
+    onRight: (encoded) => boundedLine(encoded, () => "the manifest")
   })
 
 // An item id for a message: quoted, and cut short when long (an id may be what made its record too long).
@@ -408,18 +410,7 @@ export const recordLine = (record: ItemRecord): Either.Either<Uint8Array, Artifa
       })),
     (encoded) => {
       try {
-        const line = encoder.encode(`${JSON.stringify(encoded)}\n`)
-        // A reader refuses a longer line: the store never writes one.
-        return line.length - 1 > MAX_LINE_BYTES
-          ? Either.left(
-            new ArtifactError({
-              reason: "encode",
-              message: `record of item ${shortId(record.itemId)} is ${
-                line.length - 1
-              } bytes as a line, more than an artifact line holds (${MAX_LINE_BYTES})`
-            })
-          )
-          : Either.right(line)
+        return boundedLine(encoded, () => `record of item ${shortId(record.itemId)}`)
       } catch (cause) {
         // JSON.stringify throws on a bigint or a cycle in `result`; its message names no data.
         return Either.left(
