@@ -10,6 +10,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import type { Provider } from "@rein/core"
 import { Context, Effect, Layer } from "effect"
 import * as EffectAi from "./EffectAi.js"
+import { outputBound } from "./internal/outputBound.js"
 import type { ProviderConfigError } from "./Transport.js"
 
 /**
@@ -63,7 +64,7 @@ export const clientLayer = (
 
 /**
  * A one-shot Rein provider over `@effect/ai-anthropic` (Anthropic Messages). Each attempt sends the endpoint's `model` and Rein's
- * output bound as `max_tokens`, over `options.config`.
+ * output bound as `max_tokens` (the caller's own, if smaller), over `options.config`.
  *
  * @example
  * ```ts
@@ -93,7 +94,7 @@ export const make = (
     })
   }))
 
-/** `config` with the endpoint's model and Rein's output bound. */
+/** `config` with the endpoint's model and Rein's output bound (`config`'s own, if smaller). */
 const configOf = (
   config: Options["config"] | AnthropicLanguageModel.Config.Service | undefined,
   context: Provider.AttemptContext
@@ -101,12 +102,15 @@ const configOf = (
   Context.make(AnthropicLanguageModel.Config, {
     ...config,
     model: context.endpoint.model,
-    max_tokens: context.maxOutputTokens
+    max_tokens: outputBound(
+      config !== undefined && "max_tokens" in config ? config.max_tokens : undefined,
+      context.maxOutputTokens
+    )
   })
 
 /**
  * The `AnthropicLanguageModel.Config` of one attempt: the caller's own (from the context, if any) with the
- * endpoint's `model` and Rein's output bound as `max_tokens`. `ReinLanguageModel` loads this module on
+ * endpoint's `model` and Rein's output bound as `max_tokens` (the caller's own, if smaller). `ReinLanguageModel` loads this module on
  * demand, only for models of the `anthropic` provider, so other vendors' packages need not be installed.
  *
  * @example

@@ -10,6 +10,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import type { Provider } from "@rein/core"
 import { Context, Effect, Layer } from "effect"
 import * as EffectAi from "./EffectAi.js"
+import { outputBound } from "./internal/outputBound.js"
 import type { ProviderConfigError } from "./Transport.js"
 
 /**
@@ -62,7 +63,7 @@ export const clientLayer = (
 
 /**
  * A one-shot Rein provider over `@effect/ai-google`. Each attempt sends the endpoint's `model` and Rein's
- * output bound as `generationConfig.maxOutputTokens`, over `options.config`.
+ * output bound as `generationConfig.maxOutputTokens` (the caller's own, if smaller), over `options.config`.
  *
  * @example
  * ```ts
@@ -92,7 +93,7 @@ export const make = (
     })
   }))
 
-/** `config` with the endpoint's model and Rein's output bound. */
+/** `config` with the endpoint's model and Rein's output bound (`config`'s own, if smaller). */
 const configOf = (
   config: Options["config"] | GoogleLanguageModel.Config.Service | undefined,
   context: Provider.AttemptContext
@@ -101,12 +102,15 @@ const configOf = (
     ...config,
     toolConfig: config?.toolConfig ?? {},
     model: context.endpoint.model,
-    generationConfig: { ...config?.generationConfig, maxOutputTokens: context.maxOutputTokens }
+    generationConfig: {
+      ...config?.generationConfig,
+      maxOutputTokens: outputBound(config?.generationConfig?.maxOutputTokens, context.maxOutputTokens)
+    }
   })
 
 /**
  * The `GoogleLanguageModel.Config` of one attempt: the caller's own (from the context, if any) with the
- * endpoint's `model` and Rein's output bound as `generationConfig.maxOutputTokens`. `ReinLanguageModel` loads this module on
+ * endpoint's `model` and Rein's output bound as `generationConfig.maxOutputTokens` (the caller's own, if smaller). `ReinLanguageModel` loads this module on
  * demand, only for models of the `google` provider, so other vendors' packages need not be installed.
  *
  * @example

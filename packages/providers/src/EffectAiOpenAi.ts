@@ -10,6 +10,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import type { Provider } from "@rein/core"
 import { Context, Effect, Layer } from "effect"
 import * as EffectAi from "./EffectAi.js"
+import { outputBound } from "./internal/outputBound.js"
 import type { ProviderConfigError } from "./Transport.js"
 
 /**
@@ -62,7 +63,7 @@ export const clientLayer = (
 
 /**
  * A one-shot Rein provider over `@effect/ai-openai`. Each attempt sends the endpoint's `model` and Rein's
- * output bound as `max_output_tokens`, over `options.config`.
+ * output bound as `max_output_tokens` (the caller's own, if smaller), over `options.config`.
  *
  * @example
  * ```ts
@@ -98,7 +99,7 @@ const isFinalEvent = (event: unknown): boolean =>
   typeof event === "object" && event !== null && "type" in event &&
   (event.type === "response.completed" || event.type === "response.incomplete")
 
-/** `config` with the endpoint's model and Rein's output bound. */
+/** `config` with the endpoint's model and Rein's output bound (`config`'s own, if smaller). */
 const configOf = (
   config: Options["config"] | OpenAiLanguageModel.Config.Service | undefined,
   context: Provider.AttemptContext
@@ -106,12 +107,15 @@ const configOf = (
   Context.make(OpenAiLanguageModel.Config, {
     ...config,
     model: context.endpoint.model,
-    max_output_tokens: context.maxOutputTokens
+    max_output_tokens: outputBound(
+      config !== undefined && "max_output_tokens" in config ? config.max_output_tokens : undefined,
+      context.maxOutputTokens
+    )
   })
 
 /**
  * The `OpenAiLanguageModel.Config` of one attempt: the caller's own (from the context, if any) with the
- * endpoint's `model` and Rein's output bound as `max_output_tokens`. `ReinLanguageModel` loads this module on
+ * endpoint's `model` and Rein's output bound as `max_output_tokens` (the caller's own, if smaller). `ReinLanguageModel` loads this module on
  * demand, only for models of the `openai` provider, so other vendors' packages need not be installed.
  *
  * @example

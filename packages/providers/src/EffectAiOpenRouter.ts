@@ -11,6 +11,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import type { Provider } from "@rein/core"
 import { Context, Effect, Layer } from "effect"
 import * as EffectAi from "./EffectAi.js"
+import { outputBound } from "./internal/outputBound.js"
 import type { ProviderConfigError } from "./Transport.js"
 
 const DEFAULT_URL = "https://openrouter.ai/api/v1"
@@ -44,7 +45,7 @@ export const clientLayer = (
 
 /**
  * The `OpenRouterLanguageModel.Config` of one attempt: the caller's own (from the context, if any) with
- * the endpoint's `model` and Rein's output bound as `max_tokens`. `ReinLanguageModel` loads this module
+ * the endpoint's `model` and Rein's output bound as `max_tokens` (the caller's own, if smaller). `ReinLanguageModel` loads this module
  * on demand, only for models of the `openrouter` provider, so other vendors' packages need not be
  * installed.
  *
@@ -66,5 +67,5 @@ export const attemptConfig = (
     Context.make(OpenRouterLanguageModel.Config, {
       ...config,
       model: context.endpoint.model,
-      max_tokens: context.maxOutputTokens
+      max_tokens: outputBound(config?.max_tokens, context.maxOutputTokens)
     }))

@@ -77,7 +77,12 @@ export interface Options<R> {
   readonly catalog: Catalog.Catalog
   /** Per endpoint id of the contract's candidates: its model (every candidate needs one, else `Refused`). */
   readonly models: Readonly<Record<string, Model<R>>>
-  /** Rein's output bound per call (default: each endpoint's maximum). */
+  /**
+   * Rein's output bound per call (default: each endpoint's maximum). A smaller cap given per call in the
+   * vendor's `Config` (`OpenAiLanguageModel.withConfigOverride({ max_output_tokens: 256 })`) is sent as it
+   * is; one in a model layer's own config (`OpenAiLanguageModel.model(name, { max_output_tokens: 256 })`)
+   * is not seen and is replaced by Rein's bound: give that cap here.
+   */
   readonly maxOutputTokens?: number | undefined
   /**
    * An upper bound on a prompt's input tokens. Default: the largest count of the models' `Tokenizer`s

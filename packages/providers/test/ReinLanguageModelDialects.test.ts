@@ -79,6 +79,8 @@ interface Vendor {
   ) => Layer.Layer<LanguageModel.LanguageModel, never, HttpClient.HttpClient>
   /** Where Rein's output bound is in the body. */
   readonly maxTokens: (body: unknown) => unknown
+  /** The caller's own output cap on one call, the vendor's way (`withConfigOverride`, or its `Config`). */
+  readonly cap: (tokens: number) => <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   readonly asksJson: (body: unknown) => boolean
   readonly toolNames: (body: unknown) => ReadonlyArray<string>
   readonly structured: FaultServer.Fault
@@ -111,6 +113,7 @@ const vendors: ReadonlyArray<Vendor> = [
         ...health(setup)
       }),
     maxTokens: (body) => at(body, "max_output_tokens"),
+    cap: (tokens) => OpenAiLanguageModel.withConfigOverride({ max_output_tokens: tokens }),
     asksJson: (body) => at(body, "text", "format", "type") === "json_schema",
     toolNames: (body) => names(at(body, "tools"), "name"),
     structured: FaultServer.ok({ text: forecastJson }),
@@ -129,6 +132,7 @@ const vendors: ReadonlyArray<Vendor> = [
         ...health(setup)
       }),
     maxTokens: (body) => at(body, "max_tokens"),
+    cap: (tokens) => AnthropicLanguageModel.withConfigOverride({ max_tokens: tokens }),
     // Anthropic's JSON mode is a forced tool named after the object.
     asksJson: (body) => at(body, "tool_choice", "type") === "tool" && at(body, "tool_choice", "name") === "forecast",
     toolNames: (body) => names(at(body, "tools"), "name"),
@@ -152,6 +156,11 @@ const vendors: ReadonlyArray<Vendor> = [
         ...health(setup)
       }),
     maxTokens: (body) => at(body, "generationConfig", "maxOutputTokens"),
+    cap: (tokens) =>
+      Effect.provideService(GoogleLanguageModel.Config, {
+        toolConfig: {},
+        generationConfig: { maxOutputTokens: tokens }
+      }),
     asksJson: (body) => at(body, "generationConfig", "responseMimeType") === "application/json",
     toolNames: (body) =>
       names(at(body, "tools", "functionDeclarations") ?? at(body, "tools", 0, "functionDeclarations"), "name"),
@@ -176,6 +185,7 @@ const vendors: ReadonlyArray<Vendor> = [
         ...health(setup)
       }),
     maxTokens: (body) => at(body, "max_tokens"),
+    cap: (tokens) => OpenRouterLanguageModel.withConfigOverride({ max_tokens: tokens }),
     asksJson: (body) => at(body, "response_format", "type") === "json_schema",
     toolNames: (body) => names(at(body, "tools"), "function", "name"),
     structured: FaultServer.ok({ text: forecastJson }),
@@ -232,6 +242,21 @@ for (const vendor of vendors) {
         expect([value.text, value.usage.inputTokens, value.usage.outputTokens]).toEqual(["dialect ok", 9, 3])
         expect([seen.length, seen[0]!.dialect, seen[0]!.model]).toEqual([1, vendor.dialect, "model-a"])
         expect(vendor.maxTokens(seen[0]!.body)).toBe(1_000)
+      }))
+
+    it.live("the caller's own output cap is sent when smaller than Rein's bound (generateText and streamText)", () =>
+      Effect.gen(function*() {
+        const { seen } = yield* run(
+          vendor,
+          { "model-a": [FaultServer.ok({ text: "short" }), FaultServer.ok({ deltas: ["long"] })] },
+          {},
+          Effect.zip(
+            LanguageModel.generateText({ prompt: "hello" }).pipe(vendor.cap(50)),
+            Stream.runDrain(LanguageModel.streamText({ prompt: "hello" })).pipe(vendor.cap(5_000))
+          )
+        )
+        // As without Rein, the call capped at 50 asks for 50 (it was sent Rein's 1000); 5000 is bounded to 1000.
+        expect(seen.map((r) => vendor.maxTokens(r.body))).toEqual([50, 1_000])
       }))
 
     it.live("a tools round trip: the tools reach the server, the caller's handler runs exactly once", () =>

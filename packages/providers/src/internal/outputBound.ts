@@ -1,0 +1,13 @@
+/**
+ * The output bound an attempt sends a vendor: Rein's bound, or the caller's own cap when it is smaller.
+ *
+ * @internal
+ */
+
+/**
+ * The smaller of Rein's `bound` and the caller's `cap` (its `Config`'s `max_output_tokens`, `max_tokens`,
+ * `maxOutputTokens`, given per call with `withConfigOverride` or to a bridge's `make`): a cap the caller
+ * set is kept, never raised to the endpoint's maximum; anything but a positive integer is no cap. @internal
+ */
+export const outputBound = (cap: unknown, bound: number): number =>
+  typeof cap === "number" && Number.isSafeInteger(cap) && cap > 0 && cap < bound ? cap : bound
