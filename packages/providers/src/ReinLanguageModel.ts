@@ -275,7 +275,10 @@ const serviceOf = <R>(
           ? Effect.succeed(completion.payload)
           : Effect.die("a Rein LanguageModel answer without its parts")
       ),
-      Effect.mapError((outcome) => toAiError(outcome, "generateText")),
+      // `make`'s `generateObject` calls this too: the error names the method the caller called.
+      Effect.mapError((outcome) =>
+        toAiError(outcome, call.responseFormat.type === "json" ? "generateObject" : "generateText")
+      ),
       Effect.provide(rein)
     )
   const streamParts = (call: LanguageModel.ProviderOptions) =>

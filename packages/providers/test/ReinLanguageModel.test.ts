@@ -142,6 +142,17 @@ describe("ReinLanguageModel: an @effect/ai LanguageModel backed by Rein", () => 
       expect(a.seen[0]!.responseFormat).toMatchObject({ type: "json", objectName: "person" })
     }))
 
+  it.effect("a failed generateObject's AiError names generateObject, not generateText", () =>
+    Effect.gen(function*() {
+      const error = yield* LanguageModel.generateObject({ prompt: "p", schema: Schema.Struct({ n: Schema.Number }) })
+        .pipe(
+          Effect.flip,
+          Effect.provide(underRein({ a: memoryModel([malformed]).model, b: memoryModel([malformed]).model }))
+        )
+      expect(error).toMatchObject({ _tag: "UnknownError", module: "Rein", method: "generateObject" })
+      expect(error.message).toMatch(/^Rein\.generateObject: PlanExhausted: /)
+    }))
+
   it.effect("a length finish fails over to a larger output limit by default, and is a success when accepted", () =>
     Effect.gen(function*() {
       const a = memoryModel([[text("cut"), finish("length")]])
