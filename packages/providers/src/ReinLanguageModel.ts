@@ -80,8 +80,9 @@ export interface Options<R> {
   /**
    * Rein's output bound per call (default: each endpoint's maximum). A smaller cap given per call in the
    * vendor's `Config` (`OpenAiLanguageModel.withConfigOverride({ max_output_tokens: 256 })`) is sent as it
-   * is; one in a model layer's own config (`OpenAiLanguageModel.model(name, { max_output_tokens: 256 })`)
-   * is not seen and is replaced by Rein's bound: give that cap here.
+   * is, but admission and the budget's reservation still use Rein's bound; one in a model layer's own
+   * config (`OpenAiLanguageModel.model(name, { max_output_tokens: 256 })`) is not seen and is replaced by
+   * Rein's bound. Give a cap here for Rein to send it and reserve for it.
    */
   readonly maxOutputTokens?: number | undefined
   /**
