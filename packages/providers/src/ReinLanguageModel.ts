@@ -80,9 +80,10 @@ export interface Options<R> {
   /**
    * Rein's output bound per call (default: each endpoint's maximum). A smaller cap given per call in the
    * vendor's `Config` (`OpenAiLanguageModel.withConfigOverride({ max_output_tokens: 256 })`) is sent as it
-   * is, but admission and the budget's reservation still use Rein's bound; one in a model layer's own
-   * config (`OpenAiLanguageModel.model(name, { max_output_tokens: 256 })`) is not seen and is replaced by
-   * Rein's bound. Give a cap here for Rein to send it and reserve for it.
+   * is; when every candidate's vendor has one (OpenAI, Anthropic, Google, OpenRouter), Rein also admits,
+   * reserves and judges truncation against the largest (an answer cut at it does not fall back to a
+   * larger endpoint). One in a model layer's own config (`OpenAiLanguageModel.model(name, {
+   * max_output_tokens: 256 })`) is not seen and is replaced by Rein's bound: give that cap here.
    */
   readonly maxOutputTokens?: number | undefined
   /**
@@ -187,8 +188,40 @@ const make = <R>(
     const tokenizers = Array.from(built.values(), (i) => i.tokenizer).filter((t): t is Tokenizer.Service =>
       t !== undefined
     )
-    return yield* serviceOf(options, rein, tokenizers)
+    return yield* serviceOf(options, rein, tokenizers, boundOf(options, built))
   })
+
+/**
+ * The output bound of a call, from its context: the caller's own cap (`withConfigOverride`, in each
+ * vendor's `Config`) when every candidate's vendor has one, and the largest is below every candidate's
+ * bound (Rein then admits, reserves and judges truncation against it, as for a smaller `maxOutputTokens`);
+ * else the option. `undefined` when a candidate's vendor keeps no cap Rein can read.
+ */
+const boundOf = <R>(
+  options: Options<R>,
+  built: ReadonlyMap<string, Inner.Inner>
+): ((context: Context.Context<never>) => number | undefined) | undefined => {
+  const candidates: Array<{ readonly inner: Inner.Inner; readonly bound: number }> = []
+  for (const id of options.contract.candidates) {
+    const inner = built.get(id)
+    const endpoint = options.catalog.byId.get(id)
+    if (inner === undefined || endpoint === undefined) continue
+    if (!Inner.knowsCap(inner)) return undefined
+    const bound = endpoint.capabilities.maxOutputTokens
+    candidates.push({ inner, bound: Math.min(options.maxOutputTokens ?? bound, bound) })
+  }
+  if (candidates.length === 0) return undefined
+  const least = Math.min(...candidates.map((c) => c.bound))
+  return (context) => {
+    let most = 0
+    for (const c of candidates) {
+      const cap = Inner.callerCap(c.inner, context)
+      if (cap === undefined) return options.maxOutputTokens
+      if (cap > most) most = cap
+    }
+    return most < least ? most : options.maxOutputTokens
+  }
+}
 
 /** One Rein provider per catalog provider name, each dispatching by endpoint to its inner model. */
 const providersOf = (
@@ -257,15 +290,19 @@ const unmodelled = <R>(options: Options<R>): Outcome.Refused | undefined => {
 const serviceOf = <R>(
   options: Options<R>,
   rein: Context.Context<Rein.Rein | Health.Health>,
-  tokenizers: ReadonlyArray<Tokenizer.Service>
+  tokenizers: ReadonlyArray<Tokenizer.Service>,
+  bound: ((context: Context.Context<never>) => number | undefined) | undefined
 ): Effect.Effect<LanguageModel.Service> => {
-  const request = (call: LanguageModel.ProviderOptions) =>
-    Effect.map(
-      options.inputTokens !== undefined
-        ? Effect.succeed(options.inputTokens(call.prompt))
-        : Inner.tokensOf(tokenizers, call.prompt),
-      (inputTokens) => Inner.requestOf(call, inputTokens, options.maxOutputTokens)
-    )
+  const tokens = (call: LanguageModel.ProviderOptions) =>
+    options.inputTokens !== undefined
+      ? Effect.succeed(options.inputTokens(call.prompt))
+      : Inner.tokensOf(tokenizers, call.prompt)
+  const request = (call: LanguageModel.ProviderOptions): Effect.Effect<Provider.CompletionRequest> =>
+    bound === undefined
+      ? Effect.map(tokens(call), (inputTokens) => Inner.requestOf(call, inputTokens, options.maxOutputTokens))
+      : Effect.contextWithEffect((context: Context.Context<never>) =>
+        Effect.map(tokens(call), (inputTokens) => Inner.requestOf(call, inputTokens, bound(context)))
+      )
   const refused = unmodelled(options)
   const execute = (r: Provider.CompletionRequest) =>
     refused === undefined ? Rein.execute(r, options.contract) : Effect.fail(refused)

@@ -259,6 +259,23 @@ for (const vendor of vendors) {
         expect(seen.map((r) => vendor.maxTokens(r.body))).toEqual([50, 1_000])
       }))
 
+    it.live("an answer cut at the caller's own cap is truncated at once: no fallback to a larger endpoint", () =>
+      Effect.gen(function*() {
+        const { seen, value } = yield* run(
+          vendor,
+          { "model-a": [FaultServer.ok({ text: "cut at fif", finish: "length" })] },
+          {},
+          LanguageModel.generateText({ prompt: "hello" }).pipe(
+            vendor.cap(50),
+            ReinLanguageModel.withOutcomes,
+            Effect.either
+          )
+        )
+        // b's larger limit does not help: the cap binds there too (it was asked, and cut at 50 again).
+        expect(Either.isLeft(value) && value.left).toMatchObject({ cause: { kind: "truncated" } })
+        expect(seen.map((r) => [r.model, vendor.maxTokens(r.body)])).toEqual([["model-a", 50]])
+      }))
+
     it.live("a tools round trip: the tools reach the server, the caller's handler runs exactly once", () =>
       Effect.gen(function*() {
         let handled = 0

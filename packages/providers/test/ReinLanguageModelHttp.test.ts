@@ -54,6 +54,26 @@ describe("ReinLanguageModel over @effect/ai-openai (loopback server)", () => {
       expect(seen[1]!.body).toMatchObject({ model: "gpt-test", max_output_tokens: 256 })
     })).pipe(withHttp))
 
+  it.live("a hard budget admits a call against the caller's own output cap, not Rein's larger bound", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* FaultServer.make({ faults: [FaultServer.ok({ text: "short" })] })
+      // 100 input + 50 output tokens cost 0.0002; 100 + 256 (the endpoint's maximum) would cost 0.000612.
+      const layer = ReinLanguageModel.layer({
+        contract: Contract.make({ deadline: "10 seconds", budget: { cost: 0.0003 }, candidates: ["openai/test"] }),
+        catalog,
+        models: { "openai/test": OpenAiLanguageModel.model },
+        clients: OpenAiClient.layer({ apiKey: Redacted.make("sk-test"), apiUrl: server.baseUrl }),
+        inputTokens: () => 100
+      })
+      const response = yield* LanguageModel.generateText({ prompt: "hello" }).pipe(
+        OpenAiLanguageModel.withConfigOverride({ max_output_tokens: 50 }),
+        Effect.provide(layer)
+      )
+      expect(response.text).toBe("short")
+      expect((yield* server.requests).map((r) => (r.body as { max_output_tokens?: number }).max_output_tokens))
+        .toEqual([50])
+    })).pipe(withHttp))
+
   it.live("a retrying client is refused at layer build: the request is Refused with zero HTTP calls", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* FaultServer.make({ faults: [FaultServer.faults.unavailable, FaultServer.ok()] })

@@ -188,9 +188,37 @@ const overrideOf = (vendor: string | undefined): Effect.Effect<Override | undefi
   return Effect.map(Effect.promise(load), (module) => module.attemptConfig)
 }
 
+/**
+ * Where each vendor's `Config` holds the caller's own output cap: the tag's key (read by key: no vendor
+ * package is imported) and the field's path in the service.
+ */
+const CAPS: Readonly<Record<string, { readonly key: string; readonly path: ReadonlyArray<string> }>> = {
+  openai: { key: "@effect/ai-openai/OpenAiLanguageModel/Config", path: ["max_output_tokens"] },
+  anthropic: { key: "@effect/ai-anthropic/AnthropicLanguageModel/Config", path: ["max_tokens"] },
+  google: { key: "@effect/ai-google/GoogleLanguageModel/Config", path: ["generationConfig", "maxOutputTokens"] },
+  openrouter: { key: "@effect/ai-openrouter/OpenRouterLanguageModel/Config", path: ["max_tokens"] }
+}
+
+/** Whether Rein knows where `inner`'s vendor keeps the caller's output cap. @internal */
+export const knowsCap = (inner: Inner): boolean => inner.vendor !== undefined && Object.hasOwn(CAPS, inner.vendor)
+
+/**
+ * The output cap the caller set for `inner`'s vendor in `context` (`withConfigOverride`): a positive
+ * integer, else `undefined` (no cap, or a vendor Rein does not know). @internal
+ */
+export const callerCap = (inner: Inner, context: Context.Context<never>): number | undefined => {
+  if (!knowsCap(inner)) return undefined
+  const { key, path } = CAPS[inner.vendor!]!
+  let value: unknown = context.unsafeMap.get(key)
+  for (const field of path) value = typeof value === "object" && value !== null ? Reflect.get(value, field) : undefined
+  return typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? value : undefined
+}
+
 /** One endpoint's inner model, built. @internal */
 export interface Inner {
   readonly model: LanguageModel.Service
+  /** The provider name its model layer gave (`openai`, …), if any. */
+  readonly vendor: string | undefined
   readonly tokenizer: Tokenizer.Service | undefined
   /** Applies the vendor's per-attempt `Config` (merged over the caller's), when the vendor is known. */
   readonly override: Override | undefined
@@ -204,15 +232,16 @@ export const innerOf = (
   tag: Context.Tag<LanguageModel.LanguageModel, LanguageModel.Service>,
   maxResponseBytes: number | undefined
 ): Effect.Effect<Inner> =>
-  Effect.map(
-    overrideOf(Option.getOrUndefined(Context.getOption(context as Context.Context<unknown>, AiModel.ProviderName))),
-    (override) => ({
+  Effect.suspend(() => {
+    const vendor = Option.getOrUndefined(Context.getOption(context as Context.Context<unknown>, AiModel.ProviderName))
+    return Effect.map(overrideOf(vendor), (override) => ({
       model: Context.get(context, tag),
+      vendor,
       tokenizer: Option.getOrUndefined(Context.getOption(context as Context.Context<unknown>, Tokenizer.Tokenizer)),
       override,
       maxResponseBytes: isByteBound(maxResponseBytes) ? maxResponseBytes : DEFAULT_MAX_RESPONSE_BYTES
-    })
-  )
+    }))
+  })
 
 const FILTERED = Failure.fromEvidence({ code: "content_filter" }, { dispatched: true })
 const TOO_LONG = malformed(200, BODY_TOO_LARGE)
