@@ -112,8 +112,18 @@ const options = {
 // The script compiled with the code cache, and the ES modules the binary imports when it has no cache that
 // this Node can use (another Node's; then they start faster than the script compiled from source, as
 // PostgreSQL and the HTTP client stay in chunks of their own, read when used).
+// The script is written without comments and indentation (`minifyWhitespace`; names are kept): 3.4 → 2.3 MB.
+// V8 scans a script's whole source for its line ends the first time a stack trace shows one of its frames,
+// and Effect's `Utils` formats one at load; there is less to read, and to parse for a function the code
+// cache does not hold.
 const [script, modules] = await Promise.all([
-  esbuild.build({ ...options, format: "cjs", entryNames: "[name]-[hash]", outExtension: { ".js": ".cjs" } }),
+  esbuild.build({
+    ...options,
+    format: "cjs",
+    minifyWhitespace: true,
+    entryNames: "[name]-[hash]",
+    outExtension: { ".js": ".cjs" }
+  }),
   esbuild.build({
     ...options,
     format: "esm",

@@ -47,7 +47,8 @@ var __commonJS = (cb, mod) => function __require() {
   try { return (0, cb[Object.keys(cb)[0]])((mod = { exports: {} }).exports, mod), mod.exports } finally { globalThis.__reinInits.leave() }
 };`
   const source = fs.readFileSync(original, "latin1")
-  const replaced = source.replace(/^var __esm = [\s\S]*?\n};\nvar __commonJS = [\s\S]*?\n};$/m, timed)
+  // (The script is written without whitespace since h/start17: the helpers match either way.)
+  const replaced = source.replace(/var __esm ?= ?[\s\S]*?var __commonJS ?= ?[\s\S]*?\n?};(?=\n?var __export)/, timed)
   if (replaced === source) throw new Error("esbuild's __esm / __commonJS helpers were not found")
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "rein-inits-"))
   const script = path.join(tmp, "node.cjs")

@@ -117,6 +117,9 @@ describe("start-up", () => {
       expect(files.length, name).toBeLessThan(30)
       expect(r.compiled.scripts, name).toEqual([{ filename: bundle?.script, cached: true, rejected: false }])
       expect(r.compiled.required.filter((m) => network.includes(m)), name).toEqual([])
+      // No command spawns a process: the binary provides no command executor (`NodeContext.layer` did, and
+      // its module required `child_process`, with `net` and `dgram`, at every start).
+      expect(r.compiled.required, name).not.toContain("child_process")
     }
   }, 120_000)
 

@@ -18,7 +18,7 @@ import * as Canonical from "./Canonical.js"
 import { Endpoint } from "./Catalog.js"
 import { Contract } from "./Contract.js"
 import { number as num } from "./Format.js"
-import { formatParseError } from "./internal/decode.js"
+import { formatParseError, onFirstUse } from "./internal/decode.js"
 import * as Lines from "./internal/lines.js"
 import * as Derive from "./internal/spec.js"
 import * as Outcome from "./Outcome.js"
@@ -214,20 +214,22 @@ export interface Service {
  */
 export class Journal extends Context.Tag("@rein/core/Journal")<Journal, Service>() {}
 
-const encodeContractSync = Schema.encodeSync(Contract)
-const encodeEndpointSync = Schema.encodeSync(Endpoint)
+// Parsers compiled on first use: a process that loads the journal but never writes or reads one (the `rein`
+// binary's commands) does not compile them.
+const encodeContractSync = onFirstUse(() => Schema.encodeSync(Contract))
+const encodeEndpointSync = onFirstUse(() => Schema.encodeSync(Endpoint))
 const encodedContracts = new WeakMap<Contract, typeof Contract.Encoded>()
 const encodedEndpoints = new WeakMap<Endpoint, typeof Endpoint.Encoded>()
 
 // Contracts and catalog entries are immutable and shared by many requests: each is encoded once.
 const encodeContract = (contract: Contract): typeof Contract.Encoded => {
   let encoded = encodedContracts.get(contract)
-  if (encoded === undefined) encodedContracts.set(contract, encoded = encodeContractSync(contract))
+  if (encoded === undefined) encodedContracts.set(contract, encoded = encodeContractSync()(contract))
   return encoded
 }
 const encodeEndpoint = (endpoint: Endpoint): typeof Endpoint.Encoded => {
   let encoded = encodedEndpoints.get(endpoint)
-  if (encoded === undefined) encodedEndpoints.set(endpoint, encoded = encodeEndpointSync(endpoint))
+  if (encoded === undefined) encodedEndpoints.set(endpoint, encoded = encodeEndpointSync()(endpoint))
   return encoded
 }
 
@@ -400,7 +402,9 @@ export const layerMemory: Layer.Layer<Journal | MemoryJournal> = Layer.effectCon
  */
 export const encode = (record: JournalRecord): string => Canonical.unsafeEncode(record)
 
-const decodeRecord = Schema.decodeUnknownEither(JournalRecord, { errors: "all", onExcessProperty: "error" })
+const decodeRecord = onFirstUse(() =>
+  Schema.decodeUnknownEither(JournalRecord, { errors: "all", onExcessProperty: "error" })
+)
 
 /**
  * Decodes one JSONL line, refusing a future version with a clear error.
@@ -427,7 +431,7 @@ export const decodeLine = (line: string, lineNumber?: number): Either.Either<Jou
     )
   }
   return Either.mapLeft(
-    decodeRecord(json),
+    decodeRecord()(json),
     (e) => new JournalError({ reason: "schema", message: formatParseError(e), ...at })
   )
 }
@@ -650,8 +654,8 @@ export const replay = (record: JournalRecord): Either.Either<number, ReplayMisma
   return Either.right(record.decisions.length)
 }
 
-const decodeContract = Schema.decodeUnknownEither(Contract)
-const decodeEndpoint = Schema.decodeUnknownEither(Endpoint)
+const decodeContract = onFirstUse(() => Schema.decodeUnknownEither(Contract))
+const decodeEndpoint = onFirstUse(() => Schema.decodeUnknownEither(Endpoint))
 
 /**
  * The record holds the contract and the planner's spec: replay checks that the spec is the one the
@@ -662,13 +666,13 @@ const decodeEndpoint = Schema.decodeUnknownEither(Endpoint)
 const derivedSpec = (record: JournalRecord): Either.Either<Contract, ReplayMismatch> => {
   const mismatch = (field: string, recorded: string, replayed: string) =>
     new ReplayMismatch({ requestId: record.requestId, decision: 0, field, recorded, replayed })
-  const contract = decodeContract(record.contract)
+  const contract = decodeContract()(record.contract)
   if (contract._tag === "Left") {
     return Either.left(mismatch("contract", shown(record.contract), formatParseError(contract.left)))
   }
   const endpoints = new Map<string, Endpoint>()
   for (const [i, encoded] of record.endpoints.entries()) {
-    const e = decodeEndpoint(encoded)
+    const e = decodeEndpoint()(encoded)
     if (e._tag === "Left") {
       return Either.left(mismatch(`endpoints[${i}]`, shown(encoded), formatParseError(e.left)))
     }

@@ -4,10 +4,12 @@
  *
  * @internal
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
 import type { Teardown } from "@effect/platform/Runtime"
-import { Cause, Effect, Exit } from "effect"
+import { Cause, Effect, Exit, Layer } from "effect"
 import * as Cli from "../Cli.js"
 import * as ExitCode from "../ExitCode.js"
 
@@ -21,9 +23,14 @@ const teardown: Teardown = (exit, onExit) => {
   }
 }
 
+// What `Cli.main` needs (`CliApp.Environment`): a file system, paths and the terminal. Not `NodeContext.layer`,
+// which adds a command executor and a worker manager that no command uses: their modules and Node's
+// `child_process` (with `net` and `dgram`) were loaded and built at every start.
+const environment = Layer.mergeAll(NodePath.layer, NodeTerminal.layer).pipe(Layer.provideMerge(NodeFileSystem.layer))
+
 /** Runs the command line `argv` (runtime, script, arguments) as the process. @internal */
 export const start = (argv: ReadonlyArray<string>): void =>
-  NodeRuntime.runMain(Cli.main(argv).pipe(Effect.provide(NodeContext.layer)), {
+  NodeRuntime.runMain(Cli.main(argv).pipe(Effect.provide(environment)), {
     disableErrorReporting: true,
     teardown
   })

@@ -269,8 +269,29 @@ export const formatParseError = (error: ParseResult.ParseError): string =>
     )
     .join("\n")
 
-/** @internal */
+/**
+ * `make()` on the first call, its result kept for every later one: for a parser (`Schema.decodeUnknownEither`
+ * and the like compile theirs when called) that a module needs only on some paths, so that loading the
+ * module does not compile it.
+ *
+ * @internal
+ */
+export const onFirstUse = <A>(make: () => A): () => A => {
+  let made: { readonly value: A } | undefined
+  return () => (made ??= { value: make() }).value
+}
+
+/**
+ * A decoder refusing unknown fields, with every problem named. Its parser is compiled on the first input,
+ * not when the decoder is made: modules make their decoders at load, and a command that never reads one of
+ * those inputs should not compile it (start-up of the `rein` binary, bench/PROFILE.md).
+ *
+ * @internal
+ */
 export const decodeWith = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })
-  return (input: unknown): Either.Either<A, string> => Either.mapLeft(decode(input), formatParseError)
+  let decode: ((input: unknown) => Either.Either<A, ParseResult.ParseError>) | undefined
+  return (input: unknown): Either.Either<A, string> => {
+    decode ??= Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })
+    return Either.mapLeft(decode(input), formatParseError)
+  }
 }
