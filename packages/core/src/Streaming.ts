@@ -92,11 +92,10 @@ export const executeStream = (
 
     // Until the stream is finished, closing the consumer's scope tears the provider stream down and records
     // the attempt as interrupted (usage unknown unless reported: the reservation stays charged).
-    yield* Effect.addFinalizer(() => {
-      bound.stop()
-      return finished ? Effect.void : Effect.flatMap(
-        close(opened.scope, env.graceMillis),
-        (closed) =>
+    yield* Effect.addFinalizer(() =>
+      Effect.zipRight(
+        bound.stop,
+        finished ? Effect.void : Effect.flatMap(close(opened.scope, env.graceMillis), (closed) =>
           Effect.zipRight(
             committed.finish(
               usage === "unknown"
@@ -104,9 +103,9 @@ export const executeStream = (
                 : { _tag: "Success", payload: undefined, usage }
             ),
             env.writer === undefined ? Effect.void : env.writer.end(INTERRUPTED)
-          )
+          ))
       )
-    })
+    )
 
     const absorb = (part: StreamPart) => {
       if (part.usage !== undefined) {
@@ -132,7 +131,7 @@ export const executeStream = (
     ): Effect.Effect<Chunk.Chunk<Event>, Option.Option<Outcome.Terminal>> =>
       Effect.gen(function*() {
         finished = true
-        bound.stop()
+        yield* bound.stop
         yield* close(opened.scope, env.graceMillis)
         const record = yield* committed.finish(end)
         if (end._tag === "Success") {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Fake, Journal, Rein } from "@rein/core"
+import { Failure, Fake, Journal, Rein } from "@rein/core"
 import type { Outcome, Provider, Streaming } from "@rein/core"
-import { Chunk, Effect, Either, Fiber, Layer, Stream, TestClock } from "effect"
+import { Chunk, Effect, Either, FastCheck as fc, Fiber, Layer, Stream, TestClock } from "effect"
 import { catalog, contract, defaultCatalog, endpoint, layer } from "./fixtures.js"
 
 const request = { prompt: "tell me", inputTokens: 50, maxOutputTokens: 100 }
@@ -200,4 +200,156 @@ describe("Streaming: pulls after the first delta", () => {
       yield* Fiber.interrupt(fiber)
       expect(state.closed).toBe(1)
     }))
+})
+
+// The pulls after the first delta run in a reader fiber that pulls on, up to a bound, while the consumer is busy
+// (`internal/pull.ts`): the consumer must see exactly what it saw when each pull ran on its request.
+describe("Streaming: pulls run ahead of the consumer", () => {
+  const READ_AHEAD = 32
+  type Tail = "done" | "fail" | "cut" | "stall" | "stubborn"
+  const failure = new Failure.ProviderFailure({ kind: "server_error", code: "http_500", dispatched: true })
+
+  /**
+   * A provider whose stream sends `deltas` one per chunk, all ready at once, then `tail`: the terminator, a
+   * failure, nothing (truncated), or a pull that never ends (`stubborn`: one that ignores interruption for an
+   * hour). `pulled` counts the deltas pulled, `running` the tail's pulls still running, `closed` teardowns.
+   */
+  const chunked = (deltas: ReadonlyArray<string>, tail: Tail) => {
+    const state = { pulled: 0, running: 0, closed: 0 }
+    const stalled = Effect.sync(() => void (state.running += 1)).pipe(
+      Effect.zipRight(tail === "stall" ? Effect.never : Effect.uninterruptible(Effect.sleep("1 hour"))),
+      Effect.ensuring(Effect.sync(() => void (state.running -= 1)))
+    )
+    const rest: Stream.Stream<Provider.StreamPart, Failure.ProviderFailure> = tail === "done"
+      ? Stream.make({ delta: "", done: true })
+      : tail === "fail"
+      ? Stream.fail(failure)
+      : tail === "cut"
+      ? Stream.empty
+      : Stream.fromEffect(Effect.as(stalled, { delta: "never" }))
+    const provider: Provider.Provider = {
+      internalMaxAttempts: 1,
+      call: () => Effect.die("not called"),
+      stream: () =>
+        Stream.fromIterable(deltas.map((delta): Provider.StreamPart => ({ delta }))).pipe(
+          Stream.rechunk(1),
+          Stream.tap(() => Effect.sync(() => void (state.pulled += 1))),
+          Stream.concat(rest),
+          Stream.ensuring(Effect.sync(() => void (state.closed += 1)))
+        )
+    }
+    return { state, rein: Rein.layer({ catalog: catalog(endpoint("a")), providers: { fake: provider } }) }
+  }
+
+  /** Runs the stream in a fiber: each delta seen, then `pause(delta)` (the consumer's own work). */
+  const consume = (
+    rein: ReturnType<typeof chunked>["rein"],
+    pause: (delta: string, index: number) => Effect.Effect<void>,
+    deadline = "10 seconds"
+  ) =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const fiber = yield* Effect.fork(Effect.either(
+        Rein.executeStream(request, contract({ candidates: ["a"], deadline })).pipe(
+          Stream.runForEach((e) =>
+            e._tag === "Delta" ? Effect.suspend(() => pause(e.text, seen.push(e.text) - 1)) : Effect.void
+          ),
+          Effect.provide(rein)
+        )
+      ))
+      return { seen, fiber }
+    })
+
+  const tagOf = (result: Either.Either<void, Outcome.Terminal>) => Either.isLeft(result) ? result.left._tag : "ok"
+
+  it.effect("a deadline that comes while pulled chunks wait ends the stream there: they are never delivered", () =>
+    Effect.gen(function*() {
+      const { rein, state } = chunked(["a", "b", "c", "d"], "done")
+      const { fiber, seen } = yield* consume(rein, (delta) => delta === "b" ? Effect.sleep("11 seconds") : Effect.void)
+      yield* TestClock.adjust("1 minute")
+      expect(tagOf(yield* Fiber.join(fiber))).toBe("DeadlineExceeded")
+      expect(seen).toEqual(["a", "b"])
+      expect(state.closed).toBe(1)
+    }))
+
+  it.effect("a failure pulled after chunks that wait is delivered after them, in order", () =>
+    Effect.gen(function*() {
+      const { rein, state } = chunked(["a", "b", "c"], "fail")
+      const { fiber, seen } = yield* consume(rein, () => Effect.void)
+      yield* TestClock.adjust("1 minute")
+      const result = yield* Fiber.join(fiber)
+      expect(seen).toEqual(["a", "b", "c"])
+      expect(tagOf(result)).toBe("FailedSafe")
+      if (Either.isLeft(result)) expect(result.left.attempts[0]).toMatchObject({ code: "http_500" })
+      expect(state.closed).toBe(1)
+    }))
+
+  for (const tail of ["stall", "stubborn"] as const) {
+    it.effect(`a consumer interrupted while a pull runs ahead of it ends that pull within the grace (${tail})`, () =>
+      Effect.gen(function*() {
+        const { rein, state } = chunked(["a", "b", "c"], tail)
+        const { fiber, seen } = yield* consume(rein, (delta) => delta === "b" ? Effect.never : Effect.void)
+        yield* TestClock.adjust("1 second")
+        expect(seen).toEqual(["a", "b"])
+        const interrupting = yield* Effect.fork(Fiber.interrupt(fiber))
+        // The reader's grace, then the provider stream's close: 250 ms each at most.
+        yield* TestClock.adjust("500 millis")
+        expect(interrupting.unsafePoll()).not.toBeNull()
+        if (tail === "stall") expect(state.running).toBe(0)
+        expect(state.closed).toBe(1)
+      }))
+
+    it.effect(`a deadline while a pull runs ahead of a busy consumer ends it, and the stream within the grace (${tail})`, () =>
+      Effect.gen(function*() {
+        const { rein, state } = chunked(["a", "b"], tail)
+        const { fiber, seen } = yield* consume(
+          rein,
+          (delta) => delta === "b" ? Effect.sleep("20 seconds") : Effect.void
+        )
+        yield* TestClock.adjust("10 seconds")
+        // No pull runs past the end, whether or not the consumer waits for it.
+        if (tail === "stall") expect(state.running).toBe(0)
+        yield* TestClock.adjust("10 seconds")
+        yield* TestClock.adjust("500 millis")
+        expect(fiber.unsafePoll()).not.toBeNull()
+        expect(tagOf(yield* Fiber.join(fiber))).toBe("DeadlineExceeded")
+        expect(seen).toEqual(["a", "b"])
+        expect(state.closed).toBe(1)
+      }))
+  }
+
+  it.effect("the reader never holds more than READ_AHEAD pulled chunks the consumer has not taken", () =>
+    Effect.gen(function*() {
+      const { rein, state } = chunked(Array.from({ length: 500 }, (_, i) => `${i}`), "done")
+      const { fiber, seen } = yield* consume(rein, (delta) => delta === "1" ? Effect.sleep("5 seconds") : Effect.void)
+      yield* TestClock.adjust("1 second")
+      expect(seen).toEqual(["0", "1"])
+      expect(state.pulled).toBeLessThanOrEqual(2 + READ_AHEAD)
+      yield* TestClock.adjust("5 seconds")
+      expect(tagOf(yield* Fiber.join(fiber))).toBe("ok")
+      expect(seen).toHaveLength(500)
+    }))
+
+  // The reference: each pull runs when the consumer asks, and takes no time (every chunk is ready).
+  it.effect.prop(
+    "ready chunks: every delta in order until the consumer asks after the deadline, then the stream's own end",
+    {
+      pauses: fc.array(fc.constantFrom(0, 0, 0, 0, 1, 3), { minLength: 1, maxLength: 90 }),
+      tail: fc.constantFrom<Tail>("done", "fail", "cut")
+    },
+    ({ pauses, tail }) =>
+      Effect.gen(function*() {
+        const deltas = pauses.map((_, i) => `${i}`)
+        const { rein, state } = chunked(deltas, tail)
+        const { fiber, seen } = yield* consume(rein, (_, i) => Effect.sleep(`${pauses[i]!} seconds`))
+        yield* TestClock.adjust("10 minutes")
+        const result = yield* Fiber.join(fiber)
+        let now = 0
+        let delivered = 0
+        while (delivered < deltas.length && (delivered === 0 || now < 10)) now += pauses[delivered++]!
+        expect(seen).toEqual(deltas.slice(0, delivered))
+        expect(tagOf(result)).toBe(now >= 10 ? "DeadlineExceeded" : tail === "done" ? "ok" : "FailedSafe")
+        expect(state.closed).toBe(1)
+      })
+  )
 })

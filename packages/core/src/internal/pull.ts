@@ -1,11 +1,19 @@
 /**
  * The pulls of a committed stream, bounded by its attempt's end. Each pull used to race a sleep
  * (`Effect.timeoutOption`): two forked fibers and a timer per delta, most of what a streamed delta cost. Here
- * the stream has one entry in the clock's one timer (`timers.ts`), set once; each pull runs in a fiber of its
- * own, started at once from references forked once (`fork.ts`): a pull that completes without suspending (a buffered delta)
- * costs that fork and nothing else, one that suspends a wait on the fiber. When the end comes first, the
- * pull's fiber is interrupted in the timer's step and the wait resumes with `None` once the fiber ended
- * (within the teardown grace).
+ * the stream has one entry in the clock's one timer (`timers.ts`), set once, and its pulls run in a reader
+ * fiber, started from references forked once (`fork.ts`), that pulls on while the pulls complete: a provider
+ * that emits one part per chunk (the `@effect/ai` models) paid a fork per delta, and now pays one per
+ * `READ_AHEAD` buffered deltas.
+ *
+ * The reader stops after a failed pull (the stream's end included), once `READ_AHEAD` exits wait to be taken
+ * (never more are held: the read-ahead is bounded), and once the end has come; a consumer waiting for the next
+ * pull is handed its exit at once. What the consumer sees is what it saw when each pull ran on its request:
+ * the same exits in the same order, and `None` as soon as the end has come before it asks, even when exits
+ * pulled in time wait in the buffer (they are dropped). When the end comes, the reader is interrupted in the
+ * timer's step, and a waiting consumer resumes with `None` once the reader ended (within the teardown grace);
+ * the same when the consumer asks after the end while the reader still runs, when the consumer is interrupted
+ * while it waits, and when the stream is stopped while a pull runs ahead of the consumer.
  *
  * @internal
  */
@@ -19,13 +27,22 @@ type Resume<A, E> = (effect: Effect.Effect<Option.Option<Exit.Exit<A, E>>>) => v
 
 const EXPIRED = Effect.succeed(Option.none<never>())
 
-/** The bounded pulls of one stream (make with `make`; `stop` it when the stream ends). @internal */
+/** How many pulled exits wait to be taken at most: the reader stops pulling at this many. @internal */
+export const READ_AHEAD = 32
+
+/** The bounded pulls of one stream (make with `make`; run `stop` when the stream ends). @internal */
 export class BoundedPull<A, E> {
   private expired = false
-  private fiber: Fiber.RuntimeFiber<Exit.Exit<A, E>> | undefined = undefined
+  /** The exits pulled and not yet taken, from `head` on, oldest first; a failure is always the last. */
+  private readonly ready: Array<Exit.Exit<A, E>> = []
+  private head = 0
+  /** The reader, while it runs (not one that ended before its fork returned). */
+  private reader: Fiber.RuntimeFiber<void> | undefined = undefined
+  /** The consumer waiting for the next exit. */
   private resume: Resume<A, E> | undefined = undefined
   private readonly entry: Timers.Entry
-  private readonly work: Effect.Effect<Exit.Exit<A, E>>
+  /** One pull, then the next while the reader may go on (see `pulled`). */
+  private readonly read: Effect.Effect<void>
 
   constructor(
     private readonly clock: Clock.Clock,
@@ -34,58 +51,110 @@ export class BoundedPull<A, E> {
     private readonly endsNanos: bigint,
     private readonly graceMillis: number
   ) {
-    this.work = Effect.exit(pull)
+    this.read = Effect.flatMap(Effect.exit(pull), this.pulled)
     this.entry = Timers.schedule(clock, site.runtime, endsNanos, this.fire)
   }
 
-  /** One pull: its exit, or `None` once the end has come (before the pull, or while it ran). */
+  /** One pull: its exit, or `None` once the end has come (before the consumer asks, or while it waits). */
   readonly next: Effect.Effect<Option.Option<Exit.Exit<A, E>>> = Effect.suspend(() => {
-    if (this.expired || this.clock.unsafeCurrentTimeNanos() >= this.endsNanos) return EXPIRED
-    const fiber = this.site.fork(this.work)
-    const polled = fiber.unsafePoll()
-    if (polled !== null) return Effect.succeed(Option.some(Exit.flatten(polled)))
+    if (this.isOver()) return this.over()
+    if (this.head < this.ready.length) return Effect.succeed(Option.some(this.take()))
+    if (this.reader === undefined) {
+      // The reader runs at once, until its first pull that suspends, or until it stops.
+      const fiber = this.site.fork(this.read)
+      if (fiber.unsafePoll() === null) {
+        this.reader = fiber
+        fiber.addObserver(this.ended)
+      }
+      if (this.head < this.ready.length) return Effect.succeed(Option.some(this.take()))
+      if (this.reader === undefined) return Effect.dieMessage("BoundedPull: the reader ended without a pull")
+    }
     return Effect.async<Option.Option<Exit.Exit<A, E>>>((resume) => {
-      this.fiber = fiber
       this.resume = resume
-      // A fiber that already ended calls `onExit` at once.
-      fiber.addObserver(this.onExit)
-      return Effect.suspend(() => this.cancel(fiber))
+      return Effect.suspend(() => this.cancel())
     })
   })
 
-  /** Stops the timer (the stream ended). */
-  stop(): void {
+  /** Stops the timer, drops what was pulled ahead, and ends a pull still running (within the grace). */
+  readonly stop: Effect.Effect<void> = Effect.suspend(() => {
     Timers.cancel(this.clock, this.entry)
+    this.drop()
+    return this.endReader()
+  })
+
+  /** A pull's exit: to the waiting consumer, else kept; the next pull follows unless the reader must stop. */
+  private readonly pulled = (exit: Exit.Exit<A, E>): Effect.Effect<void> => {
+    const resume = this.resume
+    if (resume !== undefined) {
+      this.resume = undefined
+      resume(Effect.succeed(Option.some(exit)))
+    } else {
+      this.ready.push(exit)
+    }
+    return Exit.isFailure(exit) || this.ready.length - this.head >= READ_AHEAD || this.isOver()
+      ? Effect.void
+      : this.read
   }
 
-  private readonly onExit = (exit: Exit.Exit<Exit.Exit<A, E>>): void => {
-    const resume = this.release()
-    if (resume !== undefined) resume(Effect.succeed(Option.some(Exit.flatten(exit))))
+  /** The reader ended (once it had suspended): a consumer still waiting (it was not interrupted by us) is told. */
+  private readonly ended = (exit: Exit.Exit<void>): void => {
+    this.reader = undefined
+    const resume = this.resume
+    if (resume === undefined) return
+    this.resume = undefined
+    resume(Exit.isFailure(exit) ? Effect.succeed(Option.some(Exit.failCause(exit.cause))) : this.next)
   }
 
-  /** The end came: the running pull (if any) is interrupted, and its wait resumes once it ended. */
+  /** The end came: the reader (if any) is interrupted, and a waiting consumer resumes once it ended (or the grace passed). */
   private readonly fire = (): void => {
     this.expired = true
-    const fiber = this.fiber
-    const resume = this.release()
-    if (fiber === undefined || resume === undefined) return
-    fiber.unsafeInterruptAsFork(FiberId.none)
-    resume(Effect.as(endsWithin(fiber, this.graceMillis), Option.none()))
-  }
-
-  /** The caller was interrupted while a pull ran: the pull is interrupted too, and awaited within the grace. */
-  private cancel(fiber: Fiber.RuntimeFiber<Exit.Exit<A, E>>): Effect.Effect<void> {
-    if (this.release() === undefined) return Effect.void
-    fiber.unsafeInterruptAsFork(FiberId.none)
-    return Effect.asVoid(endsWithin(fiber, this.graceMillis))
-  }
-
-  private release(): Resume<A, E> | undefined {
     const resume = this.resume
-    if (this.fiber !== undefined) this.fiber.removeObserver(this.onExit)
-    this.fiber = undefined
     this.resume = undefined
-    return resume
+    const ending = this.endReader()
+    if (resume !== undefined) resume(Effect.as(ending, Option.none()))
+  }
+
+  private isOver(): boolean {
+    return this.expired || this.clock.unsafeCurrentTimeNanos() >= this.endsNanos
+  }
+
+  /** The consumer asked after the end: `None`, once a reader still running ended (within the grace). */
+  private over(): Effect.Effect<Option.Option<Exit.Exit<A, E>>> {
+    this.expired = true
+    this.drop()
+    return this.reader === undefined ? EXPIRED : Effect.as(this.endReader(), Option.none())
+  }
+
+  /** The consumer was interrupted while it waited: the reader is interrupted too, and awaited within the grace. */
+  private cancel(): Effect.Effect<void> {
+    if (this.resume === undefined) return Effect.void
+    this.resume = undefined
+    return this.endReader()
+  }
+
+  /**
+   * Interrupts the reader, if one runs: the effect waits until it ended, at most the grace. It is let go at
+   * once (no later wait is for it again, and its end resumes no one): one that ignores interruption is left
+   * behind after one grace, as an attempt's fiber is.
+   */
+  private endReader(): Effect.Effect<void> {
+    const reader = this.reader
+    if (reader === undefined) return Effect.void
+    this.reader = undefined
+    reader.removeObserver(this.ended)
+    reader.unsafeInterruptAsFork(FiberId.none)
+    return Effect.asVoid(endsWithin(reader, this.graceMillis))
+  }
+
+  private take(): Exit.Exit<A, E> {
+    const exit = this.ready[this.head++]!
+    if (this.head === this.ready.length) this.drop()
+    return exit
+  }
+
+  private drop(): void {
+    this.ready.length = 0
+    this.head = 0
   }
 }
 
