@@ -108,15 +108,6 @@ const watch = <A, E>(
 
 const NOOP = (): void => {}
 
-/**
- * The fiber running the current step (Effect records it while a fiber runs: `Fiber.getCurrentFiber`), or
- * `undefined` outside any fiber's step.
- */
-const runningFiber = (): Fiber.RuntimeFiber<unknown, unknown> | undefined => {
-  const current = Fiber.getCurrentFiber()
-  return current._tag === "Some" ? current.value : undefined
-}
-
 /** Waits for `fiber` at most `millis`: `None` when the time ran out first. */
 const awaitWithin = <A, E>(
   clock: Clock.Clock,
@@ -218,33 +209,22 @@ export const bounded = <A, E, S, B, E2>(
   timeoutMillis: number,
   graceMillis: number,
   k: Continue<S, B, E2>
-): Effect.Effect<B, E2> => {
-  return Effect.uninterruptibleMask((restore) => {
-    // This runs in the region's own step (the mask's flags update), on the caller's fiber: the fiber running now.
-    // (`Effect.withFiberRuntime` would hand it over in one more step: a status, a closure and a run-loop turn per
-    // attempt.)
-    const parent = runningFiber()
-    if (parent === undefined) return Effect.withFiberRuntime<B, E2>((self) => start(self, restore))
-    return start(parent, restore)
-  })
-  /** Forks the attempt from `parent` (inside the region) and waits for it, or goes on at once if it ended. */
-  function start(
-    parent: Fiber.RuntimeFiber<unknown, unknown>,
-    restore: <X, EX, RX>(effect: Effect.Effect<X, EX, RX>) => Effect.Effect<X, EX, RX>
-  ): Effect.Effect<B, E2> {
-    const clock = Context.get(parent.currentDefaultServices, Clock.Clock)
-    // Made once per caller fiber while its references stay the same (see `fork.ts`).
-    const site = Fork.siteOfRunning(parent)
-    const runtime = site.runtime
-    // The provider's fiber never fails: a failure is data (a failing fiber would also be logged).
-    const fiber = site.fork(caught(work))
-    const polled = fiber.unsafePoll()
-    if (polled !== null) return restoreUnlessDone(restore, k.then(end(exitOf(polled)), parent), parent)
-    k.started?.(fiber)
-    const waiting = new Waiting(parent, clock, runtime, fiber, timeoutMillis, graceMillis, end, k, restore)
-    return Effect.matchCauseEffect(restore(Effect.async(waiting.register)), waiting)
-  }
-}
+): Effect.Effect<B, E2> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.withFiberRuntime<B, E2>((parent, status) => {
+      const clock = Context.get(parent.currentDefaultServices, Clock.Clock)
+      // Made once per caller fiber while its references stay the same (see `fork.ts`).
+      const site = Fork.siteOf(parent, RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption))
+      const runtime = site.runtime
+      // The provider's fiber never fails: a failure is data (a failing fiber would also be logged).
+      const fiber = site.fork(caught(work))
+      const polled = fiber.unsafePoll()
+      if (polled !== null) return restoreUnlessDone(restore, k.then(end(exitOf(polled)), parent), parent)
+      k.started?.(fiber)
+      const waiting = new Waiting(parent, clock, runtime, fiber, timeoutMillis, graceMillis, end, k, restore)
+      return Effect.matchCauseEffect(restore(Effect.async(waiting.register)), waiting)
+    })
+  )
 
 /**
  * One suspended attempt's wait and what follows it, in one object: the fiber's observer, the timer's callback,

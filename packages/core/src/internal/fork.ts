@@ -22,8 +22,8 @@
  *
  * @internal
  */
-import { FiberRef, FiberRefs, Runtime, RuntimeFlags } from "effect"
-import type { Context, Effect, Fiber, FiberId } from "effect"
+import { FiberRef, FiberRefs, Runtime } from "effect"
+import type { Context, Effect, Fiber, FiberId, RuntimeFlags } from "effect"
 
 /** Where a caller's children are forked: one while the callers' references and flags stay the same. @internal */
 export class Site {
@@ -88,30 +88,8 @@ let watched = false
  *
  * @internal
  */
-export const siteOf = (parent: Fiber.RuntimeFiber<unknown, unknown>, flags: RuntimeFlags.RuntimeFlags): Site =>
-  siteFrom(parent, parent.getFiberRefs(), flags)
-
-/**
- * `siteOf(parent, flags)` with `parent`'s current runtime flags, interruption enabled, as `flags`, for a caller that
- * runs on `parent` (in one of its steps) without its status at hand: `getFiberRefs` records the fiber's current flags
- * in its references before it returns them (the value `FiberStatus.running` would carry), so they are read there.
- *
- * @internal
- */
-export const siteOfRunning = (parent: Fiber.RuntimeFiber<unknown, unknown>): Site => {
+export const siteOf = (parent: Fiber.RuntimeFiber<unknown, unknown>, flags: RuntimeFlags.RuntimeFlags): Site => {
   const refs = parent.getFiberRefs()
-  const stack = refs.locals.get(RUNTIME_FLAGS)
-  const flags = stack === undefined
-    ? FiberRefs.getOrDefault(refs, FiberRef.currentRuntimeFlags)
-    : stack[0][1] as RuntimeFlags.RuntimeFlags
-  return siteFrom(parent, refs, RuntimeFlags.enable(flags, RuntimeFlags.Interruption))
-}
-
-const siteFrom = (
-  parent: Fiber.RuntimeFiber<unknown, unknown>,
-  refs: FiberRefs.FiberRefs,
-  flags: RuntimeFlags.RuntimeFlags
-): Site => {
   const id = parent.id().id
   const slot = id & (SLOTS - 1)
   if (owners[slot] === id) {
