@@ -216,10 +216,10 @@ export const bounded = <A, E, S, B, E2>(
       // Made once per caller fiber while its references stay the same (see `fork.ts`).
       const site = Fork.siteOf(parent, RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption))
       const runtime = site.runtime
-      // The provider's fiber never fails: a failure is data (a failing fiber would also be logged).
-      const fiber = site.fork(caught(work))
+      // The provider's fiber never fails: its exit is data (a failing fiber would also be logged).
+      const fiber = site.fork(asExit(work))
       const polled = fiber.unsafePoll()
-      if (polled !== null) return restoreUnlessDone(restore, k.then(end(exitOf(polled)), parent), parent)
+      if (polled !== null) return restoreUnlessDone(restore, k.then(end(Exit.flatten(polled)), parent), parent)
       k.started?.(fiber)
       const waiting = new Waiting(parent, clock, runtime, fiber, timeoutMillis, graceMillis, end, k, restore)
       return Effect.matchCauseEffect(restore(Effect.async(waiting.register)), waiting)
@@ -245,7 +245,7 @@ class Waiting<A, E, S, B, E2> implements Timers.Entry {
     private readonly parent: Fiber.RuntimeFiber<unknown, unknown>,
     private readonly clock: Clock.Clock,
     private readonly runtime: Runtime.Runtime<never>,
-    private readonly fiber: Fiber.RuntimeFiber<A | Failed<E>>,
+    private readonly fiber: Fiber.RuntimeFiber<Exit.Exit<A, E>>,
     private readonly timeoutMillis: number,
     private readonly graceMillis: number,
     private readonly end: (exit: Exit.Exit<A, E>) => AttemptEnd<S>,
@@ -268,11 +268,13 @@ class Waiting<A, E, S, B, E2> implements Timers.Entry {
     this.fiber.addObserver(this.onExit)
   }
 
-  private readonly onExit = (exit: Exit.Exit<A | Failed<E>>): void => {
+  private readonly onExit = (exit: Exit.Exit<Exit.Exit<A, E>>): void => {
     if (this.done) return
     this.done = true
     Timers.cancel(this.clock, this)
-    this.resume!(Effect.succeed(exitOf(exit)))
+    // The attempt's fiber ends in success (its exit is data: see `asExit`), and an `Exit` is an effect: resumed
+    // with it, the caller goes on with its value without a `succeed` (and its run-loop step) per attempt.
+    this.resume!(Exit.isSuccess(exit) ? exit : Effect.succeed(Exit.flatten(exit)))
   }
 
   /** The timeout (called by the timer). */
@@ -356,28 +358,20 @@ keepMap(idleWaiting)
 
 const TIMED_OUT = Effect.succeed(undefined)
 
-/** An attempt's failure, as its fiber's success value (see `caught`). */
-class Failed<E> {
-  constructor(readonly cause: Cause.Cause<E>) {}
+/** The handlers of `Effect.exit`, made once: `Effect.exit` builds two closures and two option objects per call. */
+interface AsExit<A, E> {
+  onFailure(cause: Cause.Cause<E>): Effect.Effect<Exit.Exit<A, E>>
+  onSuccess(a: A): Effect.Effect<Exit.Exit<A, E>>
 }
 
-const CATCH = <E>(cause: Cause.Cause<E>): Exit.Exit<Failed<E>> => Exit.succeed(new Failed(cause))
+const AS_EXIT: AsExit<unknown, unknown> = {
+  onFailure: (cause) => Effect.succeed(Exit.failCause(cause)),
+  onSuccess: (a) => Effect.succeed(Exit.succeed(a))
+}
 
-/**
- * `work` whose failure (any cause it can handle: failures and defects) is its success value, as a `Failed`: the
- * attempt's fiber then never fails (a failing fiber would also be logged). Its answer stays its own success value,
- * with no handler to run on success (`Effect.exit` would take a step and two objects per successful attempt for it).
- * An interruption, which no handler catches in an interruptible fiber, is the fiber's failure, as before.
- */
-const caught = <A, E>(work: Effect.Effect<A, E>): Effect.Effect<A | Failed<E>> => Effect.catchAllCause(work, CATCH)
-
-/** The exit of the attempt's work, from its fiber's exit (see `caught`): no new object for an answer. */
-const exitOf = <A, E>(exit: Exit.Exit<A | Failed<E>>): Exit.Exit<A, E> =>
-  Exit.isFailure(exit)
-    ? Exit.failCause(exit.cause)
-    : exit.value instanceof Failed
-    ? Exit.failCause((exit.value as Failed<E>).cause)
-    : exit as Exit.Exit<A, E>
+/** `Effect.exit(work)`, without allocating its handlers. */
+const asExit = <A, E>(work: Effect.Effect<A, E>): Effect.Effect<Exit.Exit<A, E>> =>
+  Effect.matchCauseEffect(work, AS_EXIT as AsExit<A, E>)
 
 /** A timeout whose teardown is confirmed: the attempt's fiber has ended, so there is nothing left to await. */
 const TIMED_OUT_CONFIRMED: AttemptEnd<never> = { _tag: "Timeout", confirmed: true, settled: Effect.void }
