@@ -60,5 +60,17 @@ export const modules = {
   fork: {
     mutate: ["packages/core/src/internal/fork.ts"],
     tests: core("Fork", "ForkSites", "Execute", "Streaming")
+  },
+  // The artifact's reading and read-back (`internal/jsonlRead.ts`) alone: its own fast tests first (a counting
+  // file system under `make`), then the resume tests that reach it through `JsonlStore` and `Resume`.
+  "jsonl-read": {
+    mutate: ["packages/batch/src/internal/jsonlRead.ts"],
+    tests: batch("jsonlRead", "ResumeStreaming", "resume", "hostile-artifacts", "artifact", "Decode", "jsonl", "JsonlStore")
+  },
+  // The clock's one timer (every attempt's bound, every stream's): its own laws first (`TestClock`, properties),
+  // then the executor's tests that reach it through `Rein.execute`.
+  timers: {
+    mutate: ["packages/core/src/internal/timers.ts"],
+    tests: core("TimersLaws", "Timers", "Deadline", "Execute")
   }
 }

@@ -1,0 +1,270 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Clock, Duration, Effect, FastCheck as fc, Scheduler, TestClock, TestContext } from "effect"
+import type { Runtime } from "effect"
+import * as Timers from "../src/internal/timers.js"
+
+// The laws of the clock's one timer, over any interleaving of scheduling (absolute, relative to now, relative to
+// an earlier reading, fractions of a millisecond), cancelling (before or after the entry fired), entries that
+// schedule more when they fire, and the clock moving in steps of any size: every entry not cancelled before it
+// was due fires exactly once, at the first whole millisecond at or after it is due (never before), in due order
+// and then scheduling order; a cancelled one never fires; once nothing is left, nothing stays armed. Checked on
+// `TestClock` (a sleeper fiber) and on a clock with its own scheduler (one callback, no fiber).
+
+/** An entry the caller made (as an attempt's wait is), for `scheduleIn` and `scheduleFrom`. */
+class Probe implements Timers.Entry {
+  key = 0
+  seq = 0
+  index = -1
+  prev: Timers.Entry | undefined = undefined
+  next: Timers.Entry | undefined = undefined
+  constructor(readonly fire: () => void) {}
+}
+
+/** A clock that schedules callbacks itself (as the live clock and the CLI's virtual clock do). */
+class CallbackClock implements Clock.Clock {
+  readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
+  now = 0
+  private seq = 0
+  private tasks: Array<{ at: number; seq: number; task: () => void; live: boolean }> = []
+  unsafeCurrentTimeMillis() {
+    return this.now
+  }
+  unsafeCurrentTimeNanos() {
+    return BigInt(this.now) * 1_000_000n
+  }
+  readonly currentTimeMillis = Effect.sync(() => this.now)
+  readonly currentTimeNanos = Effect.sync(() => this.unsafeCurrentTimeNanos())
+  sleep(): Effect.Effect<void> {
+    return Effect.die("the timer must not sleep on a clock with its own scheduler")
+  }
+  scheduler(): Effect.Effect<Clock.ClockScheduler> {
+    return Effect.succeed({
+      unsafeSchedule: (task, duration) => {
+        const entry = { at: this.now + Duration.toMillis(duration), seq: this.seq++, task, live: true }
+        this.tasks.push(entry)
+        return () => {
+          const was = entry.live
+          entry.live = false
+          return was
+        }
+      }
+    })
+  }
+  get armed(): number {
+    return this.tasks.filter((t) => t.live).length
+  }
+  advance(millis: number): void {
+    const until = this.now + millis
+    for (;;) {
+      const due = this.tasks.filter((t) => t.live && t.at <= until).sort((a, b) => a.at - b.at || a.seq - b.seq)[0]
+      if (due === undefined) break
+      due.live = false
+      this.now = Math.max(this.now, due.at)
+      due.task()
+    }
+    this.now = until
+  }
+}
+
+type Op =
+  | {
+    readonly op: "at"
+    readonly millis: number
+    readonly via: "schedule" | "after" | "in" | "from"
+    readonly then: number
+    readonly onFire: "none" | "cancelOne" | "cancelAll"
+    readonly which: number
+  }
+  | { readonly op: "cancel"; readonly which: number }
+  | { readonly op: "advance"; readonly millis: number }
+
+// Delays in quarters of a millisecond (exact in nanoseconds), 0 included. When it fires, an entry may cancel one
+// entry (`which`, fired or not) or every other one (as an attempt's bound that fires and ends its attempt), then
+// (`then` > 0) schedule another, due that many milliseconds later.
+const ops = fc.array(
+  fc.oneof(
+    fc.record({
+      op: fc.constant("at" as const),
+      millis: fc.integer({ min: 0, max: 120 }).map((q) => q / 4),
+      via: fc.constantFrom("schedule" as const, "after" as const, "in" as const, "from" as const),
+      then: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 12 })),
+      onFire: fc.constantFrom("none" as const, "none" as const, "cancelOne" as const, "cancelAll" as const),
+      which: fc.nat()
+    }),
+    fc.record({ op: fc.constant("cancel" as const), which: fc.nat() }),
+    fc.record({ op: fc.constant("advance" as const), millis: fc.integer({ min: 0, max: 12 }) })
+  ),
+  { maxLength: 60 }
+)
+
+interface Scheduled {
+  readonly id: number
+  readonly due: number // nanoseconds
+  readonly seq: number
+  readonly made: number // nanoseconds: when it was scheduled
+  readonly entry: Timers.Entry
+  readonly onFire: Extract<Op, { op: "at" }>["onFire"]
+}
+
+/**
+ * Runs `program` against the timer on `clock` (`advance` moves it) and against a model: after every step the
+ * entries fired, in order, with the clock's reading at each, are the model's.
+ */
+const check = (
+  program: ReadonlyArray<Op>,
+  clock: Clock.Clock,
+  runtime: Runtime.Runtime<never>,
+  advance: (millis: number) => Effect.Effect<void>,
+  armed: () => number
+) =>
+  Effect.gen(function*() {
+    const nowNanos = () => clock.unsafeCurrentTimeNanos()
+    const origin = nowNanos()
+    const at = () => Number(nowNanos() - origin)
+    const fired: Array<[number, number]> = [] // [id, nanoseconds since origin when fired]
+    const expected: Array<[number, number]> = []
+    let pending: Array<Scheduled> = []
+    const all: Array<Scheduled> = []
+    let seq = 0
+    // What each firing did, for the model: the seq counter when it fired, the entry it cancelled.
+    const marks = new Map<number, number>()
+    const cancelled = new Map<number, number>()
+    const add = (step: Omit<Extract<Op, { op: "at" }>, "op">, from = at()) => {
+      const { millis, onFire, then, via, which } = step
+      const id = all.length
+      const fire = () => {
+        fired.push([id, at()])
+        marks.set(id, seq)
+        if (onFire === "cancelOne") {
+          const target = all[which % all.length]!
+          cancelled.set(id, target.id)
+          Timers.cancel(clock, target.entry)
+        } else if (onFire === "cancelAll") {
+          for (const s of all) Timers.cancel(clock, s.entry)
+        }
+        if (then > 0) add({ millis: then, via: "after", then: 0, onFire: "none", which: 0 })
+      }
+      const due = from + Math.ceil(millis * 1e6)
+      let entry: Timers.Entry
+      if (via === "schedule") entry = Timers.schedule(clock, runtime, origin + BigInt(due), fire)
+      else if (via === "after") entry = Timers.after(clock, runtime, millis, fire)
+      else if (via === "in") Timers.scheduleIn(clock, runtime, millis, entry = new Probe(fire))
+      else Timers.scheduleFrom(clock, runtime, origin + BigInt(from), millis, entry = new Probe(fire))
+      const s = { id, due, seq: seq++, made: at(), entry, onFire }
+      all.push(s)
+      pending.push(s)
+    }
+    // The model: the clock moved to `to` (ns), every entry due by then fires at the first whole millisecond at
+    // or after its due time (one made already due fires at once), in due order, then scheduling order. Entries
+    // scheduled by a firing join `pending` as they are made (their order of scheduling is the timer's too); what
+    // a firing cancelled is taken out when the model fires it (all made before it fired, or the one it named).
+    const modelTo = (to: number) => {
+      for (;;) {
+        const next = pending.filter((s) => s.due <= to).sort((a, b) => a.due - b.due || a.seq - b.seq)[0]
+        if (next === undefined) return
+        pending = pending.filter((s) => s !== next)
+        expected.push([next.id, Math.max(Math.ceil(next.due / 1e6) * 1e6, next.made)])
+        const mark = marks.get(next.id) ?? Infinity
+        if (next.onFire === "cancelAll") pending = pending.filter((s) => s.seq >= mark)
+        if (next.onFire === "cancelOne") pending = pending.filter((s) => s.id !== cancelled.get(next.id))
+      }
+    }
+    const same = () => {
+      expect(fired).toEqual(expected)
+      // One sleeper (or one callback on the clock's scheduler) while an entry is left, none once none is.
+      expect(armed()).toBe(pending.length > 0 ? 1 : 0)
+      // An entry fired or cancelled is out of the timer: it holds no neighbour (nor, through it, their attempts).
+      for (const s of all) {
+        if (pending.includes(s)) expect(s.entry.index).not.toBe(-1)
+        else expect([s.entry.index, s.entry.prev, s.entry.next]).toEqual([-1, undefined, undefined])
+      }
+    }
+    for (const step of program) {
+      if (step.op === "at") {
+        add(step, step.via === "from" ? Math.max(0, at() - 1e6) : at())
+        // Due now (no delay): served at once on `TestClock`, at the next move on a clock with its own scheduler.
+        if (step.millis === 0 || (step.via === "from" && step.millis <= 1)) {
+          yield* advance(0)
+          modelTo(at())
+        }
+      } else if (step.op === "cancel") {
+        if (all.length === 0) continue
+        const s = all[step.which % all.length]!
+        Timers.cancel(clock, s.entry)
+        pending = pending.filter((p) => p.entry !== s.entry)
+      } else {
+        yield* advance(step.millis)
+        modelTo(at())
+      }
+      same()
+    }
+    yield* advance(1_000)
+    modelTo(at())
+    same()
+    expect(pending).toEqual([])
+  })
+
+describe("the clock's one timer", () => {
+  it("on TestClock: every entry fires once, when due and never before, in due then scheduling order; cancelled ones never; then no sleeper", async () => {
+    await fc.assert(
+      fc.asyncProperty(ops, (program) =>
+        Effect.runPromise(
+          Effect.gen(function*() {
+            const clock = yield* Effect.clock
+            const runtime = yield* Effect.runtime<never>()
+            yield* TestClock.adjust(7) // an origin that is not 0
+            const sleepers = () => Timers.sleeperOf(clock) === undefined ? 0 : 1
+            yield* check(program, clock, runtime, TestClock.adjust, sleepers)
+          }).pipe(Effect.provide(TestContext.TestContext))
+        )),
+      { numRuns: 100, seed: 1717 }
+    )
+  })
+
+  it("on a clock with its own scheduler: the same laws, then nothing armed", async () => {
+    await fc.assert(
+      fc.asyncProperty(ops, (program) =>
+        Effect.runPromise(
+          Effect.gen(function*() {
+            const clock = new CallbackClock()
+            clock.now = 7
+            const runtime = yield* Effect.runtime<never>()
+            const advance = (millis: number) => Effect.sync(() => clock.advance(millis))
+            yield* check(program, clock, runtime, advance, () => clock.armed)
+          })
+        )),
+      { numRuns: 100, seed: 1717 }
+    )
+  })
+})
+
+/** A scheduler that runs each task at once: a fiber forked under it runs before `runFork` returns. */
+const immediate: Scheduler.Scheduler = {
+  scheduleTask: (task) => task(),
+  shouldYield: () => false
+}
+
+describe("the clock's one timer under a scheduler that runs a fiber at once", () => {
+  it.effect("an entry already due fires as its sleeper starts, and no sleeper is left behind", () =>
+    Effect.gen(function*() {
+      const clock = yield* Effect.clock
+      const fired: Array<string> = []
+      yield* Effect.withScheduler(
+        Effect.flatMap(Effect.runtime<never>(), (runtime) =>
+          Effect.sync(() => {
+            Timers.schedule(clock, runtime, clock.unsafeCurrentTimeNanos(), () => fired.push("now"))
+          })),
+        immediate
+      )
+      // The sleeper fired the entry and ended before `runFork` returned: it is not kept as the current one.
+      expect(fired).toEqual(["now"])
+      expect(Timers.sleeperOf(clock)).toBeUndefined()
+      // And the timer still serves later entries.
+      const runtime = yield* Effect.runtime<never>()
+      Timers.after(clock, runtime, 5, () => fired.push("later"))
+      expect(Timers.sleeperOf(clock)).toBeDefined()
+      yield* TestClock.adjust(5)
+      expect(fired).toEqual(["now", "later"])
+      expect(Timers.sleeperOf(clock)).toBeUndefined()
+    }))
+})
