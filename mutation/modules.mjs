@@ -67,6 +67,12 @@ export const modules = {
     mutate: ["packages/batch/src/internal/jsonlRead.ts"],
     tests: batch("jsonlRead", "ResumeStreaming", "resume", "hostile-artifacts", "artifact", "Decode", "jsonl", "JsonlStore")
   },
+  // The same, against its own tests only (the read-back called directly): each mutant costs seconds, not the
+  // minutes of the resume tests over 1 MiB windows; a lower bound, and the proof of that file's kills.
+  "jsonl-read-own": {
+    mutate: ["packages/batch/src/internal/jsonlRead.ts"],
+    tests: batch("jsonlRead")
+  },
   // The clock's one timer (every attempt's bound, every stream's): its own laws first (`TestClock`, properties),
   // then the executor's tests that reach it through `Rein.execute`.
   timers: {

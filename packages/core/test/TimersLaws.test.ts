@@ -78,23 +78,30 @@ type Op =
   | { readonly op: "cancel"; readonly which: number }
   | { readonly op: "advance"; readonly millis: number }
 
-// Delays in quarters of a millisecond (exact in nanoseconds), 0 included. When it fires, an entry may cancel one
+// Mostly scheduling (heaps of tens of entries), delays in quarters of a millisecond (exact in nanoseconds), 0
+// included. When it fires, an entry may cancel one
 // entry (`which`, fired or not) or every other one (as an attempt's bound that fires and ends its attempt), then
 // (`then` > 0) schedule another, due that many milliseconds later.
 const ops = fc.array(
   fc.oneof(
-    fc.record({
-      op: fc.constant("at" as const),
-      millis: fc.integer({ min: 0, max: 120 }).map((q) => q / 4),
-      via: fc.constantFrom("schedule" as const, "after" as const, "in" as const, "from" as const),
-      then: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 12 })),
-      onFire: fc.constantFrom("none" as const, "none" as const, "cancelOne" as const, "cancelAll" as const),
-      which: fc.nat()
-    }),
-    fc.record({ op: fc.constant("cancel" as const), which: fc.nat() }),
-    fc.record({ op: fc.constant("advance" as const), millis: fc.integer({ min: 0, max: 12 }) })
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        op: fc.constant("at" as const),
+        millis: fc.integer({ min: 0, max: 160 }).map((q) => q / 4),
+        via: fc.constantFrom("schedule" as const, "after" as const, "in" as const, "from" as const),
+        then: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 12 })),
+        onFire: fc.constantFrom("none" as const, "none" as const, "cancelOne" as const, "cancelAll" as const),
+        which: fc.nat()
+      })
+    },
+    { weight: 2, arbitrary: fc.record({ op: fc.constant("cancel" as const), which: fc.nat() }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({ op: fc.constant("advance" as const), millis: fc.integer({ min: 0, max: 12 }) })
+    }
   ),
-  { maxLength: 60 }
+  { maxLength: 80 }
 )
 
 interface Scheduled {
@@ -188,8 +195,10 @@ const check = (
           modelTo(at())
         }
       } else if (step.op === "cancel") {
-        if (all.length === 0) continue
-        const s = all[step.which % all.length]!
+        // Half the time one still pending (out of the heap's middle too), else any (fired ones: nothing happens).
+        const among = step.which % 2 === 0 && pending.length > 0 ? pending : all
+        if (among.length === 0) continue
+        const s = among[(step.which >> 1) % among.length]!
         Timers.cancel(clock, s.entry)
         pending = pending.filter((p) => p.entry !== s.entry)
       } else {
@@ -217,7 +226,7 @@ describe("the clock's one timer", () => {
             yield* check(program, clock, runtime, TestClock.adjust, sleepers)
           }).pipe(Effect.provide(TestContext.TestContext))
         )),
-      { numRuns: 100, seed: 1717 }
+      { numRuns: 40, seed: 1717 }
     )
   })
 
@@ -233,7 +242,7 @@ describe("the clock's one timer", () => {
             yield* check(program, clock, runtime, advance, () => clock.armed)
           })
         )),
-      { numRuns: 100, seed: 1717 }
+      { numRuns: 300, seed: 1717 }
     )
   })
 })
@@ -243,6 +252,53 @@ const immediate: Scheduler.Scheduler = {
   scheduleTask: (task) => task(),
   shouldYield: () => false
 }
+
+describe("the clock's one timer, its heap", () => {
+  // A first entry due last keeps every later one out of the run: all in the heap, cancelled from anywhere in it
+  // (the entry moved into a cancelled one's place may have to go up past its new parent, or down).
+  it.prop(
+    "entries kept in the heap, any of them cancelled, fire in due order, then scheduling order (property)",
+    [
+      fc.array(fc.integer({ min: 1, max: 30 }), { minLength: 20, maxLength: 45 }),
+      fc.array(fc.nat(), { minLength: 1, maxLength: 20 })
+    ],
+    ([dues, cancels]) => {
+      const clock = new CallbackClock()
+      const runtime = Effect.runSync(Effect.runtime<never>())
+      const fired: Array<number> = []
+      Timers.schedule(clock, runtime, 1_000_000_000n, () => fired.push(-1))
+      const entries = dues.map((due, i) =>
+        Timers.schedule(clock, runtime, BigInt(due) * 1_000_000n, () => fired.push(i))
+      )
+      const gone = new Set<number>()
+      for (const c of cancels) {
+        Timers.cancel(clock, entries[c % entries.length]!)
+        gone.add(c % entries.length)
+      }
+      clock.advance(1_000)
+      const expected = dues.map((due, i) => ({ due, i })).filter(({ i }) => !gone.has(i))
+        .sort((a, b) => a.due - b.due || a.i - b.i).map(({ i }) => i)
+      expect(fired).toEqual([...expected, -1])
+      expect(clock.armed).toBe(0)
+    },
+    { fastCheck: { numRuns: 1_000, seed: 1717 } }
+  )
+})
+
+describe("the clock's one timer, bounds of a fraction of a nanosecond", () => {
+  it.effect("are due at the next nanosecond (rounded up): not at once, at the next whole millisecond", () =>
+    Effect.gen(function*() {
+      const clock = yield* Effect.clock
+      const runtime = yield* Effect.runtime<never>()
+      const fired: Array<string> = []
+      Timers.after(clock, runtime, 1e-7, () => fired.push("in"))
+      Timers.scheduleFrom(clock, runtime, clock.unsafeCurrentTimeNanos(), 1e-7, new Probe(() => fired.push("from")))
+      yield* TestClock.adjust(0)
+      expect(fired).toEqual([])
+      yield* TestClock.adjust(1)
+      expect(fired).toEqual(["in", "from"])
+    }))
+})
 
 describe("the clock's one timer under a scheduler that runs a fiber at once", () => {
   it.effect("an entry already due fires as its sleeper starts, and no sleeper is left behind", () =>
