@@ -26,6 +26,8 @@ class CallbackClock implements Clock.Clock {
   now = 0
   private seq = 0
   private tasks: Array<{ at: number; seq: number; task: () => void; live: boolean }> = []
+  /** Callbacks armed on it, in all. */
+  scheduled = 0
   unsafeCurrentTimeMillis() {
     return this.now
   }
@@ -40,6 +42,7 @@ class CallbackClock implements Clock.Clock {
   scheduler(): Effect.Effect<Clock.ClockScheduler> {
     return Effect.succeed({
       unsafeSchedule: (task, duration) => {
+        this.scheduled += 1
         const entry = { at: this.now + Duration.toMillis(duration), seq: this.seq++, task, live: true }
         this.tasks.push(entry)
         return () => {
@@ -283,6 +286,28 @@ describe("the clock's one timer, its heap", () => {
     },
     { fastCheck: { numRuns: 1_000, seed: 1717 } }
   )
+})
+
+describe("the clock's one timer, bounds set in due order", () => {
+  // The batch's attempt timeouts and a burst's deadlines: appended to the run in constant time (`Entry.index` is
+  // -2 there, a heap position otherwise), and the timer is armed once, not again for each.
+  it("are kept in the run and arm the clock once; one due earlier goes to the heap and re-arms it", () => {
+    const clock = new CallbackClock()
+    const runtime = Effect.runSync(Effect.runtime<never>())
+    const fired: Array<number> = []
+    const dues = [5, 5, 6, 9, 9, 9, 12]
+    const entries = dues.map((due, i) => Timers.schedule(clock, runtime, BigInt(due) * 1_000_000n, () => fired.push(i)))
+    expect(entries.map((e) => e.index)).toEqual(dues.map(() => -2))
+    expect(clock.scheduled).toBe(1)
+    const early = Timers.schedule(clock, runtime, 3_000_000n, () => fired.push(-1))
+    expect(early.index).toBe(0)
+    expect(clock.scheduled).toBe(2)
+    // Due with the entry the timer wakes for: no re-arm either.
+    Timers.schedule(clock, runtime, 3_000_000n, () => fired.push(-2))
+    expect(clock.scheduled).toBe(2)
+    clock.advance(20)
+    expect(fired).toEqual([-1, -2, 0, 1, 2, 3, 4, 5, 6])
+  })
 })
 
 describe("the clock's one timer, bounds of a fraction of a nanosecond", () => {
