@@ -60,5 +60,23 @@ export const modules = {
   fork: {
     mutate: ["packages/core/src/internal/fork.ts"],
     tests: core("Fork", "ForkSites", "Execute", "Streaming")
+  },
+  // The artifact's reading and read-back (`internal/jsonlRead.ts`) alone: its own fast tests first (a counting
+  // file system under `make`), then the resume tests that reach it through `JsonlStore` and `Resume`.
+  "jsonl-read": {
+    mutate: ["packages/batch/src/internal/jsonlRead.ts"],
+    tests: batch("jsonlRead", "ResumeStreaming", "resume", "hostile-artifacts", "artifact", "Decode", "jsonl", "JsonlStore")
+  },
+  // The same, against its own tests only (the read-back called directly): each mutant costs seconds, not the
+  // minutes of the resume tests over 1 MiB windows; a lower bound, and the proof of that file's kills.
+  "jsonl-read-own": {
+    mutate: ["packages/batch/src/internal/jsonlRead.ts"],
+    tests: batch("jsonlRead")
+  },
+  // The clock's one timer (every attempt's bound, every stream's): its own laws first (`TestClock`, properties),
+  // then the executor's tests that reach it through `Rein.execute`.
+  timers: {
+    mutate: ["packages/core/src/internal/timers.ts"],
+    tests: core("TimersLaws", "Timers", "Deadline", "Execute")
   }
 }
