@@ -20,6 +20,7 @@ import * as BatchLib from "./internal/batchLib.js"
 import { inFile, loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num, table } from "./internal/format.js"
 import * as InputAt from "./internal/inputAt.js"
+import * as Interrupt from "./internal/interrupt.js"
 import * as Shared from "./internal/options.js"
 import * as Pg from "./internal/pg.js"
 import type { PromptItem } from "./internal/prompts.js"
@@ -325,6 +326,16 @@ export const run = Options.text("run").pipe(
   Options.withDescription("The run's id in the store")
 )
 
+/**
+ * On an interruption (Ctrl-C), says on stderr that the run stays in the store and the command line that
+ * rejoins it (this process's own, its password masked). @internal
+ */
+export const onInterruptRejoin = (run: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.onInterrupt(
+    effect,
+    () => Console.error(Interrupt.rejoinMessage(run, process.argv, process.cwd(), process.env))
+  )
+
 /** Prints a report and sets the exit code. @internal */
 export const report = (r: WorkerReport, asJson: boolean): Effect.Effect<void, never, ExitStatus> =>
   Effect.flatMap(BatchLib.load, ({ Termination }) =>
@@ -426,7 +437,7 @@ export const workerCommand = Command.make(
         resume: "reuse-successes",
         scenario: Option.getOrUndefined(o.scenario),
         baseUrl: Option.getOrUndefined(o.baseUrl)
-      })
+      }).pipe(onInterruptRejoin(o.run))
       yield* report(r, o.json)
     })
 ).pipe(
