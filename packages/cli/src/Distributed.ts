@@ -27,6 +27,7 @@ import type { PromptItem } from "./internal/prompts.js"
 import { streamLocated } from "./internal/prompts.js"
 import { forCalls } from "./internal/providers.js"
 import * as RunCaps from "./internal/runCaps.js"
+import * as Sslmode from "./internal/sslmode.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 import { tokenizer } from "./internal/tokens.js"
@@ -90,7 +91,7 @@ const connect = (store: string): Layer.Layer<SqlClient.SqlClient, InputError> =>
   /^postgres(ql)?:\/\//i.test(store)
     ? Layer.unwrapEffect(Effect.map(Pg.load, ({ PgClient }) =>
       Layer.mapError(
-        PgClient.layer({ url: Redacted.make(store), maxConnections: 8 }),
+        PgClient.layer({ url: Redacted.make(Sslmode.asParsed(store)), maxConnections: 8 }),
         (e) => new InputError({ message: `--store: cannot connect: ${e.message}${reasonOf(e.cause, store)}` })
       )))
     : Layer.fail(new InputError({ message: "--store: Expected a postgres:// or postgresql:// connection string" }))
@@ -106,11 +107,17 @@ const REASON_CHARS = 300
  * kind is said).
  */
 const reasonOf = (cause: unknown, store: string): string => {
+  const message = Predicate.hasProperty(cause, "message") ? cause.message : undefined
+  // node-postgres's own words, which quote nothing of the string.
+  if (message === "The server does not support SSL connections") {
+    return ": the server does not support SSL connections (sslmode=disable, or leave sslmode out)"
+  }
   const code = Predicate.hasProperty(cause, "code") ? cause.code : undefined
   if (typeof code !== "string") return ""
   if (/^E[A-Z]+$/.test(code)) return ` (${code})`
+  // A TLS handshake's refusal (`DEPTH_ZERO_SELF_SIGNED_CERT`, `ERR_TLS_CERT_ALTNAME_INVALID`).
+  if (/^[A-Z][A-Z_]+$/.test(code) && code.includes("_")) return ` (${code})`
   if (code === "ERR_INVALID_URL") return " (not a valid URL)"
-  const message = Predicate.hasProperty(cause, "message") ? cause.message : undefined
   if (!/^[0-9A-Z]{5}$/.test(code) || typeof message !== "string") return ""
   const masked = passwordsOf(store).reduce((m, password) => m.replaceAll(password, "***"), message)
   const bounded = masked.length > REASON_CHARS ? `${masked.slice(0, REASON_CHARS)}…` : masked

@@ -159,6 +159,30 @@ describe.skipIf(!available)("rein batch --store, rein worker, rein status", () =
   )
 
   it(
+    "sslmode=require in --store: no SECURITY WARNING from pg on stderr, one line saying the server has no SSL",
+    async () => {
+      for (
+        const query of ["sslmode=require", "sslmode=prefer", "sslmode=verify-ca", "uselibpqcompat=true&sslmode=require"]
+      ) {
+        const r = await rein(["status", "--store", `${url}?${query}`, "--run", "x"])
+        expect(r.code).toBe(2)
+        expect(r.stderr).not.toMatch(/WARNING|uselibpqcompat|verify-full/)
+        expect(r.stderr).toBe(
+          "rein: --store: cannot connect: PgClient: Failed to connect: the server does not support SSL connections " +
+            "(sslmode=disable, or leave sslmode out)\n"
+        )
+      }
+      // verify-ca with libpq's meaning and no CA is node-postgres's own refusal: still one line, no warning.
+      const noCa = await rein(["status", "--store", `${url}?uselibpqcompat=true&sslmode=verify-ca`, "--run", "x"])
+      expect(noCa.code).toBe(2)
+      expect(noCa.stderr.split("\n")).toHaveLength(2)
+      const off = await rein(["status", "--store", `${url}?sslmode=disable`, "--run", "x"])
+      expect(off.stderr).toMatch(/no run "x"/)
+    },
+    120_000
+  )
+
+  it(
     "Ctrl-C during rein batch --store: one line names the run and the command that rejoins it, which finishes it",
     async () => {
       // Half a second a call, two at a time: the run takes ~12 s, time to interrupt it after its first item.
