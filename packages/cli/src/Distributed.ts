@@ -115,9 +115,9 @@ const reasonOf = (cause: unknown, store: string): string => {
   const code = Predicate.hasProperty(cause, "code") ? cause.code : undefined
   if (typeof code !== "string") return ""
   if (/^E[A-Z]+$/.test(code)) return ` (${code})`
+  if (code === "ERR_INVALID_URL") return " (not a valid URL)"
   // A TLS handshake's refusal (`DEPTH_ZERO_SELF_SIGNED_CERT`, `ERR_TLS_CERT_ALTNAME_INVALID`).
   if (/^[A-Z][A-Z_]+$/.test(code) && code.includes("_")) return ` (${code})`
-  if (code === "ERR_INVALID_URL") return " (not a valid URL)"
   if (!/^[0-9A-Z]{5}$/.test(code) || typeof message !== "string") return ""
   const masked = passwordsOf(store).reduce((m, password) => m.replaceAll(password, "***"), message)
   const bounded = masked.length > REASON_CHARS ? `${masked.slice(0, REASON_CHARS)}…` : masked
