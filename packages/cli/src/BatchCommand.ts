@@ -443,7 +443,7 @@ const onStore = (
       resume: o.resume ? Option.getOrElse(o.resumePolicy, () => "reuse-successes" as const) : "reuse-successes",
       scenario: Option.getOrUndefined(o.scenario),
       baseUrl: Option.getOrUndefined(o.baseUrl)
-    })
+    }).pipe(Distributed.onInterruptRejoin(o.run.value))
     yield* Distributed.report(report, o.json)
   })
 

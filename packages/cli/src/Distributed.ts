@@ -20,12 +20,14 @@ import * as BatchLib from "./internal/batchLib.js"
 import { inFile, loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num, table } from "./internal/format.js"
 import * as InputAt from "./internal/inputAt.js"
+import * as Interrupt from "./internal/interrupt.js"
 import * as Shared from "./internal/options.js"
 import * as Pg from "./internal/pg.js"
 import type { PromptItem } from "./internal/prompts.js"
 import { streamLocated } from "./internal/prompts.js"
 import { forCalls } from "./internal/providers.js"
 import * as RunCaps from "./internal/runCaps.js"
+import * as Sslmode from "./internal/sslmode.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 import { tokenizer } from "./internal/tokens.js"
@@ -89,7 +91,7 @@ const connect = (store: string): Layer.Layer<SqlClient.SqlClient, InputError> =>
   /^postgres(ql)?:\/\//i.test(store)
     ? Layer.unwrapEffect(Effect.map(Pg.load, ({ PgClient }) =>
       Layer.mapError(
-        PgClient.layer({ url: Redacted.make(store), maxConnections: 8 }),
+        PgClient.layer({ url: Redacted.make(Sslmode.asParsed(store)), maxConnections: 8 }),
         (e) => new InputError({ message: `--store: cannot connect: ${e.message}${reasonOf(e.cause, store)}` })
       )))
     : Layer.fail(new InputError({ message: "--store: Expected a postgres:// or postgresql:// connection string" }))
@@ -105,11 +107,17 @@ const REASON_CHARS = 300
  * kind is said).
  */
 const reasonOf = (cause: unknown, store: string): string => {
+  const message = Predicate.hasProperty(cause, "message") ? cause.message : undefined
+  // node-postgres's own words, which quote nothing of the string.
+  if (message === "The server does not support SSL connections") {
+    return ": the server does not support SSL connections (sslmode=disable, or leave sslmode out)"
+  }
   const code = Predicate.hasProperty(cause, "code") ? cause.code : undefined
   if (typeof code !== "string") return ""
   if (/^E[A-Z]+$/.test(code)) return ` (${code})`
   if (code === "ERR_INVALID_URL") return " (not a valid URL)"
-  const message = Predicate.hasProperty(cause, "message") ? cause.message : undefined
+  // A TLS handshake's refusal (`DEPTH_ZERO_SELF_SIGNED_CERT`, `ERR_TLS_CERT_ALTNAME_INVALID`).
+  if (/^[A-Z][A-Z_]+$/.test(code) && code.includes("_")) return ` (${code})`
   if (!/^[0-9A-Z]{5}$/.test(code) || typeof message !== "string") return ""
   const masked = passwordsOf(store).reduce((m, password) => m.replaceAll(password, "***"), message)
   const bounded = masked.length > REASON_CHARS ? `${masked.slice(0, REASON_CHARS)}…` : masked
@@ -325,6 +333,16 @@ export const run = Options.text("run").pipe(
   Options.withDescription("The run's id in the store")
 )
 
+/**
+ * On an interruption (Ctrl-C), says on stderr that the run stays in the store and the command line that
+ * rejoins it (this process's own, its password masked). @internal
+ */
+export const onInterruptRejoin = (run: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.onInterrupt(
+    effect,
+    () => Console.error(Interrupt.rejoinMessage(run, process.argv, process.cwd(), process.env))
+  )
+
 /** Prints a report and sets the exit code. @internal */
 export const report = (r: WorkerReport, asJson: boolean): Effect.Effect<void, never, ExitStatus> =>
   Effect.flatMap(BatchLib.load, ({ Termination }) =>
@@ -426,7 +444,7 @@ export const workerCommand = Command.make(
         resume: "reuse-successes",
         scenario: Option.getOrUndefined(o.scenario),
         baseUrl: Option.getOrUndefined(o.baseUrl)
-      })
+      }).pipe(onInterruptRejoin(o.run))
       yield* report(r, o.json)
     })
 ).pipe(

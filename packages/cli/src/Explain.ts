@@ -62,7 +62,9 @@ const printStreamed = (path: string, asJson: boolean): Effect.Effect<number, Inp
       Stream.runForEachChunk((chunk) =>
         Chunk.isEmpty(chunk) ? Effect.void : Console.log(Chunk.join(Chunk.map(chunk, lines), "\n"))
       ),
-      Effect.zipRight(Effect.suspend(() => pending === undefined ? Effect.void : Console.log(`${pending}\n]`))),
+      // The array is closed whatever ends the stream (its end, a bad line, an interrupt): stdout stays one
+      // JSON value (the records before a bad line; nothing when the first line is bad), the error on stderr.
+      Effect.ensuring(Effect.suspend(() => pending === undefined ? Effect.void : Console.log(`${pending}\n]`))),
       Effect.map(() => printed)
     )
   })
@@ -70,7 +72,7 @@ const printStreamed = (path: string, asJson: boolean): Effect.Effect<number, Inp
 /**
  * The `rein explain` command. Records are explained and printed as they are read, so a journal of any size
  * is explained in the memory of one record; a bad line ends it with exit 2, after the records before it were
- * printed.
+ * printed (with `--json`, as a closed array: stdout is valid JSON, the error naming the line on stderr).
  *
  * @example
  * ```ts

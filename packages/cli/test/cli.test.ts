@@ -765,6 +765,15 @@ describe("bad input", () => {
     expect(r.stderr).not.toMatch(/\n\s+at /)
   }, 60_000)
 
+  it("each command's --help shows its usage as typed: $ rein <command> …", async () => {
+    for (const command of ["plan", "run", "replay", "explain", "simulate", "batch", "worker", "status"]) {
+      const help = await rein([command, "--help"])
+      expect(help.code).toBe(0)
+      expect(help.stdout).toMatch(new RegExp(`\\n\\$ rein ${command} `))
+    }
+    expect((await rein(["--help"])).stdout).toMatch(/\n\$ rein\n/)
+  }, 120_000)
+
   it("a required option left out is named, with the command's help", async () => {
     // @effect/cli alone said "Expected to find option: '--catalog'", once per option, without the command.
     expectBadInput(

@@ -5,6 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { TestServer } from "@rein/postgres/testing"
 import { Effect, Exit, Scope } from "effect"
+import { spawn } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
@@ -155,5 +156,76 @@ describe.skipIf(!available)("rein batch --store, rein worker, rein status", () =
       expect(bad.stderr).toBe("rein: --store: cannot connect: PgClient: Failed to connect (not a valid URL)\n")
     },
     120_000
+  )
+
+  it(
+    "sslmode=require in --store: no SECURITY WARNING from pg on stderr, one line saying the server has no SSL",
+    async () => {
+      for (
+        const query of ["sslmode=require", "sslmode=prefer", "sslmode=verify-ca", "uselibpqcompat=true&sslmode=require"]
+      ) {
+        const r = await rein(["status", "--store", `${url}?${query}`, "--run", "x"])
+        expect(r.code).toBe(2)
+        expect(r.stderr).not.toMatch(/WARNING|uselibpqcompat|verify-full/)
+        expect(r.stderr).toBe(
+          "rein: --store: cannot connect: PgClient: Failed to connect: the server does not support SSL connections " +
+            "(sslmode=disable, or leave sslmode out)\n"
+        )
+      }
+      // verify-ca with libpq's meaning and no CA is node-postgres's own refusal: still one line, no warning.
+      const noCa = await rein(["status", "--store", `${url}?uselibpqcompat=true&sslmode=verify-ca`, "--run", "x"])
+      expect(noCa.code).toBe(2)
+      expect(noCa.stderr.split("\n")).toHaveLength(2)
+      const off = await rein(["status", "--store", `${url}?sslmode=disable`, "--run", "x"])
+      expect(off.stderr).toMatch(/no run "x"/)
+    },
+    120_000
+  )
+
+  it(
+    "Ctrl-C during rein batch --store: one line names the run and the command that rejoins it, which finishes it",
+    async () => {
+      // Half a second a call, two at a time: the run takes ~12 s, time to interrupt it after its first item.
+      const slow = join(tmp, "slow.json")
+      writeFileSync(slow, JSON.stringify({ default: { kind: "ok", latency: "500 millis", outputTokens: 20 } }))
+      // The server trusts any password: this one is in the command line, never in what the binary prints.
+      const store = url.replace("postgres://rein@", "postgres://rein:hunter2@")
+      const args = ["batch", "--store", store, "--run", "ctrl-c", ...files, "--scenario", slow, "--concurrency", "2"]
+      const child = spawn(process.execPath, [Binary.bin, ...args], { cwd: Binary.root })
+      let stderr = ""
+      child.stderr.setEncoding("utf8")
+      child.stderr.on("data", (chunk: string) => (stderr += chunk))
+      let exitCode: number | null | undefined = undefined
+      const exited = new Promise<number | null>((resolve) =>
+        child.on("exit", (code) => {
+          exitCode = code
+          resolve(code)
+        })
+      )
+      // Interrupted once an item is done: the run is in the store.
+      for (;;) {
+        const s = await rein(["status", "--store", url, "--run", "ctrl-c", "--json"])
+        if (exitCode !== undefined || (s.code === 0 && JSON.parse(s.stdout).items.done > 0)) break
+      }
+      child.kill("SIGINT")
+      expect(await exited).toBe(130)
+      expect(stderr).not.toContain("hunter2")
+      const lines = stderr.split("\n").filter((line) => line !== "")
+      expect(lines).toHaveLength(1)
+      const said = /^interrupted: run ctrl-c stays in the store; rejoin it with: (.+) \(with the password for \*\*\*\)$/
+        .exec(lines[0]!)
+      expect(said).not.toBeNull()
+      const words = said![1]!.split(" ")
+      expect(words.slice(0, 2)).toEqual(["node", "packages/cli/dist/bin.js"])
+      expect(words.slice(2)).toEqual(args.map((a) => a === store ? `'${a.replace("hunter2", "***")}'` : a))
+      // The command, with the password put back, joins the run and finishes it: every item done once.
+      const rejoined = await rein([...args, "--json"])
+      expect(rejoined.code).toBe(0)
+      const report = JSON.parse(rejoined.stdout)
+      expect(report.started.session).toBe("joined")
+      expect(report.status.status).toBe("finished")
+      expect(report.status.items).toEqual({ total: 48, pending: 0, leased: 0, done: 48 })
+    },
+    240_000
   )
 })

@@ -179,6 +179,29 @@ describe("rein on hostile input", () => {
     expect(r.stdout).toBe(whole.stdout)
   }, 120_000)
 
+  it("explain --json on a bad journal: stdout is still one JSON array (the records before the bad line)", async () => {
+    const record = path.join(tmp, "explainedJson.jsonl")
+    for (let i = 0; i < 3; i++) {
+      const r = await rein(["run", "--catalog", catalog, "--contract", contract, "--prompt", "p", "--record", record])
+      expect(r.code).toBe(0)
+    }
+    const [one, two, three] = fs.readFileSync(record, "utf8").split("\n")
+    const whole: ReadonlyArray<unknown> = JSON.parse((await rein(["explain", record, "--json"])).stdout)
+    expect(whole).toHaveLength(3)
+    // A malformed line in the middle; a last line cut short and then ended by a newline; a bad first line.
+    const cases: ReadonlyArray<[string, string, RegExp, number]> = [
+      ["middle.jsonl", `${one}\n${two}\nnot json\n${three}\n`, /middle\.jsonl:3: not a readable record \(json\)/, 2],
+      ["torn.jsonl", `${one}\n${two}\n${three!.slice(0, 40)}\n`, /torn\.jsonl:3: not a readable record \(json\)/, 2],
+      ["first.jsonl", `{"version":1\n${one}\n`, /first\.jsonl:1: not a readable record \(json\)/, 0]
+    ]
+    for (const [name, text, error, before] of cases) {
+      const r = await rein(["explain", file(name, text), "--json"])
+      expectBadInput(r, error)
+      if (before === 0) expect(r.stdout).toBe("")
+      else expect(JSON.parse(r.stdout)).toEqual(whole.slice(0, before))
+    }
+  }, 120_000)
+
   it(
     "--store of another scheme is refused before any connection, without echoing it (it may hold a password)",
     async () => {

@@ -27,7 +27,9 @@
  * take one round trip per call (`rein_rate_windows`, one conditional update), on the database clock.
  *
  * A database that cannot be reached (or answers later than `queryTimeoutMillis`) is a `RateLimitStoreError`:
- * the call is never admitted on a guess and never waits past the bound.
+ * the call is never admitted on a guess and never waits past the bound. So is a key over 512 bytes in UTF-8
+ * (`key: Expected at most 512 bytes, actual 3000`), before any statement: a key is a key of the database's
+ * indexes, which cannot hold one much longer.
  *
  * @since 0.1.0
  */
@@ -38,6 +40,7 @@ import type { Scope } from "effect"
 import { Duration, Effect, Layer, Schema } from "effect"
 import { holderLabel } from "./internal/bounded.js"
 import * as B from "./internal/buckets.js"
+import { MAX_NAME_BYTES } from "./internal/optionSchemas.js"
 import * as E from "./internal/rateEngine.js"
 import * as Q from "./internal/rateStatements.js"
 import * as Migrations from "./Migrations.js"
@@ -122,12 +125,22 @@ export const make = (
     })
     return RateLimiter.RateLimiterStore.of({
       fixedWindow: (w) =>
-        engine.db(
+        keyTooLong(w.key) ?? engine.db(
           Q.fixedWindow(engine.ctx.sql, w.key, w.tokens, Duration.toMillis(w.refillRate), w.limit, engine.ctx.now())
         ).pipe(Effect.mapError((e) => storeError(e.message))),
-      tokenBucket: (t) => tokenBucket(engine, t)
+      tokenBucket: (t) => keyTooLong(t.key) ?? tokenBucket(engine, t)
     })
   })
+
+/** The error of a key longer than `MAX_NAME_BYTES` in UTF-8 (a key of the database's indexes); none otherwise. */
+const keyTooLong = (key: string): Effect.Effect<never, RateLimiter.RateLimitStoreError> | undefined => {
+  // At most 3 bytes a UTF-16 unit: a key of up to MAX_NAME_BYTES / 3 units is not measured.
+  if (key.length <= MAX_NAME_BYTES / 3) return undefined
+  const bytes = Buffer.byteLength(key, "utf8")
+  return bytes <= MAX_NAME_BYTES
+    ? undefined
+    : storeError(`key: Expected at most ${MAX_NAME_BYTES} bytes, actual ${bytes}`)
+}
 
 const tokenBucket = (
   engine: E.Engine,

@@ -84,9 +84,9 @@ export const Options = Schema.Struct({
   name: Name,
   /**
    * The provider key whose requests- and tokens-per-minute buckets admissions draw from: the scope the
-   * provider limits (an account, an API key). Default: the run's name.
+   * provider limits (an account, an API key); at most 512 bytes, as the name. Default: the run's name.
    */
-  rateKey: Schema.optional(Schema.NonEmptyTrimmedString),
+  rateKey: Schema.optional(Name),
   /** Fraction of a full bucket one top-up asks for (default 0.05; never less than the admission needs). */
   slice: Schema.optional(Schema.Number.pipe(Schema.greaterThan(0), Schema.lessThanOrEqualTo(1))),
   /** How often a process reports and extends its leases (default 1000 ms). */

@@ -46,7 +46,10 @@
  * go back to the queue). After a stop, the worker gives every item not run (pending, its own, or held by
  * an expired lease) the stop's record, without a call, as a single-process run does for the items it
  * accepted but never started. A worker that fails or is interrupted (Ctrl-C) gives back the leases it holds as
- * it leaves (its calls ended), so other workers take those items at once; a killed one's expire.
+ * it leaves (its calls ended), so other workers take those items at once; a killed one's expire. A source
+ * that fails (an item it cannot give, or not the one submitted) or a lease that fails ends the worker's
+ * intake: the items it had started run to their end and are recorded (their calls were made: another worker
+ * running them again would pay twice), then the worker fails with that error.
  *
  * @since 0.1.0
  */
@@ -352,7 +355,13 @@ const nextLeases = <I, E, R>(
 // `batch` (see `internal/leaseAhead`): a slow worker holds few items it has not started (never a whole second
 // `batch`, which a worker joining later could not get while the heartbeat renewed it for a whole item's
 // duration), and a fast one does not pay a lease statement per few items.
-const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Leased<I>, E | PgBatchError, R> =>
+// A failure to lease or resolve (the source's error, a mismatch, the database) ends the stream and is kept in
+// `failed`: the engine then finishes the items it started (their calls were made) before the worker fails.
+const source = <I, E, R>(
+  ctx: Context<I, E, R>,
+  batch: number,
+  failed: { error: Option.Option<E | PgBatchError> }
+): Stream.Stream<Leased<I>, never, R> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const scope = yield* Effect.scope
     type Ahead = Fiber.Fiber<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError>
@@ -375,7 +384,13 @@ const source = <I, E, R>(ctx: Context<I, E, R>, batch: number): Stream.Stream<Le
     })
     return Stream.repeatEffectChunkOption(
       next.pipe(
-        Effect.mapError(Option.some),
+        Effect.catchAll((error) =>
+          Effect.sync(() => {
+            failed.error = Option.some(error)
+            ahead = undefined
+            return Option.none()
+          })
+        ),
         Effect.flatMap((o) =>
           Option.isNone(o) ? Effect.fail(Option.none()) : Effect.succeed(Chunk.unsafeFromArray(o.value))
         )
@@ -616,7 +631,8 @@ const runScoped = <I, E, R>(
     const batch = options.leaseBatch ?? guardrails.concurrency
     // `drain`, not `stream`: the results are the records; and no event observer unless the caller has one
     // (an observer makes the engine raise every item's events: a third of a worker's CPU time per item).
-    const ending = yield* Batch.drain(source(ctx, batch), {
+    const failed: { error: Option.Option<E | PgBatchError> } = { error: Option.none() }
+    const ending = yield* Batch.drain(source(ctx, batch, failed), {
       contract: options.contract,
       guardrails,
       request: (l: Leased<I>) => request(l.item, l.index),
@@ -627,6 +643,8 @@ const runScoped = <I, E, R>(
     const termination = ending.termination
     // Every record handed over is committed (or the worker stops on the write that failed) before it goes on.
     yield* Effect.ignore(ctx.fence.drain)
+    // The intake failed: its items started are recorded; the worker fails (its leases go back as it leaves).
+    if (Option.isSome(failed.error)) return yield* Effect.fail(failed.error.value)
     const stopped = yield* inner.stopped
     let swept = 0
     if (Option.isSome(stopped) && stopped.value.kind !== "artifact_error") swept = yield* sweep(ctx, stopped.value)

@@ -267,6 +267,34 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect((yield* PgBatchRun.status(runId)).items.done).toBe(20)
       }))
 
+    it.effect("a worker that fails on its source: no item it called is called again by the next (no double spend)", () =>
+      Effect.gen(function*() {
+        // The source fails in the first group leased (index 5 of 0-7) or in a later one (index 10), while
+        // the first group's calls are in flight.
+        for (const missing of [5, 10]) {
+          const runId = fresh("source")
+          const items = itemsOf(20, [])
+          yield* startRun(runId, items)
+          const short = (index: number) =>
+            index < missing ? Effect.succeed(items[index]!) : Effect.fail(new Error(`no item at index ${index}`))
+          const first = fakeRein(200)
+          const error = yield* Effect.flip(
+            worker(runId, items, "w1", { item: short }).pipe(Effect.provide(first.layer))
+          )
+          expect(error).toEqual(new Error(`no item at index ${missing}`))
+          const second = fakeRein(0)
+          const w2 = yield* worker(runId, items, "w2").pipe(Effect.provide(second.layer))
+          expect((yield* PgBatchRun.status(runId)).items.done).toBe(20)
+          const called = [(yield* first.fake.calls).length, (yield* second.fake.calls).length]
+          // Every call the first made ended in a record the second reused: 20 calls in all.
+          expect({ missing, called: called[0]! + called[1]!, second: w2.stats.succeeded }).toEqual({
+            missing,
+            called: 20,
+            second: 20 - called[0]!
+          })
+        }
+      }))
+
     it.effect("a worker interrupted (Ctrl-C) gives back the leases it holds once its calls ended", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient

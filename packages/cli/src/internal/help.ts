@@ -48,9 +48,15 @@ const unpad = (line: string): Array<string> => {
 // eslint-disable-next-line no-control-regex
 const PATH_OPTION = /((?:--[a-z-]+ file|<record>)(?:\x1b\[[0-9;]*m)*\n\n {2})A user-defined piece of text\./g
 
+// A subcommand's usage line as @effect/cli prints it (`$ run --catalog file …`): the command a user types
+// begins with `rein`.
+// eslint-disable-next-line no-control-regex
+const USAGE = /^((?:\x1b\[[0-9;]*m)*\$ )(?!rein\b)/
+
 /** Lays out help text: styles kept only when `ansi`, column padding dropped, lines wrapped. @internal */
 export const layout = (text: string, options: { readonly ansi: boolean; readonly width: number }): string =>
   text.replace(PATH_OPTION, "$1A file.").split("\n")
+    .map((line) => line.replace(USAGE, "$1rein "))
     .flatMap((line) => unpad((options.ansi ? line : line.replace(ANSI, "")).trimEnd()))
     .flatMap((line) => wrap(line, options.width))
     .join("\n")

@@ -24,15 +24,58 @@ export const resumeCommand = (
   cwd: string,
   env: Readonly<Record<string, string | undefined>>
 ): string => {
+  const args = argv.slice(2).filter((a) => a !== "--overwrite")
+  if (!args.includes("--resume")) args.push("--resume")
+  return [commandOf(argv, cwd, env), ...args.map(quote)].join(" ")
+}
+
+/** The command the user typed: `pnpm rein`, `rein`, or `node <script>`. */
+const commandOf = (
+  argv: ReadonlyArray<string>,
+  cwd: string,
+  env: Readonly<Record<string, string | undefined>>
+): string => {
   const script = argv[1] ?? "rein"
-  const prefix = env.npm_lifecycle_event === "rein"
+  return env.npm_lifecycle_event === "rein"
     ? "pnpm rein"
     : path.basename(script) === "rein"
     ? "rein"
     : `node ${path.relative(cwd, script) || script}`
-  const args = argv.slice(2).filter((a) => a !== "--overwrite")
-  if (!args.includes("--resume")) args.push("--resume")
-  return [prefix, ...args.map(quote)].join(" ")
+}
+
+/** A connection string with its password (in the URL or as `?password=`) shown as `***`; others unchanged. */
+const maskPassword = (store: string): string => {
+  const password = URL.canParse(store) ? new URL(store).password : ""
+  const inAuthority = password === "" ? store : store.replace(`:${password}@`, ":***@")
+  return inAuthority.replace(/([?&]password=)[^&#]*/gi, "$1***")
+}
+
+/**
+ * What `rein batch --store` and `rein worker` say when interrupted (Ctrl-C): the run stays in the store, and
+ * the same command line joins it again (`start` joins a running run; on one that ended it starts a new
+ * session, reusing the successes). A password in `--store` is shown as `***`: the store's string is never
+ * echoed whole (it may hold one).
+ *
+ * @internal
+ */
+export const rejoinMessage = (
+  run: string,
+  argv: ReadonlyArray<string>,
+  cwd: string,
+  env: Readonly<Record<string, string | undefined>>
+): string => {
+  let masked = false
+  const args = argv.slice(2).map((a, i, all) => {
+    const value = all[i - 1] === "--store" ? a : a.startsWith("--store=") ? a.slice("--store=".length) : undefined
+    if (value === undefined) return a
+    const shown = maskPassword(value)
+    masked ||= shown !== value
+    return a === value ? shown : `--store=${shown}`
+  })
+  const command = [commandOf(argv, cwd, env), ...args.map(quote)].join(" ")
+  return `interrupted: run ${run} stays in the store; rejoin it with: ${command}${
+    masked ? " (with the password for ***)" : ""
+  }`
 }
 
 /** A read of 1 MiB at a time (the artifact reader's, packages/batch internal/jsonlRead.ts). */
