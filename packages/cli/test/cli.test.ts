@@ -1018,7 +1018,10 @@ describe("the command as a newcomer finds it", () => {
 
   it("the usage line shows optional flags in brackets, --abort-on too, with the kind of value each takes", async () => {
     const r = await rein(["batch", "--help"])
-    const usage = r.stdout.slice(r.stdout.indexOf("$ batch"), r.stdout.indexOf("DESCRIPTION")).replaceAll(/\s+/g, " ")
+    const usage = r.stdout.slice(r.stdout.indexOf("$ rein batch"), r.stdout.indexOf("DESCRIPTION")).replaceAll(
+      /\s+/g,
+      " "
+    )
     expect(usage).toContain("[--abort-on CATEGORY...]")
     expect(usage).toContain("[--concurrency N]")
     expect(usage).toContain("[--order completion|submission]")

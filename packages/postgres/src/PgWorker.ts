@@ -319,8 +319,12 @@ const leaseOnce = <I, E, R>(ctx: Context<I, E, R>, batch: number) =>
           for (const row of rows) ctx.fence.tokens.set(row.item_id, row.lease_token)
         })
     )),
-    (rows) => Effect.forEach(rows, (row) => resolve(ctx, row))
+    // `UPDATE … RETURNING` gives its rows in the plan's order, not the lease's `idx` order: resolved lowest
+    // index first, the items run in input order and a source that fails names its first missing item.
+    (rows) => Effect.forEach([...rows].sort(byIndex), (row) => resolve(ctx, row))
   )
+
+const byIndex = (a: Q.LeaseRow, b: Q.LeaseRow): number => a.idx - b.idx
 
 // The next leased items, or `None` when no item is left but this worker's own, or the run stopped. With
 // nothing to lease while other workers hold items, it waits a moment (50 ms, doubling up to
