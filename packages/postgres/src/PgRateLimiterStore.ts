@@ -40,7 +40,7 @@ import type { Scope } from "effect"
 import { Duration, Effect, Layer, Schema } from "effect"
 import { holderLabel } from "./internal/bounded.js"
 import * as B from "./internal/buckets.js"
-import { MAX_NAME_BYTES } from "./internal/optionSchemas.js"
+import { MAX_NAME_BYTES, nameTooLong } from "./internal/optionSchemas.js"
 import * as E from "./internal/rateEngine.js"
 import * as Q from "./internal/rateStatements.js"
 import * as Migrations from "./Migrations.js"
@@ -136,10 +136,8 @@ export const make = (
 const keyTooLong = (key: string): Effect.Effect<never, RateLimiter.RateLimitStoreError> | undefined => {
   // At most 3 bytes a UTF-16 unit: a key of up to MAX_NAME_BYTES / 3 units is not measured.
   if (key.length <= MAX_NAME_BYTES / 3) return undefined
-  const bytes = Buffer.byteLength(key, "utf8")
-  return bytes <= MAX_NAME_BYTES
-    ? undefined
-    : storeError(`key: Expected at most ${MAX_NAME_BYTES} bytes, actual ${bytes}`)
+  const tooLong = nameTooLong(key)
+  return tooLong === undefined ? undefined : storeError(`key: ${tooLong}`)
 }
 
 const tokenBucket = (

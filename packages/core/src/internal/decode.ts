@@ -289,9 +289,6 @@ export const onFirstUse = <A>(make: () => A): () => A => {
  * @internal
  */
 export const decodeWith = <A, I>(schema: Schema.Schema<A, I>) => {
-  let decode: ((input: unknown) => Either.Either<A, ParseResult.ParseError>) | undefined
-  return (input: unknown): Either.Either<A, string> => {
-    decode ??= Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })
-    return Either.mapLeft(decode(input), formatParseError)
-  }
+  const decode = onFirstUse(() => Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" }))
+  return (input: unknown): Either.Either<A, string> => Either.mapLeft(decode()(input), formatParseError)
 }

@@ -28,10 +28,11 @@ export const Millis = Schema.Number.pipe(
  */
 export const MAX_NAME_BYTES = 512
 
+/** Why `s` cannot be a shared name's key (over `MAX_NAME_BYTES` in UTF-8); `undefined` when it can. @internal */
+export const nameTooLong = (s: string): string | undefined => {
+  const bytes = Buffer.byteLength(s, "utf8")
+  return bytes <= MAX_NAME_BYTES ? undefined : `Expected at most ${MAX_NAME_BYTES} bytes, actual ${bytes}`
+}
+
 /** A shared name: not empty, no leading or trailing space, at most `MAX_NAME_BYTES` bytes. @internal */
-export const Name = Schema.NonEmptyTrimmedString.pipe(
-  Schema.filter((s) =>
-    Buffer.byteLength(s, "utf8") <= MAX_NAME_BYTES ||
-    `Expected at most ${MAX_NAME_BYTES} bytes, actual ${Buffer.byteLength(s, "utf8")}`
-  )
-)
+export const Name = Schema.NonEmptyTrimmedString.pipe(Schema.filter((s) => nameTooLong(s) ?? true))

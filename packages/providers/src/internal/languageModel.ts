@@ -19,6 +19,7 @@ import type { ParseResult } from "effect"
 import { classifyStreamError, oneShotCall, oneShotStream } from "../EffectAi.js"
 import { deltaLength } from "./answerBytes.js"
 import { BODY_TOO_LARGE, DEFAULT_MAX_RESPONSE_BYTES, isByteBound, malformed, usageOf } from "./http.js"
+import { isCap } from "./outputBound.js"
 import type { HandlerlessToolkit } from "./toolkit.js"
 import { handlerless } from "./toolkit.js"
 
@@ -211,7 +212,7 @@ export const callerCap = (inner: Inner, context: Context.Context<never>): number
   const { key, path } = CAPS[inner.vendor!]!
   let value: unknown = context.unsafeMap.get(key)
   for (const field of path) value = typeof value === "object" && value !== null ? Reflect.get(value, field) : undefined
-  return typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? value : undefined
+  return isCap(value) ? value : undefined
 }
 
 /** One endpoint's inner model, built. @internal */

@@ -9,5 +9,8 @@
  * `maxOutputTokens`, given per call with `withConfigOverride` or to a bridge's `make`): a cap the caller
  * set is kept, never raised to the endpoint's maximum; anything but a positive integer is no cap. @internal
  */
-export const outputBound = (cap: unknown, bound: number): number =>
-  typeof cap === "number" && Number.isSafeInteger(cap) && cap > 0 && cap < bound ? cap : bound
+export const outputBound = (cap: unknown, bound: number): number => isCap(cap) && cap < bound ? cap : bound
+
+/** Whether a caller's `Config` field is an output cap: a positive integer (anything else is no cap). @internal */
+export const isCap = (value: unknown): value is number =>
+  typeof value === "number" && Number.isSafeInteger(value) && value > 0
