@@ -73,7 +73,15 @@ describe.skipIf(!available)("PgHealth in one process, against a real PostgreSQL"
 
     it.scoped("without notifications, a breaker opened elsewhere is seen open after one heartbeat (the poll)", () =>
       Effect.gen(function*() {
-        const options = { name: fresh("poll"), consecutiveFailures: 1, cooldownMillis: 60_000, heartbeatMillis: 1_000 }
+        // The query timeout is not the heartbeat: a tick still running holds a timeout timer, which at 1,000 ms
+        // would be counted as a heartbeat asleep and fired by the adjustment (the poll then fails, not seen open).
+        const options = {
+          name: fresh("poll"),
+          consecutiveFailures: 1,
+          cooldownMillis: 60_000,
+          heartbeatMillis: 1_000,
+          queryTimeoutMillis: 30_000
+        }
         const a = yield* virtual(options)
         const b = yield* virtual(options)
         const opener = yield* Effect.orDie(a.acquire("x", "first"))

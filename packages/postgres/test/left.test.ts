@@ -127,9 +127,10 @@ describe.skipIf(!available)("what the fast path reports as left, against a real 
             } else if (open.length > 0) {
               const [h] = open.splice(op.pick % open.length, 1)
               if (op._tag === "settle") {
+                // fc.double draws NaN too: a charge that is not a count costs the hold's whole reservation.
                 const actual = Math.floor(h!.tokens * op.fraction)
                 budget.unsafeSettle!(h!.hold, { cost: 0, tokens: actual })
-                charged += actual
+                charged += Number.isNaN(actual) ? h!.tokens : actual
                 calls++
               } else {
                 yield* budget.release(h!.hold)
