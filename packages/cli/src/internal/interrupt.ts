@@ -9,6 +9,7 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import { Journal } from "@rein/core"
 import { Chunk, Effect, Stream } from "effect"
 import * as path from "node:path"
+import * as Password from "./password.js"
 
 /** A shell word, quoted when it needs to be. */
 const quote = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`)
@@ -43,13 +44,6 @@ const commandOf = (
     : `node ${path.relative(cwd, script) || script}`
 }
 
-/** A connection string with its password (in the URL or as `?password=`) shown as `***`; others unchanged. */
-const maskPassword = (store: string): string => {
-  const password = URL.canParse(store) ? new URL(store).password : ""
-  const inAuthority = password === "" ? store : store.replace(`:${password}@`, ":***@")
-  return inAuthority.replace(/([?&]password=)[^&#]*/gi, "$1***")
-}
-
 /**
  * What `rein batch --store` and `rein worker` say when interrupted (Ctrl-C): the run stays in the store, and
  * the same command line joins it again (`start` joins a running run; on one that ended it starts a new
@@ -68,7 +62,7 @@ export const rejoinMessage = (
   const args = argv.slice(2).map((a, i, all) => {
     const value = all[i - 1] === "--store" ? a : a.startsWith("--store=") ? a.slice("--store=".length) : undefined
     if (value === undefined) return a
-    const shown = maskPassword(value)
+    const shown = Password.maskStore(value)
     masked ||= shown !== value
     return a === value ? shown : `--store=${shown}`
   })
