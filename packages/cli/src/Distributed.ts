@@ -22,6 +22,7 @@ import { json, num, table } from "./internal/format.js"
 import * as InputAt from "./internal/inputAt.js"
 import * as Interrupt from "./internal/interrupt.js"
 import * as Shared from "./internal/options.js"
+import * as Password from "./internal/password.js"
 import * as Pg from "./internal/pg.js"
 import type { PromptItem } from "./internal/prompts.js"
 import { streamLocated } from "./internal/prompts.js"
@@ -100,40 +101,27 @@ const connect = (store: string): Layer.Layer<SqlClient.SqlClient, InputError> =>
 const REASON_CHARS = 300
 
 /**
- * Why a connection failed, never quoting the connection string: its errno (`ECONNREFUSED`); the server's
+ * Why a connection failed, never quoting the connection string: an SSL failure said in words
+ * (`Sslmode.reasonOf`: self-signed, unknown CA, another host's certificate…); its errno (`ECONNREFUSED`); the server's
  * refusal with its SQLSTATE (`password authentication failed for user "rein" (SQLSTATE 28P01)`, `database "x"
  * does not exist`: the server never echoes a password, and the string's password, were it in the message, is
  * masked); or a string that is not a URL (Node's error carries the whole string, password included: only its
  * kind is said).
  */
 const reasonOf = (cause: unknown, store: string): string => {
+  const ssl = Sslmode.reasonOf(cause, store)
+  if (ssl !== undefined) return ssl
   const message = Predicate.hasProperty(cause, "message") ? cause.message : undefined
-  // node-postgres's own words, which quote nothing of the string.
-  if (message === "The server does not support SSL connections") {
-    return ": the server does not support SSL connections (sslmode=disable, or leave sslmode out)"
-  }
   const code = Predicate.hasProperty(cause, "code") ? cause.code : undefined
   if (typeof code !== "string") return ""
   if (/^E[A-Z]+$/.test(code)) return ` (${code})`
   if (code === "ERR_INVALID_URL") return " (not a valid URL)"
-  // A TLS handshake's refusal (`DEPTH_ZERO_SELF_SIGNED_CERT`, `ERR_TLS_CERT_ALTNAME_INVALID`).
+  // Another TLS refusal (`CERT_HAS_EXPIRED`): its code.
   if (/^[A-Z][A-Z_]+$/.test(code) && code.includes("_")) return ` (${code})`
   if (!/^[0-9A-Z]{5}$/.test(code) || typeof message !== "string") return ""
-  const masked = passwordsOf(store).reduce((m, password) => m.replaceAll(password, "***"), message)
+  const masked = Password.maskIn(message, store)
   const bounded = masked.length > REASON_CHARS ? `${masked.slice(0, REASON_CHARS)}…` : masked
-  return `: ${bounded} (SQLSTATE ${code})`
-}
-
-/** The string's password as written and decoded (`%40` is `@`), longest first; none when it has none. */
-const passwordsOf = (store: string): ReadonlyArray<string> => {
-  const raw = URL.canParse(store) ? new URL(store).password : ""
-  let decoded = raw
-  try {
-    decoded = decodeURIComponent(raw)
-  } catch {
-    // A malformed escape (`%ZZ`): the password as written is masked.
-  }
-  return [raw, decoded].filter((p) => p !== "").sort((a, b) => b.length - a.length)
+  return `: ${bounded} (SQLSTATE ${code})${Sslmode.refusalHint(code, message)}`
 }
 
 /** A store error as bad input; an unknown run says which command starts one (a worker or status joins it). */

@@ -162,7 +162,14 @@ describe.skipIf(!available)("rein batch --store, rein worker, rein status", () =
     "sslmode=require in --store: no SECURITY WARNING from pg on stderr, one line saying the server has no SSL",
     async () => {
       for (
-        const query of ["sslmode=require", "sslmode=prefer", "sslmode=verify-ca", "uselibpqcompat=true&sslmode=require"]
+        const query of [
+          "sslmode=require",
+          "sslmode=prefer",
+          "sslmode=verify-ca",
+          "uselibpqcompat=true&sslmode=require",
+          // libpq's prefer would fall back to no SSL; node-postgres's never does.
+          "uselibpqcompat=true&sslmode=prefer"
+        ]
       ) {
         const r = await rein(["status", "--store", `${url}?${query}`, "--run", "x"])
         expect(r.code).toBe(2)

@@ -9,7 +9,16 @@
 import type { Scope } from "effect"
 import { Effect, Schema } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync
+} from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
@@ -40,6 +49,29 @@ export interface Server {
   readonly url: string
   readonly port: number
   readonly dataDir: string
+}
+
+/**
+ * A server certificate: PEM text of the certificate (a chain: the server's first) and of its private key.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface Certificate {
+  readonly cert: string
+  readonly key: string
+}
+
+/**
+ * How to start a server: with TLS (`ssl=on` with `ssl.cert`), and then, when `sslOnly`, refusing every
+ * connection that is not encrypted (`hostssl` only in `pg_hba.conf`).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface Options {
+  readonly ssl?: Certificate | undefined
+  readonly sslOnly?: boolean | undefined
 }
 
 /**
@@ -122,6 +154,21 @@ const waitReady = (bin: string, port: number, server: ChildProcess, log: () => s
     return yield* new TestServerError({ message: `postgres did not become ready on port ${port}: ${log()}` })
   })
 
+/** The certificate's files beside the data directory, owned by the server's user (it refuses a key others read). */
+const writeCertificate = (dir: string, certificate: Certificate, as: RunAs | undefined) => {
+  const files = { cert: path.join(dir, "server.crt"), key: path.join(dir, "server.key") }
+  for (const [file, text] of [[files.cert, certificate.cert], [files.key, certificate.key]] as const) {
+    writeFileSync(file, text, { mode: 0o600 })
+    chmodSync(file, 0o600)
+    if (as !== undefined) chownSync(file, as.uid, as.gid)
+  }
+  return files
+}
+
+/** Only encrypted TCP connections (and the Unix socket, for the server's own tools). */
+const SSL_ONLY_HBA = ["local all all trust", "hostssl all all 127.0.0.1/32 trust", "hostssl all all ::1/128 trust", ""]
+  .join("\n")
+
 /**
  * Starts a server for the current scope.
  *
@@ -135,51 +182,111 @@ const waitReady = (bin: string, port: number, server: ChildProcess, log: () => s
  * @category constructors
  * @since 0.1.0
  */
-export const start: Effect.Effect<Server, TestServerError, Scope.Scope> = Effect.gen(function*() {
-  const bin = binaries()
-  if (bin === undefined) {
-    return yield* new TestServerError({ message: "no PostgreSQL server binaries (apt-get install postgresql)" })
-  }
-  const as = yield* runAs()
-  const dir = yield* Effect.acquireRelease(
-    Effect.sync(() => mkdtempSync(path.join(tmpdir(), "rein-pg-"))),
-    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-  )
-  if (as !== undefined) chownSync(dir, as.uid, as.gid)
-  const dataDir = path.join(dir, "data")
-  const init = yield* run(
-    path.join(bin, "initdb"),
-    ["-D", dataDir, "-U", "rein", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"],
-    as
-  )
-  if (init.code !== 0) return yield* new TestServerError({ message: `initdb failed: ${init.output}` })
-  const port = yield* freePort
-  let log = ""
-  const server = yield* Effect.acquireRelease(
-    Effect.sync(() => {
-      const child = spawn(path.join(bin, "postgres"), [
-        "-D",
-        dataDir,
-        "-p",
-        String(port),
-        "-k",
-        dir,
-        "-c",
-        "listen_addresses=127.0.0.1",
-        "-c",
-        "fsync=off",
-        "-c",
-        "synchronous_commit=off",
-        "-c",
-        "full_page_writes=off",
-        "-c",
-        "max_connections=200"
-      ], { stdio: ["ignore", "ignore", "pipe"], ...(as ?? {}) })
-      child.stderr.on("data", (c: Buffer) => (log = (log + c.toString()).slice(-4000)))
-      return child
-    }),
-    (child) => Effect.zipRight(Effect.sync(() => child.kill("SIGQUIT")), exitOf(child))
-  )
-  yield* waitReady(bin, port, server, () => log)
-  return { url: `postgres://rein@127.0.0.1:${port}/postgres`, port, dataDir }
-})
+export const start: Effect.Effect<Server, TestServerError, Scope.Scope> = Effect.suspend(() => startWith({}))
+
+/**
+ * Starts a server for the current scope with `options`: with TLS, the server takes `sslmode=…` connections
+ * and presents `options.ssl.cert` (made by the test, e.g. with `openssl req -x509`).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { TestServer } from "@rein/postgres/testing"
+ *
+ * declare const certificate: TestServer.Certificate
+ * const url = Effect.scoped(
+ *   Effect.map(TestServer.startWith({ ssl: certificate, sslOnly: true }), (server) => `${server.url}?sslmode=require`)
+ * )
+ * ```
+ * @category constructors
+ * @since 0.1.0
+ */
+export const startWith = (options: Options): Effect.Effect<Server, TestServerError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const bin = binaries()
+    if (bin === undefined) {
+      return yield* new TestServerError({ message: "no PostgreSQL server binaries (apt-get install postgresql)" })
+    }
+    if (options.sslOnly === true && options.ssl === undefined) {
+      return yield* new TestServerError({ message: "sslOnly needs a certificate (ssl)" })
+    }
+    const as = yield* runAs()
+    const dir = yield* Effect.acquireRelease(
+      Effect.sync(() => mkdtempSync(path.join(tmpdir(), "rein-pg-"))),
+      (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+    )
+    if (as !== undefined) chownSync(dir, as.uid, as.gid)
+    const dataDir = path.join(dir, "data")
+    const init = yield* run(
+      path.join(bin, "initdb"),
+      ["-D", dataDir, "-U", "rein", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"],
+      as
+    )
+    if (init.code !== 0) return yield* new TestServerError({ message: `initdb failed: ${init.output}` })
+    if (options.sslOnly === true) writeFileSync(path.join(dataDir, "pg_hba.conf"), SSL_ONLY_HBA)
+    const ssl = options.ssl === undefined ? [] : (() => {
+      const files = writeCertificate(dir, options.ssl, as)
+      return ["-c", "ssl=on", "-c", `ssl_cert_file=${files.cert}`, "-c", `ssl_key_file=${files.key}`]
+    })()
+    const port = yield* freePort
+    let log = ""
+    const server = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const child = spawn(path.join(bin, "postgres"), [
+          "-D",
+          dataDir,
+          "-p",
+          String(port),
+          "-k",
+          dir,
+          "-c",
+          "listen_addresses=127.0.0.1",
+          "-c",
+          "fsync=off",
+          "-c",
+          "synchronous_commit=off",
+          "-c",
+          "full_page_writes=off",
+          "-c",
+          "max_connections=200",
+          ...ssl
+        ], { stdio: ["ignore", "ignore", "pipe"], ...(as ?? {}) })
+        child.stderr.on("data", (c: Buffer) => (log = (log + c.toString()).slice(-4000)))
+        return child
+      }),
+      (child) => Effect.zipRight(Effect.sync(() => child.kill("SIGQUIT")), exitOf(child))
+    )
+    yield* waitReady(bin, port, server, () => log)
+    return { url: `postgres://rein@127.0.0.1:${port}/postgres`, port, dataDir }
+  })
+
+/**
+ * Makes a server started with `ssl` present another certificate from its next connection on: the files are
+ * rewritten and the server reloads its configuration (SIGHUP). The reload is asynchronous: a connection made
+ * at once may still see the old certificate.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { TestServer } from "@rein/postgres/testing"
+ *
+ * declare const server: TestServer.Server
+ * declare const certificate: TestServer.Certificate
+ * const swapped: Effect.Effect<void, TestServer.TestServerError> = TestServer.setCertificate(server, certificate)
+ * ```
+ * @category utils
+ * @since 0.1.0
+ */
+export const setCertificate = (server: Server, certificate: Certificate): Effect.Effect<void, TestServerError> =>
+  Effect.gen(function*() {
+    const dir = path.dirname(server.dataDir)
+    if (!existsSync(path.join(dir, "server.crt"))) {
+      return yield* new TestServerError({ message: "setCertificate: the server was not started with ssl" })
+    }
+    writeCertificate(dir, certificate, yield* runAs())
+    const pid = Number(readFileSync(path.join(server.dataDir, "postmaster.pid"), "utf8").split("\n")[0])
+    yield* Effect.try({
+      try: () => process.kill(pid, "SIGHUP"),
+      catch: (e) => new TestServerError({ message: `setCertificate: cannot signal the server: ${String(e)}` })
+    })
+  })
