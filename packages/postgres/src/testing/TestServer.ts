@@ -2,7 +2,8 @@
  * A throwaway PostgreSQL for tests and benchmarks: `initdb` in a temporary directory, `postgres` on a free
  * loopback port, stopped and removed when the scope closes. It uses the server binaries of the machine
  * (Debian's `postgresql` package: `/usr/lib/postgresql/<version>/bin`, or `REIN_PG_BIN`). The server refuses
- * to run as root, so as root both run as the unprivileged `postgres` user the package creates.
+ * to run as root, so as root both run as the unprivileged `postgres` user the package creates. `startWith`
+ * starts one with TLS (a certificate the test makes), optionally refusing unencrypted connections.
  *
  * @since 0.1.0
  */
