@@ -4,6 +4,7 @@
 // (core or providers) on each sample's stack, then by allocating function (self).
 // `bare`: `@effect/ai-openai` alone, its body re-cut into whole lines (stream-deltas.mjs's `lines` variant).
 // Usage: node bench/ab/stream-sites.mjs [deltas=5000] [build=dist|bare]
+//        PARENTS=<regex of allocating functions> [DEPTH=4] [CHAINS=25]: their bytes by chain of callers
 import { fork } from "node:child_process"
 import { realpathSync, unlinkSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector/promises"
@@ -77,4 +78,24 @@ for (const [k, v] of [...byRein].sort((a, b) => b[1] - a[1]).slice(0, 25)) conso
 console.log("by allocating function:")
 for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.TOP ?? 30))) {
   console.log(`${(v / N).toFixed(0).padStart(7)} B  ${k}`)
+}
+// PARENTS=<regex>: the bytes of matching allocating functions by their callers' chain (DEPTH frames, default 4).
+if (process.env.PARENTS !== undefined) {
+  const re = new RegExp(process.env.PARENTS)
+  const depth = Number(process.env.DEPTH ?? 4)
+  const chains = new Map()
+  const visit = (node, stack) => {
+    const k = label(node.callFrame)
+    const here = [...stack, k]
+    if (re.test(k) && node.selfSize > 0) {
+      const chain = here.slice(-1 - depth).reverse().join("  <  ")
+      chains.set(chain, (chains.get(chain) ?? 0) + node.selfSize)
+    }
+    for (const c of node.children) visit(c, here)
+  }
+  visit(profile.head, [])
+  console.log(`callers of ${process.env.PARENTS}:`)
+  for (const [k, v] of [...chains].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.CHAINS ?? 25))) {
+    console.log(`${(v / N).toFixed(0).padStart(7)} B  ${k.replace(/effect\/dist\/esm\/internal\//g, "")}`)
+  }
 }

@@ -15,6 +15,7 @@ import * as Attempt from "./internal/attempt.js"
 import type { Rein } from "./internal/context.js"
 import * as Loop from "./internal/loop.js"
 import * as BoundedPull from "./internal/pull.js"
+import * as Stages from "./internal/stages.js"
 import * as Outcome from "./Outcome.js"
 import type { CompletionRequest, StreamPart } from "./Provider.js"
 import type { Usage } from "./Usage.js"
@@ -70,7 +71,7 @@ export const executeStream = (
   request: CompletionRequest,
   contract: Contract
 ): Stream.Stream<Event, Outcome.Terminal, Rein> =>
-  Stream.unwrapScoped(Effect.gen(function*() {
+  Stages.unwrapScoped(Effect.gen(function*() {
     const env = yield* Loop.prepare(request, contract, true)
     const truncationFails = contract.truncation === "fail"
     const committed = yield* journaled(
@@ -128,7 +129,7 @@ export const executeStream = (
 
     const finishWith = (
       end: Attempt.AttemptEnd<unknown>
-    ): Effect.Effect<Chunk.Chunk<Event>, Option.Option<Outcome.Terminal>> =>
+    ): Effect.Effect<Chunk.Chunk<Event>, Outcome.Terminal> =>
       Effect.gen(function*() {
         finished = true
         yield* bound.stop
@@ -160,11 +161,11 @@ export const executeStream = (
             ...Loop.withId(env.requestId)
           }, true)
           if (env.writer !== undefined) yield* env.writer.end(error)
-          return yield* Effect.fail(Option.some<Outcome.Terminal>(error))
+          return yield* Effect.fail(error)
         }
         const error = yield* committed.stopCommitted
         if (env.writer !== undefined) yield* env.writer.end(error)
-        return yield* Effect.fail(Option.some<Outcome.Terminal>(error))
+        return yield* Effect.fail(error)
       })
 
     const eventsOf = (parts: Iterable<StreamPart>): Chunk.Chunk<Event> => {
@@ -178,7 +179,7 @@ export const executeStream = (
       return Chunk.unsafeFromArray(events)
     }
 
-    const ended = (step: Step): Effect.Effect<Chunk.Chunk<Event>, Option.Option<Outcome.Terminal>> => {
+    const ended = (step: Step): Effect.Effect<Chunk.Chunk<Event>, Outcome.Terminal> => {
       switch (step._tag) {
         case "End":
           return finishWith(
@@ -196,9 +197,10 @@ export const executeStream = (
       }
     }
 
-    // One provider chunk is one chunk of events: no stream per part, no race per pull (see `internal/pull.ts`).
+    // One provider chunk is one chunk of events: no stream per part, no race per pull (see `internal/pull.ts`),
+    // no stage per chunk (`internal/stages.ts`; `undefined` is the end).
     let first = true
-    const next = Effect.suspend((): Effect.Effect<Chunk.Chunk<Event>, Option.Option<Outcome.Terminal>> => {
+    const next = Effect.suspend((): Effect.Effect<Chunk.Chunk<Event> | undefined, Outcome.Terminal> => {
       if (finished) return END
       if (first) {
         first = false
@@ -211,10 +213,10 @@ export const executeStream = (
           ? Effect.succeed(eventsOf(result.value.value))
           : ended(stepOf(result.value.cause)))
     })
-    return Stream.repeatEffectChunkOption(next)
+    return Stages.repeat(next)
   }))
 
-const END = Effect.fail(Option.none())
+const END = Effect.succeed(undefined)
 const EXPIRED: Step = { _tag: "Expired" }
 
 /** Closes a provider stream's scope, waiting at most the teardown grace: whether it closed in time, and the

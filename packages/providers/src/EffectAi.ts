@@ -29,6 +29,7 @@ import type { Redacted } from "effect"
 import { deltaLength } from "./internal/answerBytes.js"
 import * as Internal from "./internal/http.js"
 import * as Spans from "./internal/spans.js"
+import * as Stages from "./internal/stages.js"
 import type { HandlerlessToolkit } from "./internal/toolkit.js"
 import { handlerless } from "./internal/toolkit.js"
 import * as Vendors from "./internal/vendors.js"
@@ -525,7 +526,7 @@ export const fromLanguageModel = <R = never>(
       let answerLength = 0
       const ticket = ticketOf(true)
       const parts = languageModel.streamText(optionsOf(request, tools.right)).pipe(
-        Stream.provideSomeContext(configure(ctx, ticket)),
+        (stream) => Stages.provideSomeContext(stream, configure(ctx, ticket)),
         Spans.quietStream,
         Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyGuarded(ticket)(error)))),
         Stream.mapEffect((part): Effect.Effect<Option.Option<Provider.StreamPart>, Failure.ProviderFailure> => {
@@ -685,7 +686,7 @@ export const oneShotStream = <A, R>(
   Stream.suspend(() => {
     const ticket: Ticket = { sent: 0, maxResponseBytes, keepsLastData: false }
     return stream.pipe(
-      Stream.provideService(CallTicket, ticket),
+      (parts) => Stages.provideService(parts, CallTicket, ticket),
       Spans.quietStream,
       Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyGuarded(ticket)(error))))
     )

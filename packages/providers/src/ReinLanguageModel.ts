@@ -33,6 +33,7 @@ import { oneShot } from "./EffectAi.js"
 import * as GenerateText from "./internal/generateText.js"
 import * as Inner from "./internal/languageModel.js"
 import { requestsPerCall } from "./internal/probe.js"
+import * as Stages from "./internal/stages.js"
 import * as StreamText from "./internal/streamText.js"
 
 /**
@@ -319,20 +320,23 @@ const serviceOf = <R>(
       ),
       Effect.provide(rein)
     )
+  // `Stages`' unwrap and provide: no stage per delta (one stage maps the events to parts).
   const streamParts = (call: LanguageModel.ProviderOptions) =>
-    Stream.unwrap(
-      Effect.map(request(call), (r) =>
-        refused === undefined ? Rein.executeStream(r, options.contract) : Stream.fail(refused))
-    ).pipe(
-      Stream.filterMap((event) =>
-        event._tag === "Delta" && event.payload instanceof Inner.StreamPart
-          ? Option.some(event.payload.part)
-          : Option.none()
+    Stages.provideSomeContext(
+      Stages.unwrap(
+        Effect.map(request(call), (r) =>
+          refused === undefined ? Rein.executeStream(r, options.contract) : Stream.fail(refused))
+      ).pipe(
+        Stream.filterMap((event) =>
+          event._tag === "Delta" && event.payload instanceof Inner.StreamPart
+            ? Option.some(event.payload.part)
+            : Option.none()
+        ),
+        Stream.mapError((outcome) =>
+          toAiError(outcome, "streamText")
+        )
       ),
-      Stream.mapError((outcome) =>
-        toAiError(outcome, "streamText")
-      ),
-      Stream.provideSomeContext(rein)
+      rein
     )
   return Effect.gen(function*() {
     const made = yield* LanguageModel.make({

@@ -20,6 +20,7 @@ import { classifyStreamError, oneShotCall, oneShotStream } from "../EffectAi.js"
 import { deltaLength } from "./answerBytes.js"
 import { BODY_TOO_LARGE, DEFAULT_MAX_RESPONSE_BYTES, isByteBound, malformed, usageOf } from "./http.js"
 import { isCap } from "./outputBound.js"
+import * as Stages from "./stages.js"
 import type { HandlerlessToolkit } from "./toolkit.js"
 import { handlerless } from "./toolkit.js"
 
@@ -417,23 +418,24 @@ export const stream = (
 ): Stream.Stream<Provider.StreamPart, Failure.ProviderFailure> => {
   const parts: Stream.Stream<Response.StreamPart<Record<string, Tool.Any>>, AiError.AiError> = inner.model
     .streamText(innerOptions(call))
+  // Stages without a per-delta cost (`stages.ts`): the config provided, and the parts mapped, in one pass each.
   const configuredParts = inner.override === undefined
     ? parts
-    : Stream.unwrap(Effect.map(inner.override(context), (config) => Stream.provideSomeContext(parts, config)))
+    : Stages.unwrap(Effect.map(inner.override(context), (config) => Stages.provideSomeContext(parts, config)))
   return Stream.suspend(() => {
     let answerLength = 0
     const tooLong = (part: Response.StreamPart<Record<string, Tool.Any>>) =>
       (answerLength += deltaLength(part)) > inner.maxResponseBytes
-    return oneShotStream(configuredParts, inner.maxResponseBytes).pipe(
-      Stream.mapEffect((part) =>
+    return Stages.mapParts(
+      oneShotStream(configuredParts, inner.maxResponseBytes),
+      (part): Provider.StreamPart | Effect.Effect<never, Failure.ProviderFailure> =>
         part.type === "error"
           ? Effect.flip(classifyStreamError(part.error))
           : part.type === "finish" && part.reason === "content-filter"
           ? Effect.fail(FILTERED)
           : tooLong(part)
           ? Effect.fail(TOO_LONG)
-          : Effect.succeed(streamPartOf(part, new StreamPart(part)))
-      )
+          : streamPartOf(part, new StreamPart(part))
     )
   })
 }

@@ -10,6 +10,7 @@
  * @internal
  */
 import { Cause, Effect, Exit, Stream, Tracer } from "effect"
+import * as Stages from "./stages.js"
 
 /** An error as a span may show it: its tag and status, never its text. */
 const withheld = (error: unknown): Error => {
@@ -78,12 +79,17 @@ const native = Effect.runSync(Effect.tracer)
 export const quiet = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.flatMap(Effect.tracer, (tracer) => tracer === native ? effect : Effect.withTracer(effect, quietOf(tracer)))
 
-/** `quiet` for a streamed call: its span is made, and ended, under the wrapped tracer. @internal */
+/**
+ * `quiet` for a streamed call: its span is made, and ended, under the wrapped tracer. Under Effect's own
+ * tracer the stream is left as it is (no scope, no stage per chunk). @internal
+ */
 export const quietStream = <A, E, R>(stream: Stream.Stream<A, E, R>): Stream.Stream<A, E, R> =>
-  Stream.unwrapScoped(
-    Effect.flatMap(
+  Stages.unwrap(
+    Effect.map(
       Effect.tracer,
       (tracer) =>
-        tracer === native ? Effect.succeed(stream) : Effect.as(Effect.withTracerScoped(quietOf(tracer)), stream)
+        tracer === native
+          ? stream
+          : Stream.unwrapScoped(Effect.as(Effect.withTracerScoped(quietOf(tracer)), stream))
     )
   )
