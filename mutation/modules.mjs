@@ -78,5 +78,19 @@ export const modules = {
   timers: {
     mutate: ["packages/core/src/internal/timers.ts"],
     tests: core("TimersLaws", "Timers", "Deadline", "Execute")
+  },
+  // The same file against its own two test files only (the executor's files add minutes per surviving mutant at the
+  // machine's usual load): a lower bound, and the proof of those files' kills.
+  "timers-own": {
+    mutate: ["packages/core/src/internal/timers.ts"],
+    tests: core("TimersLaws", "Timers")
+  },
+  // How a request's planner spec derives from its contract (`internal/spec.ts`: the candidates, the retry policy,
+  // the effective failure table, Retry-After's clamp, the field names of replay's messages), reached through
+  // `Rein.execute`, `Journal.replay` and `RetrySchedule`; the fast files first. Its first run (2026-12-05, load 20) was
+  // estimated at 2 h at concurrency 1 and stopped: run it by ranges when the machine is quiet.
+  spec: {
+    mutate: ["packages/core/src/internal/spec.ts"],
+    tests: core("Refusals", "Journal", "RetrySchedule", "Execute")
   }
 }
