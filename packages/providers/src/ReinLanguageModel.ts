@@ -8,7 +8,9 @@
  *   with it (the planner checks tool support, structured output, and that a provider-defined tool runs
  *   only on its vendor's endpoints). Per attempt, the chosen endpoint's inner model is called with
  *   tool-call resolution off; the outer `LanguageModel.make` resolves tool calls once, with the caller's
- *   handlers.
+ *   handlers. Tool calls are checked as bare `@effect/ai` checks them, against the caller's whole toolkit
+ *   (one outside a `toolChoice: { oneOf }` runs its handler; one the toolkit cannot take fails with
+ *   `@effect/ai`'s own `MalformedOutput`, with no retry nor fallback: see `internal/rejected.ts`).
  * - The endpoint's model name and Rein's output bound reach the inner model through its vendor's
  *   `Config` (OpenAI, Anthropic, Google, OpenRouter), merged over the caller's own config. The vendor
  *   module (`EffectAiOpenAi`, …) is loaded on demand, for the vendors of the models given only: a user of
@@ -33,6 +35,7 @@ import { oneShot } from "./EffectAi.js"
 import * as GenerateText from "./internal/generateText.js"
 import * as Inner from "./internal/languageModel.js"
 import { requestsPerCall } from "./internal/probe.js"
+import * as Rejected from "./internal/rejected.js"
 import * as StreamText from "./internal/streamText.js"
 
 /**
@@ -330,7 +333,8 @@ const serviceOf = <R>(
           : Option.none()
       ),
       Stream.mapError((outcome) =>
-        toAiError(outcome, "streamText")
+        // A chunk the inner decode rejected ends the call with the error bare raises (`internal/rejected.ts`).
+        Rejected.rejection(call, outcome) ?? toAiError(outcome, "streamText")
       ),
       Stream.provideSomeContext(rein)
     )
@@ -339,7 +343,7 @@ const serviceOf = <R>(
       generateText: (call) => Effect.flatMap(parts(call), (p) => p.encoded()),
       streamText: () => Stream.die("a Rein LanguageModel streams through its own streamText")
     })
-    const direct = yield* GenerateText.make((call) => Effect.map(parts(call), (p) => p.parts))
+    const direct = yield* GenerateText.make(parts)
     const streamed = yield* StreamText.make(streamParts)
     // `direct` and `streamed` answer exactly the types `make`'s methods have for the same options.
     return {
