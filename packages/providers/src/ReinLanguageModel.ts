@@ -28,12 +28,14 @@ import { AiError, LanguageModel } from "@effect/ai"
 import type { Tokenizer } from "@effect/ai"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientTag from "@effect/platform/HttpClient"
-import { Outcome, Rein } from "@rein/core"
+import { Journal, Outcome, Rein } from "@rein/core"
 import type { Catalog, Contract, Health, Provider } from "@rein/core"
 import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
+import { dual } from "effect/Function"
 import { oneShot } from "./EffectAi.js"
 import * as GenerateText from "./internal/generateText.js"
 import * as Inner from "./internal/languageModel.js"
+import * as Outcomes from "./internal/outcomes.js"
 import { requestsPerCall } from "./internal/probe.js"
 import * as Rejected from "./internal/rejected.js"
 import * as StreamText from "./internal/streamText.js"
@@ -402,3 +404,98 @@ export const outcomeOf = (error: unknown): Option.Option<Outcome.Terminal> =>
  */
 export const withOutcomes = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Outcome.Terminal, R> =>
   Effect.mapError(self, (error) => Option.getOrElse(outcomeOf(error), (): E | Outcome.Terminal => error))
+
+/**
+ * `withOutcomes` for a stream (`LanguageModel.streamText`, `Chat`'s `streamText`): an `AiError` that carries
+ * a Rein outcome fails the stream with the outcome itself, so `Stream.catchTag("PlanExhausted", …)` works.
+ * `onStreamOutcome` reports how each of its requests ended, whichever way.
+ *
+ * @example
+ * ```ts
+ * import { LanguageModel } from "@effect/ai"
+ * import { Stream } from "effect"
+ * import { ReinLanguageModel } from "@rein/providers"
+ *
+ * const text = LanguageModel.streamText({ prompt: "hi" }).pipe(
+ *   ReinLanguageModel.withOutcomesStream,
+ *   Stream.catchTag("DeadlineExceeded", () => Stream.empty)
+ * )
+ * ```
+ * @category combinators
+ * @since 0.1.0
+ */
+export const withOutcomesStream = <A, E, R>(
+  self: Stream.Stream<A, E, R>
+): Stream.Stream<A, E | Outcome.Terminal, R> =>
+  Stream.mapError(self, (error) => Option.getOrElse(outcomeOf(error), (): E | Outcome.Terminal => error))
+
+/**
+ * How one Rein request ended (one provider-level call: a `streamText`, one turn of an agent loop): what
+ * `onStreamOutcome` hands over. Records only, never the answer's text or the prompt.
+ *
+ * - `Completed`: the endpoint that answered, the usage, the cost charged, the finish reason and every attempt
+ *   (the retries and fallbacks before the answer included);
+ * - a terminal outcome (`DeadlineExceeded`, `PlanExhausted`, `FailedSafe`, …), its attempts with it: the
+ *   stream failed with it (a stream cut after its first delta is `FailedSafe`);
+ * - `Interrupted`: the consumer stopped early (`Stream.take`, a fiber interrupted), with the attempts so far
+ *   (the last one `interrupted`, charged its reservation unless the answer's usage had arrived); `Defect`: a
+ *   bug, with the attempts so far.
+ *
+ * @example
+ * ```ts
+ * import type { ReinLanguageModel } from "@rein/providers"
+ *
+ * const cost = (outcome: ReinLanguageModel.CallOutcome) =>
+ *   outcome._tag === "Completed" ? outcome.cost : outcome.attempts.length
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export type CallOutcome = Outcomes.CallOutcome
+
+/**
+ * Calls `f` with the outcome of each Rein request `self` makes, once, when that request ends: when the
+ * stream ends (`Completed`), when it fails (the terminal outcome), or when it is interrupted or its consumer
+ * stops early (`Interrupted`, before the stream's finalizers return). A journal already in the context
+ * (`Journal.layerMemory`, …) still gets every record.
+ *
+ * @example
+ * ```ts
+ * import { LanguageModel } from "@effect/ai"
+ * import { Effect, Stream } from "effect"
+ * import { ReinLanguageModel } from "@rein/providers"
+ *
+ * const firstWords = LanguageModel.streamText({ prompt: "Tell me a story" }).pipe(
+ *   ReinLanguageModel.onStreamOutcome((outcome) =>
+ *     Effect.log(outcome._tag === "Completed" ? `${outcome.endpoint}: ${outcome.cost}` : outcome._tag)
+ *   ),
+ *   Stream.take(3), // stops early: the outcome is `Interrupted`, with the attempts and their charges
+ *   Stream.runCollect
+ * )
+ * ```
+ * @category combinators
+ * @since 0.1.0
+ */
+export const onStreamOutcome: {
+  <R2>(
+    f: (outcome: CallOutcome) => Effect.Effect<void, never, R2>
+  ): <A, E, R>(self: Stream.Stream<A, E, R>) => Stream.Stream<A, E, R | R2>
+  <A, E, R, R2>(
+    self: Stream.Stream<A, E, R>,
+    f: (outcome: CallOutcome) => Effect.Effect<void, never, R2>
+  ): Stream.Stream<A, E, R | R2>
+} = dual(2, <A, E, R, R2>(
+  self: Stream.Stream<A, E, R>,
+  f: (outcome: CallOutcome) => Effect.Effect<void, never, R2>
+): Stream.Stream<A, E, R | R2> =>
+  Stream.unwrap(
+    Effect.map(
+      Effect.zip(Effect.serviceOption(Journal.Journal), Effect.context<R2>()),
+      ([theirs, context]) =>
+        Stream.provideService(
+          self,
+          Journal.Journal,
+          Outcomes.reporting((outcome) => Effect.provide(f(outcome), context), Option.getOrUndefined(theirs))
+        )
+    )
+  ))
