@@ -88,11 +88,20 @@ const agent = Effect.gen(function*() {
   return { answer: "no answer within 6 turns", turns: 6 }
 })
 
-const chat = LanguageModel.streamText({ prompt: "Say hello in French" }).pipe(
-  Stream.filterMap((part) => part.type === "text-delta" ? Option.some(part.delta) : Option.none()),
-  Stream.runCollect,
-  Effect.map((deltas) => Array.from(deltas).join(""))
-)
+// The chat streams; `withOutcomesStream` fails it with Rein's outcome, `onStreamOutcome` says how its request ended
+// (the endpoint that answered and every attempt; or the outcome; or `Interrupted` if the reader stops early).
+const chat = (onOutcome: (outcome: ReinLanguageModel.CallOutcome) => Effect.Effect<void>) =>
+  LanguageModel.streamText({ prompt: "Say hello in French" }).pipe(
+    ReinLanguageModel.withOutcomesStream,
+    ReinLanguageModel.onStreamOutcome(onOutcome),
+    Stream.filterMap((part) => part.type === "text-delta" ? Option.some(part.delta) : Option.none()),
+    Stream.runCollect,
+    Effect.map((deltas) => Array.from(deltas).join(""))
+  )
+const described = (outcome: ReinLanguageModel.CallOutcome) =>
+  outcome._tag === "Completed"
+    ? `${outcome.endpoint} after ${outcome.attempts.length} attempt${outcome.attempts.length > 1 ? "s" : ""}`
+    : outcome._tag
 
 const call = (id: string, city: string) => ({ id, name: "GetWeather", arguments: JSON.stringify({ city }) })
 
@@ -128,13 +137,16 @@ export const program = Effect.scoped(Effect.gen(function*() {
     ReinLanguageModel.withOutcomes,
     Effect.provide(Layer.merge(rein, handlers))
   )
-  const greeting = yield* chat.pipe(ReinLanguageModel.withOutcomes, Effect.provide(rein))
+  const chatOutcomes: Array<string> = []
+  const greeting = yield* chat((outcome) => Effect.sync(() => void chatOutcomes.push(described(outcome)))).pipe(
+    Effect.provide(rein)
+  )
   const records = yield* Effect.flatMap(Journal.MemoryJournal, (j) => j.records)
   yield* Console.log(`agent, ${result.turns} turns: ${result.answer}`)
-  yield* Console.log(`chat: ${greeting}`)
+  yield* Console.log(`chat: ${greeting} (${chatOutcomes.join(", ")})`)
   const paths = records.map((r) => r.attempts.map((a) => `${a.endpoint} ${a.failure ?? a.status}`).join(" → "))
   for (const [i, path] of paths.entries()) yield* Console.log(`call ${i + 1}: ${path}`)
-  return { ...result, greeting, paths }
+  return { ...result, greeting, chatOutcomes, paths }
 })).pipe(Effect.provide(Journal.layerMemory))
 
 // Run as a script (the platform layer is the caller's choice; here Node's HTTP client).

@@ -682,12 +682,27 @@ export const oneShotCall = <A, R>(
 export const oneShotStream = <A, R>(
   stream: Stream.Stream<A, AiError.AiError, R>,
   maxResponseBytes: number = Internal.DEFAULT_MAX_RESPONSE_BYTES
+): Stream.Stream<A, Failure.ProviderFailure, R> => guardedStream(stream, maxResponseBytes, undefined)
+
+/**
+ * `oneShotStream` whose `first` classifies an error before the guard does (its `undefined`: the guard's
+ * classification), in the same catch; an answer over the bound stays `body_too_large`. @internal
+ */
+export const guardedStream = <A, R>(
+  stream: Stream.Stream<A, AiError.AiError, R>,
+  maxResponseBytes: number,
+  first: ((error: AiError.AiError) => Failure.ProviderFailure | undefined) | undefined
 ): Stream.Stream<A, Failure.ProviderFailure, R> =>
   Stream.suspend(() => {
     const ticket: Ticket = { sent: 0, maxResponseBytes, keepsLastData: false }
     return stream.pipe(
       (parts) => Stages.provideService(parts, CallTicket, ticket),
       Spans.quietStream,
-      Stream.catchAll((error) => Stream.fromEffect(Effect.flip(classifyGuarded(ticket)(error))))
+      Stream.catchAll((error) => {
+        const failure = ticket.tooLarge === true ? undefined : first?.(error)
+        return failure !== undefined
+          ? Stream.fail(failure)
+          : Stream.fromEffect(Effect.flip(classifyGuarded(ticket)(error)))
+      })
     )
   })

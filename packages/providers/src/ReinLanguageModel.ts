@@ -8,7 +8,9 @@
  *   with it (the planner checks tool support, structured output, and that a provider-defined tool runs
  *   only on its vendor's endpoints). Per attempt, the chosen endpoint's inner model is called with
  *   tool-call resolution off; the outer `LanguageModel.make` resolves tool calls once, with the caller's
- *   handlers.
+ *   handlers. Tool calls are checked as bare `@effect/ai` checks them, against the caller's whole toolkit
+ *   (one outside a `toolChoice: { oneOf }` runs its handler; one the toolkit cannot take fails with
+ *   `@effect/ai`'s own `MalformedOutput`, with no retry nor fallback: see `internal/rejected.ts`).
  * - The endpoint's model name and Rein's output bound reach the inner model through its vendor's
  *   `Config` (OpenAI, Anthropic, Google, OpenRouter), merged over the caller's own config. The vendor
  *   module (`EffectAiOpenAi`, …) is loaded on demand, for the vendors of the models given only: a user of
@@ -26,13 +28,16 @@ import { AiError, LanguageModel } from "@effect/ai"
 import type { Tokenizer } from "@effect/ai"
 import type * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientTag from "@effect/platform/HttpClient"
-import { Outcome, Rein } from "@rein/core"
+import { Journal, Outcome, Rein } from "@rein/core"
 import type { Catalog, Contract, Health, Provider } from "@rein/core"
 import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
+import { dual } from "effect/Function"
 import { oneShot } from "./EffectAi.js"
 import * as GenerateText from "./internal/generateText.js"
 import * as Inner from "./internal/languageModel.js"
+import * as Outcomes from "./internal/outcomes.js"
 import { requestsPerCall } from "./internal/probe.js"
+import * as Rejected from "./internal/rejected.js"
 import * as Stages from "./internal/stages.js"
 import * as StreamText from "./internal/streamText.js"
 
@@ -333,7 +338,8 @@ const serviceOf = <R>(
             : Option.none()
         ),
         Stream.mapError((outcome) =>
-          toAiError(outcome, "streamText")
+          // A chunk the inner decode rejected ends the call with the error bare raises (`internal/rejected.ts`).
+          Rejected.rejection(call, outcome) ?? toAiError(outcome, "streamText")
         )
       ),
       rein
@@ -343,7 +349,7 @@ const serviceOf = <R>(
       generateText: (call) => Effect.flatMap(parts(call), (p) => p.encoded()),
       streamText: () => Stream.die("a Rein LanguageModel streams through its own streamText")
     })
-    const direct = yield* GenerateText.make((call) => Effect.map(parts(call), (p) => p.parts))
+    const direct = yield* GenerateText.make(parts)
     const streamed = yield* StreamText.make(streamParts)
     // `direct` and `streamed` answer exactly the types `make`'s methods have for the same options.
     return {
@@ -402,3 +408,98 @@ export const outcomeOf = (error: unknown): Option.Option<Outcome.Terminal> =>
  */
 export const withOutcomes = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Outcome.Terminal, R> =>
   Effect.mapError(self, (error) => Option.getOrElse(outcomeOf(error), (): E | Outcome.Terminal => error))
+
+/**
+ * `withOutcomes` for a stream (`LanguageModel.streamText`, `Chat`'s `streamText`): an `AiError` that carries
+ * a Rein outcome fails the stream with the outcome itself, so `Stream.catchTag("PlanExhausted", …)` works.
+ * `onStreamOutcome` reports how each of its requests ended, whichever way.
+ *
+ * @example
+ * ```ts
+ * import { LanguageModel } from "@effect/ai"
+ * import { Stream } from "effect"
+ * import { ReinLanguageModel } from "@rein/providers"
+ *
+ * const text = LanguageModel.streamText({ prompt: "hi" }).pipe(
+ *   ReinLanguageModel.withOutcomesStream,
+ *   Stream.catchTag("DeadlineExceeded", () => Stream.empty)
+ * )
+ * ```
+ * @category combinators
+ * @since 0.1.0
+ */
+export const withOutcomesStream = <A, E, R>(
+  self: Stream.Stream<A, E, R>
+): Stream.Stream<A, E | Outcome.Terminal, R> =>
+  Stream.mapError(self, (error) => Option.getOrElse(outcomeOf(error), (): E | Outcome.Terminal => error))
+
+/**
+ * How one Rein request ended (one provider-level call: a `streamText`, one turn of an agent loop): what
+ * `onStreamOutcome` hands over. Records only, never the answer's text or the prompt.
+ *
+ * - `Completed`: the endpoint that answered, the usage, the cost charged, the finish reason and every attempt
+ *   (the retries and fallbacks before the answer included);
+ * - a terminal outcome (`DeadlineExceeded`, `PlanExhausted`, `FailedSafe`, …), its attempts with it: the
+ *   stream failed with it (a stream cut after its first delta is `FailedSafe`);
+ * - `Interrupted`: the consumer stopped early (`Stream.take`, a fiber interrupted), with the attempts so far
+ *   (the last one `interrupted`, charged its reservation unless the answer's usage had arrived); `Defect`: a
+ *   bug, with the attempts so far.
+ *
+ * @example
+ * ```ts
+ * import type { ReinLanguageModel } from "@rein/providers"
+ *
+ * const cost = (outcome: ReinLanguageModel.CallOutcome) =>
+ *   outcome._tag === "Completed" ? outcome.cost : outcome.attempts.length
+ * ```
+ * @category models
+ * @since 0.1.0
+ */
+export type CallOutcome = Outcomes.CallOutcome
+
+/**
+ * Calls `f` with the outcome of each Rein request `self` makes, once, when that request ends: when the
+ * stream ends (`Completed`), when it fails (the terminal outcome), or when it is interrupted or its consumer
+ * stops early (`Interrupted`, before the stream's finalizers return). A journal already in the context
+ * (`Journal.layerMemory`, …) still gets every record.
+ *
+ * @example
+ * ```ts
+ * import { LanguageModel } from "@effect/ai"
+ * import { Effect, Stream } from "effect"
+ * import { ReinLanguageModel } from "@rein/providers"
+ *
+ * const firstWords = LanguageModel.streamText({ prompt: "Tell me a story" }).pipe(
+ *   ReinLanguageModel.onStreamOutcome((outcome) =>
+ *     Effect.log(outcome._tag === "Completed" ? `${outcome.endpoint}: ${outcome.cost}` : outcome._tag)
+ *   ),
+ *   Stream.take(3), // stops early: the outcome is `Interrupted`, with the attempts and their charges
+ *   Stream.runCollect
+ * )
+ * ```
+ * @category combinators
+ * @since 0.1.0
+ */
+export const onStreamOutcome: {
+  <R2>(
+    f: (outcome: CallOutcome) => Effect.Effect<void, never, R2>
+  ): <A, E, R>(self: Stream.Stream<A, E, R>) => Stream.Stream<A, E, R | R2>
+  <A, E, R, R2>(
+    self: Stream.Stream<A, E, R>,
+    f: (outcome: CallOutcome) => Effect.Effect<void, never, R2>
+  ): Stream.Stream<A, E, R | R2>
+} = dual(2, <A, E, R, R2>(
+  self: Stream.Stream<A, E, R>,
+  f: (outcome: CallOutcome) => Effect.Effect<void, never, R2>
+): Stream.Stream<A, E, R | R2> =>
+  Stream.unwrap(
+    Effect.map(
+      Effect.zip(Effect.serviceOption(Journal.Journal), Effect.context<R2>()),
+      ([theirs, context]) =>
+        Stream.provideService(
+          self,
+          Journal.Journal,
+          Outcomes.reporting((outcome) => Effect.provide(f(outcome), context), Option.getOrUndefined(theirs))
+        )
+    )
+  ))

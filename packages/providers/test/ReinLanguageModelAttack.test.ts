@@ -135,7 +135,7 @@ describe("ReinLanguageModel under attack (loopback OpenAI Responses)", () => {
       // The usage the vendor reported, not the 1,100-token worst case of an answer of unknown usage.
       expect(charged).toBe(7 + 4 + 9 + 3)
     }))
-  it.live("hostile tool calls (unknown tool, invalid params, unparsable arguments) are malformed answers: no handler runs, no prose kept", () =>
+  it.live("hostile tool calls: an unknown tool or parameters that do not decode fail as under bare make (its error, no fallback, no handler runs); unparsable arguments are a malformed answer; no prose kept", () =>
     Effect.gen(function*() {
       let handled = 0
       const kept = yield* run(
@@ -144,10 +144,7 @@ describe("ReinLanguageModel under attack (loopback OpenAI Responses)", () => {
             FaultServer.ok({ text: "", toolCalls: [weatherCall("c1", { city: "Oslo" }, CANARY)] }),
             FaultServer.ok({ text: "", toolCalls: [{ id: "c1", name: "weather", arguments: `{"city": ${CANARY}` }] })
           ],
-          "model-b": [
-            FaultServer.ok({ text: "", toolCalls: [weatherCall("c1", { city: 5, note: CANARY })] }),
-            FaultServer.ok({ text: "", toolCalls: [weatherCall("c1", { city: [CANARY] })] })
-          ]
+          "model-b": [FaultServer.ok({ text: "", toolCalls: [weatherCall("c1", { city: 5, note: CANARY })] })]
         },
         Effect.forEach(
           [{}, { toolChoice: { tool: "weather" } } as const],
@@ -155,12 +152,55 @@ describe("ReinLanguageModel under attack (loopback OpenAI Responses)", () => {
         ).pipe(Effect.provide(toolkit.toLayer({ weather: () => Effect.sync(() => `${++handled}`) })))
       )
       expect(handled).toBe(0)
-      const malformed = [["a", "malformed_response"], ["b", "malformed_response"]]
-      expect(kept.records.map((r) => r.attempts.map((a) => [a.endpoint, a.failure]))).toEqual([malformed, malformed])
+      // The answers naming an unknown tool and undecodable parameters were received whole (their attempts
+      // succeed, settled to their usage); `Toolkit.handle` rejects their calls, as bare `make`'s does. The
+      // unparsable arguments fail the vendor's own decode: a malformed answer, which falls back.
+      expect(kept.records.map((r) => r.attempts.map((a) => [a.endpoint, a.failure ?? a.status]))).toEqual([
+        [["a", "success"]],
+        [["a", "malformed_response"], ["b", "success"]]
+      ])
       const errors = Either.isRight(kept.result) ? kept.result.right.map((r) => Either.isLeft(r) && r.left) : []
-      expect(errors.map((e) => e && e._tag)).toEqual(["UnknownError", "UnknownError"])
-      expect(leaked(kept, errors)).toEqual([])
+      expect(errors.map((e) => e && [e._tag, e.module, e.method])).toEqual([
+        ["MalformedOutput", "Toolkit", `${CANARY}.handle`],
+        ["MalformedOutput", "Toolkit", "weather.handle"]
+      ])
+      // The caller's errors are bare's, naming the call as bare's do; Rein's records, spans and logs keep none.
+      // The caller's errors are bare's, naming the call as bare's do, and so are the exits of `@effect/ai`'s own
+      // spans (`LanguageModel.generateText`, `Toolkit.handle`, as bare's); Rein's records, spans and logs keep
+      // none of it (a tool outside the toolkit is counted under a name of Rein's).
+      const own = { ...kept, spans: kept.spans.filter((s) => !s.name.startsWith("LanguageModel.")) }
+      expect(leaked(own)).toEqual([])
+      expect(kept.records[0]!.attempts[0]!.toolCalls).toEqual([{ name: "(not in the toolkit)", count: 1 }])
     }))
+  it.live("a streamed call to an unknown tool ends the stream with bare make's error: the attempt fails tool_call_rejected, no fallback, no prose kept", () =>
+    Effect.gen(function*() {
+      let handled = 0
+      const kept = yield* run(
+        {
+          "model-a": [
+            FaultServer.ok({ deltas: ["Checking"], toolCalls: [weatherCall("c1", { city: "Oslo" }, CANARY)] })
+          ],
+          "model-b": [FaultServer.ok({ deltas: ["fine"] })]
+        },
+        Stream.runCollect(LanguageModel.streamText({ prompt: "weather?", toolkit })).pipe(
+          Effect.provide(toolkit.toLayer({ weather: () => Effect.sync(() => `${++handled}`) }))
+        )
+      )
+      expect(handled).toBe(0)
+      expect(kept.seen.map((r) => r.model)).toEqual(["model-a"])
+      expect(kept.records.map((r) => r.attempts.map((a) => [a.endpoint, a.failure, a.code]))).toEqual([
+        [["a", "invalid_request", "tool_call_rejected"]]
+      ])
+      const error = Either.isLeft(kept.result) ? kept.result.left : undefined
+      expect(error && [error._tag, "module" in error && error.module, "method" in error && error.method]).toEqual([
+        "MalformedOutput",
+        "LanguageModel",
+        "streamText"
+      ])
+      const own = { ...kept, spans: kept.spans.filter((s) => !s.name.startsWith("LanguageModel.")) }
+      expect(leaked(own)).toEqual([])
+    }))
+
   it.live(
     "5,000 tool calls in one answer: each handled exactly once; the journal keeps a count, not params",
     () =>

@@ -80,6 +80,60 @@ const weatherCalls = FaultServer.ok({
   text: "",
   toolCalls: [call("call_1", "weather", { city: "Oslo" }), call("call_2", "weather", { city: "Nowhere" })]
 })
+/** A call to `time` (in the toolkit) under `oneOf: ["weather"]`, and calls the toolkit cannot take. */
+const outsideOneOf = FaultServer.ok({
+  deltas: ["Checking"],
+  toolCalls: [call("call_1", "weather", { city: "Oslo" }), call("call_2", "time", { zone: "UTC" })]
+})
+const unknownTool = FaultServer.ok({
+  deltas: ["Checking"],
+  toolCalls: [call("call_1", "weather", { city: "Oslo" }), call("call_2", "nosuch", { x: 1 })]
+})
+const badParams = FaultServer.ok({
+  deltas: ["Checking"],
+  toolCalls: [call("call_1", "weather", { city: "Oslo" }), call("call_2", "weather", { city: 3 })]
+})
+const generated = (options: Omit<LanguageModel.GenerateTextOptions<typeof toolkit.tools>, "prompt" | "toolkit">) =>
+  Effect.map(LanguageModel.generateText({ prompt: "weather?", toolkit, ...options }), (r) => r.content).pipe(
+    Effect.provide(handlers)
+  )
+const streamed = (options: Omit<LanguageModel.GenerateTextOptions<typeof toolkit.tools>, "prompt" | "toolkit">) =>
+  Effect.map(Stream.runCollect(LanguageModel.streamText({ prompt: "weather?", toolkit, ...options })), Chunk.toArray)
+    .pipe(Effect.provide(handlers))
+const toolCallChecks: ReadonlyArray<Program> = [
+  ...([["generateText", generated], ["streamText", streamed]] as const).flatMap(([method, run]) => [
+    {
+      name: `${method}: a call to a toolkit tool outside toolChoice.oneOf`,
+      faults: [outsideOneOf],
+      run: run({ toolChoice: { oneOf: ["weather"] } })
+    },
+    {
+      name: `${method}: a call outside toolChoice.oneOf, resolution off`,
+      faults: [outsideOneOf],
+      run: run({ toolChoice: { oneOf: ["weather"] }, disableToolCallResolution: true })
+    },
+    {
+      name: `${method}: a call to a tool not in the toolkit`,
+      faults: [unknownTool],
+      run: run({})
+    },
+    {
+      name: `${method}: a call to a tool not in the toolkit, resolution off`,
+      faults: [unknownTool],
+      run: run({ disableToolCallResolution: true })
+    },
+    {
+      name: `${method}: a call whose parameters do not decode`,
+      faults: [badParams],
+      run: run({})
+    },
+    {
+      name: `${method}: a call whose parameters do not decode, resolution off`,
+      faults: [badParams],
+      run: run({ disableToolCallResolution: true })
+    }
+  ])
+]
 const programsOf = (structured: FaultServer.Fault): ReadonlyArray<Program> => [
   {
     name: "multi-message prompt",
@@ -106,6 +160,7 @@ const programsOf = (structured: FaultServer.Fault): ReadonlyArray<Program> => [
       (r) => r.content
     ).pipe(Effect.provide(handlers))
   })),
+  ...toolCallChecks,
   {
     name: "a handler failing in error mode (generateText)",
     faults: [FaultServer.ok({ text: "", toolCalls: [call("c1", "strict", { n: 1 }), call("c2", "strict", { n: 2 })] })],

@@ -267,20 +267,23 @@ describe("ReinLanguageModel: parts handed over without a Schema round trip", () 
       expect(under.handled).toContain("Forecast 13")
     }))
 
-  it.effect("tool parameters that fail to decode fail the attempt, before any handler runs", () =>
+  it.effect("tool parameters that fail to decode fail as under make: its error, after the handlers before them ran", () =>
     Effect.gen(function*() {
-      // `make` finds them in `Toolkit.handle`, after the other calls' handlers may have run (a `MalformedOutput`
-      // of `Toolkit`); under Rein the inner model decodes the answer first, so the provider's answer is
-      // malformed (an attempt's failure: Rein may fall back) and no handler runs.
+      // `make` finds them in `Toolkit.handle` (a `MalformedOutput` of `Toolkit`), after the other calls'
+      // handlers ran: under Rein the inner model's decode rejects the answer, which reaches the outer call as
+      // the vendor sent it, and is validated there as `make` validates it.
       const memory = memoryOf(
-        callsOf("12").map((p) => p.type === "tool-call" && p.id === "c1" ? { ...p, params: { city: 12 } } : p)
+        callsOf("12").map((p) => p.type === "tool-call" && p.id === "c4" ? { ...p, params: { q: 4 } } : p)
       )
+      const bare = yield* withTools(memory)
       const under = yield* withTools(reinOf(memory))
-      expect(under.handled).toEqual([])
       expect(Exit.isFailure(under.exit)).toBe(true)
+      expect(under.exit).toEqual(bare.exit)
       const error = Exit.isFailure(under.exit)
         ? Option.getOrUndefined(Cause.failureOption(under.exit.cause))
         : undefined
-      expect(error).toBeInstanceOf(AiError.UnknownError)
+      expect(error).toBeInstanceOf(AiError.MalformedOutput)
+      expect(under.handled).toEqual(bare.handled)
+      expect(under.handled).toContain("Forecast 12")
     }))
 })

@@ -30,6 +30,7 @@ describe("examples/providers", () => {
   it.live("two-vendors: an agent and a chat fall back from OpenAI to Anthropic, every call recorded", () =>
     Effect.map(http(twoVendors), (r) => {
       expect([r.answer, r.turns, r.greeting]).toEqual(["Paris 21°C, Oslo 4°C", 3, "Bonjour !"])
+      expect(r.chatOutcomes).toEqual(["anthropic/haiku after 2 attempts"])
       expect(r.paths).toEqual([
         "openai/mini overloaded → anthropic/haiku success",
         "openai/mini success",

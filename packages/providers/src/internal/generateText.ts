@@ -17,12 +17,18 @@ import { AiError, IdGenerator, LanguageModel, Prompt, Response, Telemetry, Toolk
 import { Effect, Either, Option, Predicate, Schema, SchemaAST } from "effect"
 import type { Context } from "effect"
 import type { ParseResult } from "effect"
+import { recordWholeToolkit } from "./rejected.js"
 
 /** The parts of any toolkit's calls, as Rein carries them. @internal */
 type Parts = Array<Response.Part<Record<string, Tool.Any>>>
 
-/** A call's decoded parts, from the outer call's `ProviderOptions` (the inner model decoded them). @internal */
-export type Decoded = (options: LanguageModel.ProviderOptions) => Effect.Effect<Parts, AiError.AiError>
+/**
+ * A call's parts, from the outer call's `ProviderOptions`: decoded by the inner model, or the vendor's as they
+ * came when the inner decode rejected them (`raw`, see `rejected.ts`). @internal
+ */
+export type Decoded = (
+  options: LanguageModel.ProviderOptions
+) => Effect.Effect<{ readonly parts: Parts; readonly raw: boolean }, AiError.AiError>
 
 /** The options of a call. @internal */
 export type Options = LanguageModel.GenerateTextOptions<Record<string, Tool.Any>>
@@ -112,23 +118,65 @@ export const resolveToolCalls = (
   return Effect.flatMap(
     encodedParams(calls, toolkit.tools),
     (params) =>
-      Effect.forEach(
-        calls,
-        (call, i) =>
-          Effect.map(toolkit.handle(call.name, params[i] as never), ({ encodedResult, isFailure, result }) =>
-            Response.makePart("tool-result", {
-              id: call.id,
-              name: call.name,
-              result,
-              encodedResult,
-              isFailure,
-              providerExecuted: false,
-              ...(call.providerName !== undefined ? { providerName: call.providerName } : {})
-            })),
-        { concurrency }
-      )
+      Effect.forEach(calls, (call, i) => Effect.map(toolkit.handle(call.name, params[i] as never), resultOf(call)), {
+        concurrency
+      })
   )
 }
+
+/** `make`'s tool-result part of a handled call. */
+const resultOf =
+  (call: { readonly id: string; readonly name: string; readonly providerName?: string | undefined }) =>
+  ({ encodedResult, isFailure, result }: Tool.HandlerResult<Tool.Any>) =>
+    Response.makePart("tool-result", {
+      id: call.id,
+      name: call.name,
+      result,
+      encodedResult,
+      isFailure,
+      providerExecuted: false,
+      ...(call.providerName !== undefined ? { providerName: call.providerName } : {})
+    })
+
+/**
+ * `make`'s `generateContent` over the vendor's parts, as they came (an answer the inner decode rejected, see
+ * `rejected.ts`): every call not executed by the provider goes to `toolkit.handle` with its parameters as
+ * sent (an unknown tool, parameters that do not decode, fail there), then the parts are decoded against the
+ * whole toolkit (`Toolkit.empty` without one); `resolve: false` only decodes.
+ */
+const fromRaw = (
+  raw: ReadonlyArray<Response.PartEncoded>,
+  toolkit: Handled | undefined,
+  resolve: boolean,
+  concurrency: Options["concurrency"]
+): Effect.Effect<Parts, unknown, unknown> => {
+  const decode = Schema.decodeUnknown(Schema.mutable(Schema.Array(Response.Part(toolkit ?? Toolkit.empty))))
+  if (toolkit === undefined || !resolve) return decode(raw) as Effect.Effect<Parts, ParseResult.ParseError>
+  const calls = raw.filter((part): part is Response.ToolCallPartEncoded =>
+    part.type === "tool-call" && part.providerExecuted !== true
+  )
+  return Effect.flatMap(
+    Effect.forEach(calls, (call) => Effect.map(toolkit.handle(call.name, call.params as never), resultOf(call)), {
+      concurrency
+    }),
+    (results) => Effect.map(decode(raw), (content) => [...content, ...results] as Parts)
+  )
+}
+
+/** The parts of an answer: the inner model's, or the vendor's validated as `make` does (`fromRaw`). */
+const contentOf = (
+  answer: { readonly parts: Parts; readonly raw: boolean },
+  toolkit: Handled | undefined,
+  options: Options
+): Effect.Effect<Parts, unknown, unknown> =>
+  answer.raw
+    ? fromRaw(
+      answer.parts as ReadonlyArray<Response.PartEncoded>,
+      toolkit,
+      options.disableToolCallResolution !== true,
+      options.concurrency
+    )
+    : Effect.succeed(answer.parts)
 
 /** The `commit` every `Toolkit.make` / `merge` / `empty` shares: a toolkit whose resolution is known. */
 const toolkitCommit: unknown = (Toolkit.empty as unknown as { readonly commit: unknown }).commit
@@ -185,12 +233,15 @@ const withToolkit = (
     const toolChoice = options.toolChoice ?? "auto"
     const toolkit = yield* handledOf(toolkitOf)
     const all = Object.values(toolkit.tools)
-    if (all.length === 0) return yield* decoded(providerOptions)
+    if (all.length === 0) return yield* contentOf(yield* decoded(providerOptions), undefined, options)
     providerOptions.tools = typeof toolChoice === "object" && "oneOf" in toolChoice
       ? all.filter((tool) => toolChoice.oneOf.includes(tool.name))
       : all
     providerOptions.toolChoice = toolChoice
-    const content = yield* decoded(providerOptions)
+    recordWholeToolkit(providerOptions, all)
+    const answer = yield* decoded(providerOptions)
+    if (answer.raw) return yield* contentOf(answer, toolkit, options)
+    const content = answer.parts
     if (options.disableToolCallResolution === true) return content
     const results = yield* resolveToolCalls(content, toolkit, options.concurrency)
     return [...content, ...results] as Parts
@@ -239,7 +290,7 @@ export const make = (decoded: Decoded): Effect.Effect<(options: Options) => Answ
             span
           }
           const content = options.toolkit === undefined
-            ? yield* decoded(providerOptions)
+            ? yield* contentOf(yield* decoded(providerOptions), undefined, options)
             : yield* withToolkit(decoded, options, options.toolkit, providerOptions)
           if (Option.isSome(transformer)) transformer.value({ ...providerOptions, response: content })
           return new LanguageModel.GenerateTextResponse(content)

@@ -9,28 +9,36 @@
  *
  * @internal
  */
-import type { AiError, LanguageModel, Prompt, Tool } from "@effect/ai"
-import { Response, Telemetry, Tokenizer } from "@effect/ai"
+import type { AiError, Prompt, Tool } from "@effect/ai"
+import { LanguageModel, Response, Telemetry, Tokenizer } from "@effect/ai"
 import * as AiModel from "@effect/ai/Model"
 import { Failure } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
 import { Context, Effect, Option, Schema, Stream } from "effect"
 import type { ParseResult } from "effect"
-import { classifyStreamError, oneShotCall, oneShotStream } from "../EffectAi.js"
+import { classifyStreamError, guardedStream, oneShotCall } from "../EffectAi.js"
 import { deltaLength } from "./answerBytes.js"
 import { BODY_TOO_LARGE, DEFAULT_MAX_RESPONSE_BYTES, isByteBound, malformed, usageOf } from "./http.js"
 import { isCap } from "./outputBound.js"
+import { reject, rejectedParts, TOOL_CALL_REJECTED, wholeToolkit } from "./rejected.js"
 import * as Stages from "./stages.js"
 import type { HandlerlessToolkit } from "./toolkit.js"
 import { handlerless } from "./toolkit.js"
 
-/** The outer call, carried through Rein as the request's opaque payload. @internal */
+/**
+ * The outer call, carried through Rein as the request's opaque payload. Its toolkit is the caller's whole
+ * one (the offered tools and those a `oneOf` leaves out, see `rejected.ts`); its facts name the offered
+ * tools only. @internal
+ */
 export class Call {
   readonly toolkit: HandlerlessToolkit
   readonly codecs: Codecs
+  readonly facts: ReadonlyArray<Provider.Tool>
   constructor(readonly options: LanguageModel.ProviderOptions) {
-    this.codecs = codecsOf(options.tools)
+    const whole = wholeToolkit(options)
+    this.codecs = codecsOf(whole)
     this.toolkit = this.codecs.toolkit
+    this.facts = whole === options.tools ? this.codecs.facts : factsOf(options.tools)
   }
 }
 
@@ -51,7 +59,7 @@ const makeCodecs = (tools: ReadonlyArray<Tool.Any>): Codecs => {
   return {
     tools,
     toolkit,
-    facts: Object.freeze(tools.map((tool) => ({ name: tool.name, vendor: vendorOf(tool) }))),
+    facts: factsOf(tools),
     part: Schema.encode(Response.Part(toolkit))
   }
 }
@@ -79,6 +87,9 @@ const AS_IS = new Set<string>([
 
 /** Whether the outer `make` can decode `part` as it is (see `AS_IS`). @internal */
 export const asIs = (part: { readonly type: string }): boolean => AS_IS.has(part.type)
+
+const factsOf = (tools: ReadonlyArray<Tool.Any>): ReadonlyArray<Provider.Tool> =>
+  Object.freeze(tools.map((tool) => ({ name: tool.name, vendor: vendorOf(tool) })))
 
 /** The inner answer's parts as the outer `make` decodes them. */
 const encodeParts = (
@@ -118,14 +129,42 @@ const sameTools = (a: ReadonlyArray<Tool.Any>, b: ReadonlyArray<Tool.Any>): bool
 
 /**
  * The inner parts of a successful attempt, decoded, carried back as the completion's payload: handed to
- * `generateText` as they are, encoded for `LanguageModel.make` (`generateObject`). @internal
+ * `generateText` as they are, encoded for `LanguageModel.make` (`generateObject`). Parts the inner decode
+ * rejected (`raw`) are the vendor's, as they came: the outer call validates them as bare does. @internal
  */
 export class Parts {
-  constructor(readonly parts: Array<Response.Part<Record<string, Tool.Any>>>, private readonly codecs: Codecs) {}
+  constructor(
+    readonly parts: Array<Response.Part<Record<string, Tool.Any>>>,
+    private readonly codecs: Codecs,
+    readonly raw: boolean = false
+  ) {}
+  /**
+   * A called tool's name as Rein keeps it (records count the calls by name): a name outside the toolkit,
+   * which only a rejected answer has, is the vendor's text and is not kept.
+   */
+  nameOf(name: string): string {
+    return !this.raw || Object.hasOwn(this.codecs.toolkit.tools, name) ? name : UNKNOWN_TOOL
+  }
   /** The parts as `LanguageModel.make` decodes them. */
   encoded(): Effect.Effect<Array<Response.PartEncoded>> {
-    return Effect.orDie(encodeParts(this.codecs, this.parts))
+    return this.raw
+      ? Effect.succeed(this.parts as Array<Response.PartEncoded>)
+      : Effect.orDie(encodeParts(this.codecs, this.parts))
   }
+}
+
+/** What Rein keeps as the name of a call to a tool the toolkit does not have. */
+const UNKNOWN_TOOL = "(not in the toolkit)"
+
+/** An inner answer whose parts its decode rejected: the vendor's parts, as they came (see `rejected.ts`). */
+class Rejected extends LanguageModel.GenerateTextResponse<Record<string, Tool.Any>> {}
+
+/** The vendor's parts of an answer the inner decode rejected, as an answer (any other error as it is). */
+const recovered = (error: AiError.AiError) => {
+  const parts = rejectedParts(error)
+  return parts === undefined
+    ? Effect.fail(error)
+    : Effect.succeed(new Rejected(parts as Array<Response.Part<Record<string, Tool.Any>>>))
 }
 
 /** One inner stream part, decoded, carried as a stream part's payload (the outer `streamText` emits it). @internal */
@@ -161,7 +200,7 @@ export const requestOf = (
       messages: options.prompt,
       inputTokens,
       maxOutputTokens,
-      tools: payload.codecs.facts,
+      tools: payload.facts,
       toolChoice: options.toolChoice,
       responseFormat: options.responseFormat.type,
       payload
@@ -256,10 +295,11 @@ const configured = <A, E>(inner: Inner, context: Provider.AttemptContext, effect
 /**
  * The caller's prompt, tools and choice, for an inner call that leaves tool calls to the caller. Without
  * tools there is no toolkit to resolve: the inner `make` then sends no tools and `toolChoice: "none"`, as
- * it does for an empty toolkit.
+ * it does for an empty toolkit. The toolkit is the caller's whole one: the inner `make` offers it under the
+ * choice as bare's does, and decodes the answer against all of it.
  */
 const innerOptions = (call: Call) =>
-  call.options.tools.length === 0
+  call.codecs.tools.length === 0
     ? { prompt: call.options.prompt }
     : {
       prompt: call.options.prompt,
@@ -283,12 +323,12 @@ export const generate = (
         schema: format.schema as Schema.Schema<unknown, Record<string, unknown>>
       })
       : inner.model.generateText(innerOptions(call))
-  const attempt = oneShotCall(configured(inner, context, response), inner.maxResponseBytes)
+  const attempt = oneShotCall(configured(inner, context, Effect.catchAll(response, recovered)), inner.maxResponseBytes)
   return (format.type === "json" ? finishSeen(attempt) : attempt).pipe(
     Effect.flatMap((r) =>
       r.finishReason === "content-filter"
         ? Effect.fail(FILTERED)
-        : Effect.succeed(answerOf(r, new Parts(r.content, call.codecs)))
+        : Effect.succeed(answerOf(r, new Parts(r.content, call.codecs, r instanceof Rejected)))
     )
   )
 }
@@ -368,7 +408,7 @@ export const answerOf = (
         text += part.text
         break
       case "tool-call":
-        ;(calls ??= []).push({ id: part.id, name: part.name, params: part.params })
+        ;(calls ??= []).push({ id: part.id, name: payload.nameOf(part.name), params: part.params })
         break
       case "reasoning":
         ;(reasoning ??= []).push(part.text)
@@ -427,7 +467,7 @@ export const stream = (
     const tooLong = (part: Response.StreamPart<Record<string, Tool.Any>>) =>
       (answerLength += deltaLength(part)) > inner.maxResponseBytes
     return Stages.mapParts(
-      oneShotStream(configuredParts, inner.maxResponseBytes),
+      guardedStream(configuredParts, inner.maxResponseBytes, (error) => rejecting(call, error)),
       (part): Provider.StreamPart | Effect.Effect<never, Failure.ProviderFailure> =>
         part.type === "error"
           ? Effect.flip(classifyStreamError(part.error))
@@ -438,6 +478,13 @@ export const stream = (
           : streamPartOf(part, new StreamPart(part))
     )
   })
+}
+
+/** A chunk the inner decode rejected: its error kept for the outer stream, the attempt `tool_call_rejected`. */
+const rejecting = (call: Call, error: AiError.AiError): Failure.ProviderFailure | undefined => {
+  if (rejectedParts(error) === undefined) return undefined
+  reject(call.options, error)
+  return TOOL_CALL_REJECTED
 }
 
 const streamPartOf = (

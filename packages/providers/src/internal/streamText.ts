@@ -11,9 +11,10 @@
  */
 import type { Tool } from "@effect/ai"
 import { AiError, IdGenerator, LanguageModel, Prompt, Response } from "@effect/ai"
-import { Chunk, Effect, Mailbox, Option, ParseResult, Stream } from "effect"
+import { Chunk, Effect, Mailbox, Option, ParseResult, Schema, Stream } from "effect"
 import type { Handled } from "./generateText.js"
 import { atBuild, resolveToolCalls } from "./generateText.js"
+import { recordWholeToolkit, rejectedParts } from "./rejected.js"
 
 /** The parts of any toolkit's stream, as Rein carries them. */
 type Part = Response.StreamPart<Record<string, Tool.Any>>
@@ -29,6 +30,9 @@ export type Answer = Stream.Stream<Part, unknown, unknown>
 
 type MutableOptions = { -readonly [K in keyof LanguageModel.ProviderOptions]: LanguageModel.ProviderOptions[K] }
 
+/** `make`'s decode of a chunk of a call whose tool calls it resolves. */
+const decodeChunk = (toolkit: Handled) => Schema.decodeUnknown(Schema.Array(Response.StreamPart(toolkit)))
+
 /** `make`'s `streamContent` for a call with a toolkit, over decoded parts. */
 const withToolkit = (decoded: Decoded, options: Options, providerOptions: MutableOptions) =>
   Effect.gen(function*() {
@@ -41,6 +45,7 @@ const withToolkit = (decoded: Decoded, options: Options, providerOptions: Mutabl
       ? all.filter((tool) => toolChoice.oneOf.includes(tool.name))
       : all
     providerOptions.toolChoice = toolChoice
+    recordWholeToolkit(providerOptions, all)
     if (options.disableToolCallResolution === true) return decoded(providerOptions)
     const mailbox = yield* Mailbox.make<Part, unknown>()
     // Arrays only, as `make` offers: `Mailbox.offerAll` of a `Chunk` after an array offers that array again
@@ -55,6 +60,14 @@ const withToolkit = (decoded: Decoded, options: Options, providerOptions: Mutabl
           )
         )
       ),
+      // A chunk the inner decode rejected (`rejected.ts`): decoded again as `make` decodes a chunk here, so
+      // that the call fails with `make`'s error.
+      Effect.catchAll((error) => {
+        const parts = rejectedParts(error)
+        return parts === undefined
+          ? Effect.fail(error)
+          : Effect.zipRight(decodeChunk(toolkit)(parts), Effect.fail(error))
+      }),
       Mailbox.into(mailbox),
       Effect.forkScoped
     )
