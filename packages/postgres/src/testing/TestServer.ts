@@ -2,14 +2,25 @@
  * A throwaway PostgreSQL for tests and benchmarks: `initdb` in a temporary directory, `postgres` on a free
  * loopback port, stopped and removed when the scope closes. It uses the server binaries of the machine
  * (Debian's `postgresql` package: `/usr/lib/postgresql/<version>/bin`, or `REIN_PG_BIN`). The server refuses
- * to run as root, so as root both run as the unprivileged `postgres` user the package creates.
+ * to run as root, so as root both run as the unprivileged `postgres` user the package creates. With
+ * `REIN_PG_TEMPLATE` naming a directory that does not exist yet (this repository's test runs name one per run),
+ * `initdb` runs once, into it, and each server starts on a copy of that data directory.
  *
  * @since 0.1.0
  */
 import type { Scope } from "effect"
-import { Effect, Schema } from "effect"
+import { Effect, Exit, Schema } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync
+} from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import * as path from "node:path"
@@ -122,6 +133,58 @@ const waitReady = (bin: string, port: number, server: ChildProcess, log: () => s
     return yield* new TestServerError({ message: `postgres did not become ready on port ${port}: ${log()}` })
   })
 
+const initdb = (bin: string, dataDir: string, as: RunAs | undefined) =>
+  Effect.gen(function*() {
+    const init = yield* run(
+      path.join(bin, "initdb"),
+      ["-D", dataDir, "-U", "rein", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"],
+      as
+    )
+    if (init.code !== 0) return yield* new TestServerError({ message: `initdb failed: ${init.output}` })
+  })
+
+// The template's data directory, made by the first start that creates the template's directory (creating it is
+// the lock: one process wins); `ready` or `failed` beside it says when that start is done.
+const templateMade = (bin: string, template: string, as: RunAs | undefined) =>
+  Effect.gen(function*() {
+    const ready = path.join(template, "ready")
+    const failed = path.join(template, "failed")
+    const mine = yield* Effect.sync(() => {
+      try {
+        mkdirSync(template)
+        if (as !== undefined) chownSync(template, as.uid, as.gid)
+        return true
+      } catch {
+        return false
+      }
+    })
+    if (mine) {
+      return yield* initdb(bin, path.join(template, "data"), as).pipe(
+        Effect.onExit((exit) => Effect.sync(() => writeFileSync(Exit.isSuccess(exit) ? ready : failed, ""))),
+        Effect.as(true)
+      )
+    }
+    for (let i = 0; i < 2400; i++) {
+      if (existsSync(ready)) return true
+      if (existsSync(failed)) return false
+      yield* Effect.sleep("25 millis")
+    }
+    return false
+  })
+
+// `initdb` into `dataDir`; or, with REIN_PG_TEMPLATE (a directory that does not exist yet, which test suites name
+// once per run), a copy (`cp -a`, as the server's user) of the data directory initdb made there once for the first
+// start, the same files made in a fraction of initdb's time. When that template could not be made, initdb.
+const initialise = (bin: string, dataDir: string, as: RunAs | undefined) =>
+  Effect.gen(function*() {
+    const template = process.env["REIN_PG_TEMPLATE"]
+    if (template === undefined || !(yield* templateMade(bin, template, as))) return yield* initdb(bin, dataDir, as)
+    const copy = yield* run("cp", ["-a", path.join(template, "data"), dataDir], as)
+    if (copy.code !== 0) {
+      return yield* new TestServerError({ message: `copying the template's data directory failed: ${copy.output}` })
+    }
+  })
+
 /**
  * Starts a server for the current scope.
  *
@@ -147,12 +210,7 @@ export const start: Effect.Effect<Server, TestServerError, Scope.Scope> = Effect
   )
   if (as !== undefined) chownSync(dir, as.uid, as.gid)
   const dataDir = path.join(dir, "data")
-  const init = yield* run(
-    path.join(bin, "initdb"),
-    ["-D", dataDir, "-U", "rein", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"],
-    as
-  )
-  if (init.code !== 0) return yield* new TestServerError({ message: `initdb failed: ${init.output}` })
+  yield* initialise(bin, dataDir, as)
   const port = yield* freePort
   let log = ""
   const server = yield* Effect.acquireRelease(
