@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
@@ -16,6 +17,13 @@ export default defineConfig({
   },
   test: {
     include: ["packages/*/test/**/*.test.ts", "test/**/*.test.ts"],
+    // Names the run (REIN_TEST_RUN) for what the suites share within one run: the binary's build and PostgreSQL's
+    // data directory (test/support/run.ts).
+    globalSetup: ["test/support/run.ts"],
+    // Two test files at a time on any machine (vitest's default is one less than the cores: one on CI's two),
+    // as much of a file's time is spent waiting on processes it started (PostgreSQL, the binary, loopback peers).
+    maxWorkers: Math.max(2, availableParallelism() - 1),
+    minWorkers: 1,
     pool: "forks",
     testTimeout: 30_000,
     sequence: { concurrent: false }

@@ -22,14 +22,54 @@ const run = (args: ReadonlyArray<string>): Promise<void> =>
 /** The binary the tests run (`node bin …`). */
 export const bin = path.join(root, "packages/cli/dist/bin.js")
 
-/**
- * Builds the CLI and what it references and bundles it, as `pnpm build` does, then makes the suite's
- * temporary directory (`prefix…`). The suites test the binary a user runs: its bundle. Asynchronous: on a
- * fresh clone the build takes minutes, and a test worker blocked that long loses its connection to vitest.
- */
-export const prepare = async (prefix: string): Promise<string> => {
+/** Builds the CLI and what it references and bundles it, as `pnpm build` does. */
+const build = async (): Promise<void> => {
   await run([path.join(root, "node_modules/typescript/bin/tsc"), "-b", "packages/cli/tsconfig.src.json"])
   await run([path.join(root, "scripts/bundle-cli.mjs")])
+}
+
+const pause = (millis: number) => new Promise<void>((resolve) => setTimeout(resolve, millis))
+
+/**
+ * The build, once per vitest run: the run's global set-up (test/support/run.ts) names it in REIN_TEST_RUN, the
+ * first suite to get here builds (holding a lock directory, as suites run in parallel worker processes) and
+ * leaves a stamp, and the run's other suites use that build (nothing rebuilds the CLI during a run). A build
+ * that fails leaves no stamp: the next suite builds again, as each did before. Outside such a run (no name),
+ * every call builds.
+ */
+const builtOnce = async (): Promise<void> => {
+  const name = process.env["REIN_TEST_RUN"]
+  if (name === undefined) return build()
+  const stamp = path.join(os.tmpdir(), `rein-test-run-${name}-cli-built`)
+  const lock = `${stamp}.lock`
+  for (;;) {
+    if (fs.existsSync(stamp)) return
+    try {
+      fs.mkdirSync(lock)
+    } catch {
+      await pause(200)
+      continue
+    }
+    try {
+      if (!fs.existsSync(stamp)) {
+        await build()
+        fs.writeFileSync(stamp, "")
+      }
+      return
+    } finally {
+      fs.rmSync(lock, { recursive: true, force: true })
+    }
+  }
+}
+
+/**
+ * Builds the CLI and what it references and bundles it, as `pnpm build` does (once per vitest run: see
+ * `builtOnce`), then makes the suite's temporary directory (`prefix…`). The suites test the binary a user runs:
+ * its bundle. Asynchronous: on a fresh clone the build takes minutes, and a test worker blocked that long loses
+ * its connection to vitest.
+ */
+export const prepare = async (prefix: string): Promise<string> => {
+  await builtOnce()
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix))
 }
 

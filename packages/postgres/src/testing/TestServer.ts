@@ -3,17 +3,20 @@
  * loopback port, stopped and removed when the scope closes. It uses the server binaries of the machine
  * (Debian's `postgresql` package: `/usr/lib/postgresql/<version>/bin`, or `REIN_PG_BIN`). The server refuses
  * to run as root, so as root both run as the unprivileged `postgres` user the package creates. `startWith`
- * starts one with TLS (a certificate the test makes), optionally refusing unencrypted connections.
+ * starts one with TLS (a certificate the test makes), optionally refusing unencrypted connections. With
+ * `REIN_PG_TEMPLATE` naming a directory that does not exist yet (this repository's test runs name one per run),
+ * `initdb` runs once, into it, and each server starts on a copy of that data directory.
  *
  * @since 0.1.0
  */
 import type { Scope } from "effect"
-import { Effect, Schema } from "effect"
+import { Effect, Exit, Schema } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import {
   chmodSync,
   chownSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -170,6 +173,58 @@ const writeCertificate = (dir: string, certificate: Certificate, as: RunAs | und
 const SSL_ONLY_HBA = ["local all all trust", "hostssl all all 127.0.0.1/32 trust", "hostssl all all ::1/128 trust", ""]
   .join("\n")
 
+const initdb = (bin: string, dataDir: string, as: RunAs | undefined) =>
+  Effect.gen(function*() {
+    const init = yield* run(
+      path.join(bin, "initdb"),
+      ["-D", dataDir, "-U", "rein", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"],
+      as
+    )
+    if (init.code !== 0) return yield* new TestServerError({ message: `initdb failed: ${init.output}` })
+  })
+
+// The template's data directory, made by the first start that creates the template's directory (creating it is
+// the lock: one process wins); `ready` or `failed` beside it says when that start is done.
+const templateMade = (bin: string, template: string, as: RunAs | undefined) =>
+  Effect.gen(function*() {
+    const ready = path.join(template, "ready")
+    const failed = path.join(template, "failed")
+    const mine = yield* Effect.sync(() => {
+      try {
+        mkdirSync(template)
+        if (as !== undefined) chownSync(template, as.uid, as.gid)
+        return true
+      } catch {
+        return false
+      }
+    })
+    if (mine) {
+      return yield* initdb(bin, path.join(template, "data"), as).pipe(
+        Effect.onExit((exit) => Effect.sync(() => writeFileSync(Exit.isSuccess(exit) ? ready : failed, ""))),
+        Effect.as(true)
+      )
+    }
+    for (let i = 0; i < 2400; i++) {
+      if (existsSync(ready)) return true
+      if (existsSync(failed)) return false
+      yield* Effect.sleep("25 millis")
+    }
+    return false
+  })
+
+// `initdb` into `dataDir`; or, with REIN_PG_TEMPLATE (a directory that does not exist yet, which test suites name
+// once per run), a copy (`cp -a`, as the server's user) of the data directory initdb made there once for the first
+// start, the same files made in a fraction of initdb's time. When that template could not be made, initdb.
+const initialise = (bin: string, dataDir: string, as: RunAs | undefined) =>
+  Effect.gen(function*() {
+    const template = process.env["REIN_PG_TEMPLATE"]
+    if (template === undefined || !(yield* templateMade(bin, template, as))) return yield* initdb(bin, dataDir, as)
+    const copy = yield* run("cp", ["-a", path.join(template, "data"), dataDir], as)
+    if (copy.code !== 0) {
+      return yield* new TestServerError({ message: `copying the template's data directory failed: ${copy.output}` })
+    }
+  })
+
 /**
  * Starts a server for the current scope.
  *
@@ -218,12 +273,7 @@ export const startWith = (options: Options): Effect.Effect<Server, TestServerErr
     )
     if (as !== undefined) chownSync(dir, as.uid, as.gid)
     const dataDir = path.join(dir, "data")
-    const init = yield* run(
-      path.join(bin, "initdb"),
-      ["-D", dataDir, "-U", "rein", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"],
-      as
-    )
-    if (init.code !== 0) return yield* new TestServerError({ message: `initdb failed: ${init.output}` })
+    yield* initialise(bin, dataDir, as)
     if (options.sslOnly === true) writeFileSync(path.join(dataDir, "pg_hba.conf"), SSL_ONLY_HBA)
     const ssl = options.ssl === undefined ? [] : (() => {
       const files = writeCertificate(dir, options.ssl, as)
