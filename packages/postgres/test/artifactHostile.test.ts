@@ -1,11 +1,15 @@
 // What the PostgreSQL artifact store does with a record it cannot keep as written, against a real PostgreSQL:
 // the same as the JSONL store (`encode`, the store then refuses appends), never a defect, never an `io` error
 // that a retry would meet again, never a row that makes the run unreadable.
+import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { ArtifactStore } from "@rein/batch"
+import { Contract } from "@rein/core"
 import { Effect, Exit, Layer } from "effect"
-import { Migrations, PgArtifactStore } from "../src/index.js"
-import { identity } from "./fixtures/batch-items.js"
+import { Migrations, PgArtifactStore, PgBatchRun } from "../src/index.js"
+import * as Q from "../src/internal/batchStatements.js"
+import * as Fence from "../src/internal/fence.js"
+import { identity, itemsOf, request } from "./fixtures/batch-items.js"
 import { available, fresh, PgLive } from "./pg.js"
 
 const Live = Layer.tap(PgLive, (ctx) => Effect.provide(Migrations.run, ctx))
@@ -76,6 +80,42 @@ describe.skipIf(!available)("PgArtifactStore: a record it cannot keep as written
         expect(message).not.toContain("an answer")
         expect(reasonOf(next)).toBe("closed")
         expect(ids).toEqual(["good"])
+      }))
+
+    it.effect("a distributed run's record a group cannot hold fails alone, named; the records before it are written", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("fence-nul")
+        const items = itemsOf(3, [])
+        yield* PgBatchRun.start({
+          runId,
+          identity,
+          resume: "none",
+          items,
+          request,
+          itemId: (item) => item.id,
+          contract: Contract.make({ deadline: "1 minute", candidates: ["fake/a"], allowSimulated: true })
+        })
+        const rows = yield* Q.lease(sql, runId, "f", 3, 60_000, true)
+        const failed: Array<readonly [string, string]> = []
+        const written: Array<string> = []
+        const results = ["fine", "an answer\u0000with a NUL", "fine too"]
+        const submitted = yield* Effect.scoped(Effect.gen(function*() {
+          const fence = yield* Fence.make(sql, runId, {
+            onWritten: (itemId) => Effect.sync(() => void written.push(itemId)),
+            onFailed: (error, itemId) => Effect.sync(() => void failed.push([error.reason, itemId]))
+          })
+          for (const row of rows) fence.tokens.set(row.item_id, row.lease_token)
+          const exits = yield* Effect.forEach(
+            rows,
+            (row, i) => Effect.exit(fence.submit(record(row.item_id, { index: row.idx, result: results[i] })))
+          )
+          yield* Effect.exit(fence.drain)
+          return exits.map((exit) => exit._tag === "Success" ? "queued" : reasonOf(exit))
+        }))
+        expect(submitted).toEqual(["queued", "encode", "closed"])
+        expect(failed).toEqual([["encode", "item-00001"]])
+        expect(written).toEqual(["item-00000"])
       }))
   })
 })
