@@ -150,10 +150,16 @@ export interface Versions {
  */
 export const CANDIDATES_KEY = "rein.candidates"
 
+// A name in the candidate list, its separators percent-encoded (`/` only where it ends the part: a provider).
+const escape = (name: string, slash: boolean): string =>
+  name.replace(slash ? /[%,=/]/g : /[%,=]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+
 /**
  * Derives an identity from a contract and its catalog: `provider` and `model` are the first candidate's
  * (the one that answers when nothing fails), and `extra["rein.candidates"]` lists every candidate in
- * order as `id=provider/model`, so a change of fallback changes the identity too.
+ * order as `id=provider/model`, so a change of fallback changes the identity too. A `%`, `,` or `=` in a
+ * name, and a `/` in a provider, is written `%25`, `%2C`, `%3D`, `%2F`: two different lists never read alike
+ * (names without them are written as they are).
  *
  * @example
  * ```ts
@@ -195,7 +201,9 @@ export const fromContract = (
     applicationVersion: versions.applicationVersion,
     extra: {
       ...versions.extra,
-      [CANDIDATES_KEY]: endpoints.map((e) => `${e.id}=${e.provider}/${e.model}`).join(",")
+      [CANDIDATES_KEY]: endpoints.map((e) =>
+        `${escape(e.id, false)}=${escape(e.provider, true)}/${escape(e.model, false)}`
+      ).join(",")
     }
   })
 }

@@ -129,6 +129,8 @@ describe("Identity", () => {
     ]
   })
   const versions = { promptVersion: "p4", parserVersion: "j2", applicationVersion: "a7" }
+  // Names from the characters that separate a candidate's parts, so that lists easily read alike.
+  const name = fc.string({ unit: fc.constantFrom("a", "b", ",", "=", "/", "%", "2"), minLength: 1, maxLength: 4 })
 
   it("derived from a contract: the first candidate answers, every candidate in order is part of it", () => {
     const both = Contract.make({ deadline: "30 seconds", candidates: ["openai/mini", "anthropic/haiku"] })
@@ -149,6 +151,51 @@ describe("Identity", () => {
       fingerprint(both)
     )
   })
+
+  // A catalog of the given (id, provider, model) endpoints, and the contract naming all of them in order.
+  const derivedFrom = (endpoints: ReadonlyArray<readonly [string, string, string]>) => {
+    const [first, ...rest] = endpoints.map(([id, provider, model]) => ({
+      id,
+      provider,
+      model,
+      capabilities: { contextWindow: 1_000, maxOutputTokens: 100 },
+      prices: { inputTokens: 0, outputTokens: 0 }
+    }))
+    const cat = Catalog.make({ endpoints: [first!, ...rest] })
+    const contract = Contract.make({ deadline: "30 seconds", candidates: [first!.id, ...rest.map((e) => e.id)] })
+    return Either.getOrThrow(Identity.fromContract(contract, cat, versions))
+  }
+
+  it("two different candidate lists never share an identity, whatever their names hold (',', '=', '/', '%')", () => {
+    // One endpoint whose model reads like a second endpoint, against the two endpoints it imitates.
+    const one = derivedFrom([["a", "p", "m"], ["b", "q", "n,c=r/o"]])
+    const two = derivedFrom([["a", "p", "m"], ["b", "q", "n"], ["c", "r", "o"]])
+    expect(Fingerprint.identity(one)).not.toBe(Fingerprint.identity(two))
+    // A provider holding the '/' that ends a provider, and an id holding the '=' that ends an id.
+    const fingerprintOf = (endpoints: ReadonlyArray<readonly [string, string, string]>) =>
+      Fingerprint.identity(derivedFrom(endpoints))
+    expect(fingerprintOf([["a", "p", "m"], ["b", "q/x", "n"]])).not.toBe(
+      fingerprintOf([["a", "p", "m"], ["b", "q", "x/n"]])
+    )
+    expect(fingerprintOf([["z", "p", "m"], ["b=q/n", "r", "s"]])).not.toBe(
+      fingerprintOf([["z", "p", "m"], ["b", "q", "n=r/s"]])
+    )
+  })
+
+  it.prop(
+    "candidate lists with the same identity are the same list",
+    [
+      fc.array(fc.tuple(name, name, name), { minLength: 1, maxLength: 3 }),
+      fc.array(fc.tuple(name, name, name), { minLength: 1, maxLength: 3 })
+    ],
+    ([a, b]) => {
+      const unique = (l: ReadonlyArray<readonly [string, string, string]>) =>
+        new Set(l.map(([id]) => id)).size === l.length
+      fc.pre(unique(a) && unique(b))
+      if (Fingerprint.identity(derivedFrom(a)) === Fingerprint.identity(derivedFrom(b))) expect(b).toEqual(a)
+    },
+    { fastCheck: { numRuns: 2_000 } }
+  )
 
   it("a candidate missing from the catalog, or a reserved extra, is an IdentityError", () => {
     const unknown = Contract.make({ deadline: "30 seconds", candidates: ["mistral/small"] })

@@ -315,4 +315,29 @@ describe("Refine", () => {
       }),
     { fastCheck: { numRuns: 60 } }
   )
+
+  it.effect("a record key the provider chose never reaches the feedback or the history; the schema's own names do", () =>
+    Effect.gen(function*() {
+      const canary = "CANARY-key-91c2"
+      const Scores = Schema.Struct({ scores: Schema.Record({ key: Schema.String, value: Schema.Number }) })
+      const fake = Fake.make({
+        a: [Fake.succeed({ text: JSON.stringify({ scores: { [canary]: "high", [`${canary}-2`]: "low" } }) })]
+      })
+      const result = yield* drive(
+        Refine.refine(request, contract({ candidates: ["a"] }), { schema: Scores, checks: [], maxDrafts: 1 }).pipe(
+          provide(fake)
+        )
+      )
+      const review = Either.getLeft(result).pipe((o) => (o._tag === "Some" ? o.value : undefined))
+      expect(review?._tag).toBe("NeedsReview")
+      if (review?._tag !== "NeedsReview") return
+      const revised = review.history[1]
+      // One line for every key that failed, named by the field the schema declares.
+      expect(revised?._tag === "Check" && revised.feedback).toEqual([{
+        path: "scores.<key>",
+        message: "Expected number"
+      }])
+      const recorded = JSON.stringify(Schema.encodeSync(Refine.NeedsReview)(review))
+      expect(recorded).not.toContain(canary)
+    }))
 })

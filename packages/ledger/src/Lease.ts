@@ -55,9 +55,9 @@ export type Guard =
   | { readonly _tag: "Expired" }
 
 /**
- * How a ledger leases its dispatches. `duration` (default 30 seconds) is how long a dispatch whose owner
- * stopped renewing stays untouchable; the heartbeat renews every third of it. `owner` names this ledger
- * instance in the store (default: a random id); it is a label, not a secret.
+ * How a ledger leases its dispatches. `duration` (default 30 seconds, at most 24.8 days) is how long a
+ * dispatch whose owner stopped renewing stays untouchable; the heartbeat renews every third of it. `owner`
+ * names this ledger instance in the store (default: a random id); it is a label, not a secret.
  *
  * @example
  * ```ts
@@ -94,8 +94,11 @@ export interface Settings {
   readonly renewEvery: Duration.Duration
 }
 
+// The longest timer Node runs (2^31 - 1 ms); a lease is at most this long.
+const MAX_DURATION_MILLIS = 2 ** 31 - 1
+
 /**
- * Validates {@link Options}; the message names the field.
+ * Validates {@link Options}; the message names the field. A lease lasts at most 2^31 - 1 ms (24.8 days).
  *
  * @example
  * ```ts
@@ -110,6 +113,17 @@ export interface Settings {
 export const settings = (options: Options = {}): Either.Either<Settings, LedgerConfigError> =>
   Either.gen(function*() {
     const duration = yield* positiveDuration("lease.duration", options.duration ?? "30 seconds")
+    // Longer, and its heartbeat (a third of it) would never fire: Effect treats a longer timer as infinite.
+    if (Duration.toMillis(duration) > MAX_DURATION_MILLIS) {
+      return yield* Either.left(
+        new LedgerConfigError({
+          message:
+            `lease.duration: Expected a positive finite duration of at most ${MAX_DURATION_MILLIS} ms (24.8 days), actual ${
+              Duration.format(duration)
+            }`
+        })
+      )
+    }
     const owner = options.owner ?? randomUUID()
     if (typeof owner !== "string" || owner.length === 0 || owner.length > 256) {
       return yield* Either.left(

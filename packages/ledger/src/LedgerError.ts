@@ -127,7 +127,7 @@ export class InFlight extends Schema.TaggedError<InFlight>()("InFlight", {
 }) {}
 
 /**
- * The idempotency key is already bound to a different request.
+ * The idempotency key is already bound to a different request, or to the same request on another connection.
  *
  * @example
  * ```ts

@@ -9,6 +9,7 @@
  *
  * @since 0.1.0
  */
+import { Canonical } from "@rein/core"
 import { formatParseError } from "@rein/core/Input"
 import { Duration, Effect, Either, Schema, SchemaAST } from "effect"
 import * as Digest from "./Digest.js"
@@ -419,12 +420,23 @@ export const make = <A, I>(definition: Definition<A, I>): Either.Either<Operatio
         Either.mapLeft(decode(request), (error) =>
           new InvalidRequest({ message: `${name}.request: ${formatParseError(error)}` })),
         (value) =>
-          Either.mapBoth(encode(value), {
+          Either.match(encode(value), {
             onLeft: (error) =>
-              new InvalidRequest({ message: `${name}.request: ${formatParseError(error)}` }),
+              Either.left(new InvalidRequest({ message: `${name}.request: ${formatParseError(error)}` })),
             // The digest binds the operation name and the request's canonical encoded form: the same request
-            // given with its keys in another order, or with defaults spelt out, is the same request.
-            onRight: (encoded) => ({ value, digest: Digest.ofJson({ operation: name, request: encoded }) })
+            // given with its keys in another order, or with defaults spelt out, is the same request. A value
+            // with no JSON form (a number that is not finite: JSON.parse gives Infinity for 1e400) is invalid.
+            onRight: (encoded) =>
+              Either.mapBoth(Canonical.encode({ operation: name, request: encoded }), {
+                onLeft: (error) => {
+                  const rest = error.path.slice("$.request".length)
+                  const field = rest.startsWith(".") ? rest.slice(1) : rest
+                  return new InvalidRequest({
+                    message: `${name}.request: ${field === "" ? "" : `${field}: `}${error.message}`
+                  })
+                },
+                onRight: (text) => ({ value, digest: Digest.sha256(text) })
+              })
           })
       )
     const operation: Operation = {

@@ -5,10 +5,12 @@ import { describe, expect } from "vitest"
 import {
   authorise,
   config,
+  confirmed,
   EmailRequest,
   grant,
   issuer,
   ORG,
+  ORIGIN,
   requestDigest,
   script,
   stranger,
@@ -104,6 +106,32 @@ describe("authorisation before anything is written", () => {
       expect(error._tag === "InvalidRequest" && error.message).toContain("bcc")
       const envelope = yield* Effect.flip(ledger.submit(ORG, { ...submission(), url: "https://evil.example" }))
       expect(envelope._tag === "InvalidRequest" && envelope.message).toContain("url")
+      expect(s.dispatches).toBe(0)
+    }))
+
+  it.scoped("a number JSON cannot write (1e400 parses as Infinity) is an InvalidRequest naming the field, not a defect", () =>
+    Effect.gen(function*() {
+      const { filename } = yield* tempDb
+      const s = script()
+      const refund = Operation.make({
+        name: "refund",
+        request: Schema.Struct({ order: Schema.String, amount: Schema.Number }),
+        allowedOrigins: [ORIGIN],
+        dispatchTimeout: "10 seconds",
+        reconcileTimeout: "5 seconds",
+        dispatch: () => Effect.sync(() => s.dispatches++).pipe(Effect.as(confirmed("refund"))),
+        reconcile: () => Effect.succeed(Operation.Unresolved.make({ code: "not_found_yet", evidence: null }))
+      })
+      const ledger = yield* useLedger(filename, s, { operations: [refund] })
+      // What a model's tool call can hold: JSON.parse gives Infinity for it, and Schema.Number takes it.
+      const request = JSON.parse("{\"order\": \"o-1\", \"amount\": 1e400}") as unknown
+      const digest = ledger.requestDigest("refund", request)
+      expect(Either.isLeft(digest) && digest.left).toMatchObject({
+        _tag: "InvalidRequest",
+        message: "refund.request: amount: Expected a finite number, actual Infinity"
+      })
+      const error = yield* Effect.flip(ledger.submit(ORG, submission({ operation: "refund", request })))
+      expect(error).toMatchObject({ _tag: "InvalidRequest", message: expect.stringContaining("amount") })
       expect(s.dispatches).toBe(0)
     }))
 

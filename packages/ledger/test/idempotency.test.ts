@@ -1,5 +1,6 @@
 import { it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Digest, LedgerStore } from "@rein/ledger"
+import { Context, Effect, Layer } from "effect"
 import { describe, expect } from "vitest"
 import {
   authorise,
@@ -7,6 +8,7 @@ import {
   email,
   grant,
   ORG,
+  ORIGIN,
   requestDigest,
   script,
   submission,
@@ -80,5 +82,64 @@ describe("idempotency", () => {
       )
       expect(theirs.executionId).not.toBe(mine.executionId)
       expect(s.dispatches).toBe(2)
+    }))
+})
+
+const storeOf = (filename: string) =>
+  Effect.map(Layer.build(LedgerStore.layerSqlite({ filename })), Context.get(LedgerStore.LedgerStore))
+
+describe("idempotency: the key names one effect on one connection", () => {
+  const onMail2 = () => submission({ connection: "mail-2", authorisation: authorise(grant({ connection: "mail-2" })) })
+
+  it.scoped("the same key and request on another connection is a conflict, not the first connection's result", () =>
+    Effect.gen(function*() {
+      const { filename } = yield* tempDb
+      const s = script()
+      const ledger = yield* useLedger(filename, s)
+      const first = yield* ledger.submit(ORG, submission())
+      const error = yield* Effect.flip(ledger.submit(ORG, onMail2()))
+      expect(error).toMatchObject({ _tag: "IdempotencyConflict", executionId: first.executionId })
+      expect(s.dispatches).toBe(1)
+    }))
+
+  it.scoped("a concurrent submission on another connection does not join the owner's result", () =>
+    Effect.gen(function*() {
+      const { filename } = yield* tempDb
+      const s = script({ dispatch: (ctx) => Effect.as(Effect.yieldNow(), confirmed(ctx.executionId)) })
+      const ledger = yield* useLedger(filename, s)
+      const [a, b] = yield* Effect.all(
+        [Effect.either(ledger.submit(ORG, submission())), Effect.either(ledger.submit(ORG, onMail2()))],
+        { concurrency: "unbounded" }
+      )
+      expect(a._tag).toBe("Right")
+      expect(b._tag === "Left" ? b.left._tag : "joined").toBe("IdempotencyConflict")
+      expect(s.dispatches).toBe(1)
+    }))
+
+  it.scoped("an execution left before dispatch is not dispatched on another connection's grant", () =>
+    Effect.gen(function*() {
+      const { filename } = yield* tempDb
+      const s = script()
+      const ledger = yield* useLedger(filename, s)
+      const store = yield* storeOf(filename)
+      // What a process that died right after authorising leaves: the key's execution, `authorised`, on "mail".
+      const begun = yield* store.begin({
+        id: "left-behind",
+        organisation: ORG,
+        connection: "mail",
+        operation: "send_email",
+        origin: ORIGIN,
+        idempotencyKey: "refund-42-email",
+        requestDigest: requestDigest(),
+        issuer: "approvals",
+        nonce: "a-nonce-of-the-first-grant",
+        authorisationDigest: Digest.sha256("grant"),
+        at: 0
+      })
+      expect(begun._tag).toBe("Created")
+      const error = yield* Effect.flip(ledger.submit(ORG, onMail2()))
+      expect(error).toMatchObject({ _tag: "IdempotencyConflict", executionId: "left-behind" })
+      expect(s.dispatches).toBe(0)
+      expect((yield* ledger.execution(ORG, "left-behind")).state).toBe("authorised")
     }))
 })

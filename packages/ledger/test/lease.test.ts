@@ -118,4 +118,25 @@ describe("leases", () => {
         message: expect.stringMatching(/^busyTimeout: Expected a positive finite duration/)
       })
     }))
+
+  it.scoped("a lease longer than the longest timer (2^31 - 1 ms) is refused, naming the field; one just under it works", () =>
+    Effect.gen(function*() {
+      const failure = (overrides: Overrides) =>
+        Effect.scoped(Effect.flip(Layer.build(ledgerLayer(":memory:", script(), overrides))))
+      // 100 days: its heartbeat (a third of it) would never fire (Effect treats a longer timer as infinite), so a
+      // live dispatch would lose its lease; 1e300 ms: its expiry is no integer, and every dispatch died at start.
+      for (const duration of ["100 days", 1e300] as const) {
+        expect(yield* failure({ lease: { duration } })).toMatchObject({
+          _tag: "LedgerConfigError",
+          message: expect.stringMatching(
+            /^lease\.duration: Expected a positive finite duration of at most 2147483647 ms/
+          )
+        })
+      }
+      const { filename } = yield* tempDb
+      const s = script()
+      const ledger = yield* useLedger(filename, s, { lease: { duration: "24 days" } })
+      yield* ledger.submit(ORG, submission())
+      expect(s.dispatches).toBe(1)
+    }))
 })

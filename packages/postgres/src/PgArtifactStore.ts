@@ -6,9 +6,11 @@
  *
  * The store's contract is `ArtifactStore`'s: `append` returns once the record is committed; appends never
  * interleave (each is one `INSERT`); after a failed append, or once the scope that opened the artifact
- * closed, every append fails with `closed`. Nothing is ever truncated: a commit is all or nothing, so there
- * is no torn final record (`truncatedBytes` is always 0). A record that does not decode is a `format` error
- * naming its line (the manifest is line 1), as in the JSONL file.
+ * closed, every append fails with `closed`. A record the store cannot keep as written is an `encode` error, as
+ * in the JSONL file: not an item record, no JSON form, or a string holding U+0000 (`jsonb` cannot hold it).
+ * Nothing is ever truncated: a commit is all or nothing, so there is no torn final record (`truncatedBytes` is
+ * always 0). A record that does not decode is a `format` error naming its line (the manifest is line 1), as in
+ * the JSONL file.
  *
  * Every read is of one snapshot and a page of records at a time (`internal/artifactRead.ts`); `stream` reads a
  * run of millions of records in the memory of one page.
@@ -19,7 +21,7 @@ import { SqlClient } from "@effect/sql"
 import type { ArtifactStore as Store } from "@rein/batch"
 import { ArtifactStore } from "@rein/batch"
 import type { Scope } from "effect"
-import { Chunk, Effect, Layer, Stream } from "effect"
+import { Chunk, Effect, Either, Layer, Stream } from "effect"
 import * as R from "./internal/artifactRead.js"
 import * as Q from "./internal/batchStatements.js"
 
@@ -137,7 +139,12 @@ export const make = (options: Options): Effect.Effect<Service, never, SqlClient.
                 })
               )
             }
-            return Effect.asVoid(Q.appendRecord(sql, runId, record)).pipe(
+            const json = R.recordJson(record)
+            if (Either.isLeft(json)) {
+              refused ??= json.left.message
+              return Effect.fail(json.left)
+            }
+            return Effect.asVoid(Q.appendRecord(sql, runId, record.itemId, json.right)).pipe(
               Effect.catchTag("SqlError", (e) => {
                 refused ??= e.message
                 return Effect.fail(R.io(e))

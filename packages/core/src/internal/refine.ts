@@ -24,7 +24,17 @@ const pathOf = (path: ReadonlyArray<PropertyKey>): string =>
 // `message` annotations are not used either: they may interpolate the actual value.
 const expected = (ast: AST.AST): string => `Expected ${String(ast)}`
 
-const walk = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>, out: Array<Feedback>): void => {
+// A key of an object the schema names (a struct's field, a tuple's index, a union's tag) is authored; any other
+// (a record's key, an excess property) is the provider's text and is written `<key>`.
+const keyOf = (parent: AST.AST | undefined, key: PropertyKey): PropertyKey =>
+  parent?._tag === "TypeLiteral" && !parent.propertySignatures.some((p) => p.name === key) ? "<key>" : key
+
+const walk = (
+  issue: ParseResult.ParseIssue,
+  path: ReadonlyArray<PropertyKey>,
+  out: Array<Feedback>,
+  parent?: AST.AST
+): void => {
   if (out.length >= MAX_FEEDBACK) return
   switch (issue._tag) {
     case "Type":
@@ -37,14 +47,16 @@ const walk = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey>, o
     case "Unexpected":
       out.push({ path: pathOf(path), message: "is unexpected" })
       return
-    case "Pointer":
-      walk(issue.issue, [...path, ...(Array.isArray(issue.path) ? issue.path : [issue.path])], out)
+    case "Pointer": {
+      const keys = Array.isArray(issue.path) ? issue.path : [issue.path]
+      walk(issue.issue, [...path, ...keys.map((k) => keyOf(parent, k))], out)
       return
+    }
     case "Composite": {
       const issues: ReadonlyArray<ParseResult.ParseIssue> = Array.isArray(issue.issues)
         ? issue.issues
         : [issue.issues as ParseResult.ParseIssue]
-      for (const i of issues) walk(i, path, out)
+      for (const i of issues) walk(i, path, out, issue.ast)
       return
     }
     case "Refinement":

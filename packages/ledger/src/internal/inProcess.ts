@@ -11,14 +11,15 @@ import type { Outcome, SubmitError } from "./outcome.js"
 
 /** The submission of this process that holds an idempotency key. @internal */
 export interface Owner {
+  readonly connection: string
   readonly requestDigest: Sha256
   readonly done: Deferred.Deferred<Outcome, SubmitError>
 }
 
 /** @internal */
 export interface InProcess {
-  /** Claims `key` for `requestDigest`, or returns the submission that holds it. */
-  readonly claim: (key: string, requestDigest: Sha256) => Effect.Effect<
+  /** Claims `key` for `requestDigest` on `connection`, or returns the submission that holds it. */
+  readonly claim: (key: string, connection: string, requestDigest: Sha256) => Effect.Effect<
     { readonly _tag: "Claimed"; readonly release: (exit: Exit.Exit<Outcome, SubmitError>) => Effect.Effect<void> } | {
       readonly _tag: "Held"
       readonly owner: Owner
@@ -40,13 +41,13 @@ export const make: Effect.Effect<InProcess> = Effect.gen(function*() {
   const owners = yield* Ref.make<ReadonlyMap<string, Owner>>(new Map())
   const active = yield* Ref.make<ReadonlySet<string>>(new Set())
   return {
-    claim: (key, requestDigest) =>
+    claim: (key, connection, requestDigest) =>
       Effect.gen(function*() {
         const done = yield* Deferred.make<Outcome, SubmitError>()
         const holder = yield* Ref.modify(owners, (map): readonly [Owner | undefined, ReadonlyMap<string, Owner>] => {
           const current = map.get(key)
           if (current !== undefined) return [current, map]
-          return [undefined, new Map(map).set(key, { requestDigest, done })]
+          return [undefined, new Map(map).set(key, { connection, requestDigest, done })]
         })
         if (holder !== undefined) return { _tag: "Held", owner: holder } as const
         const release = (exit: Exit.Exit<Outcome, SubmitError>) =>

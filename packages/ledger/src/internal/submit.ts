@@ -97,15 +97,17 @@ const authorise = (checked: Checked, organisation: string, input: unknown) =>
 
 type Authorised = Effect.Effect.Success<ReturnType<typeof authorise>>
 
-// The owner's path for an execution it found already recorded under the idempotency key.
+// The owner's path for an execution it found already recorded under the idempotency key. The key names one
+// request (its digest covers the operation) on one connection: the same request on another connection is
+// another effect, neither given the recorded one's result nor dispatched on its connection.
 const resume = (
   checked: Checked,
   local: InProcess,
   existing: Execution,
-  { admitted, operation, submission }: Authorised
+  { admitted, connection, operation, submission }: Authorised
 ): Effect.Effect<Outcome, SubmitError> =>
   Effect.gen(function*() {
-    if (existing.requestDigest !== admitted.requestDigest) {
+    if (existing.requestDigest !== admitted.requestDigest || existing.connection !== connection.id) {
       return yield* new IdempotencyConflict({ idempotencyKey: submission.idempotencyKey, executionId: existing.id })
     }
     switch (existing.state) {
@@ -157,11 +159,15 @@ export const submit =
   (checked: Checked, local: InProcess) => (organisation: string, input: unknown): Effect.Effect<Outcome, SubmitError> =>
     Effect.gen(function*() {
       const authorised = yield* authorise(checked, organisation, input)
-      const { admitted, submission } = authorised
+      const { admitted, connection, submission } = authorised
       // Authorised. Claim the idempotency key in this process, or join the submission that holds it.
-      const claim = yield* local.claim(`${organisation}\u0000${submission.idempotencyKey}`, admitted.requestDigest)
+      const claim = yield* local.claim(
+        `${organisation}\u0000${submission.idempotencyKey}`,
+        connection.id,
+        admitted.requestDigest
+      )
       if (claim._tag === "Held") {
-        if (claim.owner.requestDigest !== admitted.requestDigest) {
+        if (claim.owner.requestDigest !== admitted.requestDigest || claim.owner.connection !== connection.id) {
           return yield* new IdempotencyConflict({ idempotencyKey: submission.idempotencyKey, executionId: null })
         }
         const shared = yield* Deferred.await(claim.owner.done)

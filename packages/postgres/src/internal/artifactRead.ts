@@ -15,6 +15,7 @@ import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { ArtifactStore as Store } from "@rein/batch"
 import { ArtifactStore } from "@rein/batch"
+import { Input } from "@rein/core"
 import type { Scope } from "effect"
 import { Chunk, Effect, Either, Option, Schema, Stream } from "effect"
 import * as Q from "./batchStatements.js"
@@ -25,6 +26,36 @@ export const PAGE_SIZE = 1_000
 
 /** A failed statement, as the store reports it. */
 export const io = (e: SqlError) => new ArtifactStore.ArtifactError({ reason: "io", message: describe(e) })
+
+const validateRecord = Schema.validateEither(ArtifactStore.ItemRecord)
+// `\u0000` in JSON text, not preceded by an escaped backslash (`\\u0000` is a backslash and "u0000").
+const NUL = /(?:^|[^\\])(?:\\\\)*\\u0000/
+
+/**
+ * A record as the JSON text a row holds, or why the store cannot keep it (`encode`, naming the item and no
+ * data): it is not an item record (a NaN cost: `JSON.stringify` would write `null`, and the run would no
+ * longer read), it has no JSON form (a bigint or a cycle in `result`), or a string in it holds U+0000, which
+ * PostgreSQL's `jsonb` cannot hold.
+ */
+export const recordJson = (record: Store.ItemRecord): Either.Either<string, Store.ArtifactError> => {
+  const encode = (why: string) =>
+    new ArtifactStore.ArtifactError({
+      reason: "encode",
+      message: `record of item ${JSON.stringify(record.itemId)} ${why}`
+    })
+  const valid = validateRecord(record)
+  if (Either.isLeft(valid)) return Either.left(encode(`cannot be encoded: ${Input.formatParseError(valid.left)}`))
+  let json: string
+  try {
+    json = JSON.stringify(record)
+  } catch (cause) {
+    // JSON.stringify throws on a bigint or a cycle in `result`; its message names no data.
+    return Either.left(encode(`has no JSON form: ${cause instanceof Error ? cause.name : "unknown"}`))
+  }
+  return NUL.test(json)
+    ? Either.left(encode("holds the character U+0000 in a string, which PostgreSQL's jsonb cannot store"))
+    : Either.right(json)
+}
 
 const decodeManifest = Schema.decodeUnknownEither(ArtifactStore.Manifest)
 const decodeRecord = Schema.decodeUnknownEither(ArtifactStore.ItemRecord)

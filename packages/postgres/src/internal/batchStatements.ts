@@ -488,10 +488,12 @@ export const recordsAfter = (sql: Sql, runId: string, after: string, limit: numb
   sql<RecordPageRow>`SELECT seq::text AS at, record FROM rein_batch_records
     WHERE run_id = ${runId} AND seq > ${after}::bigint ORDER BY seq LIMIT ${limit}`
 
-/** Appends a record without a lease (a single-process run through the artifact store). @internal */
-export const appendRecord = (sql: Sql, runId: string, record: ArtifactStore.ItemRecord) =>
-  sql`INSERT INTO rein_batch_records (run_id, item_id, record)
-    VALUES (${runId}, ${record.itemId}, ${JSON.stringify(record)}::jsonb)`
+/**
+ * Appends a record without a lease (a single-process run through the artifact store); `json` is its JSON text
+ * (`artifactRead.recordJson`). @internal
+ */
+export const appendRecord = (sql: Sql, runId: string, itemId: string, json: string) =>
+  sql`INSERT INTO rein_batch_records (run_id, item_id, record) VALUES (${runId}, ${itemId}, ${json}::jsonb)`
 
 /** The name of a run's session in the shared services (`PgRunLimits`, `PgBudget`, their rate buckets). @internal */
 export const sessionName = (runId: string, startedAt: string) => `rein-batch/${runId}/${startedAt}`

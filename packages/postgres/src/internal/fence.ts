@@ -18,7 +18,8 @@
 import type { SqlClient } from "@effect/sql"
 import { ArtifactStore } from "@rein/batch"
 import type { Scope } from "effect"
-import { Deferred, Effect, FiberId, Queue } from "effect"
+import { Deferred, Effect, Either, FiberId, Queue } from "effect"
+import { recordJson } from "./artifactRead.js"
 import * as Q from "./batchStatements.js"
 import { describe, retryConflicts } from "./sqlError.js"
 
@@ -26,7 +27,10 @@ import { describe, retryConflicts } from "./sqlError.js"
 export interface Fence {
   /** The lease token of every item this worker holds, by item id. */
   readonly tokens: Map<string, string>
-  /** Hands the record over to be written under the item's lease; fails once an earlier write failed. */
+  /**
+   * Hands the record over to be written under the item's lease; fails once an earlier write failed, and with
+   * `encode` (a failed write: `onFailed`) for a record no row can hold (`artifactRead.recordJson`).
+   */
   readonly submit: (record: ArtifactStore.ItemRecord) => Effect.Effect<void, ArtifactStore.ArtifactError>
   /** Completes when every record submitted so far is written or dropped; fails if a write failed. */
   readonly drain: Effect.Effect<void, ArtifactStore.ArtifactError>
@@ -120,6 +124,12 @@ export const make = (
         if (token === undefined) {
           fenced++
           return Effect.ignore(Q.countFenced(sql, runId, 1))
+        }
+        // A record no row can hold fails alone, before it joins a group (one statement): it would fail the group.
+        const json = recordJson(record)
+        if (Either.isLeft(json)) {
+          failure = json.left
+          return Effect.zipRight(hooks.onFailed(json.left, record.itemId), Effect.fail(json.left))
         }
         pending++
         return Queue.offer(queue, { itemId: record.itemId, token, record })
