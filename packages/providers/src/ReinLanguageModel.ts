@@ -319,10 +319,15 @@ const serviceOf = <R>(
           ? Effect.succeed(completion.payload)
           : Effect.die("a Rein LanguageModel answer without its parts")
       ),
-      // `make`'s `generateObject` calls this too: the error names the method the caller called.
-      Effect.mapError((outcome) =>
-        toAiError(outcome, call.responseFormat.type === "json" ? "generateObject" : "generateText")
-      ),
+      // A plan that ended on an answer the inner decode rejected: that answer, which the outer call validates
+      // as bare does (`internal/rejected.ts`). `make`'s `generateObject` calls this too: the error names the
+      // method the caller called.
+      Effect.catchAll((outcome) => {
+        const kept = Rejected.keptAnswer(call, outcome)
+        return kept instanceof Inner.Parts
+          ? Effect.succeed(kept)
+          : Effect.fail(toAiError(outcome, call.responseFormat.type === "json" ? "generateObject" : "generateText"))
+      }),
       Effect.provide(rein)
     )
   // `Stages`' unwrap and provide: no stage per delta (one stage maps the events to parts).

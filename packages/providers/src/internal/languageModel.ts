@@ -20,7 +20,7 @@ import { classifyStreamError, guardedStream, oneShotCall } from "../EffectAi.js"
 import { deltaLength } from "./answerBytes.js"
 import { BODY_TOO_LARGE, DEFAULT_MAX_RESPONSE_BYTES, isByteBound, malformed, usageOf } from "./http.js"
 import { isCap } from "./outputBound.js"
-import { reject, rejectedParts, TOOL_CALL_REJECTED, wholeToolkit } from "./rejected.js"
+import { keepAnswer, reject, rejectedParts, TOOL_CALL_REJECTED, toolCallRejected, wholeToolkit } from "./rejected.js"
 import * as Stages from "./stages.js"
 import type { HandlerlessToolkit } from "./toolkit.js"
 import { handlerless } from "./toolkit.js"
@@ -328,9 +328,20 @@ export const generate = (
     Effect.flatMap((r) =>
       r.finishReason === "content-filter"
         ? Effect.fail(FILTERED)
-        : Effect.succeed(answerOf(r, new Parts(r.content, call.codecs, r instanceof Rejected)))
+        : r instanceof Rejected
+        ? rejectedAnswer(call, r)
+        : Effect.succeed(answerOf(r, new Parts(r.content, call.codecs)))
     )
   )
+}
+
+/**
+ * An answer the inner decode rejected: a malformed answer (the plan goes on), kept for the outer call in case
+ * the plan ends on it (`rejected.ts`).
+ */
+const rejectedAnswer = (call: Call, r: Rejected): Effect.Effect<never, Failure.ProviderFailure> => {
+  keepAnswer(call.options, new Parts(r.content, call.codecs, true))
+  return Effect.fail(toolCallRejected(usageOf(r.usage.inputTokens, r.usage.outputTokens)))
 }
 
 /**

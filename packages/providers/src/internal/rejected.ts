@@ -9,13 +9,17 @@
  * - the inner call gets the caller's whole toolkit (`wholeToolkit`, recorded by the outer `generateText` /
  *   `streamText` for the call's options), offered under the caller's tool choice as bare offers it: a call
  *   to a tool of the toolkit outside `oneOf` decodes and its handler runs, as bare;
- * - an answer the inner decode still rejects is recovered from the decode's error (`rejectedParts`: the
- *   parts the vendor sent, the decode's input) and validated above Rein exactly as bare validates it, so the
- *   caller gets bare's error (or bare's answer, where the inner call could not be given the whole toolkit:
- *   `generateObject` through `LanguageModel.make`). A whole answer is a success of the attempt (its usage
- *   is settled); a stream stops at the rejected chunk, so its attempt fails `invalid_request` /
- *   `tool_call_rejected` (neither retried nor fallen back from: bare ends the call there) and the outer
- *   stream fails with the error bare raises (`rejection`).
+ * - an answer the inner decode still rejects (a tool the toolkit lacks, parameters that do not decode) is a
+ *   2xx body that does not decode: its attempt fails `malformed_response` / `tool_call_rejected` (DESIGN's
+ *   table: not retried unless the contract allows it, fallen back from, counted against the endpoint), with
+ *   the usage the vendor reported. A stream stops at the rejected chunk (after its first visible delta the
+ *   request has committed: no fallback). No handler of a rejected answer runs while the plan goes on.
+ * - when the plan ends on such an attempt, the caller gets what bare gives for that answer: a whole answer
+ *   is recovered from the decode's error (`rejectedParts`: the parts the vendor sent, the decode's input,
+ *   kept by `keepAnswer`) and validated above Rein exactly as bare validates it (bare's error, after the
+ *   handlers bare runs first; or bare's answer, where the inner call could not be given the whole toolkit:
+ *   `generateObject` through `LanguageModel.make`); a stream fails with the error bare raises
+ *   (`rejection`).
  *
  * @internal
  */
@@ -53,10 +57,36 @@ export const rejectedParts = (error: unknown): ReadonlyArray<unknown> | undefine
 
 /** A streamed attempt whose chunk the inner decode rejected. @internal */
 export const TOOL_CALL_REJECTED = new Failure.ProviderFailure({
-  kind: "invalid_request",
+  kind: "malformed_response",
   code: "tool_call_rejected",
   dispatched: true
 })
+
+/** A whole answer the inner decode rejected, charged the usage the vendor reported (when it did). @internal */
+export const toolCallRejected = (
+  usage: { readonly inputTokens: number; readonly outputTokens: number } | "unknown"
+): Failure.ProviderFailure =>
+  usage === "unknown"
+    ? TOOL_CALL_REJECTED
+    : new Failure.ProviderFailure({
+      kind: "malformed_response",
+      code: TOOL_CALL_REJECTED.code,
+      dispatched: true,
+      usage
+    })
+
+const endedRejected = (outcome: Outcome.Terminal): boolean =>
+  outcome.attempts[outcome.attempts.length - 1]?.code === TOOL_CALL_REJECTED.code
+
+const answers = new WeakMap<LanguageModel.ProviderOptions, unknown>()
+
+/** Keeps the last rejected whole answer of a call, for the outer call if the plan ends on it. @internal */
+export const keepAnswer = (options: LanguageModel.ProviderOptions, answer: unknown): void =>
+  void answers.set(options, answer)
+
+/** The rejected whole answer a call's plan ended on (`undefined` if it ended otherwise). @internal */
+export const keptAnswer = (options: LanguageModel.ProviderOptions, outcome: Outcome.Terminal): unknown =>
+  endedRejected(outcome) ? answers.get(options) : undefined
 
 const rejections = new WeakMap<LanguageModel.ProviderOptions, AiError.AiError>()
 
@@ -71,5 +101,4 @@ export const reject = (options: LanguageModel.ProviderOptions, error: AiError.Ai
 export const rejection = (
   options: LanguageModel.ProviderOptions,
   outcome: Outcome.Terminal
-): AiError.AiError | undefined =>
-  outcome.attempts[outcome.attempts.length - 1]?.code === TOOL_CALL_REJECTED.code ? rejections.get(options) : undefined
+): AiError.AiError | undefined => endedRejected(outcome) ? rejections.get(options) : undefined
