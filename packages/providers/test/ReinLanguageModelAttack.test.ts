@@ -236,6 +236,29 @@ describe("ReinLanguageModel under attack (loopback OpenAI Responses)", () => {
       expect(kept.charged).toBe(7 + 4 + 9 + 3)
       expect(leaked(kept)).toEqual([])
     }))
+  it.live(
+    "5,000 tool calls in one answer: each handled exactly once; the journal keeps a count, not params",
+    () =>
+      Effect.gen(function*() {
+        let handled = 0
+        const calls = Array.from({ length: 5_000 }, (_, i) => weatherCall(`c${i}`, { city: `${CANARY}-${i}` }))
+        const kept = yield* run(
+          { "model-a": [FaultServer.ok({ text: "", toolCalls: calls })] },
+          LanguageModel.generateText({ prompt: "weather?", toolkit }).pipe(
+            Effect.provide(toolkit.toLayer({ weather: ({ city }) => Effect.sync(() => (handled++, city)) }))
+          )
+        )
+        const response = Either.getOrThrow(kept.result)
+        expect([response.toolCalls.length, response.toolResults.length, handled]).toEqual([5_000, 5_000, 5_000])
+        expect(kept.records.map((r) => r.attempts.map((a) => a.toolCalls))).toEqual([[[{
+          name: "weather",
+          count: 5_000
+        }]]])
+        expect(leaked(kept)).toEqual([])
+      }),
+    60_000
+  )
+
   it.live("an agent loop whose turn falls back: the prompt (system, text, image) reaches both endpoints unchanged, each turn is charged once", () =>
     Effect.gen(function*() {
       const prompt = Prompt.make([
