@@ -38,27 +38,15 @@ const read = (dir: string, name: string): Pem => ({
  * A self-signed certificate for `subjectAltName` (`IP:127.0.0.1`), valid for two days, written in `dir` as
  * `name.crt` and `name.key`.
  */
-export const selfSigned = (dir: string, name: string, subjectAltName: string): Pem => {
-  openssl([
-    "req",
-    "-x509",
-    ...KEY,
-    "-keyout",
-    path.join(dir, `${name}.key`),
-    "-out",
-    path.join(dir, `${name}.crt`),
-    "-days",
-    "2",
-    "-subj",
-    `/CN=${name}`,
-    "-addext",
-    `subjectAltName=${subjectAltName}`
-  ])
-  return read(dir, name)
-}
+export const selfSigned = (dir: string, name: string, subjectAltName: string): Pem =>
+  withExtensions(dir, name, [`subjectAltName=${subjectAltName}`])
 
 /** A CA (`name.crt`, `name.key` in `dir`). */
-export const authority = (dir: string, name: string): Pem => {
+export const authority = (dir: string, name: string): Pem =>
+  withExtensions(dir, name, ["basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign,cRLSign"])
+
+/** A self-signed certificate (`name.crt`, `name.key` in `dir`) with these extensions. */
+const withExtensions = (dir: string, name: string, extensions: ReadonlyArray<string>): Pem => {
   openssl([
     "req",
     "-x509",
@@ -71,10 +59,7 @@ export const authority = (dir: string, name: string): Pem => {
     "2",
     "-subj",
     `/CN=${name}`,
-    "-addext",
-    "basicConstraints=critical,CA:TRUE",
-    "-addext",
-    "keyUsage=critical,keyCertSign,cRLSign"
+    ...extensions.flatMap((extension) => ["-addext", extension])
   ])
   return read(dir, name)
 }

@@ -138,13 +138,6 @@ export class Parts {
     private readonly codecs: Codecs,
     readonly raw: boolean = false
   ) {}
-  /**
-   * A called tool's name as Rein keeps it (records count the calls by name): a name outside the toolkit,
-   * which only a rejected answer has, is the vendor's text and is not kept.
-   */
-  nameOf(name: string): string {
-    return !this.raw || Object.hasOwn(this.codecs.toolkit.tools, name) ? name : UNKNOWN_TOOL
-  }
   /** The parts as `LanguageModel.make` decodes them. */
   encoded(): Effect.Effect<Array<Response.PartEncoded>> {
     return this.raw
@@ -152,9 +145,6 @@ export class Parts {
       : Effect.orDie(encodeParts(this.codecs, this.parts))
   }
 }
-
-/** What Rein keeps as the name of a call to a tool the toolkit does not have. */
-const UNKNOWN_TOOL = "(not in the toolkit)"
 
 /** An inner answer whose parts its decode rejected: the vendor's parts, as they came (see `rejected.ts`). */
 class Rejected extends LanguageModel.GenerateTextResponse<Record<string, Tool.Any>> {}
@@ -419,7 +409,7 @@ export const answerOf = (
         text += part.text
         break
       case "tool-call":
-        ;(calls ??= []).push({ id: part.id, name: payload.nameOf(part.name), params: part.params })
+        ;(calls ??= []).push({ id: part.id, name: part.name, params: part.params })
         break
       case "reasoning":
         ;(reasoning ??= []).push(part.text)
