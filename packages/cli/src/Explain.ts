@@ -86,7 +86,9 @@ const printStreamed = (path: string, asJson: boolean): Effect.Effect<number, Inp
 export const command = Command.make(
   "explain",
   {
-    record: Args.text({ name: "record" }).pipe(Args.withDescription("A journal (JSONL) written by rein run --record")),
+    record: Args.text({ name: "record" }).pipe(
+      Args.withDescription("A journal (JSONL) written by rein run --record or rein batch --record")
+    ),
     json: Shared.json
   },
   (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
