@@ -5,12 +5,12 @@
  *
  * @since 0.1.0
  */
-import { Args, Command } from "@effect/cli"
+import { Args, Command, Options } from "@effect/cli"
 import type { FileSystem } from "@effect/platform"
 import { Journal } from "@rein/core"
-import { Chunk, Console, Effect, Stream } from "effect"
+import { Chunk, Console, Effect, Option, Stream } from "effect"
 import * as ExitCode from "./ExitCode.js"
-import type { InputError } from "./InputError.js"
+import { InputError } from "./InputError.js"
 import { json } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
 import { noRecords, streamRecords } from "./internal/records.js"
@@ -46,7 +46,11 @@ const element = (e: Journal.Explanation): string => `  ${json(e).replace(/\n/g, 
  * joined by blank lines; JSON as `json` prints the array), holding one record at a time (and in JSON one
  * element, printed once the next one says whether a comma follows). The number of records printed.
  */
-const printStreamed = (path: string, asJson: boolean): Effect.Effect<number, InputError, FileSystem.FileSystem> =>
+const printStreamed = (
+  path: string,
+  asJson: boolean,
+  requests: ReadonlyArray<string> = []
+): Effect.Effect<number, InputError, FileSystem.FileSystem> =>
   Effect.suspend(() => {
     let printed = 0
     let pending: string | undefined // JSON: the last element, not printed yet
@@ -57,7 +61,12 @@ const printStreamed = (path: string, asJson: boolean): Effect.Effect<number, Inp
       pending = element(e.json)
       return before
     }
-    return streamRecords(path).pipe(
+    const wanted = new Set(requests)
+    const records = wanted.size === 0 ? streamRecords(path) : Stream.filter(
+      streamRecords(path),
+      (record) => wanted.has(record.requestId)
+    )
+    return records.pipe(
       Stream.map((record) => Journal.explain(record)),
       Stream.runForEachChunk((chunk) =>
         Chunk.isEmpty(chunk) ? Effect.void : Console.log(Chunk.join(Chunk.map(chunk, lines), "\n"))
@@ -78,7 +87,7 @@ const printStreamed = (path: string, asJson: boolean): Effect.Effect<number, Inp
  * ```ts
  * import { Explain } from "@rein/cli"
  *
- * Explain.command // rein explain rec.jsonl [--json]
+ * Explain.command // rein explain rec.jsonl [--request ID]… [--json]
  * ```
  * @since 0.1.0
  * @category commands
@@ -86,12 +95,30 @@ const printStreamed = (path: string, asJson: boolean): Effect.Effect<number, Inp
 export const command = Command.make(
   "explain",
   {
-    record: Args.text({ name: "record" }).pipe(Args.withDescription("A journal (JSONL) written by rein run --record")),
+    record: Args.text({ name: "record" }).pipe(
+      Args.withDescription("A journal (JSONL) written by rein run --record or rein batch --record")
+    ),
+    request: Options.text("request").pipe(
+      Options.withPseudoName("ID"),
+      Options.withDescription(
+        "Explain only this request (repeatable): a batch item's id, the caller's request id, or the req-… id " +
+          "rein run --record names"
+      ),
+      Options.repeated,
+      // Shown as optional in the usage line (`[--request ID...]`): none explains every request.
+      Options.optional
+    ),
     json: Shared.json
   },
   (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
     Effect.gen(function*() {
-      const printed = yield* printStreamed(o.record, o.json)
+      const requests = Option.getOrElse(o.request, (): ReadonlyArray<string> => [])
+      const printed = yield* printStreamed(o.record, o.json, requests)
+      if (printed === 0 && requests.length > 0) {
+        return yield* new InputError({
+          message: `${o.record}: no record of request ${requests.map((id) => JSON.stringify(id)).join(", ")}`
+        })
+      }
       if (printed === 0) return yield* noRecords(o.record)
       yield* exitWith(ExitCode.ok)
     })

@@ -149,7 +149,9 @@ export const render = (r: ReplayReport): string =>
 export const command = Command.make(
   "replay",
   {
-    record: Args.text({ name: "record" }).pipe(Args.withDescription("A journal (JSONL) written by rein run --record")),
+    record: Args.text({ name: "record" }).pipe(
+      Args.withDescription("A journal (JSONL) written by rein run --record or rein batch --record")
+    ),
     json: Shared.json
   },
   (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>

@@ -528,6 +528,11 @@ describe("rein batch", () => {
       expect(replay.code).toBe(0)
       expect(replay.stdout).toMatch(/of 48 requests: every decision reproduces byte for byte/)
       expect((await rein(["explain", record])).code).toBe(0)
+      // --request explains one item's record, named by the item's id; an id the journal lacks is bad input.
+      const one = await rein(["explain", record, "--request", "q07"])
+      expect(one.code).toBe(0)
+      expect(one.stdout.match(/^request \S+: candidates/gm)).toEqual(["request q07: candidates"])
+      expectBadInput(await rein(["explain", record, "--request", "q99"]), /journal\.jsonl: no record of request "q99"/)
       const prompts = fs.readFileSync("examples/prompts.jsonl", "utf8").trim().split("\n").map((l) => JSON.parse(l))
       const journal = fs.readFileSync(record, "utf8")
       for (const p of prompts) expect(journal).not.toContain(typeof p === "string" ? p : p.prompt)

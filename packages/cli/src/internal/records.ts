@@ -24,9 +24,10 @@ const isArtifactLine = (line: string): boolean => {
 /** What to do with a batch artifact given where a journal was expected (it was a screen of schema errors). */
 const artifactGiven = (path: string): string =>
   `${path} is a batch artifact (rein batch --out), not a journal: replay and explain read what rein run ` +
-  "--record writes. An item's line in the artifact holds its outcome and category and, when it failed, " +
-  "error.reason and error.attempts (each attempt's endpoint, role, failure kind and code, timing and charge); " +
-  "to see why each attempt was made, run the prompt with rein run … --record journal.jsonl"
+  "--record and rein batch --record write. An item's line in the artifact holds its outcome and category and, " +
+  "when it failed, error.reason and error.attempts (each attempt's endpoint, role, failure kind and code, timing " +
+  "and charge); to see why each attempt was made, give the batch --record journal.jsonl (or run the prompt with " +
+  "rein run … --record journal.jsonl)"
 
 /** The error for a journal line that is not a record (a batch artifact's lines get their own). */
 const notARecord = (path: string, line: Journal.Line, e: Journal.JournalError): InputError => {

@@ -66,7 +66,7 @@ export const transition = (t: Transition): string => {
     case "open":
       return t.from === "half_open"
         ? `breaker of ${t.endpoint} open again: its probe failed, a longer cooldown`
-        : `breaker of ${t.endpoint} open: later items skip it until a probe succeeds`
+        : `breaker of ${t.endpoint} open: later items skip it until a probe succeeds (with no other candidate they fail)`
     case "half_open":
       return `breaker of ${t.endpoint} half-open: cooldown over, a probe call tests it`
     case "closed":

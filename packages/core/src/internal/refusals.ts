@@ -120,7 +120,8 @@ export const noLegalCandidateFix = (predicate: string): string | undefined => {
       return "register a provider for each candidate's `provider` in `Rein.layer({ providers })`, and list the " +
         "candidates in the catalog"
     case "capable":
-      return "lower the request's bounds, drop the capability it requires, or add a candidate that has it"
+      return "lower the request's bounds, drop the capability it requires, add a candidate that has it, or, if " +
+        "the model has it, declare it in the catalog entry's `capabilities` (`tools: true`, …)"
     case "simulation":
       return "give the contract `allowSimulated: true` (tests, examples), or a real candidate"
     default:
