@@ -13,6 +13,7 @@
  */
 import type { Duration } from "effect"
 import type { Cause } from "effect"
+import type { Fiber } from "effect"
 import { Clock, Effect, Exit, FiberId, RuntimeFlags, Scheduler } from "effect"
 import { Duration as D } from "effect"
 
@@ -288,21 +289,25 @@ export const run = <A, E>(
  * checked one of them (the fiber's run loop and its operations, inlined) was thrown away and compiled again in the
  * next run (bench 6's in-process row collects before every run: ~80 more functions optimized per run, #22). This
  * fiber keeps those maps. It holds no timer and no I/O: it does not keep the process alive, and nothing wakes it.
+ *
+ * @internal
  */
-const parked: ReadonlyArray<unknown> = (() => {
+export const parked: {
+  readonly fiber: Fiber.RuntimeFiber<void>
+  readonly clock: VirtualClock
+  /** Its scheduler and the running status it started with. */
+  readonly kept: ReadonlyArray<unknown>
+} = (() => {
   const scheduler = new Tasks()
   const clock = new VirtualClock((task) => scheduler.scheduleTask(task))
-  const kept: Array<unknown> = [scheduler, clock]
+  const kept: Array<unknown> = [scheduler]
   const asleep = Effect.withFiberRuntime<void>((_, status) => {
     kept.push(status)
     return clock.sleep(D.hours(1))
   })
-  kept.push(Effect.runFork(Effect.withScheduler(Effect.withClock(asleep, clock), scheduler)))
+  const fiber = Effect.runFork(Effect.withScheduler(Effect.withClock(asleep, clock), scheduler))
   for (let i = 0; i < scheduler.end; i++) scheduler.queue[i]!()
   scheduler.queue.fill(undefined)
   scheduler.end = 0
-  return kept
+  return { fiber, clock, kept }
 })()
-
-/** @internal */
-export const keptMaps = (): ReadonlyArray<unknown> => parked
