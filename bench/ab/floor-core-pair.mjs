@@ -12,6 +12,7 @@ const wanted = (process.argv[4] ?? "arrivals,rein").split(",")
 const pick = (name) =>
   (wanted.includes("arrivals") && name.includes("arrivals alone")) ||
   (wanted.includes("timeout") && name.includes("Effect.timeout")) ||
+  (wanted.includes("lean") && name.includes("lean bound")) ||
   (wanted.includes("rein") && name.includes("bare Rein.execute"))
 const side = async (root) => {
   const self = await checkout(root)

@@ -5,6 +5,9 @@
  *
  * - the arrivals alone: a fiber forked per arrival that sleeps 300 ms (the scheduler's and the clock's cost);
  * - the same call bounded by `Effect.timeout` (30 s): the Effect-native bound on each call;
+ * - the same call under a lean bound (30 s): one fork (the call's fiber) and one timer on the virtual clock per
+ *   call, the fiber's observer resuming the caller, as bench 4's lean bound on the real clock: the least a call
+ *   bounded by a deadline costs on this clock, with no Rein (no planner, no records, no health);
  * - bare `Rein.execute` per arrival (the scenario's catalog, contract and health settings, a provider that
  *   sleeps 300 ms and answers; no scenario lookup, no tally, no report): what Rein's requests cost in virtual
  *   time, which the simulator cannot go below.
@@ -14,7 +17,8 @@
  */
 import type { Catalog, Contract, Provider } from "@rein/core"
 import { Health, Rein } from "@rein/core"
-import { Context, Deferred, Duration, Effect, Exit } from "effect"
+import type { Clock } from "effect"
+import { Context, Deferred, Duration, Effect, Exit, FiberId, Runtime } from "effect"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 
@@ -43,6 +47,12 @@ const arrivals = <R>(one: (i: number) => Effect.Effect<unknown, unknown, R>): Ef
     arriving = false
     if (pending > 0) yield* Deferred.await(done)
   })
+
+/** The lean-bound floor's name: the goal lines compare the target with it. */
+export const LEAN_FLOOR = "floor: each call under a lean bound (one fork + one virtual timer, observer resumes)"
+
+/** The bare `Rein.execute` floor's name. */
+export const REIN_FLOOR = "bare Rein.execute per arrival, no simulator"
 
 export interface Floor {
   readonly name: string
@@ -96,6 +106,56 @@ const reinHour = (inputs: FloorInputs): Effect.Effect<void, Health.ConfigError> 
     ))
 }
 
+/**
+ * Each arrival's call under a lean bound on the virtual clock: bench 4's `leanBound` (one fork, one timer, the
+ * fiber's observer resumes the caller; a timeout interrupts the fiber and the caller waits for its teardown),
+ * its fork on the simulation's runtime (the virtual scheduler and clock, taken once for the hour) and its timer
+ * the virtual clock's (`ClockScheduler.unsafeSchedule`, what Rein's one timer per clock runs on). No Rein: what a
+ * bounded call costs on this clock, under which Rein's requests cannot go.
+ */
+const leanHour = (call: Effect.Effect<unknown>, millis: number): Effect.Effect<void> =>
+  Effect.flatMap(
+    // The virtual clock's scheduler (`scheduler()`, as Effect's live clock has; the `Clock` interface does not
+    // declare it).
+    Effect.zip(
+      Effect.runtime<never>(),
+      Effect.clockWith((clock) => (clock as Clock.Clock & VirtualScheduling).scheduler())
+    ),
+    ([runtime, timers]) => arrivals(() => leanBound(runtime, timers, call, Duration.millis(millis)))
+  )
+
+interface VirtualScheduling {
+  readonly scheduler: () => Effect.Effect<Clock.ClockScheduler>
+}
+
+/** The lean bound's timeout. */
+class LeanTimeout {
+  readonly _tag = "LeanTimeout"
+}
+
+const leanBound = <A, E>(
+  runtime: Runtime.Runtime<never>,
+  timers: Clock.ClockScheduler,
+  call: Effect.Effect<A, E>,
+  timeout: Duration.Duration
+): Effect.Effect<A, E | LeanTimeout> =>
+  Effect.async<A, E | LeanTimeout>((resume) => {
+    const fiber = Runtime.runFork(runtime)(call)
+    let expired = false
+    const cancel = timers.unsafeSchedule(() => {
+      expired = true
+      fiber.unsafeInterruptAsFork(FiberId.none)
+    }, timeout)
+    fiber.addObserver((exit) => {
+      cancel()
+      resume(expired ? Effect.fail(new LeanTimeout()) : exit)
+    })
+    return Effect.sync(() => {
+      cancel()
+      fiber.unsafeInterruptAsFork(FiberId.none)
+    })
+  })
+
 /** The bare `Rein.execute` hour alone, for a fresh process (`simulation-floor-child.ts`). */
 export const coldReinHour = async (root: string, inputs: FloorInputs): Promise<() => Promise<void>> =>
   runHour(await virtualOf(root), "Rein.execute", reinHour(inputs))
@@ -114,6 +174,10 @@ export const floors = async (root: string, inputs: FloorInputs): Promise<Readonl
       name: "floor: each call bounded by Effect.timeout(30 s)",
       run: runHour(Virtual, "Effect.timeout", arrivals(() => bounded))
     },
-    { name: "bare Rein.execute per arrival, no simulator", run: runHour(Virtual, "Rein.execute", reinHour(inputs)) }
+    {
+      name: LEAN_FLOOR,
+      run: runHour(Virtual, "lean bound", leanHour(sleep, 30_000))
+    },
+    { name: REIN_FLOOR, run: runHour(Virtual, "Rein.execute", reinHour(inputs)) }
   ]
 }

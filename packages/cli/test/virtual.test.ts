@@ -104,3 +104,16 @@ describe("a long simulation", () => {
       expect(interrupted).toBe(true)
     }))
 })
+
+describe("the fiber parked for the life of the process (it keeps Effect's and the clock's hidden classes between runs)", () => {
+  it.effect("sleeps on a clock of its own: a simulation neither wakes it nor moves its clock", () =>
+    Effect.gen(function*() {
+      const { clock, fiber } = Virtual.parked
+      const logged = yield* simulate((_, log) =>
+        Effect.zipRight(Effect.sleep("2 hours"), Effect.sync(() => log("simulation woke")))
+      )
+      expect(logged).toEqual(["simulation woke"])
+      expect(fiber.unsafePoll()).toBe(null)
+      expect(clock.unsafeCurrentTimeMillis()).toBe(0)
+    }))
+})
