@@ -248,6 +248,31 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect(ok.stats.succeeded).toBe(1)
       }))
 
+    it.effect("a lease or heartbeat longer than the longest timer (2^31 - 1 ms) is refused, naming the field", () =>
+      Effect.gen(function*() {
+        const runId = fresh("timings")
+        const items = itemsOf(2, [])
+        yield* startRun(runId, items)
+        const { fake, layer } = fakeRein(0)
+        // A heartbeat of 2^31 ms would never fire (Effect treats a longer timer as infinite): the leases would
+        // lapse under a live worker. A lease of 1e300 ms is no interval PostgreSQL holds.
+        for (
+          const [extra, field] of [
+            [{ heartbeatMillis: 2 ** 31 }, "heartbeatMillis"],
+            [{ leaseMillis: 1e300, heartbeatMillis: undefined }, "leaseMillis"],
+            [{ leaseMillis: -1 }, "leaseMillis"],
+            [{ heartbeatMillis: Number.NaN }, "heartbeatMillis"]
+          ] as const
+        ) {
+          const error = yield* Effect.flip(worker(runId, items, "w1", extra).pipe(Effect.provide(layer)))
+          expect(error).toMatchObject({ _tag: "PgBatchError", reason: "InvalidInput" })
+          expect(error.message).toMatch(new RegExp(`^${field}: `))
+        }
+        expect((yield* fake.calls).length).toBe(0)
+        const ok = yield* worker(runId, items, "w2", { leaseMillis: 2 ** 31 - 1 }).pipe(Effect.provide(layer))
+        expect(ok.stats.succeeded).toBe(2)
+      }))
+
     it.effect("a worker that fails gives its leases back as it leaves: another takes the items at once", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
