@@ -111,7 +111,7 @@ describe("Batch.run", () => {
       const fake = scripted(() => ok(10))
       // A source that never ends: only the batch deadline stops the run.
       const fiber = yield* Effect.fork(
-        Batch.run(Stream.concat(Stream.make("p0"), Stream.never), {
+        Batch.run<string>(Stream.concat(Stream.make("p0"), Stream.never), {
           contract: contract(),
           guardrails: Guardrails.make({ batchDeadline: "30 days" })
         }).pipe(Effect.provide(fake.layer))
