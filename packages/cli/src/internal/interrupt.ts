@@ -6,7 +6,7 @@
  * @internal
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Journal } from "@rein/core"
+import { Input, Journal } from "@rein/core"
 import { Chunk, Effect, Stream } from "effect"
 import * as path from "node:path"
 import * as Password from "./password.js"
@@ -82,7 +82,7 @@ const CHUNK = 1024 * 1024
 
 /** Adds the item id of a line that is a reusable success; any other line, or a torn one, adds nothing. */
 const addReusable = (ids: Set<string>, line: string): void => {
-  if (!line.includes("\"reusable\":true") || !line.includes("\"outcome\":\"success\"")) return
+  if (!line.includes("\"reusable\":true") || !line.includes("\"outcome\":\"success\"") || Input.tooDeep(line)) return
   try {
     const record: unknown = JSON.parse(line)
     if (typeof record === "object" && record !== null && "itemId" in record && typeof record.itemId === "string") {
