@@ -503,7 +503,7 @@ const sweep = <I, E, R>(ctx: Context<I, E, R>, stop: Termination.Stop) =>
       const terminals = rows.map((row): Q.Terminal => ({
         itemId: row.item_id,
         token: row.lease_token,
-        record: Resume.makeRecord({
+        record: JSON.stringify(Resume.makeRecord({
           itemId: row.item_id,
           index: row.idx,
           promptFingerprint: row.prompt_fingerprint,
@@ -516,7 +516,7 @@ const sweep = <I, E, R>(ctx: Context<I, E, R>, stop: Termination.Stop) =>
           attempts: 0,
           durationMillis: 0,
           error
-        })
+        }))
       }))
       swept += (yield* db(Q.finish(ctx.sql, ctx.options.runId, terminals))).length
     }
