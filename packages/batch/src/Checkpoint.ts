@@ -16,7 +16,7 @@
 import { Outcome } from "@rein/core"
 import type { Provider, Rein } from "@rein/core"
 import type { Scope } from "effect"
-import { Effect, Either, Option, Schema, Stream } from "effect"
+import { Effect, Either, Schema, Stream } from "effect"
 import type { ArtifactStore, ItemRecord } from "./ArtifactStore.js"
 import { ArtifactError } from "./ArtifactStore.js"
 import type * as Batch from "./Batch.js"
@@ -94,6 +94,25 @@ const unfingerprintable = (itemId: string, e: Fingerprint.FingerprintError) =>
   })
 
 /**
+ * The outcome of an item whose input has no fingerprint (a non-finite number, a bigint, a cycle…: see
+ * `Fingerprint`): refused before any call, naming the item and where its input fails. Its record could not
+ * be matched on resume, so the item would be paid for again on every run (and its record could not say which
+ * input it belongs to).
+ */
+const refusedInput = (itemId: string, e: Fingerprint.FingerprintError) =>
+  new Outcome.Refused({
+    refusal: "invalid_request",
+    reason: `the input of item ${JSON.stringify(itemId)} has no fingerprint: ${e.path}: ${e.message}`,
+    attempts: []
+  })
+
+/**
+ * The input fingerprint recorded for an item refused because its input has none: no canonical JSON text
+ * hashes to it (it is no `sha256:` value), so no input ever matches the record.
+ */
+const NO_FINGERPRINT = "none"
+
+/**
  * The `Batch.Artifacts` hook for an open session: `lookup` by item id and input fingerprint under the
  * session's identity and policy, `toRecord` making the record (its reusability decided by
  * `Resume.makeRecord`).
@@ -137,18 +156,21 @@ export const artifacts = <I>(
     opened: session.opened,
     lookup: (item, _index, itemId) =>
       Either.match(inputOf(item), {
-        onLeft: () => Option.none(),
+        onLeft: (e) => refusedInput(itemId, e),
         onRight: (fp) => session.lookup(itemId, fp)
       }),
     toRecord: (result: Succeeded<I> | Failed<I>) =>
       Effect.suspend(() => {
         const input = inputOf(result.item)
-        if (Either.isLeft(input)) return Effect.fail(unfingerprintable(result.itemId, input.left))
+        // Only the refusal of that input is recorded without a fingerprint (any other outcome of such an input
+        // could not be told apart from another input's).
+        const refused = Either.isLeft(input) && result._tag === "Failed" && result.error._tag === "Refused"
+        if (Either.isLeft(input) && !refused) return Effect.fail(unfingerprintable(result.itemId, input.left))
         const common = {
           itemId: result.itemId,
           index: result.index,
           promptFingerprint: promptOf(result.item, result.index),
-          inputFingerprint: input.right,
+          inputFingerprint: Either.getOrElse(input, () => NO_FINGERPRINT),
           identityFingerprint: session.identityFingerprint,
           durationMillis: result.durationMillis
         }

@@ -106,6 +106,25 @@ describe("Batch.run", () => {
       expect(src.state.closed).toBe(true)
     }))
 
+  it.effect("a batch deadline longer than the longest timer (2^31 - 1 ms) fires when due, not at the clamp", () =>
+    Effect.gen(function*() {
+      const fake = scripted(() => ok(10))
+      // A source that never ends: only the batch deadline stops the run.
+      const fiber = yield* Effect.fork(
+        Batch.run<string>(Stream.concat(Stream.make("p0"), Stream.never), {
+          contract: contract(),
+          guardrails: Guardrails.make({ batchDeadline: "30 days" })
+        }).pipe(Effect.provide(fake.layer))
+      )
+      // Each sleep is clamped to 2^31 - 1 ms (24.86 days); the run is still going a day later.
+      yield* TestClock.adjust("25 days")
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust("5 days")
+      const summary = yield* Fiber.join(fiber)
+      expect(summary.termination.kind).toBe("batch_timeout")
+      expect(summary.results.map(brief)).toEqual(["0:Succeeded"])
+    }))
+
   it.effect("batch deadline, cancel-active: the call in flight is interrupted too", () =>
     Effect.gen(function*() {
       const fake = scripted(() => ok(10_000))

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Guardrails } from "@rein/batch"
+import { Input } from "@rein/core"
 import { Hostile } from "@rein/core/testing"
 import { Either, FastCheck as fc } from "effect"
 import * as Jsonl from "../src/internal/jsonl.js"
@@ -241,9 +242,12 @@ describe("artifact lines at the edge", () => {
       if (Either.isRight(result)) continue
       expect(result.left.line).toBe(line)
       expect(result.left.message.length).toBeLessThan(10_000)
-      // Text that is not JSON makes the whole line unreadable; a future schema version says so.
+      // Text that is not JSON makes the whole line unreadable, and so does text nested deeper than 256 levels
+      // (refused unparsed); a future schema version says so.
       const named = new RegExp(`[ \n]${Hostile.printed(field.path).replace(/[.]/g, "\\.")}[.:]`)
-      const expected = !parseJson(text).ok
+      const expected = Input.tooDeep(text)
+        ? line === 1 ? /not a Rein artifact/ : /nested deeper than 256 levels/
+        : !parseJson(text).ok
         ? line === 1 ? /not a Rein artifact/ : /not valid JSON/
         : result.left.reason === "version"
         ? /newer than this reader's/

@@ -251,6 +251,48 @@ describe("hostile artifacts", () => {
       expect(statSync(torn).size).toBe(size)
     }))
 
+  it.scoped("a line nested deeper than 256 levels (a 10 MB `[[[[…]]]]`): a format error naming it, refused unparsed", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      yield* seed(path, 2)
+      // V8 parses this line at ~550 MB: it is refused before JSON.parse (bench/ab/json-depth.mjs measures it).
+      const deep = 5 * 1024 * 1024
+      appendFileSync(path, `${"[".repeat(deep)}${"]".repeat(deep)}\n`)
+      appendFileSync(path, line("after"))
+      const error = yield* Effect.flip(streamed(path))
+      expect(error).toMatchObject({ reason: "format", line: 4 })
+      expect(error.message).toMatch(/^line 4: nested deeper than 256 levels of arrays and objects/)
+      const resumed = yield* Effect.flip(
+        Resume.open({ identity, policy: "reuse-successes" }).pipe(
+          Effect.provide(JsonlStore.layer({ path }).pipe(Layer.provide(NodeFileSystem.layer)))
+        )
+      )
+      expect(resumed.message).toBe(error.message)
+      // At the limit, and brackets inside strings (which do not nest), it is read as before: a record line whose
+      // other fields are not a record's is "not an item record", not refused for its depth.
+      const at = yield* tempFile
+      yield* seed(at, 0)
+      appendFileSync(at, `${"[".repeat(256)}${"]".repeat(256)}\n`)
+      expect((yield* Effect.flip(streamed(at))).message).not.toMatch(/nested deeper/)
+      const strings = yield* tempFile
+      yield* seed(strings, 0)
+      appendFileSync(strings, Either.getOrThrow(Jsonl.recordLine(record("brackets", { result: "[\"{".repeat(1000) }))))
+      expect((yield* streamed(strings)).map((r) => r.itemId)).toEqual(["brackets"])
+    }))
+
+  it("the store never writes a line a reader refuses: a result nested deeper than 256 levels is an encode error", () => {
+    let deep: unknown = "leaf"
+    for (let i = 0; i < 300; i++) deep = [deep]
+    const refused = Jsonl.recordLine(record("deep", { result: deep }))
+    expect(Either.flip(refused)).toMatchObject(Either.right({ reason: "encode" }))
+    expect(Either.isLeft(refused) && refused.left.message).toMatch(
+      /^record of item "deep" is nested deeper than 256 levels of arrays and objects/
+    )
+    let shallow: unknown = "leaf"
+    for (let i = 0; i < 200; i++) shallow = { a: shallow }
+    expect(Either.isRight(Jsonl.recordLine(record("shallow", { result: shallow })))).toBe(true)
+  })
+
   it("the store never writes a line a reader refuses: a record over 16 MiB is an encode error", () => {
     // Compared as messages: a line of 16 MiB would not be shown by a failed expectation.
     const message = (r: Either.Either<Uint8Array, ArtifactStore.ArtifactError>) =>

@@ -31,6 +31,61 @@ describe("Checkpoint: a batch run over an artifact", () => {
       )
     }))
 
+  it.scoped("an item whose input has no fingerprint fails alone, before any call, naming the item: its refusal is its record", () =>
+    Effect.gen(function*() {
+      const path = yield* tempFile
+      interface Doc {
+        readonly id: string
+        readonly text: string
+        readonly meta: unknown
+      }
+      const cyclic: { self?: unknown } = {}
+      cyclic.self = cyclic
+      const docs: ReadonlyArray<Doc> = [
+        { id: "ok-1", text: "prompt 1", meta: 1 },
+        { id: "inf", text: "prompt 2", meta: Number.POSITIVE_INFINITY },
+        { id: "nan", text: "prompt 3", meta: [Number.NaN] },
+        { id: "big", text: "prompt 4", meta: { n: 10n } },
+        { id: "cycle", text: "prompt 5", meta: cyclic },
+        { id: "ok-2", text: "prompt 6", meta: "x" }
+      ]
+      const runOnce = Effect.gen(function*() {
+        const calls: Array<string> = []
+        const summary = yield* Checkpoint.run(docs, {
+          contract,
+          request: (doc) => ({ prompt: doc.text, id: doc.id }),
+          itemId: (doc) => doc.id,
+          guardrails: Guardrails.make({ concurrency: 2 }),
+          checkpoint: { identity, resume: "reuse-successes" }
+        }).pipe(Effect.provide(Layer.merge(nodeStore({ path }), scriptedProvider({ calls }))))
+        return { summary, calls }
+      })
+      const first = yield* runOnce
+      // The run goes on: only the two good items are called, and the run completes.
+      expect(first.calls.sort()).toEqual(["ok-1", "ok-2"])
+      expect(first.summary.termination.kind).toBe("completed")
+      expect(first.summary.stats).toMatchObject({ succeeded: 2, failed: 4 })
+      const failed = new Map(first.summary.results.flatMap((r) => r._tag === "Failed" ? [[r.itemId, r]] : []))
+      for (
+        const [id, where] of [["inf", "$.meta"], ["nan", "$.meta[0]"], ["big", "$.meta.n"], ["cycle", "$.meta.self"]]
+      ) {
+        const result = failed.get(id!)
+        expect(result?.category).toBe("refused")
+        expect(result?.error).toMatchObject({ _tag: "Refused", refusal: "invalid_request", attempts: [] })
+        expect(result?.error.message).toContain(`the input of item "${id}" has no fingerprint: ${where}`)
+      }
+      // Each is recorded as that item's outcome, with no input fingerprint any input could match.
+      const records = (yield* read(path)).records
+      expect(records).toHaveLength(6)
+      const refused = records.filter((r) => r.outcome === "failure")
+      expect(refused.map((r) => r.itemId).sort()).toEqual(["big", "cycle", "inf", "nan"])
+      expect(refused.every((r) => r.category === "refused" && r.inputFingerprint === "none")).toBe(true)
+      // On resume the good items are reused and the others refused again: still no call.
+      const second = yield* runOnce
+      expect(second.calls).toEqual([])
+      expect(second.summary.stats).toMatchObject({ reused: 2, failed: 4 })
+    }))
+
   it.scoped("records every item; run again, it reuses them all: no call, nothing appended, nothing counted", () =>
     Effect.gen(function*() {
       const path = yield* tempFile

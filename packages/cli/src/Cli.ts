@@ -15,6 +15,7 @@ import * as ExitCode from "./ExitCode.js"
 import * as Explain from "./Explain.js"
 import * as Argv from "./internal/argv.js"
 import * as Help from "./internal/help.js"
+import * as Password from "./internal/password.js"
 import * as Status from "./internal/status.js"
 import { version as internalVersion } from "./internal/version.js"
 import * as Plan from "./Plan.js"
@@ -110,11 +111,13 @@ const stderrLogs = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 
 /**
  * A console whose `error` drops the blank line `@effect/cli` ends a command-line error with (it prints the
- * error as a help paragraph): a bad flag value is one line, as Rein's own input errors are.
+ * error as a help paragraph): a bad flag value is one line, as Rein's own input errors are. A secret on the
+ * command line (`Password.maskerOf`) is masked in what it prints: `@effect/cli` echoes a stray word whole
+ * (`Received unknown argument: 'postgres://u:…@h/db'`).
  */
-const oneLineErrors = (inner: Console.Console): Console.Console => ({
+const oneLineErrors = (inner: Console.Console, mask: (text: string) => string): Console.Console => ({
   ...inner,
-  error: (...args) => inner.error(...args.map((a) => (typeof a === "string" ? a.replace(/\n+$/, "") : a)))
+  error: (...args) => inner.error(...args.map((a) => (typeof a === "string" ? mask(a.replace(/\n+$/, "")) : a)))
 })
 
 const firstLine = (u: unknown): string => {
@@ -142,11 +145,12 @@ const firstLine = (u: unknown): string => {
 export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode.ExitCode, never, CliApp.CliApp.Environment> =>
   Effect.gen(function*() {
     const status = yield* Status.make(ExitCode.ok)
+    const mask = Password.maskerOf(argv.slice(2))
     const typo = Argv.check(argv.slice(2), commandFlags) ?? Argv.missing(argv.slice(2), commandFlags)
-    if (typo !== undefined) return yield* Effect.as(Console.error(typo), ExitCode.usage)
+    if (typo !== undefined) return yield* Effect.as(Console.error(mask(typo)), ExitCode.usage)
     const run = Effect.flatMap(
       Effect.console,
-      (c) => Effect.withConsole(cli(argv), oneLineErrors(Help.asksHelp(argv) ? Help.console(c) : c))
+      (c) => Effect.withConsole(cli(argv), oneLineErrors(Help.asksHelp(argv) ? Help.console(c) : c, mask))
     )
     return yield* run.pipe(
       // Logs go to stderr: stdout is the command's output, JSON with --json.
@@ -160,10 +164,10 @@ export const main = (argv: ReadonlyArray<string>): Effect.Effect<ExitCode.ExitCo
           const e = failure.value
           // @effect/cli has already printed what was wrong with the command line.
           if (ValidationError.isValidationError(e)) return Effect.succeed(ExitCode.usage)
-          return Effect.as(Console.error(`rein: ${e.message}`), ExitCode.usage)
+          return Effect.as(Console.error(mask(`rein: ${e.message}`)), ExitCode.usage)
         }
         const defect = Cause.squash(cause)
-        return Effect.as(Console.error(`rein: internal error: ${firstLine(defect)}`), ExitCode.internal)
+        return Effect.as(Console.error(mask(`rein: internal error: ${firstLine(defect)}`)), ExitCode.internal)
       })
     )
   })

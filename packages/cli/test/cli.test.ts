@@ -732,7 +732,19 @@ describe("bad input", () => {
   it(
     "deep nesting in a number, a duration or a prompt line is bad input naming the file and field (not exit 4)",
     async () => {
-      const deep = `${"[".repeat(100_000)}1${"]".repeat(100_000)}`
+      // Deeper than 256 levels, the text is refused unparsed, naming the file (and line): see depth.test.ts.
+      const tooDeep = `${"[".repeat(100_000)}1${"]".repeat(100_000)}`
+      expectBadInput(
+        await rein([
+          "plan",
+          "--catalog",
+          catalog,
+          "--contract",
+          file("contract-too-deep.json", `{"deadline": ${tooDeep}}`)
+        ]),
+        /contract-too-deep\.json: nested deeper than 256 levels of arrays and objects/
+      )
+      const deep = `${"[".repeat(250)}1${"]".repeat(250)}`
       const k = file("contract-deep.json", `{"deadline": ${deep}, "candidates": ["fake/a"]}`)
       expectBadInput(
         await rein(["plan", "--catalog", catalog, "--contract", k]),

@@ -8,6 +8,7 @@
 import type { Duration, Either, ParseResult, Schema } from "effect"
 import * as decode from "./internal/decode.js"
 import * as duration from "./internal/duration.js"
+import * as jsonDepth from "./internal/jsonDepth.js"
 
 /**
  * The largest timer Node honours (2^31−1 ms); above it a timer fires at once.
@@ -226,3 +227,34 @@ export const Fraction: Schema.Schema<number> = decode.Fraction
 export const OwnRecord: <A, I>(
   value: Schema.Schema<A, I>
 ) => Schema.Schema<{ readonly [key: string]: A }, { readonly [key: string]: I }> = decode.OwnRecord
+
+/**
+ * The deepest nesting of arrays and objects Rein's readers of JSON accept (256). V8 parses a line of nested
+ * arrays at ~50 times its size in memory, so deeper text is refused before it is parsed (`Input.tooDeep`).
+ *
+ * @example
+ * ```ts
+ * import { Input } from "@rein/core"
+ *
+ * Input.MAX_JSON_DEPTH // 256
+ * ```
+ * @category limits
+ * @since 0.1.0
+ */
+export const MAX_JSON_DEPTH: number = jsonDepth.MAX_JSON_DEPTH
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max` (default `MAX_JSON_DEPTH`), read without
+ * parsing it: a linear scan that allocates nothing. Check it before `JSON.parse` on text a user or a file gives.
+ *
+ * @example
+ * ```ts
+ * import { Input } from "@rein/core"
+ *
+ * Input.tooDeep("[".repeat(1000) + "]".repeat(1000)) // true
+ * Input.tooDeep("{\"a\":[1,2,{\"b\":null}]}") // false
+ * ```
+ * @category decoding
+ * @since 0.1.0
+ */
+export const tooDeep: (text: string, max?: number) => boolean = jsonDepth.tooDeep

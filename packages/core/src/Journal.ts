@@ -19,6 +19,7 @@ import { Endpoint } from "./Catalog.js"
 import { Contract } from "./Contract.js"
 import { number as num } from "./Format.js"
 import { formatParseError, onFirstUse } from "./internal/decode.js"
+import { TOO_DEEP, tooDeep } from "./internal/jsonDepth.js"
 import * as Lines from "./internal/lines.js"
 import * as Derive from "./internal/spec.js"
 import * as Outcome from "./Outcome.js"
@@ -415,6 +416,8 @@ const decodeRecord = onFirstUse(() =>
 export const decodeLine = (line: string, lineNumber?: number): Either.Either<JournalRecord, JournalError> => {
   const at = lineNumber === undefined ? {} : { line: lineNumber }
   let json: unknown
+  // Refused unparsed: V8 parses deeply nested arrays at ~50 times their size in memory.
+  if (tooDeep(line)) return Either.left(new JournalError({ reason: "json", message: TOO_DEEP, ...at }))
   try {
     json = JSON.parse(line)
   } catch {

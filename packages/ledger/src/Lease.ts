@@ -13,7 +13,7 @@
 import { Duration, Effect, Either, Fiber, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { LedgerConfigError, type LedgerStoreError } from "./LedgerError.js"
-import { positiveDuration } from "./Operation.js"
+import { timerDuration } from "./Operation.js"
 
 /**
  * A dispatcher's claim on one execution in `dispatch_started`, valid until `expiresAt` (epoch milliseconds).
@@ -94,9 +94,6 @@ export interface Settings {
   readonly renewEvery: Duration.Duration
 }
 
-// The longest timer Node runs (2^31 - 1 ms); a lease is at most this long.
-const MAX_DURATION_MILLIS = 2 ** 31 - 1
-
 /**
  * Validates {@link Options}; the message names the field. A lease lasts at most 2^31 - 1 ms (24.8 days).
  *
@@ -112,18 +109,9 @@ const MAX_DURATION_MILLIS = 2 ** 31 - 1
  */
 export const settings = (options: Options = {}): Either.Either<Settings, LedgerConfigError> =>
   Either.gen(function*() {
-    const duration = yield* positiveDuration("lease.duration", options.duration ?? "30 seconds")
-    // Longer, and its heartbeat (a third of it) would never fire: Effect treats a longer timer as infinite.
-    if (Duration.toMillis(duration) > MAX_DURATION_MILLIS) {
-      return yield* Either.left(
-        new LedgerConfigError({
-          message:
-            `lease.duration: Expected a positive finite duration of at most ${MAX_DURATION_MILLIS} ms (24.8 days), actual ${
-              Duration.format(duration)
-            }`
-        })
-      )
-    }
+    // Longer than 2^31 - 1 ms, and its heartbeat (a third of it) would never fire: Effect treats a longer timer
+    // as infinite.
+    const duration = yield* timerDuration("lease.duration", options.duration ?? "30 seconds")
     const owner = options.owner ?? randomUUID()
     if (typeof owner !== "string" || owner.length === 0 || owner.length > 256) {
       return yield* Either.left(

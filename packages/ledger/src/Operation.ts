@@ -357,9 +357,35 @@ export const positiveDuration = (
   return Either.right(duration.value)
 }
 
+/** The longest timer Node runs (2^31 - 1 ms, 24.8 days): Effect treats a longer one as never firing. */
+const MAX_TIMER_MILLIS = 2 ** 31 - 1
+
+/**
+ * A positive finite duration that a timer can run: at most 2^31 - 1 ms (24.8 days). A longer one would never
+ * fire (Node's timers, and Effect's, treat it as infinite), so it is refused with a message naming the field.
+ *
+ * @internal
+ */
+export const timerDuration = (
+  field: string,
+  input: Duration.DurationInput
+): Either.Either<Duration.Duration, LedgerConfigError> =>
+  Either.flatMap(positiveDuration(field, input), (duration) =>
+    Duration.toMillis(duration) > MAX_TIMER_MILLIS
+      ? Either.left(
+        new LedgerConfigError({
+          message:
+            `${field}: Expected a positive finite duration of at most ${MAX_TIMER_MILLIS} ms (24.8 days), actual ${
+              Duration.format(duration)
+            }`
+        })
+      )
+      : Either.right(duration))
+
 /**
  * Validates an operation definition: a lowercase snake-case name, a closed request struct without transport
- * or credential fields, at least one `https://` origin, finite positive timeouts.
+ * or credential fields, at least one `https://` origin, positive timeouts of at most 2^31 - 1 ms (24.8 days: a
+ * longer timer would never fire).
  *
  * @example
  * ```ts
@@ -410,8 +436,9 @@ export const make = <A, I>(definition: Definition<A, I>): Either.Either<Operatio
     for (const [i, origin] of definition.allowedOrigins.entries()) {
       allowedOrigins.push(yield* validateOrigin(`${name}.allowedOrigins[${i}]`, origin))
     }
-    const dispatchTimeout = yield* positiveDuration(`${name}.dispatchTimeout`, definition.dispatchTimeout)
-    const reconcileTimeout = yield* positiveDuration(`${name}.reconcileTimeout`, definition.reconcileTimeout)
+    // Each runs as a timer: at most 2^31 - 1 ms, or it would never fire.
+    const dispatchTimeout = yield* timerDuration(`${name}.dispatchTimeout`, definition.dispatchTimeout)
+    const reconcileTimeout = yield* timerDuration(`${name}.reconcileTimeout`, definition.reconcileTimeout)
 
     const decode = Schema.decodeUnknownEither(definition.request, { onExcessProperty: "error", errors: "all" })
     const encode = Schema.encodeEither(definition.request)

@@ -174,5 +174,19 @@ describe("authorisation before anything is written", () => {
       expect(Either.isLeft(plain) && plain.left.message).toContain("allowedOrigins[0]")
       const zero = Operation.make({ ...base, request: EmailRequest, dispatchTimeout: 0 })
       expect(Either.isLeft(zero) && zero.left.message).toContain("dispatchTimeout")
+      // Longer than the longest timer (2^31 - 1 ms, 24.8 days): it would never fire (Effect treats a longer timer
+      // as infinite), so a hung dispatch or reconcile would never time out. Refused, naming the field.
+      for (const field of ["dispatchTimeout", "reconcileTimeout"] as const) {
+        for (const long of ["25 days", 2 ** 31, 1e300] as const) {
+          const refused = Operation.make({ ...base, request: EmailRequest, [field]: long })
+          expect(Either.isLeft(refused) && refused.left).toMatchObject({
+            _tag: "LedgerConfigError",
+            message: expect.stringMatching(
+              new RegExp(`^send_email\\.${field}: Expected a positive finite duration of at most 2147483647 ms`)
+            )
+          })
+        }
+        expect(Either.isRight(Operation.make({ ...base, request: EmailRequest, [field]: 2 ** 31 - 1 }))).toBe(true)
+      }
     }))
 })

@@ -59,6 +59,7 @@ import type { Events, Identity, Stats, Termination } from "@rein/batch"
 import { ArtifactStore, Batch, Checkpoint, Fingerprint, Guardrails, Result, Resume, RunLimits } from "@rein/batch"
 import type { SourceError } from "@rein/batch/Source"
 import type { Contract, Outcome, Rein } from "@rein/core"
+import { Input } from "@rein/core"
 import type { Scope } from "effect"
 import { Chunk, Clock, Duration, Effect, Exit, Fiber, Option, Random, Schema, Stream, Struct } from "effect"
 import { hostname } from "node:os"
@@ -70,6 +71,7 @@ import * as BudgetStop from "./internal/budgetStop.js"
 import * as Fence from "./internal/fence.js"
 import * as Grantable from "./internal/grantable.js"
 import * as LeaseAhead from "./internal/leaseAhead.js"
+import { Millis } from "./internal/optionSchemas.js"
 import { describe, retryConflicts } from "./internal/sqlError.js"
 import { capsOf, PgBatchError, stopOf, unavailable } from "./PgBatchRun.js"
 
@@ -118,9 +120,12 @@ export interface Options<I, E = never, R = never> extends Items.ItemOptions<I> {
   readonly onRecorded?: ((itemId: string) => Effect.Effect<void>) | undefined
   /** This worker's name on its leases (default: host, process id and a random suffix). */
   readonly owner?: string | undefined
-  /** How long a lease lasts without a heartbeat (default 30 s). */
+  /** How long a lease lasts without a heartbeat (default 30 s; positive, at most 2^31 − 1 ms, 24.8 days). */
   readonly leaseMillis?: number | undefined
-  /** How often leases are extended and the run's stop and deadline read (default a third of the lease). */
+  /**
+   * How often leases are extended and the run's stop and deadline read (default a third of the lease; positive,
+   * at most 2^31 − 1 ms: a longer timer would never fire).
+   */
   readonly heartbeatMillis?: number | undefined
   /**
    * Items leased by the first round trip (default the concurrency); each later one, which leases ahead of the
@@ -498,7 +503,7 @@ const sweep = <I, E, R>(ctx: Context<I, E, R>, stop: Termination.Stop) =>
       const terminals = rows.map((row): Q.Terminal => ({
         itemId: row.item_id,
         token: row.lease_token,
-        record: Resume.makeRecord({
+        record: JSON.stringify(Resume.makeRecord({
           itemId: row.item_id,
           index: row.idx,
           promptFingerprint: row.prompt_fingerprint,
@@ -511,7 +516,7 @@ const sweep = <I, E, R>(ctx: Context<I, E, R>, stop: Termination.Stop) =>
           attempts: 0,
           durationMillis: 0,
           error
-        })
+        }))
       }))
       swept += (yield* db(Q.finish(ctx.sql, ctx.options.runId, terminals))).length
     }
@@ -570,10 +575,24 @@ const releaseOnExit = <I, E, R>(options: Options<I, E, R>, owner: string) =>
       Effect.ignore
     ))
 
+/** The lease's and heartbeat's timings, as the other shared services' durations: positive, at most 2^31 − 1 ms. */
+const Timings = Schema.Struct({ leaseMillis: Schema.optional(Millis), heartbeatMillis: Schema.optional(Millis) })
+
+/**
+ * The worker's timings, checked before anything is read: a heartbeat longer than the longest timer would never
+ * run (its leases would lapse under a live worker), a lease of 1e300 ms is no interval PostgreSQL holds.
+ */
+const checkTimings = <I, E, R>(options: Options<I, E, R>): Effect.Effect<void, PgBatchError> =>
+  Schema.decodeUnknown(Timings)({ leaseMillis: options.leaseMillis, heartbeatMillis: options.heartbeatMillis }).pipe(
+    Effect.mapError((e) => new PgBatchError({ reason: "InvalidInput", message: Input.formatParseError(e) })),
+    Effect.asVoid
+  )
+
 const runScoped = <I, E, R>(
   options: Options<I, E, R>
 ): Effect.Effect<Summary, E | PgBatchError | SourceError, R | Rein.Rein | SqlClient.SqlClient | Scope.Scope> =>
   Effect.gen(function*() {
+    yield* checkTimings(options)
     const sql = yield* SqlClient.SqlClient
     const runId = options.runId
     const run = yield* db(Q.readRun(sql, runId))

@@ -1,7 +1,7 @@
 // The distributed batch run in one process against a real PostgreSQL: the queue and its fence, the resume
 // sessions, the typed refusals. (The crash test with real processes is batch-multiprocess.test.ts.)
 import { SqlClient } from "@effect/sql"
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, layer, vi } from "@effect/vitest"
 import { Guardrails, Identity, Resume, RunLimits } from "@rein/batch"
 import { Contract, Fake, Rein } from "@rein/core"
 import { Effect, Fiber, Layer, TestContext } from "effect"
@@ -248,6 +248,71 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect(ok.stats.succeeded).toBe(1)
       }))
 
+    it.effect("each terminal record is serialised once: the group's statement holds the text its check made", () =>
+      Effect.gen(function*() {
+        const runId = fresh("once")
+        const items = itemsOf(30, [])
+        yield* startRun(runId, items)
+        const { layer } = fakeRein(0)
+        // Every JSON.stringify of a record, directly or inside the group's rows (as `record` of each row).
+        const isRecord = (u: unknown) =>
+          typeof u === "object" && u !== null && "kind" in u && u.kind === "item" && "itemId" in u
+        const serialised = new Map<string, number>()
+        const count = (u: unknown) => {
+          if (isRecord(u)) {
+            serialised.set(
+              String((u as { itemId: unknown }).itemId),
+              (serialised.get(String((u as { itemId: unknown }).itemId)) ?? 0) + 1
+            )
+          }
+        }
+        const stringify = JSON.stringify
+        const spy = vi.spyOn(JSON, "stringify").mockImplementation((...args: Parameters<typeof JSON.stringify>) => {
+          const [value] = args
+          count(value)
+          if (Array.isArray(value)) {
+            for (const row of value) {
+              if (typeof row === "object" && row !== null) count((row as { record?: unknown }).record)
+            }
+          }
+          return stringify(...args)
+        })
+        const summary = yield* worker(runId, items, "w1").pipe(
+          Effect.provide(layer),
+          Effect.ensuring(Effect.sync(() => spy.mockRestore()))
+        )
+        expect(summary.stats.succeeded).toBe(30)
+        expect(serialised.size).toBe(30)
+        expect([...serialised.values()].every((n) => n === 1)).toBe(true)
+        const status = yield* PgBatchRun.status(runId)
+        expect(status.items.done).toBe(30)
+      }))
+
+    it.effect("a lease or heartbeat longer than the longest timer (2^31 - 1 ms) is refused, naming the field", () =>
+      Effect.gen(function*() {
+        const runId = fresh("timings")
+        const items = itemsOf(2, [])
+        yield* startRun(runId, items)
+        const { fake, layer } = fakeRein(0)
+        // A heartbeat of 2^31 ms would never fire (Effect treats a longer timer as infinite): the leases would
+        // lapse under a live worker. A lease of 1e300 ms is no interval PostgreSQL holds.
+        for (
+          const [extra, field] of [
+            [{ heartbeatMillis: 2 ** 31 }, "heartbeatMillis"],
+            [{ leaseMillis: 1e300, heartbeatMillis: undefined }, "leaseMillis"],
+            [{ leaseMillis: -1 }, "leaseMillis"],
+            [{ heartbeatMillis: Number.NaN }, "heartbeatMillis"]
+          ] as const
+        ) {
+          const error = yield* Effect.flip(worker(runId, items, "w1", extra).pipe(Effect.provide(layer)))
+          expect(error).toMatchObject({ _tag: "PgBatchError", reason: "InvalidInput" })
+          expect(error.message).toMatch(new RegExp(`^${field}: `))
+        }
+        expect((yield* fake.calls).length).toBe(0)
+        const ok = yield* worker(runId, items, "w2", { leaseMillis: 2 ** 31 - 1 }).pipe(Effect.provide(layer))
+        expect(ok.stats.succeeded).toBe(2)
+      }))
+
     it.effect("a worker that fails gives its leases back as it leaves: another takes the items at once", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
@@ -418,7 +483,7 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
                     } else {
                       const token = tokens[o.who]
                       if (token === undefined) continue
-                      const record = { kind: "item", itemId: "item-00000" } as never
+                      const record = JSON.stringify({ kind: "item", itemId: "item-00000" })
                       const rows = yield* Q.finish(sql, runId, [{ itemId: "item-00000", token, record }])
                       const accepted = !done && token === current
                       expect(rows.length).toBe(accepted ? 1 : 0)

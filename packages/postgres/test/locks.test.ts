@@ -19,8 +19,9 @@ const contract = Contract.make({ deadline: "1 minute", candidates: ["fake/a"], a
 
 const Live = Layer.tap(PgLive, (ctx) => Effect.provide(Migrations.run, ctx))
 
+// A terminal's record is its JSON text (as the fence queues it).
 const recordOf = (row: Q.LeaseRow) =>
-  Resume.makeRecord({
+  JSON.stringify(Resume.makeRecord({
     itemId: row.item_id,
     index: row.idx,
     promptFingerprint: row.prompt_fingerprint,
@@ -33,7 +34,7 @@ const recordOf = (row: Q.LeaseRow) =>
     attempts: 0,
     durationMillis: 0,
     error: null
-  })
+  }))
 
 // Provokes a deadlock whose victim is the first attempt of `victim`, deterministically: the other transaction
 // locks x and then waits (its deadlock timeout is a minute) for y, which the victim holds; the victim, once the

@@ -83,10 +83,13 @@ const runUntraced = <I, E, R>(
     if (g.batchDeadline !== undefined) {
       const millis = Duration.toMillis(g.batchDeadline)
       state.deadlineMillis = millis
-      yield* Effect.forkIn(
-        Effect.zipRight(Effect.sleep(Duration.millis(clampMillis(millis))), State.stop(state, State.timedOut(millis))),
-        state.scope
-      )
+      // Each sleep is clamped to the longest timer (2^31 - 1 ms, 24.8 days): a longer deadline sleeps again for
+      // what remains, so that it fires when it is due, not at the clamp.
+      const expiry: Effect.Effect<void> = Effect.flatMap(state.nowMillis, (now) =>
+        now >= millis
+          ? State.stop(state, State.timedOut(millis))
+          : Effect.zipRight(Effect.sleep(Duration.millis(clampMillis(millis - now))), expiry))
+      yield* Effect.forkIn(expiry, state.scope)
     }
     yield* Pool.runAll(pool.worker, g.concurrency)
     const failure = pulling.failure()

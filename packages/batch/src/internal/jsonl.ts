@@ -13,6 +13,7 @@
  *
  * @internal
  */
+import { Input } from "@rein/core"
 import { Either, Schema, SchemaAST } from "effect"
 import type { Manifest, OnRecord, Position } from "../ArtifactStore.js"
 import { ArtifactError, ItemRecord, Manifest as ManifestSchema, SCHEMA_VERSION } from "../ArtifactStore.js"
@@ -59,6 +60,9 @@ const validateRecord = Schema.validateEither(ItemRecord)
 const formatError = (line: number, message: string) =>
   new ArtifactError({ reason: "format", line, message: `line ${line}: ${message}; nothing was truncated` })
 
+const TOO_DEEP =
+  `nested deeper than ${Input.MAX_JSON_DEPTH} levels of arrays and objects (no record is: not a Rein artifact, or a damaged one)`
+
 const tooLong = (line: number, maxLineBytes: number) =>
   formatError(line, `longer than ${maxLineBytes} bytes (no record is that long: not a Rein artifact, or a damaged one)`)
 
@@ -72,6 +76,9 @@ const parseLine = (bytes: Uint8Array, line: number): Either.Either<unknown, Arti
   } catch {
     return Either.left(formatError(line, "not valid UTF-8"))
   }
+  // Refused unparsed: V8 parses deeply nested arrays at ~50 times their size in memory (no record nests so deep:
+  // the writer refuses one).
+  if (Input.tooDeep(text)) return Either.left(formatError(line, TOO_DEEP))
   try {
     return Either.right(JSON.parse(text) as unknown)
   } catch {
@@ -371,8 +378,23 @@ export const isTornManifest = (tail: Uint8Array): boolean => {
 
 // A value as one line, ending in a newline; one longer than `MAX_LINE_BYTES` is an `encode` error naming `what`
 // (a reader would refuse it: the store never writes one). `JSON.stringify` may throw (a bigint, a cycle).
-const boundedLine = (encoded: unknown, what: () => string): Either.Either<Uint8Array, ArtifactError> => {
-  const line = encoder.encode(`${JSON.stringify(encoded)}\n`)
+// With `nested`, one nested deeper than `Input.MAX_JSON_DEPTH` is an `encode` error too (a reader refuses it unparsed).
+const boundedLine = (
+  encoded: unknown,
+  what: () => string,
+  nested = false
+): Either.Either<Uint8Array, ArtifactError> => {
+  const text = JSON.stringify(encoded)
+  if (nested && Input.tooDeep(text)) {
+    return Either.left(
+      new ArtifactError({
+        reason: "encode",
+        message:
+          `${what()} is nested deeper than ${Input.MAX_JSON_DEPTH} levels of arrays and objects (a reader refuses it)`
+      })
+    )
+  }
+  const line = encoder.encode(`${text}\n`)
   return line.length - 1 > MAX_LINE_BYTES
     ? Either.left(
       new ArtifactError({
@@ -410,7 +432,9 @@ export const recordLine = (record: ItemRecord): Either.Either<Uint8Array, Artifa
       })),
     (encoded) => {
       try {
-        return boundedLine(encoded, () => `record of item ${shortId(record.itemId)}`)
+        // Only a kept `result` can nest deep (the rest of a record is a few levels deep).
+        const nested = typeof record.result === "object" && record.result !== null
+        return boundedLine(encoded, () => `record of item ${shortId(record.itemId)}`, nested)
       } catch (cause) {
         // JSON.stringify throws on a bigint or a cycle in `result`; its message names no data.
         return Either.left(

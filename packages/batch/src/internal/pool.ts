@@ -5,8 +5,8 @@
  *
  * @internal
  */
-import type { Outcome, Provider } from "@rein/core"
-import { Contract, Gate, Rein } from "@rein/core"
+import type { Provider } from "@rein/core"
+import { Contract, Gate, Outcome, Rein } from "@rein/core"
 import { Cause, Duration, Effect, Exit, Fiber, FiberId, Option, Runtime } from "effect"
 import type { ItemRecord } from "../ArtifactStore.js"
 import type { RunGate } from "./gate.js"
@@ -268,8 +268,21 @@ export const make = <I, E, R>(
     const itemId = settings.itemId?.(item, index) ?? request.id ?? String(index)
     const lookup = settings.artifacts?.lookup
     if (lookup === undefined) return startItem(worker, item, index, itemId, request)
+    const found = lookup(item, index, itemId)
+    if (found instanceof Outcome.Refused) {
+      // The item cannot run under the artifact (its input has no fingerprint): it fails alone, before any call.
+      return results.complete({
+        _tag: "Failed",
+        index,
+        itemId,
+        item,
+        category: "refused",
+        error: found,
+        durationMillis: 0
+      })
+    }
     const reused = (record: ItemRecord) => results.complete({ _tag: "Reused", index, itemId, item, record })
-    return reuseOr(lookup(item, index, itemId), reused, () => startItem(worker, item, index, itemId, request))
+    return reuseOr(found, reused, () => startItem(worker, item, index, itemId, request))
   }
 
   /** An item with nothing to reuse: its stop result, its plan (a dry run), or its execution. */

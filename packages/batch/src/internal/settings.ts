@@ -3,7 +3,7 @@
  *
  * @internal
  */
-import type { Contract, Provider } from "@rein/core"
+import type { Contract, Outcome, Provider } from "@rein/core"
 import type { Effect, Option, SubscriptionRef } from "effect"
 import type { ArtifactError, ItemRecord, Opened } from "../ArtifactStore.js"
 import type { CostFunction } from "../Cost.js"
@@ -14,9 +14,17 @@ import type { Failed, Succeeded } from "../Result.js"
 /** Where an open artifact plugs into a run (documented as `Batch.Artifacts`). @internal */
 export interface Artifacts<I> {
   readonly opened: Opened
-  /** An earlier record to reuse, found at once or read back (`Resume.Session.lookup`). */
+  /**
+   * An earlier record to reuse, found at once or read back (`Resume.Session.lookup`); or the refusal of an item
+   * that cannot run under the artifact (its input has no fingerprint): it fails alone, before any call, with
+   * that refusal as its outcome (and its record).
+   */
   readonly lookup?:
-    | ((item: I, index: number, itemId: string) => Option.Option<ItemRecord> | Effect.Effect<Option.Option<ItemRecord>>)
+    | ((
+      item: I,
+      index: number,
+      itemId: string
+    ) => Option.Option<ItemRecord> | Effect.Effect<Option.Option<ItemRecord>> | Outcome.Refused)
     | undefined
   readonly toRecord: (result: Succeeded<I> | Failed<I>) => Effect.Effect<ItemRecord, ArtifactError>
 }

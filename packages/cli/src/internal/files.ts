@@ -80,13 +80,20 @@ export const readText = (
  * @internal
  */
 export const parseJson = (text: string, where: string, multiline = true): Either.Either<unknown, InputError> =>
-  Either.try({
-    try: () => JSON.parse(text) as unknown,
-    catch: (e) =>
+  // Refused unparsed: V8 parses deeply nested arrays at ~50 times their size in memory.
+  Input.tooDeep(text)
+    ? Either.left(
       new InputError({
-        message: `${where}: invalid JSON (${describeJsonError(text, e instanceof Error ? e.message : "", multiline)})`
+        message: `${where}: nested deeper than ${Input.MAX_JSON_DEPTH} levels of arrays and objects (refused unparsed)`
       })
-  })
+    )
+    : Either.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: (e) =>
+        new InputError({
+          message: `${where}: invalid JSON (${describeJsonError(text, e instanceof Error ? e.message : "", multiline)})`
+        })
+    })
 
 /** Reads and parses a JSON file. @internal */
 export const readJson = (path: string, what: string): Effect.Effect<unknown, InputError, FileSystem.FileSystem> =>

@@ -6,7 +6,7 @@
  * @internal
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Journal } from "@rein/core"
+import { Input, Journal } from "@rein/core"
 import { Chunk, Effect, Stream } from "effect"
 import * as path from "node:path"
 import * as Password from "./password.js"
@@ -14,9 +14,22 @@ import * as Password from "./password.js"
 /** A shell word, quoted when it needs to be. */
 const quote = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`)
 
+/** The note after a command line shown with a secret masked. */
+const MASKED_NOTE = " (with the password for ***)"
+
+/**
+ * The arguments as shown: every value that may carry a secret (`--store`, `--base-url`, `--otlp`, any word)
+ * masked by `Password.maskWord`, then quoted as shell words; and whether any was masked.
+ */
+const shown = (args: ReadonlyArray<string>): { readonly words: ReadonlyArray<string>; readonly masked: boolean } => {
+  const words = args.map(Password.maskWord)
+  return { words: words.map(quote), masked: words.some((w, i) => w !== args[i]) }
+}
+
 /**
  * The command line that resumes this run: the same arguments without `--overwrite` (which would start
  * again) and with `--resume`, behind the command the user typed (`pnpm rein`, `rein`, or `node <script>`).
+ * A secret in a value (a URL's password, a `key=` or `token=` parameter) is shown as `***`, with a note.
  *
  * @internal
  */
@@ -27,7 +40,8 @@ export const resumeCommand = (
 ): string => {
   const args = argv.slice(2).filter((a) => a !== "--overwrite")
   if (!args.includes("--resume")) args.push("--resume")
-  return [commandOf(argv, cwd, env), ...args.map(quote)].join(" ")
+  const { masked, words } = shown(args)
+  return `${[commandOf(argv, cwd, env), ...words].join(" ")}${masked ? MASKED_NOTE : ""}`
 }
 
 /** The command the user typed: `pnpm rein`, `rein`, or `node <script>`. */
@@ -47,8 +61,8 @@ const commandOf = (
 /**
  * What `rein batch --store` and `rein worker` say when interrupted (Ctrl-C): the run stays in the store, and
  * the same command line joins it again (`start` joins a running run; on one that ended it starts a new
- * session, reusing the successes). A password in `--store` is shown as `***`: the store's string is never
- * echoed whole (it may hold one).
+ * session, reusing the successes). A password in `--store` (or any secret in another value) is shown as
+ * `***`: the store's string is never echoed whole (it may hold one).
  *
  * @internal
  */
@@ -58,18 +72,9 @@ export const rejoinMessage = (
   cwd: string,
   env: Readonly<Record<string, string | undefined>>
 ): string => {
-  let masked = false
-  const args = argv.slice(2).map((a, i, all) => {
-    const value = all[i - 1] === "--store" ? a : a.startsWith("--store=") ? a.slice("--store=".length) : undefined
-    if (value === undefined) return a
-    const shown = Password.maskStore(value)
-    masked ||= shown !== value
-    return a === value ? shown : `--store=${shown}`
-  })
-  const command = [commandOf(argv, cwd, env), ...args.map(quote)].join(" ")
-  return `interrupted: run ${run} stays in the store; rejoin it with: ${command}${
-    masked ? " (with the password for ***)" : ""
-  }`
+  const { masked, words } = shown(argv.slice(2))
+  const command = [commandOf(argv, cwd, env), ...words].join(" ")
+  return `interrupted: run ${run} stays in the store; rejoin it with: ${command}${masked ? MASKED_NOTE : ""}`
 }
 
 /** A read of 1 MiB at a time (the artifact reader's, packages/batch internal/jsonlRead.ts). */
@@ -77,7 +82,7 @@ const CHUNK = 1024 * 1024
 
 /** Adds the item id of a line that is a reusable success; any other line, or a torn one, adds nothing. */
 const addReusable = (ids: Set<string>, line: string): void => {
-  if (!line.includes("\"reusable\":true") || !line.includes("\"outcome\":\"success\"")) return
+  if (!line.includes("\"reusable\":true") || !line.includes("\"outcome\":\"success\"") || Input.tooDeep(line)) return
   try {
     const record: unknown = JSON.parse(line)
     if (typeof record === "object" && record !== null && "itemId" in record && typeof record.itemId === "string") {

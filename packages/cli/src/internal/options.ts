@@ -6,6 +6,7 @@
 import { HelpDoc, Options, ValidationError } from "@effect/cli"
 import { Effect, Option } from "effect"
 import { InputError } from "../InputError.js"
+import * as Password from "./password.js"
 
 /** `--json`: machine-readable output on stdout. @internal */
 export const json = Options.boolean("json").pipe(Options.withDescription("Print machine-readable JSON on stdout"))
@@ -73,9 +74,14 @@ export const decodeFileMode = (value: Option.Option<string>): Effect.Effect<numb
     )
 }
 
-/** A flag's value as the user typed it, abbreviated: a number as is, anything else quoted. */
-const shown = (text: string): string =>
-  /^-?\d+(\.\d+)?$/.test(text) ? text : JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text)
+/**
+ * A flag's value as the user typed it, abbreviated: a number as is, anything else quoted, a secret in it
+ * (a URL's password, a `key=` parameter: a value given to the wrong flag) masked before it is cut.
+ */
+const shown = (typed: string): string => {
+  const text = Password.maskWord(typed)
+  return /^-?\d+(\.\d+)?$/.test(text) ? text : JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}…` : text)
+}
 
 /**
  * The failure of a flag whose value is not what it takes: one line naming the flag, worded as Rein's other

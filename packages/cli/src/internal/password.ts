@@ -1,9 +1,13 @@
 /**
  * The password in a `--store` connection string, the one reader of it in the CLI: where it is written (the
  * URL's user info, `postgres://user:PASSWORD@host/…`, and a `password=` parameter), every form it may take
- * where the CLI prints (as written, percent-decoded, decoded as node-postgres decodes it), and the two masks
+ * where the CLI prints (as written, percent-decoded, decoded as node-postgres decodes it), and the masks
  * built on them: the string shown with `***` in its place (a command line echoed on Ctrl-C), and any text
  * with every form replaced by `***` (a server's error message).
+ *
+ * The same reader masks every other value on a command line that may carry a secret (`--base-url`, `--otlp`,
+ * a stray word): a URL's user info, and a query parameter naming a password, key, token, secret or signature
+ * (`?key=…`, `&access_token=…`). A command line is only ever echoed through `maskWord`/`maskerOf`.
  *
  * @internal
  */
@@ -14,8 +18,12 @@ const MASK = "***"
 /** `scheme://`: a string without it has no user info. */
 const SCHEME = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//
 
-/** A `password=` parameter's value (any case: pg reads `password`, and a `PASSWORD` is a secret all the same). */
-const PARAMETER = /[?&]password=([^&#]*)/gi
+/**
+ * A secret parameter's value: `password=` (any case: pg reads `password`, and a `PASSWORD` is a secret all the
+ * same), and the names URLs carry keys and tokens under (`key`, `api_key`, `access_token`, `secret`, `sig`…).
+ */
+const PARAMETER =
+  /[?&](?:(?:ssl)?password|passwd|pwd|secret|client[-_]?secret|key|api[-_]?key|(?:access[-_]?|auth[-_]?)?token|auth|sig|signature)=([^&#]*)/gi
 
 /**
  * Where the password is written: [start, end) of the user info's password and of each `password=` value,
@@ -121,3 +129,37 @@ export const maskStore = (store: string): string => {
  */
 export const maskIn = (text: string, store: string): string =>
   passwordsOf(store).reduce((masked, password) => masked.replaceAll(password, MASK), text)
+
+/** `--flag=` at the start of a command-line word. */
+const FLAG_EQUALS = /^--[\w-]+=/
+
+/**
+ * A command-line word with any secret it carries shown as `***`: the value of a `--flag=value` word, or
+ * the word itself (the value after `--store`, `--base-url`, `--otlp`, or a stray one). A word with none is
+ * returned as given.
+ *
+ * @internal
+ */
+export const maskWord = (word: string): string => {
+  const flag = FLAG_EQUALS.exec(word)
+  return flag === null ? maskStore(word) : `${flag[0]}${maskStore(word.slice(flag[0].length))}`
+}
+
+/**
+ * A mask for any text printed while `words` (a command line's arguments) are in hand: each word carrying a
+ * secret replaced by its masked form, then every form of each secret by `***` (a message quoting a value
+ * in part or decoded). The identity when no word carries one.
+ *
+ * @internal
+ */
+export const maskerOf = (words: ReadonlyArray<string>): (text: string) => string => {
+  const carrying = words.filter((w) => maskWord(w) !== w).sort((a, b) => b.length - a.length)
+  if (carrying.length === 0) return (text) => text
+  const secrets = [...new Set(carrying.flatMap((w) => passwordsOf(w.replace(FLAG_EQUALS, ""))))]
+    .sort((a, b) => b.length - a.length)
+  return (text) =>
+    secrets.reduce(
+      (masked, secret) => masked.replaceAll(secret, MASK),
+      carrying.reduce((masked, word) => masked.replaceAll(word, maskWord(word)), text)
+    )
+}

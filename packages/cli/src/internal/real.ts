@@ -11,6 +11,7 @@ import * as Transport from "@rein/providers/Transport"
 import type { Scope } from "effect"
 import { Config, Effect, Either, Layer, Option } from "effect"
 import { InputError } from "../InputError.js"
+import * as Password from "./password.js"
 
 // A valid URL that the adapter would refuse only because a key would go over plain http:// to another host.
 const insecure = (url: string): boolean => {
@@ -36,7 +37,10 @@ export const real = (
     const apiKey = yield* Effect.orElseSucceed(Config.option(Config.redacted("REIN_API_KEY")), () => Option.none())
     if (Option.isSome(apiKey) && insecure(baseUrl.value)) {
       return yield* new InputError({
-        message: `${name}: --base-url ${baseUrl.value}: rein sends REIN_API_KEY only over https:// (or plain ` +
+        message:
+          `${name}: --base-url ${
+            Password.maskStore(baseUrl.value)
+          }: rein sends REIN_API_KEY only over https:// (or plain ` +
           "http:// to a loopback host such as 127.0.0.1, e.g. through an SSH tunnel): give an https:// URL, or " +
           "unset REIN_API_KEY if the server needs no key"
       })

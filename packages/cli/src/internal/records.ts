@@ -6,13 +6,14 @@
  * @internal
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Journal } from "@rein/core"
+import { Input, Journal } from "@rein/core"
 import { Effect, Either, Predicate, Stream } from "effect"
 import { InputError } from "../InputError.js"
 import { describeReadError } from "./files.js"
 
 /** A line of a batch artifact (`rein batch --out`): its manifest or an item's record. */
 const isArtifactLine = (line: string): boolean => {
+  if (Input.tooDeep(line)) return false
   try {
     const value: unknown = JSON.parse(line)
     return Predicate.hasProperty(value, "kind") && (value.kind === "manifest" || value.kind === "item")

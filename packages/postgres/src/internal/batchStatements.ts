@@ -380,7 +380,20 @@ export const remaining = (sql: Sql, runId: string, owner: string) =>
 export interface Terminal {
   readonly itemId: string
   readonly token: string
-  readonly record: ArtifactStore.ItemRecord
+  /** The record's JSON text (`artifactRead.recordJson`, which checked it): serialised once, never again here. */
+  readonly record: string
+}
+
+/** The group's rows as one JSON array, the records' texts spliced in as they are (not parsed and written again). */
+const terminalsJson = (terminals: ReadonlyArray<Terminal>): string => {
+  let text = "["
+  for (let i = 0; i < terminals.length; i++) {
+    const t = terminals[i]!
+    text += `${i === 0 ? "" : ","}{"item_id":${JSON.stringify(t.itemId)},"token":${
+      JSON.stringify(t.token)
+    },"record":${t.record}}`
+  }
+  return `${text}]`
 }
 
 /**
@@ -393,7 +406,7 @@ export interface Terminal {
 export const finish = (sql: Sql, runId: string, terminals: ReadonlyArray<Terminal>) =>
   sql<{ readonly item_id: string }>`WITH input AS (
       SELECT * FROM jsonb_to_recordset(${
-    JSON.stringify(terminals.map((t) => ({ item_id: t.itemId, token: t.token, record: t.record })))
+    terminalsJson(terminals)
   }::jsonb) AS t(item_id text, token bigint, record jsonb)),
     locked AS MATERIALIZED (
       SELECT i.item_id FROM rein_batch_items i JOIN input ON i.item_id = input.item_id

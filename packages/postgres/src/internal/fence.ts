@@ -132,7 +132,8 @@ export const make = (
           return Effect.zipRight(hooks.onFailed(json.left, record.itemId), Effect.fail(json.left))
         }
         pending++
-        return Queue.offer(queue, { itemId: record.itemId, token, record })
+        // Its checked text is what the group's statement holds: the record is serialised once.
+        return Queue.offer(queue, { itemId: record.itemId, token, record: json.right })
       })
 
     const drain = Effect.suspend(() => {

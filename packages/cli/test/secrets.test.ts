@@ -1,0 +1,102 @@
+/**
+ * A secret on the command line is never echoed: the Ctrl-C lines (`rein batch`'s resume command in file
+ * mode, `rein worker`'s rejoin line) and every error the CLI prints show each value that may carry one
+ * (`--store`, `--base-url`, `--otlp`, a stray word) with its password, key or token as `***`
+ * (internal/password.ts, the one masker).
+ */
+import { NodeContext } from "@effect/platform-node"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { Cli } from "../src/index.js"
+import * as Interrupt from "../src/internal/interrupt.js"
+import * as Password from "../src/internal/password.js"
+
+const SECRET = "s3cr3t-canary"
+
+/** What `Cli.main(argv)` prints on stderr and stdout, and its exit code. */
+const runCli = (args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const lines: Array<string> = []
+    const capture = (...parts: ReadonlyArray<unknown>) => Effect.sync(() => lines.push(parts.map(String).join(" ")))
+    const console = yield* Effect.console
+    const code = yield* Effect.withConsole(
+      Cli.main(["node", "rein", ...args]),
+      { ...console, error: capture, log: capture, info: capture, warn: capture, unsafe: console.unsafe }
+    )
+    return { code, out: lines.join("\n") }
+  }).pipe(Effect.provide(NodeContext.layer))
+
+const files = ["--catalog", "examples/catalog.json", "--contract", "examples/contract.json"]
+
+describe("a secret on the command line", () => {
+  it("the resume command of an interrupted file-mode batch masks every value that may carry one", () => {
+    const argv = [
+      "node",
+      "/repo/packages/cli/dist/bin.js",
+      "batch",
+      "--input",
+      "in.jsonl",
+      "--base-url",
+      `https://llm.example/v1?api_key=${SECRET}&x=1`,
+      `--otlp=http://collector:${SECRET}@127.0.0.1:4318`,
+      "--overwrite"
+    ]
+    const line = Interrupt.resumeCommand(argv, "/repo", {})
+    expect(line).not.toContain(SECRET)
+    expect(line).toBe(
+      "node packages/cli/dist/bin.js batch --input in.jsonl --base-url 'https://llm.example/v1?api_key=***&x=1' " +
+        "'--otlp=http://collector:***@127.0.0.1:4318' --resume (with the password for ***)"
+    )
+    // Nothing to mask: no note, the line as before.
+    expect(Interrupt.resumeCommand(["node", "/r/bin.js", "batch", "--input", "a b"], "/r", {})).toBe(
+      "node bin.js batch --input 'a b' --resume"
+    )
+  })
+
+  it("the rejoin line masks a secret in any value, not only --store's", () => {
+    const line = Interrupt.rejoinMessage(
+      "r",
+      [
+        "node",
+        "rein",
+        "worker",
+        "--store",
+        `postgres://u:${SECRET}@h/db`,
+        "--base-url",
+        `https://h/v1?token=${SECRET}`
+      ],
+      "/",
+      {}
+    )
+    expect(line).not.toContain(SECRET)
+    expect(line).toContain("'https://h/v1?token=***'")
+  })
+
+  it("a key or token parameter is masked as a password is; a path or a plain URL is not", () => {
+    expect(Password.maskWord(`https://h/v1?key=${SECRET}`)).toBe("https://h/v1?key=***")
+    expect(Password.maskWord(`--base-url=https://h/v1?Access_Token=${SECRET}#f`)).toBe(
+      "--base-url=https://h/v1?Access_Token=***#f"
+    )
+    for (const word of ["https://h/v1?monkey=1", "postgres://h/db?sslkey=/k.pem", "--out=run.jsonl", "a@b"]) {
+      expect(Password.maskWord(word)).toBe(word)
+    }
+  })
+
+  it.effect("an error echoing a stray or misplaced value does not show its secret", () =>
+    Effect.gen(function*() {
+      const store = `postgres://rein:${SECRET}@127.0.0.1:1/db`
+      // @effect/cli echoes a stray word whole.
+      const stray = yield* runCli(["plan", ...files, store])
+      expect(stray.code).toBe(2)
+      expect(stray.out).toMatch(/unknown argument/)
+      expect(stray.out).not.toContain(SECRET)
+      // A flag given a URL by mistake: its value is quoted in the error (cut at 40 characters).
+      const misplaced = yield* runCli(["batch", ...files, "--input", "x", "--out", "y", "--order", store])
+      expect(misplaced.code).toBe(2)
+      expect(misplaced.out).toMatch(/--order: Expected one of/)
+      expect(misplaced.out).not.toMatch(/s3cr/)
+      const concurrency = yield* runCli(["batch", ...files, "--input", "x", "--out", "y", "--concurrency", store])
+      expect(concurrency.out).toMatch(/--concurrency: Expected/)
+      expect(concurrency.out).not.toMatch(/s3cr/)
+    }), 60_000)
+})
