@@ -3,26 +3,12 @@
  * journal), is bad input naming the file (and line), refused before it is parsed: V8 parses a 10 MB line of
  * nested arrays at ~550 MB.
  */
-import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Cli } from "../src/index.js"
-
-/** What `Cli.main(argv)` prints, and its exit code. */
-const runCli = (args: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const lines: Array<string> = []
-    const capture = (...parts: ReadonlyArray<unknown>) => Effect.sync(() => lines.push(parts.map(String).join(" ")))
-    const console = yield* Effect.console
-    const code = yield* Effect.withConsole(
-      Cli.main(["node", "rein", ...args]),
-      { ...console, error: capture, log: capture, info: capture, warn: capture, unsafe: console.unsafe }
-    )
-    return { code, out: lines.join("\n") }
-  }).pipe(Effect.provide(NodeContext.layer))
+import { runCli } from "./support/runCli.js"
 
 const DEEP = 5 * 1024 * 1024
 const deep = `${"[".repeat(DEEP)}${"]".repeat(DEEP)}`

@@ -4,27 +4,13 @@
  * (`--store`, `--base-url`, `--otlp`, a stray word) with its password, key or token as `***`
  * (internal/password.ts, the one masker).
  */
-import { NodeContext } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Cli } from "../src/index.js"
 import * as Interrupt from "../src/internal/interrupt.js"
 import * as Password from "../src/internal/password.js"
+import { runCli } from "./support/runCli.js"
 
 const SECRET = "s3cr3t-canary"
-
-/** What `Cli.main(argv)` prints on stderr and stdout, and its exit code. */
-const runCli = (args: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const lines: Array<string> = []
-    const capture = (...parts: ReadonlyArray<unknown>) => Effect.sync(() => lines.push(parts.map(String).join(" ")))
-    const console = yield* Effect.console
-    const code = yield* Effect.withConsole(
-      Cli.main(["node", "rein", ...args]),
-      { ...console, error: capture, log: capture, info: capture, warn: capture, unsafe: console.unsafe }
-    )
-    return { code, out: lines.join("\n") }
-  }).pipe(Effect.provide(NodeContext.layer))
 
 const files = ["--catalog", "examples/catalog.json", "--contract", "examples/contract.json"]
 
