@@ -5,8 +5,9 @@
  * in a row, or once the last `windowSize` outcomes hold at least `minimumVolume` and a failure ratio of
  * `failureRatio` or more → half-open after a cooldown → closed when a probe succeeds, open again (with the
  * cooldown grown by `cooldownGrowth`, up to `maxCooldown`) when a probe fails. Half-open admits at most
- * `probes` concurrent probes. A server's Retry-After opens the breaker for at least that long and may
- * lengthen a cooldown, never shorten it.
+ * `probes` concurrent probes. A 429 counts as one failure like a 503: its Retry-After never opens a breaker by
+ * itself (the request's retry on the same endpoint waits for it). When failures open the breaker, or it is
+ * already open, a Retry-After may lengthen the cooldown, never shorten it.
  *
  * A retry budget in the style of gRPC retry throttling and Finagle's RetryBudget: a token bucket, global
  * and per endpoint. A request's first attempt deposits `depositRatio` tokens into the global bucket and into
@@ -458,32 +459,20 @@ export const settle = (
       const failures = popcount(window.window)
       const trips = consecutive >= config.consecutiveFailures ||
         (window.windowLength >= config.minimumVolume && failures / window.windowLength >= config.failureRatio)
+      // Failures trip the breaker; a Retry-After then lengthens the cooldown, never shortens it. A lone 429 is
+      // one failure like a 503: the breaker stays closed and the request's retry waits for the Retry-After.
       if (trips) return open(released, now, released.cooldownMillis, hint)
-      // A server that says when to come back opens the breaker for exactly that long.
-      const { probesInFlight, tokens, degraded } = released
-      return hint !== null && hint > 0
-        ? stateOf(
-          "open",
-          consecutive,
-          window.window,
-          window.windowLength,
-          now + hint,
-          released.cooldownMillis,
-          probesInFlight,
-          tokens,
-          degraded
-        )
-        : stateOf(
-          released.state,
-          consecutive,
-          window.window,
-          window.windowLength,
-          released.openUntil,
-          released.cooldownMillis,
-          probesInFlight,
-          tokens,
-          degraded
-        )
+      return stateOf(
+        released.state,
+        consecutive,
+        window.window,
+        window.windowLength,
+        released.openUntil,
+        released.cooldownMillis,
+        released.probesInFlight,
+        released.tokens,
+        released.degraded
+      )
     }
   }
 }

@@ -97,14 +97,43 @@ describe("Health: breakers", () => {
     { fastCheck: { numRuns: 30 } }
   )
 
-  it.effect("a 429 with Retry-After 30 s opens the breaker for 30 s; a later 1 s Retry-After does not shorten it", () =>
+  // DESIGN, the failure table: `rate_limited` is retried on the same endpoint after max(backoff, Retry-After) and
+  // counts against endpoint health (as one failure); Health: closed → open after N provider-attributed failures.
+  it.effect("a lone 429 with Retry-After 30 s leaves the breaker closed; the retry waits 30 s on the same endpoint", () =>
     Effect.gen(function*() {
       const health = yield* Health.make()
-      const first = yield* at(0, health.acquire("a", "first"))
-      const second = yield* at(0, health.acquire("a", "first"))
-      yield* at(0, health.complete(first, { _tag: "failure", kind: "rate_limited", retryAfterMillis: 30_000 }))
+      const fake = Fake.make({ a: [Fake.fail("rate_limited", { retryAfter: "30 seconds" }), Fake.succeed()] })
+      const c = contract({ candidates: ["a"], deadline: "60 seconds", retry: { base: "100 millis", jitter: 0 } })
+      const fiber = yield* Effect.fork(Rein.execute(request, c).pipe(Effect.provide(withHealth(health, fake.provider))))
+      yield* TestClock.adjust("1 millis")
+      // The 429 has landed: one failure, the breaker still closed, so another request may start on `a` meanwhile.
+      expect((yield* fake.calls).length).toBe(1)
+      expect(yield* health.breaker("a")).toBe("closed")
+      yield* TestClock.adjust("29998 millis")
+      expect((yield* fake.calls).length).toBe(1)
+      yield* TestClock.adjust("1 millis")
+      const answer = yield* Fiber.join(fiber)
+      expect(answer.endpoint).toBe("a")
+      expect(answer.attempts.map((a) => [a.endpoint, a.role])).toEqual([["a", "first"], ["a", "retry"]])
+      expect(answer.attempts[1]!.startMillis - answer.attempts[0]!.endMillis).toBe(30_000)
+      expect(yield* health.breaker("a")).toBe("closed")
+    }))
+
+  // DESIGN, Health and storm control: open after N provider-attributed failures → half-open after a cooldown
+  // (Retry-After can lengthen, never shorten it).
+  it.effect("5 consecutive 429s open the breaker for max(cooldown, Retry-After); a later 1 s Retry-After does not shorten it", () =>
+    Effect.gen(function*() {
+      const health = yield* Health.make()
+      const rateLimited = (retryAfterMillis: number) =>
+        ({ _tag: "failure", kind: "rate_limited", retryAfterMillis }) as const
+      const permits = yield* at(0, Effect.all(Array.from({ length: 6 }, () => health.acquire("a", "first"))))
+      for (const p of permits.slice(0, 4)) {
+        yield* at(0, health.complete(p, rateLimited(30_000)))
+        expect(yield* at(0, health.breaker("a"))).toBe("closed")
+      }
+      yield* at(0, health.complete(permits[4]!, rateLimited(30_000)))
       expect(yield* at(0, health.breaker("a"))).toBe("open")
-      yield* at(1_000, health.complete(second, { _tag: "failure", kind: "rate_limited", retryAfterMillis: 1_000 }))
+      yield* at(1_000, health.complete(permits[5]!, rateLimited(1_000)))
       expect(yield* at(2_001, health.breaker("a"))).toBe("open")
       expect(yield* at(29_999, health.breaker("a"))).toBe("open")
       expect(yield* at(30_000, health.breaker("a"))).toBe("half_open")
@@ -120,10 +149,11 @@ describe("Health: breakers", () => {
       ["an HTTP date a year away", { "retry-after": "Fri, 01 Jan 2027 00:00:00 GMT" }]
     ] as const
   )(
-    "a 429 whose %s is huge opens the breaker for the contract's maxRetryAfter (10 minutes), no longer",
+    "a 429 whose %s is huge and trips the breaker keeps it open for the contract's maxRetryAfter (10 minutes), no longer",
     ([, headers]) =>
       Effect.gen(function*() {
-        const health = yield* Health.make()
+        // One failure trips here (consecutiveFailures: 1): the Retry-After lengthens the 5 s cooldown.
+        const health = yield* Health.make({ consecutiveFailures: 1 })
         const retryAfterMillis = Failure.parseRetryAfter(headers, Date.UTC(2026, 0, 1))
         const provider: Provider.Provider = {
           internalMaxAttempts: 1,
@@ -143,11 +173,12 @@ describe("Health: breakers", () => {
 
   it.effect("the contract's retry.maxRetryAfter is the one bound on every provider's Retry-After", () =>
     Effect.gen(function*() {
-      const health = yield* Health.make()
+      const health = yield* Health.make({ consecutiveFailures: 1 })
       const fake = Fake.make({ a: [Fake.fail("rate_limited", { retryAfter: "1000 days" })], b: [Fake.succeed()] })
       const c = contract({ deadline: "10 seconds", retry: { perEndpoint: 0, maxRetryAfter: "1 minute" } })
       const answer = yield* Rein.execute(request, c).pipe(Effect.provide(withHealth(health, fake.provider)))
       expect(answer.attempts[0]!.retryAfterMillis).toBe(60_000)
+      expect(yield* at(59_999, health.breaker("a"))).toBe("open")
       expect(yield* at(60_000, health.breaker("a"))).toBe("half_open")
     }))
 

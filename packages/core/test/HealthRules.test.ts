@@ -232,14 +232,22 @@ describe("Health: outcomes that land late", () => {
 })
 
 describe("Health: Retry-After", () => {
-  it.effect("only a rate limit's Retry-After opens a closed breaker; another failure's is not read", () =>
+  // DESIGN: `rate_limited` counts against endpoint health (as one failure); closed → open after N failures →
+  // half-open after a cooldown (Retry-After can lengthen, never shorten it).
+  it.effect("a Retry-After never opens a closed breaker by itself; when failures trip it, only a rate limit's lengthens the cooldown", () =>
     Effect.gen(function*() {
-      const health = yield* Health.make()
-      yield* health.complete(yield* health.acquire("a", "first"), failure("overloaded", 30_000))
-      expect(yield* health.breaker("a")).toBe("closed")
-      yield* health.complete(yield* health.acquire("b", "first"), failure("rate_limited", 30_000))
-      expect(yield* at(29_999, health.breaker("b"))).toBe("open")
-      expect(yield* at(30_000, health.breaker("b"))).toBe("half_open")
+      const health = yield* Health.make({ consecutiveFailures: 2, cooldown: 5_000 })
+      yield* at(0, health.complete(yield* health.acquire("a", "first"), failure("overloaded", 30_000)))
+      expect(yield* at(0, health.breaker("a"))).toBe("closed")
+      yield* at(0, health.complete(yield* health.acquire("a", "first"), failure("overloaded", 30_000)))
+      expect(yield* at(4_999, health.breaker("a"))).toBe("open")
+      expect(yield* at(5_000, health.breaker("a"))).toBe("half_open")
+      yield* at(0, health.complete(yield* at(0, health.acquire("b", "first")), failure("rate_limited", 30_000)))
+      expect(yield* at(0, health.breaker("b"))).toBe("closed")
+      expect(yield* at(0, admitted(health.acquire("b", "first")))).toBe(true)
+      yield* at(10, health.complete(yield* at(10, health.acquire("b", "first")), failure("rate_limited", 30_000)))
+      expect(yield* at(30_009, health.breaker("b"))).toBe("open")
+      expect(yield* at(30_010, health.breaker("b"))).toBe("half_open")
     }))
 
   it.effect("a Retry-After of 0 does not open the breaker: every concurrent attempt is still admitted", () =>

@@ -47,10 +47,16 @@ describe("Health: one hidden class for every endpoint state", () => {
     expect(Health.current(e, 1_000_000)).toBe("half_open")
     e = keep("probe admitted", admitted(settings, e, 1_000_000, "first"))
     e = keep("closed by the probe", Health.settle(settings, e, 1_000_100, { probe: true }, { _tag: "success" }))
-    keep(
-      "opened by a Retry-After",
+    e = keep(
+      "a lone 429 with a Retry-After (one failure, still closed)",
       Health.settle(settings, e, 1_000_200, { probe: false }, failure("rate_limited", 7.5))
     )
+    expect(Health.current(e, 1_000_200)).toBe("closed")
+    e = keep(
+      "opened by a second 429, its Retry-After lengthening the cooldown",
+      Health.settle(settings, e, 1_000_250, { probe: false }, failure("rate_limited", 9_000.5))
+    )
+    expect(e.openUntil).toBe(1_009_250.5)
     keep("neutral", Health.settle(settings, e, 1_000_300, { probe: false }, { _tag: "neutral" }))
     // A state made after all of those, with whole numbers only, is still of the same class.
     keep("fresh again", Health.freshState(settings))

@@ -40,8 +40,15 @@ describe("Telemetry", () => {
           c: [Fake.succeed({ text: "ok", usage: { inputTokens: 100, outputTokens: 20 }, latency: "50 millis" })]
         })
         const c = contract({ candidates: ["a", "b", "c"], retry: { perEndpoint: 1, base: "100 millis", jitter: 0 } })
+        // Two failures in a row open a's breaker (DESIGN: closed → open after N provider-attributed failures): the
+        // 429 is one failure (its breaker stays closed, its retry waits the Retry-After), the 503 the second.
+        const rein = Rein.layer({
+          catalog: cat,
+          providers: { fake: fake.provider },
+          health: { consecutiveFailures: 2 }
+        })
         const answer = yield* runFor(
-          Rein.execute(request, c).pipe(Effect.provide(reinWith(fake)), Effect.provide(Telemetry.layer))
+          Rein.execute(request, c).pipe(Effect.provide(rein), Effect.provide(Telemetry.layer))
         ).pipe(Effect.provide(tracing))
         expect(answer.endpoint).toBe("c")
 
@@ -102,9 +109,9 @@ describe("Telemetry", () => {
             attributes: {
               "rein.endpoint": "a",
               "rein.attempt.role": "retry",
-              // The failed probe reopened a's breaker (the first predicate that fails is the one named).
+              // The second failure opened a's breaker for the 5 s cooldown (the first predicate that fails is named).
               "rein.predicate": "health",
-              "rein.reason": "breaker open for 10000 ms more"
+              "rein.reason": "breaker open for 5000 ms more"
             }
           },
           {

@@ -213,19 +213,116 @@ const retryTokens = (make: Fresh): Law => {
   }
 }
 
+const rateLimited = (retryAfterMillis: number): Health.Result => ({
+  _tag: "failure",
+  kind: "rate_limited",
+  retryAfterMillis
+})
+
 const retryAfter = (make: Fresh, advance: Advance): Law => {
-  const name = "a Retry-After opens the breaker for at least that long; a shorter one later never shortens it"
+  const name = "a Retry-After never opens a closed breaker by itself; when k failures trip it, it stays open for " +
+    "max(cooldown, Retry-After), and a shorter one later never shortens it"
   return {
     name,
-    cases: fc.tuple(fc.integer({ min: 2, max: 60_000 }), fc.integer({ min: 1, max: 60_000 })).map(([first, second]) =>
+    cases: fc.tuple(
+      fc.integer({ min: 2, max: 5 }),
+      fc.integer({ min: 10, max: 60_000 }),
+      fc.integer({ min: 2, max: 60_000 }),
+      fc.integer({ min: 1, max: 60_000 })
+    ).map(([k, cooldown, first, second]) =>
       Effect.gen(function*() {
-        const health = yield* make({})
-        const a = yield* Effect.orDie(health.acquire("a", "first"))
-        const b = yield* Effect.orDie(health.acquire("a", "first"))
-        yield* health.complete(a, { _tag: "failure", kind: "rate_limited", retryAfterMillis: first })
-        yield* health.complete(b, { _tag: "failure", kind: "rate_limited", retryAfterMillis: Math.min(second, first) })
-        yield* advance(first - 1)
-        yield* state(name, health, "a", "open", `1 ms before a Retry-After of ${first} ms`)
+        const health = yield* make(consecutiveOnly({ consecutiveFailures: k, cooldown }))
+        const permits = yield* Effect.orDie(
+          Effect.all(Array.from({ length: k + 1 }, () => health.acquire("a", "first")))
+        )
+        for (let i = 0; i < k - 1; i++) {
+          yield* health.complete(permits[i]!, rateLimited(first))
+          yield* state(name, health, "a", "closed", `after ${i + 1} of ${k} 429s with a Retry-After of ${first} ms`)
+        }
+        yield* health.complete(permits[k - 1]!, rateLimited(first))
+        yield* health.complete(permits[k]!, rateLimited(Math.min(second, first)))
+        const open = Math.max(cooldown, first)
+        yield* advance(open - 1)
+        const when = `${k} 429s with a Retry-After of ${first} ms, a cooldown of ${cooldown} ms`
+        yield* state(name, health, "a", "open", `1 ms before the end, ${when}`)
+        yield* advance(1)
+        yield* state(name, health, "a", "half_open", `at the end, ${when}`)
+      })
+    )
+  }
+}
+
+/** One attempt of a sequence: how it ends (a Retry-After given to every failure, read only for a 429), after a
+ * wait of `after` ms. */
+interface Step {
+  readonly kind: "success" | "neutral" | "server_error" | "overloaded" | "rate_limited"
+  readonly retryAfter: number | null
+  readonly after: number
+}
+
+const step: fc.Arbitrary<Step> = fc.record({
+  kind: fc.constantFrom("success", "neutral", "server_error", "overloaded", "rate_limited", "rate_limited"),
+  retryAfter: fc.option(fc.integer({ min: 0, max: 60_000 }), { nil: null }),
+  after: fc.integer({ min: 0, max: 2_000 })
+})
+
+const resultOf = (s: Step): Health.Result =>
+  s.kind === "success"
+    ? SUCCESS
+    : s.kind === "neutral"
+    ? NEUTRAL
+    : { _tag: "failure", kind: s.kind, retryAfterMillis: s.retryAfter }
+
+const sequences = (make: Fresh, advance: Advance): Law => {
+  const name = "for any sequence of results a closed breaker opens only when k failures in a row or the window's " +
+    "failure ratio trip it, and then for max(cooldown, a 429's Retry-After)"
+  return {
+    name,
+    cases: fc.record({
+      k: fc.integer({ min: 1, max: 6 }),
+      windowSize: fc.integer({ min: 1, max: 10 }),
+      minimumVolume: fc.integer({ min: 1, max: 12 }),
+      failureRatio: fc.constantFrom(0.25, 0.5, 0.75, 1),
+      cooldown: fc.integer({ min: 10, max: 10_000 }),
+      steps: fc.array(step, { maxLength: 30 })
+    }).map(({ cooldown, failureRatio, k, minimumVolume, steps, windowSize }) =>
+      Effect.gen(function*() {
+        const health = yield* make({ consecutiveFailures: k, windowSize, minimumVolume, failureRatio, cooldown })
+        // The model: failures in a row, and the last `windowSize` provider-attributed outcomes (true: a failure).
+        let consecutive = 0
+        const window: Array<boolean> = []
+        for (const [i, s] of steps.entries()) {
+          yield* advance(s.after)
+          const when = `step ${i} (${s.kind}, Retry-After ${s.retryAfter})`
+          const acquired = yield* Effect.either(health.acquire("a", "first"))
+          yield* expect(name, Either.isRight(acquired), () => `${when}: refused while the breaker is closed`)
+          if (Either.isLeft(acquired)) return
+          yield* health.complete(acquired.right, resultOf(s))
+          if (s.kind === "neutral") {
+            yield* state(name, health, "a", "closed", when)
+            continue
+          }
+          const failed = s.kind !== "success"
+          consecutive = failed ? consecutive + 1 : 0
+          window.push(failed)
+          if (window.length > windowSize) window.shift()
+          const failures = window.filter((f) => f).length
+          const trips = failed &&
+            (consecutive >= k || (window.length >= minimumVolume && failures / window.length >= failureRatio))
+          if (!trips) {
+            yield* state(name, health, "a", "closed", `${when}, ${consecutive} in a row, ${failures}/${window.length}`)
+            continue
+          }
+          const hint = s.kind === "rate_limited" ? s.retryAfter ?? 0 : 0
+          const opens = (yield* health.view(["a"])).health.a
+          const expected = Math.max(cooldown, hint)
+          yield* expect(
+            name,
+            opens?.state === "open" && opens.opensInMillis === expected,
+            () => `${when}: tripped; the view says ${JSON.stringify(opens)}, expected open for ${expected} ms`
+          )
+          return
+        }
       })
     )
   }
@@ -331,6 +428,7 @@ const lawsOf = (make: Fresh, advance: Advance): ReadonlyArray<Law> => [
   neutral(make),
   retryTokens(make),
   retryAfter(make, advance),
+  sequences(make, advance),
   laterProbe(make, advance),
   degraded(make)
 ]
