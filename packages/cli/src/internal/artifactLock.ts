@@ -116,13 +116,16 @@ const heldError = (out: string, path: string, holder: Holder | undefined) =>
 /**
  * Takes the lock of the artifact `out` for the scope: fails at once with an `InputError` naming the file and the
  * holder when another live run holds it; takes over a stale one. Released when the scope closes (only if it is
- * still this run's lock).
+ * still this run's lock). An `out` that exists and is no regular file (a device, a pipe) is not locked.
  *
  * @internal
  */
 export const acquire = (out: string): Effect.Effect<void, InputError, FileSystem.FileSystem | Scope.Scope> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
+    // A device or a pipe (`/dev/full`, a FIFO) is no artifact two runs could share: nothing to lock.
+    const info = yield* Effect.option(fs.stat(out))
+    if (Option.isSome(info) && info.value.type !== "File") return
     const path = lockPath(out)
     const mine = JSON.stringify({ pid: process.pid, start: yield* startOf(fs, process.pid) } satisfies Holder)
     const release = Effect.ignore(Effect.flatMap(
