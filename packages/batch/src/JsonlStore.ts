@@ -19,7 +19,8 @@
  *
  * A new file is created with mode `0600` by default (`mode` sets another); an existing file keeps its own.
  *
- * One process writes one artifact at a time; two runs appending to the same file are not coordinated.
+ * One process writes one artifact at a time: the store itself does not lock the file (`rein batch` does: a
+ * second run on the same `--out` fails at once, naming the file and the run that holds it).
  *
  * @since 0.1.0
  */

@@ -15,6 +15,7 @@ import { Clock, Console, Effect, Either, Layer, Option } from "effect"
 import * as Distributed from "./Distributed.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
+import * as ArtifactLock from "./internal/artifactLock.js"
 import * as BatchLib from "./internal/batchLib.js"
 import * as Breakers from "./internal/breakers.js"
 import * as Drift from "./internal/drift.js"
@@ -313,6 +314,8 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       })
     }
     yield* ensureParent(options.out)
+    // One run writes one artifact at a time: a second run on it fails here, naming it (released with the scope).
+    yield* ArtifactLock.acquire(options.out)
 
     const started = yield* Clock.currentTimeMillis
     const providers = yield* forCalls(catalog, {

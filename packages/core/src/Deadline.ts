@@ -1,13 +1,13 @@
 /**
  * The monotonic deadline. Read from `Clock.currentTimeNanos` (never the wall clock), it starts when
  * execution starts; a nested deadline takes the minimum of its own and the enclosing one. Every wait
- * computed from it is clamped below Node's 2^31−1 ms timer limit.
+ * computed from it is clamped below Node's 2^31−1 ms timer limit, and a longer one sleeps again for what remains.
  *
  * @since 0.1.0
  */
 import { Clock, Context, Duration, Effect, Option } from "effect"
 import { dual } from "effect/Function"
-import { clampMillis } from "./internal/duration.js"
+import { sleepMillis } from "./internal/duration.js"
 
 /**
  * A deadline: its origin and expiry, in monotonic nanoseconds (`Clock.currentTimeNanos`).
@@ -163,5 +163,5 @@ export const sleep = (millis: number): Effect.Effect<boolean> =>
     const full = bounded >= millis
     return bounded <= 0
       ? Effect.succeed(full)
-      : Effect.as(Effect.sleep(Duration.millis(clampMillis(bounded))), full)
+      : Effect.as(sleepMillis(bounded), full)
   })

@@ -5,13 +5,13 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Either, ParseResult, Schema } from "effect"
+import type { Duration, Effect, Either, ParseResult, Schema } from "effect"
 import * as decode from "./internal/decode.js"
 import * as duration from "./internal/duration.js"
 import * as jsonDepth from "./internal/jsonDepth.js"
 
 /**
- * The largest timer Node honours (2^31−1 ms); above it a timer fires at once.
+ * The largest timer Node honours (2^31−1 ms); above it a timer fires at once (Effect's clock: never).
  *
  * @example
  * ```ts
@@ -37,6 +37,22 @@ export const MAX_TIMER_MILLIS: number = duration.MAX_TIMER_MILLIS
  * @since 0.1.0
  */
 export const clampMillis: (millis: number) => number = duration.clampMillis
+
+/**
+ * Sleeps `millis` on the `Clock`, past the longest timer too: a wait above `MAX_TIMER_MILLIS` is clamped to it
+ * and then sleeps again for what remains, so it ends when it is due, never early at the clamp (≤ 0 or NaN: a
+ * zero sleep; `Infinity`: forever).
+ *
+ * @example
+ * ```ts
+ * import { Input } from "@rein/core"
+ *
+ * const thirtyDays = Input.sleepMillis(30 * 86_400_000) // Effect<void>, ends after 30 days
+ * ```
+ * @category durations
+ * @since 0.1.0
+ */
+export const sleepMillis: (millis: number) => Effect.Effect<void> = duration.sleepMillis
 
 /**
  * Parses a duration a person wrote into milliseconds; `undefined` when it does not parse.

@@ -24,7 +24,7 @@ import type { Contract } from "./Contract.js"
 import * as Deadline from "./Deadline.js"
 import * as Execute from "./Execute.js"
 import { Rein } from "./internal/context.js"
-import { clampMillis } from "./internal/duration.js"
+import { timeoutOptionMillis } from "./internal/duration.js"
 import * as internal from "./internal/refine.js"
 import * as Outcome from "./Outcome.js"
 import type { CompletionRequest } from "./Provider.js"
@@ -635,8 +635,9 @@ const runCheck = <A, R>(run: Run<A, R>, candidate: Candidate<A>, c: Check<A, R>)
     }
     // Bounded by the deadline plus the teardown grace, so a model call inside the check ends on its
     // own deadline (and reports its attempts) before this bound cuts the check.
-    const result = yield* Effect.either(c.run(candidate, recording(run.ctx, recorded))).pipe(
-      Effect.timeoutOption(Duration.millis(clampMillis(left + run.graceMillis)))
+    const result = yield* timeoutOptionMillis(
+      Effect.either(c.run(candidate, recording(run.ctx, recorded))),
+      left + run.graceMillis
     )
     if (Option.isNone(result)) {
       run.history.push(checkEvent(candidate, c.name, "failed", { attempts: recorded }))

@@ -5,7 +5,9 @@
  *
  * The database holds no prompt and no input: an item row has its id, submission index and fingerprints.
  * Every worker resolves an item's input from the same source (by index) and checks its fingerprint before
- * running it.
+ * running it. An item whose input has no fingerprint (a non-finite number, a bigint, a cycle…) is submitted
+ * with the input fingerprint `none`, and the worker that takes it refuses it alone before any call, recorded
+ * as `Refused` (`invalid_request`, naming the item and where its input fails), as in a single-process run.
  *
  * Identity, fingerprints and resume policies are batch's own (`Identity`, `Fingerprint`, `Resume`) and mean
  * what they mean for the JSONL store: starting a run that ended begins a new session in which a finished
@@ -58,8 +60,8 @@ import * as PgRunLimits from "./PgRunLimits.js"
  * - `NotFound`: no run of this id;
  * - `IdentityMismatch`: a worker or a joining `start` whose identity is not the running session's;
  * - `InputMismatch`: the input a worker resolved for an item is not the one submitted (`itemId` names it);
- * - `InvalidInput`: a blank run id, a run id or an item id too long (`MAX_RUN_ID_BYTES`, `MAX_ITEM_ID_BYTES`), an
- *   item with no fingerprint, or two items with one id (`itemId` names it, `index` and
+ * - `InvalidInput`: a blank run id, a run id or an item id too long (`MAX_RUN_ID_BYTES`, `MAX_ITEM_ID_BYTES`),
+ *   or two items with one id (`itemId` names it, `index` and
  *   `firstIndex` are the two items' submission indexes; the database finds it, and nothing is submitted), or
  *   an item out of the run's order (`index` in this submission, `recordedIndex` on record; nothing is submitted);
  * - `Conflict`: `start` ran inside the caller's REPEATABLE READ or SERIALIZABLE transaction and its change lost to
@@ -181,31 +183,21 @@ const deadlineOf = (options: StartOptions<unknown, unknown, unknown>): number | 
 const placeOf = <I, E, R>(options: StartOptions<I, E, R>, item: I, index: number) =>
   options.where === undefined ? `item ${index}` : options.where(item, index)
 
-// The key of the item at `index`, with where it is; an item whose id is too long or whose input has no
-// fingerprint is refused (the id first). The id is resolved once (`itemId` may be the caller's function).
+// The key of the item at `index`, with where it is; an item whose id is too long is refused. An item whose input
+// has no fingerprint is submitted with the input fingerprint `none`: the worker that takes it refuses it alone,
+// recorded as `Refused` (as in a single-process run), and the other items run. The id is resolved once
+// (`itemId` may be the caller's function).
 const submittedOf = <I, E, R>(
   options: StartOptions<I, E, R>,
   item: I,
   index: number
 ): Either.Either<Q.Submitted, PgBatchError> => {
-  const key = Items.keyOf(options, item, index)
-  const itemId = Either.isRight(key) ? key.right.itemId : key.left.itemId
-  return Either.flatMap(idBounded(options, item, index, itemId), () =>
-    Either.match(key, {
-      onLeft: ({ error }) =>
-        Either.left(
-          new PgBatchError({
-            reason: "InvalidInput",
-            message: `the input of item ${JSON.stringify(itemId)} (${
-              placeOf(options, item, index)
-            }) has no fingerprint: ${error.path}: ${error.message}`,
-            itemId,
-            index
-          })
-        ),
-      onRight: (found) =>
-        Either.right({ ...found, place: options.where === undefined ? null : options.where(item, index) })
-    }))
+  const found = Items.keyOf(options, item, index)
+  const key = Either.isRight(found) ? found.right : found.left.key
+  return Either.map(idBounded(options, item, index, key.itemId), () => ({
+    ...key,
+    place: options.where === undefined ? null : options.where(item, index)
+  }))
 }
 
 // An id longer than the database's keys hold (an index row is at most about 2.7 KB) is refused here, naming the

@@ -61,7 +61,7 @@ import type { SourceError } from "@rein/batch/Source"
 import type { Contract, Outcome, Rein } from "@rein/core"
 import { Input } from "@rein/core"
 import type { Scope } from "effect"
-import { Chunk, Clock, Duration, Effect, Exit, Fiber, Option, Random, Schema, Stream, Struct } from "effect"
+import { Chunk, Clock, Duration, Effect, Either, Exit, Fiber, Option, Random, Schema, Stream, Struct } from "effect"
 import { hostname } from "node:os"
 import * as Items from "./internal/batchItems.js"
 import * as Q from "./internal/batchStatements.js"
@@ -165,6 +165,8 @@ interface Leased<I> {
   readonly index: number
   /** The input and prompt fingerprints, computed once (when the input is checked against the row). */
   readonly fingerprints: { readonly input: string; readonly prompt: string }
+  /** For an input with no fingerprint (submitted as `none`): its refusal, before any call. */
+  readonly refused?: Outcome.Refused | undefined
 }
 
 const DEFAULT_GUARDRAILS = Guardrails.make()
@@ -296,18 +298,23 @@ const resolve = <I, E, R>(ctx: Context<I, E, R>, row: Q.LeaseRow) =>
           itemId: row.item_id
         })
       )
-    if (key._tag === "Left") return mismatch(`its input has no fingerprint (${key.left.error.message})`)
-    if (key.right.itemId !== row.item_id) {
-      return mismatch(`the source has item ${JSON.stringify(key.right.itemId)} there`)
+    const found = Either.isRight(key) ? key.right : key.left.key
+    if (Either.isLeft(key) && row.input_fingerprint !== Items.NO_FINGERPRINT) {
+      return mismatch(`its input has no fingerprint (${key.left.error.message})`)
     }
-    if (key.right.inputFingerprint !== row.input_fingerprint) {
-      return mismatch(`its input fingerprint is ${key.right.inputFingerprint}, ${row.input_fingerprint} was submitted`)
+    if (found.itemId !== row.item_id) {
+      return mismatch(`the source has item ${JSON.stringify(found.itemId)} there`)
+    }
+    if (found.inputFingerprint !== row.input_fingerprint) {
+      return mismatch(`its input fingerprint is ${found.inputFingerprint}, ${row.input_fingerprint} was submitted`)
     }
     return Effect.succeed<Leased<I>>({
       item,
       itemId: row.item_id,
       index: row.idx,
-      fingerprints: { input: key.right.inputFingerprint, prompt: key.right.promptFingerprint }
+      fingerprints: { input: found.inputFingerprint, prompt: found.promptFingerprint },
+      // Submitted without a fingerprint, and still without one: refused alone (see `artifactsOf`'s `lookup`).
+      refused: Either.isLeft(key) ? Items.refusedInput(row.item_id, key.left.error) : undefined
     })
   })
 
@@ -436,6 +443,9 @@ const artifactsOf = <I, E, R>(ctx: Context<I, E, R>, manifest: ArtifactStore.Man
   })
   return {
     opened,
+    // An item whose input has no fingerprint fails alone as `Refused`, before any call (as batch's `Checkpoint`
+    // refuses it); every other item has no record to reuse (a session's reuse was applied by `start`).
+    lookup: (l) => l.refused ?? Option.none(),
     toRecord: (result) =>
       Effect.flatMap(
         hook.toRecord(result),

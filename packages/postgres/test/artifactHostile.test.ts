@@ -48,8 +48,51 @@ const afterBad = (bad: ArtifactStore.ItemRecord) =>
     return { ...ended, ids: read.records.map((r) => r.itemId) }
   })
 
+/** A value nested `depth` levels of arrays and objects deep. */
+const nested = (depth: number): unknown => {
+  let value: unknown = "leaf"
+  for (let i = 0; i < depth; i++) value = i % 2 === 0 ? [value] : { a: value }
+  return value
+}
+
 const reasonOf = (exit: Exit.Exit<void, ArtifactStore.ArtifactError>) =>
   Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error.reason : exit
+
+// A distributed run of three items whose fence is handed the second one's record with result `bad`: how each
+// submit ended, which writes failed (reason, item) and which were written.
+const fenced = (name: string, bad: unknown) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const runId = fresh(name)
+    const items = itemsOf(3, [])
+    yield* PgBatchRun.start({
+      runId,
+      identity,
+      resume: "none",
+      items,
+      request,
+      itemId: (item) => item.id,
+      contract: Contract.make({ deadline: "1 minute", candidates: ["fake/a"], allowSimulated: true })
+    })
+    const rows = yield* Q.lease(sql, runId, "f", 3, 60_000, true)
+    const failed: Array<readonly [string, string]> = []
+    const written: Array<string> = []
+    const results = ["fine", bad, "fine too"]
+    const submitted = yield* Effect.scoped(Effect.gen(function*() {
+      const fence = yield* Fence.make(sql, runId, {
+        onWritten: (itemId) => Effect.sync(() => void written.push(itemId)),
+        onFailed: (error, itemId) => Effect.sync(() => void failed.push([error.reason, itemId]))
+      })
+      for (const row of rows) fence.tokens.set(row.item_id, row.lease_token)
+      const exits = yield* Effect.forEach(
+        rows,
+        (row, i) => Effect.exit(fence.submit(record(row.item_id, { index: row.idx, result: results[i] })))
+      )
+      yield* Effect.exit(fence.drain)
+      return exits.map((exit) => exit._tag === "Success" ? "queued" : reasonOf(exit))
+    }))
+    return { failed, submitted, written }
+  })
 
 describe.skipIf(!available)("PgArtifactStore: a record it cannot keep as written", () => {
   layer(Live, { timeout: "120 seconds", excludeTestServices: true })((it) => {
@@ -82,37 +125,31 @@ describe.skipIf(!available)("PgArtifactStore: a record it cannot keep as written
         expect(ids).toEqual(["good"])
       }))
 
+    it.effect("a result nested deeper than 256 levels is an encode error naming the item, as in the JSONL store", () =>
+      Effect.gen(function*() {
+        const { first, ids, next } = yield* afterBad(record("deep", { result: nested(300) }))
+        expect(reasonOf(first)).toBe("encode")
+        const message = Exit.isFailure(first) && first.cause._tag === "Fail" ? first.cause.error.message : ""
+        expect(message).toMatch(/^record of item "deep" is nested deeper than 256 levels of arrays and objects/)
+        expect(reasonOf(next)).toBe("closed")
+        expect(ids).toEqual(["good"])
+        // 200 levels are kept, and read back.
+        const kept = yield* afterBad(record("shallow", { result: nested(200) }))
+        expect(kept.first).toEqual(Exit.void)
+        expect(kept.ids).toEqual(["good", "shallow", "later"])
+      }))
+
     it.effect("a distributed run's record a group cannot hold fails alone, named; the records before it are written", () =>
       Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
-        const runId = fresh("fence-nul")
-        const items = itemsOf(3, [])
-        yield* PgBatchRun.start({
-          runId,
-          identity,
-          resume: "none",
-          items,
-          request,
-          itemId: (item) => item.id,
-          contract: Contract.make({ deadline: "1 minute", candidates: ["fake/a"], allowSimulated: true })
-        })
-        const rows = yield* Q.lease(sql, runId, "f", 3, 60_000, true)
-        const failed: Array<readonly [string, string]> = []
-        const written: Array<string> = []
-        const results = ["fine", "an answer\u0000with a NUL", "fine too"]
-        const submitted = yield* Effect.scoped(Effect.gen(function*() {
-          const fence = yield* Fence.make(sql, runId, {
-            onWritten: (itemId) => Effect.sync(() => void written.push(itemId)),
-            onFailed: (error, itemId) => Effect.sync(() => void failed.push([error.reason, itemId]))
-          })
-          for (const row of rows) fence.tokens.set(row.item_id, row.lease_token)
-          const exits = yield* Effect.forEach(
-            rows,
-            (row, i) => Effect.exit(fence.submit(record(row.item_id, { index: row.idx, result: results[i] })))
-          )
-          yield* Effect.exit(fence.drain)
-          return exits.map((exit) => exit._tag === "Success" ? "queued" : reasonOf(exit))
-        }))
+        const { failed, submitted, written } = yield* fenced("fence-nul", "an answer\u0000with a NUL")
+        expect(submitted).toEqual(["queued", "encode", "closed"])
+        expect(failed).toEqual([["encode", "item-00001"]])
+        expect(written).toEqual(["item-00000"])
+      }))
+
+    it.effect("a distributed run's record with a result nested deeper than 256 levels fails alone, as encode", () =>
+      Effect.gen(function*() {
+        const { failed, submitted, written } = yield* fenced("fence-deep", nested(300))
         expect(submitted).toEqual(["queued", "encode", "closed"])
         expect(failed).toEqual([["encode", "item-00001"]])
         expect(written).toEqual(["item-00000"])

@@ -91,6 +91,46 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect(fresh_.reopened).toBe(200)
       }))
 
+    it.effect("an item whose input has no fingerprint is refused alone, recorded with none; the others run", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("nofp-run")
+        const items = itemsOf(5, [])
+        // Item 2's input has no fingerprint (as Infinity, a bigint or a cycle would not).
+        const input = (item: Item) => item.id === "item-00002" ? { n: Number.POSITIVE_INFINITY } : item.text
+        const started = yield* PgBatchRun.start({
+          runId,
+          identity,
+          resume: "reuse-successes",
+          items,
+          request,
+          itemId: (item) => item.id,
+          input,
+          contract
+        })
+        expect(started.items).toBe(5)
+        const { fake, layer } = fakeRein(1)
+        const summary = yield* worker(runId, items, "w", { input }).pipe(Effect.provide(layer))
+        expect(summary.stats.succeeded).toBe(4)
+        expect((yield* fake.calls).length).toBe(4)
+        const status = yield* PgBatchRun.status(runId)
+        expect(status.status).toBe("finished")
+        expect(status.byCategory).toEqual({ ok: 4, refused: 1 })
+        const [row] = yield* sql<{ readonly record: string }>`SELECT record::text AS record FROM rein_batch_records
+          WHERE run_id = ${runId} AND item_id = 'item-00002'`
+        const record = JSON.parse(row!.record)
+        expect(record).toMatchObject({
+          itemId: "item-00002",
+          index: 2,
+          inputFingerprint: "none",
+          outcome: "failure",
+          category: "refused",
+          attempts: 0,
+          error: { _tag: "Refused", refusal: "invalid_request" }
+        })
+        expect(record.error.reason).toMatch(/^the input of item "item-00002" has no fingerprint: \$\.n: /)
+      }))
+
     it.effect("a worker that joins a second late gets items: the first does not lease a second group ahead", () =>
       Effect.gen(function*() {
         const runId = fresh("stagger")

@@ -153,19 +153,22 @@ describe.skipIf(!available)("submitting a run's items (PgBatchRun.start)", () =>
         expect(status.createdAt < lastRead).toBe(true)
       }))
 
-    it.effect("an item with no fingerprint is refused naming it and its place; nothing is submitted", () =>
+    it.effect("an item with no fingerprint is submitted with the input fingerprint none; the others with theirs", () =>
       Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
         const runId = fresh("nofp")
         const items = [{ id: "a", text: "x" }, { id: "b", text: "y" }, { id: "c", text: "z" }]
-        const error = yield* Effect.flip(
-          PgBatchRun.start({
-            ...options(runId, items, 1),
-            input: (item: Item) => item.id === "c" ? Number.NaN : item.text
-          })
-        )
-        expect(error).toMatchObject({ reason: "InvalidInput", itemId: "c", index: 2 })
-        expect(error.message).toContain("(item 2)")
-        expect((yield* Effect.flip(PgBatchRun.status(runId))).reason).toBe("NotFound")
+        const started = yield* PgBatchRun.start({
+          ...options(runId, items, 1),
+          input: (item: Item) => item.id === "c" ? Number.NaN : item.text
+        })
+        expect(started.items).toBe(3)
+        const rows = yield* rowsOf(sql, runId)
+        expect(rows.map((r) => [r.item_id, r.input_fingerprint === "none"])).toEqual([
+          ["a", false],
+          ["b", false],
+          ["c", true]
+        ])
       }))
 
     // A run's items keep the order of their first submission: a joining start that reorders them is refused,

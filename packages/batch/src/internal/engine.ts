@@ -18,7 +18,7 @@ import * as Gate from "./gate.js"
 import * as Pool from "./pool.js"
 import * as Pull from "./pull.js"
 import * as Results from "./results.js"
-import { clampMillis } from "./schema.js"
+import { sleepMillis } from "./schema.js"
 import type { Settings } from "./settings.js"
 import type { Puller } from "./source.js"
 import * as State from "./state.js"
@@ -83,12 +83,12 @@ const runUntraced = <I, E, R>(
     if (g.batchDeadline !== undefined) {
       const millis = Duration.toMillis(g.batchDeadline)
       state.deadlineMillis = millis
-      // Each sleep is clamped to the longest timer (2^31 - 1 ms, 24.8 days): a longer deadline sleeps again for
-      // what remains, so that it fires when it is due, not at the clamp.
+      // `sleepMillis` clamps each sleep to the longest timer (2^31 - 1 ms, 24.8 days): a longer deadline sleeps
+      // again for what remains, so that it fires when it is due, not at the clamp.
       const expiry: Effect.Effect<void> = Effect.flatMap(state.nowMillis, (now) =>
         now >= millis
           ? State.stop(state, State.timedOut(millis))
-          : Effect.zipRight(Effect.sleep(Duration.millis(clampMillis(millis - now))), expiry))
+          : Effect.zipRight(sleepMillis(millis - now), expiry))
       yield* Effect.forkIn(expiry, state.scope)
     }
     yield* Pool.runAll(pool.worker, g.concurrency)

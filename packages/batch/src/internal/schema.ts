@@ -11,6 +11,8 @@ export const MAX_TIMER_MILLIS = Input.MAX_TIMER_MILLIS
 /** @internal */
 export const clampMillis = Input.clampMillis
 /** @internal */
+export const sleepMillis = Input.sleepMillis
+/** @internal */
 export const PositiveDuration = Input.PositiveDuration
 
 /** A finite number > 0. @internal */

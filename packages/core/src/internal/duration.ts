@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import { Duration, Option, ParseResult, Schema } from "effect"
+import { Clock, Duration, Effect, Option, ParseResult, Schema } from "effect"
 import { describe } from "./decode.js"
 
 /** Node treats a timer above 2^31−1 ms as "fire now"; every wait Rein starts is clamped below it. @internal */
@@ -13,6 +13,52 @@ export const MAX_TIMER_MILLIS = 2_147_483_647
 /** @internal */
 export const clampMillis = (millis: number): number =>
   millis <= 0 || Number.isNaN(millis) ? 0 : millis >= MAX_TIMER_MILLIS ? MAX_TIMER_MILLIS : millis
+
+/** The longest timer, in nanoseconds. */
+const MAX_TIMER_NANOS = BigInt(MAX_TIMER_MILLIS) * 1_000_000n
+
+/** Sleeps until the clock reads `atNanos`, in waits no longer than the longest timer: never early. */
+const sleepUntilNanos = (atNanos: bigint): Effect.Effect<void> =>
+  Effect.flatMap(Clock.currentTimeNanos, (now) => {
+    const left = atNanos - now
+    return left <= 0n
+      ? Effect.void
+      : Effect.zipRight(
+        Effect.sleep(Duration.nanos(left < MAX_TIMER_NANOS ? left : MAX_TIMER_NANOS)),
+        Effect.suspend(() => sleepUntilNanos(atNanos))
+      )
+  })
+
+/** A sleep past the longest timer (or NaN: none; +Infinity: forever). */
+const sleepBeyond = (millis: number): Effect.Effect<void> =>
+  Number.isNaN(millis)
+    ? Effect.sleep(Duration.zero)
+    : millis === Number.POSITIVE_INFINITY
+    ? Effect.never
+    : Effect.flatMap(Clock.currentTimeNanos, (now) => sleepUntilNanos(now + BigInt(Math.ceil(millis * 1e6))))
+
+/**
+ * Sleeps `millis` (≤ 0 or NaN: a zero sleep). A wait above the longest timer is clamped to it and then sleeps
+ * again for what remains on the clock, until it is due: it never ends at the clamp. Up to the longest timer it
+ * is one `Effect.sleep` (one comparison more).
+ *
+ * @internal
+ */
+export const sleepMillis = (millis: number): Effect.Effect<void> =>
+  millis <= MAX_TIMER_MILLIS ? Effect.sleep(Duration.millis(millis > 0 ? millis : 0)) : sleepBeyond(millis)
+
+/**
+ * `Effect.timeoutOption` for `millis`, past the longest timer too (see `sleepMillis`).
+ *
+ * @internal
+ */
+export const timeoutOptionMillis = <A, E, R>(
+  self: Effect.Effect<A, E, R>,
+  millis: number
+): Effect.Effect<Option.Option<A>, E, R> =>
+  millis <= MAX_TIMER_MILLIS
+    ? Effect.timeoutOption(self, Duration.millis(clampMillis(millis)))
+    : Effect.raceFirst(Effect.asSome(self), Effect.interruptible(Effect.as(sleepMillis(millis), Option.none())))
 
 const UNITS: Record<string, number> = {
   ns: 1e-6,

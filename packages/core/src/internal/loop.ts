@@ -26,7 +26,7 @@ import * as Usage from "../Usage.js"
 import * as Attempt from "./attempt.js"
 import type { Service as ReinService } from "./context.js"
 import { Rein } from "./context.js"
-import { clampMillis } from "./duration.js"
+import { sleepMillis } from "./duration.js"
 import { IDLE, keepMap } from "./maps.js"
 import * as Refusals from "./refusals.js"
 import * as Spec from "./spec.js"
@@ -874,7 +874,7 @@ const wait = <S, B>(step: Step, driver: Driver<S, B>, now?: Now): Effect.Effect<
   if (decision.waitMillis <= 0) return admit(step, driver, now)
   const i = progress.records.length - 1
   progress.records[i] = { ...progress.records[i]!, backoffMillis: decision.waitMillis }
-  const sleep = Effect.sleep(Duration.millis(clampMillis(decision.waitMillis)))
+  const sleep = sleepMillis(decision.waitMillis)
   return Effect.flatMap(
     (env.gate === undefined
       ? Effect.as(sleep, undefined)

@@ -185,9 +185,12 @@ class Timers {
     cancel?.()
   }
 
-  /** Timers round to whole milliseconds: wake never before the entry is due. */
+  /**
+   * Timers round to whole milliseconds: wake never before the entry is due. A wait is clamped to the longest
+   * timer: an entry due later is not fired when it wakes (it is not due), and it sleeps again for what remains.
+   */
   private millisUntil(key: number): number {
-    return Math.max(0, Math.ceil((key - this.now()) / 1e6))
+    return clampMillis(Math.ceil((key - this.now()) / 1e6))
   }
 
   /** `sleepUntil`, as a callback on the clock's own scheduler (no fiber). */
@@ -341,9 +344,13 @@ export const schedule = (
   return entry
 }
 
+/** A bound's length: NaN and negatives are 0 (not clamped above: see `millisUntil`). */
+const atLeastZero = (millis: number): number => (millis > 0 ? millis : 0)
+
 /**
- * Calls `entry.fire()` once `clock` is `millis` (clamped to a timer's range, rounded up to a nanosecond)
- * past now, unless cancelled first: `schedule` for an entry the caller made.
+ * Calls `entry.fire()` once `clock` is `millis` (at least 0, rounded up to a nanosecond) past now, unless
+ * cancelled first: `schedule` for an entry the caller made. Not clamped: a bound past the longest timer fires
+ * when it is due (the sleeper's waits are clamped, not the entries).
  *
  * @internal
  */
@@ -354,7 +361,7 @@ export const scheduleIn = (
   entry: Entry
 ): void => {
   const timers = timersOf(clock)
-  timers.schedule(runtime, timers.now() + Math.ceil(clampMillis(millis) * 1e6), entry)
+  timers.schedule(runtime, timers.now() + Math.ceil(atLeastZero(millis) * 1e6), entry)
 }
 
 /**
@@ -371,7 +378,7 @@ export const scheduleFrom = (
   entry: Entry
 ): void => {
   const timers = timersOf(clock)
-  timers.schedule(runtime, timers.keyOf(fromNanos) + Math.ceil(clampMillis(millis) * 1e6), entry)
+  timers.schedule(runtime, timers.keyOf(fromNanos) + Math.ceil(atLeastZero(millis) * 1e6), entry)
 }
 
 /** `scheduleIn` for a callback. @internal */

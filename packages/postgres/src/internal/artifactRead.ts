@@ -52,6 +52,12 @@ export const recordJson = (record: Store.ItemRecord): Either.Either<string, Stor
     // JSON.stringify throws on a bigint or a cycle in `result`; its message names no data.
     return Either.left(encode(`has no JSON form: ${cause instanceof Error ? cause.name : "unknown"}`))
   }
+  // As the JSONL store: a result nested deeper than a reader accepts is refused (only a kept `result` nests deep).
+  if (typeof record.result === "object" && record.result !== null && Input.tooDeep(json)) {
+    return Either.left(
+      encode(`is nested deeper than ${Input.MAX_JSON_DEPTH} levels of arrays and objects (a reader refuses it)`)
+    )
+  }
   return NUL.test(json)
     ? Either.left(encode("holds the character U+0000 in a string, which PostgreSQL's jsonb cannot store"))
     : Either.right(json)

@@ -7,6 +7,7 @@
  */
 import { Fingerprint } from "@rein/batch"
 import type { Provider } from "@rein/core"
+import { Outcome } from "@rein/core"
 import { Either } from "effect"
 import type { ItemKey } from "./batchStatements.js"
 
@@ -28,21 +29,47 @@ export const requestOf = <I>(options: ItemOptions<I>) => (item: I, index: number
 export const idOf = <I>(options: ItemOptions<I>, item: I, index: number): string =>
   options.itemId?.(item, index) ?? requestOf(options)(item, index).id ?? String(index)
 
-/** The item's key, or why its input has no fingerprint. @internal */
+/**
+ * The input fingerprint of an item whose input has none (a non-finite number, a bigint, a cycle…), as batch's
+ * `Checkpoint` records it: no canonical JSON text hashes to it (it is no `sha256:` value). @internal
+ */
+export const NO_FINGERPRINT = "none"
+
+/**
+ * An item whose input has no fingerprint: its key (input fingerprint `NO_FINGERPRINT`) and why. It is
+ * submitted, and refused alone when a worker takes it (`refusedInput`), as in a single-process run. @internal
+ */
+export interface Unfingerprinted {
+  readonly key: ItemKey
+  readonly error: Fingerprint.FingerprintError
+}
+
+/** The item's key, or, for an input with no fingerprint, its key without one and why. @internal */
 export const keyOf = <I>(
   options: ItemOptions<I>,
   item: I,
   index: number
-): Either.Either<ItemKey, { readonly itemId: string; readonly error: Fingerprint.FingerprintError }> => {
+): Either.Either<ItemKey, Unfingerprinted> => {
   const itemId = idOf(options, item, index)
-  return Either.match(Fingerprint.input(options.input === undefined ? item : options.input(item)), {
-    onLeft: (error) => Either.left({ itemId, error }),
-    onRight: (inputFingerprint) =>
-      Either.right({
-        itemId,
-        index,
-        inputFingerprint,
-        promptFingerprint: Fingerprint.prompt(requestOf(options)(item, index))
-      })
-  })
+  const input = Fingerprint.input(options.input === undefined ? item : options.input(item))
+  const key = {
+    itemId,
+    index,
+    inputFingerprint: Either.getOrElse(input, () => NO_FINGERPRINT),
+    promptFingerprint: Fingerprint.prompt(requestOf(options)(item, index))
+  }
+  return Either.isRight(input) ? Either.right(key) : Either.left({ key, error: input.left })
 }
+
+/**
+ * The outcome of an item whose input has no fingerprint: refused before any call (`invalid_request`), naming
+ * the item and where its input fails, exactly as batch's `Checkpoint` refuses it in a single-process run.
+ *
+ * @internal
+ */
+export const refusedInput = (itemId: string, e: Fingerprint.FingerprintError): Outcome.Refused =>
+  new Outcome.Refused({
+    refusal: "invalid_request",
+    reason: `the input of item ${JSON.stringify(itemId)} has no fingerprint: ${e.path}: ${e.message}`,
+    attempts: []
+  })

@@ -1,0 +1,161 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Deadline, Fake, Input, Rein } from "@rein/core"
+import { Clock, Duration, Effect, Either, Fiber, Option, TestClock } from "effect"
+import * as Timers from "../src/internal/timers.js"
+import { contract, layer } from "./fixtures.js"
+
+// Node's timers treat a wait above 2^31−1 ms (24.86 days) as "never": every wait Rein starts is clamped to it.
+// A longer deadline, timeout or sleep then sleeps again for what remains: it ends when it is due, never at the
+// clamp. Time is the TestClock's.
+
+const request = { prompt: "hello", inputTokens: 100, maxOutputTokens: 100 }
+const CLAMP = Duration.millis(Input.MAX_TIMER_MILLIS)
+const DAY = 86_400_000
+
+describe("a wait longer than the longest timer", () => {
+  it.effect("a 30-day contract deadline does not expire at 24.86 days; it does at 30 days", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.hang] })
+      const c = contract({ deadline: "30 days", attemptTimeout: "40 days", candidates: ["a"] })
+      const fiber = yield* Effect.fork(Effect.either(Rein.execute(request, c).pipe(Effect.provide(layer(fake)))))
+      yield* TestClock.adjust(CLAMP)
+      yield* TestClock.adjust("1 hour")
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust(Duration.millis(30 * DAY - Input.MAX_TIMER_MILLIS - 3_600_001))
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust("1 millis")
+      const exit = yield* Fiber.join(fiber)
+      expect(Either.isLeft(exit) && exit.left._tag).toBe("DeadlineExceeded")
+      if (Either.isLeft(exit)) {
+        expect(exit.left.attempts[0]).toMatchObject({ timeoutMillis: 30 * DAY, binding: "deadline" })
+      }
+    }))
+
+  it.effect("a 30-day attempt timeout does not fire at 24.86 days; it does at 30 days", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.hang, Fake.succeed({ text: "second" })] })
+      const c = contract({ deadline: "60 days", attemptTimeout: "30 days", candidates: ["a"] })
+      const fiber = yield* Effect.fork(Rein.execute(request, c).pipe(Effect.provide(layer(fake))))
+      yield* TestClock.adjust(CLAMP)
+      yield* TestClock.adjust("1 hour")
+      expect((yield* fake.calls).length).toBe(1)
+      yield* TestClock.adjust(Duration.millis(30 * DAY - Input.MAX_TIMER_MILLIS - 3_600_000))
+      yield* TestClock.adjust("10 minutes")
+      const result = yield* Fiber.join(fiber)
+      expect(result.text).toBe("second")
+      expect(result.attempts.map((a) => [a.status, a.failure, a.startMillis])).toEqual([
+        ["timeout", "timeout", 0],
+        ["success", null, 30 * DAY + 100]
+      ])
+    }))
+
+  it.effect("a 30-day backoff waits 30 days before the next attempt, not 24.86 days", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("overloaded"), Fake.succeed({ text: "later" })] })
+      const c = contract({
+        deadline: "60 days",
+        candidates: ["a"],
+        retry: { perEndpoint: 2, base: "30 days", factor: 2, max: "40 days", jitter: 0 }
+      })
+      const fiber = yield* Effect.fork(Rein.execute(request, c).pipe(Effect.provide(layer(fake))))
+      yield* TestClock.adjust(CLAMP)
+      yield* TestClock.adjust("1 hour")
+      expect((yield* fake.calls).length).toBe(1)
+      yield* TestClock.adjust(Duration.millis(30 * DAY - Input.MAX_TIMER_MILLIS - 3_600_000))
+      const result = yield* Fiber.join(fiber)
+      expect(result.attempts.map((a) => [a.status, a.backoffMillis, a.startMillis])).toEqual([
+        ["failure", 30 * DAY, 0],
+        ["success", 0, 30 * DAY]
+      ])
+    }))
+
+  it.effect("Deadline.sleep of 30 days sleeps 30 days and says it slept in full", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Deadline.sleep(30 * DAY).pipe(Deadline.within("40 days")))
+      yield* TestClock.adjust(CLAMP)
+      yield* TestClock.adjust("1 hour")
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust(Duration.millis(30 * DAY - Input.MAX_TIMER_MILLIS - 3_600_001))
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust("1 millis")
+      expect(yield* Fiber.join(fiber)).toBe(true)
+    }))
+
+  it.effect("Deadline.sleep cut by a 30-day deadline ends at 30 days, not at the clamp, and says it was cut", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(Deadline.sleep(50 * DAY).pipe(Deadline.within("30 days")))
+      yield* TestClock.adjust(CLAMP)
+      yield* TestClock.adjust("1 hour")
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust(Duration.millis(30 * DAY - Input.MAX_TIMER_MILLIS - 3_600_000))
+      expect(yield* Fiber.join(fiber)).toBe(false)
+    }))
+})
+
+/**
+ * A clock that schedules callbacks itself, as Effect's live clock does, and like it never runs a callback asked
+ * for more than the longest timer (Effect's `setTimeout` scheduler treats it as "never").
+ */
+class LiveLikeClock implements Clock.Clock {
+  readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
+  now = 0
+  longest = 0
+  private tasks: Array<{ at: number; task: () => void; live: boolean }> = []
+  unsafeCurrentTimeMillis() {
+    return this.now
+  }
+  unsafeCurrentTimeNanos() {
+    return BigInt(this.now) * 1_000_000n
+  }
+  readonly currentTimeMillis = Effect.sync(() => this.now)
+  readonly currentTimeNanos = Effect.sync(() => this.unsafeCurrentTimeNanos())
+  sleep(): Effect.Effect<void> {
+    return Effect.die("the timer must not sleep on a clock with its own scheduler")
+  }
+  scheduler(): Effect.Effect<Clock.ClockScheduler> {
+    return Effect.succeed({
+      unsafeSchedule: (task, duration) => {
+        const millis = Duration.toMillis(duration)
+        this.longest = Math.max(this.longest, millis)
+        if (millis > Input.MAX_TIMER_MILLIS) return () => false
+        const entry = { at: this.now + millis, task, live: true }
+        this.tasks.push(entry)
+        return () => {
+          const was = entry.live
+          entry.live = false
+          return was
+        }
+      }
+    })
+  }
+  advance(millis: number): void {
+    const until = this.now + millis
+    for (;;) {
+      const due = this.tasks.filter((t) => t.live && t.at <= until).sort((a, b) => a.at - b.at)[0]
+      if (due === undefined) break
+      due.live = false
+      this.now = Math.max(this.now, due.at)
+      due.task()
+    }
+    this.now = until
+  }
+}
+
+describe("the executor's timer past the longest timer, on a clock like the live one", () => {
+  it.effect("an entry due in 30 days (absolute or relative) fires at 30 days: not at the clamp, not never", () =>
+    Effect.gen(function*() {
+      const clock = new LiveLikeClock()
+      const runtime = yield* Effect.runtime<never>()
+      const fired: Array<string> = []
+      Timers.schedule(clock, runtime, BigInt(30 * DAY) * 1_000_000n, () => fired.push("at"))
+      Timers.after(clock, runtime, 30 * DAY, () => fired.push("after"))
+      clock.advance(Input.MAX_TIMER_MILLIS)
+      clock.advance(3_600_000)
+      expect(fired).toEqual([])
+      clock.advance(30 * DAY - Input.MAX_TIMER_MILLIS - 3_600_001)
+      expect(fired).toEqual([])
+      clock.advance(1)
+      expect(fired).toEqual(["at", "after"])
+      expect(clock.longest).toBeLessThanOrEqual(Input.MAX_TIMER_MILLIS)
+    }))
+})
