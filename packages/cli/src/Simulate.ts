@@ -122,6 +122,35 @@ const repriced = (catalog: Catalog.Catalog, scenario: Scenario.Scenario, atMilli
 /** A request's fiber starts as a fork's does: its first step queued on the simulation's scheduler. */
 const QUEUED: Runtime.RunForkOptions = { immediate: false }
 
+/**
+ * Each price epoch's fork: the simulation's fiber's references (virtual clock and scheduler, seeded `Random`) with
+ * that epoch's services. A request arriving at `now` runs with the last epoch that began by then.
+ */
+const forksIn = (
+  epochs: ReadonlyArray<{ readonly context: Context.Context<Rein.Rein | Health.Health> }>
+): Effect.Effect<ReadonlyArray<(request: Effect.Effect<void, never, Rein.Rein>) => unknown>> =>
+  Effect.forEach(
+    epochs,
+    ({ context }) =>
+      Effect.map(Effect.provide(Effect.runtime<Rein.Rein>(), context), (runtime) => {
+        const fork = Runtime.runFork(runtime)
+        return (request: Effect.Effect<void, never, Rein.Rein>) => fork(request, QUEUED)
+      })
+  )
+
+/**
+ * The wait after an arrival: steady arrivals wait the same gap every time, Poisson arrivals draw theirs from the
+ * simulation's `Random` (the draw made where the simulation's fiber made it: after the request's fork, before the
+ * request's first step).
+ */
+const gapOf = (scenario: Scenario.Scenario, random: Random.Random): () => Duration.Duration => {
+  if (scenario.arrivals === "steady") {
+    const steady = Duration.millis(1_000 / scenario.rate)
+    return () => steady
+  }
+  return () => Duration.millis((-Math.log(1 - Effect.runSync(random.next)) * 1_000) / scenario.rate)
+}
+
 const bump = (record: Record<string, number>, key: string, by = 1) => {
   record[key] = (record[key] ?? 0) + by
 }
@@ -276,24 +305,11 @@ export const simulate = (
       })
       const requestAt = (i: number, start: number) =>
         Effect.matchCauseEffect(Rein.execute(request(i), contract), finished(start))
-      // Each epoch's runtime: the simulation's fiber's references (virtual clock and scheduler, seeded `Random`)
-      // with that epoch's services; a request arriving at `now` runs with the last epoch that began by then.
-      const starts: Array<(effect: Effect.Effect<void, never, Rein.Rein>) => unknown> = []
-      for (const epoch of epochs) {
-        const runtime = yield* Effect.provide(Effect.runtime<Rein.Rein>(), epoch.context)
-        const fork = Runtime.runFork(runtime)
-        starts.push((effect) => fork(effect, QUEUED))
-      }
+      const starts = yield* forksIn(epochs)
       let epoch = 0
       let now = 0
       let i = 0
-      // The gap after an arrival: steady arrivals wait the same gap every time, Poisson arrivals draw theirs from
-      // the simulation's `Random` (the draw made where the simulation's fiber made it: after the request's fork,
-      // before the request's first step).
-      const steady = Duration.millis(1_000 / scenario.rate)
-      const gap = scenario.arrivals === "steady"
-        ? () => steady
-        : () => Duration.millis((-Math.log(1 - Effect.runSync(random.next)) * 1_000) / scenario.rate)
+      const gap = gapOf(scenario, random)
       // One arrival, at `now`: fork the request (its first step queued on the simulation's scheduler, as a fork's
       // is), then arm the next arrival on the virtual clock. The arrivals are the clock's callbacks, not a fiber's
       // sleeps: a fiber woken, a sleep (an `Effect.async` and its interruption handler) and three steps per
