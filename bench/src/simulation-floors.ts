@@ -32,20 +32,41 @@ interface VirtualModule {
   ) => Effect.Effect<{ readonly exit: Exit.Exit<A, E>; readonly virtualMillis: number }>
 }
 
-/** Forks `one(i)` for every arrival, one every 360 virtual ms, and waits for all of them to end. */
+/** An arrival's fiber starts as a fork's does: its first step queued on the virtual scheduler. */
+const QUEUED: Runtime.RunForkOptions = { immediate: false }
+
+/**
+ * Forks `one(i)` for every arrival, one every 360 virtual ms, and waits for all of them to end. The arrivals are
+ * the virtual clock's callbacks, as the simulator's are (`Simulate.ts`): each forks its call's fiber (its first
+ * step queued) and arms the next arrival; no fiber sleeps between arrivals; a call's end is one step. A floor
+ * drives its arrivals no dearer than the simulator does, so that the simulator cannot read below it.
+ */
 const arrivals = <R>(one: (i: number) => Effect.Effect<unknown, unknown, R>): Effect.Effect<void, never, R> =>
   Effect.gen(function*() {
     const done = yield* Deferred.make<void>()
+    const fork = Runtime.runFork(yield* Effect.runtime<R>())
+    const timers = yield* Effect.clockWith((clock) => (clock as Clock.Clock & VirtualScheduling).scheduler())
     let pending = 0
     let arriving = true
-    const settled = Effect.suspend(() => --pending === 0 && !arriving ? Deferred.succeed(done, undefined) : Effect.void)
-    for (let i = 0; i < ARRIVALS; i++) {
-      pending++
-      yield* Effect.fork(Effect.ensuring(Effect.either(one(i)), settled))
-      yield* Effect.sleep(EVERY)
+    let i = 0
+    // A call's end, whatever its exit, in one step (as the simulator ends a request).
+    const settled = (): Effect.Effect<void> => {
+      if (--pending === 0 && !arriving) Deferred.unsafeDone(done, Exit.void)
+      return Effect.void
     }
-    arriving = false
-    if (pending > 0) yield* Deferred.await(done)
+    const settle = { onFailure: settled, onSuccess: settled }
+    const arrive = (): void => {
+      if (i === ARRIVALS) {
+        arriving = false
+        if (pending === 0) Deferred.unsafeDone(done, Exit.void)
+        return
+      }
+      pending++
+      fork(Effect.matchCauseEffect(one(i++), settle), QUEUED)
+      timers.unsafeSchedule(arrive, EVERY)
+    }
+    arrive()
+    yield* Deferred.await(done)
   })
 
 /** The lean-bound floor's name: the goal lines compare the target with it. */

@@ -16,7 +16,7 @@ import type { FileSystem } from "@effect/platform"
 import type { Outcome, Provider } from "@rein/core"
 import { Catalog, Health, Input, Rein } from "@rein/core"
 import type { Contract } from "@rein/core"
-import { Cause, Console, Context, Deferred, Duration, Effect, Either, Exit, Random } from "effect"
+import { Cause, Console, Context, Deferred, Duration, Effect, Either, Exit, Random, Runtime } from "effect"
 import { quantile } from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
@@ -119,6 +119,38 @@ const repriced = (catalog: Catalog.Catalog, scenario: Scenario.Scenario, atMilli
   return { endpoints, byId: new Map(endpoints.map((e) => [e.id, e])) }
 }
 
+/** A request's fiber starts as a fork's does: its first step queued on the simulation's scheduler. */
+const QUEUED: Runtime.RunForkOptions = { immediate: false }
+
+/**
+ * Each price epoch's fork: the simulation's fiber's references (virtual clock and scheduler, seeded `Random`) with
+ * that epoch's services. A request arriving at `now` runs with the last epoch that began by then.
+ */
+const forksIn = (
+  epochs: ReadonlyArray<{ readonly context: Context.Context<Rein.Rein | Health.Health> }>
+): Effect.Effect<ReadonlyArray<(request: Effect.Effect<void, never, Rein.Rein>) => unknown>> =>
+  Effect.forEach(
+    epochs,
+    ({ context }) =>
+      Effect.map(Effect.provide(Effect.runtime<Rein.Rein>(), context), (runtime) => {
+        const fork = Runtime.runFork(runtime)
+        return (request: Effect.Effect<void, never, Rein.Rein>) => fork(request, QUEUED)
+      })
+  )
+
+/**
+ * The wait after an arrival: steady arrivals wait the same gap every time, Poisson arrivals draw theirs from the
+ * simulation's `Random` (the draw made where the simulation's fiber made it: after the request's fork, before the
+ * request's first step).
+ */
+const gapOf = (scenario: Scenario.Scenario, random: Random.Random): () => Duration.Duration => {
+  if (scenario.arrivals === "steady") {
+    const steady = Duration.millis(1_000 / scenario.rate)
+    return () => steady
+  }
+  return () => Duration.millis((-Math.log(1 - Effect.runSync(random.next)) * 1_000) / scenario.rate)
+}
+
 const bump = (record: Record<string, number>, key: string, by = 1) => {
   record[key] = (record[key] ?? 0) + by
 }
@@ -172,6 +204,7 @@ export const simulate = (
     let minGlobal: number | null = null
     let endGlobal: number | null = null
     const tally = emptyTally()
+    const random = Random.make(seed)
 
     const program = Effect.gen(function*() {
       const health = yield* Health.make(Scenario.healthConfig(scenario))
@@ -180,6 +213,10 @@ export const simulate = (
         return yield* Effect.dieMessage("simulate: the health service has no synchronous reads")
       }
       const clock = yield* Effect.clock
+      // The arrivals are the virtual clock's callbacks (see `arrive`).
+      const timers = clock instanceof Virtual.VirtualClock
+        ? clock
+        : yield* Effect.dieMessage("simulate: not on the virtual clock")
       // Reads every breaker (at every call and after every request), in one synchronous step: the clock is
       // virtual, so nothing moves between the reads.
       const observe = (): void => {
@@ -235,8 +272,10 @@ export const simulate = (
       let pending = 0
       let arriving = true
       // After a request, in one step: the clock, the breakers, the retry tokens, its tally (in that order), then
-      // the count of requests in flight. A request that died ends the simulation with its cause. (Not `onExit`: a
-      // request's fiber is interrupted only with the whole simulation, whose counts nobody reads then.)
+      // the count of requests in flight. A request that died ends the simulation with its cause. (Not `onExit`:
+      // nothing interrupts a request's fiber. A request's fiber is not the simulation's fiber's child: when the
+      // simulation is interrupted or a request dies, the requests still in flight are left asleep on the run's
+      // virtual clock, which nothing reaches once the run has returned: they hold nothing outside virtual time.)
       const died = (cause: Cause.Cause<never>): Effect.Effect<void> => {
         pending--
         Deferred.unsafeDone(allDone, Exit.failCause(cause))
@@ -266,43 +305,33 @@ export const simulate = (
       })
       const requestAt = (i: number, start: number) =>
         Effect.matchCauseEffect(Rein.execute(request(i), contract), finished(start))
+      const starts = yield* forksIn(epochs)
+      let epoch = 0
       let now = 0
       let i = 0
-      // The wait after an arrival: steady arrivals sleep the same gap every time (one sleep, made once: an effect
-      // is run again each time), Poisson arrivals draw theirs.
-      const gap = scenario.arrivals === "steady"
-        ? clock.sleep(Duration.millis(1_000 / scenario.rate))
-        : Effect.flatMap(
-          Random.next,
-          (u) => clock.sleep(Duration.millis((-Math.log(1 - u) * 1_000) / scenario.rate))
-        )
-      // The arrivals before `until` (a request arriving at `now` runs in the last epoch that began by then): fork
-      // the request, wait the gap, read the clock, again. A loop of effects, not a generator (three yields per
-      // arrival, each a wrapper and an iterator step).
-      const arrivals = (until: number): Effect.Effect<void, never, Rein.Rein> => {
-        const more = (): Effect.Effect<void, never, Rein.Rein> => {
-          if (!(now < scenario.duration && now < until)) return Effect.void
-          pending++
-          return Effect.zipRight(Effect.fork(requestAt(i++, now)), next)
+      const gap = gapOf(scenario, random)
+      // One arrival, at `now`: fork the request (its first step queued on the simulation's scheduler, as a fork's
+      // is), then arm the next arrival on the virtual clock. The arrivals are the clock's callbacks, not a fiber's
+      // sleeps: a fiber woken, a sleep (an `Effect.async` and its interruption handler) and three steps per
+      // arrival were a fifth of a simulated request's operations. The callbacks run at the same points of the
+      // virtual run as the simulation's fiber did (the next arrival's timer armed before the request runs), so
+      // every report is the same.
+      const arrive = (): void => {
+        now = clock.unsafeCurrentTimeMillis()
+        if (!(now < scenario.duration)) {
+          arriving = false
+          if (pending === 0) Deferred.unsafeDone(allDone, Exit.void)
+          return
         }
-        const next = Effect.zipRight(
-          gap,
-          Effect.suspend(() => {
-            now = clock.unsafeCurrentTimeMillis()
-            return more()
-          })
-        )
-        return Effect.suspend(more)
+        while (epoch + 1 < epochs.length && epochs[epoch + 1]!.at <= now) epoch++
+        pending++
+        starts[epoch]!(requestAt(i++, now))
+        timers.unsafeSchedule(arrive, gap())
       }
-      for (let e = 0; e < epochs.length; e++) {
-        yield* Effect.provide(arrivals(epochs[e + 1]?.at ?? Infinity), epochs[e]!.context)
-      }
-      arriving = false
-      if (pending > 0) {
-        yield* Deferred.await(allDone)
-      }
+      arrive()
+      yield* Deferred.await(allDone)
       return now
-    }).pipe(Effect.withRandom(Random.make(seed)))
+    }).pipe(Effect.withRandom(random))
 
     const { exit, virtualMillis } = yield* Virtual.run(program)
     const trafficMillis = Exit.isSuccess(exit) ? exit.value : yield* Effect.dieMessage(
