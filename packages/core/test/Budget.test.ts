@@ -261,7 +261,9 @@ describe("two budgets at once (own and shared)", () => {
               answers.push(Either.isRight(got) ? "held" : got.left, Effect.runSync(both.left))
             } else {
               const hold = holds.pop()
-              if (hold !== undefined && o.kind === "settle") both.unsafeSettle!(hold, { cost: o.cost, tokens: o.tokens })
+              if (hold !== undefined && o.kind === "settle") {
+                both.unsafeSettle!(hold, { cost: o.cost, tokens: o.tokens })
+              }
               if (hold !== undefined && o.kind === "release") Effect.runSync(both.release(hold))
             }
             answers.push(both.unsafeLeft!(), Effect.runSync(own.left))
