@@ -204,13 +204,16 @@ export const unsafeMake = (input: Partial<Pick<BudgetLimits, "cost" | "tokens" |
  * @internal
  */
 export class InMemory implements Service {
-  readonly limits: Left
+  declare readonly limits: Left
   // Committed: charged plus reserved. Replaced only by the synchronous steps below.
-  private cost = 0
-  private tokens = 0
-  private calls = 0
+  declare private cost: number
+  declare private tokens: number
+  declare private calls: number
   constructor(input: Partial<Pick<BudgetLimits, "cost" | "tokens" | "calls">>) {
     this.limits = new Limits(orNull(input.cost), orNull(input.tokens), orNull(input.calls))
+    this.cost = 0
+    this.tokens = 0
+    this.calls = 0
   }
   get left(): Effect.Effect<Left> {
     return Effect.sync(() => this.unsafeLeft())
@@ -273,12 +276,24 @@ export class InMemory implements Service {
 
 /** A budget's limits (a class: its instances are made per request, see `InMemory`). */
 class Limits implements Left {
-  constructor(readonly cost: number | null, readonly tokens: number | null, readonly calls: number | null) {}
+  declare readonly cost: number | null
+  declare readonly tokens: number | null
+  declare readonly calls: number | null
+  constructor(cost: number | null, tokens: number | null, calls: number | null) {
+    this.cost = cost
+    this.tokens = tokens
+    this.calls = calls
+  }
 }
 
 /** A reservation held (a class, as `Limits`). */
 class Held implements Hold {
-  constructor(readonly reservation: Reservation) {}
+  declare readonly reservation: Reservation
+  constructor(
+    reservation: Reservation
+  ) {
+    this.reservation = reservation
+  }
 }
 
 // Their maps outlive a full collection between runs (see `internal/maps.ts`), with fields of the real kinds.

@@ -18,7 +18,6 @@ import { Schema } from "effect"
 import { defaultTable, FailureKind, Rule } from "./Failure.js"
 import { number as fmt } from "./Format.js"
 import { OwnRecord } from "./internal/decode.js"
-import { IDLE, keepMap } from "./internal/maps.js"
 import { Reservation } from "./Outcome.js"
 
 // The planner's inputs and answers are defined once, here, as Schemas: the journal records and decodes
@@ -643,63 +642,14 @@ const evaluate = (spec: Spec, snap: Snapshot, c: CandidateSpec, role: Role, fail
   const verdict = verdicts === ALL_TRUE
     ? per.legal[role] ??= Object.freeze({ endpoint: c.id, role, legal: true, verdicts })
     : { endpoint: c.id, role, legal: isLegal(verdicts), verdicts }
-  return new Evaluation(c, verdict, waitMillis, waitReason, reservation)
+  return {
+    candidate: c,
+    verdict,
+    waitMillis,
+    waitReason,
+    reservation
+  } satisfies Evaluated
 }
-
-/**
- * One candidate evaluated (internal to `decide`), and the decision to attempt one: classes, not object
- * literals. Both are made once per decision; V8 pretenures a hot literal site whose objects survived its first
- * scavenges (allocated straight into the old generation, where a dead one keeps what it points to alive until a
- * full collection), and a class instance is not pretenured that way (#22). `AttemptDecision`'s fields are in
- * `Attempt`'s order (its JSON is the same).
- */
-class Evaluation implements Evaluated {
-  constructor(
-    readonly candidate: CandidateSpec,
-    readonly verdict: CandidateVerdict,
-    readonly waitMillis: number,
-    readonly waitReason: Evaluated["waitReason"],
-    readonly reservation: Reservation
-  ) {}
-}
-
-class AttemptDecision implements Attempt {
-  readonly _tag = "Attempt"
-  readonly endpoint: string
-  readonly role: Role
-  readonly attempt: number
-  readonly waitMillis: number
-  readonly waitReason: Attempt["waitReason"]
-  readonly timeoutMillis: number
-  readonly binding: Attempt["binding"]
-  readonly reservation: Reservation
-  readonly candidates: ReadonlyArray<CandidateVerdict>
-  constructor(
-    endpoint: string,
-    role: Role,
-    attempt: number,
-    waitMillis: number,
-    waitReason: Attempt["waitReason"],
-    timeoutMillis: number,
-    binding: Attempt["binding"],
-    reservation: Reservation,
-    candidates: ReadonlyArray<CandidateVerdict>
-  ) {
-    this.endpoint = endpoint
-    this.role = role
-    this.attempt = attempt
-    this.waitMillis = waitMillis
-    this.waitReason = waitReason
-    this.timeoutMillis = timeoutMillis
-    this.binding = binding
-    this.reservation = reservation
-    this.candidates = candidates
-  }
-}
-
-// Their maps outlive a full collection between runs (see `internal/maps.ts`), with fields of the real kinds.
-keepMap(new Evaluation(IDLE, IDLE, 0.5, "none", IDLE))
-keepMap(new AttemptDecision("", "first", 1, 0.5, "none", 0.5, "attempt", IDLE, IDLE))
 
 const ALL_TRUE: Verdicts = Object.freeze({
   listed: true,
@@ -767,17 +717,18 @@ export const decide = (spec: Spec, snap: Snapshot): Decision => {
   if (chosen !== undefined) {
     const available = snap.remainingMillis - chosen.waitMillis
     const binding = spec.attemptTimeoutMillis < available ? "attempt" : "deadline"
-    return new AttemptDecision(
-      chosen.candidate.id,
-      chosen.verdict.role,
-      snap.attempts + 1,
-      chosen.waitMillis,
-      chosen.waitReason,
-      binding === "attempt" ? spec.attemptTimeoutMillis : available,
+    return {
+      _tag: "Attempt",
+      endpoint: chosen.candidate.id,
+      role: chosen.verdict.role,
+      attempt: snap.attempts + 1,
+      waitMillis: chosen.waitMillis,
+      waitReason: chosen.waitReason,
+      timeoutMillis: binding === "attempt" ? spec.attemptTimeoutMillis : available,
       binding,
-      chosen.reservation,
-      verdicts
-    )
+      reservation: chosen.reservation,
+      candidates: verdicts
+    }
   }
   if (snap.last !== null) {
     const rule = spec.table[snap.last.kind]

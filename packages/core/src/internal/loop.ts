@@ -309,29 +309,6 @@ export interface Env {
   readonly graceMillis: number
 }
 
-/**
- * A request's `Env`, as a class: one is made per request, and V8 pretenures the object literals of a hot site
- * whose objects survived its first scavenges (allocated straight into the old generation, a dead one keeps
- * what it points to alive until the next full collection); a class instance is not pretenured that way (#22).
- */
-class RequestEnv implements Env {
-  writer: Writer | undefined = undefined
-  constructor(
-    readonly rein: ReinService,
-    readonly clock: Clock.Clock,
-    readonly request: CompletionRequest,
-    readonly contract: Contract,
-    readonly spec: Planner.Spec,
-    readonly ids: ReadonlyArray<string>,
-    readonly deadline: Deadline.Service,
-    readonly budget: Budget.Service | undefined,
-    readonly health: Health.Service | undefined,
-    readonly gate: Gate.Service | undefined,
-    public requestId: string | undefined,
-    readonly graceMillis: number
-  ) {}
-}
-
 /** @internal */
 export interface Progress {
   /** The attempts' records so far (replaced by a one-element array at the first: see `finishAttempt`). */
@@ -472,20 +449,21 @@ export const prepareIn = (
   // The request's own budget, then the shared one (see `Budget.both`).
   const own = ownLimits ? new Budget.InMemory(limits) : undefined
   const gate = Context.getOrElse(context, GateTag, NOTHING)
-  const env = new RequestEnv(
+  const env: Env = {
     rein,
     clock,
     request,
     contract,
     spec,
-    shape.ids,
+    ids: shape.ids,
     deadline,
-    own === undefined ? shared : shared === undefined ? own : Budget.both(own, shared),
-    Context.getOrElse(context, HealthTag, NOTHING),
+    budget: own === undefined ? shared : shared === undefined ? own : Budget.both(own, shared),
+    health: Context.getOrElse(context, HealthTag, NOTHING),
     gate,
-    request.id,
-    entry.graceMillis
-  )
+    writer: undefined,
+    requestId: request.id,
+    graceMillis: entry.graceMillis
+  }
   // Telemetry hook: spans and metrics ride on the journal's writer hooks (nothing when no `Telemetry`); under a
   // journal they open with its writer, once the request's id is known (the caller's, else the journal's draw).
   const telemetry = Context.getOrElse(context, TelemetryTag, NOTHING)
@@ -616,61 +594,21 @@ const snapshotOf = (
     : health.unsafeView === undefined
     ? viewed
     : health.unsafeView(now, env.ids)
-  return new SnapshotOf(
-    Deadline.millisBetween(env.deadline.originNanos, now),
-    Math.max(0, Deadline.millisBetween(now, env.deadline.expiresNanos)),
+  return {
+    elapsedMillis: Deadline.millisBetween(env.deadline.originNanos, now),
+    remainingMillis: Math.max(0, Deadline.millisBetween(now, env.deadline.expiresNanos)),
     budget,
-    progress.records.length,
-    progress.current,
-    progress.tries,
-    progress.rateLimited,
-    progress.last === null
+    attempts: progress.records.length,
+    current: progress.current,
+    triesOnCurrent: progress.tries,
+    rateLimitedOnCurrent: progress.rateLimited,
+    last: progress.last === null
       ? null
       : { kind: progress.last.kind, retryAfterMillis: progress.last.retryAfterMillis },
-    view === undefined ? NO_HEALTH : view.health,
-    view === undefined ? NO_TOKENS : view.retryTokens,
+    health: view === undefined ? NO_HEALTH : view.health,
+    retryTokens: view === undefined ? NO_TOKENS : view.retryTokens,
+    committed: false,
     jitter
-  )
-}
-
-/** A `Planner.Snapshot` (a class, as `RequestEnv`; its fields in the schema's order). */
-class SnapshotOf implements Planner.Snapshot {
-  readonly elapsedMillis: number
-  readonly remainingMillis: number
-  readonly budget: Budget.Left
-  readonly attempts: number
-  readonly current: string | null
-  readonly triesOnCurrent: number
-  readonly rateLimitedOnCurrent: number
-  readonly last: Planner.Snapshot["last"]
-  readonly health: Planner.Snapshot["health"]
-  readonly retryTokens: Planner.Snapshot["retryTokens"]
-  readonly committed = false
-  readonly jitter: number | null
-  constructor(
-    elapsedMillis: number,
-    remainingMillis: number,
-    budget: Budget.Left,
-    attempts: number,
-    current: string | null,
-    triesOnCurrent: number,
-    rateLimitedOnCurrent: number,
-    last: Planner.Snapshot["last"],
-    health: Planner.Snapshot["health"],
-    retryTokens: Planner.Snapshot["retryTokens"],
-    jitter: number | null
-  ) {
-    this.elapsedMillis = elapsedMillis
-    this.remainingMillis = remainingMillis
-    this.budget = budget
-    this.attempts = attempts
-    this.current = current
-    this.triesOnCurrent = triesOnCurrent
-    this.rateLimitedOnCurrent = rateLimitedOnCurrent
-    this.last = last
-    this.health = health
-    this.retryTokens = retryTokens
-    this.jitter = jitter
   }
 }
 
@@ -753,17 +691,20 @@ export const loop = <S, B>(env: Env, driver: Driver<S, B>): Effect.Effect<B, Out
  * @internal
  */
 export const run = <S, B>(env: Env, driver: Driver<S, B>, now?: Now): Effect.Effect<B, Outcome.Terminal> =>
-  next(env, new Started(NO_RECORDS.slice(), env.requestId), driver, now)
-
-/** A request's `Progress` at its start (a class, as `RequestEnv`). */
-class Started implements Progress {
-  current: string | null = null
-  tries = 0
-  rateLimited = 0
-  counted = 0
-  last: Progress["last"] = null
-  constructor(public records: Array<Outcome.AttemptRecord>, readonly requestId: string | undefined) {}
-}
+  next(
+    env,
+    {
+      records: NO_RECORDS.slice(),
+      current: null,
+      tries: 0,
+      rateLimited: 0,
+      counted: 0,
+      last: null,
+      requestId: env.requestId
+    },
+    driver,
+    now
+  )
 
 // No records yet, as a list of objects: `[]` is a list of small integers to V8, another hidden class than a list
 // that holds a record, so the readers of `progress.records`, optimized on first attempts, were deoptimized by the
@@ -877,7 +818,7 @@ const acquire = <S, B>(
   now?: Now
 ): Effect.Effect<B, Outcome.Terminal> => {
   const health = env.health
-  if (health === undefined) return wait(new Stepping(env, progress, decision, hold, undefined), driver, now)
+  if (health === undefined) return wait({ env, progress, decision, hold, permit: undefined }, driver, now)
   // The slot is for when the attempt starts: after its wait. The fast path may decline (undefined): then the effect.
   let acquired: Either.Either<Permit, Health.Refusal> | undefined
   if (health.unsafeAcquire !== undefined) {
@@ -925,7 +866,7 @@ const acquiredOrNot = <S, B>(
       Effect.zipRight(countRefusal(acquired.left), giveBack(env, hold)),
       Effect.suspend(() => next(env, progress, driver))
     )
-    : wait(new Stepping(env, progress, decision, hold, acquired.right), driver, now)
+    : wait({ env, progress, decision, hold, permit: acquired.right }, driver, now)
 
 /** Waits out the decision's backoff (stopped at once by a closing gate), then asks the gate. */
 const wait = <S, B>(step: Step, driver: Driver<S, B>, now?: Now): Effect.Effect<B, Outcome.Terminal> => {
@@ -954,17 +895,6 @@ interface Step {
   /** The budget's hold, when a budget applies. */
   readonly hold: Budget.Hold | undefined
   readonly permit: Permit | undefined
-}
-
-/** A `Step` (a class, as `RequestEnv`). */
-class Stepping implements Step {
-  constructor(
-    readonly env: Env,
-    readonly progress: Progress,
-    readonly decision: Planner.Attempt,
-    readonly hold: Budget.Hold | undefined,
-    readonly permit: Permit | undefined
-  ) {}
 }
 
 /** Gives back what an attempt that never started holds: its probe slot and its whole reservation. */
@@ -1053,49 +983,21 @@ const start = <S, B>(
     : "attempt"
   // The planner numbers calls (`decision.attempt` is one more than the attempts so far); the logical attempt
   // leaves out the rate-limited ones.
-  const context = new AttemptContextOf(
-    progress.counted + 1,
-    decision.attempt,
+  const context: AttemptContext = {
+    attempt: progress.counted + 1,
+    call: decision.attempt,
     endpoint,
     timeoutMillis,
-    remainingAtStart,
-    decision.reservation,
-    env.request.maxOutputTokens ?? endpoint.capabilities.maxOutputTokens
-  )
+    remainingMillis: remainingAtStart,
+    reservation: decision.reservation,
+    maxOutputTokens: env.request.maxOutputTokens ?? endpoint.capabilities.maxOutputTokens
+  }
   return driver.attempt(
     provider,
     context,
     timeoutMillis,
     new Attempting(step, endpoint, provider, ticket, startNanos, timeoutMillis, binding, context, driver)
   )
-}
-
-/** An attempt's `AttemptContext` (a class, as `RequestEnv`; its fields in the interface's order). */
-class AttemptContextOf implements AttemptContext {
-  readonly attempt: number
-  readonly call: number
-  readonly endpoint: Endpoint
-  readonly timeoutMillis: number
-  readonly remainingMillis: number
-  readonly reservation: Outcome.Reservation
-  readonly maxOutputTokens: number
-  constructor(
-    attempt: number,
-    call: number,
-    endpoint: Endpoint,
-    timeoutMillis: number,
-    remainingMillis: number,
-    reservation: Outcome.Reservation,
-    maxOutputTokens: number
-  ) {
-    this.attempt = attempt
-    this.call = call
-    this.endpoint = endpoint
-    this.timeoutMillis = timeoutMillis
-    this.remainingMillis = remainingMillis
-    this.reservation = reservation
-    this.maxOutputTokens = maxOutputTokens
-  }
 }
 
 /**
@@ -1194,11 +1096,7 @@ class CommittedAttempt<S> implements Committed<S> {
 
 // Their maps outlive a full collection between runs (see `internal/maps.ts`): the placeholders have the kinds
 // of the real fields (a double for the timeout, a bigint for the start, a string for the binding).
-const IDLE_STEP: Step = keepMap(new Stepping(IDLE, IDLE, IDLE, undefined, undefined))
-keepMap(new RequestEnv(IDLE, IDLE, IDLE, IDLE, IDLE, IDLE, IDLE, undefined, undefined, undefined, "", 0.5))
-keepMap(new Started(IDLE, ""))
-keepMap(new SnapshotOf(0.5, 0.5, IDLE, 0, null, 0, 0, null, IDLE, IDLE, null))
-keepMap(new AttemptContextOf(1, 1, IDLE, 0.5, 0.5, IDLE, 1))
+const IDLE_STEP: Step = { env: IDLE, progress: IDLE, decision: IDLE, hold: undefined, permit: undefined }
 keepMap(
   new CommittedAttempt(
     keepMap(new Attempting(IDLE_STEP, IDLE, IDLE, undefined, 0n, 0.5, "attempt", IDLE, IDLE)),
