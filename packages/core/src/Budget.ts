@@ -24,6 +24,7 @@
  */
 import { Context, Effect, Either } from "effect"
 import type { BudgetLimits } from "./Contract.js"
+import { keepMap } from "./internal/maps.js"
 import type { Reservation } from "./Outcome.js"
 import { isCount, type Tokens } from "./Usage.js"
 
@@ -175,54 +176,13 @@ const releasers = new WeakMap<Service, (hold: Hold) => void>()
  * @since 0.1.0
  */
 export const unsafeMake = (input: Partial<Pick<BudgetLimits, "cost" | "tokens" | "calls">>): Service => {
-  const limits: Left = { cost: orNull(input.cost), tokens: orNull(input.tokens), calls: orNull(input.calls) }
-  // Committed: charged plus reserved. Replaced only by the synchronous steps below.
-  let cost = 0
-  let tokens = 0
-  let calls = 0
-  const unsafeLeft = (): Left => ({
-    cost: limits.cost === null ? null : Math.max(0, limits.cost - cost),
-    tokens: limits.tokens === null ? null : Math.max(0, limits.tokens - tokens),
-    calls: limits.calls === null ? null : Math.max(0, limits.calls - calls)
-  })
-  const unsafeReserve = (r: Reservation): Either.Either<Hold, Shortfall> => {
-    // A worst case that is not an amount is refused: a NaN would make every later comparison false (admitting
-    // anything), an infinity would leave the counters at infinity.
-    if (r.cost !== null && !Number.isFinite(r.cost)) {
-      return Either.left({ resource: "cost", needed: r.cost, left: unsafeLeft().cost ?? Number.POSITIVE_INFINITY })
-    }
-    if (r.tokens !== null && !Number.isFinite(r.tokens)) {
-      return Either.left({
-        resource: "tokens",
-        needed: r.tokens,
-        left: unsafeLeft().tokens ?? Number.POSITIVE_INFINITY
-      })
-    }
-    if (limits.calls !== null && calls + 1 > limits.calls) {
-      return Either.left({ resource: "calls", needed: 1, left: Math.max(0, limits.calls - calls) })
-    }
-    if (limits.cost !== null && r.cost !== null && cost + r.cost > limits.cost + EPSILON) {
-      return Either.left({ resource: "cost", needed: r.cost, left: Math.max(0, limits.cost - cost) })
-    }
-    if (limits.tokens !== null && r.tokens !== null && tokens + r.tokens > limits.tokens) {
-      return Either.left({ resource: "tokens", needed: r.tokens, left: Math.max(0, limits.tokens - tokens) })
-    }
-    cost += r.cost ?? 0
-    tokens += r.tokens ?? 0
-    calls += 1
-    return Either.right({ reservation: r })
-  }
-  const unsafeSettle = (hold: Hold, charged: Charged): void => {
-    cost += chargedOr(charged.cost, hold.reservation.cost) - (hold.reservation.cost ?? 0)
-    tokens += chargedOr(charged.tokens, hold.reservation.tokens) - (hold.reservation.tokens ?? 0)
-  }
-  const unsafeRelease = (hold: Hold): void => {
-    cost -= hold.reservation.cost ?? 0
-    tokens -= hold.reservation.tokens ?? 0
-    calls -= 1
-  }
+  const budget = new InMemory(input)
+  const unsafeLeft = (): Left => budget.unsafeLeft()
+  const unsafeReserve = (r: Reservation): Either.Either<Hold, Shortfall> => budget.unsafeReserve(r)
+  const unsafeSettle = (hold: Hold, charged: Charged): void => budget.unsafeSettle(hold, charged)
+  const unsafeRelease = (hold: Hold): void => budget.unsafeRelease(hold)
   const service: Service = {
-    limits,
+    limits: budget.limits,
     left: Effect.sync(unsafeLeft),
     reserve: (r) => Effect.suspend(() => unsafeReserve(r)),
     settle: (hold, charged) => Effect.sync(() => unsafeSettle(hold, charged)),
@@ -234,6 +194,111 @@ export const unsafeMake = (input: Partial<Pick<BudgetLimits, "cost" | "tokens" |
   releasers.set(service, unsafeRelease)
   return service
 }
+
+/**
+ * The in-memory budget itself, as one object: what a request's own budget is (the executor makes one per
+ * request with limits). `unsafeMake` wraps one in a record of functions, which a caller may take apart; this
+ * class's members are methods and must be called on it. One object and no closures per request: the
+ * closures' budget was ten objects, a `WeakMap` entry, and object literals that V8 pretenured (#22).
+ *
+ * @internal
+ */
+export class InMemory implements Service {
+  declare readonly limits: Left
+  // Committed: charged plus reserved. Replaced only by the synchronous steps below.
+  declare private cost: number
+  declare private tokens: number
+  declare private calls: number
+  constructor(input: Partial<Pick<BudgetLimits, "cost" | "tokens" | "calls">>) {
+    this.limits = new Limits(orNull(input.cost), orNull(input.tokens), orNull(input.calls))
+    this.cost = 0
+    this.tokens = 0
+    this.calls = 0
+  }
+  get left(): Effect.Effect<Left> {
+    return Effect.sync(() => this.unsafeLeft())
+  }
+  reserve(r: Reservation): Effect.Effect<Hold, Shortfall> {
+    return Effect.suspend(() => this.unsafeReserve(r))
+  }
+  settle(hold: Hold, charged: Charged): Effect.Effect<void> {
+    return Effect.sync(() => this.unsafeSettle(hold, charged))
+  }
+  release(hold: Hold): Effect.Effect<void> {
+    return Effect.sync(() => this.unsafeRelease(hold))
+  }
+  unsafeLeft(): Left {
+    const { calls, cost, limits, tokens } = this
+    return {
+      cost: limits.cost === null ? null : Math.max(0, limits.cost - cost),
+      tokens: limits.tokens === null ? null : Math.max(0, limits.tokens - tokens),
+      calls: limits.calls === null ? null : Math.max(0, limits.calls - calls)
+    }
+  }
+  unsafeReserve(r: Reservation): Either.Either<Hold, Shortfall> {
+    const { calls, cost, limits, tokens } = this
+    // A worst case that is not an amount is refused: a NaN would make every later comparison false (admitting
+    // anything), an infinity would leave the counters at infinity.
+    if (r.cost !== null && !Number.isFinite(r.cost)) {
+      return Either.left({ resource: "cost", needed: r.cost, left: this.unsafeLeft().cost ?? Number.POSITIVE_INFINITY })
+    }
+    if (r.tokens !== null && !Number.isFinite(r.tokens)) {
+      return Either.left({
+        resource: "tokens",
+        needed: r.tokens,
+        left: this.unsafeLeft().tokens ?? Number.POSITIVE_INFINITY
+      })
+    }
+    if (limits.calls !== null && calls + 1 > limits.calls) {
+      return Either.left({ resource: "calls", needed: 1, left: Math.max(0, limits.calls - calls) })
+    }
+    if (limits.cost !== null && r.cost !== null && cost + r.cost > limits.cost + EPSILON) {
+      return Either.left({ resource: "cost", needed: r.cost, left: Math.max(0, limits.cost - cost) })
+    }
+    if (limits.tokens !== null && r.tokens !== null && tokens + r.tokens > limits.tokens) {
+      return Either.left({ resource: "tokens", needed: r.tokens, left: Math.max(0, limits.tokens - tokens) })
+    }
+    this.cost = cost + (r.cost ?? 0)
+    this.tokens = tokens + (r.tokens ?? 0)
+    this.calls = calls + 1
+    return Either.right(new Held(r))
+  }
+  unsafeSettle(hold: Hold, charged: Charged): void {
+    this.cost += chargedOr(charged.cost, hold.reservation.cost) - (hold.reservation.cost ?? 0)
+    this.tokens += chargedOr(charged.tokens, hold.reservation.tokens) - (hold.reservation.tokens ?? 0)
+  }
+  unsafeRelease(hold: Hold): void {
+    this.cost -= hold.reservation.cost ?? 0
+    this.tokens -= hold.reservation.tokens ?? 0
+    this.calls -= 1
+  }
+}
+
+/** A budget's limits (a class: its instances are made per request, see `InMemory`). */
+class Limits implements Left {
+  declare readonly cost: number | null
+  declare readonly tokens: number | null
+  declare readonly calls: number | null
+  constructor(cost: number | null, tokens: number | null, calls: number | null) {
+    this.cost = cost
+    this.tokens = tokens
+    this.calls = calls
+  }
+}
+
+/** A reservation held (a class, as `Limits`). */
+class Held implements Hold {
+  declare readonly reservation: Reservation
+  constructor(
+    reservation: Reservation
+  ) {
+    this.reservation = reservation
+  }
+}
+
+// Their maps outlive a full collection between runs (see `internal/maps.ts`), with fields of the real kinds.
+keepMap(new InMemory({ cost: 0.5, tokens: 1, calls: 1 })).unsafeReserve({ cost: 0.5, tokens: 1 })
+keepMap(new Held({ cost: 0.5, tokens: 1 }))
 
 /**
  * Makes an in-memory budget over the given limits (absent limits are unlimited).
@@ -331,26 +396,24 @@ export const both = (own: Service, shared: Service): Service => {
           return hold
         })))
     )
-  const releaseOwn = releasers.get(own)
-  const ownReserve = own.unsafeReserve
-  const sharedReserve = shared.unsafeReserve
-  const unsafeReserve = releaseOwn === undefined || ownReserve === undefined || sharedReserve === undefined
+  // The fast paths are called on their services (an `InMemory`'s are methods), never taken apart.
+  const inMemory = own instanceof InMemory ? own : undefined
+  const releaseOwn = inMemory === undefined ? releasers.get(own) : undefined
+  const unsafeReserve = (inMemory === undefined && releaseOwn === undefined) || own.unsafeReserve === undefined ||
+      shared.unsafeReserve === undefined
     ? undefined
     : (reservation: Reservation): Either.Either<Hold, Shortfall> | undefined => {
-      const ownHold = ownReserve(reservation)
+      const ownHold = own.unsafeReserve!(reservation)
       if (ownHold === undefined || Either.isLeft(ownHold)) return ownHold
-      const sharedHold = sharedReserve(reservation)
+      const sharedHold = shared.unsafeReserve!(reservation)
       if (sharedHold === undefined || Either.isLeft(sharedHold)) {
-        releaseOwn(ownHold.right)
+        if (inMemory !== undefined) inMemory.unsafeRelease(ownHold.right)
+        else releaseOwn!(ownHold.right)
         return sharedHold
       }
       const hold: BothHold = { reservation, own: ownHold.right, shared: sharedHold.right }
       return Either.right(hold)
     }
-  const ownSettle = own.unsafeSettle
-  const sharedSettle = shared.unsafeSettle
-  const ownLeft = own.unsafeLeft
-  const sharedLeft = shared.unsafeLeft
   return {
     limits: minLeft(own.limits, shared.limits),
     left: Effect.zipWith(own.left, shared.left, minLeft),
@@ -364,16 +427,16 @@ export const both = (own: Service, shared: Service): Service => {
       return Effect.zipRight(own.release(a), shared.release(b))
     },
     ...(unsafeReserve === undefined ? {} : { unsafeReserve }),
-    ...(ownSettle === undefined || sharedSettle === undefined ? {} : {
+    ...(own.unsafeSettle === undefined || shared.unsafeSettle === undefined ? {} : {
       unsafeSettle: (hold: Hold, charged: Charged) => {
         const { own: a, shared: b } = split(hold)
-        ownSettle(a, charged)
-        sharedSettle(b, charged)
+        own.unsafeSettle!(a, charged)
+        shared.unsafeSettle!(b, charged)
       }
     }),
-    ...(ownLeft === undefined || sharedLeft === undefined
+    ...(own.unsafeLeft === undefined || shared.unsafeLeft === undefined
       ? {}
-      : { unsafeLeft: () => minLeft(ownLeft(), sharedLeft()) })
+      : { unsafeLeft: () => minLeft(own.unsafeLeft!(), shared.unsafeLeft!()) })
   }
 }
 

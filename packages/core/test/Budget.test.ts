@@ -228,6 +228,54 @@ describe("two budgets at once (own and shared)", () => {
       ])
     }))
 
+  it("a request's own budget (an InMemory, whose fast paths are methods) answers in both as make's budget does", () => {
+    // The executor makes a request's own budget as `Budget.InMemory` and combines it with a shared one by `both`:
+    // every step, through the fast paths and through the effects, must answer as with `unsafeMake`'s budget.
+    const amount = FastCheck.oneof(FastCheck.constant(null), FastCheck.integer({ min: 0, max: 40 }))
+    const op = FastCheck.oneof(
+      FastCheck.record({ kind: FastCheck.constant("reserve" as const), cost: amount, tokens: amount }),
+      FastCheck.record({
+        kind: FastCheck.constant("settle" as const),
+        cost: FastCheck.integer({ min: 0, max: 40 }),
+        tokens: FastCheck.integer({ min: 0, max: 40 })
+      }),
+      FastCheck.constant({ kind: "release" as const }),
+      FastCheck.constant({ kind: "effects" as const })
+    )
+    const limit = FastCheck.option(FastCheck.integer({ min: 0, max: 100 }), { nil: undefined })
+    const limits = FastCheck.record({ cost: limit, tokens: limit, calls: limit })
+    FastCheck.assert(
+      FastCheck.property(limits, limits, FastCheck.array(op, { maxLength: 30 }), (ownLimits, sharedLimits, ops) => {
+        const run = (own: Budget.Service) => {
+          const both = Budget.both(own, Budget.unsafeMake(sharedLimits))
+          const holds: Array<Budget.Hold> = []
+          const answers: Array<unknown> = [both.limits]
+          for (const o of ops) {
+            if (o.kind === "reserve") {
+              const got = both.unsafeReserve!(reservation(o.cost, o.tokens))!
+              if (Either.isRight(got)) holds.push(got.right)
+              answers.push(Either.isRight(got) ? "held" : got.left)
+            } else if (o.kind === "effects") {
+              const got = Effect.runSync(Effect.either(both.reserve(reservation(1, 1))))
+              if (Either.isRight(got)) Effect.runSync(both.release(got.right))
+              answers.push(Either.isRight(got) ? "held" : got.left, Effect.runSync(both.left))
+            } else {
+              const hold = holds.pop()
+              if (hold !== undefined && o.kind === "settle") {
+                both.unsafeSettle!(hold, { cost: o.cost, tokens: o.tokens })
+              }
+              if (hold !== undefined && o.kind === "release") Effect.runSync(both.release(hold))
+            }
+            answers.push(both.unsafeLeft!(), Effect.runSync(own.left))
+          }
+          return answers
+        }
+        expect(run(new Budget.InMemory(ownLimits))).toEqual(run(Budget.unsafeMake(ownLimits)))
+      }),
+      { numRuns: 300, seed: 29 }
+    )
+  })
+
   it.effect("a shared budget whose fast path declines makes the fast path of both decline, with the own hold given back", () =>
     Effect.gen(function*() {
       const own = yield* Budget.make({ calls: 1 })

@@ -447,7 +447,7 @@ export const prepareIn = (
   const ownLimits = limits.cost !== undefined || limits.tokens !== undefined || limits.calls !== undefined
   const shared = Context.getOrElse(context, Budget.SharedBudget, NOTHING)
   // The request's own budget, then the shared one (see `Budget.both`).
-  const own = ownLimits ? Budget.unsafeMake(limits) : undefined
+  const own = ownLimits ? new Budget.InMemory(limits) : undefined
   const gate = Context.getOrElse(context, GateTag, NOTHING)
   const env: Env = {
     rein,
