@@ -155,7 +155,7 @@ export const executeStream = (
           const error = new Outcome.DeadlineExceeded({
             phase: "attempt",
             reason: `the deadline expired while streaming from ${endpoint}`,
-            cause: Loop.causeOf(committed.progress),
+            lastFailure: Loop.causeOf(committed.progress),
             teardownUnconfirmed: false,
             attempts: committed.progress.records,
             ...Loop.withId(env.requestId)

@@ -142,7 +142,10 @@ describe("Streaming", () => {
       )
       expect(Either.isLeft(result)).toBe(true)
       if (Either.isRight(result)) return
-      expect(result.left).toMatchObject({ _tag: "FailedSafe", cause: { kind: "unknown", code: "provider_defect" } })
+      expect(result.left).toMatchObject({
+        _tag: "FailedSafe",
+        lastFailure: { kind: "unknown", code: "provider_defect" }
+      })
       expect(result.left.attempts).toHaveLength(1)
       expect(JSON.stringify(result.left)).not.toContain(canary)
       expect(records.map((r) => r.outcome._tag)).toEqual(["FailedSafe"])
