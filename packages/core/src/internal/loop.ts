@@ -1412,11 +1412,12 @@ const failedSafeFix = (spec: Planner.Spec, cause: Outcome.Cause): string => {
 
 const STATIC: ReadonlyArray<Planner.Predicate> = ["listed", "capable", "mode", "simulation"]
 
-/** The predicate that excluded the first candidate of a refusal (as `Planner`'s reason names it). */
-const firstPredicate = (decision: Planner.Stop): string => {
-  for (const c of decision.candidates) for (const p of STATIC) if (c.verdicts[p] !== true) return p
-  return ""
-}
+/** Each candidate a refusal excluded, by the first predicate that did (the one `Planner`'s reason names). */
+const excludedBy = (decision: Planner.Stop): ReadonlyArray<Refusals.Excluded> =>
+  decision.candidates.flatMap((c) => {
+    const predicate = STATIC.find((p) => c.verdicts[p] !== true)
+    return predicate === undefined ? [] : [{ endpoint: c.endpoint, predicate, why: String(c.verdicts[predicate]) }]
+  })
 
 /** @internal */
 export const terminal = (decision: Planner.Stop, progress: Progress, spec: Planner.Spec): Outcome.Terminal => {
@@ -1464,7 +1465,7 @@ export const terminal = (decision: Planner.Stop, progress: Progress, spec: Plann
       return stackless(() =>
         new Outcome.Refused({
           refusal: "no_legal_candidate",
-          reason: withFix(decision.reason, Refusals.noLegalCandidateFix(firstPredicate(decision))),
+          reason: Refusals.noLegalCandidate(decision.reason, excludedBy(decision)),
           attempts,
           ...id
         }, true)
