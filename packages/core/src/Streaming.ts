@@ -158,12 +158,8 @@ export const executeStream = (
           if (env.writer !== undefined) yield* env.writer.end(completed)
           return Chunk.of<Event>({ _tag: "Completed", completion: completed })
         }
-        // Bound by the deadline, or by the attempt's timeout paused past the deadline (a consumer that held
-        // deltas): the deadline ended it.
-        if (
-          end._tag === "Timeout" &&
-          (committed.binding === "deadline" || env.clock.unsafeCurrentTimeNanos() >= env.deadline.expiresNanos)
-        ) {
+        // Bound by the deadline, or by an attempt timeout that holds paused past it: the deadline ended it.
+        if (end._tag === "Timeout" && (committed.binding === "deadline" || pastDeadline(env))) {
           const error = new Outcome.DeadlineExceeded({
             phase: "attempt",
             reason: `the deadline expired while streaming from ${endpoint}`,
@@ -227,6 +223,9 @@ export const executeStream = (
     })
     return Stages.repeat(next)
   }))
+
+/** Whether the request's deadline has come. */
+const pastDeadline = (env: Loop.Env): boolean => env.clock.unsafeCurrentTimeNanos() >= env.deadline.expiresNanos
 
 const END = Effect.succeed(undefined)
 const EXPIRED: Step = { _tag: "Expired" }
