@@ -123,7 +123,7 @@ export const isCollateral = (category: Category): category is RunCategory => RUN
  *
  * const e = new Outcome.PlanExhausted({
  *   reason: "no candidate left",
- *   cause: { kind: "authentication", code: "401", endpoint: "a" },
+ *   lastFailure: { kind: "authentication", code: "401", endpoint: "a" },
  *   attempts: []
  * })
  * Category.ofTerminal(e) // "authentication"
