@@ -123,7 +123,7 @@ export const isCollateral = (category: Category): category is RunCategory => RUN
  *
  * const e = new Outcome.PlanExhausted({
  *   reason: "no candidate left",
- *   cause: { kind: "authentication", code: "401", endpoint: "a" },
+ *   lastFailure: { kind: "authentication", code: "401", endpoint: "a" },
  *   attempts: []
  * })
  * Category.ofTerminal(e) // "authentication"
@@ -140,9 +140,9 @@ export const ofTerminal = (error: Outcome.Terminal): Category => {
     case "Refused":
       return "refused"
     case "PlanExhausted":
-      return error.cause === null ? "plan_exhausted" : error.cause.kind
+      return error.lastFailure === null ? "plan_exhausted" : error.lastFailure.kind
     case "FailedSafe":
-      return error.cause.endpoint === "" ? "failed_safe" : error.cause.kind
+      return error.lastFailure.endpoint === "" ? "failed_safe" : error.lastFailure.kind
     case "Halted":
       return "batch_aborted"
   }

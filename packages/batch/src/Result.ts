@@ -3,7 +3,7 @@
  * (the executor's `Completion`), a failure (the executor's terminal outcome, or the collateral error of a
  * stop), a reused earlier record (resume), or, in a dry run, the request that would have run. Collateral
  * errors are `Schema.TaggedError`s like the executor's, and keep the provider failure that preceded them
- * as `cause` (a kind and a code, never provider text).
+ * as `lastFailure` (a kind and a code, never provider text; serialised as `cause`).
  *
  * @since 0.1.0
  */
@@ -15,7 +15,8 @@ import type { Category } from "./Category.js"
 
 const collateral = {
   reason: Schema.String,
-  cause: Schema.NullOr(Outcome.Cause),
+  /** The provider failure that preceded the stop, serialised under its 0.1.0 key `cause` (see `Outcome`). */
+  lastFailure: Schema.propertySignature(Schema.NullOr(Outcome.Cause)).pipe(Schema.fromKey("cause")),
   attempts: Schema.Array(Outcome.AttemptRecord)
 }
 
@@ -26,7 +27,7 @@ const collateral = {
  * ```ts
  * import { Result } from "@rein/batch"
  *
- * const error = new Result.BatchDeadlineExceeded({ reason: "the batch deadline of 3600000 ms expired", cause: null, attempts: [] })
+ * const error = new Result.BatchDeadlineExceeded({ reason: "the batch deadline of 3600000 ms expired", lastFailure: null, attempts: [] })
  * ```
  * @category errors
  * @since 0.1.0
@@ -43,7 +44,7 @@ export class BatchDeadlineExceeded extends Schema.TaggedError<BatchDeadlineExcee
  * ```ts
  * import { Result } from "@rein/batch"
  *
- * const error = new Result.BatchAborted({ reason: "fail-fast: item \"7\" failed with authentication", cause: null, attempts: [] })
+ * const error = new Result.BatchAborted({ reason: "fail-fast: item \"7\" failed with authentication", lastFailure: null, attempts: [] })
  * ```
  * @category errors
  * @since 0.1.0
@@ -52,7 +53,7 @@ export class BatchAborted extends Schema.TaggedError<BatchAborted>()("BatchAbort
 
 /**
  * A soft cap stopped the run before the item finished, or the item's failure came after the cap was
- * reached (its provider failure is the `cause`).
+ * reached (its provider failure is the `lastFailure`).
  *
  * @example
  * ```ts
@@ -60,7 +61,7 @@ export class BatchAborted extends Schema.TaggedError<BatchAborted>()("BatchAbort
  *
  * const error = new Result.BatchBudgetExceeded({
  *   reason: "token cap reached: 100 of 10 tokens",
- *   cause: { kind: "server_error", code: "500", endpoint: "openai/mini" },
+ *   lastFailure: { kind: "server_error", code: "500", endpoint: "openai/mini" },
  *   attempts: []
  * })
  * ```

@@ -74,7 +74,7 @@ describe("Batch.run", () => {
       expect(result.category).toBe("batch_budget_exceeded")
       expect(result.error._tag).toBe("BatchBudgetExceeded")
       if (result.error._tag !== "BatchBudgetExceeded") return
-      expect(result.error.cause).toEqual({ kind: "server_error", code: "server_error", endpoint: "a" })
+      expect(result.error.lastFailure).toEqual({ kind: "server_error", code: "server_error", endpoint: "a" })
       expect(result.error.reason).toBe("token cap reached: 100 of 100 tokens")
     }))
 
@@ -172,7 +172,7 @@ describe("Batch.run", () => {
       expect(attempts[1]!.reservation).toEqual({ cost: 3e-4, tokens: 200 })
       expect(attempts[1]!.charged).toEqual({ cost: 3e-4, tokens: 200 })
       expect(attempts).toEqual(journal[0]!.attempts)
-      expect(result.error.cause).toEqual({ kind: "overloaded", code: "overloaded", endpoint: "a" })
+      expect(result.error).toMatchObject({ lastFailure: { kind: "overloaded", code: "overloaded", endpoint: "a" } })
     }))
 
   it.effect("fail-fast on authentication: one call, the rest batch_aborted, the trigger recorded", () =>
@@ -266,7 +266,7 @@ describe("Batch.run", () => {
       expect(summary.results.map(brief)).toEqual(["1:authentication", "0:batch_aborted"])
       const aborted = summary.results[1]
       if (aborted?._tag === "Failed") {
-        expect(aborted.error).toMatchObject({ cause: { kind: "server_error" } })
+        expect(aborted.error).toMatchObject({ lastFailure: { kind: "server_error" } })
       }
     }))
 

@@ -197,6 +197,8 @@ export interface BatchOptions {
   readonly progress: Progress.Mode
   /** The command that resumes this run, printed when it is interrupted (Ctrl-C). */
   readonly resumeWith?: string | undefined
+  /** The environment variables the run read (by its catalog's provider names), named when it is interrupted. */
+  readonly environmentRead?: ((providers: ReadonlyArray<string>) => ReadonlyArray<string>) | undefined
 }
 
 // Guardrail fields and the flags that set them, so that a bad value names the flag the user typed.
@@ -362,7 +364,11 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       Effect.onInterrupt(() =>
         Effect.flatMap(
           Interrupt.reusable(fs, options.out),
-          (saved) => display.interrupted(Interrupt.message({ out: options.out, saved, total }, options))
+          (saved) =>
+            display.interrupted(Interrupt.message({ out: options.out, saved, total }, {
+              resumeWith: options.resumeWith,
+              environment: options.environmentRead?.(catalog.endpoints.map((e) => e.provider))
+            }))
         )
       ),
       Effect.mapError((e) =>
@@ -592,7 +598,12 @@ export const command = Command.make(
         scenario: Option.getOrUndefined(o.scenario),
         baseUrl: Option.getOrUndefined(o.baseUrl),
         progress: o.json ? "off" : process.stderr.isTTY === true ? "tty" : "plain",
-        resumeWith: Interrupt.resumeCommand(process.argv, process.cwd(), process.env)
+        resumeWith: Interrupt.resumeCommand(process.argv, process.cwd(), process.env),
+        environmentRead: (providers) =>
+          Interrupt.environmentRead(
+            { providers, baseUrlFlag: Option.isSome(o.baseUrl), otlpFlag: Option.isSome(o.otlp) },
+            process.env
+          )
       }).pipe(Telemetry.around(o.otlp, o.metrics))
       const { Termination } = yield* BatchLib.load
       const t = report.termination

@@ -39,6 +39,31 @@ describe("a secret on the command line", () => {
     )
   })
 
+  it("the Ctrl-C lines name the environment the run read, never its values, and only what it read", () => {
+    const env = { REIN_BASE_URL: `https://u:${SECRET}@llm.example/v1`, REIN_API_KEY: SECRET, HOME: "/home/me" }
+    const real = { providers: ["fake", "openai-compatible"], baseUrlFlag: false, otlpFlag: false }
+    const read = Interrupt.environmentRead(real, env)
+    expect(read).toEqual(["REIN_BASE_URL", "REIN_API_KEY"])
+    const lines = Interrupt.message({ out: "run.jsonl", saved: 3, total: 10 }, {
+      resumeWith: "rein batch --resume",
+      environment: read
+    })
+    expect(lines.join("\n")).not.toContain(SECRET)
+    expect(lines.at(-1)).toBe(
+      "the resumed run reads REIN_BASE_URL and REIN_API_KEY from the environment, as this one did: keep them set " +
+        "(not shown here)"
+    )
+    // The URL from --base-url: only the key came from the environment.
+    expect(Interrupt.environmentRead({ ...real, baseUrlFlag: true }, env)).toEqual(["REIN_API_KEY"])
+    // An empty REIN_BASE_URL is unset (as the provider reads it); the collector's variable when no --otlp.
+    expect(Interrupt.environmentRead(real, { REIN_BASE_URL: " ", OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" }))
+      .toEqual(["OTEL_EXPORTER_OTLP_ENDPOINT"])
+    // Only fake providers and no collector variable: nothing read, no line (the lines as before).
+    const fakeOnly = Interrupt.environmentRead({ ...real, providers: ["fake"] }, env)
+    expect(fakeOnly).toEqual([])
+    expect(Interrupt.message({ out: "run.jsonl", saved: 3, total: 10 }, { environment: fakeOnly })).toHaveLength(2)
+  })
+
   it("the rejoin line masks a secret in any value, not only --store's", () => {
     const line = Interrupt.rejoinMessage(
       "r",

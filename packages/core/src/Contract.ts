@@ -113,7 +113,13 @@ const Candidates = nonEmptyArray(EndpointId, "candidate").pipe(Schema.filter((id
 export class Contract extends Schema.Class<Contract>("Contract")({
   /** Total time from the start of execution to the terminal outcome. */
   deadline: PositiveDuration,
-  /** Upper bound for one attempt; each attempt gets `min(attemptTimeout, remaining)`. */
+  /**
+   * Upper bound for one attempt; each attempt gets `min(attemptTimeout, remaining)`. It is the provider's time:
+   * for a stream (`Rein.executeStream`), the time waiting on the provider, to the first delta and then between
+   * deltas while the consumer waits for the next. It is paused while the consumer holds a delta (from its
+   * hand-over until the consumer asks for the next), so a slow consumer never times out the attempt; a provider
+   * that stalls while the consumer waits still does. The `deadline` covers everything, the consumer's time too.
+   */
   attemptTimeout: Schema.optional(PositiveDuration),
   /** How long Rein waits for an interrupted attempt to tear down before returning anyway. */
   teardownGrace: Schema.optionalWith(PositiveDuration, { default: () => Duration.millis(250) }),

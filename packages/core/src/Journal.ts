@@ -262,14 +262,14 @@ const recordedOutcome = (
     case "Defect":
       return { _tag: "Defect" }
     case "DeadlineExceeded":
-      return { _tag: outcome._tag, reason: outcome.reason, detail: outcome.phase, cause: outcome.cause }
+      return { _tag: outcome._tag, reason: outcome.reason, detail: outcome.phase, cause: outcome.lastFailure }
     case "BudgetExhausted":
-      return { _tag: outcome._tag, reason: outcome.reason, detail: outcome.resource, cause: outcome.cause }
+      return { _tag: outcome._tag, reason: outcome.reason, detail: outcome.resource, cause: outcome.lastFailure }
     case "PlanExhausted":
     case "Halted":
-      return { _tag: outcome._tag, reason: outcome.reason, detail: null, cause: outcome.cause }
+      return { _tag: outcome._tag, reason: outcome.reason, detail: null, cause: outcome.lastFailure }
     case "FailedSafe":
-      return { _tag: outcome._tag, reason: outcome.reason, detail: null, cause: outcome.cause }
+      return { _tag: outcome._tag, reason: outcome.reason, detail: null, cause: outcome.lastFailure }
     case "Refused":
       return { _tag: outcome._tag, reason: outcome.reason, detail: outcome.refusal, cause: null }
   }

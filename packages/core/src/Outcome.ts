@@ -247,6 +247,22 @@ export const RequestId = Schema.String.annotations({ identifier: "RequestId" })
 
 const requestId = Schema.optional(RequestId)
 
+/**
+ * The failure that ended the plan (`null`: none, e.g. nothing was called), on an outcome as `lastFailure` and
+ * serialised under its 0.1.0 key `cause`: journals, records and artifacts keep the shape they had. In memory it
+ * is not `cause`, the standard property of a nested *error* (ES2022): Node and Effect print an error's `cause`
+ * as one, so an uncaught outcome printed `[cause]: Error: null` (or the struct's JSON dressed as an `Error`).
+ */
+const lastFailure = Schema.propertySignature(Schema.NullOr(Cause)).pipe(Schema.fromKey("cause"))
+
+/** An outcome's JSON with `lastFailure` under its serialised key `cause`, in place: `JSON.stringify` as before. */
+const withCauseKey = (json: unknown): unknown => {
+  if (typeof json !== "object" || json === null) return json
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(json)) out[key === "lastFailure" ? "cause" : key] = value
+  return out
+}
+
 /** At most this many runs of attempts are named in an outcome's message; the rest are counted. */
 const NAMED_RUNS = 6
 
@@ -259,7 +275,7 @@ const NAMED_RUNS = 6
 const messageOf = (
   outcome: {
     readonly reason: string
-    readonly cause?: Cause | null
+    readonly lastFailure?: Cause | null
     readonly attempts: ReadonlyArray<
       { readonly endpoint: string; readonly status: string; readonly failure: string | null }
     >
@@ -274,9 +290,10 @@ const messageOf = (
   }
   const named = runs.slice(0, NAMED_RUNS).map((r) => r.n > 1 ? `${r.what} ×${r.n}` : r.what)
   const rest = runs.slice(NAMED_RUNS).reduce((n, r) => n + r.n, 0)
-  const cause = outcome.cause === undefined || outcome.cause === null
+  const last = outcome.lastFailure
+  const cause = last === undefined || last === null
     ? ""
-    : `; last failure ${outcome.cause.kind} (${outcome.cause.code}) on ${outcome.cause.endpoint}`
+    : `; last failure ${last.kind} (${last.code}) on ${last.endpoint}`
   const count = outcome.attempts.length
   const tried = count === 0
     ? "; no attempt"
@@ -301,7 +318,7 @@ const messageOf = (
 export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("DeadlineExceeded", {
   phase: Schema.Literal("admission", "attempt", "backoff", "teardown"),
   reason: Schema.String,
-  cause: Schema.NullOr(Cause),
+  lastFailure,
   teardownUnconfirmed: Schema.Boolean,
   attempts,
   /** The request's id (see `RequestId`): the journal record's, or the caller's `request.id`. */
@@ -310,6 +327,10 @@ export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("De
   /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
   override get message(): string {
     return messageOf(this)
+  }
+  /** As serialised: the last failure under `cause`. */
+  override toJSON(): unknown {
+    return withCauseKey(super.toJSON())
   }
 }
 
@@ -324,7 +345,7 @@ export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("De
 export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("BudgetExhausted", {
   resource: Schema.Literal("cost", "tokens", "calls"),
   reason: Schema.String,
-  cause: Schema.NullOr(Cause),
+  lastFailure,
   attempts,
   /** `true`: refused because the budget's store was unavailable, not because the budget is spent. */
   unavailable: Schema.optional(Schema.Boolean),
@@ -340,6 +361,10 @@ export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("Budg
   override get message(): string {
     return messageOf(this)
   }
+  /** As serialised: the last failure under `cause`. */
+  override toJSON(): unknown {
+    return withCauseKey(super.toJSON())
+  }
 }
 
 /**
@@ -350,7 +375,7 @@ export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("Budg
  */
 export class PlanExhausted extends Schema.TaggedError<PlanExhausted>()("PlanExhausted", {
   reason: Schema.String,
-  cause: Schema.NullOr(Cause),
+  lastFailure,
   attempts,
   /** The request's id (see `RequestId`): the journal record's, or the caller's `request.id`. */
   requestId
@@ -358,6 +383,10 @@ export class PlanExhausted extends Schema.TaggedError<PlanExhausted>()("PlanExha
   /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
   override get message(): string {
     return messageOf(this)
+  }
+  /** As serialised: the last failure under `cause`. */
+  override toJSON(): unknown {
+    return withCauseKey(super.toJSON())
   }
 }
 
@@ -370,7 +399,7 @@ export class PlanExhausted extends Schema.TaggedError<PlanExhausted>()("PlanExha
  */
 export class FailedSafe extends Schema.TaggedError<FailedSafe>()("FailedSafe", {
   reason: Schema.String,
-  cause: Cause,
+  lastFailure: Schema.propertySignature(Cause).pipe(Schema.fromKey("cause")),
   attempts,
   /** The request's id (see `RequestId`): the journal record's, or the caller's `request.id`. */
   requestId
@@ -378,6 +407,10 @@ export class FailedSafe extends Schema.TaggedError<FailedSafe>()("FailedSafe", {
   /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
   override get message(): string {
     return messageOf(this)
+  }
+  /** As serialised: the last failure under `cause`. */
+  override toJSON(): unknown {
+    return withCauseKey(super.toJSON())
   }
 }
 
@@ -425,7 +458,7 @@ export class Refused extends Schema.TaggedError<Refused>()("Refused", {
  */
 export class Halted extends Schema.TaggedError<Halted>()("Halted", {
   reason: Schema.String,
-  cause: Schema.NullOr(Cause),
+  lastFailure,
   attempts,
   /** The request's id (see `RequestId`): the journal record's, or the caller's `request.id`. */
   requestId
@@ -433,6 +466,10 @@ export class Halted extends Schema.TaggedError<Halted>()("Halted", {
   /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
   override get message(): string {
     return messageOf(this)
+  }
+  /** As serialised: the last failure under `cause`. */
+  override toJSON(): unknown {
+    return withCauseKey(super.toJSON())
   }
 }
 

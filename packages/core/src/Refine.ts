@@ -788,7 +788,7 @@ const costOf = (history: ReadonlyArray<Event>): number | "unknown" => internal.t
 const callFailure = (e: Outcome.Terminal): CallFailure => ({
   outcome: e._tag,
   resource: e._tag === "BudgetExhausted" ? e.resource : null,
-  cause: e._tag === "Refused" ? null : e.cause
+  cause: e._tag === "Refused" ? null : e.lastFailure
 })
 
 const reasonOf = (f: CallFailure): Reason => {

@@ -5,6 +5,11 @@
  * reported as a failure, never as a clean end. Usage and cost of the committed attempt are settled when
  * the stream ends, fails, or the consumer stops early.
  *
+ * The contract's `attemptTimeout` bounds the time a stream attempt waits on its provider: to the first delta,
+ * then between deltas while the consumer waits for the next. It is paused while the consumer holds a delta
+ * (from the moment a delta is handed over until the consumer asks for the next), so a slow consumer never
+ * times out the provider's attempt. The deadline covers everything, the consumer's time included.
+ *
  * @since 0.1.0
  */
 import { Cause, Chunk, Effect, Exit, Fiber, Option, Scope, Stream } from "effect"
@@ -89,7 +94,9 @@ export const executeStream = (
     let finishReason: Outcome.FinishReason | undefined = undefined
     const text: Array<string> = []
     let finished = false
-    const bound = yield* BoundedPull.make(opened.pull, committed.endsNanos, env.graceMillis)
+    // The attempt's timeout counts the time spent waiting on the provider, not the consumer's: it is paused
+    // while the consumer holds a delta. The deadline covers everything (see `internal/pull.ts`).
+    const bound = yield* BoundedPull.make(opened.pull, committed.endsNanos, env.deadline.expiresNanos, env.graceMillis)
 
     // Until the stream is finished, closing the consumer's scope tears the provider stream down and records
     // the attempt as interrupted (usage unknown unless reported: the reservation stays charged).
@@ -151,11 +158,12 @@ export const executeStream = (
           if (env.writer !== undefined) yield* env.writer.end(completed)
           return Chunk.of<Event>({ _tag: "Completed", completion: completed })
         }
-        if (end._tag === "Timeout" && committed.binding === "deadline") {
+        // Bound by the deadline, or by an attempt timeout that holds paused past it: the deadline ended it.
+        if (end._tag === "Timeout" && (committed.binding === "deadline" || pastDeadline(env))) {
           const error = new Outcome.DeadlineExceeded({
             phase: "attempt",
             reason: `the deadline expired while streaming from ${endpoint}`,
-            cause: Loop.causeOf(committed.progress),
+            lastFailure: Loop.causeOf(committed.progress),
             teardownUnconfirmed: false,
             attempts: committed.progress.records,
             ...Loop.withId(env.requestId)
@@ -215,6 +223,9 @@ export const executeStream = (
     })
     return Stages.repeat(next)
   }))
+
+/** Whether the request's deadline has come. */
+const pastDeadline = (env: Loop.Env): boolean => env.clock.unsafeCurrentTimeNanos() >= env.deadline.expiresNanos
 
 const END = Effect.succeed(undefined)
 const EXPIRED: Step = { _tag: "Expired" }

@@ -58,7 +58,7 @@ describe("Execute", () => {
       expect(error._tag).toBe("DeadlineExceeded")
       if (error._tag !== "DeadlineExceeded") return
       expect(error.phase).toBe("backoff")
-      expect(error.cause).toEqual({ kind: "server_error", code: "server_error", endpoint: "a" })
+      expect(error.lastFailure).toEqual({ kind: "server_error", code: "server_error", endpoint: "a" })
       expect(error.attempts).toHaveLength(1)
       expect(error.attempts[0]!.backoffMillis).toBe(0)
       expect((yield* fake.calls).length).toBe(1)
@@ -389,7 +389,7 @@ describe("Execute", () => {
           Layer.merge(Rein.layer({ catalog: defaultCatalog, providers: { fake: throwing } }), Journal.layerMemory)
         )
       )
-      expect(error).toMatchObject({ _tag: "FailedSafe", cause: { kind: "unknown", code: "provider_defect" } })
+      expect(error).toMatchObject({ _tag: "FailedSafe", lastFailure: { kind: "unknown", code: "provider_defect" } })
       // `unknown` is never fallen back from: b is not tried.
       expect(error.attempts.map((a) => [a.endpoint, a.status, a.failure])).toEqual([["a", "failure", "unknown"]])
       expect(records).toHaveLength(1)
@@ -412,7 +412,7 @@ describe("Execute", () => {
           )
         )
       )
-      expect(error).toMatchObject({ _tag: "FailedSafe", cause: { kind: "unknown", code: "provider_defect" } })
+      expect(error).toMatchObject({ _tag: "FailedSafe", lastFailure: { kind: "unknown", code: "provider_defect" } })
       expect(error.attempts).toHaveLength(1)
     }))
   it.effect("interrupting the caller mid-attempt journals the attempt as interrupted, charged its reservation", () =>

@@ -46,7 +46,7 @@ describe("Fake: scripted finish reasons and tool calls", () => {
       )
       expect(Either.isLeft(value) && value.left).toMatchObject({
         _tag: "PlanExhausted",
-        cause: { kind: "truncated", endpoint: "a" }
+        lastFailure: { kind: "truncated", endpoint: "a" }
       })
       expect((yield* fake.calls).map((c) => c.endpoint)).toEqual(["a"])
     }))

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Fake, Outcome, Rein } from "@rein/core"
-import { Cause, Effect, Exit, FastCheck } from "effect"
+import { Cause, Effect, Exit, FastCheck, Runtime, Schema } from "effect"
+import { inspect } from "node:util"
 import { contract, layer } from "./fixtures.js"
 
 const record = (endpoint: string, failure: Outcome.AttemptRecord["failure"], n: number): Outcome.AttemptRecord => ({
@@ -30,7 +31,7 @@ describe("Outcome", () => {
   it("a terminal outcome's message is one line: reason, last failure, the attempts as runs", () => {
     const e = new Outcome.PlanExhausted({
       reason: "no candidate left that the failures allow",
-      cause: { kind: "authentication", code: "http_401", endpoint: "b" },
+      lastFailure: { kind: "authentication", code: "http_401", endpoint: "b" },
       attempts: [record("a", "overloaded", 1), record("a", "overloaded", 2), record("b", "authentication", 3)]
     })
     expect(e.message).toBe(
@@ -45,7 +46,7 @@ describe("Outcome", () => {
     const e = new Outcome.DeadlineExceeded({
       phase: "backoff",
       reason: "the backoff does not fit",
-      cause: null,
+      lastFailure: null,
       teardownUnconfirmed: false,
       attempts
     })
@@ -53,7 +54,7 @@ describe("Outcome", () => {
       "the backoff does not fit; 9 attempts: a server_error → b server_error → a server_error → b server_error → " +
         "a server_error → b server_error → … 3 more"
     )
-    const h = new Outcome.Halted({ reason: "the batch stopped", cause: null, attempts: [] })
+    const h = new Outcome.Halted({ reason: "the batch stopped", lastFailure: null, attempts: [] })
     expect(h.message).toBe("the batch stopped; no attempt")
   })
 
@@ -75,6 +76,84 @@ describe("Outcome", () => {
       expect(pretty.split("\n")[0]).toMatch(/^PlanExhausted: .*; 1 attempt: a authentication$/)
       expect(pretty).not.toContain("reservation")
     }))
+
+  // The last failure was the field `cause`: the property Node and Effect print as a nested *error*, so an
+  // uncaught outcome printed `[cause]: Error: null` (or the struct's JSON as an `Error`). Both printers as
+  // `Effect.runPromise` / `NodeRuntime.runMain` use them: the FiberFailure's inspection and a logged cause.
+  const printedForms = (e: Outcome.Terminal): ReadonlyArray<string> => [
+    Cause.pretty(Cause.fail(e), { renderErrorCause: true }),
+    inspect(Runtime.makeFiberFailure(Cause.fail(e)))
+  ]
+
+  it.effect("an executed outcome that reaches the runtime prints no nested error", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.fail("authentication")] })
+      const e = yield* Effect.flip(
+        Rein.execute({ prompt: "x", inputTokens: 10, maxOutputTokens: 10 }, contract({ candidates: ["a"] })).pipe(
+          Effect.provide(layer(fake))
+        )
+      )
+      for (const printed of printedForms(e)) {
+        expect(printed).not.toContain("[cause]")
+        expect(printed.split("\n")[0]).toMatch(
+          /PlanExhausted: .*; last failure authentication .*; 1 attempt: a authentication$/
+        )
+      }
+    }))
+
+  it("an uncaught outcome prints its tag, reason and attempts, with no nested error, whatever its last failure", () => {
+    const attempts = [record("a", "overloaded", 1), record("b", "authentication", 2)]
+    const outcomes: ReadonlyArray<Outcome.Terminal> = [
+      new Outcome.PlanExhausted({ reason: "every candidate tried", lastFailure: null, attempts: [] }),
+      new Outcome.PlanExhausted({
+        reason: "no candidate left that the failures allow",
+        lastFailure: { kind: "authentication", code: "http_401", endpoint: "b" },
+        attempts
+      }),
+      new Outcome.DeadlineExceeded({
+        phase: "attempt",
+        reason: "the deadline expired",
+        lastFailure: null,
+        teardownUnconfirmed: false,
+        attempts
+      }),
+      new Outcome.BudgetExhausted({ resource: "cost", reason: "no room", lastFailure: null, attempts }),
+      new Outcome.FailedSafe({
+        reason: "unknown forbids retry and fallback",
+        lastFailure: { kind: "unknown", code: "unknown", endpoint: "a" },
+        attempts
+      }),
+      new Outcome.Halted({ reason: "the batch stopped", lastFailure: null, attempts: [] })
+    ]
+    for (const e of outcomes) {
+      for (const printed of printedForms(e)) {
+        expect(printed).not.toContain("Error: null")
+        expect(printed).not.toContain("[cause]")
+        expect(printed).toContain(`${e._tag}: ${e.message}`)
+      }
+      expect(e.message).toContain(e.reason)
+      expect(e.message).toMatch(
+        e.attempts.length === 0 ? /; no attempt$/ : /; 2 attempts: a overloaded → b authentication$/
+      )
+    }
+  })
+
+  it("the last failure is serialised under its key `cause`, as before: encoded, decoded, and as JSON", () => {
+    const lastFailure = { kind: "overloaded", code: "http_529", endpoint: "a" } as const
+    const e = new Outcome.PlanExhausted({ reason: "r", lastFailure, attempts: [record("a", "overloaded", 1)] })
+    const encoded = Schema.encodeSync(Outcome.Terminal)(e)
+    expect(Object.keys(encoded)).toEqual(["reason", "cause", "attempts", "_tag"])
+    expect(encoded).toMatchObject({ cause: lastFailure })
+    const json = JSON.stringify(encoded)
+    expect(JSON.stringify(e)).toBe(json)
+    expect(json).not.toContain("lastFailure")
+    const decoded = Schema.decodeUnknownSync(Outcome.Terminal)(JSON.parse(json))
+    expect(decoded).toMatchObject({ _tag: "PlanExhausted", lastFailure })
+    const none = Schema.encodeSync(Outcome.Terminal)(
+      new Outcome.Halted({ reason: "r", lastFailure: null, attempts: [] })
+    )
+    expect(JSON.stringify(none)).toBe("{\"reason\":\"r\",\"cause\":null,\"attempts\":[],\"_tag\":\"Halted\"}")
+  })
 })
 
 describe("countToolCalls", () => {

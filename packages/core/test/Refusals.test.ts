@@ -82,6 +82,44 @@ describe("refusals name what was refused and what to change", () => {
       expect(unserved.message).toMatch(/listed: no provider registered; register a provider/)
     }))
 
+  it.effect("no legal candidate: why each candidate was not, the first five named and the rest counted", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed()] })
+      const ids = ["a", "b", "c", "d", "e", "f", "g"] as const
+      const mixed = catalog(
+        endpoint("a", { maxOutputTokens: 50 }),
+        endpoint("b", { simulated: true }),
+        endpoint("c", { provider: "nobody" }),
+        ...ids.slice(3).map((id) => endpoint(id, { maxOutputTokens: 50 }))
+      )
+      const refused = yield* refusedBy(
+        Rein.execute(request, contract({ candidates: ids, allowSimulated: false })),
+        layer(fake, mixed)
+      )
+      expect(refused._tag).toBe("Refused")
+      expect(refused.message).toBe(
+        "no_legal_candidate: a: capable: max output 50 < 100 requested; also not legal: " +
+          "b (simulation: simulated endpoint; the contract does not allow simulation), " +
+          "c (listed: no provider registered), d (capable: max output 50 < 100 requested), " +
+          "e (capable: max output 50 < 100 requested), and 2 more; " +
+          "lower the request's bounds, drop the capability it requires, add a candidate that has it, or, if the " +
+          "model has it, declare it in the catalog entry's `capabilities` (`tools: true`, …); " +
+          "give the contract `allowSimulated: true` (tests, examples), or a real candidate; " +
+          "register a provider for each candidate's `provider` in `Rein.layer({ providers })`, and list the " +
+          "candidates in the catalog"
+      )
+      // Two candidates: both named, nothing counted.
+      const two = yield* refusedBy(
+        Rein.execute(request, contract({ candidates: ["c", "d"] })),
+        layer(fake, mixed)
+      )
+      expect(two.message).toMatch(
+        /^no_legal_candidate: c: listed: no provider registered; also not legal: d \(capable: max output 50 < 100 requested\); register a provider/
+      )
+      expect(two.message).not.toContain("more")
+      expect(yield* fake.calls).toHaveLength(0)
+    }))
+
   it.effect("a fail-safe stop says what the failure's kind needs, or which contract field narrowed it", () =>
     Effect.gen(function*() {
       const stop = (step: Fake.Step, overrides: Parameters<typeof contract>[0] = {}) =>

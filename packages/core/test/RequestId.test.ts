@@ -210,7 +210,7 @@ describe("Outcome.requestId through Schema", () => {
   })
 
   it("the message an outcome prints is unchanged by its id", () => {
-    const fields = { reason: "every candidate was tried", cause: null, attempts: [] }
+    const fields = { reason: "every candidate was tried", lastFailure: null, attempts: [] }
     expect(new Outcome.PlanExhausted({ ...fields, requestId: "req-1" }).message).toBe(
       new Outcome.PlanExhausted(fields).message
     )

@@ -142,7 +142,10 @@ describe("Streaming", () => {
       )
       expect(Either.isLeft(result)).toBe(true)
       if (Either.isRight(result)) return
-      expect(result.left).toMatchObject({ _tag: "FailedSafe", cause: { kind: "unknown", code: "provider_defect" } })
+      expect(result.left).toMatchObject({
+        _tag: "FailedSafe",
+        lastFailure: { kind: "unknown", code: "provider_defect" }
+      })
       expect(result.left.attempts).toHaveLength(1)
       expect(JSON.stringify(result.left)).not.toContain(canary)
       expect(records.map((r) => r.outcome._tag)).toEqual(["FailedSafe"])
@@ -245,12 +248,18 @@ describe("Streaming: pulls run ahead of the consumer", () => {
   const consume = (
     rein: ReturnType<typeof chunked>["rein"],
     pause: (delta: string, index: number) => Effect.Effect<void>,
-    deadline = "10 seconds"
+    deadline = "10 seconds",
+    attemptTimeout?: string
   ) =>
     Effect.gen(function*() {
       const seen: Array<string> = []
+      const bounds = {
+        candidates: ["a"] as const,
+        deadline,
+        ...(attemptTimeout === undefined ? {} : { attemptTimeout })
+      }
       const fiber = yield* Effect.fork(Effect.either(
-        Rein.executeStream(request, contract({ candidates: ["a"], deadline })).pipe(
+        Rein.executeStream(request, contract(bounds)).pipe(
           Stream.runForEach((e) =>
             e._tag === "Delta" ? Effect.suspend(() => pause(e.text, seen.push(e.text) - 1)) : Effect.void
           ),
@@ -317,6 +326,84 @@ describe("Streaming: pulls run ahead of the consumer", () => {
         expect(state.closed).toBe(1)
       }))
   }
+
+  // The attempt timeout is the provider's: it counts the time the stream waits on the provider, and is paused
+  // while the consumer holds a delta. (It counted the consumer's time: a consumer slower than the timeout failed
+  // an attempt whose provider had answered every chunk at once.)
+  it.effect("a consumer slower than the attempt timeout does not time the attempt out", () =>
+    Effect.gen(function*() {
+      const { rein, state } = chunked(["a", "b", "c", "d"], "done")
+      const { fiber, seen } = yield* consume(rein, () => Effect.sleep("5 seconds"), "1 minute", "3 seconds")
+      yield* TestClock.adjust("1 minute")
+      expect(tagOf(yield* Fiber.join(fiber))).toBe("ok")
+      expect(seen).toEqual(["a", "b", "c", "d"])
+      expect(state.closed).toBe(1)
+    }))
+
+  for (const tail of ["stall", "stubborn"] as const) {
+    it.effect(`a provider that stalls while the consumer waits still times the attempt out (${tail})`, () =>
+      Effect.gen(function*() {
+        const { rein, state } = chunked(["a", "b"], tail)
+        const { fiber, seen } = yield* consume(rein, () => Effect.sleep("5 seconds"), "1 minute", "3 seconds")
+        // Held 5 s after each of two deltas, then 3 s waiting on the provider: the attempt ends at 13 s.
+        yield* TestClock.adjust("12900 millis")
+        expect(fiber.unsafePoll()).toBeNull()
+        expect(seen).toEqual(["a", "b"])
+        yield* TestClock.adjust("100 millis")
+        // The reader's grace, then the provider stream's close: 250 ms each at most.
+        yield* TestClock.adjust("500 millis")
+        expect(fiber.unsafePoll()).not.toBeNull()
+        const result = yield* Fiber.join(fiber)
+        expect(tagOf(result)).toBe("FailedSafe")
+        if (Either.isLeft(result)) {
+          expect(result.left.attempts.map((a) => [a.status, a.binding, a.endMillis])).toEqual([
+            // A pull that ignores interruption is let go after the reader's grace.
+            ["timeout", "attempt", tail === "stall" ? 13_000 : 13_250]
+          ])
+        }
+        if (tail === "stall") expect(state.running).toBe(0)
+        expect(state.closed).toBe(1)
+      }))
+  }
+
+  it.effect("the deadline still ends a slow consumer's stream: the attempt timeout's pause never passes it", () =>
+    Effect.gen(function*() {
+      const deltas = Array.from({ length: 10 }, (_, i) => `${i}`)
+      const { rein, state } = chunked(deltas, "done")
+      const { fiber, seen } = yield* consume(rein, () => Effect.sleep("5 seconds"), "12 seconds", "3 seconds")
+      yield* TestClock.adjust("1 minute")
+      // Asked for the fourth delta at 15 s, after the deadline: the stream ends there.
+      expect(tagOf(yield* Fiber.join(fiber))).toBe("DeadlineExceeded")
+      expect(seen).toEqual(["0", "1", "2"])
+      expect(state.closed).toBe(1)
+    }))
+
+  it.effect.prop(
+    "ready chunks, any consumer pauses: every delta, whatever the attempt timeout, until the deadline",
+    {
+      pauses: fc.array(fc.constantFrom(0, 0, 1, 3, 7), { minLength: 1, maxLength: 40 }),
+      timeout: fc.constantFrom(1, 2, 5)
+    },
+    ({ pauses, timeout }) =>
+      Effect.gen(function*() {
+        const deltas = pauses.map((_, i) => `${i}`)
+        const { rein, state } = chunked(deltas, "done")
+        const { fiber, seen } = yield* consume(
+          rein,
+          (_, i) => Effect.sleep(`${pauses[i]!} seconds`),
+          "30 seconds",
+          `${timeout} seconds`
+        )
+        yield* TestClock.adjust("10 minutes")
+        const result = yield* Fiber.join(fiber)
+        let now = 0
+        let delivered = 0
+        while (delivered < deltas.length && (delivered === 0 || now < 30)) now += pauses[delivered++]!
+        expect(seen).toEqual(deltas.slice(0, delivered))
+        expect(tagOf(result)).toBe(now >= 30 ? "DeadlineExceeded" : "ok")
+        expect(state.closed).toBe(1)
+      })
+  )
 
   it.effect("the reader never holds more than READ_AHEAD pulled chunks the consumer has not taken", () =>
     Effect.gen(function*() {

@@ -178,7 +178,7 @@ const WAIT_MILLIS = 50
 
 // The category and encoded error of an item the stop reached before it started (as the engine's collateral).
 const collateralOf = (stop: Termination.Stop) => {
-  const fields = { reason: stop.reason, cause: null, attempts: [] }
+  const fields = { reason: stop.reason, lastFailure: null, attempts: [] }
   switch (stop.kind) {
     case "batch_timeout":
       return {

@@ -28,7 +28,7 @@ const refused = (resource: "cost" | "tokens" | "calls", needed?: number) =>
   new Outcome.BudgetExhausted({
     resource,
     reason: "no room",
-    cause: null,
+    lastFailure: null,
     attempts: [],
     ...(needed === undefined ? {} : { needed })
   })
@@ -159,7 +159,7 @@ describe("a budget refusal as the run's stop", () => {
       new Outcome.BudgetExhausted({
         resource: "cost",
         reason: "down",
-        cause: null,
+        lastFailure: null,
         attempts: [],
         unavailable: true
       })

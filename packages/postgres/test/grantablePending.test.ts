@@ -51,7 +51,7 @@ const record = Resume.makeRecord({
 const refused = new Outcome.BudgetExhausted({
   resource: "cost",
   reason: "no room",
-  cause: null,
+  lastFailure: null,
   attempts: [],
   needed: 0.6
 })

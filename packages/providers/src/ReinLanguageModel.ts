@@ -239,7 +239,7 @@ const providersOf = (
   const missing = (id: string) =>
     new Outcome.FailedSafe({
       reason: `no model for ${id}`,
-      cause: { kind: "invalid_request", code: "no_model", endpoint: id },
+      lastFailure: { kind: "invalid_request", code: "no_model", endpoint: id },
       attempts: []
     })
   for (const id of built.keys()) {

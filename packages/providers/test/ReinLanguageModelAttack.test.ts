@@ -451,7 +451,7 @@ describe("ReinLanguageModel: a streamed answer is bounded whatever its deltas ca
         Effect.provide(toolkit.toLayer({ weather: () => Effect.sync(() => `${++handled}`) }))
       )
       const failure = Either.isLeft(result)
-        ? [result.left._tag, (result.left as { readonly cause?: unknown }).cause]
+        ? [result.left._tag, (result.left as { readonly lastFailure?: unknown }).lastFailure]
         : "ok"
       return { failure, handled, bytes }
     })

@@ -272,7 +272,7 @@ for (const vendor of vendors) {
           )
         )
         // b's larger limit does not help: the cap binds there too (it was asked, and cut at 50 again).
-        expect(Either.isLeft(value) && value.left).toMatchObject({ cause: { kind: "truncated" } })
+        expect(Either.isLeft(value) && value.left).toMatchObject({ lastFailure: { kind: "truncated" } })
         expect(seen.map((r) => [r.model, vendor.maxTokens(r.body)])).toEqual([["model-a", 50]])
       }))
 
@@ -346,7 +346,7 @@ for (const vendor of vendors) {
             Effect.either
           )
         )
-        expect(Either.isLeft(value) && value.left).toMatchObject({ cause: { kind: "truncated" } })
+        expect(Either.isLeft(value) && value.left).toMatchObject({ lastFailure: { kind: "truncated" } })
       }))
 
     it.live("finish length with truncation accept: an annotated success", () =>

@@ -180,7 +180,7 @@ describe("ReinLanguageModel over @effect/ai-openai (loopback server)", () => {
       )
       expect(Either.isLeft(result) && result.left).toMatchObject({
         _tag: "FailedSafe",
-        cause: { kind: "malformed_response", code: "body_too_large" }
+        lastFailure: { kind: "malformed_response", code: "body_too_large" }
       })
       expect(received).toBeLessThanOrEqual(8 * 1024 * 1024)
       const [seen] = yield* server.waitUntil((rs) => rs[0]?.clientClosed === true, "10 seconds")
@@ -202,14 +202,14 @@ describe("ReinLanguageModel over @effect/ai-openai (loopback server)", () => {
         Effect.either,
         Effect.provide(layer)
       )
-      expect(Either.isLeft(whole) && whole.left).toMatchObject({ cause: { code: "body_too_large" } })
+      expect(Either.isLeft(whole) && whole.left).toMatchObject({ lastFailure: { code: "body_too_large" } })
       const streamed = yield* LanguageModel.streamText({ prompt: "hello" }).pipe(
         Stream.runDrain,
         ReinLanguageModel.withOutcomes,
         Effect.either,
         Effect.provide(layer)
       )
-      expect(Either.isLeft(streamed) && streamed.left).toMatchObject({ cause: { code: "body_too_large" } })
+      expect(Either.isLeft(streamed) && streamed.left).toMatchObject({ lastFailure: { code: "body_too_large" } })
       const small = yield* LanguageModel.generateText({ prompt: "hello" }).pipe(Effect.provide(layer))
       expect(small.text).toBe("small")
     })).pipe(withHttp))

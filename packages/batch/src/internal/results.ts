@@ -45,7 +45,7 @@ export interface Results<I> {
   readonly complete: (result: ItemResult<I>) => Effect.Effect<void>
 }
 
-const causeOf = (e: ItemError | Outcome.Terminal): Outcome.Cause | null => (e._tag === "Refused" ? null : e.cause)
+const causeOf = (e: ItemError | Outcome.Terminal): Outcome.Cause | null => (e._tag === "Refused" ? null : e.lastFailure)
 
 /** The records of an item's settled attempts, in order. */
 const settledRecords = (it: ItemState): ReadonlyArray<Outcome.AttemptRecord> => {
@@ -216,7 +216,7 @@ const artifactFailed = <I>(result: Succeeded<I> | Failed<I>, message: string): F
   error: stackless(() =>
     new ArtifactFailed({
       reason: `the record of item ${JSON.stringify(result.itemId)} could not be appended: ${message}`,
-      cause: result._tag === "Failed" ? causeOf(result.error) : null,
+      lastFailure: result._tag === "Failed" ? causeOf(result.error) : null,
       attempts: result._tag === "Succeeded" ? result.completion.attempts : result.error.attempts,
       original: categoryOf(result)
     })
@@ -277,7 +277,7 @@ const collateralError = (
   cause: Outcome.Cause | null,
   attempts: ReadonlyArray<Outcome.AttemptRecord>
 ): ItemError => {
-  const fields = { reason: stop.reason, cause, attempts }
+  const fields = { reason: stop.reason, lastFailure: cause, attempts }
   // Without validation (`true`): every field is the run's own (the stop's reason, the records the executor
   // built). Validating re-checked each attempt record against its schema, once per cancelled item: with a
   // thousand items cancelled at once that was most of the time between their teardown and their results.

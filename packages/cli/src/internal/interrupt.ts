@@ -117,11 +117,40 @@ export const reusable = (
     )
   })
 
+/**
+ * The environment variables this run read and used (names only: their values are never shown): the resumed run
+ * needs them set again. `REIN_BASE_URL` when an `openai-compatible` provider took its URL from it (no
+ * `--base-url`), `REIN_API_KEY` when such a provider read a key, `OTEL_EXPORTER_OTLP_ENDPOINT` when telemetry
+ * took its collector from it (no `--otlp`). An empty value counts as unset, as the readers count it.
+ *
+ * @internal
+ */
+export const environmentRead = (
+  run: { readonly providers: ReadonlyArray<string>; readonly baseUrlFlag: boolean; readonly otlpFlag: boolean },
+  env: Readonly<Record<string, string | undefined>>
+): ReadonlyArray<string> => {
+  const set = (name: string) => (env[name] ?? "").trim() !== ""
+  const real = run.providers.includes("openai-compatible")
+  return [
+    ...(real && !run.baseUrlFlag && set("REIN_BASE_URL") ? ["REIN_BASE_URL"] : []),
+    ...(real && env.REIN_API_KEY !== undefined ? ["REIN_API_KEY"] : []),
+    ...(!run.otlpFlag && set("OTEL_EXPORTER_OTLP_ENDPOINT") ? ["OTEL_EXPORTER_OTLP_ENDPOINT"] : [])
+  ]
+}
+
 /** The lines printed on an interruption. @internal */
 export const message = (
   state: { readonly out: string; readonly saved: number; readonly total: number },
-  options: { readonly resumeWith?: string | undefined }
-): ReadonlyArray<string> => [
-  `interrupted: ${state.saved} of ${state.total} items are saved in ${state.out} (--resume reuses them)`,
-  `resume with: ${options.resumeWith ?? `rein batch … --out ${state.out} --resume`}`
-]
+  options: { readonly resumeWith?: string | undefined; readonly environment?: ReadonlyArray<string> | undefined }
+): ReadonlyArray<string> => {
+  const names = options.environment ?? []
+  return [
+    `interrupted: ${state.saved} of ${state.total} items are saved in ${state.out} (--resume reuses them)`,
+    `resume with: ${options.resumeWith ?? `rein batch … --out ${state.out} --resume`}`,
+    ...(names.length === 0 ? [] : [
+      `the resumed run reads ${names.join(" and ")} from the environment, as this one did: keep ${
+        names.length === 1 ? "it" : "them"
+      } set (not shown here)`
+    ])
+  ]
+}

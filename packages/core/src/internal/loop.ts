@@ -797,7 +797,7 @@ const unavailable = (shortfall: Budget.Shortfall, progress: Progress) =>
     new Outcome.BudgetExhausted({
       resource: shortfall.resource,
       reason: `the ${shortfall.resource} budget could not be consulted (its store is unavailable)`,
-      cause: causeOf(progress),
+      lastFailure: causeOf(progress),
       attempts: progress.records,
       unavailable: true,
       ...neededOf(shortfall.needed),
@@ -1084,7 +1084,7 @@ class CommittedAttempt<S> implements Committed<S> {
           : stackless(() =>
             new Outcome.FailedSafe({
               reason: `the stream has committed: no retry, no fallback; ${Refusals.committedFix}`,
-              cause: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
+              lastFailure: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
               attempts: progress.records,
               ...withId(progress.requestId)
             }, true)
@@ -1148,7 +1148,7 @@ const deadlineExceeded = (running: Running, record: Outcome.AttemptRecord): Outc
       reason: binding === "deadline"
         ? `the deadline expired during call ${context.call} on ${decision.endpoint}`
         : `the deadline expired while call ${context.call} tore down`,
-      cause: causeOf(progress),
+      lastFailure: causeOf(progress),
       teardownUnconfirmed: record.teardownUnconfirmed,
       attempts: progress.records,
       ...withId(progress.requestId)
@@ -1362,7 +1362,7 @@ const expiredAtAdmission = (progress: Progress, doing: Endpoint | string) =>
     new Outcome.DeadlineExceeded({
       phase: "admission",
       reason: `the deadline expired ${typeof doing === "string" ? doing : `waiting for admission to ${doing.id}`}`,
-      cause: causeOf(progress),
+      lastFailure: causeOf(progress),
       teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
       attempts: progress.records,
       ...withId(progress.requestId)
@@ -1384,7 +1384,7 @@ export const withId = (requestId: string | undefined): { readonly requestId?: st
 export const halted = (reason: string, progress: Progress) =>
   stackless(() =>
     new Outcome.Halted(
-      { reason, cause: causeOf(progress), attempts: progress.records, ...withId(progress.requestId) },
+      { reason, lastFailure: causeOf(progress), attempts: progress.records, ...withId(progress.requestId) },
       true
     )
   )
@@ -1412,11 +1412,12 @@ const failedSafeFix = (spec: Planner.Spec, cause: Outcome.Cause): string => {
 
 const STATIC: ReadonlyArray<Planner.Predicate> = ["listed", "capable", "mode", "simulation"]
 
-/** The predicate that excluded the first candidate of a refusal (as `Planner`'s reason names it). */
-const firstPredicate = (decision: Planner.Stop): string => {
-  for (const c of decision.candidates) for (const p of STATIC) if (c.verdicts[p] !== true) return p
-  return ""
-}
+/** Each candidate a refusal excluded, by the first predicate that did (the one `Planner`'s reason names). */
+const excludedBy = (decision: Planner.Stop): ReadonlyArray<Refusals.Excluded> =>
+  decision.candidates.flatMap((c) => {
+    const predicate = STATIC.find((p) => c.verdicts[p] !== true)
+    return predicate === undefined ? [] : [{ endpoint: c.endpoint, predicate, why: String(c.verdicts[predicate]) }]
+  })
 
 /** @internal */
 export const terminal = (decision: Planner.Stop, progress: Progress, spec: Planner.Spec): Outcome.Terminal => {
@@ -1429,7 +1430,7 @@ export const terminal = (decision: Planner.Stop, progress: Progress, spec: Plann
         new Outcome.DeadlineExceeded({
           phase: decision.phase ?? "admission",
           reason: decision.reason,
-          cause,
+          lastFailure: cause,
           teardownUnconfirmed: attempts.some((a) => a.teardownUnconfirmed),
           attempts,
           ...id
@@ -1440,20 +1441,22 @@ export const terminal = (decision: Planner.Stop, progress: Progress, spec: Plann
         new Outcome.BudgetExhausted({
           resource: decision.resource ?? "cost",
           reason: decision.reason,
-          cause,
+          lastFailure: cause,
           attempts,
           ...neededOf(Planner.neededFor(spec, decision)),
           ...id
         }, true)
       )
     case "PlanExhausted":
-      return stackless(() => new Outcome.PlanExhausted({ reason: decision.reason, cause, attempts, ...id }, true))
+      return stackless(() =>
+        new Outcome.PlanExhausted({ reason: decision.reason, lastFailure: cause, attempts, ...id }, true)
+      )
     case "FailedSafe":
       return stackless(() => {
         const last = cause ?? { kind: "unknown" as const, code: "unknown", endpoint: "" }
         return new Outcome.FailedSafe({
           reason: withFix(decision.reason, failedSafeFix(spec, last)),
-          cause: last,
+          lastFailure: last,
           attempts,
           ...id
         }, true)
@@ -1462,7 +1465,7 @@ export const terminal = (decision: Planner.Stop, progress: Progress, spec: Plann
       return stackless(() =>
         new Outcome.Refused({
           refusal: "no_legal_candidate",
-          reason: withFix(decision.reason, Refusals.noLegalCandidateFix(firstPredicate(decision))),
+          reason: Refusals.noLegalCandidate(decision.reason, excludedBy(decision)),
           attempts,
           ...id
         }, true)

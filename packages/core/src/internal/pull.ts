@@ -15,6 +15,12 @@
  * the same when the consumer asks after the end while the reader still runs, when the consumer is interrupted
  * while it waits, and when the stream is stopped while a pull runs ahead of the consumer.
  *
+ * Two ends bound it. The hard end (the request's deadline) covers everything, the consumer's own time included.
+ * The attempt's end (its timeout) counts only the time the stream waits on the provider: it is paused while
+ * the consumer holds what it was handed (from a hand-over to its next ask, and from the commit to its first
+ * ask), so it moves later by each such hold, up to the hard end. A slow consumer does not time out the
+ * provider's attempt; a provider that stalls while the consumer waits still does.
+ *
  * @internal
  */
 import { Clock, Context, Effect, Exit, FiberId, Option, RuntimeFlags } from "effect"
@@ -40,7 +46,11 @@ export class BoundedPull<A, E> {
   private reader: Fiber.RuntimeFiber<void> | undefined = undefined
   /** The consumer waiting for the next exit. */
   private resume: Resume<A, E> | undefined = undefined
-  private readonly entry: Timers.Entry
+  private entry: Timers.Entry
+  /** When the timer is due: the attempt's end, or the hard end while the consumer holds a delta. */
+  private timerNanos: bigint
+  /** Since when the consumer holds what it was handed (`undefined`: it waits, or asked and is being served). */
+  private heldSince: bigint | undefined
   /** One pull, then the next while the reader may go on (see `pulled`). */
   private readonly read: Effect.Effect<void>
 
@@ -48,15 +58,20 @@ export class BoundedPull<A, E> {
     private readonly clock: Clock.Clock,
     private readonly site: Fork.Site,
     pull: Effect.Effect<A, E>,
-    private readonly endsNanos: bigint,
+    /** The attempt's end, as moved by the consumer's holds so far (never past `hardEndNanos`). */
+    private endsNanos: bigint,
+    private readonly hardEndNanos: bigint,
     private readonly graceMillis: number
   ) {
     this.read = Effect.flatMap(Effect.exit(pull), this.pulled)
+    this.heldSince = endsNanos < hardEndNanos ? clock.unsafeCurrentTimeNanos() : undefined
+    this.timerNanos = endsNanos
     this.entry = Timers.schedule(clock, site.runtime, endsNanos, this.fire)
   }
 
   /** One pull: its exit, or `None` once the end has come (before the consumer asks, or while it waits). */
   readonly next: Effect.Effect<Option.Option<Exit.Exit<A, E>>> = Effect.suspend(() => {
+    if (this.heldSince !== undefined) this.unhold(this.heldSince)
     if (this.isOver()) return this.over()
     if (this.head < this.ready.length) return Effect.succeed(Option.some(this.take()))
     if (this.reader === undefined) {
@@ -87,6 +102,7 @@ export class BoundedPull<A, E> {
     const resume = this.resume
     if (resume !== undefined) {
       this.resume = undefined
+      this.hold()
       resume(Effect.succeed(Option.some(exit)))
     } else {
       this.ready.push(exit)
@@ -105,8 +121,15 @@ export class BoundedPull<A, E> {
     resume(Exit.isFailure(exit) ? Effect.succeed(Option.some(Exit.failCause(exit.cause))) : this.next)
   }
 
-  /** The end came: the reader (if any) is interrupted, and a waiting consumer resumes once it ended (or the grace passed). */
+  /**
+   * The timer is due: the end came, and the reader (if any) is interrupted, and a waiting consumer resumes once
+   * it ended (or the grace passed). Unless the attempt's end is paused (the consumer holds a delta: only the hard
+   * end is due) or moved later by a hold: then the timer is set again for the end that is due.
+   */
   private readonly fire = (): void => {
+    const now = this.clock.unsafeCurrentTimeNanos()
+    const due = this.heldSince === undefined ? this.endsNanos : this.hardEndNanos
+    if (now < due) return this.rearm(due)
     this.expired = true
     const resume = this.resume
     this.resume = undefined
@@ -115,7 +138,28 @@ export class BoundedPull<A, E> {
   }
 
   private isOver(): boolean {
-    return this.expired || this.clock.unsafeCurrentTimeNanos() >= this.endsNanos
+    return this.expired ||
+      this.clock.unsafeCurrentTimeNanos() >= (this.heldSince === undefined ? this.endsNanos : this.hardEndNanos)
+  }
+
+  /** The consumer was handed a delta: the attempt's end is paused until it asks again (none to pause at the hard end). */
+  private hold(): void {
+    if (this.endsNanos < this.hardEndNanos) this.heldSince = this.clock.unsafeCurrentTimeNanos()
+  }
+
+  /** The consumer asks again: the attempt's end moves later by its hold, up to the hard end, and is due again. */
+  private unhold(since: bigint): void {
+    this.heldSince = undefined
+    const moved = this.endsNanos + (this.clock.unsafeCurrentTimeNanos() - since)
+    this.endsNanos = moved < this.hardEndNanos ? moved : this.hardEndNanos
+    // The timer waits for the hard end when it came due during the hold: it is due earlier now.
+    if (this.timerNanos > this.endsNanos && !this.expired) this.rearm(this.endsNanos)
+  }
+
+  private rearm(atNanos: bigint): void {
+    Timers.cancel(this.clock, this.entry)
+    this.timerNanos = atNanos
+    this.entry = Timers.schedule(this.clock, this.site.runtime, atNanos, this.fire)
   }
 
   /** The consumer asked after the end: `None`, once a reader still running ended (within the grace). */
@@ -147,6 +191,7 @@ export class BoundedPull<A, E> {
   }
 
   private take(): Exit.Exit<A, E> {
+    this.hold()
     const exit = this.ready[this.head++]!
     if (this.head === this.ready.length) this.drop()
     return exit
@@ -159,13 +204,15 @@ export class BoundedPull<A, E> {
 }
 
 /**
- * The bounded pulls of `pull` until `endsNanos`, on the calling fiber's clock, services and references.
+ * The bounded pulls of `pull` until `endsNanos` (the attempt's end, paused while the consumer holds a delta)
+ * and never past `hardEndNanos` (the deadline), on the calling fiber's clock, services and references.
  *
  * @internal
  */
 export const make = <A, E>(
   pull: Effect.Effect<A, E>,
   endsNanos: bigint,
+  hardEndNanos: bigint,
   graceMillis: number
 ): Effect.Effect<BoundedPull<A, E>> =>
   Effect.withFiberRuntime((self, status) =>
@@ -174,7 +221,8 @@ export const make = <A, E>(
         Context.get(self.currentDefaultServices, Clock.Clock),
         Fork.siteOf(self, RuntimeFlags.enable(status.runtimeFlags, RuntimeFlags.Interruption)),
         pull,
-        endsNanos,
+        endsNanos < hardEndNanos ? endsNanos : hardEndNanos,
+        hardEndNanos,
         graceMillis
       )
     )

@@ -109,12 +109,39 @@ export const committedFix = "output was already visible, so it cannot be retried
   "again if the partial answer can be discarded"
 
 /**
- * What to change when no candidate is legal before any attempt, by the predicate that excluded the first
- * (said on the outcome, after the planner's reason, which replay compares).
+ * One candidate a refusal excluded: the predicate that excluded it first and the planner's words for it.
  *
  * @internal
  */
-export const noLegalCandidateFix = (predicate: string): string | undefined => {
+export interface Excluded {
+  readonly endpoint: string
+  readonly predicate: string
+  readonly why: string
+}
+
+/** At most this many candidates are named in a no-legal-candidate refusal; the rest are counted. */
+const NAMED_CANDIDATES = 5
+
+/**
+ * What to say when no candidate is legal before any attempt, after the planner's reason (which names the first
+ * candidate, and which replay compares, so it stays as recorded): why each other candidate was not legal (the
+ * first `NAMED_CANDIDATES` in all, then how many more), then the fix for each predicate that excluded one, in
+ * the order they first appear. Endpoint ids, predicates and the planner's verdicts only: never the prompt.
+ *
+ * @internal
+ */
+export const noLegalCandidate = (reason: string, excluded: ReadonlyArray<Excluded>): string => {
+  const others = excluded.slice(1, NAMED_CANDIDATES).map((e) => `${e.endpoint} (${e.predicate}: ${e.why})`)
+  const more = excluded.length - NAMED_CANDIDATES
+  const also = others.length === 0
+    ? ""
+    : `; also not legal: ${others.join(", ")}${more > 0 ? `, and ${more} more` : ""}`
+  const fixes = [...new Set(excluded.map((e) => e.predicate))].map(noLegalCandidateFix).filter((f) => f !== undefined)
+  return [`${reason}${also}`, ...fixes].join("; ")
+}
+
+/** What to change for the predicate that excluded a candidate (`undefined`: none to say). */
+const noLegalCandidateFix = (predicate: string): string | undefined => {
   switch (predicate) {
     case "listed":
       return "register a provider for each candidate's `provider` in `Rein.layer({ providers })`, and list the " +
