@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deadline, Fake, Input, Rein } from "@rein/core"
-import { Clock, Duration, Effect, Either, Fiber, Option, TestClock } from "effect"
+import { Duration, Effect, Either, Fiber, Option, TestClock } from "effect"
 import * as Timers from "../src/internal/timers.js"
 import { contract, layer } from "./fixtures.js"
+import { CallbackClock } from "./support/callbackClock.js"
 
 // Node's timers treat a wait above 2^31−1 ms (24.86 days) as "never": every wait Rein starts is clamped to it.
 // A longer deadline, timeout or sleep then sleeps again for what remains: it ends when it is due, never at the
@@ -92,59 +93,10 @@ describe("a wait longer than the longest timer", () => {
     }))
 })
 
-/**
- * A clock that schedules callbacks itself, as Effect's live clock does, and like it never runs a callback asked
- * for more than the longest timer (Effect's `setTimeout` scheduler treats it as "never").
- */
-class LiveLikeClock implements Clock.Clock {
-  readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
-  now = 0
-  longest = 0
-  private tasks: Array<{ at: number; task: () => void; live: boolean }> = []
-  unsafeCurrentTimeMillis() {
-    return this.now
-  }
-  unsafeCurrentTimeNanos() {
-    return BigInt(this.now) * 1_000_000n
-  }
-  readonly currentTimeMillis = Effect.sync(() => this.now)
-  readonly currentTimeNanos = Effect.sync(() => this.unsafeCurrentTimeNanos())
-  sleep(): Effect.Effect<void> {
-    return Effect.die("the timer must not sleep on a clock with its own scheduler")
-  }
-  scheduler(): Effect.Effect<Clock.ClockScheduler> {
-    return Effect.succeed({
-      unsafeSchedule: (task, duration) => {
-        const millis = Duration.toMillis(duration)
-        this.longest = Math.max(this.longest, millis)
-        if (millis > Input.MAX_TIMER_MILLIS) return () => false
-        const entry = { at: this.now + millis, task, live: true }
-        this.tasks.push(entry)
-        return () => {
-          const was = entry.live
-          entry.live = false
-          return was
-        }
-      }
-    })
-  }
-  advance(millis: number): void {
-    const until = this.now + millis
-    for (;;) {
-      const due = this.tasks.filter((t) => t.live && t.at <= until).sort((a, b) => a.at - b.at)[0]
-      if (due === undefined) break
-      due.live = false
-      this.now = Math.max(this.now, due.at)
-      due.task()
-    }
-    this.now = until
-  }
-}
-
 describe("the executor's timer past the longest timer, on a clock like the live one", () => {
   it.effect("an entry due in 30 days (absolute or relative) fires at 30 days: not at the clamp, not never", () =>
     Effect.gen(function*() {
-      const clock = new LiveLikeClock()
+      const clock = new CallbackClock({ liveLike: true })
       const runtime = yield* Effect.runtime<never>()
       const fired: Array<string> = []
       Timers.schedule(clock, runtime, BigInt(30 * DAY) * 1_000_000n, () => fired.push("at"))

@@ -3,8 +3,6 @@ import { Fake, Gate, Health, Rein } from "@rein/core"
 import type { Outcome, Provider } from "@rein/core"
 import {
   Cause,
-  Clock,
-  Duration,
   Effect,
   Either,
   Exit,
@@ -25,6 +23,7 @@ import {
 import * as Attempt from "../src/internal/attempt.js"
 import * as Timers from "../src/internal/timers.js"
 import { catalog, contract, endpoint } from "./fixtures.js"
+import { CallbackClock } from "./support/callbackClock.js"
 
 const cat = catalog(endpoint("a"))
 const request = { prompt: "p", inputTokens: 10, maxOutputTokens: 10 }
@@ -203,56 +202,6 @@ describe("the timer shared by every bound", () => {
       expect(fired).toEqual(["after"])
     }))
 })
-
-/**
- * A clock that schedules callbacks itself, as Effect's live clock does (`scheduler()`, whose tasks here run when
- * `advance` reaches them, in time order, then in scheduling order): the timer needs no fiber on it.
- */
-class CallbackClock implements Clock.Clock {
-  readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
-  now = 0
-  private seq = 0
-  private tasks: Array<{ at: number; seq: number; task: () => void; live: boolean }> = []
-  unsafeCurrentTimeMillis() {
-    return this.now
-  }
-  unsafeCurrentTimeNanos() {
-    return BigInt(this.now) * 1_000_000n
-  }
-  readonly currentTimeMillis = Effect.sync(() => this.now)
-  readonly currentTimeNanos = Effect.sync(() => this.unsafeCurrentTimeNanos())
-  sleep(): Effect.Effect<void> {
-    return Effect.die("the timer must not sleep on a clock with its own scheduler")
-  }
-  scheduler(): Effect.Effect<Clock.ClockScheduler> {
-    return Effect.succeed({
-      unsafeSchedule: (task, duration) => {
-        const entry = { at: this.now + Duration.toMillis(duration), seq: this.seq++, task, live: true }
-        this.tasks.push(entry)
-        return () => {
-          const was = entry.live
-          entry.live = false
-          return was
-        }
-      }
-    })
-  }
-  /** Tasks armed and not cancelled nor run. */
-  get armed(): number {
-    return this.tasks.filter((t) => t.live).length
-  }
-  advance(millis: number): void {
-    const until = this.now + millis
-    for (;;) {
-      const due = this.tasks.filter((t) => t.live && t.at <= until).sort((a, b) => a.at - b.at || a.seq - b.seq)[0]
-      if (due === undefined) break
-      due.live = false
-      this.now = Math.max(this.now, due.at)
-      due.task()
-    }
-    this.now = until
-  }
-}
 
 describe("the timer on a clock with its own scheduler", () => {
   it.effect("serves every entry with one callback at a time and no fiber, and leaves nothing armed", () =>

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, FastCheck as fc, Scheduler, TestClock, TestContext } from "effect"
+import { Clock, Effect, FastCheck as fc, Scheduler, TestClock, TestContext } from "effect"
 import type { Runtime } from "effect"
 import * as Timers from "../src/internal/timers.js"
+import { CallbackClock } from "./support/callbackClock.js"
 
 // The laws of the clock's one timer, over any interleaving of scheduling (absolute, relative to now, relative to
 // an earlier reading, fractions of a millisecond), cancelling (before or after the entry fired), entries that
@@ -18,55 +19,6 @@ class Probe implements Timers.Entry {
   prev: Timers.Entry | undefined = undefined
   next: Timers.Entry | undefined = undefined
   constructor(readonly fire: () => void) {}
-}
-
-/** A clock that schedules callbacks itself (as the live clock and the CLI's virtual clock do). */
-class CallbackClock implements Clock.Clock {
-  readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
-  now = 0
-  private seq = 0
-  private tasks: Array<{ at: number; seq: number; task: () => void; live: boolean }> = []
-  /** Callbacks armed on it, in all. */
-  scheduled = 0
-  unsafeCurrentTimeMillis() {
-    return this.now
-  }
-  unsafeCurrentTimeNanos() {
-    return BigInt(this.now) * 1_000_000n
-  }
-  readonly currentTimeMillis = Effect.sync(() => this.now)
-  readonly currentTimeNanos = Effect.sync(() => this.unsafeCurrentTimeNanos())
-  sleep(): Effect.Effect<void> {
-    return Effect.die("the timer must not sleep on a clock with its own scheduler")
-  }
-  scheduler(): Effect.Effect<Clock.ClockScheduler> {
-    return Effect.succeed({
-      unsafeSchedule: (task, duration) => {
-        this.scheduled += 1
-        const entry = { at: this.now + Duration.toMillis(duration), seq: this.seq++, task, live: true }
-        this.tasks.push(entry)
-        return () => {
-          const was = entry.live
-          entry.live = false
-          return was
-        }
-      }
-    })
-  }
-  get armed(): number {
-    return this.tasks.filter((t) => t.live).length
-  }
-  advance(millis: number): void {
-    const until = this.now + millis
-    for (;;) {
-      const due = this.tasks.filter((t) => t.live && t.at <= until).sort((a, b) => a.at - b.at || a.seq - b.seq)[0]
-      if (due === undefined) break
-      due.live = false
-      this.now = Math.max(this.now, due.at)
-      due.task()
-    }
-    this.now = until
-  }
 }
 
 type Op =
