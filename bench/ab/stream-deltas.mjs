@@ -56,7 +56,7 @@ if (process.argv[2] === "--serve") {
   const catalog = Catalog.make({ endpoints: [{ id: "openai/test", provider: "openai", model: "gpt-test",
     capabilities: { contextWindow: 128_000, maxOutputTokens: 4096, streaming: true },
     prices: { inputTokens: 1e-6, outputTokens: 2e-6 } }] })
-  const contract = Contract.make({ deadline: "60 seconds", attemptTimeout: "60 seconds", candidates: ["openai/test"],
+  const contract = Contract.make({ deadline: "60 seconds", attemptTimeout: process.env.ATT ?? "60 seconds", candidates: ["openai/test"],
     retry: { perEndpoint: 0 } })
   const layers = {}
   for (const b of builds) {
