@@ -83,17 +83,17 @@ const runUntraced = <I, E, R>(
     if (g.batchDeadline !== undefined) {
       const millis = Duration.toMillis(g.batchDeadline)
       state.deadlineMillis = millis
-      // `sleepMillis` clamps each sleep to the longest timer (2^31 - 1 ms, 24.8 days): a longer deadline sleeps
-      // again for what remains, so that it fires when it is due, not at the clamp.
+      // `sleepMillis` sleeps again past the longest timer (2^31 - 1 ms, 24.8 days) until the clock reaches the
+      // deadline, so it fires when it is due, not at the clamp.
       const expiry: Effect.Effect<void> = Effect.flatMap(state.nowMillis, (now) =>
-        now >= millis
-          ? State.stop(state, State.timedOut(millis))
-          : Effect.zipRight(sleepMillis(millis - now), expiry))
+        Effect.zipRight(sleepMillis(millis - now), State.stop(state, State.timedOut(millis))))
       yield* Effect.forkIn(expiry, state.scope)
     }
     yield* Pool.runAll(pool.worker, g.concurrency)
     const failure = pulling.failure()
-    if (Option.isSome(failure)) return yield* Effect.fail(failure.value)
+    if (Option.isSome(failure)) {
+      return yield* Effect.fail(failure.value)
+    }
     const stats = state.stats
     const termination: Termination = state.stopped ?? {
       _tag: "Completed",
