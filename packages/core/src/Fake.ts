@@ -11,6 +11,7 @@ import { Clock, Duration, Effect, Ref } from "effect"
 import { Stream } from "effect"
 import type { FailureKind } from "./Failure.js"
 import { ProviderFailure } from "./Failure.js"
+import { MAX_TIMER_MILLIS, sleepMillis } from "./internal/duration.js"
 import type { FinishReason, ToolCall } from "./Outcome.js"
 import type { AttemptContext, CompletionRequest, Provider, ProviderResponse, StreamPart } from "./Provider.js"
 import type { Tokens } from "./Usage.js"
@@ -275,7 +276,7 @@ export const make = (
       case "Hang":
         return Effect.never
       case "Stubborn":
-        return Effect.zipRight(Effect.uninterruptible(Effect.sleep(step.ignoreFor)), play(step.then))
+        return Effect.zipRight(Effect.uninterruptible(sleepFor(step.ignoreFor)), play(step.then))
       case "Defect":
         return Effect.die(new Error(step.message))
       case "Dynamic":
@@ -342,4 +343,14 @@ const answerOf = (step: Extract<Step, { _tag: "Succeed" }>): ProviderResponse =>
 
 const DEFAULT: Step = succeed()
 
-const sleep = (d: Duration.Duration) => (Duration.toMillis(d) > 0 ? Effect.sleep(d) : Effect.void)
+/** A scripted wait; one past the longest timer sleeps in clamped waits until it is due (`sleepMillis`). */
+const sleepFor = (d: Duration.Duration) => {
+  const millis = Duration.toMillis(d)
+  return millis <= MAX_TIMER_MILLIS ? Effect.sleep(d) : sleepMillis(millis)
+}
+
+/** A scripted latency: none at all when zero. */
+const sleep = (d: Duration.Duration) => {
+  const millis = Duration.toMillis(d)
+  return millis <= 0 ? Effect.void : millis <= MAX_TIMER_MILLIS ? Effect.sleep(d) : sleepMillis(millis)
+}

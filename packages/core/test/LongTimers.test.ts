@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Deadline, Fake, Input, Rein } from "@rein/core"
-import { Duration, Effect, Either, Fiber, Option, TestClock } from "effect"
+import { Budget, Deadline, Fake, Input, Rein } from "@rein/core"
+import { Clock, Duration, Effect, Either, Fiber, Option, TestClock } from "effect"
 import * as Timers from "../src/internal/timers.js"
 import { contract, layer } from "./fixtures.js"
 import { CallbackClock } from "./support/callbackClock.js"
@@ -109,5 +109,70 @@ describe("the executor's timer past the longest timer, on a clock like the live 
       clock.advance(1)
       expect(fired).toEqual(["at", "after"])
       expect(clock.longest).toBeLessThanOrEqual(Input.MAX_TIMER_MILLIS)
+    }))
+})
+
+/**
+ * The TestClock, except that a sleep above the longest timer never ends: what Effect's live clock does with
+ * one (its `setTimeout` scheduler treats it as "never").
+ */
+const liveLike = (inner: Clock.Clock): Clock.Clock => ({
+  [Clock.ClockTypeId]: Clock.ClockTypeId,
+  unsafeCurrentTimeMillis: () => inner.unsafeCurrentTimeMillis(),
+  unsafeCurrentTimeNanos: () => inner.unsafeCurrentTimeNanos(),
+  currentTimeMillis: inner.currentTimeMillis,
+  currentTimeNanos: inner.currentTimeNanos,
+  sleep: (duration) => Duration.toMillis(duration) > Input.MAX_TIMER_MILLIS ? Effect.never : inner.sleep(duration)
+})
+
+describe("a wait bounded by a deadline past the longest timer, on a clock like the live one", () => {
+  it.effect("a budget store that hangs under a 30-day deadline ends the request as DeadlineExceeded at 30 days", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed()] })
+      const inner = yield* Budget.make({})
+      const hanging: Budget.Service = {
+        limits: inner.limits,
+        left: inner.left,
+        reserve: () => Effect.never,
+        settle: inner.settle,
+        release: inner.release
+      }
+      const clock = liveLike(yield* TestClock.testClock())
+      const c = contract({ deadline: "30 days", candidates: ["a"] })
+      const fiber = yield* Effect.fork(Effect.either(
+        Rein.execute(request, c).pipe(
+          Effect.provide(layer(fake)),
+          Effect.provideService(Budget.SharedBudget, hanging),
+          Effect.withClock(clock)
+        )
+      ))
+      yield* TestClock.adjust(CLAMP)
+      yield* TestClock.adjust("1 hour")
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust(Duration.millis(30 * DAY - Input.MAX_TIMER_MILLIS - 3_600_001))
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust("1 millis")
+      expect(Option.isSome(yield* Fiber.poll(fiber))).toBe(true)
+      const result = yield* Fiber.join(fiber)
+      expect(Either.isLeft(result) && result.left._tag).toBe("DeadlineExceeded")
+      expect((yield* fake.calls).length).toBe(0)
+    }))
+})
+
+describe("a scripted Fake latency past the longest timer, on a clock like the live one", () => {
+  it.effect("a 30-day latency answers at 30 days (not never)", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed({ text: "late", latency: Duration.millis(30 * DAY) })] })
+      const c = contract({ deadline: "60 days", attemptTimeout: "40 days", candidates: ["a"] })
+      const clock = liveLike(yield* TestClock.testClock())
+      const fiber = yield* Effect.fork(
+        Rein.execute(request, c).pipe(Effect.provide(layer(fake)), Effect.withClock(clock))
+      )
+      yield* TestClock.adjust(CLAMP)
+      yield* TestClock.adjust("1 hour")
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust(Duration.millis(30 * DAY - Input.MAX_TIMER_MILLIS - 3_600_000))
+      expect(Option.isSome(yield* Fiber.poll(fiber))).toBe(true)
+      expect((yield* Fiber.join(fiber)).text).toBe("late")
     }))
 })

@@ -19,7 +19,7 @@ import * as Command from "@effect/platform/Command"
 import type { PlatformError } from "@effect/platform/Error"
 import { Failure } from "@rein/core"
 import type { Provider } from "@rein/core"
-import { NonNegativeInt } from "@rein/core/Input"
+import { MAX_TIMER_MILLIS, NonNegativeInt, sleepMillis } from "@rein/core/Input"
 import { Chunk, Duration, Effect, Either, Option, Schema, Stream } from "effect"
 import * as NodePath from "node:path"
 import * as NodeProcess from "node:process"
@@ -161,6 +161,15 @@ const signalGroup = (pid: number, signal: "SIGTERM" | "SIGKILL"): Effect.Effect<
     }
   })
 
+/**
+ * `effect`, given up after `millis`: past the longest timer in clamped sleeps (`Input.sleepMillis`), as the live
+ * clock never fires a longer timer.
+ */
+const waitAtMost = (effect: Effect.Effect<void>, millis: number): Effect.Effect<void> =>
+  millis <= MAX_TIMER_MILLIS
+    ? Effect.asVoid(Effect.timeoutOption(effect, Duration.millis(millis)))
+    : Effect.raceFirst(effect, Effect.interruptible(sleepMillis(millis)))
+
 const terminate = (
   process: CommandExecutor.Process,
   graceMillis: number
@@ -169,7 +178,7 @@ const terminate = (
     yield* signalGroup(process.pid, "SIGTERM")
     // Wait for the leader to go, at most the grace; then SIGKILL whatever is left of the group. Finalizers
     // run uninterruptibly: the wait must be made interruptible or the grace could never cut it short.
-    yield* Effect.timeoutOption(Effect.interruptible(Effect.ignore(process.exitCode)), Duration.millis(graceMillis))
+    yield* waitAtMost(Effect.interruptible(Effect.ignore(process.exitCode)), graceMillis)
     yield* signalGroup(process.pid, "SIGKILL")
   })
 
@@ -309,9 +318,12 @@ export const make = (
         attempt: ctx.attempt,
         maxOutputTokens: ctx.maxOutputTokens
       })
-      return config.timeoutMillis === undefined
+      const millis = config.timeoutMillis
+      return millis === undefined
         ? effect
-        : Effect.timeoutFail(effect, { duration: Duration.millis(config.timeoutMillis), onTimeout: () => TIMEOUT })
+        : millis <= MAX_TIMER_MILLIS
+        ? Effect.timeoutFail(effect, { duration: Duration.millis(millis), onTimeout: () => TIMEOUT })
+        : Effect.raceFirst(effect, Effect.interruptible(Effect.zipRight(sleepMillis(millis), Effect.fail(TIMEOUT))))
     }
 
     return { internalMaxAttempts: 1, call }

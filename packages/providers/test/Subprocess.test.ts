@@ -1,8 +1,8 @@
 import { NodeCommandExecutor, NodeFileSystem } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Journal, Rein, Telemetry } from "@rein/core"
+import { Input, Journal, Rein, Telemetry } from "@rein/core"
 import { Subprocess } from "@rein/providers"
-import { Duration, Effect, Either, Layer, Schedule } from "effect"
+import { Clock, Duration, Effect, Either, Fiber, Layer, Option, Schedule, TestClock } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -90,7 +90,35 @@ const poll = <A>(f: () => A | undefined, within: Duration.DurationInput = "3 sec
 
 const make = (options: Subprocess.Options) => Effect.provide(Subprocess.make(options), executorLayer)
 
+/** The TestClock, except that a sleep above the longest timer never ends, as on Effect's live clock. */
+const liveLike = (inner: Clock.Clock): Clock.Clock => ({
+  [Clock.ClockTypeId]: Clock.ClockTypeId,
+  unsafeCurrentTimeMillis: () => inner.unsafeCurrentTimeMillis(),
+  unsafeCurrentTimeNanos: () => inner.unsafeCurrentTimeNanos(),
+  currentTimeMillis: inner.currentTimeMillis,
+  currentTimeNanos: inner.currentTimeNanos,
+  sleep: (duration) => Duration.toMillis(duration) > Input.MAX_TIMER_MILLIS ? Effect.never : inner.sleep(duration)
+})
+
 describe("Subprocess", () => {
+  it.scoped("its own 30-day timeout fires at 30 days on a clock like the live one (not never)", () =>
+    Effect.gen(function*() {
+      const day = 86_400_000
+      const provider = yield* make({
+        executable: node,
+        args: ["-e", "setInterval(() => {}, 1000)"],
+        timeout: "30 days"
+      })
+      const clock = liveLike(yield* TestClock.testClock())
+      const fiber = yield* Effect.fork(Effect.flip(provider.call(request, ctx)).pipe(Effect.withClock(clock)))
+      yield* TestClock.adjust(Duration.millis(Input.MAX_TIMER_MILLIS))
+      yield* TestClock.adjust("1 hour")
+      expect(Option.isNone(yield* Fiber.poll(fiber))).toBe(true)
+      yield* TestClock.adjust(Duration.millis(30 * day - Input.MAX_TIMER_MILLIS - 3_600_000))
+      const failure = yield* Fiber.join(fiber)
+      expect([failure.kind, failure.code]).toEqual(["timeout", "subprocess_timeout"])
+    }))
+
   it.scopedLive("sends the request as JSON on stdin and decodes stdout", () =>
     Effect.gen(function*() {
       const p = yield* programs

@@ -26,7 +26,7 @@ import * as Usage from "../Usage.js"
 import * as Attempt from "./attempt.js"
 import type { Service as ReinService } from "./context.js"
 import { Rein } from "./context.js"
-import { sleepMillis } from "./duration.js"
+import { clampMillis, MAX_TIMER_MILLIS, sleepMillis, timeoutOptionMillis } from "./duration.js"
 import { IDLE, keepMap } from "./maps.js"
 import * as Refusals from "./refusals.js"
 import * as Spec from "./spec.js"
@@ -770,6 +770,8 @@ const plan = <S, B>(
  * The effectful reservation (a remote store), bounded by the deadline: a store that hangs ends the request as
  * `DeadlineExceeded` at admission, never after its deadline. Disconnected: the deadline does not wait for the
  * store to finish interrupting (a database client may try to cancel its query first, over the same network).
+ * A deadline past the longest timer waits in clamped sleeps (`timeoutOptionMillis`): the live clock never
+ * fires a longer one.
  */
 const reserveWithin = (
   env: Env,
@@ -778,13 +780,14 @@ const reserveWithin = (
   decision: Planner.Attempt
 ): Effect.Effect<Either.Either<Budget.Hold, Budget.Shortfall>, Outcome.Terminal> => {
   const remaining = Deadline.millisBetween(env.clock.unsafeCurrentTimeNanos(), env.deadline.expiresNanos)
-  return Effect.either(budget.reserve(decision.reservation)).pipe(
-    Effect.disconnect,
-    Effect.timeoutFail({
-      duration: Duration.millis(Math.max(0, remaining)),
-      onTimeout: () => expiredAtAdmission(progress, `reserving the budget for ${decision.endpoint}`)
-    })
-  )
+  const reserve = Effect.disconnect(Effect.either(budget.reserve(decision.reservation)))
+  const expired = () => expiredAtAdmission(progress, `reserving the budget for ${decision.endpoint}`)
+  return remaining <= MAX_TIMER_MILLIS
+    ? Effect.timeoutFail(reserve, { duration: Duration.millis(clampMillis(remaining)), onTimeout: expired })
+    : Effect.flatMap(
+      timeoutOptionMillis(reserve, remaining),
+      (reserved) => Option.isSome(reserved) ? Effect.succeed(reserved.value) : Effect.fail(expired())
+    )
 }
 
 /** What a refused reservation needed, for `BudgetExhausted`: only an amount (a record holds no NaN). */
