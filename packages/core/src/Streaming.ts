@@ -141,7 +141,10 @@ export const executeStream = (
         finished = true
         yield* bound.stop
         yield* close(opened.scope, env.graceMillis)
-        const record = yield* committed.finish(end)
+        // Bound by the deadline, or by an attempt timeout that holds paused past it: the deadline ended it, and
+        // the record says so.
+        const atDeadline = end._tag === "Timeout" && (committed.binding === "deadline" || pastDeadline(env))
+        const record = yield* committed.finish(end, atDeadline)
         if (end._tag === "Success") {
           const completed: Outcome.Completion = {
             text: text.join(""),
@@ -158,8 +161,7 @@ export const executeStream = (
           if (env.writer !== undefined) yield* env.writer.end(completed)
           return Chunk.of<Event>({ _tag: "Completed", completion: completed })
         }
-        // Bound by the deadline, or by an attempt timeout that holds paused past it: the deadline ended it.
-        if (end._tag === "Timeout" && (committed.binding === "deadline" || pastDeadline(env))) {
+        if (atDeadline) {
           const error = new Outcome.DeadlineExceeded({
             phase: "attempt",
             reason: `the deadline expired while streaming from ${endpoint}`,

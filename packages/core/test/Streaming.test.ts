@@ -373,9 +373,16 @@ describe("Streaming: pulls run ahead of the consumer", () => {
       const { fiber, seen } = yield* consume(rein, () => Effect.sleep("5 seconds"), "12 seconds", "3 seconds")
       yield* TestClock.adjust("1 minute")
       // Asked for the fourth delta at 15 s, after the deadline: the stream ends there.
-      expect(tagOf(yield* Fiber.join(fiber))).toBe("DeadlineExceeded")
+      const result = yield* Fiber.join(fiber)
+      expect(tagOf(result)).toBe("DeadlineExceeded")
       expect(seen).toEqual(["0", "1", "2"])
       expect(state.closed).toBe(1)
+      // The record names the bound that ended it: the deadline (the attempt's own end was paused past it).
+      if (Either.isLeft(result)) {
+        expect(result.left.attempts.map((a) => [a.status, a.binding, a.failure, a.code, a.endMillis])).toEqual([
+          ["deadline", "deadline", "timeout", "deadline_expired", 15_000]
+        ])
+      }
     }))
 
   it.effect.prop(
@@ -402,6 +409,10 @@ describe("Streaming: pulls run ahead of the consumer", () => {
         expect(seen).toEqual(deltas.slice(0, delivered))
         expect(tagOf(result)).toBe(now >= 30 ? "DeadlineExceeded" : "ok")
         expect(state.closed).toBe(1)
+        // An outcome of the deadline has a record of the deadline: never an attempt timeout's.
+        if (Either.isLeft(result)) {
+          expect(result.left.attempts.map((a) => [a.status, a.binding])).toEqual([["deadline", "deadline"]])
+        }
       })
   )
 

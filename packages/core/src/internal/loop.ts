@@ -334,8 +334,12 @@ export interface Committed<S> {
   /** Monotonic nanos when the attempt's own bound ends (its timeout, or the deadline). */
   readonly endsNanos: bigint
   readonly binding: "attempt" | "deadline"
-  /** Records the attempt (with its final usage or failure) and settles budget, health and gate. */
-  readonly finish: (end: Attempt.AttemptEnd<unknown>) => Effect.Effect<Outcome.AttemptRecord>
+  /**
+   * Records the attempt (with its final usage or failure) and settles budget, health and gate. `atDeadline`: a
+   * timeout the deadline ended although the attempt's own bound was its timeout (a stream's attempt end, paused
+   * while the consumer holds deltas, reaches the deadline): recorded as the deadline's (`binding: "deadline"`).
+   */
+  readonly finish: (end: Attempt.AttemptEnd<unknown>, atDeadline?: boolean) => Effect.Effect<Outcome.AttemptRecord>
   /** `finish` as a synchronous step: the record, and the effect that settles it (`undefined`: nothing to do). */
   readonly finishNow: (
     end: Attempt.AttemptEnd<unknown>
@@ -1069,9 +1073,9 @@ class CommittedAttempt<S> implements Committed<S> {
     return finishAttempt(this.running, end)
   }
 
-  finish(end: Attempt.AttemptEnd<unknown>): Effect.Effect<Outcome.AttemptRecord> {
+  finish(end: Attempt.AttemptEnd<unknown>, atDeadline = false): Effect.Effect<Outcome.AttemptRecord> {
     return Effect.suspend(() => {
-      const [record, settling] = finishAttempt(this.running, end)
+      const [record, settling] = finishAttempt(this.running, end, undefined, atDeadline ? "deadline" : undefined)
       return settling === undefined ? Effect.succeed(record) : Effect.as(settling, record)
     })
   }
@@ -1166,11 +1170,12 @@ const deadlineExceeded = (running: Running, record: Outcome.AttemptRecord): Outc
 const finishAttempt = (
   running: Running,
   end: Attempt.AttemptEnd<unknown>,
-  fiber?: Fiber.RuntimeFiber<unknown, unknown>
+  fiber?: Fiber.RuntimeFiber<unknown, unknown>,
+  binding: "attempt" | "deadline" = running.binding
 ): readonly [Outcome.AttemptRecord, Effect.Effect<void> | undefined] => {
   running.finished = true
   const endNanos = running.step.env.clock.unsafeCurrentTimeNanos()
-  const { charged, kind, record } = recordOf(running, end, endNanos)
+  const { charged, kind, record } = recordOf(running, end, endNanos, binding)
   const progress = running.step.progress
   // Most requests make one attempt: a one-element array (an empty one grows to 17 slots on its first push).
   if (progress.records.length === 0) progress.records = [record]
@@ -1188,9 +1193,14 @@ const finishAttempt = (
   return [record, settlements(running, end, record, kind, charged, endNanos, fiber)]
 }
 
-/** The record of an ended attempt, with its failure kind and what it is charged. */
-const recordOf = (running: Running, end: Attempt.AttemptEnd<unknown>, endNanos: bigint) => {
-  const { binding, context, endpoint, provider, startNanos, step, timeoutMillis } = running
+/** The record of an ended attempt (`binding`: the bound that ended it), with its failure kind and charge. */
+const recordOf = (
+  running: Running,
+  end: Attempt.AttemptEnd<unknown>,
+  endNanos: bigint,
+  binding: "attempt" | "deadline"
+) => {
+  const { context, endpoint, provider, startNanos, step, timeoutMillis } = running
   const { decision, env } = step
   const reported: Usage.Usage = end._tag === "Success"
     ? end.usage
