@@ -16,7 +16,7 @@ import type { FileSystem } from "@effect/platform"
 import type { Outcome, Provider } from "@rein/core"
 import { Catalog, Health, Input, Rein } from "@rein/core"
 import type { Contract } from "@rein/core"
-import { Cause, Console, Context, Deferred, Duration, Effect, Either, Exit, Random, Runtime } from "effect"
+import { Cause, Console, Context, Deferred, Duration, Effect, Either, Exit, Fiber, Random, Runtime } from "effect"
 import { quantile } from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
@@ -119,6 +119,13 @@ const repriced = (catalog: Catalog.Catalog, scenario: Scenario.Scenario, atMilli
   return { endpoints, byId: new Map(endpoints.map((e) => [e.id, e])) }
 }
 
+/** How a simulated request ends (`Effect.matchCauseEffect`'s handlers), and its fiber once started. */
+interface Handlers {
+  fiber: Fiber.RuntimeFiber<void> | undefined
+  readonly onFailure: (cause: Cause.Cause<Outcome.Terminal>) => Effect.Effect<void>
+  readonly onSuccess: (completion: Outcome.Completion) => Effect.Effect<void>
+}
+
 /** A request's fiber starts as a fork's does: its first step queued on the simulation's scheduler. */
 const QUEUED: Runtime.RunForkOptions = { immediate: false }
 
@@ -128,7 +135,7 @@ const QUEUED: Runtime.RunForkOptions = { immediate: false }
  */
 const forksIn = (
   epochs: ReadonlyArray<{ readonly context: Context.Context<Rein.Rein | Health.Health> }>
-): Effect.Effect<ReadonlyArray<(request: Effect.Effect<void, never, Rein.Rein>) => unknown>> =>
+): Effect.Effect<ReadonlyArray<(request: Effect.Effect<void, never, Rein.Rein>) => Fiber.RuntimeFiber<void>>> =>
   Effect.forEach(
     epochs,
     ({ context }) =>
@@ -266,23 +273,28 @@ export const simulate = (
         maxOutputTokens: scenario.request.maxOutputTokens
       })
 
-      // The requests in flight are counted, not kept: an hour's 10,000 ended fibers held until the end made
-      // most of the simulation's CPU garbage collection. The first request that dies ends the simulation.
+      // The requests in flight are counted, and their fibers kept only while they run: an hour's 10,000 ended
+      // fibers held until the end made most of the simulation's CPU garbage collection. The first request that
+      // dies ends the simulation.
       const allDone = yield* Deferred.make<void>()
       let pending = 0
       let arriving = true
+      // A request's fiber is started by an arrival (a clock callback), not forked by the simulation's fiber: it
+      // is not its child. When the simulation is interrupted or a request dies, the requests still in flight are
+      // interrupted and awaited here (see `stop`); they were left asleep on the run's virtual clock, never ended.
+      const inFlight = new Set<Fiber.RuntimeFiber<void>>()
       // After a request, in one step: the clock, the breakers, the retry tokens, its tally (in that order), then
       // the count of requests in flight. A request that died ends the simulation with its cause. (Not `onExit`:
-      // nothing interrupts a request's fiber. A request's fiber is not the simulation's fiber's child: when the
-      // simulation is interrupted or a request dies, the requests still in flight are left asleep on the run's
-      // virtual clock, which nothing reaches once the run has returned: they hold nothing outside virtual time.)
-      const died = (cause: Cause.Cause<never>): Effect.Effect<void> => {
+      // only `stop` interrupts a request's fiber.)
+      const died = (k: Handlers, cause: Cause.Cause<never>): Effect.Effect<void> => {
         pending--
+        inFlight.delete(k.fiber!)
         Deferred.unsafeDone(allDone, Exit.failCause(cause))
         return Effect.void
       }
-      const ended = (start: number, result: Finished["result"]): Effect.Effect<void> => {
+      const ended = (k: Handlers, start: number, result: Finished["result"]): Effect.Effect<void> => {
         pending--
+        inFlight.delete(k.fiber!)
         const end = clock.unsafeCurrentTimeMillis()
         observe()
         tokens()
@@ -293,21 +305,25 @@ export const simulate = (
       // What `Effect.either` then `matchCauseEffect` did, in one step: a request's failure alone (a `Fail` cause:
       // no defect beside it) is its result; any other cause goes through `Effect.either` as before (a defect's
       // failures elected, an interruption kept) and ends the run. Saves a step and a continuation per request.
-      const finished = (start: number) => ({
-        onFailure: (cause: Cause.Cause<Outcome.Terminal>): Effect.Effect<void> =>
-          Cause.isFailType(cause)
-            ? ended(start, Either.left(cause.error))
-            : Effect.matchCauseEffect(Effect.either(Effect.failCause(cause)), {
-              onFailure: died,
-              onSuccess: (result) => ended(start, result)
-            }),
-        onSuccess: (completion: Outcome.Completion): Effect.Effect<void> => ended(start, Either.right(completion))
-      })
-      const requestAt = (i: number, start: number) =>
-        Effect.matchCauseEffect(Rein.execute(request(i), contract), finished(start))
+      // The request's fiber is set once it is started (before its first step: it starts queued).
+      const finished = (start: number): Handlers => {
+        const k: Handlers = {
+          fiber: undefined,
+          onFailure: (cause) =>
+            Cause.isFailType(cause)
+              ? ended(k, start, Either.left(cause.error))
+              : Effect.matchCauseEffect(Effect.either(Effect.failCause(cause)), {
+                onFailure: (cause) => died(k, cause),
+                onSuccess: (result) => ended(k, start, result)
+              }),
+          onSuccess: (completion) => ended(k, start, Either.right(completion))
+        }
+        return k
+      }
       const starts = yield* forksIn(epochs)
       let epoch = 0
       let now = 0
+      let stopped = false
       let i = 0
       const gap = gapOf(scenario, random)
       // One arrival, at `now`: fork the request (its first step queued on the simulation's scheduler, as a fork's
@@ -317,6 +333,7 @@ export const simulate = (
       // virtual run as the simulation's fiber did (the next arrival's timer armed before the request runs), so
       // every report is the same.
       const arrive = (): void => {
+        if (stopped) return
         now = clock.unsafeCurrentTimeMillis()
         if (!(now < scenario.duration)) {
           arriving = false
@@ -325,11 +342,19 @@ export const simulate = (
         }
         while (epoch + 1 < epochs.length && epochs[epoch + 1]!.at <= now) epoch++
         pending++
-        starts[epoch]!(requestAt(i++, now))
+        const k = finished(now)
+        const fiber = starts[epoch]!(Effect.matchCauseEffect(Rein.execute(request(i++), contract), k))
+        k.fiber = fiber
+        inFlight.add(fiber)
         timers.unsafeSchedule(arrive, gap())
       }
+      // Interrupted, or a request died: no more arrivals, and the requests in flight end with the simulation.
+      const stop = Effect.suspend(() => {
+        stopped = true
+        return inFlight.size === 0 ? Effect.void : Fiber.interruptAll(Array.from(inFlight))
+      })
       arrive()
-      yield* Deferred.await(allDone)
+      yield* Effect.onExit(Deferred.await(allDone), (exit) => Exit.isSuccess(exit) ? Effect.void : stop)
       return now
     }).pipe(Effect.withRandom(random))
 

@@ -175,6 +175,9 @@ class Sleep {
 /** Tasks and wake-ups run between two yields to the real event loop (see `run`). */
 const SLICE = 65_536
 
+/** The most slices an interrupted run goes on for, until its fiber ended. */
+const DRAIN = 64
+
 /** Effect's default: a fiber yields to the scheduler's other tasks after this many operations in a row. */
 const MAX_OPS_BEFORE_YIELD = 2_048
 
@@ -269,12 +272,13 @@ export const run = <A, E>(
             const ended = slice()
             return ended !== undefined ? Effect.succeed(ended) : Effect.zipRight(pause, loop)
           })
-        // Interrupted between slices: the simulation's fiber is interrupted, and its queue drained once more
-        // so that the interruption runs (a simulation holds no resource outside virtual time).
+        // Interrupted between slices: the simulation's fiber is interrupted, and the run goes on until it ended
+        // (its finalizers may end fibers of its own, waiting in virtual time: a teardown's grace), at most
+        // `DRAIN` slices (a simulation holds no resource outside virtual time).
         return Effect.onInterrupt(loop, () =>
           Effect.sync(() => {
             fiber.unsafeInterruptAsFork(FiberId.none)
-            slice()
+            for (let n = 0; n < DRAIN; n++) if (slice() !== undefined) return
           }))
       })
     )
