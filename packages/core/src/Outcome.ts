@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import { Inspectable, Schema } from "effect"
 import { FailureKind } from "./Failure.js"
 import { Usage } from "./Usage.js"
 
@@ -302,6 +302,25 @@ const messageOf = (
 }
 
 /**
+ * How Node prints an outcome (`util.inspect`: an unhandled `runPromise` rejection, `console.log`): its stack,
+ * whose first line is the tag and the one-line message (the reason, the last failure, the attempts summarised),
+ * then its fields, each as JSON, with the attempt records counted rather than listed: a request of many attempts
+ * printed every field of every record. The records stay on the object (`attempts`), and journals, records and
+ * artifacts serialise every one in full (`toJSON`, the schemas).
+ */
+const inspectOf = (error: Error & { readonly attempts: ReadonlyArray<unknown> }): string => {
+  const fields: Array<string> = []
+  for (const [key, value] of Object.entries(error)) {
+    if (value === undefined) continue
+    const n = error.attempts.length
+    fields.push(
+      key === "attempts" ? `attempts: [${n} attempt record${n === 1 ? "" : "s"}]` : `${key}: ${JSON.stringify(value)}`
+    )
+  }
+  return `${error.stack ?? `${error.name}: ${error.message}`}\n  { ${fields.join(", ")} }`
+}
+
+/**
  * The deadline expired. `phase` says where: waiting for admission, during an attempt, a backoff that
  * could not fit (recorded with zero wait), or teardown.
  *
@@ -327,6 +346,10 @@ export class DeadlineExceeded extends Schema.TaggedError<DeadlineExceeded>()("De
   /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
   override get message(): string {
     return messageOf(this)
+  }
+  /** As Node prints it: bounded, the attempt records counted (see `inspectOf`). */
+  override [Inspectable.NodeInspectSymbol](): string {
+    return inspectOf(this)
   }
   /** As serialised: the last failure under `cause`. */
   override toJSON(): unknown {
@@ -361,6 +384,10 @@ export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("Budg
   override get message(): string {
     return messageOf(this)
   }
+  /** As Node prints it: bounded, the attempt records counted (see `inspectOf`). */
+  override [Inspectable.NodeInspectSymbol](): string {
+    return inspectOf(this)
+  }
   /** As serialised: the last failure under `cause`. */
   override toJSON(): unknown {
     return withCauseKey(super.toJSON())
@@ -383,6 +410,10 @@ export class PlanExhausted extends Schema.TaggedError<PlanExhausted>()("PlanExha
   /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
   override get message(): string {
     return messageOf(this)
+  }
+  /** As Node prints it: bounded, the attempt records counted (see `inspectOf`). */
+  override [Inspectable.NodeInspectSymbol](): string {
+    return inspectOf(this)
   }
   /** As serialised: the last failure under `cause`. */
   override toJSON(): unknown {
@@ -407,6 +438,10 @@ export class FailedSafe extends Schema.TaggedError<FailedSafe>()("FailedSafe", {
   /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
   override get message(): string {
     return messageOf(this)
+  }
+  /** As Node prints it: bounded, the attempt records counted (see `inspectOf`). */
+  override [Inspectable.NodeInspectSymbol](): string {
+    return inspectOf(this)
   }
   /** As serialised: the last failure under `cause`. */
   override toJSON(): unknown {
@@ -446,6 +481,9 @@ export class Refused extends Schema.TaggedError<Refused>()("Refused", {
   /** One line: the refusal and its reason (nothing was called). */
   override get message(): string {
     return `${this.refusal}: ${this.reason}`
+  } /** As Node prints it: bounded, the attempt records counted (see `inspectOf`). */
+  override [Inspectable.NodeInspectSymbol](): string {
+    return inspectOf(this)
   }
 }
 
@@ -466,6 +504,10 @@ export class Halted extends Schema.TaggedError<Halted>()("Halted", {
   /** One line: the reason, the last failure, the attempts (`a overloaded ×2 → b authentication`). */
   override get message(): string {
     return messageOf(this)
+  }
+  /** As Node prints it: bounded, the attempt records counted (see `inspectOf`). */
+  override [Inspectable.NodeInspectSymbol](): string {
+    return inspectOf(this)
   }
   /** As serialised: the last failure under `cause`. */
   override toJSON(): unknown {
