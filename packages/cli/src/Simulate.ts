@@ -119,6 +119,32 @@ const repriced = (catalog: Catalog.Catalog, scenario: Scenario.Scenario, atMilli
   return { endpoints, byId: new Map(endpoints.map((e) => [e.id, e])) }
 }
 
+/**
+ * What every request runs with, per price epoch: its catalog and providers, and the one `Health` (one context,
+ * provided in one step). The arrivals of an epoch run with its services, and each request's fiber inherits them:
+ * a request provided its own until then (two context updates per request, each a copy of the fiber's references).
+ */
+const epochsOf = (
+  catalog: Catalog.Catalog,
+  scenario: Scenario.Scenario,
+  providers: ReadonlyMap<string, Provider.Provider>,
+  health: Health.Service
+) =>
+  Scenario.priceEpochs(scenario).map((at) => ({
+    at,
+    context: Context.make(Rein.Rein, { catalog: repriced(catalog, scenario, at), providers }).pipe(
+      Context.add(Health.Health, health)
+    )
+  }))
+
+/** The `i`th simulated request (from 0). */
+const requestOf = (scenario: Scenario.Scenario, i: number) => ({
+  id: `sim-${i + 1}`,
+  prompt: "simulated request",
+  inputTokens: scenario.request.inputTokens,
+  maxOutputTokens: scenario.request.maxOutputTokens
+})
+
 /** How a simulated request ends (`Effect.matchCauseEffect`'s handlers), and its fiber once started. */
 interface Handlers {
   fiber: Fiber.RuntimeFiber<void> | undefined
@@ -256,22 +282,7 @@ export const simulate = (
       }
       // Every provider name runs on the scripted fake: a simulation never calls out.
       const providers = new Map(catalog.endpoints.map((e) => [e.provider, observed]))
-      // What every request runs with, per price epoch: its catalog and providers, and the one `Health` (one
-      // context, provided in one step). The arrivals of an epoch run with its services, and each request's
-      // fiber inherits them: a request provided its own until then (two context updates per request, each a
-      // copy of the fiber's references).
-      const epochs = Scenario.priceEpochs(scenario).map((at) => ({
-        at,
-        context: Context.make(Rein.Rein, { catalog: repriced(catalog, scenario, at), providers }).pipe(
-          Context.add(Health.Health, health)
-        )
-      }))
-      const request = (i: number) => ({
-        id: `sim-${i + 1}`,
-        prompt: "simulated request",
-        inputTokens: scenario.request.inputTokens,
-        maxOutputTokens: scenario.request.maxOutputTokens
-      })
+      const epochs = epochsOf(catalog, scenario, providers, health)
 
       // The requests in flight are counted, and their fibers kept only while they run: an hour's 10,000 ended
       // fibers held until the end made most of the simulation's CPU garbage collection. The first request that
@@ -343,7 +354,7 @@ export const simulate = (
         while (epoch + 1 < epochs.length && epochs[epoch + 1]!.at <= now) epoch++
         pending++
         const k = finished(now)
-        const fiber = starts[epoch]!(Effect.matchCauseEffect(Rein.execute(request(i++), contract), k))
+        const fiber = starts[epoch]!(Effect.matchCauseEffect(Rein.execute(requestOf(scenario, i++), contract), k))
         k.fiber = fiber
         inFlight.add(fiber)
         timers.unsafeSchedule(arrive, gap())
