@@ -1,11 +1,13 @@
 /**
  * Two `rein batch` runs on one JSONL artifact, as real processes of the built binary: the second fails at once
  * (usage exit code, naming the file and the holder), the lock goes when a run ends or is interrupted, and a
- * run killed with `kill -9` leaves a stale lock that the next run takes over.
+ * run killed with `kill -9` leaves a stale lock that the next run takes over. Two names of one file (a symbolic
+ * link, a relative path) share one lock; a holder in another PID namespace is not judged stale from here; a lock
+ * path that is a FIFO, a link to `/dev/zero` or a 3 GiB file neither hangs nor wedges a run.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { ChildProcess } from "node:child_process"
-import { execFile, spawn } from "node:child_process"
+import { execFile, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll, beforeAll } from "vitest"
@@ -26,12 +28,13 @@ interface Result {
   readonly stderr: string
 }
 
-const rein = (args: ReadonlyArray<string>): Promise<Result> =>
+// A run that hangs is killed (SIGKILL: one blocked opening a FIFO ignores SIGTERM) after `timeout`.
+const rein = (args: ReadonlyArray<string>, timeout = 120_000): Promise<Result> =>
   new Promise((resolve) => {
     execFile(
       process.execPath,
       [bin, ...args],
-      { cwd: root, encoding: "utf8", timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
+      { cwd: root, encoding: "utf8", timeout, killSignal: "SIGKILL", maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
         resolve({ code, stdout, stderr })
@@ -67,9 +70,18 @@ const batchArgs = (out: string, again: "--overwrite" | "--resume"): Array<string
   again
 ]
 
-/** Starts a run; resolves once it reported `done` items (it then holds the lock), with its exit. */
-const started = async (out: string, again: "--overwrite" | "--resume", done = 1) => {
-  const child: ChildProcess = spawn(process.execPath, [bin, ...batchArgs(out, again)], { cwd: root })
+/**
+ * Starts a run (under `prefix`, a command such as `unshare …`, when given); resolves once it reported `done`
+ * items (it then holds the lock), with its exit.
+ */
+const started = async (
+  out: string,
+  again: "--overwrite" | "--resume",
+  done = 1,
+  prefix: ReadonlyArray<string> = []
+) => {
+  const command = [...prefix, process.execPath, bin, ...batchArgs(out, again)]
+  const child: ChildProcess = spawn(command[0]!, command.slice(1), { cwd: root })
   let stderr = ""
   child.stderr!.setEncoding("utf8")
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
@@ -120,4 +132,80 @@ describe("two rein batch runs on one artifact", () => {
     expect(await run.exited).toBe(130)
     expect(fs.existsSync(`${out}.lock`)).toBe(false)
   }, 240_000)
+})
+
+// Whether this machine lets the tests start a process in a new PID namespace (root, or user namespaces).
+const unshare = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
+const canUnshare = (() => {
+  try {
+    execFileSync(unshare[0]!, [...unshare.slice(1), "true"], { stdio: "ignore", timeout: 10_000 })
+    return true
+  } catch {
+    return false
+  }
+})()
+
+describe("the lock under attack", () => {
+  it("two names of one file (a symbolic link, a relative path through it) share one lock", async () => {
+    const dir = path.join(tmp, "names")
+    const out = path.join(dir, "run.jsonl")
+    const first = await started(out, "--overwrite")
+    fs.symlinkSync("run.jsonl", path.join(dir, "link.jsonl"))
+    for (const name of [path.join(dir, "link.jsonl"), path.relative(root, path.join(dir, ".", "link.jsonl"))]) {
+      const second = await rein(batchArgs(name, "--resume"))
+      expect(second.code).toBe(2)
+      expect(second.stderr).toContain(`${name}: another rein batch run holds it (pid ${first.child.pid}`)
+      expect(second.stderr).toContain(`lock ${fs.realpathSync(dir)}/run.jsonl.lock`)
+    }
+    first.child.kill("SIGINT")
+    expect(await first.exited).toBe(130)
+    expect(fs.readdirSync(dir).sort()).toEqual(["link.jsonl", "run.jsonl"])
+  }, 240_000)
+
+  it.skipIf(!canUnshare)(
+    "a run in another PID namespace holds the lock: not judged stale by a pid of ours",
+    async () => {
+      const out = path.join(tmp, "namespace", "run.jsonl")
+      const first = await started(out, "--overwrite", 1, unshare)
+      // Inside its namespace the holder is pid 1 (or near): here that pid is another, live process.
+      const second = await rein(batchArgs(out, "--resume"))
+      expect(second.code).toBe(2)
+      expect(second.stderr).toMatch(/another rein batch run holds it \(pid \d+ in another PID namespace/)
+      expect(second.stderr).toContain(`if that run is gone, remove ${out}.lock`)
+      first.child.kill("SIGKILL")
+      await first.exited
+    },
+    240_000
+  )
+
+  it(
+    "a lock path that is a FIFO or a link to /dev/zero is refused, naming it; a 3 GiB lock is read no further",
+    async () => {
+      const dir = path.join(tmp, "hostile")
+      fs.mkdirSync(dir)
+      const out = path.join(dir, "run.jsonl")
+      const lock = `${out}.lock`
+      execFileSync("mkfifo", [lock])
+      const fifo = await rein(batchArgs(out, "--overwrite"), 30_000)
+      expect(fifo.code).toBe(2)
+      expect(fifo.stderr).toContain(`cannot lock ${out}: ${lock} is a FIFO, not a lock file: remove it`)
+      fs.rmSync(lock)
+      fs.symlinkSync("/dev/zero", lock)
+      const zero = await rein(batchArgs(out, "--overwrite"), 30_000)
+      expect(zero.code).toBe(2)
+      expect(zero.stderr).toContain(`${lock} is a symbolic link, not a lock file`)
+      fs.rmSync(lock)
+      // Sparse: no disk used. Garbage written long ago is a stale lock, taken over.
+      fs.writeFileSync(lock, "")
+      fs.truncateSync(lock, 3 * 1024 ** 3)
+      const longAgo = new Date("2020-01-01T00:00:00Z")
+      fs.utimesSync(lock, longAgo, longAgo)
+      const run = await started(out, "--overwrite")
+      expect(fs.statSync(lock).size).toBeLessThan(1024)
+      run.child.kill("SIGINT")
+      expect(await run.exited).toBe(130)
+      expect(fs.existsSync(lock)).toBe(false)
+    },
+    240_000
+  )
 })

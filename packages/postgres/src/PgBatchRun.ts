@@ -192,17 +192,41 @@ const submittedOf = <I, E, R>(
   item: I,
   index: number
 ): Either.Either<Q.Submitted, PgBatchError> => {
-  const found = Items.keyOf(options, item, index)
-  const key = Either.isRight(found) ? found.right : found.left.key
-  return Either.map(idBounded(options, item, index, key.itemId), () => ({
-    ...key,
-    place: options.where === undefined ? null : options.where(item, index)
-  }))
+  // A getter or a proxy that throws, a `null` item, a caller's function that throws: the start is refused,
+  // naming the item, not ended by a defect.
+  const computed = Either.try({
+    try: () => ({
+      found: Items.keyOf(options, item, index),
+      place: options.where === undefined ? null : options.where(item, index)
+    }),
+    catch: (e) =>
+      new PgBatchError({
+        reason: "InvalidInput",
+        message: `item ${index}: its id, request or fingerprints cannot be computed: ${
+          e instanceof Error ? e.message : String(e)
+        }`,
+        index
+      })
+  })
+  return Either.flatMap(computed, ({ found, place }) => {
+    const key = Either.isRight(found) ? found.right : found.left.key
+    return Either.map(idBounded(options, item, index, key.itemId), () => ({ ...key, place }))
+  })
 }
 
 // An id longer than the database's keys hold (an index row is at most about 2.7 KB) is refused here, naming the
 // item's place; it failed the start with the database's error, as `Unavailable`.
 const idBounded = <I, E, R>(options: StartOptions<I, E, R>, item: I, index: number, itemId: string) => {
+  // Typed a string; a JavaScript caller's (or an item's `id`) may be a number, an object or a symbol.
+  if (typeof itemId !== "string") {
+    return Either.left(
+      new PgBatchError({
+        reason: "InvalidInput",
+        message: `the id of item ${index} (${placeOf(options, item, index)}) is a ${typeof itemId}, not a string`,
+        index
+      })
+    )
+  }
   const bytes = Buffer.byteLength(itemId, "utf8")
   return bytes <= MAX_ITEM_ID_BYTES ? Either.void : Either.left(
     new PgBatchError({

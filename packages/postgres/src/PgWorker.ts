@@ -299,7 +299,11 @@ const resolve = <I, E, R>(ctx: Context<I, E, R>, row: Q.LeaseRow) =>
         })
       )
     const found = Either.isRight(key) ? key.right : key.left.key
-    if (Either.isLeft(key) && row.input_fingerprint !== Items.NO_FINGERPRINT) {
+    // (An input with a fingerprint and a prompt without one: the input's is compared below.)
+    if (
+      Either.isLeft(key) && found.inputFingerprint === Items.NO_FINGERPRINT &&
+      row.input_fingerprint !== Items.NO_FINGERPRINT
+    ) {
       return mismatch(`its input has no fingerprint (${key.left.error.message})`)
     }
     if (found.itemId !== row.item_id) {

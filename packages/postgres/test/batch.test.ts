@@ -131,6 +131,36 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect(record.error.reason).toMatch(/^the input of item "item-00002" has no fingerprint: \$\.n: /)
       }))
 
+    it.effect("an item whose prompt has no fingerprint (a bigint) is staged with none, refused alone; the others run", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("nofp-prompt")
+        const items = itemsOf(5, [])
+        // A JavaScript caller's request whose prompt is a bigint: `Fingerprint.prompt` threw, a defect of the start.
+        const hostile = (item: Item) =>
+          item.id === "item-00002" ? { ...request(item), prompt: 10n as unknown as string } : request(item)
+        const started = yield* PgBatchRun.start({
+          runId,
+          identity,
+          resume: "reuse-successes",
+          items,
+          request: hostile,
+          itemId: (item) => item.id,
+          contract
+        })
+        expect(started.items).toBe(5)
+        const { fake, layer } = fakeRein(1)
+        const summary = yield* worker(runId, items, "w", { request: hostile }).pipe(Effect.provide(layer))
+        expect(summary.stats.succeeded).toBe(4)
+        expect((yield* fake.calls).length).toBe(4)
+        expect((yield* PgBatchRun.status(runId)).byCategory).toEqual({ ok: 4, refused: 1 })
+        const [row] = yield* sql<{ readonly record: string }>`SELECT record::text AS record FROM rein_batch_records
+          WHERE run_id = ${runId} AND item_id = 'item-00002'`
+        const record = JSON.parse(row!.record)
+        expect(record).toMatchObject({ itemId: "item-00002", attempts: 0, error: { _tag: "Refused" } })
+        expect(record.error.reason).toMatch(/^the input of item "item-00002" has no fingerprint: prompt \$\.prompt: /)
+      }))
+
     it.effect("a worker that joins a second late gets items: the first does not lease a second group ahead", () =>
       Effect.gen(function*() {
         const runId = fresh("stagger")

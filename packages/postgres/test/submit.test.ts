@@ -171,6 +171,40 @@ describe.skipIf(!available)("submitting a run's items (PgBatchRun.start)", () =>
         ])
       }))
 
+    it.effect("hostile items (an id not a string, a getter or a proxy that throws, null): a typed refusal naming the item, nothing staged", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const good = [{ id: "a", text: "x" }, { id: "b", text: "y" }]
+        const throwing = Object.defineProperty({ id: "t" }, "text", {
+          enumerable: true,
+          get: () => {
+            throw new Error("a getter that throws")
+          }
+        }) as Item
+        const proxy = new Proxy({ id: "p", text: "z" }, {
+          ownKeys: () => {
+            throw new Error("a proxy that throws")
+          }
+        })
+        const hostile: ReadonlyArray<readonly [Item, RegExp]> = [
+          [{ id: 5, text: "n" } as unknown as Item, /^the id of item 2 \(item 2\) is a number, not a string$/],
+          [
+            { id: Symbol("s"), text: "s" } as unknown as Item,
+            /^the id of item 2 \(item 2\) is a symbol, not a string$/
+          ],
+          [throwing, /^item 2: its id, request or fingerprints cannot be computed: a getter that throws$/],
+          [proxy, /^item 2: its id, request or fingerprints cannot be computed: a proxy that throws$/],
+          [null as unknown as Item, /^item 2: its id, request or fingerprints cannot be computed: /]
+        ]
+        for (const [item, message] of hostile) {
+          const runId = fresh("hostile")
+          const exit = yield* Effect.either(PgBatchRun.start(options(runId, [...good, item], 10)))
+          expect(exit).toMatchObject({ _tag: "Left", left: { _tag: "PgBatchError", reason: "InvalidInput", index: 2 } })
+          if (exit._tag === "Left") expect(exit.left.message).toMatch(message)
+          expect(yield* rowsOf(sql, runId)).toEqual([])
+        }
+      }))
+
     // A run's items keep the order of their first submission: a joining start that reorders them is refused,
     // naming the first item out of order with its index now and on record, and the run is left as it was.
     it.effect.prop(

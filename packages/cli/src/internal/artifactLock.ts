@@ -1,8 +1,11 @@
 /**
  * The advisory lock of a JSONL artifact: one `rein batch` run writes one `--out` at a time. The lock is a file
- * next to the artifact (`<out>.lock`), created exclusively (`O_EXCL`), holding the holder's pid and its start
- * time (from `/proc`, where there is one). A second run on the same artifact fails at once, naming the file and
- * the holder. The lock is removed when the run ends or is interrupted (the scope's finalizer); a lock whose
+ * next to the artifact, under the artifact's real path (`<out>.lock`, symbolic links and `..` resolved, so two
+ * names of one file share one lock), created exclusively (`O_EXCL`), holding the holder's pid, its start time
+ * and its PID namespace (from `/proc`, where there is one). A second run on the same artifact fails at once,
+ * naming the file and the holder. A holder in another PID namespace or on another machine cannot be checked
+ * from here: its lock counts as held until it is released or removed by hand. A lock path that is no regular
+ * file (a symbolic link, a FIFO) is refused, and no more than a few KiB of a lock file are ever read. The lock is removed when the run ends or is interrupted (the scope's finalizer); a lock whose
  * holder is gone (killed with `kill -9`, or its pid now another process's) is stale, and the next run takes it
  * over.
  *
@@ -14,6 +17,7 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import type { Scope } from "effect"
 import { Effect, Option } from "effect"
+import * as nodePath from "node:path"
 import { InputError } from "../InputError.js"
 
 /** What a lock file holds. */
@@ -21,13 +25,70 @@ interface Holder {
   readonly pid: number
   /** The process's start time (`/proc/<pid>/stat`, clock ticks since boot), when known. */
   readonly start: string | null
+  /**
+   * Where the pid means something: the machine's boot id and the PID namespace (`/proc/self/ns/pid`), when
+   * known. Absent in locks written before it was recorded.
+   */
+  readonly ns?: string | null
 }
 
 /** A lock file unreadable (cut short as it was being written) counts as held for this long after it was written. */
 const FRESH_MILLIS = 10_000
 
-/** The lock file of an artifact. @internal */
+/** The lock file of an artifact, by the artifact's real path (see `realOut`). @internal */
 export const lockPath = (out: string): string => `${out}.lock`
+
+/** A lock file is a pid, a start time and a namespace: anything longer is not one (read no further). */
+const MAX_LOCK_BYTES = 4096
+
+/**
+ * The artifact's real path: symbolic links (a dangling one too: the file the run will create) and `.`/`..`
+ * resolved, so `--out link.jsonl` and `--out run.jsonl` (or a relative and an absolute name) share one lock.
+ * A name that cannot be resolved (a directory not readable) is taken absolute as given.
+ */
+const realOut = (fs: FileSystem.FileSystem, out: string): Effect.Effect<string> =>
+  Effect.gen(function*() {
+    let name = nodePath.resolve(out)
+    // As the kernel does (ELOOP past 40), follow at most 40 links of a file that does not exist yet.
+    for (let hop = 0; hop < 40; hop++) {
+      const real = yield* Effect.option(fs.realPath(name))
+      if (Option.isSome(real)) return real.value
+      const target = yield* Effect.option(fs.readLink(name))
+      if (Option.isNone(target)) break
+      name = nodePath.resolve(nodePath.dirname(name), target.value)
+    }
+    const dir = yield* Effect.option(fs.realPath(nodePath.dirname(name)))
+    return Option.isSome(dir) ? nodePath.join(dir.value, nodePath.basename(name)) : name
+  })
+
+/** Where this process's pids mean something: the boot id and the PID namespace, when `/proc` tells. */
+const namespaceOf = (fs: FileSystem.FileSystem): Effect.Effect<string | null> =>
+  Effect.all([
+    Effect.map(fs.readFileString("/proc/sys/kernel/random/boot_id"), (id) => id.trim()),
+    fs.readLink("/proc/self/ns/pid")
+  ]).pipe(Effect.map(([boot, ns]) => `${boot} ${ns}`), Effect.orElseSucceed(() => null))
+
+/** Why a lock path is not a lock file (a symbolic link, a FIFO, a directory …), or none when it is one. */
+const notAFile = (fs: FileSystem.FileSystem, path: string): Effect.Effect<string | undefined> =>
+  Effect.gen(function*() {
+    if (Option.isSome(yield* Effect.option(fs.readLink(path)))) return "a symbolic link"
+    const info = yield* Effect.option(fs.stat(path))
+    if (Option.isNone(info) || info.value.type === "File") return undefined
+    const type = info.value.type
+    return type === "FIFO" ? "a FIFO" : `a ${type.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase()}`
+  })
+
+/**
+ * A lock file's text, read no further than `MAX_LOCK_BYTES` (longer: garbage, returned cut); none when it is
+ * gone. Never opens what is no regular file (a FIFO would block the open, `/dev/zero` never end).
+ */
+const readLock = (fs: FileSystem.FileSystem, path: string): Effect.Effect<Option.Option<string>> =>
+  Effect.gen(function*() {
+    if ((yield* notAFile(fs, path)) !== undefined) return Option.none()
+    const file = yield* fs.open(path, { flag: "r" })
+    const bytes = yield* file.readAlloc(MAX_LOCK_BYTES + 1)
+    return Option.some(Option.match(bytes, { onNone: () => "", onSome: (b) => new TextDecoder().decode(b) }))
+  }).pipe(Effect.scoped, Effect.orElseSucceed(() => Option.none()))
 
 /** The start time of a process (field 22 of `/proc/<pid>/stat`; its name may hold spaces and parentheses). */
 const startOf = (fs: FileSystem.FileSystem, pid: number): Effect.Effect<string | null> =>
@@ -50,23 +111,34 @@ const parse = (text: string): Holder | undefined => {
   try {
     const value: unknown = JSON.parse(text)
     if (typeof value !== "object" || value === null) return undefined
-    const { pid, start } = value as { pid?: unknown; start?: unknown }
+    const { ns, pid, start } = value as { pid?: unknown; start?: unknown; ns?: unknown }
     return typeof pid === "number" && Number.isSafeInteger(pid) && pid > 0 &&
-        (typeof start === "string" || start === null)
-      ? { pid, start }
+        (typeof start === "string" || start === null) &&
+        (typeof ns === "string" || ns === null || ns === undefined)
+      ? { pid, start, ns: ns ?? null }
       : undefined
   } catch {
     return undefined
   }
 }
 
-/** Whether the holder still runs: its pid is alive and, where known, is the same process (same start time). */
-const holderAlive = (fs: FileSystem.FileSystem, holder: Holder): Effect.Effect<boolean> =>
-  !pidAlive(holder.pid)
+/**
+ * Whether the holder still runs: its pid is alive and, where known, is the same process (same start time). A
+ * holder in another PID namespace or on another machine (its recorded namespace not ours) cannot be checked
+ * from here: alive.
+ */
+const holderAlive = (fs: FileSystem.FileSystem, holder: Holder, ns: string | null): Effect.Effect<boolean> =>
+  elsewhere(holder, ns)
+    ? Effect.succeed(true)
+    : !pidAlive(holder.pid)
     ? Effect.succeed(false)
     : holder.start === null
     ? Effect.succeed(true)
     : Effect.map(startOf(fs, holder.pid), (start) => start === null || start === holder.start)
+
+/** Whether the holder's pid belongs to another PID namespace or machine than this process's. */
+const elsewhere = (holder: Holder, ns: string | null): boolean =>
+  holder.ns !== null && holder.ns !== undefined && ns !== null && holder.ns !== ns
 
 type Found =
   | { readonly _tag: "Held"; readonly holder: Holder | undefined }
@@ -74,9 +146,9 @@ type Found =
   | { readonly _tag: "Gone" }
 
 /** Reads the lock in place: held (by whom, when known), stale (with the text judged so), or gone meanwhile. */
-const inspect = (fs: FileSystem.FileSystem, path: string): Effect.Effect<Found> =>
+const inspect = (fs: FileSystem.FileSystem, path: string, ns: string | null): Effect.Effect<Found> =>
   Effect.gen(function*() {
-    const text = yield* Effect.option(fs.readFileString(path))
+    const text = yield* readLock(fs, path)
     if (Option.isNone(text)) return { _tag: "Gone" } as const
     const holder = parse(text.value)
     if (holder === undefined) {
@@ -88,7 +160,9 @@ const inspect = (fs: FileSystem.FileSystem, path: string): Effect.Effect<Found> 
         ? { _tag: "Stale", text: text.value } as const
         : { _tag: "Held", holder: undefined } as const
     }
-    return (yield* holderAlive(fs, holder)) ? { _tag: "Held", holder } as const : { _tag: "Stale", text: text.value }
+    return (yield* holderAlive(fs, holder, ns))
+      ? { _tag: "Held", holder } as const
+      : { _tag: "Stale", text: text.value }
   })
 
 /**
@@ -99,18 +173,22 @@ const breakStale = (fs: FileSystem.FileSystem, path: string, stale: string): Eff
   Effect.gen(function*() {
     const aside = `${path}.stale-${process.pid}`
     if (Option.isNone(yield* Effect.option(fs.rename(path, aside)))) return false
-    const moved = yield* Effect.option(fs.readFileString(aside))
+    const moved = yield* readLock(fs, aside)
     const same = Option.isSome(moved) && moved.value === stale
     if (!same) yield* Effect.ignore(fs.link(aside, path))
     yield* Effect.ignore(fs.remove(aside))
     return same
   })
 
-const heldError = (out: string, path: string, holder: Holder | undefined) =>
+const heldError = (out: string, path: string, holder: Holder | undefined, ns: string | null) =>
   new InputError({
-    message: `${out}: another rein batch run holds it (${
-      holder === undefined ? "its lock is being written" : `pid ${holder.pid}`
-    }; lock ${path}): wait for that run to end, or pass another --out`
+    message: holder !== undefined && elsewhere(holder, ns)
+      ? `${out}: another rein batch run holds it (pid ${holder.pid} in another PID namespace or on another ` +
+        `machine, which this run cannot check; lock ${path}): wait for that run to end, or pass another --out; ` +
+        `if that run is gone, remove ${path}`
+      : `${out}: another rein batch run holds it (${
+        holder === undefined ? "its lock is being written" : `pid ${holder.pid}`
+      }; lock ${path}): wait for that run to end, or pass another --out`
   })
 
 /**
@@ -126,11 +204,12 @@ export const acquire = (out: string): Effect.Effect<void, InputError, FileSystem
     // A device or a pipe (`/dev/full`, a FIFO) is no artifact two runs could share: nothing to lock.
     const info = yield* Effect.option(fs.stat(out))
     if (Option.isSome(info) && info.value.type !== "File") return
-    const path = lockPath(out)
-    const mine = JSON.stringify({ pid: process.pid, start: yield* startOf(fs, process.pid) } satisfies Holder)
+    const path = lockPath(yield* realOut(fs, out))
+    const ns = yield* namespaceOf(fs)
+    const mine = JSON.stringify({ pid: process.pid, start: yield* startOf(fs, process.pid), ns } satisfies Holder)
     const release = Effect.ignore(Effect.flatMap(
-      fs.readFileString(path),
-      (text) => text === mine ? fs.remove(path) : Effect.void
+      readLock(fs, path),
+      (text) => Option.isSome(text) && text.value === mine ? fs.remove(path) : Effect.void
     ))
     // A few rounds at most: each lost one means another run took or dropped the lock in between.
     for (let round = 0; round < 4; round++) {
@@ -145,9 +224,15 @@ export const acquire = (out: string): Effect.Effect<void, InputError, FileSystem
       if (error._tag !== "SystemError" || error.reason !== "AlreadyExists") {
         return yield* new InputError({ message: `cannot lock ${out} (${path}): ${error.message}` })
       }
-      const found = yield* inspect(fs, path)
-      if (found._tag === "Held") return yield* heldError(out, path, found.holder)
+      const foreign = yield* notAFile(fs, path)
+      if (foreign !== undefined) {
+        return yield* new InputError({
+          message: `cannot lock ${out}: ${path} is ${foreign}, not a lock file: remove it (no rein batch run makes one)`
+        })
+      }
+      const found = yield* inspect(fs, path, ns)
+      if (found._tag === "Held") return yield* heldError(out, path, found.holder, ns)
       if (found._tag === "Stale") yield* breakStale(fs, path, found.text)
     }
-    return yield* heldError(out, path, undefined)
+    return yield* heldError(out, path, undefined, ns)
   })

@@ -44,7 +44,25 @@ export interface Unfingerprinted {
   readonly error: Fingerprint.FingerprintError
 }
 
-/** The item's key, or, for an input with no fingerprint, its key without one and why. @internal */
+/**
+ * The prompt fingerprint of a request, as `Fingerprint.prompt` computes it, or why there is none (a prompt that
+ * is a bigint or holds a cycle: `Fingerprint.prompt` throws there).
+ */
+const promptOf = (request: Provider.CompletionRequest): Either.Either<string, Fingerprint.FingerprintError> =>
+  typeof request === "string"
+    ? Fingerprint.of({ prompt: request })
+    : Fingerprint.of(
+      request.system === undefined
+        ? { prompt: request.prompt }
+        : { prompt: request.prompt, system: request.system }
+    )
+
+/**
+ * The item's key, or, for an input or a prompt with no fingerprint, its key without one (`NO_FINGERPRINT`) and
+ * why. Throws what the item or the caller's functions throw (a getter, a proxy, a `null` item).
+ *
+ * @internal
+ */
 export const keyOf = <I>(
   options: ItemOptions<I>,
   item: I,
@@ -52,13 +70,24 @@ export const keyOf = <I>(
 ): Either.Either<ItemKey, Unfingerprinted> => {
   const itemId = idOf(options, item, index)
   const input = Fingerprint.input(options.input === undefined ? item : options.input(item))
+  const prompt = promptOf(requestOf(options)(item, index))
   const key = {
     itemId,
     index,
     inputFingerprint: Either.getOrElse(input, () => NO_FINGERPRINT),
-    promptFingerprint: Fingerprint.prompt(requestOf(options)(item, index))
+    promptFingerprint: Either.getOrElse(prompt, () => NO_FINGERPRINT)
   }
-  return Either.isRight(input) ? Either.right(key) : Either.left({ key, error: input.left })
+  return Either.isLeft(input)
+    ? Either.left({ key, error: input.left })
+    : Either.isLeft(prompt)
+    ? Either.left({
+      key,
+      error: new Fingerprint.FingerprintError({
+        path: `prompt ${prompt.left.path}`,
+        message: prompt.left.message
+      })
+    })
+    : Either.right(key)
 }
 
 /**
