@@ -1,6 +1,6 @@
 // A/B helper (not part of the bench): a CPU profile of bench 4's burst restricted to the expiry phase (samples
 // after the last provider call started), summed over bursts; self time by function, and by where code lives.
-// [PROVIDE=once] node --expose-gc bench/ab/prof-expiry.mjs <lean|off|on|journal>[@<core dist dir>] [bursts=20] [top=35]
+// [PROVIDE=once] [BY=rein: each sample charged to the innermost Rein frame on its stack] node --expose-gc bench/ab/prof-expiry.mjs <lean|off|on|journal>[@<core dist dir>] [bursts=20] [top=35]
 import { Session } from "node:inspector"
 import { Effect, Layer, Scope } from "effect"
 import { leanBound } from "../dist/fixtures.js"
@@ -29,12 +29,21 @@ for (let b = 0; b < B; b++) {
   await post("Profiler.start"); await burst(); const { profile: p } = await post("Profiler.stop")
   const from = Number(mark / 1000n) // µs, the profile's clock (monotonic)
   const byId = new Map(p.nodes.map((n) => [n.id, n]))
+  const parentOf = new Map()
+  for (const n of p.nodes) for (const c of n.children ?? []) parentOf.set(c, n)
   let t = p.startTime
   for (let i = 0; i < p.samples.length; i++) {
     t += p.timeDeltas[i]; const d = p.timeDeltas[i + 1] ?? 0
     if (t < from) continue
-    const f = byId.get(p.samples[i]).callFrame
-    if (f.functionName === "(idle)") continue
+    let node = byId.get(p.samples[i])
+    if (node.callFrame.functionName === "(idle)") continue
+    // BY=rein: charged to the innermost Rein (core) frame on the sample's stack, else to "(no Rein frame)".
+    if (process.env.BY === "rein") {
+      let n = node
+      while (n !== undefined && !n.callFrame.url.includes("/core/dist")) n = parentOf.get(n.id)
+      node = n ?? { callFrame: { functionName: "(no Rein frame)", url: "", lineNumber: -1 } }
+    }
+    const f = node.callFrame
     const key = `${f.functionName || "(anon)"} ${f.url.replace(/.*\/(packages|node_modules)\//, "").replace(/^\.pnpm\/[^/]*\/node_modules\//, "")}:${f.lineNumber + 1}`
     self.set(key, (self.get(key) ?? 0) + d); total += d
   }

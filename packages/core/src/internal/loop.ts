@@ -30,7 +30,7 @@ import { clampMillis, MAX_TIMER_MILLIS, sleepMillis, timeoutOptionMillis } from 
 import { IDLE, keepMap } from "./maps.js"
 import * as Refusals from "./refusals.js"
 import * as Spec from "./spec.js"
-import { stackless } from "./stackless.js"
+import { construct } from "./stackless.js"
 import * as Telemetry from "./telemetry.js"
 
 /**
@@ -225,7 +225,7 @@ const refuse = (
   reason: string
 ): Effect.Effect<never, Outcome.Refused> => {
   const refused = (id: string | undefined) =>
-    stackless(() => new Outcome.Refused({ refusal, reason, attempts: [], ...withId(id) }, true))
+    construct(Outcome.Refused, { refusal, reason, attempts: [], ...withId(id) })
   const journal = Context.getOption(refusing.context, Journal)
   const telemetry = Context.getOption(refusing.context, TelemetryTag)
   if (Option.isNone(journal) && Option.isNone(telemetry)) return Effect.fail(refused(refusing.request.id))
@@ -800,17 +800,15 @@ const neededOf = (needed: number | undefined): { readonly needed?: number } =>
 
 /** The budget could not be consulted (its store did not answer): refused, and said so. */
 const unavailable = (shortfall: Budget.Shortfall, progress: Progress) =>
-  stackless(() =>
-    new Outcome.BudgetExhausted({
-      resource: shortfall.resource,
-      reason: `the ${shortfall.resource} budget could not be consulted (its store is unavailable)`,
-      lastFailure: causeOf(progress),
-      attempts: progress.records,
-      unavailable: true,
-      ...neededOf(shortfall.needed),
-      ...withId(progress.requestId)
-    }, true)
-  )
+  construct(Outcome.BudgetExhausted, {
+    resource: shortfall.resource,
+    reason: `the ${shortfall.resource} budget could not be consulted (its store is unavailable)`,
+    lastFailure: causeOf(progress),
+    attempts: progress.records,
+    unavailable: true,
+    ...neededOf(shortfall.needed),
+    ...withId(progress.requestId)
+  })
 
 /**
  * Takes the probe slot and retry token right after the reservation: on health's fast path in one synchronous
@@ -1088,14 +1086,12 @@ class CommittedAttempt<S> implements Committed<S> {
         const decision = decide(env, { ...snap, committed: true })
         return decision._tag === "Stop"
           ? terminal(decision, progress, env.spec)
-          : stackless(() =>
-            new Outcome.FailedSafe({
-              reason: `the stream has committed: no retry, no fallback; ${Refusals.committedFix}`,
-              lastFailure: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
-              attempts: progress.records,
-              ...withId(progress.requestId)
-            }, true)
-          )
+          : construct(Outcome.FailedSafe, {
+            reason: `the stream has committed: no retry, no fallback; ${Refusals.committedFix}`,
+            lastFailure: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
+            attempts: progress.records,
+            ...withId(progress.requestId)
+          })
       })
     )
   }
@@ -1149,18 +1145,16 @@ const failIn = <E extends object>(fiber: Fiber.RuntimeFiber<unknown, unknown> | 
 const deadlineExceeded = (running: Running, record: Outcome.AttemptRecord): Outcome.DeadlineExceeded => {
   const { binding, context, step } = running
   const { decision, progress } = step
-  return stackless(() =>
-    new Outcome.DeadlineExceeded({
-      phase: binding === "deadline" ? "attempt" : "teardown",
-      reason: binding === "deadline"
-        ? `the deadline expired during call ${context.call} on ${decision.endpoint}`
-        : `the deadline expired while call ${context.call} tore down`,
-      lastFailure: causeOf(progress),
-      teardownUnconfirmed: record.teardownUnconfirmed,
-      attempts: progress.records,
-      ...withId(progress.requestId)
-    }, true)
-  )
+  return construct(Outcome.DeadlineExceeded, {
+    phase: binding === "deadline" ? "attempt" : "teardown",
+    reason: binding === "deadline"
+      ? `the deadline expired during call ${context.call} on ${decision.endpoint}`
+      : `the deadline expired while call ${context.call} tore down`,
+    lastFailure: causeOf(progress),
+    teardownUnconfirmed: record.teardownUnconfirmed,
+    attempts: progress.records,
+    ...withId(progress.requestId)
+  })
 }
 
 /**
@@ -1335,6 +1329,8 @@ const settlements = (
 const logFailed = (record: Outcome.AttemptRecord, kind: FailureKind): Effect.Effect<void> =>
   Effect.withFiberRuntime((fiber) => logFailedIn(fiber, record, kind) ?? Effect.void)
 
+const DEBUG = LogLevel.Debug.ordinal
+
 /**
  * `logFailed`, decided in a step of `fiber` that is running now (the caller's, when it settles an attempt in
  * its own step): `undefined` when the fiber does not log debug, so the settlement has no step for it at all.
@@ -1344,7 +1340,8 @@ const logFailedIn = (
   record: Outcome.AttemptRecord,
   kind: FailureKind
 ): Effect.Effect<void> | undefined =>
-  LogLevel.greaterThan(fiber.getFiberRef(FiberRef.currentMinimumLogLevel), LogLevel.Debug)
+  // `LogLevel.greaterThan`, without its `dual` and `Order` calls: levels are ordered by their ordinal.
+  fiber.getFiberRef(FiberRef.currentMinimumLogLevel).ordinal > DEBUG
     ? undefined
     : Effect.logDebug("rein: attempt failed").pipe(
       Effect.annotateLogs({
@@ -1371,16 +1368,14 @@ const withAnswer = (
 
 /** The deadline expired before an attempt could start: waiting for admission to an endpoint, or `doing`. */
 const expiredAtAdmission = (progress: Progress, doing: Endpoint | string) =>
-  stackless(() =>
-    new Outcome.DeadlineExceeded({
-      phase: "admission",
-      reason: `the deadline expired ${typeof doing === "string" ? doing : `waiting for admission to ${doing.id}`}`,
-      lastFailure: causeOf(progress),
-      teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
-      attempts: progress.records,
-      ...withId(progress.requestId)
-    }, true)
-  )
+  construct(Outcome.DeadlineExceeded, {
+    phase: "admission",
+    reason: `the deadline expired ${typeof doing === "string" ? doing : `waiting for admission to ${doing.id}`}`,
+    lastFailure: causeOf(progress),
+    teardownUnconfirmed: progress.records.some((r) => r.teardownUnconfirmed),
+    attempts: progress.records,
+    ...withId(progress.requestId)
+  })
 
 const NO_ID: { readonly requestId?: string } = {}
 
@@ -1395,12 +1390,12 @@ export const withId = (requestId: string | undefined): { readonly requestId?: st
 
 /** @internal */
 export const halted = (reason: string, progress: Progress) =>
-  stackless(() =>
-    new Outcome.Halted(
-      { reason, lastFailure: causeOf(progress), attempts: progress.records, ...withId(progress.requestId) },
-      true
-    )
-  )
+  construct(Outcome.Halted, {
+    reason,
+    lastFailure: causeOf(progress),
+    attempts: progress.records,
+    ...withId(progress.requestId)
+  })
 
 /** @internal */
 export const totalCost = (records: ReadonlyArray<Outcome.AttemptRecord>): number | "unknown" => {
@@ -1439,49 +1434,40 @@ export const terminal = (decision: Planner.Stop, progress: Progress, spec: Plann
   const id = withId(progress.requestId)
   switch (decision.outcome) {
     case "DeadlineExceeded":
-      return stackless(() =>
-        new Outcome.DeadlineExceeded({
-          phase: decision.phase ?? "admission",
-          reason: decision.reason,
-          lastFailure: cause,
-          teardownUnconfirmed: attempts.some((a) => a.teardownUnconfirmed),
-          attempts,
-          ...id
-        }, true)
-      )
-    case "BudgetExhausted":
-      return stackless(() =>
-        new Outcome.BudgetExhausted({
-          resource: decision.resource ?? "cost",
-          reason: decision.reason,
-          lastFailure: cause,
-          attempts,
-          ...neededOf(Planner.neededFor(spec, decision)),
-          ...id
-        }, true)
-      )
-    case "PlanExhausted":
-      return stackless(() =>
-        new Outcome.PlanExhausted({ reason: decision.reason, lastFailure: cause, attempts, ...id }, true)
-      )
-    case "FailedSafe":
-      return stackless(() => {
-        const last = cause ?? { kind: "unknown" as const, code: "unknown", endpoint: "" }
-        return new Outcome.FailedSafe({
-          reason: withFix(decision.reason, failedSafeFix(spec, last)),
-          lastFailure: last,
-          attempts,
-          ...id
-        }, true)
+      return construct(Outcome.DeadlineExceeded, {
+        phase: decision.phase ?? "admission",
+        reason: decision.reason,
+        lastFailure: cause,
+        teardownUnconfirmed: attempts.some((a) => a.teardownUnconfirmed),
+        attempts,
+        ...id
       })
+    case "BudgetExhausted":
+      return construct(Outcome.BudgetExhausted, {
+        resource: decision.resource ?? "cost",
+        reason: decision.reason,
+        lastFailure: cause,
+        attempts,
+        ...neededOf(Planner.neededFor(spec, decision)),
+        ...id
+      })
+    case "PlanExhausted":
+      return construct(Outcome.PlanExhausted, { reason: decision.reason, lastFailure: cause, attempts, ...id })
+    case "FailedSafe": {
+      const last = cause ?? { kind: "unknown" as const, code: "unknown", endpoint: "" }
+      return construct(Outcome.FailedSafe, {
+        reason: withFix(decision.reason, failedSafeFix(spec, last)),
+        lastFailure: last,
+        attempts,
+        ...id
+      })
+    }
     case "Refused":
-      return stackless(() =>
-        new Outcome.Refused({
-          refusal: "no_legal_candidate",
-          reason: Refusals.noLegalCandidate(decision.reason, excludedBy(decision)),
-          attempts,
-          ...id
-        }, true)
-      )
+      return construct(Outcome.Refused, {
+        refusal: "no_legal_candidate",
+        reason: Refusals.noLegalCandidate(decision.reason, excludedBy(decision)),
+        attempts,
+        ...id
+      })
   }
 }
