@@ -175,10 +175,12 @@ export const run = <I, E = never, R = never>(
 ): Effect.Effect<Summary<I>, E | SourceError, R | Rein.Rein> =>
   Effect.suspend(() => {
     const results: Array<ItemResult<I>> = []
-    const collect = (result: ItemResult<I>) =>
-      Effect.sync(() => {
-        results.push(result)
-      })
+    // Kept as soon as the run hands the result over (it is final then, and the array is read only once the run
+    // ended): no `Effect.sync`, closure and run-loop step per item.
+    const collect = (result: ItemResult<I>) => {
+      results.push(result)
+      return Effect.void
+    }
     return Effect.scoped(
       Effect.flatMap(Pull.open(source), (puller) =>
         Effect.map(

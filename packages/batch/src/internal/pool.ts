@@ -177,6 +177,7 @@ const workerOf = <I>(ends: ItemEnds<I>): Running<I> => {
 /** The ends of a pool's items (see `ItemEnds`). */
 const itemEnds = <I>(state: RunState<I>, gate: RunGate, gated: boolean, results: Results<I>): ItemEnds<I> => {
   const clock = state.clock
+  const cancelActive = state.cancelActive
   /**
    * The worker and the gate let go of an ended item, and an ungated item's attempts (`records`; `undefined` when
    * gated: the gate counted them) are counted; the effects still to run first (releases, a stop), if any.
@@ -187,8 +188,9 @@ const itemEnds = <I>(state: RunState<I>, gate: RunGate, gated: boolean, results:
     records: ReadonlyArray<Outcome.AttemptRecord> | undefined
   ): Effect.Effect<void> | undefined => {
     if (worker.current === it) worker.current = undefined
-    state.executing.delete(it)
-    const released = gate.releaseOpen(it)
+    // Only `cancel-active` keeps the items executing (a stop interrupts them), and only a gate holds tickets.
+    if (cancelActive) state.executing.delete(it)
+    const released = gated ? gate.releaseOpen(it) : undefined
     state.inFlight--
     const counted = records === undefined ? undefined : gate.countRecords(records)
     return released === undefined
@@ -315,7 +317,6 @@ export const make = <I, E, R>(
       ? Rein.execute(request, itemContract)
       : state.observer.item(Rein.execute(request, itemContract), it.index, it.itemId)
     if (!cancelActive) {
-      state.executing.add(it)
       // Both ends of the call are the worker's own handlers, made once per worker: the item runs on the
       // worker's fiber, one at a time, so they read it from the worker (no closures and no options object
       // per item).

@@ -61,6 +61,7 @@ export interface RunState<I> {
   readonly byCategory: Record<string, number>
   readonly abortOn: ReadonlySet<Category>
   readonly cancelActive: boolean
+  /** The items executing, under `cancel-active` only (a stop interrupts them; nothing else reads them). */
   readonly executing: Set<ItemState>
   readonly clock: Clock.Clock
   readonly scope: Scope.Scope
