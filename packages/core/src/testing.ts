@@ -32,3 +32,11 @@ export * as HealthLaws from "./testing/HealthLaws.js"
  * @since 0.1.0
  */
 export * as Laws from "./testing/Laws.js"
+
+/**
+ * Clocks for tests of long waits: a clock on which a sleep past the longest timer never ends, as on Effect's
+ * live clock.
+ *
+ * @since 0.1.0
+ */
+export * as Clocks from "./testing/Clocks.js"

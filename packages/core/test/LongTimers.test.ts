@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Budget, Deadline, Fake, Input, Rein } from "@rein/core"
-import { Clock, Duration, Effect, Either, Fiber, Option, TestClock } from "effect"
+import { Clocks } from "@rein/core/testing"
+import { Duration, Effect, Either, Fiber, Option, TestClock } from "effect"
 import * as Timers from "../src/internal/timers.js"
 import { contract, layer } from "./fixtures.js"
 import { CallbackClock } from "./support/callbackClock.js"
@@ -112,19 +113,6 @@ describe("the executor's timer past the longest timer, on a clock like the live 
     }))
 })
 
-/**
- * The TestClock, except that a sleep above the longest timer never ends: what Effect's live clock does with
- * one (its `setTimeout` scheduler treats it as "never").
- */
-const liveLike = (inner: Clock.Clock): Clock.Clock => ({
-  [Clock.ClockTypeId]: Clock.ClockTypeId,
-  unsafeCurrentTimeMillis: () => inner.unsafeCurrentTimeMillis(),
-  unsafeCurrentTimeNanos: () => inner.unsafeCurrentTimeNanos(),
-  currentTimeMillis: inner.currentTimeMillis,
-  currentTimeNanos: inner.currentTimeNanos,
-  sleep: (duration) => Duration.toMillis(duration) > Input.MAX_TIMER_MILLIS ? Effect.never : inner.sleep(duration)
-})
-
 describe("a wait bounded by a deadline past the longest timer, on a clock like the live one", () => {
   it.effect("a budget store that hangs under a 30-day deadline ends the request as DeadlineExceeded at 30 days", () =>
     Effect.gen(function*() {
@@ -137,7 +125,7 @@ describe("a wait bounded by a deadline past the longest timer, on a clock like t
         settle: inner.settle,
         release: inner.release
       }
-      const clock = liveLike(yield* TestClock.testClock())
+      const clock = Clocks.liveLike(yield* TestClock.testClock())
       const c = contract({ deadline: "30 days", candidates: ["a"] })
       const fiber = yield* Effect.fork(Effect.either(
         Rein.execute(request, c).pipe(
@@ -164,7 +152,7 @@ describe("a scripted Fake latency past the longest timer, on a clock like the li
     Effect.gen(function*() {
       const fake = Fake.make({ a: [Fake.succeed({ text: "late", latency: Duration.millis(30 * DAY) })] })
       const c = contract({ deadline: "60 days", attemptTimeout: "40 days", candidates: ["a"] })
-      const clock = liveLike(yield* TestClock.testClock())
+      const clock = Clocks.liveLike(yield* TestClock.testClock())
       const fiber = yield* Effect.fork(
         Rein.execute(request, c).pipe(Effect.provide(layer(fake)), Effect.withClock(clock))
       )

@@ -1,8 +1,9 @@
 import { NodeCommandExecutor, NodeFileSystem } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Input, Journal, Rein, Telemetry } from "@rein/core"
+import { Clocks } from "@rein/core/testing"
 import { Subprocess } from "@rein/providers"
-import { Clock, Duration, Effect, Either, Fiber, Layer, Option, Schedule, TestClock } from "effect"
+import { Duration, Effect, Either, Fiber, Layer, Option, Schedule, TestClock } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -90,16 +91,6 @@ const poll = <A>(f: () => A | undefined, within: Duration.DurationInput = "3 sec
 
 const make = (options: Subprocess.Options) => Effect.provide(Subprocess.make(options), executorLayer)
 
-/** The TestClock, except that a sleep above the longest timer never ends, as on Effect's live clock. */
-const liveLike = (inner: Clock.Clock): Clock.Clock => ({
-  [Clock.ClockTypeId]: Clock.ClockTypeId,
-  unsafeCurrentTimeMillis: () => inner.unsafeCurrentTimeMillis(),
-  unsafeCurrentTimeNanos: () => inner.unsafeCurrentTimeNanos(),
-  currentTimeMillis: inner.currentTimeMillis,
-  currentTimeNanos: inner.currentTimeNanos,
-  sleep: (duration) => Duration.toMillis(duration) > Input.MAX_TIMER_MILLIS ? Effect.never : inner.sleep(duration)
-})
-
 describe("Subprocess", () => {
   it.scoped("its own 30-day timeout fires at 30 days on a clock like the live one (not never)", () =>
     Effect.gen(function*() {
@@ -109,7 +100,7 @@ describe("Subprocess", () => {
         args: ["-e", "setInterval(() => {}, 1000)"],
         timeout: "30 days"
       })
-      const clock = liveLike(yield* TestClock.testClock())
+      const clock = Clocks.liveLike(yield* TestClock.testClock())
       const fiber = yield* Effect.fork(Effect.flip(provider.call(request, ctx)).pipe(Effect.withClock(clock)))
       yield* TestClock.adjust(Duration.millis(Input.MAX_TIMER_MILLIS))
       yield* TestClock.adjust("1 hour")
