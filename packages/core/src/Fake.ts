@@ -11,7 +11,7 @@ import { Clock, Duration, Effect, Ref } from "effect"
 import { Stream } from "effect"
 import type { FailureKind } from "./Failure.js"
 import { ProviderFailure } from "./Failure.js"
-import { MAX_TIMER_MILLIS, sleepMillis } from "./internal/duration.js"
+import { sleepMillis } from "./internal/duration.js"
 import type { FinishReason, ToolCall } from "./Outcome.js"
 import type { AttemptContext, CompletionRequest, Provider, ProviderResponse, StreamPart } from "./Provider.js"
 import type { Tokens } from "./Usage.js"
@@ -344,13 +344,7 @@ const answerOf = (step: Extract<Step, { _tag: "Succeed" }>): ProviderResponse =>
 const DEFAULT: Step = succeed()
 
 /** A scripted wait; one past the longest timer sleeps in clamped waits until it is due (`sleepMillis`). */
-const sleepFor = (d: Duration.Duration) => {
-  const millis = Duration.toMillis(d)
-  return millis <= MAX_TIMER_MILLIS ? Effect.sleep(d) : sleepMillis(millis)
-}
+const sleepFor = (d: Duration.Duration) => sleepMillis(Duration.toMillis(d))
 
 /** A scripted latency: none at all when zero. */
-const sleep = (d: Duration.Duration) => {
-  const millis = Duration.toMillis(d)
-  return millis <= 0 ? Effect.void : millis <= MAX_TIMER_MILLIS ? Effect.sleep(d) : sleepMillis(millis)
-}
+const sleep = (d: Duration.Duration) => (Duration.toMillis(d) > 0 ? sleepFor(d) : Effect.void)

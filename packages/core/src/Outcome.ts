@@ -481,7 +481,8 @@ export class Refused extends Schema.TaggedError<Refused>()("Refused", {
   /** One line: the refusal and its reason (nothing was called). */
   override get message(): string {
     return `${this.refusal}: ${this.reason}`
-  } /** As Node prints it: bounded, the attempt records counted (see `inspectOf`). */
+  }
+  /** As Node prints it: bounded, the attempt records counted (see `inspectOf`). */
   override [Inspectable.NodeInspectSymbol](): string {
     return inspectOf(this)
   }
