@@ -8,6 +8,7 @@
  * @internal
  */
 import type { Rein } from "@rein/core"
+import { Gate as CoreGate } from "@rein/core"
 import type { Scope } from "effect"
 import { Duration, Effect, Option } from "effect"
 import type { ItemResult } from "../Result.js"
@@ -70,14 +71,9 @@ const runUntraced = <I, E, R>(
     const deliver = g.order === "completion" ? publish : Results.inSubmissionOrder(publish, windowLock)
     const results = Results.make(state, deliver)
     const pulling = yield* Pull.make(state, puller, windowLock !== undefined)
-    const pool = Pool.make(
-      state,
-      Gate.make(state),
-      gated(settings) || Option.isSome(shared),
-      results,
-      pulling,
-      windowLock
-    )
+    const gate = Gate.make(state)
+    const isGated = gated(settings) || Option.isSome(shared)
+    const pool = Pool.make(state, gate, isGated, results, pulling, windowLock)
 
     yield* state.event((at) => ({ _tag: "RunStarted", at }))
     if (g.batchDeadline !== undefined) {
@@ -89,7 +85,10 @@ const runUntraced = <I, E, R>(
         Effect.zipRight(sleepMillis(millis - now), State.stop(state, State.timedOut(millis))))
       yield* Effect.forkIn(expiry, state.scope)
     }
-    yield* Pool.runAll(pool.worker, g.concurrency)
+    // One gate for the whole run, in the context every worker is forked with: the workers share one context, so
+    // their items' attempts are forked from one set of references (a gate per worker made 200 contexts).
+    const workers = Pool.runAll(pool.worker, g.concurrency)
+    yield* isGated ? Effect.provideService(workers, CoreGate.Gate, gate.service) : workers
     const failure = pulling.failure()
     if (Option.isSome(failure)) {
       return yield* Effect.fail(failure.value)

@@ -5,11 +5,18 @@
  * retry or wait starts afterwards. The limits' synchronous members are used when present; without them
  * every step goes through the limits' effects.
  *
+ * One gate serves the whole run, provided once around the workers (one context for all of them). Each worker
+ * marks its fiber as its own once (`within`: a fiber reference, inherited by every fiber forked inside it), and the
+ * gate finds the item by the asking fiber's worker: the calls the item makes from its worker's fiber, from its
+ * own fiber under `cancel-active`, from its attempt's fiber (a provider that calls Rein) or from any fiber forked
+ * inside it are all the item's attempts, as when each worker provided a gate of its own. Settlement goes by the
+ * ticket, which carries its item.
+ *
  * @internal
  */
 import type { Outcome } from "@rein/core"
 import { Gate } from "@rein/core"
-import { Duration, Effect, Option } from "effect"
+import { Duration, Effect, Fiber, FiberRef, Option } from "effect"
 import { price } from "../Cost.js"
 import type { Admission, Hold } from "../RunLimits.js"
 import type { Stop } from "../Termination.js"
@@ -20,8 +27,10 @@ import { addFinite } from "./totals.js"
 
 /** @internal */
 export interface RunGate {
-  /** The worker's gate: its admissions and settlements belong to the item the worker is executing. */
-  readonly of: (worker: Worker) => Gate.Service
+  /** The run's one gate: an admission belongs to the item the asking fiber's worker is executing (see `within`). */
+  readonly service: Gate.Service
+  /** `effect` (a worker's loop) with its fiber, and every fiber forked inside it, working for `worker`. */
+  readonly within: <A, E, R>(worker: Worker, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Tickets of attempts the executor never settled (the item was interrupted or timed out at admission). */
   readonly releaseOpen: (it: ItemState) => Effect.Effect<void> | undefined
   /** Counts an ungated item's attempts when it ends; the effect still to run (a stop), if any. */
@@ -40,7 +49,7 @@ export const make = <I>(state: RunState<I>): RunGate => {
 
   /** The item holds the ticket until its attempt settles; the admission is counted. */
   const hold = (it: ItemState, held: Hold | undefined, waitedMillis: number): Ticket => {
-    const ticket: Ticket = { hold: held, waitedMillis, settled: false, record: undefined, attempt: undefined }
+    const ticket: Ticket = { item: it, hold: held, waitedMillis, settled: false, record: undefined, attempt: undefined }
     // Most items have one attempt: a one-element array (an empty one would grow to 16 slots on its first push,
     // and an ungated item keeps the shared empty one).
     it.tickets = it.tickets.length === 0 ? [ticket] : [...it.tickets, ticket]
@@ -93,13 +102,13 @@ export const make = <I>(state: RunState<I>): RunGate => {
       }
     })
 
-  const admit = (ask: Gate.Ask, it: ItemState): Effect.Effect<Ticket, Gate.Closed | Gate.Expired> =>
-    Effect.suspend(() => {
-      if (state.stopped !== undefined) return Effect.fail(closedOf(state))
-      if (pastDeadline(state)) return closeAtDeadline(state)
-      if (limits.waits) return admitLimited(ask, it)
-      return admitted(it, hold(it, undefined, 0), ask)
-    })
+  /** Admits `it`'s attempt (called in a step of the asking fiber). */
+  const admitNow = (ask: Gate.Ask, it: ItemState): Effect.Effect<Ticket, Gate.Closed | Gate.Expired> => {
+    if (state.stopped !== undefined) return Effect.fail(closedOf(state))
+    if (pastDeadline(state)) return closeAtDeadline(state)
+    if (limits.waits) return admitLimited(ask, it)
+    return admitted(it, hold(it, undefined, 0), ask)
+  }
 
   /** Admits at once when nothing has to wait and nobody observes admissions (else `admit` does). */
   const tryAdmit = (ask: Gate.Ask, it: ItemState): Option.Option<Ticket> => {
@@ -121,8 +130,9 @@ export const make = <I>(state: RunState<I>): RunGate => {
   const charging = makeCharging(state)
 
   /** Settles an attempt's ticket now; the effect is what remains (a release, progress, a cooldown, a stop). */
-  const settleNow = (ticket: Ticket, record: Outcome.AttemptRecord, it: ItemState): Effect.Effect<void> => {
+  const settleNow = (ticket: Ticket, record: Outcome.AttemptRecord): Effect.Effect<void> => {
     if (ticket.settled) return Effect.void
+    const it = ticket.item
     ticket.settled = true
     ticket.record = record
     const usage = record.usage
@@ -161,26 +171,45 @@ export const make = <I>(state: RunState<I>): RunGate => {
     if (ticket !== undefined) (ticket as Ticket).attempt = attempt
   }
 
-  // Provided once per worker. It governs the item the worker is executing, and nothing else: between items
-  // (a source's upstream, publishing) it is an open gate, and observers run without it (see `event`), so a
-  // call of user code's own is never admitted, counted or stopped as an item's attempt.
-  const of = (worker: Worker): Gate.Service => ({
-    admit: (ask) => worker.current === undefined ? OPEN_ADMIT : admit(ask, worker.current),
+  // The worker each fiber works for: set once around each worker's loop and inherited by every fiber forked
+  // inside it, so the gate governs the item the worker is executing, and nothing else: between items (a source's
+  // upstream, publishing) it is an open gate, and so it is to a fiber no worker forked; observers run without it
+  // (see `event`), so a call of user code's own is never admitted, counted or stopped as an item's attempt. One
+  // reference per run: a gated run inside an item marks its own workers, for its own gate.
+  const working = FiberRef.unsafeMake<Worker | undefined>(undefined)
+  const itemOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): ItemState | undefined =>
+    fiber.getFiberRef(working)?.current
+  // The executor asks `unsafeTryAdmit` in a step of the fiber that runs `Rein.execute`.
+  const asking = (): ItemState | undefined => {
+    const fiber = Fiber.getCurrentFiber()
+    return fiber._tag === "None" ? undefined : itemOf(fiber.value)
+  }
+  // Run by the fiber that waits (the executor races it against a backoff, in fibers forked from the asking one).
+  const closed: Effect.Effect<Gate.Closed> = Effect.withFiberRuntime((fiber) =>
+    itemOf(fiber) === undefined ? Effect.never : state.closedAwait
+  )
+  const service: Gate.Service = {
+    admit: (ask) =>
+      Effect.withFiberRuntime((fiber) => {
+        const it = itemOf(fiber)
+        return it === undefined ? OPEN_ADMIT : admitNow(ask, it)
+      }),
+    // The ticket carries its item (an open gate's ticket is `undefined`: nothing to settle).
     settle: (ticket, record) =>
-      worker.current === undefined
-        ? Effect.void
-        : Effect.suspend(() => settleNow(ticket as Ticket, record, worker.current!)),
-    get closed() {
-      return worker.current === undefined ? Effect.never : state.closedAwait
+      ticket === undefined ? Effect.void : Effect.suspend(() => settleNow(ticket as Ticket, record)),
+    closed,
+    unsafeTryAdmit: (ask) => {
+      const it = asking()
+      return it === undefined ? OPEN_TICKET : tryAdmit(ask, it)
     },
-    unsafeTryAdmit: (ask) => worker.current === undefined ? OPEN_TICKET : tryAdmit(ask, worker.current),
-    unsafeSettle: (ticket, record) =>
-      worker.current === undefined ? undefined : settleNow(ticket as Ticket, record, worker.current),
-    // Only `cancel-active` interrupts attempts (see `applyStop`); the ticket is the worker's item's.
+    unsafeSettle: (ticket, record) => ticket === undefined ? undefined : settleNow(ticket as Ticket, record),
+    // Only `cancel-active` interrupts attempts (see `applyStop`).
     ...(state.cancelActive ? { unsafeRunning } : undefined)
-  })
+  }
+  const within = <A, E, R>(worker: Worker, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.locally(effect, working, worker)
 
-  return { of, releaseOpen, countRecords: charging.records }
+  return { service, within, releaseOpen, countRecords: charging.records }
 }
 
 /** Cooldowns after a 429: started through the limits, watched until they end (for the events). */

@@ -1,12 +1,13 @@
 /**
  * The worker pool: up to `concurrency` workers (each started as the one before it takes an item), each pulling
  * one item when it is free, executing it under the item's contract (with the run's gate, when the run has
- * one), and completing it with exactly one result.
+ * one: provided once around the workers by the engine, each gated worker marking its fiber as its own), and
+ * completing it with exactly one result.
  *
  * @internal
  */
 import type { Provider } from "@rein/core"
-import { Contract, Gate, Outcome, Rein } from "@rein/core"
+import { Contract, Outcome, Rein } from "@rein/core"
 import { Cause, Duration, Effect, Exit, Fiber, FiberId, Option, Runtime } from "effect"
 import type { ItemRecord } from "../ArtifactStore.js"
 import type { RunGate } from "./gate.js"
@@ -362,7 +363,9 @@ export const make = <I, E, R>(
           window === undefined ? Effect.void : window.release(1)
         )
       }
-      return gated ? Effect.provideService(loop, Gate.Gate, gate.of(self)) : loop
+      // The run's one gate is provided around all the workers (see `engine.ts`): a gated worker only marks its
+      // fiber as its own, for the gate to find the item it is executing.
+      return gated ? gate.within(self, loop) : loop
     })
 
   return { worker }

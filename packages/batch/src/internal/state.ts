@@ -23,6 +23,8 @@ import { fmt } from "./totals.js"
 
 /** An attempt's hold at the gate, until it settles. @internal */
 export interface Ticket {
+  /** The item whose attempt it admitted. */
+  readonly item: ItemState
   /** What the run limits hold for it (`undefined`: admitted without the limits). */
   readonly hold: Hold | undefined
   readonly waitedMillis: number
