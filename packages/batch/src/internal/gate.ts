@@ -167,15 +167,31 @@ export const make = <I>(state: RunState<I>): RunGate => {
     return released
   }
 
-  const unsafeRunning = (ticket: unknown, attempt: Gate.Running): void => {
-    if (ticket !== undefined) (ticket as Ticket).attempt = attempt
-  }
+  const { service, within } = governing(state, { admitNow, tryAdmit, settleNow })
+  return { service, within, releaseOpen, countRecords: charging.records }
+}
 
-  // The worker each fiber works for: set once around each worker's loop and inherited by every fiber forked
-  // inside it, so the gate governs the item the worker is executing, and nothing else: between items (a source's
-  // upstream, publishing) it is an open gate, and so it is to a fiber no worker forked; observers run without it
-  // (see `event`), so a call of user code's own is never admitted, counted or stopped as an item's attempt. One
-  // reference per run: a gated run inside an item marks its own workers, for its own gate.
+/** What the run's gate does for an item (see `make`); `governing` finds the item. */
+interface Steps {
+  readonly admitNow: (ask: Gate.Ask, it: ItemState) => Effect.Effect<Ticket, Gate.Closed | Gate.Expired>
+  readonly tryAdmit: (ask: Gate.Ask, it: ItemState) => Option.Option<Ticket>
+  readonly settleNow: (ticket: Ticket, record: Outcome.AttemptRecord) => Effect.Effect<void>
+}
+
+const unsafeRunning = (ticket: unknown, attempt: Gate.Running): void => {
+  if (ticket !== undefined) (ticket as Ticket).attempt = attempt
+}
+
+/**
+ * The run's one gate, and how a worker marks its fibers: the worker each fiber works for is a fiber reference,
+ * set once around each worker's loop and inherited by every fiber forked inside it, so the gate governs the item
+ * the worker is executing, and nothing else: between items (a source's upstream, publishing) it is an open gate,
+ * and so it is to a fiber no worker forked; observers run without it (see `event`), so a call of user code's own is
+ * never admitted, counted or stopped as an item's attempt. One reference per run: a gated run inside an item marks
+ * its own workers, for its own gate.
+ */
+const governing = <I>(state: RunState<I>, steps: Steps) => {
+  const { admitNow, settleNow, tryAdmit } = steps
   const working = FiberRef.unsafeMake<Worker | undefined>(undefined)
   const itemOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): ItemState | undefined =>
     fiber.getFiberRef(working)?.current
@@ -208,8 +224,7 @@ export const make = <I>(state: RunState<I>): RunGate => {
   }
   const within = <A, E, R>(worker: Worker, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.locally(effect, working, worker)
-
-  return { service, within, releaseOpen, countRecords: charging.records }
+  return { service, within }
 }
 
 /** Cooldowns after a 429: started through the limits, watched until they end (for the events). */
