@@ -16,6 +16,7 @@ import { attemptsTable } from "./internal/attempts.js"
 import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
+import { printable } from "./internal/printable.js"
 import { forCalls } from "./internal/providers.js"
 import * as Recording from "./internal/record.js"
 import type { ExitStatus } from "./internal/status.js"
@@ -140,7 +141,8 @@ export const render = (r: RunReport): string => {
         r.cost === null || r.cost === "unknown" ? "unknown" : num(r.cost)
       }`
     )
-    lines.push(`answer: ${r.text ?? ""}`)
+    // The provider's text, shown on a terminal: its lines kept, every escape sequence and control escaped.
+    lines.push(`answer: ${printable(r.text ?? "", true)}`)
   } else {
     lines.push(`outcome: ${r.outcome}: ${r.reason ?? ""}`)
   }
