@@ -14,7 +14,8 @@
 import { Command, Options } from "@effect/cli"
 import type { FileSystem } from "@effect/platform"
 import type { Outcome, Provider } from "@rein/core"
-import { Catalog, Health, Input, Rein } from "@rein/core"
+import type { Catalog } from "@rein/core"
+import { Health, Input, Rein } from "@rein/core"
 import type { Contract } from "@rein/core"
 import { Cause, Console, Context, Deferred, Duration, Effect, Either, Exit, Fiber, Random, Runtime } from "effect"
 import { quantile } from "./BatchCommand.js"
@@ -24,6 +25,7 @@ import { scripted } from "./internal/fake.js"
 import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, millis, num, table } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
+import { checkPrices, repriced } from "./internal/scenarioPrices.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 import * as Virtual from "./internal/virtual.js"
@@ -100,23 +102,6 @@ export interface SimulationReport {
 interface Finished {
   readonly latency: number
   readonly result: Either.Either<Outcome.Completion, Outcome.Terminal>
-}
-
-const repriced = (catalog: Catalog.Catalog, scenario: Scenario.Scenario, atMillis: number): Catalog.Catalog => {
-  const endpoints = catalog.endpoints.map((e) => {
-    let prices = e.prices
-    for (const change of scenario.prices) {
-      if (change.endpoint === e.id && change.at <= atMillis) {
-        prices = new Catalog.Prices({
-          inputTokens: change.inputTokens ?? prices.inputTokens,
-          outputTokens: change.outputTokens ?? prices.outputTokens,
-          request: change.request ?? prices.request
-        })
-      }
-    }
-    return prices === e.prices ? e : new Catalog.Endpoint({ ...e, prices })
-  })
-  return { endpoints, byId: new Map(endpoints.map((e) => [e.id, e])) }
 }
 
 /**
@@ -654,6 +639,7 @@ export const command = Command.make(
           })
         }
       }
+      yield* checkPrices(o.scenario, scenario, catalog)
       yield* checkSize(o.scenario, scenario)
       const report = yield* simulate(catalog, contract, scenario, o.seed)
       yield* Console.log(o.json ? json(report) : render(report))

@@ -102,9 +102,19 @@ export type CatalogInput = typeof CatalogSchema.Encoded
 /**
  * The most one call on `endpoint` can reserve: a request fills at most its context window and asks for at most
  * its output limit (the `capable` predicate), so `contextWindow × inputTokens + maxOutputTokens ×
- * outputTokens + request` bounds every reservation on it.
+ * outputTokens + request` bounds every reservation on it. A decoded catalog keeps it finite.
+ *
+ * @example
+ * ```ts
+ * import { Catalog } from "@rein/core"
+ *
+ * declare const endpoint: Catalog.Endpoint
+ * const finite = Number.isFinite(Catalog.worstCase(endpoint))
+ * ```
+ * @category getters
+ * @since 0.1.0
  */
-const worstCase = (endpoint: Endpoint): number =>
+export const worstCase = (endpoint: Endpoint): number =>
   endpoint.capabilities.contextWindow * endpoint.prices.inputTokens +
   endpoint.capabilities.maxOutputTokens * endpoint.prices.outputTokens + endpoint.prices.request
 
