@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, FastCheck as fc } from "effect"
 import { printable } from "../src/internal/printable.js"
 import * as Story from "../src/internal/story.js"
+import * as Replay from "../src/Replay.js"
 import * as Run from "../src/Run.js"
 
 /** Characters a terminal acts on: C0 controls, DEL, C1 controls, line and paragraph separators, bidi controls. */
@@ -44,6 +45,22 @@ describe("text shown to people", () => {
     expect(Story.itemLine(3, 48, "q\u001b[31mRED\nq02 ok on fake/a", "ok on fake/a")).toBe(
       "[ 3/48] q\\u001b[31mRED\\u000aq02 ok on fake/a ok on fake/a"
     )
+  })
+
+  it("a replay mismatch shows a journal's request id and values with every control escaped", () => {
+    const shown = Replay.render({
+      ok: false,
+      requests: 1,
+      record: 1,
+      requestId: "q\u001b]0;pwned\u0007",
+      decision: 2,
+      field: "endpoint",
+      recorded: "\"a\u001b[2J\"",
+      replayed: "\"b\""
+    })
+    expect(shown).not.toMatch(ACTS_BUT_LINES)
+    expect(shown).toContain("(request q\\u001b]0;pwned\\u0007), decision 2")
+    expect(shown).toContain("  recorded: \"a\\u001b[2J\"")
   })
 
   it.effect.prop(
