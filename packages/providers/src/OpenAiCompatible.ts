@@ -17,8 +17,9 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Failure } from "@rein/core"
 import type { Provider } from "@rein/core"
-import { NonNegativeInt } from "@rein/core/Input"
+import { describe, NonNegativeInt, PositiveInt } from "@rein/core/Input"
 import { Effect, Either, Redacted, Schema, Stream } from "effect"
+import { configError } from "./internal/config.js"
 import * as Internal from "./internal/http.js"
 import { checkBaseUrl, ProviderConfigError } from "./Transport.js"
 
@@ -67,11 +68,25 @@ const OptionsSchema = Schema.Struct({
   baseUrl: Schema.String,
   apiKey: Schema.optional(Schema.RedactedFromSelf(Schema.String)),
   allowInsecureHttp: Schema.optional(Schema.Boolean),
-  maxTokensField: Schema.optional(Schema.Literal("max_tokens", "max_completion_tokens")),
+  maxTokensField: Schema.optional(
+    Schema.Literal("max_tokens", "max_completion_tokens").annotations({
+      message: (issue) => ({
+        message: `Expected "max_tokens" or "max_completion_tokens", actual ${describe(issue.actual)}`,
+        override: true
+      })
+    })
+  ),
   headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
-  apiKeyHeader: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]{1,64}$/))),
+  apiKeyHeader: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]{1,64}$/)).annotations({
+      message: (issue) => ({
+        message: `Expected a header name (1 to 64 letters, digits or -), actual ${describe(issue.actual)}`,
+        override: true
+      })
+    })
+  ),
   urlParams: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
-  maxResponseBytes: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
+  maxResponseBytes: Schema.optional(PositiveInt)
 })
 
 /**
@@ -199,12 +214,7 @@ export const make = (
 ): Effect.Effect<Provider.Provider, ProviderConfigError, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const decoded = Schema.decodeUnknownEither(OptionsSchema, { errors: "all" })(options)
-    if (Either.isLeft(decoded)) {
-      return yield* new ProviderConfigError({
-        field: "options",
-        message: `OpenAiCompatible: ${decoded.left.message}`
-      })
-    }
+    if (Either.isLeft(decoded)) return yield* configError("OpenAiCompatible", decoded.left)
     const config = decoded.right
     const url = yield* checkBaseUrl(config.baseUrl, {
       field: "baseUrl",
