@@ -64,9 +64,37 @@ export interface Options {
   readonly maxResponseBytes?: number | undefined
 }
 
+/** A header name as HTTP defines one (a token): what undici would refuse on every call is refused here, once. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+
+/** A header value that cannot end the header early or start another (no CR, LF or NUL). */
+const HeaderValue = Schema.String.pipe(Schema.pattern(/^[^\r\n\0]*$/)).annotations({
+  message: (issue) => ({
+    message: `Expected a header value without CR, LF or NUL, actual ${describe(issue.actual)}`,
+    override: true
+  })
+})
+
+/** The key goes in a header too; its message never shows it (a trailing newline from a file is the usual cause). */
+const ApiKey = Schema.String.pipe(Schema.pattern(/^[^\r\n\0]*$/)).annotations({
+  message: () => ({ message: "Expected a key without CR, LF or NUL (not shown)", override: true })
+})
+
+/** Extra headers: each name a token, each value on one line (a key that is not a name is named, not dropped). */
+const Headers = Schema.Record({ key: Schema.String, value: HeaderValue }).pipe(
+  Schema.filter((headers) => {
+    const bad = Object.keys(headers).find((name) => !HEADER_NAME.test(name))
+    return bad === undefined ||
+      {
+        path: [bad],
+        message: `Expected a header name (letters, digits and !#$%&'*+-.^_\`|~), actual ${describe(bad)}`
+      }
+  })
+)
+
 const OptionsSchema = Schema.Struct({
   baseUrl: Schema.String,
-  apiKey: Schema.optional(Schema.RedactedFromSelf(Schema.String)),
+  apiKey: Schema.optional(Schema.RedactedFromSelf(ApiKey)),
   allowInsecureHttp: Schema.optional(Schema.Boolean),
   maxTokensField: Schema.optional(
     Schema.Literal("max_tokens", "max_completion_tokens").annotations({
@@ -76,7 +104,7 @@ const OptionsSchema = Schema.Struct({
       })
     })
   ),
-  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  headers: Schema.optional(Headers),
   apiKeyHeader: Schema.optional(
     Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]{1,64}$/)).annotations({
       message: (issue) => ({
