@@ -15,6 +15,7 @@ import { Clock, Console, Effect, Either, Layer, Option } from "effect"
 import * as Distributed from "./Distributed.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
+import { checkCapacity, checkScenario } from "./internal/againstCatalog.js"
 import * as ArtifactLock from "./internal/artifactLock.js"
 import * as BatchLib from "./internal/batchLib.js"
 import * as Breakers from "./internal/breakers.js"
@@ -280,9 +281,13 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
           : Effect.fail(new InputError({ message: `${options.guardrailsFile}: Expected a JSON object of guardrails` }))
     )
     const guardrails = yield* decodeGuardrails(fileGuardrails, options.guardrails, options.guardrailsFile)
+    yield* checkCapacity(guardrails.capacity, catalog, options.guardrailsFile)
     const scenario = options.scenario === undefined
       ? undefined
       : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
+    if (options.scenario !== undefined && scenario !== undefined) {
+      yield* checkScenario(options.scenario, scenario, catalog)
+    }
     // The input is counted (bytes only) and checked readable now, but decoded as the run pulls it.
     const total = yield* countPrompts(options.input)
     const items = streamPrompts(options.input)

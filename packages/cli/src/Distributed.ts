@@ -16,6 +16,7 @@ import type { PgBatchRun, PgWorker } from "@rein/postgres"
 import { Clock, Console, Effect, Either, Layer, Option, Predicate, Redacted } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
+import { checkCapacity, checkScenario } from "./internal/againstCatalog.js"
 import * as BatchLib from "./internal/batchLib.js"
 import { inFile, loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num, table } from "./internal/format.js"
@@ -146,6 +147,7 @@ const work = (options: WorkerOptions, start: boolean) =>
   Effect.gen(function*() {
     const { Migrations, PgBatchRun, PgWorker } = yield* Pg.load
     const { catalog, contract } = yield* loadCatalogAndContract(options.catalog, options.contract)
+    yield* checkCapacity(options.guardrails.capacity, catalog, undefined)
     const { Identity } = yield* BatchLib.load
     const identity = yield* Either.mapLeft(
       Identity.fromContract(contract, catalog, {
@@ -158,6 +160,9 @@ const work = (options: WorkerOptions, start: boolean) =>
     const scenario = options.scenario === undefined
       ? undefined
       : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
+    if (options.scenario !== undefined && scenario !== undefined) {
+      yield* checkScenario(options.scenario, scenario, catalog)
+    }
     // The worker reads its items by index, in bounded memory; a start submits them a chunk at a time (the
     // database finds two items with one id, and the error names both lines).
     const itemAt = yield* InputAt.open(options.input)

@@ -12,6 +12,7 @@ import { Rein } from "@rein/core"
 import { Clock, Console, Effect, Either, Layer, Option } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
+import { checkScenario } from "./internal/againstCatalog.js"
 import { attemptsTable } from "./internal/attempts.js"
 import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, num } from "./internal/format.js"
@@ -208,6 +209,9 @@ export const execute = (options: RunOptions): Effect.Effect<RunReport, InputErro
     const scenario = options.scenario === undefined
       ? undefined
       : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
+    if (options.scenario !== undefined && scenario !== undefined) {
+      yield* checkScenario(options.scenario, scenario, catalog)
+    }
     const originMillis = yield* Clock.currentTimeMillis
     const providers = yield* forCalls(catalog, {
       scenario,

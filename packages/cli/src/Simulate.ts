@@ -15,17 +15,17 @@ import { Command, Options } from "@effect/cli"
 import type { FileSystem } from "@effect/platform"
 import type { Outcome, Provider } from "@rein/core"
 import type { Catalog } from "@rein/core"
-import { Health, Input, Rein } from "@rein/core"
+import { Health, Rein } from "@rein/core"
 import type { Contract } from "@rein/core"
 import { Cause, Console, Context, Deferred, Duration, Effect, Either, Exit, Fiber, Random, Runtime } from "effect"
 import { quantile } from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
+import { checkScenario, repriced } from "./internal/againstCatalog.js"
 import { scripted } from "./internal/fake.js"
 import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
 import { json, millis, num, table } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
-import { checkPrices, repriced } from "./internal/scenarioPrices.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 import * as Virtual from "./internal/virtual.js"
@@ -632,14 +632,7 @@ export const command = Command.make(
     Effect.gen(function*() {
       const { catalog, contract } = yield* loadCatalogAndContract(o.catalog, o.contract)
       const scenario = yield* readDecoded(o.scenario, "scenario", Scenario.decode)
-      for (const id of Object.keys(scenario.endpoints)) {
-        if (!catalog.byId.has(id)) {
-          return yield* new InputError({
-            message: `${o.scenario}: endpoints: ${Input.describe(id)} is not in the catalog`
-          })
-        }
-      }
-      yield* checkPrices(o.scenario, scenario, catalog)
+      yield* checkScenario(o.scenario, scenario, catalog)
       yield* checkSize(o.scenario, scenario)
       const report = yield* simulate(catalog, contract, scenario, o.seed)
       yield* Console.log(o.json ? json(report) : render(report))

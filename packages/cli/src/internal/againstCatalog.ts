@@ -1,7 +1,9 @@
 /**
- * A scenario's price changes over a catalog: the catalog as it stands at a moment (each endpoint's prices
- * re-pinned by the changes made by then), and the check that every change names an endpoint of the catalog and
- * keeps its worst case for one call a finite cost, as `Catalog.decode` does for the catalog's own prices.
+ * What a command reads beside the catalog, checked against it before anything runs: a scenario's scripted
+ * endpoints and price changes, a guardrail's capacity. An id the catalog lacks would otherwise be ignored
+ * silently (a typo scripts or limits nothing), and a price change must keep its endpoint's worst case for one
+ * call a finite cost, as `Catalog.decode` does for the catalog's own prices. Also the catalog as a scenario's
+ * price changes leave it at a moment.
  *
  * @internal
  */
@@ -40,9 +42,7 @@ export const checkPrices = (
   for (const [i, change] of scenario.prices.entries()) {
     const endpoint = repriced(catalog, scenario, change.at).byId.get(change.endpoint)
     if (endpoint === undefined) {
-      return new InputError({
-        message: `${file}: prices.${i}.endpoint: ${Input.describe(change.endpoint)} is not in the catalog`
-      })
+      return unknownId(`${file}: prices.${i}.endpoint`, change.endpoint)
     }
     const worst = Catalog.worstCase(endpoint)
     if (!Number.isFinite(worst)) {
@@ -51,6 +51,38 @@ export const checkPrices = (
           `inputTokens + maxOutputTokens × outputTokens + request) is ${worst}, not a finite cost`
       })
     }
+  }
+  return Effect.void
+}
+
+const unknownId = (where: string, id: string): InputError =>
+  new InputError({ message: `${where}: ${Input.describe(id)} is not in the catalog` })
+
+/**
+ * Fails when the scenario scripts an endpoint the catalog lacks, or a price change fails `checkPrices`. @internal
+ */
+export const checkScenario = (
+  file: string,
+  scenario: Scenario.Scenario,
+  catalog: Catalog.Catalog
+): Effect.Effect<void, InputError> => {
+  for (const id of Object.keys(scenario.endpoints)) {
+    if (!catalog.byId.has(id)) return unknownId(`${file}: endpoints`, id)
+  }
+  return checkPrices(file, scenario, catalog)
+}
+
+/**
+ * Fails when a guardrail's `capacity` names an endpoint the catalog lacks, naming the guardrails file (or
+ * `guardrails` when the field came from elsewhere). @internal
+ */
+export const checkCapacity = (
+  capacity: Readonly<Record<string, number>> | undefined,
+  catalog: Catalog.Catalog,
+  file: string | undefined
+): Effect.Effect<void, InputError> => {
+  for (const id of Object.keys(capacity ?? {})) {
+    if (!catalog.byId.has(id)) return unknownId(`${file ?? "guardrails"}: capacity`, id)
   }
   return Effect.void
 }

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Catalog } from "@rein/core"
 import { Effect, Either } from "effect"
-import { checkPrices, repriced } from "../src/internal/scenarioPrices.js"
+import { checkCapacity, checkPrices, checkScenario, repriced } from "../src/internal/againstCatalog.js"
 import * as Scenario from "../src/Scenario.js"
 
 const catalog = Catalog.make({
@@ -18,13 +18,14 @@ const catalog = Catalog.make({
   }]
 })
 
-const scenarioWith = (prices: ReadonlyArray<object>) =>
+const scenarioWith = (prices: ReadonlyArray<object>, endpoints: object = {}) =>
   Either.getOrThrow(Scenario.decode({
     description: "prices",
     duration: "10 seconds",
     rate: 1,
     default: { kind: "ok", latency: 10, outputTokens: 10 },
     request: { inputTokens: 100, maxOutputTokens: 100 },
+    endpoints,
     prices
   }))
 
@@ -57,5 +58,29 @@ describe("a scenario's price changes", () => {
       yield* checkPrices("s.json", scenario, catalog)
       expect(repriced(catalog, scenario, 0).byId.get("fake/a")?.prices.inputTokens).toBe(1e-6)
       expect(repriced(catalog, scenario, 1_000).byId.get("fake/a")?.prices.inputTokens).toBe(1e300)
+    }))
+})
+
+describe("ids that must be the catalog's (every command that reads them: run, batch, worker, simulate)", () => {
+  it.effect("a scenario's endpoints and price changes", () =>
+    Effect.gen(function*() {
+      const stall = [{ behaviour: { kind: "stall" } }]
+      const typo = yield* Effect.flip(checkScenario("s.json", scenarioWith([], { "fake/typo": stall }), catalog))
+      expect(typo.message).toBe("s.json: endpoints: \"fake/typo\" is not in the catalog")
+      const price = yield* Effect.flip(
+        checkScenario("s.json", scenarioWith([{ at: 0, endpoint: "fake/b", outputTokens: 1 }]), catalog)
+      )
+      expect(price.message).toBe("s.json: prices.0.endpoint: \"fake/b\" is not in the catalog")
+      yield* checkScenario("s.json", scenarioWith([{ at: 0, endpoint: "fake/a" }], { "fake/a": stall }), catalog)
+    }))
+
+  it.effect("a guardrail's capacity, named by where it came from", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(checkCapacity({ "fake/a": 2, "fake/typo": 1 }, catalog, "g.json"))
+      expect(error.message).toBe("g.json: capacity: \"fake/typo\" is not in the catalog")
+      const inline = yield* Effect.flip(checkCapacity({ "fake/typo": 1 }, catalog, undefined))
+      expect(inline.message).toBe("guardrails: capacity: \"fake/typo\" is not in the catalog")
+      yield* checkCapacity({ "fake/a": 2 }, catalog, "g.json")
+      yield* checkCapacity(undefined, catalog, "g.json")
     }))
 })
