@@ -12,9 +12,9 @@ import { Rein } from "@rein/core"
 import { Clock, Console, Effect, Either, Layer, Option } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
-import { checkScenario } from "./internal/againstCatalog.js"
+import { loadScenario } from "./internal/againstCatalog.js"
 import { attemptsTable } from "./internal/attempts.js"
-import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
+import { loadCatalogAndContract } from "./internal/files.js"
 import { json, num } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
 import { printable } from "./internal/printable.js"
@@ -206,12 +206,7 @@ export const execute = (options: RunOptions): Effect.Effect<RunReport, InputErro
     yield* positive("--input-tokens", options.inputTokens)
     yield* positive("--max-output-tokens", options.maxOutputTokens)
     const { catalog, contract } = yield* loadCatalogAndContract(options.catalog, options.contract)
-    const scenario = options.scenario === undefined
-      ? undefined
-      : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
-    if (options.scenario !== undefined && scenario !== undefined) {
-      yield* checkScenario(options.scenario, scenario, catalog)
-    }
+    const scenario = yield* loadScenario(options.scenario, catalog)
     const originMillis = yield* Clock.currentTimeMillis
     const providers = yield* forCalls(catalog, {
       scenario,

@@ -21,9 +21,9 @@ import { Cause, Console, Context, Deferred, Duration, Effect, Either, Exit, Fibe
 import { quantile } from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
-import { checkScenario, repriced } from "./internal/againstCatalog.js"
+import { readScenario, repriced } from "./internal/againstCatalog.js"
 import { scripted } from "./internal/fake.js"
-import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
+import { loadCatalogAndContract } from "./internal/files.js"
 import { json, millis, num, table } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
 import type { ExitStatus } from "./internal/status.js"
@@ -631,8 +631,7 @@ export const command = Command.make(
   (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
     Effect.gen(function*() {
       const { catalog, contract } = yield* loadCatalogAndContract(o.catalog, o.contract)
-      const scenario = yield* readDecoded(o.scenario, "scenario", Scenario.decode)
-      yield* checkScenario(o.scenario, scenario, catalog)
+      const scenario = yield* readScenario(o.scenario, catalog)
       yield* checkSize(o.scenario, scenario)
       const report = yield* simulate(catalog, contract, scenario, o.seed)
       yield* Console.log(o.json ? json(report) : render(report))

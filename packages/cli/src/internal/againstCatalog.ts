@@ -10,7 +10,8 @@
 import { Catalog, Input } from "@rein/core"
 import { Effect } from "effect"
 import { InputError } from "../InputError.js"
-import type * as Scenario from "../Scenario.js"
+import * as Scenario from "../Scenario.js"
+import { readDecoded } from "./files.js"
 
 /** The catalog at `atMillis`: each endpoint's prices as the changes made by then left them. @internal */
 export const repriced = (catalog: Catalog.Catalog, scenario: Scenario.Scenario, atMillis: number): Catalog.Catalog => {
@@ -86,3 +87,11 @@ export const checkCapacity = (
   }
   return Effect.void
 }
+
+/** The scenario file, decoded and checked against the catalog. @internal */
+export const readScenario = (file: string, catalog: Catalog.Catalog) =>
+  Effect.tap(readDecoded(file, "scenario", Scenario.decode), (scenario) => checkScenario(file, scenario, catalog))
+
+/** `readScenario` of an optional `--scenario` (`undefined`: none given). @internal */
+export const loadScenario = (file: string | undefined, catalog: Catalog.Catalog) =>
+  file === undefined ? Effect.succeed(undefined) : readScenario(file, catalog)
