@@ -15,18 +15,12 @@ import { Clock, Console, Effect, Either, Layer, Option } from "effect"
 import * as Distributed from "./Distributed.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
+import { checkCapacity, loadScenario } from "./internal/againstCatalog.js"
 import * as ArtifactLock from "./internal/artifactLock.js"
 import * as BatchLib from "./internal/batchLib.js"
 import * as Breakers from "./internal/breakers.js"
 import * as Drift from "./internal/drift.js"
-import {
-  describeReadError,
-  ensureParent,
-  inFile,
-  loadCatalogAndContract,
-  readDecoded,
-  readJson
-} from "./internal/files.js"
+import { describeReadError, ensureParent, inFile, loadCatalogAndContract, readJson } from "./internal/files.js"
 import { json, millis, num, table } from "./internal/format.js"
 import * as Interrupt from "./internal/interrupt.js"
 import * as Shared from "./internal/options.js"
@@ -280,9 +274,8 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
           : Effect.fail(new InputError({ message: `${options.guardrailsFile}: Expected a JSON object of guardrails` }))
     )
     const guardrails = yield* decodeGuardrails(fileGuardrails, options.guardrails, options.guardrailsFile)
-    const scenario = options.scenario === undefined
-      ? undefined
-      : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
+    yield* checkCapacity(guardrails.capacity, catalog, options.guardrailsFile)
+    const scenario = yield* loadScenario(options.scenario, catalog)
     // The input is counted (bytes only) and checked readable now, but decoded as the run pulls it.
     const total = yield* countPrompts(options.input)
     const items = streamPrompts(options.input)

@@ -16,8 +16,9 @@ import type { PgBatchRun, PgWorker } from "@rein/postgres"
 import { Clock, Console, Effect, Either, Layer, Option, Predicate, Redacted } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
+import { checkCapacity, loadScenario } from "./internal/againstCatalog.js"
 import * as BatchLib from "./internal/batchLib.js"
-import { inFile, loadCatalogAndContract, readDecoded } from "./internal/files.js"
+import { inFile, loadCatalogAndContract } from "./internal/files.js"
 import { json, num, table } from "./internal/format.js"
 import * as InputAt from "./internal/inputAt.js"
 import * as Interrupt from "./internal/interrupt.js"
@@ -32,7 +33,6 @@ import * as Sslmode from "./internal/sslmode.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
 import { tokenizer } from "./internal/tokens.js"
-import * as Scenario from "./Scenario.js"
 
 /**
  * Where the run lives and what one process runs: the store's connection string, the run id, the input,
@@ -146,6 +146,7 @@ const work = (options: WorkerOptions, start: boolean) =>
   Effect.gen(function*() {
     const { Migrations, PgBatchRun, PgWorker } = yield* Pg.load
     const { catalog, contract } = yield* loadCatalogAndContract(options.catalog, options.contract)
+    yield* checkCapacity(options.guardrails.capacity, catalog, undefined)
     const { Identity } = yield* BatchLib.load
     const identity = yield* Either.mapLeft(
       Identity.fromContract(contract, catalog, {
@@ -155,9 +156,7 @@ const work = (options: WorkerOptions, start: boolean) =>
       }),
       (e) => new InputError({ message: inFile(options.contract, e.message) })
     )
-    const scenario = options.scenario === undefined
-      ? undefined
-      : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
+    const scenario = yield* loadScenario(options.scenario, catalog)
     // The worker reads its items by index, in bounded memory; a start submits them a chunk at a time (the
     // database finds two items with one id, and the error names both lines).
     const itemAt = yield* InputAt.open(options.input)

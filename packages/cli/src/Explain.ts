@@ -13,6 +13,7 @@ import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
 import { json } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
+import { printable } from "./internal/printable.js"
 import { noRecords, streamRecords } from "./internal/records.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
@@ -56,7 +57,8 @@ const printStreamed = (
     let pending: string | undefined // JSON: the last element, not printed yet
     const lines = (e: ReturnType<typeof Journal.explain>): string => {
       printed += 1
-      if (!asJson) return printed === 1 ? e.text : `\n${e.text}`
+      // A journal is a file anyone may hand over: its ids and codes shown with every control escaped.
+      if (!asJson) return printed === 1 ? printable(e.text, true) : `\n${printable(e.text, true)}`
       const before = pending === undefined ? "[" : `${pending},`
       pending = element(e.json)
       return before

@@ -14,6 +14,7 @@ import * as ExitCode from "./ExitCode.js"
 import type { InputError } from "./InputError.js"
 import { json } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
+import { printable } from "./internal/printable.js"
 import { noRecords, streamRecords } from "./internal/records.js"
 import type { ExitStatus } from "./internal/status.js"
 import { exitWith } from "./internal/status.js"
@@ -132,7 +133,8 @@ export const render = (r: ReplayReport): string =>
         : `replay mismatch in record ${r.record} (request ${r.requestId}), decision ${r.decision}, field ${r.field}:`,
       `  recorded: ${r.recorded}`,
       `  replayed: ${r.replayed}`
-    ].join("\n")
+      // The journal is a file anyone may hand over: its ids and values shown with every control escaped.
+    ].map((line) => printable(line)).join("\n")
 
 /**
  * The `rein replay` command.

@@ -12,10 +12,12 @@ import { Rein } from "@rein/core"
 import { Clock, Console, Effect, Either, Layer, Option } from "effect"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
+import { loadScenario } from "./internal/againstCatalog.js"
 import { attemptsTable } from "./internal/attempts.js"
-import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
+import { loadCatalogAndContract } from "./internal/files.js"
 import { json, num } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
+import { printable } from "./internal/printable.js"
 import { forCalls } from "./internal/providers.js"
 import * as Recording from "./internal/record.js"
 import type { ExitStatus } from "./internal/status.js"
@@ -140,7 +142,8 @@ export const render = (r: RunReport): string => {
         r.cost === null || r.cost === "unknown" ? "unknown" : num(r.cost)
       }`
     )
-    lines.push(`answer: ${r.text ?? ""}`)
+    // The provider's text, shown on a terminal: its lines kept, every escape sequence and control escaped.
+    lines.push(`answer: ${printable(r.text ?? "", true)}`)
   } else {
     lines.push(`outcome: ${r.outcome}: ${r.reason ?? ""}`)
   }
@@ -203,9 +206,7 @@ export const execute = (options: RunOptions): Effect.Effect<RunReport, InputErro
     yield* positive("--input-tokens", options.inputTokens)
     yield* positive("--max-output-tokens", options.maxOutputTokens)
     const { catalog, contract } = yield* loadCatalogAndContract(options.catalog, options.contract)
-    const scenario = options.scenario === undefined
-      ? undefined
-      : yield* readDecoded(options.scenario, "scenario", Scenario.decode)
+    const scenario = yield* loadScenario(options.scenario, catalog)
     const originMillis = yield* Clock.currentTimeMillis
     const providers = yield* forCalls(catalog, {
       scenario,

@@ -14,14 +14,16 @@
 import { Command, Options } from "@effect/cli"
 import type { FileSystem } from "@effect/platform"
 import type { Outcome, Provider } from "@rein/core"
-import { Catalog, Health, Input, Rein } from "@rein/core"
+import type { Catalog } from "@rein/core"
+import { Health, Rein } from "@rein/core"
 import type { Contract } from "@rein/core"
 import { Cause, Console, Context, Deferred, Duration, Effect, Either, Exit, Fiber, Random, Runtime } from "effect"
 import { quantile } from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
+import { readScenario, repriced } from "./internal/againstCatalog.js"
 import { scripted } from "./internal/fake.js"
-import { loadCatalogAndContract, readDecoded } from "./internal/files.js"
+import { loadCatalogAndContract } from "./internal/files.js"
 import { json, millis, num, table } from "./internal/format.js"
 import * as Shared from "./internal/options.js"
 import type { ExitStatus } from "./internal/status.js"
@@ -100,23 +102,6 @@ export interface SimulationReport {
 interface Finished {
   readonly latency: number
   readonly result: Either.Either<Outcome.Completion, Outcome.Terminal>
-}
-
-const repriced = (catalog: Catalog.Catalog, scenario: Scenario.Scenario, atMillis: number): Catalog.Catalog => {
-  const endpoints = catalog.endpoints.map((e) => {
-    let prices = e.prices
-    for (const change of scenario.prices) {
-      if (change.endpoint === e.id && change.at <= atMillis) {
-        prices = new Catalog.Prices({
-          inputTokens: change.inputTokens ?? prices.inputTokens,
-          outputTokens: change.outputTokens ?? prices.outputTokens,
-          request: change.request ?? prices.request
-        })
-      }
-    }
-    return prices === e.prices ? e : new Catalog.Endpoint({ ...e, prices })
-  })
-  return { endpoints, byId: new Map(endpoints.map((e) => [e.id, e])) }
 }
 
 /**
@@ -646,14 +631,7 @@ export const command = Command.make(
   (o): Effect.Effect<void, InputError, FileSystem.FileSystem | ExitStatus> =>
     Effect.gen(function*() {
       const { catalog, contract } = yield* loadCatalogAndContract(o.catalog, o.contract)
-      const scenario = yield* readDecoded(o.scenario, "scenario", Scenario.decode)
-      for (const id of Object.keys(scenario.endpoints)) {
-        if (!catalog.byId.has(id)) {
-          return yield* new InputError({
-            message: `${o.scenario}: endpoints: ${Input.describe(id)} is not in the catalog`
-          })
-        }
-      }
+      const scenario = yield* readScenario(o.scenario, catalog)
       yield* checkSize(o.scenario, scenario)
       const report = yield* simulate(catalog, contract, scenario, o.seed)
       yield* Console.log(o.json ? json(report) : render(report))

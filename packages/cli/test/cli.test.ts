@@ -629,7 +629,10 @@ describe("rein batch", () => {
       "--file-mode",
       "999"
     ])
-    expectBadInput(mode, /--file-mode: Expected octal permissions like 600 or 640, actual "999"/)
+    expectBadInput(
+      mode,
+      /--file-mode: Expected octal permissions like 600 or 640: the owner reads and writes, no execute, setuid, setgid or sticky bit; actual "999"/
+    )
   }, 60_000)
 
   it("refuses --resume with --overwrite, saying why", async () => {
@@ -846,7 +849,11 @@ describe("bad input", () => {
             "some",
             /^rein: --resume-policy: Expected one of reuse-successes, reuse-all, none, actual "some"\n$/
           ],
-          ["--file-mode", "999", /^rein: --file-mode: Expected octal permissions like 600 or 640, actual "999"\n$/]
+          [
+            "--file-mode",
+            "999",
+            /^rein: --file-mode: Expected octal permissions like 600 or 640: the owner reads and writes, no execute, setuid, setgid or sticky bit; actual "999"\n$/
+          ]
         ] as const
       ) {
         const r = await rein([...batchArgs(out), flag, value])

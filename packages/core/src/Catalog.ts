@@ -100,7 +100,28 @@ export const vendorOf = (endpoint: Endpoint): string => endpoint.vendor ?? endpo
 export type CatalogInput = typeof CatalogSchema.Encoded
 
 /**
- * A catalog as a Schema, decodable from JSON. Endpoint ids must be unique.
+ * The most one call on `endpoint` can reserve: a request fills at most its context window and asks for at most
+ * its output limit (the `capable` predicate), so `contextWindow × inputTokens + maxOutputTokens ×
+ * outputTokens + request` bounds every reservation on it. A decoded catalog keeps it finite.
+ *
+ * @example
+ * ```ts
+ * import { Catalog } from "@rein/core"
+ *
+ * declare const endpoint: Catalog.Endpoint
+ * const finite = Number.isFinite(Catalog.worstCase(endpoint))
+ * ```
+ * @category getters
+ * @since 0.1.0
+ */
+export const worstCase = (endpoint: Endpoint): number =>
+  endpoint.capabilities.contextWindow * endpoint.prices.inputTokens +
+  endpoint.capabilities.maxOutputTokens * endpoint.prices.outputTokens + endpoint.prices.request
+
+/**
+ * A catalog as a Schema, decodable from JSON. Endpoint ids must be unique, and each endpoint's worst case for
+ * one call a finite cost: prices that overflow it (`1e305` per input token over an 8,000-token window) would
+ * make every reservation on it `Infinity`, charged as unknown usage that a batch's cost cap counts apart.
  *
  * @category schemas
  * @since 0.1.0
@@ -115,6 +136,19 @@ export const CatalogSchema = Schema.Struct({
         return { path: ["endpoints", i, "id"], message: `Duplicate endpoint id ${JSON.stringify(e.id)}` }
       }
       seen.add(e.id)
+    }
+    return true
+  }),
+  Schema.filter((c) => {
+    for (const [i, e] of c.endpoints.entries()) {
+      const worst = worstCase(e)
+      if (!Number.isFinite(worst)) {
+        return {
+          path: ["endpoints", i, "prices"],
+          message: "Expected prices whose worst case for one call (contextWindow × inputTokens + maxOutputTokens × " +
+            `outputTokens + request) is a finite cost, actual ${worst}`
+        }
+      }
     }
     return true
   })

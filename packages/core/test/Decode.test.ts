@@ -109,6 +109,45 @@ describe("durations below the clock's resolution", () => {
   })
 })
 
+describe("a catalog's prices", () => {
+  const priced = (prices: object, capabilities?: object) => ({
+    endpoints: [{ ...validEndpoint("a"), ...(capabilities === undefined ? {} : { capabilities }), prices }]
+  })
+
+  it("refuses prices whose worst case for one call is not a finite cost, naming the endpoint's prices", () => {
+    // 8,000 × 1e305 overflows: every reservation on it would be Infinity, charged as unknown usage, and a
+    // batch's cost cap (which counts unknown usage apart) would never see it.
+    expect(leftOf(Catalog.decode(priced({ inputTokens: 1e305, outputTokens: 0 })))).toBe(
+      "endpoints.0.prices: Expected prices whose worst case for one call (contextWindow × inputTokens + " +
+        "maxOutputTokens × outputTokens + request) is a finite cost, actual Infinity"
+    )
+    expect(leftOf(Catalog.decode(priced({ inputTokens: 0, outputTokens: 1e308, request: 1e308 })))).toMatch(
+      /^endpoints\.0\.prices: Expected prices whose worst case/
+    )
+    expect(Either.isRight(Catalog.decode(priced({ inputTokens: 1e300, outputTokens: 1e300, request: 1e300 }))))
+      .toBe(true)
+  })
+
+  it.effect.prop(
+    "a catalog is taken exactly when every endpoint's worst case for one call is finite",
+    [
+      fc.double({ min: 0, max: Number.MAX_VALUE, noNaN: true }),
+      fc.double({ min: 0, max: Number.MAX_VALUE, noNaN: true }),
+      fc.double({ min: 0, max: Number.MAX_VALUE, noNaN: true }),
+      fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+      fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER })
+    ],
+    ([inputTokens, outputTokens, request, contextWindow, maxOutputTokens]) =>
+      Effect.sync(() => {
+        const worst = contextWindow * inputTokens + maxOutputTokens * outputTokens + request
+        const result = Catalog.decode(
+          priced({ inputTokens, outputTokens, request }, { contextWindow, maxOutputTokens })
+        )
+        expect(Either.isRight(result)).toBe(Number.isFinite(worst))
+      })
+  )
+})
+
 describe("messages in the user's words", () => {
   it("a catalog that is an array says what a catalog is, not the schema's internals", () => {
     const message = leftOf(Catalog.decode([validEndpoint("a")]))

@@ -58,6 +58,18 @@ describe("refusals name what was refused and what to change", () => {
       expect(yield* fake.calls).toHaveLength(0)
     }))
 
+  it.effect("a request's own count beyond a safe integer is the request's, not blamed on a tokenizer", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed()] })
+      const input = yield* refusedBy(Rein.execute({ ...request, inputTokens: 1e300 }, contract()), layer(fake))
+      expect(input.message).toMatch(
+        /^invalid_request: the request's inputTokens is 1e\+300: give a non-negative integer/
+      )
+      const output = yield* refusedBy(Rein.execute({ ...request, maxOutputTokens: 2 ** 53 }, contract()), layer(fake))
+      expect(output.message).toMatch(/^invalid_request: the request's maxOutputTokens is 9007199254740992: give a/)
+      expect(yield* fake.calls).toHaveLength(0)
+    }))
+
   it.effect("no legal candidate: the planner's reason, then the fix for the predicate that excluded it", () =>
     Effect.gen(function*() {
       const fake = Fake.make({ a: [Fake.succeed()] })

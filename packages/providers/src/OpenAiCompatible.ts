@@ -17,8 +17,9 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Failure } from "@rein/core"
 import type { Provider } from "@rein/core"
-import { NonNegativeInt } from "@rein/core/Input"
+import { describe, NonNegativeInt, PositiveInt } from "@rein/core/Input"
 import { Effect, Either, Redacted, Schema, Stream } from "effect"
+import { configError } from "./internal/config.js"
 import * as Internal from "./internal/http.js"
 import { checkBaseUrl, ProviderConfigError } from "./Transport.js"
 
@@ -63,15 +64,57 @@ export interface Options {
   readonly maxResponseBytes?: number | undefined
 }
 
+/** A header name as HTTP defines one (a token): what undici would refuse on every call is refused here, once. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+
+/** A header value that cannot end the header early or start another (no CR, LF or NUL). */
+const HeaderValue = Schema.String.pipe(Schema.pattern(/^[^\r\n\0]*$/)).annotations({
+  message: (issue) => ({
+    message: `Expected a header value without CR, LF or NUL, actual ${describe(issue.actual)}`,
+    override: true
+  })
+})
+
+/** The key goes in a header too; its message never shows it (a trailing newline from a file is the usual cause). */
+const ApiKey = Schema.String.pipe(Schema.pattern(/^[^\r\n\0]*$/)).annotations({
+  message: () => ({ message: "Expected a key without CR, LF or NUL (not shown)", override: true })
+})
+
+/** Extra headers: each name a token, each value on one line (a key that is not a name is named, not dropped). */
+const Headers = Schema.Record({ key: Schema.String, value: HeaderValue }).pipe(
+  Schema.filter((headers) => {
+    const bad = Object.keys(headers).find((name) => !HEADER_NAME.test(name))
+    return bad === undefined ||
+      {
+        path: [bad],
+        message: `Expected a header name (letters, digits and !#$%&'*+-.^_\`|~), actual ${describe(bad)}`
+      }
+  })
+)
+
 const OptionsSchema = Schema.Struct({
   baseUrl: Schema.String,
-  apiKey: Schema.optional(Schema.RedactedFromSelf(Schema.String)),
+  apiKey: Schema.optional(Schema.RedactedFromSelf(ApiKey)),
   allowInsecureHttp: Schema.optional(Schema.Boolean),
-  maxTokensField: Schema.optional(Schema.Literal("max_tokens", "max_completion_tokens")),
-  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
-  apiKeyHeader: Schema.optional(Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]{1,64}$/))),
+  maxTokensField: Schema.optional(
+    Schema.Literal("max_tokens", "max_completion_tokens").annotations({
+      message: (issue) => ({
+        message: `Expected "max_tokens" or "max_completion_tokens", actual ${describe(issue.actual)}`,
+        override: true
+      })
+    })
+  ),
+  headers: Schema.optional(Headers),
+  apiKeyHeader: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9-]{1,64}$/)).annotations({
+      message: (issue) => ({
+        message: `Expected a header name (1 to 64 letters, digits or -), actual ${describe(issue.actual)}`,
+        override: true
+      })
+    })
+  ),
   urlParams: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
-  maxResponseBytes: Schema.optional(Schema.Number.pipe(Schema.int(), Schema.positive()))
+  maxResponseBytes: Schema.optional(PositiveInt)
 })
 
 /**
@@ -199,12 +242,7 @@ export const make = (
 ): Effect.Effect<Provider.Provider, ProviderConfigError, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     const decoded = Schema.decodeUnknownEither(OptionsSchema, { errors: "all" })(options)
-    if (Either.isLeft(decoded)) {
-      return yield* new ProviderConfigError({
-        field: "options",
-        message: `OpenAiCompatible: ${decoded.left.message}`
-      })
-    }
+    if (Either.isLeft(decoded)) return yield* configError("OpenAiCompatible", decoded.left)
     const config = decoded.right
     const url = yield* checkBaseUrl(config.baseUrl, {
       field: "baseUrl",

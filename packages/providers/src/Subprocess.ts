@@ -23,6 +23,7 @@ import { MAX_TIMER_MILLIS, NonNegativeInt, sleepMillis } from "@rein/core/Input"
 import { Chunk, Duration, Effect, Either, Option, Schema, Stream } from "effect"
 import * as NodePath from "node:path"
 import * as NodeProcess from "node:process"
+import { configError } from "./internal/config.js"
 import { recordedCode } from "./internal/vendors.js"
 import { ProviderConfigError } from "./Transport.js"
 
@@ -242,11 +243,7 @@ export const make = (
       killGraceMillis: millisOf(options.killGrace),
       maxOutputBytes: options.maxOutputBytes
     })
-    if (Either.isLeft(decoded)) {
-      const issue = decoded.left.message
-      const field = /\["?(\w+)"?\]/.exec(issue)?.[1] ?? "options"
-      return yield* new ProviderConfigError({ field, message: `Subprocess: ${issue}` })
-    }
+    if (Either.isLeft(decoded)) return yield* configError("Subprocess", decoded.left)
     const config = decoded.right
     const executor = yield* Effect.context<CommandExecutor.CommandExecutor>()
     const graceMillis = config.killGraceMillis ?? 100

@@ -60,3 +60,41 @@ describe("credentials go over https:// except to loopback", () => {
     expect(JSON.stringify({ key })).not.toContain("sk-secret")
   })
 })
+
+describe("an adapter's options that do not decode", () => {
+  it.effect("are one line per bad field, naming it, as every other config error (not the schema's type dump)", () =>
+    Effect.gen(function*() {
+      const base = { baseUrl: "http://127.0.0.1:8080/v1" }
+      for (
+        const [options, field, message] of [
+          [{ ...base, maxResponseBytes: -1 }, "maxResponseBytes", /^OpenAiCompatible: maxResponseBytes: Expected /],
+          [{ ...base, maxResponseBytes: Number.NaN }, "maxResponseBytes", /^OpenAiCompatible: maxResponseBytes: /],
+          [{ ...base, maxTokensField: "tokens" }, "maxTokensField", /^OpenAiCompatible: maxTokensField: Expected /],
+          [{ ...base, apiKeyHeader: "x key" }, "apiKeyHeader", /^OpenAiCompatible: apiKeyHeader: /],
+          [{ ...base, headers: { "x-a": 1 } }, "headers.x-a", /^OpenAiCompatible: headers\.x-a: Expected /],
+          // Refused at construction, not sent: undici refused them on every call, as `unknown` and charged.
+          [
+            { ...base, headers: { "x-a": "b\r\nInjected: 1" } },
+            "headers.x-a",
+            /^OpenAiCompatible: headers\.x-a: Expected a header value without CR, LF or NUL/
+          ],
+          [
+            { ...base, apiKey: Redacted.make("sk-secret-never-printed\n") },
+            "apiKey",
+            /^OpenAiCompatible: apiKey: Expected a key without CR, LF or NUL \(not shown\)$/
+          ],
+          [
+            { ...base, headers: { "bad header": "x" } },
+            "headers.bad header",
+            /^OpenAiCompatible: headers."bad header": Expected a header name/
+          ]
+        ] as const
+      ) {
+        const error = yield* Effect.flip(OpenAiCompatible.make(options as unknown as OpenAiCompatible.Options))
+        expect(error._tag).toBe("ProviderConfigError")
+        expect(error.field).toBe(field)
+        expect(error.message).toMatch(message)
+        expect(error.message).not.toMatch(/readonly|└─|\n|sk-secret/)
+      }
+    }).pipe(withHttp))
+})

@@ -55,24 +55,35 @@ export const baseUrl = Options.text("base-url").pipe(
 export const fileMode = Options.text("file-mode").pipe(
   Options.withPseudoName("MODE"),
   Options.withDescription(
-    "Octal permissions of a file the command creates, e.g. 640 (default 600; an existing file keeps its own)"
+    "Octal permissions of a file the command creates, e.g. 640: read and write bits, the owner's both " +
+      "(default 600; an existing file keeps its own)"
   ),
   Options.optional
 )
 
-/** `--file-mode`'s value as a mode: up to four octal digits. @internal */
+/**
+ * `--file-mode`'s value as a mode: up to four octal digits, holding the owner's read and write and nothing but
+ * read and write bits. The files it sets are data the command appends to and a later `--resume`, `replay` or
+ * `explain` reads, so a mode without the owner's read or write (`0`, `200`) would make a file its own run cannot
+ * resume from, and an execute, setuid, setgid or sticky bit (`7777`) has no meaning on one. @internal
+ */
 export const decodeFileMode = (value: Option.Option<string>): Effect.Effect<number | undefined, InputError> => {
   if (Option.isNone(value)) return Effect.succeed(undefined)
-  return /^[0-7]{1,4}$/.test(value.value)
-    ? Effect.succeed(Number.parseInt(value.value, 8))
+  const mode = /^[0-7]{1,4}$/.test(value.value) ? Number.parseInt(value.value, 8) : undefined
+  return mode !== undefined && (mode & OWNER_READ_WRITE) === OWNER_READ_WRITE && (mode & ~READ_WRITE) === 0
+    ? Effect.succeed(mode)
     : Effect.fail(
       new InputError({
-        message: `--file-mode: Expected octal permissions like 600 or 640, actual ${
-          JSON.stringify(value.value.slice(0, 40))
-        }`
+        message: `--file-mode: Expected octal permissions like 600 or 640: the owner reads and writes, no execute, ` +
+          `setuid, setgid or sticky bit; actual ${JSON.stringify(value.value.slice(0, 40))}`
       })
     )
 }
+
+/** The owner's read and write bits, which every `--file-mode` holds. */
+const OWNER_READ_WRITE = 0o600
+/** Read and write for owner, group and others: the only bits a `--file-mode` may hold. */
+const READ_WRITE = 0o666
 
 /**
  * A flag's value as the user typed it, abbreviated: a number as is, anything else quoted, a secret in it

@@ -90,7 +90,6 @@ export const make = (total: number, mode: Mode): Effect.Effect<Display, never, S
     const finished = yield* Ref.make(0)
     const transitions = yield* Queue.unbounded<Transition>()
     const counts: Record<string, Partial<Record<Transition["to"], number>>> = {}
-    const pad = String(total).length
     const tty = mode === "tty"
 
     const draw = (p: Events.Progress) => write(`\r\x1b[2K${barLine(p, total, width())}`)
@@ -106,7 +105,7 @@ export const make = (total: number, mode: Mode): Effect.Effect<Display, never, S
     const itemLine = (itemId: string, what: string) =>
       Effect.flatMap(
         Ref.updateAndGet(finished, (n) => n + 1),
-        (n) => say(`[${String(n).padStart(pad)}/${total}] ${itemId} ${what}`)
+        (n) => say(Story.itemLine(n, total, itemId, what))
       )
     const onTransition = (t: Transition): Effect.Effect<void> => {
       const endpoint = (counts[t.endpoint] ??= {})

@@ -6,6 +6,7 @@
  */
 import type { Events } from "@rein/batch"
 import type { Transition } from "./breakers.js"
+import { printable } from "./printable.js"
 
 /** `http_503` → `503`; other codes as they are; no code: the failure kind. */
 const label = (a: Events.AttemptSummary): string => {
@@ -73,6 +74,13 @@ export const transition = (t: Transition): string => {
       return `breaker of ${t.endpoint} closed: the probe succeeded, traffic returns`
   }
 }
+
+/**
+ * A finished item's line, `[ 3/48] q03 ok on fake/a`: the item's id (from the input file) on one line with every
+ * control escaped, so an id cannot forge a line or drive the terminal. @internal
+ */
+export const itemLine = (n: number, total: number, itemId: string, what: string): string =>
+  `[${String(n).padStart(String(total).length)}/${total}] ${printable(itemId)} ${what}`
 
 /** A line cut to `width` columns (an ellipsis marks the cut). @internal */
 export const fit = (line: string, width: number): string => {

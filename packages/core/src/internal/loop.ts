@@ -280,8 +280,9 @@ const consulted = (rein: ReinService, spec: Planner.Spec): ReadonlyArray<Endpoin
   return found
 }
 
+// A safe integer, as `isCount` takes a tokenizer's: a request's 1e300 is the request's to fix, not a tokenizer's.
 const validCount = (n: number | undefined, min: number): boolean =>
-  n === undefined || (Number.isFinite(n) && Number.isInteger(n) && n >= min)
+  n === undefined || (Number.isSafeInteger(n) && n >= min)
 
 const isCount = (n: unknown): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= 0
 
