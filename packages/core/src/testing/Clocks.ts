@@ -23,6 +23,7 @@ import { MAX_TIMER_MILLIS } from "../internal/duration.js"
  * })
  * ```
  * @since 0.1.0
+ * @category constructors
  */
 export const liveLike = (inner: Clock.Clock): Clock.Clock => ({
   [Clock.ClockTypeId]: Clock.ClockTypeId,
