@@ -16,7 +16,21 @@ import type { FileSystem } from "@effect/platform"
 import type { Outcome, Provider } from "@rein/core"
 import { Catalog, Health, Input, Rein } from "@rein/core"
 import type { Contract } from "@rein/core"
-import { Cause, Console, Context, Deferred, Duration, Effect, Either, Exit, Fiber, Random, Runtime } from "effect"
+import {
+  Cause,
+  Console,
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Fiber,
+  FiberRef,
+  FiberRefs,
+  Random,
+  Runtime
+} from "effect"
 import { quantile } from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
@@ -155,9 +169,20 @@ interface Handlers {
 /** A request's fiber starts as a fork's does: its first step queued on the simulation's scheduler. */
 const QUEUED: Runtime.RunForkOptions = { immediate: false }
 
+/** No references: a request's fiber is given its epoch's (see `forksIn`), not a copy of them. */
+const NO_REFS = FiberRefs.empty()
+
 /**
  * Each price epoch's fork: the simulation's fiber's references (virtual clock and scheduler, seeded `Random`) with
  * that epoch's services. A request arriving at `now` runs with the last epoch that began by then.
+ *
+ * Every request of an epoch starts on one set of references, forked once (a `FiberRefs` is never changed in place:
+ * a fiber that sets a reference makes itself a new one), as core's attempts are (`internal/fork.ts`):
+ * `Runtime.runFork` forked the epoch's references again for each request (`FiberRefs.updateManyAs`: a new `Map`, a
+ * new stack per reference), objects that V8 pretenures once the epoch's own copy survived its first
+ * young-generation collections, and then every request's copy went to the old generation. A request sees the
+ * same values; only the fiber ids inside the stacks are the first request's, read when a fiber is joined, and a
+ * request's fiber is never joined (its end is its `matchCauseEffect`; `stop` interrupts and awaits it).
  */
 const forksIn = (
   epochs: ReadonlyArray<{ readonly context: Context.Context<Rein.Rein | Health.Health> }>
@@ -166,8 +191,20 @@ const forksIn = (
     epochs,
     ({ context }) =>
       Effect.map(Effect.provide(Effect.runtime<Rein.Rein>(), context), (runtime) => {
-        const fork = Runtime.runFork(runtime)
-        return (request: Effect.Effect<void, never, Rein.Rein>) => fork(request, QUEUED)
+        const bare = Runtime.make({ context: runtime.context, fiberRefs: NO_REFS, runtimeFlags: runtime.runtimeFlags })
+        let forked: FiberRefs.FiberRefs | undefined = undefined
+        // What `Runtime.runFork(runtime)` gives a fiber (`unsafeFork`: the runtime's context set, then forked), made
+        // for the first request and given to every other.
+        const options: Runtime.RunForkOptions = {
+          ...QUEUED,
+          updateRefs: (_, id) =>
+            forked ??= FiberRefs.updateManyAs(runtime.fiberRefs, {
+              entries: [[FiberRef.currentContext, [[id, runtime.context]]]],
+              forkAs: id
+            })
+        }
+        const fork = Runtime.runFork(bare)
+        return (request: Effect.Effect<void, never, Rein.Rein>) => fork(request, options)
       })
   )
 
