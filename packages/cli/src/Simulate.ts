@@ -17,7 +17,21 @@ import type { Outcome, Provider } from "@rein/core"
 import type { Catalog } from "@rein/core"
 import { Health, Rein } from "@rein/core"
 import type { Contract } from "@rein/core"
-import { Cause, Console, Context, Deferred, Duration, Effect, Either, Exit, Fiber, Random, Runtime } from "effect"
+import {
+  Cause,
+  Console,
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Fiber,
+  FiberRef,
+  FiberRefs,
+  Random,
+  Runtime
+} from "effect"
 import { quantile } from "./BatchCommand.js"
 import * as ExitCode from "./ExitCode.js"
 import { InputError } from "./InputError.js"
@@ -140,9 +154,20 @@ interface Handlers {
 /** A request's fiber starts as a fork's does: its first step queued on the simulation's scheduler. */
 const QUEUED: Runtime.RunForkOptions = { immediate: false }
 
+/** No references: a request's fiber is given its epoch's (see `forksIn`), not a copy of them. */
+const NO_REFS = FiberRefs.empty()
+
 /**
  * Each price epoch's fork: the simulation's fiber's references (virtual clock and scheduler, seeded `Random`) with
  * that epoch's services. A request arriving at `now` runs with the last epoch that began by then.
+ *
+ * Every request of an epoch starts on one set of references, forked once (a `FiberRefs` is never changed in place:
+ * a fiber that sets a reference makes itself a new one), as core's attempts are (`internal/fork.ts`):
+ * `Runtime.runFork` forked the epoch's references again for each request (`FiberRefs.updateManyAs`: a new `Map`, a
+ * new stack per reference), objects that V8 pretenures once the epoch's own copy survived its first
+ * young-generation collections, and then every request's copy went to the old generation. A request sees the
+ * same values; only the fiber ids inside the stacks are the first request's, read when a fiber is joined, and a
+ * request's fiber is never joined (its end is its `matchCauseEffect`; `stop` interrupts and awaits it).
  */
 const forksIn = (
   epochs: ReadonlyArray<{ readonly context: Context.Context<Rein.Rein | Health.Health> }>
@@ -151,8 +176,20 @@ const forksIn = (
     epochs,
     ({ context }) =>
       Effect.map(Effect.provide(Effect.runtime<Rein.Rein>(), context), (runtime) => {
-        const fork = Runtime.runFork(runtime)
-        return (request: Effect.Effect<void, never, Rein.Rein>) => fork(request, QUEUED)
+        const bare = Runtime.make({ context: runtime.context, fiberRefs: NO_REFS, runtimeFlags: runtime.runtimeFlags })
+        let forked: FiberRefs.FiberRefs | undefined = undefined
+        // What `Runtime.runFork(runtime)` gives a fiber (`unsafeFork`: the runtime's context set, then forked), made
+        // for the first request and given to every other.
+        const options: Runtime.RunForkOptions = {
+          ...QUEUED,
+          updateRefs: (_, id) =>
+            forked ??= FiberRefs.updateManyAs(runtime.fiberRefs, {
+              entries: [[FiberRef.currentContext, [[id, runtime.context]]]],
+              forkAs: id
+            })
+        }
+        const fork = Runtime.runFork(bare)
+        return (request: Effect.Effect<void, never, Rein.Rein>) => fork(request, options)
       })
   )
 
@@ -218,9 +255,6 @@ export const simulate = (
   Effect.gen(function*() {
     const ids = catalog.endpoints.map((e) => e.id)
     const transitions: Array<Transition> = []
-    const states = new Map<string, Health.BreakerState>(ids.map((id) => [id, "closed"]))
-    let minGlobal: number | null = null
-    let endGlobal: number | null = null
     const tally = emptyTally()
     const random = Random.make(seed)
 
@@ -231,138 +265,206 @@ export const simulate = (
         return yield* Effect.dieMessage("simulate: the health service has no synchronous reads")
       }
       const clock = yield* Effect.clock
-      // The arrivals are the virtual clock's callbacks (see `arrive`).
+      // The arrivals are the virtual clock's callbacks (see `Traffic.arrive`).
       const timers = clock instanceof Virtual.VirtualClock
         ? clock
         : yield* Effect.dieMessage("simulate: not on the virtual clock")
-      // Reads every breaker (at every call and after every request), in one synchronous step: the clock is
-      // virtual, so nothing moves between the reads.
-      const observe = (): void => {
-        const now = clock.unsafeCurrentTimeMillis()
-        const nanos = clock.unsafeCurrentTimeNanos()
-        for (const id of ids) {
-          const state = unsafeBreaker(nanos, id)
-          const before = states.get(id) ?? "closed"
-          if (state !== before) {
-            transitions.push({ atMillis: now, endpoint: id, from: before, to: state })
-            states.set(id, state)
-          }
-        }
-      }
-      const tokens = (): void => {
-        const g = unsafeView(clock.unsafeCurrentTimeNanos(), ids).retryTokens.global
-        endGlobal = g
-        if (g !== null) {
-          minGlobal = minGlobal === null ? g : Math.min(minGlobal, g)
-        }
-      }
+      const watch = new Watch(ids, timers, unsafeBreaker, unsafeView, transitions)
       const fake = scripted(scenario, 0)
       const observed: Provider.Provider = {
         ...fake,
         call: (request, context) =>
           Effect.suspend(() => {
-            observe()
+            watch.observe()
             return fake.call(request, context)
           })
       }
       // Every provider name runs on the scripted fake: a simulation never calls out.
       const providers = new Map(catalog.endpoints.map((e) => [e.provider, observed]))
       const epochs = epochsOf(catalog, scenario, providers, health)
-
-      // The requests in flight are counted, and their fibers kept only while they run: an hour's 10,000 ended
-      // fibers held until the end made most of the simulation's CPU garbage collection. The first request that
-      // dies ends the simulation.
       const allDone = yield* Deferred.make<void>()
-      let pending = 0
-      let arriving = true
-      // A request's fiber is started by an arrival (a clock callback), not forked by the simulation's fiber: it
-      // is not its child. When the simulation is interrupted or a request dies, the requests still in flight are
-      // interrupted and awaited here (see `stop`); they were left asleep on the run's virtual clock, never ended.
-      const inFlight = new Set<Fiber.RuntimeFiber<void>>()
-      // After a request, in one step: the clock, the breakers, the retry tokens, its tally (in that order), then
-      // the count of requests in flight. A request that died ends the simulation with its cause. (Not `onExit`:
-      // only `stop` interrupts a request's fiber.)
-      const died = (k: Handlers, cause: Cause.Cause<never>): Effect.Effect<void> => {
-        pending--
-        inFlight.delete(k.fiber!)
-        Deferred.unsafeDone(allDone, Exit.failCause(cause))
-        return Effect.void
-      }
-      const ended = (k: Handlers, start: number, result: Finished["result"]): Effect.Effect<void> => {
-        pending--
-        inFlight.delete(k.fiber!)
-        const end = clock.unsafeCurrentTimeMillis()
-        observe()
-        tokens()
-        tallyRequest(tally, { latency: end - start, result })
-        if (!arriving && pending === 0) Deferred.unsafeDone(allDone, Exit.void)
-        return Effect.void
-      }
-      // What `Effect.either` then `matchCauseEffect` did, in one step: a request's failure alone (a `Fail` cause:
-      // no defect beside it) is its result; any other cause goes through `Effect.either` as before (a defect's
-      // failures elected, an interruption kept) and ends the run. Saves a step and a continuation per request.
-      // The request's fiber is set once it is started (before its first step: it starts queued).
-      const finished = (start: number): Handlers => {
-        const k: Handlers = {
-          fiber: undefined,
-          onFailure: (cause) =>
-            Cause.isFailType(cause)
-              ? ended(k, start, Either.left(cause.error))
-              : Effect.matchCauseEffect(Effect.either(Effect.failCause(cause)), {
-                onFailure: (cause) => died(k, cause),
-                onSuccess: (result) => ended(k, start, result)
-              }),
-          onSuccess: (completion) => ended(k, start, Either.right(completion))
-        }
-        return k
-      }
       const starts = yield* forksIn(epochs)
-      let epoch = 0
-      let now = 0
-      let stopped = false
-      let i = 0
-      const gap = gapOf(scenario, random)
-      // One arrival, at `now`: fork the request (its first step queued on the simulation's scheduler, as a fork's
-      // is), then arm the next arrival on the virtual clock. The arrivals are the clock's callbacks, not a fiber's
-      // sleeps: a fiber woken, a sleep (an `Effect.async` and its interruption handler) and three steps per
-      // arrival were a fifth of a simulated request's operations. The callbacks run at the same points of the
-      // virtual run as the simulation's fiber did (the next arrival's timer armed before the request runs), so
-      // every report is the same.
-      const arrive = (): void => {
-        if (stopped) return
-        now = clock.unsafeCurrentTimeMillis()
-        if (!(now < scenario.duration)) {
-          arriving = false
-          if (pending === 0) Deferred.unsafeDone(allDone, Exit.void)
-          return
-        }
-        while (epoch + 1 < epochs.length && epochs[epoch + 1]!.at <= now) epoch++
-        pending++
-        const k = finished(now)
-        const fiber = starts[epoch]!(Effect.matchCauseEffect(Rein.execute(requestOf(scenario, i++), contract), k))
-        k.fiber = fiber
-        inFlight.add(fiber)
-        timers.unsafeSchedule(arrive, gap())
-      }
-      // Interrupted, or a request died: no more arrivals, and the requests in flight end with the simulation.
-      const stop = Effect.suspend(() => {
-        stopped = true
-        return inFlight.size === 0 ? Effect.void : Fiber.interruptAll(Array.from(inFlight))
-      })
-      arrive()
-      yield* Effect.onExit(Deferred.await(allDone), (exit) => Exit.isSuccess(exit) ? Effect.void : stop)
-      return now
+      const traffic = new Traffic(
+        scenario,
+        contract,
+        timers,
+        watch,
+        tally,
+        allDone,
+        epochs.map((e) => e.at),
+        starts,
+        gapOf(scenario, random)
+      )
+      traffic.arrive()
+      yield* Effect.onExit(
+        Deferred.await(allDone),
+        (exit) => Exit.isSuccess(exit) ? Effect.void : Effect.suspend(() => traffic.stop())
+      )
+      return traffic
     }).pipe(Effect.withRandom(random))
 
     const { exit, virtualMillis } = yield* Virtual.run(program)
-    const trafficMillis = Exit.isSuccess(exit) ? exit.value : yield* Effect.dieMessage(
+    const traffic = Exit.isSuccess(exit) ? exit.value : yield* Effect.dieMessage(
       `simulation failed: ${Cause.pretty(exit.cause).split("\n")[0] ?? "unknown"}`
     )
-    return summarise(scenario, seed, trafficMillis, virtualMillis, tally, transitions, {
-      minGlobal,
-      endGlobal
-    })
+    return summarise(scenario, seed, traffic.now, virtualMillis, tally, transitions, traffic.watch)
   })
+
+/**
+ * Reads every breaker (at every provider call and after every request) and the retry tokens (after every request),
+ * each in one synchronous step: the clock is virtual, so nothing moves between the reads.
+ *
+ * This and `Traffic` are classes made once per run, not closures made per run: V8 keeps the optimized code of a
+ * closure's site only while a closure made there holds it, so after a full collection between two runs (bench 6's
+ * in-process row collects before every run) the run's closures ran unoptimized and were compiled again; a class's
+ * methods are the same functions in every run.
+ */
+class Watch {
+  readonly states: Map<string, Health.BreakerState>
+  minGlobal: number | null = null
+  endGlobal: number | null = null
+  constructor(
+    readonly ids: ReadonlyArray<string>,
+    readonly clock: Virtual.VirtualClock,
+    readonly unsafeBreaker: NonNullable<Health.Service["unsafeBreaker"]>,
+    readonly unsafeView: NonNullable<Health.Service["unsafeView"]>,
+    readonly transitions: Array<Transition>
+  ) {
+    this.states = new Map<string, Health.BreakerState>(ids.map((id) => [id, "closed"]))
+  }
+
+  observe(): void {
+    const now = this.clock.unsafeCurrentTimeMillis()
+    const nanos = this.clock.unsafeCurrentTimeNanos()
+    for (const id of this.ids) {
+      const state = this.unsafeBreaker(nanos, id)
+      const before = this.states.get(id) ?? "closed"
+      if (state !== before) {
+        this.transitions.push({ atMillis: now, endpoint: id, from: before, to: state })
+        this.states.set(id, state)
+      }
+    }
+  }
+
+  tokens(): void {
+    const g = this.unsafeView(this.clock.unsafeCurrentTimeNanos(), this.ids).retryTokens.global
+    this.endGlobal = g
+    if (g !== null) {
+      this.minGlobal = this.minGlobal === null ? g : Math.min(this.minGlobal, g)
+    }
+  }
+}
+
+/**
+ * One run's traffic: its arrivals and the requests in flight (see `Watch` for why a class).
+ *
+ * The requests in flight are counted, and their fibers kept only while they run: an hour's 10,000 ended fibers held
+ * until the end made most of the simulation's CPU garbage collection. The first request that dies ends the
+ * simulation. A request's fiber is started by an arrival (a clock callback), not forked by the simulation's fiber: it
+ * is not its child. When the simulation is interrupted or a request dies, the requests still in flight are
+ * interrupted and awaited (see `stop`); they were left asleep on the run's virtual clock, never ended.
+ */
+class Traffic {
+  pending = 0
+  arriving = true
+  stopped = false
+  epoch = 0
+  /** The time of the last arrival (the one that found the traffic over: the run's traffic time). */
+  now = 0
+  i = 0
+  readonly inFlight = new Set<Fiber.RuntimeFiber<void>>()
+  /** `arrive`, as the virtual clock's callback. */
+  readonly next = (): void => this.arrive()
+
+  constructor(
+    readonly scenario: Scenario.Scenario,
+    readonly contract: Contract.Contract,
+    readonly clock: Virtual.VirtualClock,
+    readonly watch: Watch,
+    readonly tally: Tally,
+    readonly allDone: Deferred.Deferred<void>,
+    /** When each price epoch begins, in order. */
+    readonly epochs: ReadonlyArray<number>,
+    readonly starts: ReadonlyArray<(request: Effect.Effect<void, never, Rein.Rein>) => Fiber.RuntimeFiber<void>>,
+    readonly gap: () => Duration.Duration
+  ) {}
+
+  /**
+   * One arrival, at the clock's time: fork the request (its first step queued on the simulation's scheduler, as a
+   * fork's is), then arm the next arrival on the virtual clock. The arrivals are the clock's callbacks, not a fiber's
+   * sleeps: a fiber woken, a sleep (an `Effect.async` and its interruption handler) and three steps per arrival were
+   * a fifth of a simulated request's operations. The callbacks run at the same points of the virtual run as the
+   * simulation's fiber did (the next arrival's timer armed before the request runs), so every report is the same.
+   */
+  arrive(): void {
+    if (this.stopped) return
+    const now = this.now = this.clock.unsafeCurrentTimeMillis()
+    if (!(now < this.scenario.duration)) {
+      this.arriving = false
+      if (this.pending === 0) Deferred.unsafeDone(this.allDone, Exit.void)
+      return
+    }
+    while (this.epoch + 1 < this.epochs.length && this.epochs[this.epoch + 1]! <= now) this.epoch++
+    this.pending++
+    const k = this.finished(now)
+    const fiber = this.starts[this.epoch]!(
+      Effect.matchCauseEffect(Rein.execute(requestOf(this.scenario, this.i++), this.contract), k)
+    )
+    k.fiber = fiber
+    this.inFlight.add(fiber)
+    this.clock.unsafeSchedule(this.next, this.gap())
+  }
+
+  /**
+   * How a request ends. What `Effect.either` then `matchCauseEffect` did, in one step: a request's failure alone (a
+   * `Fail` cause: no defect beside it) is its result; any other cause goes through `Effect.either` as before (a
+   * defect's failures elected, an interruption kept) and ends the run. The request's fiber is set once it is started
+   * (before its first step: it starts queued).
+   */
+  finished(start: number): Handlers {
+    const k: Handlers = {
+      fiber: undefined,
+      onFailure: (cause) =>
+        Cause.isFailType(cause)
+          ? this.ended(k, start, Either.left(cause.error))
+          : Effect.matchCauseEffect(Effect.either(Effect.failCause(cause)), {
+            onFailure: (cause) => this.died(k, cause),
+            onSuccess: (result) => this.ended(k, start, result)
+          }),
+      onSuccess: (completion) => this.ended(k, start, Either.right(completion))
+    }
+    return k
+  }
+
+  /**
+   * After a request, in one step: the clock, the breakers, the retry tokens, its tally (in that order), then the
+   * count of requests in flight. (Not `onExit`: only `stop` interrupts a request's fiber.)
+   */
+  ended(k: Handlers, start: number, result: Finished["result"]): Effect.Effect<void> {
+    this.pending--
+    this.inFlight.delete(k.fiber!)
+    const end = this.clock.unsafeCurrentTimeMillis()
+    this.watch.observe()
+    this.watch.tokens()
+    tallyRequest(this.tally, { latency: end - start, result })
+    if (!this.arriving && this.pending === 0) Deferred.unsafeDone(this.allDone, Exit.void)
+    return Effect.void
+  }
+
+  /** A request that died ends the simulation with its cause. */
+  died(k: Handlers, cause: Cause.Cause<never>): Effect.Effect<void> {
+    this.pending--
+    this.inFlight.delete(k.fiber!)
+    Deferred.unsafeDone(this.allDone, Exit.failCause(cause))
+    return Effect.void
+  }
+
+  /** Interrupted, or a request died: no more arrivals, and the requests in flight end with the simulation. */
+  stop(): Effect.Effect<void> {
+    this.stopped = true
+    return this.inFlight.size === 0 ? Effect.void : Fiber.interruptAll(Array.from(this.inFlight))
+  }
+}
 
 /**
  * What the report counts, tallied as each request finishes (in that order, the order the report's keys

@@ -116,4 +116,10 @@ describe("the fiber parked for the life of the process (it keeps Effect's and th
       expect(fiber.unsafePoll()).toBe(null)
       expect(clock.unsafeCurrentTimeMillis()).toBe(0)
     }))
+
+  it("keeps an idle instance of the scheduler `Effect.runSync` runs on (the run loop checks its class's map)", () => {
+    const used = Effect.runSync(Effect.withFiberRuntime((fiber) => Effect.succeed(fiber.currentScheduler)))
+    expect(Virtual.parked.kept.some((k) => k !== used && Object.getPrototypeOf(k) === Object.getPrototypeOf(used)))
+      .toBe(true)
+  })
 })

@@ -217,59 +217,17 @@ export const run = <A, E>(
   effect: Effect.Effect<A, E>
 ): Effect.Effect<{ readonly exit: Exit.Exit<A, E>; readonly virtualMillis: number }> =>
   Effect.suspend(() => {
-    // A task run is cleared from the queue at once: the queue holds at most 4,096 of them, and each one
-    // kept its fiber alive through every young-generation collection until the queue was trimmed (most of
-    // what those collections copied, and most of the simulation's CPU).
     const scheduler = new Tasks()
-    const tasks = scheduler.queue
     const clock = new VirtualClock((task) => scheduler.scheduleTask(task))
     return Effect.forkDaemon(Effect.withClock(effect, clock)).pipe(
       Effect.withScheduler(scheduler),
       Effect.flatMap((fiber) => {
-        let next = 0
-        /** Runs up to `SLICE` tasks and wake-ups: the run's end, or `undefined` when the slice ran out first. */
-        const slice = (): { readonly exit: Exit.Exit<A, E>; readonly virtualMillis: number } | undefined => {
-          for (let budget = SLICE; budget > 0; budget--) {
-            if (next < scheduler.end) {
-              const task = tasks[next]!
-              tasks[next++] = undefined
-              task()
-              // Keep the queue from growing without bound over a long simulation: the tasks left move to its
-              // start (the slots they leave cleared).
-              if (next > 4096) {
-                const end = scheduler.end
-                tasks.copyWithin(0, next, end)
-                tasks.fill(undefined, end - next, end)
-                scheduler.end = end - next
-                next = 0
-              }
-              continue
-            }
-            scheduler.end = 0
-            next = 0
-            const exit = fiber.unsafePoll()
-            if (exit !== null) return { exit, virtualMillis: clock.now }
-            const sleeper = clock.sleepers.pop()
-            if (sleeper === undefined) {
-              return {
-                exit: Exit.die(
-                  new Error("the simulation stalled: a fiber waits on something virtual time cannot wake")
-                ),
-                virtualMillis: clock.now
-              }
-            }
-            clock.now = Math.max(clock.now, sleeper.at)
-            const wake = sleeper.wake!
-            sleeper.wake = undefined
-            wake(Effect.void)
-          }
-          return undefined
-        }
+        const drive = new Drive(scheduler, clock, fiber)
         // Other fibers first, then the event loop (a sleep of no time is a real timer on the live clock).
         const pause = Effect.zipRight(Effect.yieldNow(), Effect.sleep(D.zero))
         const loop: Effect.Effect<{ readonly exit: Exit.Exit<A, E>; readonly virtualMillis: number }> = Effect
           .suspend(() => {
-            const ended = slice()
+            const ended = drive.slice()
             return ended !== undefined ? Effect.succeed(ended) : Effect.zipRight(pause, loop)
           })
         // Interrupted between slices: the simulation's fiber is interrupted, and the run goes on until it ended
@@ -278,11 +236,71 @@ export const run = <A, E>(
         return Effect.onInterrupt(loop, () =>
           Effect.sync(() => {
             fiber.unsafeInterruptAsFork(FiberId.none)
-            for (let n = 0; n < DRAIN; n++) if (slice() !== undefined) return
+            for (let n = 0; n < DRAIN; n++) if (drive.slice() !== undefined) return
           }))
       })
     )
   })
+
+/**
+ * What drives one run: its scheduler's queue and its clock's sleepers, drained slice by slice. A class, made once
+ * per run, not a closure made per run: V8 keeps the optimized code of a closure's site only while a closure made
+ * there holds it, so after a full collection between two runs (bench 6's in-process row collects before every run)
+ * the run's loop started again in the interpreter and was compiled again (on-stack replacement, then in full); a
+ * class's methods are the same functions in every run.
+ */
+class Drive<A, E> {
+  /** The next task to run (slots before it are cleared). */
+  private next = 0
+  constructor(
+    private readonly scheduler: Tasks,
+    private readonly clock: VirtualClock,
+    private readonly fiber: Fiber.RuntimeFiber<A, E>
+  ) {}
+
+  /** Runs up to `SLICE` tasks and wake-ups: the run's end, or `undefined` when the slice ran out first. */
+  slice(): { readonly exit: Exit.Exit<A, E>; readonly virtualMillis: number } | undefined {
+    // A task run is cleared from the queue at once: the queue holds at most 4,096 of them, and each one
+    // kept its fiber alive through every young-generation collection until the queue was trimmed (most of
+    // what those collections copied, and most of the simulation's CPU).
+    const scheduler = this.scheduler
+    const tasks = scheduler.queue
+    const clock = this.clock
+    for (let budget = SLICE; budget > 0; budget--) {
+      if (this.next < scheduler.end) {
+        const task = tasks[this.next]!
+        tasks[this.next++] = undefined
+        task()
+        // Keep the queue from growing without bound over a long simulation: the tasks left move to its
+        // start (the slots they leave cleared).
+        if (this.next > 4096) {
+          const end = scheduler.end
+          tasks.copyWithin(0, this.next, end)
+          tasks.fill(undefined, end - this.next, end)
+          scheduler.end = end - this.next
+          this.next = 0
+        }
+        continue
+      }
+      scheduler.end = 0
+      this.next = 0
+      const exit = this.fiber.unsafePoll()
+      if (exit !== null) return { exit, virtualMillis: clock.now }
+      const sleeper = clock.sleepers.pop()
+      if (sleeper === undefined) {
+        return {
+          exit: Exit.die(new Error("the simulation stalled: a fiber waits on something virtual time cannot wake")),
+          virtualMillis: clock.now
+        }
+      }
+      clock.now = Math.max(clock.now, sleeper.at)
+      const wake = sleeper.wake!
+      sleeper.wake = undefined
+      wake(Effect.void)
+    }
+    return undefined
+  }
+}
 
 /**
  * One simulation's fiber, parked for the life of the process: a fiber on a scheduler and clock of this module,
@@ -295,17 +313,23 @@ export const run = <A, E>(
  * this fiber, #22). This
  * fiber keeps those maps. It holds no timer and no I/O: it does not keep the process alive, and nothing wakes it.
  *
+ * Beside it, an idle `Scheduler.SyncScheduler`: `Effect.runSync` runs its fiber on a new one (core's timer runs one
+ * per clock, so once per simulation), so the run loop's optimized code checks that class's map too (at its
+ * scheduler's `shouldYield`), and no instance outlived the run: every full collection between two runs freed the map
+ * and threw the run loop's code away ("weak objects"), and with it every operation inlined into it (≈ 6 of the ≈ 45
+ * compilations an hour after a `gc()` made again, `--trace-deopt`).
+ *
  * @internal
  */
 export const parked: {
   readonly fiber: Fiber.RuntimeFiber<void>
   readonly clock: VirtualClock
-  /** Its scheduler and the running status it started with. */
+  /** Its scheduler, an idle `SyncScheduler` and the running status it started with. */
   readonly kept: ReadonlyArray<unknown>
 } = (() => {
   const scheduler = new Tasks()
   const clock = new VirtualClock((task) => scheduler.scheduleTask(task))
-  const kept: Array<unknown> = [scheduler]
+  const kept: Array<unknown> = [scheduler, new Scheduler.SyncScheduler()]
   const asleep = Effect.withFiberRuntime<void>((_, status) => {
     kept.push(status)
     return clock.sleep(D.hours(1))
