@@ -32,11 +32,19 @@ export interface Timing {
   }
 }
 
-const gc = (globalThis as { gc?: () => void }).gc
+const gc = (globalThis as { gc?: (options?: { type: "major"; execution: "sync" }) => void }).gc
 
-/** Collects garbage when node was started with `--expose-gc`, so one sample does not pay for another's. */
+/**
+ * Collects garbage when node was started with `--expose-gc`, so one sample does not pay for another's: one full,
+ * synchronous mark-compact (`gc({ type: "major", execution: "sync" })`). A bare `gc()` is V8's last-resort
+ * collection (`CollectAllAvailableGarbage`: repeated, memory-reducing), which also throws away optimized code that an
+ * ordinary full collection keeps, so the row after it paid for recompiling what a running process keeps compiled
+ * (h/sim22: 33–37 TurboFan recompilations in the next simulated hour against 2–4, ≈ a third of its CPU). Bench 3's
+ * retained heap still takes the bare `gc()` in its child (`memory-child.ts`): there the most a collection frees is
+ * the figure.
+ */
 export const collect = (): void => {
-  if (gc !== undefined) gc()
+  if (gc !== undefined) gc({ type: "major", execution: "sync" })
 }
 
 export const nowNanos = (): bigint => process.hrtime.bigint()
