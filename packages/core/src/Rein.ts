@@ -18,7 +18,7 @@ import * as Streaming from "./Streaming.js"
 /**
  * Bounds a prompt's input tokens from above when the caller gives none (a declared tokenizer). Must never
  * under-estimate: hard budgets admit against it. A count that is not a non-negative integer (NaN, negative, a
- * fraction) refuses the request (`Refused`, `invalid_request`) before any call.
+ * fraction), or a throw, refuses the request (`Refused`, `invalid_request`) before any call.
  *
  * @category models
  * @since 0.1.0

@@ -11,7 +11,8 @@ import type { CompletionRequest, Provider } from "./Provider.js"
 
 /**
  * Bounds a prompt's input tokens from above when the caller gives none (a declared tokenizer). Must never
- * under-estimate: hard budgets admit against it.
+ * under-estimate: hard budgets admit against it. A count that is not a non-negative integer, or a throw,
+ * refuses the request (`Refused`, `invalid_request`) before any call.
  *
  * @example
  * ```ts

@@ -70,6 +70,38 @@ describe("refusals name what was refused and what to change", () => {
       expect(yield* fake.calls).toHaveLength(0)
     }))
 
+  it.effect("a tokenizer that throws refuses its request (typed, the prompt unquoted), journal or not", () =>
+    Effect.gen(function*() {
+      const fake = Fake.make({ a: [Fake.succeed()] })
+      const throwing = (thrown: unknown) =>
+        Rein.layer({
+          catalog: defaultCatalog,
+          providers: { fake: fake.provider },
+          tokenizer: () => {
+            throw thrown
+          }
+        })
+      const error = yield* refusedBy(
+        Rein.execute({ prompt: request.prompt }, contract()),
+        throwing(new RangeError(`cannot count ${request.prompt}`))
+      )
+      expect(error._tag).toBe("Refused")
+      expect(error.message).toBe(
+        "invalid_request: the tokenizer (`Rein.layer({ tokenizer })`) threw \"RangeError\": make it return a " +
+          "non-negative integer, or give the request `inputTokens`"
+      )
+      const value = yield* refusedBy(Rein.execute({ prompt: request.prompt }, contract()), throwing(request.prompt))
+      expect(value.message).toMatch(/threw a string: make it return/)
+      const { records, result } = yield* Effect.gen(function*() {
+        const result = yield* Effect.either(Rein.execute({ prompt: request.prompt }, contract()))
+        return { result, records: yield* Effect.flatMap(Journal.MemoryJournal, (j) => j.records) }
+      }).pipe(Effect.provide(Layer.merge(throwing(new Error(request.prompt)), Journal.layerMemory)))
+      expect(terminalOf(result).message).toMatch(/threw "Error": make it return/)
+      expect(records.length).toBeGreaterThan(0)
+      expect(JSON.stringify(records)).not.toContain(canary)
+      expect(yield* fake.calls).toHaveLength(0)
+    }))
+
   it.effect("no legal candidate: the planner's reason, then the fix for the predicate that excluded it", () =>
     Effect.gen(function*() {
       const fake = Fake.make({ a: [Fake.succeed()] })

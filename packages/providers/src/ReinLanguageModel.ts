@@ -97,7 +97,8 @@ export interface Options<R> {
    * (`OpenAiLanguageModel.modelWithTokenizer`, …); without either, a hard budget refuses (fail closed).
    * A `Tokenizer` that fails on a prompt gives no count: `@effect/ai-openai`'s fails for every model its
    * `gpt-tokenizer` does not know (`gpt-4.1-mini`: "does not support chat"), so under a cost or token budget
-   * every call of such a model is `Refused` (`no_input_bound`) unless this option is given.
+   * every call of such a model is `Refused` (`no_input_bound`) unless this option is given. This function
+   * throwing refuses the call (`invalid_request`) before any is made.
    */
   readonly inputTokens?: ((prompt: LanguageModel.ProviderOptions["prompt"]) => number) | undefined
   /** Breaker and retry-budget settings (see `Rein.layer`). */
@@ -288,6 +289,29 @@ const unmodelled = <R>(options: Options<R>): Outcome.Refused | undefined => {
 }
 
 /**
+ * The `inputTokens` option's count of a prompt. It is user code: a throw refuses the call (`invalid_request`,
+ * naming only what was thrown, whose message may quote the prompt) instead of killing the caller's fiber.
+ */
+const countedBy = (
+  count: (prompt: LanguageModel.ProviderOptions["prompt"]) => number,
+  prompt: LanguageModel.ProviderOptions["prompt"]
+): Effect.Effect<number, Outcome.Refused> => {
+  try {
+    return Effect.succeed(count(prompt))
+  } catch (error) {
+    const thrown = error instanceof Error ? JSON.stringify(String(error.name).slice(0, 80)) : `a ${typeof error}`
+    return Effect.fail(
+      new Outcome.Refused({
+        refusal: "invalid_request",
+        reason: `the \`inputTokens\` option (\`ReinLanguageModel.layer\`) threw ${thrown}: make it return a ` +
+          "non-negative integer",
+        attempts: []
+      })
+    )
+  }
+}
+
+/**
  * The outer `LanguageModel`: every provider-level call is one Rein request. `generateText` takes the
  * inner model's decoded parts as they are and resolves tool calls with the caller's handlers
  * (`internal/generateText.ts`), and so does `streamText` (`internal/streamText.ts`); `generateObject` goes
@@ -301,9 +325,9 @@ const serviceOf = <R>(
 ): Effect.Effect<LanguageModel.Service> => {
   const tokens = (call: LanguageModel.ProviderOptions) =>
     options.inputTokens !== undefined
-      ? Effect.succeed(options.inputTokens(call.prompt))
+      ? countedBy(options.inputTokens, call.prompt)
       : Inner.tokensOf(tokenizers, call.prompt)
-  const request = (call: LanguageModel.ProviderOptions): Effect.Effect<Provider.CompletionRequest> =>
+  const request = (call: LanguageModel.ProviderOptions): Effect.Effect<Provider.CompletionRequest, Outcome.Refused> =>
     bound === undefined
       ? Effect.map(tokens(call), (inputTokens) => Inner.requestOf(call, inputTokens, options.maxOutputTokens))
       : Effect.contextWithEffect((context: Context.Context<never>) =>

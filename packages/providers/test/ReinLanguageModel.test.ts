@@ -374,6 +374,37 @@ describe("ReinLanguageModel: an @effect/ai LanguageModel backed by Rein", () => 
       expect(refused).toMatchObject({ _tag: "Refused", refusal: "no_input_bound" })
     }).pipe(Effect.provide(Journal.layerMemory)))
 
+  it.effect("an inputTokens option that throws refuses the call (invalid_request), no call made, prompt unquoted", () =>
+    Effect.gen(function*() {
+      const a = memoryModel([[text("ok"), finish("stop")]])
+      const layer = ReinLanguageModel.layer({
+        contract: contract({ candidates: ["a"] }),
+        catalog,
+        models: { a: a.model },
+        inputTokens: (prompt) => {
+          throw new TypeError(`cannot count ${JSON.stringify(prompt)}`)
+        }
+      })
+      const refused = yield* LanguageModel.generateText({ prompt: "secret-prompt-4411" }).pipe(
+        ReinLanguageModel.withOutcomes,
+        Effect.flip,
+        Effect.provide(layer)
+      )
+      expect(refused).toMatchObject({ _tag: "Refused", refusal: "invalid_request" })
+      expect(refused.message).toBe(
+        "invalid_request: the `inputTokens` option (`ReinLanguageModel.layer`) threw \"TypeError\": make it " +
+          "return a non-negative integer"
+      )
+      const streamed = yield* LanguageModel.streamText({ prompt: "secret-prompt-4411" }).pipe(
+        Stream.runDrain,
+        Effect.flip,
+        Effect.provide(layer)
+      )
+      expect(streamed.message).toContain("threw \"TypeError\"")
+      expect(streamed.message).not.toContain("secret-prompt-4411")
+      expect(a.seen.length).toBe(0)
+    }))
+
   it.effect("a Tokenizer that cannot count the prompt gives no bound: the AiError says so and names the fix", () =>
     Effect.gen(function*() {
       const a = memoryModel([[text("ok"), finish("stop")]])

@@ -219,6 +219,21 @@ interface Refusing {
  * request that reached Rein is on the record. Its spec holds the bounds the request gave (an invalid one
  * as `null`).
  */
+/** What a tokenizer threw: user code, so a throw refuses its request instead of killing the caller's fiber. */
+class TokenizerThrew {
+  constructor(readonly error: unknown) {}
+}
+
+/** The tokenizer's count of a request that gives none, `null` without a tokenizer, or what the tokenizer threw. */
+const tokenize = (rein: ReinService, request: CompletionRequest): number | null | TokenizerThrew => {
+  if (rein.tokenizer === undefined) return null
+  try {
+    return rein.tokenizer(request)
+  } catch (error) {
+    return new TokenizerThrew(error)
+  }
+}
+
 const refuse = (
   refusing: Refusing,
   refusal: Outcome.Refused["refusal"],
@@ -230,11 +245,10 @@ const refuse = (
   const telemetry = Context.getOption(refusing.context, TelemetryTag)
   if (Option.isNone(journal) && Option.isNone(telemetry)) return Effect.fail(refused(refusing.request.id))
   const { clock, contract, fiber, rein, request, streaming } = refusing
-  const counted = validCount(request.inputTokens, 0)
-    ? request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
-    : null
-  // A tokenizer's count that is not one (NaN, negative) would reach the journal's spec, which cannot hold it.
-  const input = counted !== null && isCount(counted) ? counted : null
+  const counted = validCount(request.inputTokens, 0) ? request.inputTokens ?? tokenize(rein, request) : null
+  // A tokenizer's count that is not one (NaN, negative, a throw) would reach the journal's spec, which cannot
+  // hold it.
+  const input = typeof counted === "number" && isCount(counted) ? counted : null
   const output = validCount(request.maxOutputTokens, 1) ? request.maxOutputTokens ?? null : null
   const spec = makeSpec(contract, rein.catalog.byId, rein.providers, input, output, { streaming })
   // Telemetry hook: a refused request gets its request span and outcome metric too (it ends at once).
@@ -418,7 +432,14 @@ export const prepareIn = (
       Refusals.invalidBounds(request.inputTokens, request.maxOutputTokens, validInput)
     )
   }
-  const inputTokens = request.inputTokens ?? (rein.tokenizer === undefined ? null : rein.tokenizer(request))
+  const inputTokens = request.inputTokens ?? tokenize(rein, request)
+  if (inputTokens instanceof TokenizerThrew) {
+    return refuse(
+      refusingIn(fiber, request, contract, streaming),
+      "invalid_request",
+      Refusals.tokenizerThrew(inputTokens.error)
+    )
+  }
   // A tokenizer is user code: a count that is not a non-negative integer (NaN, negative, a fraction) would
   // make a NaN or negative reservation, which a budget would admit and count.
   if (inputTokens !== null && !isCount(inputTokens)) {

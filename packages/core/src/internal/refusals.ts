@@ -59,6 +59,17 @@ export const invalidTokenizerCount = (count: number): string =>
   "non-negative integer, or give the request `inputTokens`"
 
 /**
+ * Why a request is refused when the tokenizer threw. Only the thrown value's kind is named (its message may quote
+ * the prompt, which no refusal carries).
+ *
+ * @internal
+ */
+export const tokenizerThrew = (error: unknown): string =>
+  `the tokenizer (\`Rein.layer({ tokenizer })\`) threw ${
+    error instanceof Error ? describe(error.name) : `a ${typeof error}`
+  }: make it return a non-negative integer, or give the request \`inputTokens\``
+
+/**
  * Why a contract naming endpoints the catalog does not know is refused (a likely typo), or `null` when there
  * are none.
  *
