@@ -51,6 +51,9 @@ const main = async () => {
     yield* Effect.sync(() => void process.stdout.write("READY\n"))
     yield* Effect.promise(() => go)
     const cpu0 = process.cpuUsage()
+    const t0 = performance.now()
+    // When this worker's last record committed (ms after GO): the time it waited after it is its tail.
+    let lastRecorded = 0
     const did = input.mode === "worker"
       ? yield* Effect.map(
         PgWorker.run({
@@ -61,14 +64,19 @@ const main = async () => {
           identity,
           contract,
           guardrails,
-          leaseMillis: 10_000
+          leaseMillis: 10_000,
+          onRecorded: () => Effect.sync(() => void (lastRecorded = performance.now() - t0))
         }),
         (s) => s.stats.succeeded
       )
       : yield* Effect.map(Batch.run(items, { contract, guardrails, request, itemId }), (s) => s.stats.succeeded)
     const cpu = process.cpuUsage(cpu0)
+    const doneMillis = Math.round(performance.now() - t0)
+    const last = Math.round(lastRecorded)
     yield* Effect.sync(() =>
-      void process.stdout.write(`DONE ${JSON.stringify({ succeeded: did, cpuMicros: cpu.user + cpu.system })}\n`)
+      void process.stdout.write(
+        `DONE ${JSON.stringify({ succeeded: did, cpuMicros: cpu.user + cpu.system, doneMillis, lastRecorded: last })}\n`
+      )
     )
   })
   await Effect.runPromise(

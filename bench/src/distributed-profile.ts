@@ -1,7 +1,8 @@
 /**
  * A probe for benchmark 12, not a benchmark: `node bench/dist/distributed-profile.js [workers] [items]
  * [latencyMillis] [concurrency] [single] [-- node flags]` starts a PostgreSQL server, submits a run and runs
- * it with `workers` worker processes (bench 12's child, bench 12's shape), and prints each worker's CPU time
+ * it with `workers` worker processes (bench 12's child, bench 12's shape, started and connected, then all told GO at
+ * once as bench 12 does), and prints each worker's CPU time
  * per item (`process.cpuUsage`) and the wall time, with the machine load. With `single`, each process runs
  * the items with `Batch.run` instead (bench 12's peer). Node flags after `--` go to every child:
  * `-- --cpu-prof --cpu-prof-dir=/tmp/prof` profiles each worker.
@@ -27,28 +28,47 @@ const positional = head.filter((a) => a !== "single").map(Number)
 const nodeFlags = cut < 0 ? [] : argv.slice(cut + 1)
 const [workers = 1, items = 2_000, latencyMillis = 50, concurrency = 16] = positional
 
-const child = (input: unknown) =>
-  new Promise<{ readonly cpuMicros: number; readonly succeeded: number; readonly millis: number }>(
-    (resolve, reject) => {
+interface Done {
+  readonly cpuMicros: number
+  readonly succeeded: number
+  /** From the common GO to this child's exit. */
+  readonly millis: number
+  /** From GO to the end of its run, and to its last record's commit (as the child measured them). */
+  readonly doneMillis?: number
+  readonly lastRecorded?: number
+}
+
+// Every child is started and connected, then all get GO at once (as bench 12 does); times count from that GO.
+const children = (inputs: ReadonlyArray<unknown>) =>
+  new Promise<{ readonly dones: ReadonlyArray<Done>; readonly wall: number }>((resolve, reject) => {
+    let t0 = 0
+    let ready = 0
+    const dones: Array<Done> = []
+    const cs = inputs.map((input) => {
       const c = spawn(process.execPath, [...nodeFlags, join(here, "distributed-child.js"), JSON.stringify(input)], {
         stdio: ["pipe", "pipe", "inherit"]
       })
       let out = ""
-      let t0 = 0
+      let seen = false
       c.stdout.on("data", (b: Buffer) => {
         out += b.toString()
-        if (t0 === 0 && out.includes("READY")) {
-          t0 = nowMillis()
-          c.stdin.write("GO\n")
+        if (!seen && out.includes("READY")) {
+          seen = true
+          if (++ready === inputs.length) {
+            t0 = nowMillis()
+            for (const x of cs) x.stdin.write("GO\n")
+          }
         }
       })
       c.on("exit", (code) => {
         if (code !== 0) return reject(new Error(`child exited with ${code}`))
         const done = JSON.parse(out.split("DONE ")[1]!.split("\n")[0]!)
-        resolve({ ...done, millis: nowMillis() - t0 })
+        dones.push({ ...done, millis: nowMillis() - t0 })
+        if (dones.length === inputs.length) resolve({ dones, wall: Math.max(...dones.map((d) => d.millis)) })
       })
-    }
-  )
+      return c
+    })
+  })
 
 const program = Effect.gen(function*() {
   const server = yield* TestServer.start
@@ -62,9 +82,7 @@ const program = Effect.gen(function*() {
   const load0 = loadavg()[0]!
   const input = { url: server.url, runId, items, concurrency, latencyMillis, mode }
   const db0 = serverCpuMicros(server.dataDir)
-  const t0 = nowMillis()
-  const outs = yield* Effect.promise(() => Promise.all(Array.from({ length: workers }, () => child(input))))
-  const wall = nowMillis() - t0
+  const { dones: outs, wall } = yield* Effect.promise(() => children(Array.from({ length: workers }, () => input)))
   // The backends exit (and are reaped into the postmaster's children time) just after the workers do.
   yield* Effect.sleep("300 millis")
   const dbCpu = serverCpuMicros(server.dataDir) - db0
@@ -72,7 +90,8 @@ const program = Effect.gen(function*() {
   for (const o of outs) {
     const perItem = o.succeeded === 0 ? 0 : o.cpuMicros / o.succeeded
     process.stdout.write(
-      `worker: ${o.succeeded} items, ${(o.cpuMicros / 1000).toFixed(0)} ms CPU, ${perItem.toFixed(0)} µs/item\n`
+      `worker: ${o.succeeded} items, ${(o.cpuMicros / 1000).toFixed(0)} ms CPU, ${perItem.toFixed(0)} µs/item, ` +
+        `last record ${o.lastRecorded ?? "?"} ms, done ${o.doneMillis ?? "?"} ms, exit ${o.millis.toFixed(0)} ms\n`
     )
   }
   const cpu = outs.reduce((a, o) => a + o.cpuMicros, 0)

@@ -70,6 +70,7 @@ import { SharedBudget } from "./internal/budgetService.js"
 import * as BudgetStop from "./internal/budgetStop.js"
 import * as Fence from "./internal/fence.js"
 import * as Grantable from "./internal/grantable.js"
+import * as IdleWait from "./internal/idleWait.js"
 import * as LeaseAhead from "./internal/leaseAhead.js"
 import { Millis } from "./internal/optionSchemas.js"
 import { describe, retryConflicts } from "./internal/sqlError.js"
@@ -171,10 +172,6 @@ interface Leased<I> {
 
 const DEFAULT_GUARDRAILS = Guardrails.make()
 const SWEEP_BATCH = 500
-// How often a worker with nothing to lease looks again while others hold the last items: a worker leaves at
-// most this long after the run's last record commits. Each look is three small statements (lease, count of
-// the open items through their partial index, heartbeat).
-const WAIT_MILLIS = 50
 
 // The category and encoded error of an item the stop reached before it started (as the engine's collateral).
 const collateralOf = (stop: Termination.Stop) => {
@@ -219,6 +216,8 @@ interface Context<I, E, R> {
   /** The run's budget on record, when it has one (the `SharedBudget` in the worker's context). */
   readonly budget: Option.Option<Budget.Service>
   leased: number
+  /** The items this worker ran and their time: how long it waits, at most, between looks (`IdleWait`). */
+  readonly ran: IdleWait.Ran
 }
 
 // The in-memory limits, with the stop recorded on the run row: the first stop of the whole run wins.
@@ -343,14 +342,16 @@ const leaseOnce = <I, E, R>(ctx: Context<I, E, R>, batch: number) =>
 const byIndex = (a: Q.LeaseRow, b: Q.LeaseRow): number => a.idx - b.idx
 
 // The next leased items, or `None` when no item is left but this worker's own, or the run stopped. With
-// nothing to lease while other workers hold items, it waits a moment (50 ms, doubling up to
-// `heartbeatMillis`) and asks again (a holder may die and its lease expire).
+// nothing to lease while other workers hold items, it waits a moment (50 ms, doubling up to a quarter of its
+// items' mean duration, or to `heartbeatMillis` before it ran any: see `internal/idleWait`) and asks again (a
+// holder may finish the run's last item, or die and its lease expire). Each look is three small statements
+// (lease, count of the open items through their partial index, the run's row).
 const nextLeases = <I, E, R>(
   ctx: Context<I, E, R>,
   batch: number
 ): Effect.Effect<Option.Option<ReadonlyArray<Leased<I>>>, E | PgBatchError, R> =>
   Effect.gen(function*() {
-    let wait = WAIT_MILLIS
+    let looks = 0
     while (true) {
       if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
       const leased = yield* leaseOnce(ctx, batch)
@@ -361,9 +362,8 @@ const nextLeases = <I, E, R>(
       // Only a read: rewriting every held lease on each idle pass (20 a second) was the heartbeat's work.
       yield* look(ctx)
       if (Option.isSome(yield* ctx.limits.stopped)) return Option.none()
-      // Backs off from 50 ms to `heartbeatMillis` while nothing comes free.
-      yield* Effect.sleep(Duration.millis(Math.min(ctx.heartbeatMillis, wait)))
-      wait = Math.min(ctx.heartbeatMillis, wait * 2)
+      // Backs off from 50 ms while nothing comes free, at most to a quarter of an item (or the heartbeat).
+      yield* Effect.sleep(Duration.millis(IdleWait.nth(looks++, ctx.ran, ctx.heartbeatMillis)))
     }
   })
 
@@ -451,10 +451,10 @@ const artifactsOf = <I, E, R>(ctx: Context<I, E, R>, manifest: ArtifactStore.Man
     // refuses it); every other item has no record to reuse (a session's reuse was applied by `start`).
     lookup: (l) => l.refused ?? Option.none(),
     toRecord: (result) =>
-      Effect.flatMap(
-        hook.toRecord(result),
-        (record) => Effect.as(watchBudget(ctx, result, record), { ...record, index: result.item.index })
-      )
+      Effect.flatMap(hook.toRecord(result), (record) => {
+        IdleWait.count(ctx.ran, record.attempts, result.durationMillis)
+        return Effect.as(watchBudget(ctx, result, record), { ...record, index: result.item.index })
+      })
   }
 }
 
@@ -657,7 +657,8 @@ const runScoped = <I, E, R>(
       budget: (yield* capsOf(runId, run.settings)).budget === undefined
         ? Option.none()
         : yield* Effect.serviceOption(SharedBudget),
-      leased: 0
+      leased: 0,
+      ran: IdleWait.empty()
     }
     const onRecord = stopOf(run.stop)
     if (onRecord !== undefined) yield* inner.stop(onRecord)

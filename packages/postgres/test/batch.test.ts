@@ -265,6 +265,46 @@ describe.skipIf(!available)("a distributed batch run on PostgreSQL", () => {
         expect(written).toBe(1_024)
       }))
 
+    it.effect("a worker's last drain writes the records its writer holds at once, without lingering", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const runId = fresh("drain")
+        const items = itemsOf(3, [])
+        yield* startRun(runId, items)
+        const rows = yield* Q.lease(sql, runId, "f", 3, 60_000, true)
+        let written = 0
+        // Under a test clock that never moves, three records (far from a full group): the writer takes the first
+        // and lingers. On the old code it lingered through the drain too: the run's last records committed up to
+        // a linger (100 ms) late, and every other worker waited for them; here it never wrote at all.
+        yield* Effect.scoped(Effect.gen(function*() {
+          const fence = yield* Fence.make(sql, runId, {
+            onWritten: () => Effect.sync(() => written++),
+            onFailed: () => Effect.void
+          })
+          for (const row of rows) fence.tokens.set(row.item_id, row.lease_token)
+          yield* Effect.forEach(rows, (row) =>
+            fence.submit(Resume.makeRecord({
+              itemId: row.item_id,
+              index: row.idx,
+              promptFingerprint: row.prompt_fingerprint,
+              inputFingerprint: row.input_fingerprint,
+              identityFingerprint: "x",
+              outcome: "failure",
+              category: "cancelled",
+              usage: { inputTokens: 0, outputTokens: 0 },
+              cost: 0,
+              attempts: 0,
+              durationMillis: 0
+            })), { discard: true })
+          const drained = yield* Effect.fork(fence.drain)
+          // Round trips of our own, so that the writer's statement (if it is made) gets its answer in between.
+          for (let i = 0; i < 200 && written < 3; i++) yield* sql`SELECT 1`
+          expect(written).toBe(3)
+          yield* Fiber.join(drained)
+        })).pipe(Effect.provide(TestContext.TestContext))
+        expect((yield* PgBatchRun.status(runId)).items.done).toBe(3)
+      }))
+
     it.effect("workers with PgRunLimits in their context share one soft token cap: the run stops once, for all", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient

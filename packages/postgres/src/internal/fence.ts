@@ -8,7 +8,9 @@
  * record commits (a database round trip would otherwise be added to every item's time in the slot). The
  * worker learns of each commit through `onWritten`, waits for every record with `drain` before it sweeps or
  * leaves, and stops (an `artifact_error` of its own) at the first failed write: its items not yet committed
- * stay leased to it and are taken over when the lease expires, so nothing is lost.
+ * stay leased to it and are taken over when the lease expires, so nothing is lost. `drain` ends the linger:
+ * from then on the writer writes what it holds at once (nothing more is coming that a wait could join, and the
+ * run's last records, which every other worker waits for, committed up to a linger late).
  *
  * A record whose lease was taken over (or whose item another holder finished) is dropped by the fence and
  * counted, here and on the run row.
@@ -65,6 +67,10 @@ export const make = (
     let pending = 0
     let failure: ArtifactStore.ArtifactError | undefined
     let idle: Deferred.Deferred<void> | undefined
+    // Set by `drain`: the writer lingers no more (and a linger in progress ends).
+    let draining = false
+    const hurried = Deferred.unsafeMake<void>(FiberId.none)
+    const linger = Effect.raceFirst(Effect.sleep(`${LINGER_MILLIS} millis`), Deferred.await(hurried))
     const queue = yield* Effect.acquireRelease(Queue.unbounded<Q.Terminal>(), Queue.shutdown)
 
     const settled = (n: number) =>
@@ -106,7 +112,7 @@ export const make = (
               // MAX_GROUP records per linger while the backlog grows.
               Effect.flatMap(
                 Queue.size(queue),
-                (queued) => queued >= MAX_GROUP - 1 ? Effect.void : Effect.sleep(`${LINGER_MILLIS} millis`)
+                (queued) => queued >= MAX_GROUP - 1 || draining ? Effect.void : linger
               ),
               Effect.flatMap(Queue.takeUpTo(queue, MAX_GROUP - 1), (rest) => writeGroup([first, ...rest]))
             ))
@@ -137,6 +143,10 @@ export const make = (
       })
 
     const drain = Effect.suspend(() => {
+      if (!draining) {
+        draining = true
+        Deferred.unsafeDone(hurried, Effect.void)
+      }
       const done = pending === 0
         ? Effect.void
         : Deferred.await(idle ??= Deferred.unsafeMake<void>(FiberId.none))
