@@ -25,6 +25,7 @@ import * as Interrupt from "./internal/interrupt.js"
 import * as Shared from "./internal/options.js"
 import * as Password from "./internal/password.js"
 import * as Pg from "./internal/pg.js"
+import { printable } from "./internal/printable.js"
 import type { PromptItem } from "./internal/prompts.js"
 import { streamLocated } from "./internal/prompts.js"
 import { forCalls } from "./internal/providers.js"
@@ -284,7 +285,10 @@ export const renderStatus = (s: PgBatchRun.Status, fix?: string | undefined): st
   const categories = Object.entries(s.byCategory).map(([k, v]) => `${k} ${v}`).join(", ")
   const rows: Array<Array<string>> = [
     ["status", s.status],
-    ["stop", s.stop === null ? "-" : `${s.stop.kind}: ${s.stop.reason}${fix === undefined ? "" : `; ${fix}`}`],
+    [
+      "stop",
+      s.stop === null ? "-" : `${s.stop.kind}: ${printable(s.stop.reason)}${fix === undefined ? "" : `; ${fix}`}`
+    ],
     ["stopped at", s.stoppedAt ?? "-"],
     ["items", `${s.items.total}: ${s.items.done} done, ${s.items.leased} leased, ${s.items.pending} pending`],
     ["by category", categories === "" ? "-" : categories],
@@ -293,14 +297,16 @@ export const renderStatus = (s: PgBatchRun.Status, fix?: string | undefined): st
     ["started", `${s.startedAt} (${Math.round(s.elapsedMillis)} ms ago)`],
     ["deadline", s.deadlineMillis === null ? "-" : `${s.deadlineMillis} ms`]
   ]
-  return [`run ${s.runId}`, table(rows, "  ", 70)].join("\n")
+  return [`run ${printable(s.runId)}`, table(rows, "  ", 70)].join("\n")
 }
 
 const render = (r: WorkerReport, fix: string | undefined): string => {
   const w = r.worker
   const head = r.started === undefined
-    ? `worker ${w.owner} joined run ${r.status.runId}`
-    : `${r.started.session} run ${r.status.runId}: ${r.started.items} items, ${r.started.reopened} to run again`
+    ? `worker ${printable(w.owner)} joined run ${printable(r.status.runId)}`
+    : `${r.started.session} run ${
+      printable(r.status.runId)
+    }: ${r.started.items} items, ${r.started.reopened} to run again`
   return [
     head,
     `this worker: ${w.leased} leased, ${w.stats.succeeded} succeeded, ${w.stats.failed} failed, ${w.swept} given the stop's record, ${w.fencedOut} fenced out (${w.termination.kind})`,

@@ -7,6 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, FastCheck as fc } from "effect"
 import { printable } from "../src/internal/printable.js"
 import * as Story from "../src/internal/story.js"
+import * as Distributed from "../src/Distributed.js"
 import * as Replay from "../src/Replay.js"
 import * as Run from "../src/Run.js"
 
@@ -61,6 +62,36 @@ describe("text shown to people", () => {
     expect(shown).not.toMatch(ACTS_BUT_LINES)
     expect(shown).toContain("(request q\\u001b]0;pwned\\u0007), decision 2")
     expect(shown).toContain("  recorded: \"a\\u001b[2J\"")
+  })
+
+  it("rein status shows a run id and a stop's reason with every control escaped", () => {
+    const shown = Distributed.renderStatus({
+      runId: "r\u001b[2J\nrun ok",
+      status: "stopped",
+      identityFingerprint: "f",
+      createdAt: "2026-12-05T00:00:00Z",
+      startedAt: "2026-12-05T00:00:00Z",
+      elapsedMillis: 10,
+      deadlineMillis: null,
+      stop: {
+        _tag: "FailFast",
+        kind: "fail_fast",
+        reason: "item \u001b]0;pwned\u0007 failed",
+        itemId: "i\u001b",
+        category: "authentication"
+      },
+      stopItemId: null,
+      stoppedAt: null,
+      items: { total: 1, pending: 0, leased: 0, done: 1 },
+      byCategory: {},
+      cost: 0,
+      unknownCost: 0,
+      fencedOut: 0,
+      settings: {}
+    })
+    expect(shown).not.toMatch(ACTS_BUT_LINES)
+    expect(shown.split("\n")[0]).toBe("run r\\u001b[2J\\u000arun ok")
+    expect(shown).toContain("item \\u001b]0;pwned\\u0007 failed")
   })
 
   it.effect.prop(
