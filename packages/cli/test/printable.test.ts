@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, FastCheck as fc } from "effect"
+import * as Distributed from "../src/Distributed.js"
 import { printable } from "../src/internal/printable.js"
 import * as Story from "../src/internal/story.js"
-import * as Distributed from "../src/Distributed.js"
 import * as Replay from "../src/Replay.js"
 import * as Run from "../src/Run.js"
 
