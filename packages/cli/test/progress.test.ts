@@ -97,6 +97,25 @@ describe("an item's line", () => {
       Story.failed({ _tag: "ItemFailed", at: 0, index: 0, itemId: "q1", category: "overloaded", error: "SomethingNew" })
     )
       .toBe("failed: overloaded, SomethingNew")
+    // The breakers that refused it: which endpoint, when it may half-open.
+    expect(
+      Story.failed({
+        _tag: "ItemFailed",
+        at: 0,
+        index: 0,
+        itemId: "q1",
+        category: "overloaded",
+        error: "PlanExhausted",
+        attempts: [{ endpoint: "fake/a", role: "first", failure: "overloaded", code: "http_503" }],
+        breakers: [
+          { endpoint: "fake/a", state: "open", halfOpensInMillis: 2_999.5 },
+          { endpoint: "fake/b", state: "half_open", halfOpensInMillis: 0 }
+        ]
+      })
+    ).toBe(
+      "failed: overloaded, no candidate left: breaker of fake/a open, may half-open in 3000 ms; " +
+        "breaker of fake/b half-open, every probe slot taken (503)"
+    )
   })
 })
 

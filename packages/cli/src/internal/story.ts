@@ -47,13 +47,25 @@ const endings: Readonly<Record<string, string>> = {
   ArtifactFailed: "its record could not be written"
 }
 
-/** How a failed item went: `failed: overloaded, no candidate left (503 ×2)`. @internal */
+/** The breakers that refused an item's candidates: `breaker of fake/a open, may half-open in 3000 ms`. */
+const refusedBy = (breakers: NonNullable<typeof Events.ItemFailed.Type["breakers"]>): string =>
+  breakers.map((b) =>
+    b.state === "open"
+      ? `breaker of ${b.endpoint} open, may half-open in ${Math.ceil(b.halfOpensInMillis)} ms`
+      : `breaker of ${b.endpoint} half-open, every probe slot taken`
+  ).join("; ")
+
+/**
+ * How a failed item went: `failed: overloaded, no candidate left (503 ×2)`, and the breakers that refused it
+ * (`failed: overloaded, no candidate left: breaker of fake/a open, may half-open in 3000 ms (503)`). @internal
+ */
 export const failed = (event: typeof Events.ItemFailed.Type): string => {
   const before = failures(event.attempts ?? [])
   const why = event.error === undefined
     ? ""
     : `, ${Object.hasOwn(endings, event.error) ? endings[event.error] : event.error}`
-  return `failed: ${event.category}${why}${before === "" ? "" : ` (${before})`}`
+  const breakers = event.breakers === undefined || event.breakers.length === 0 ? "" : `: ${refusedBy(event.breakers)}`
+  return `failed: ${event.category}${why}${breakers}${before === "" ? "" : ` (${before})`}`
 }
 
 /** Whether an item's line is worth printing above a live bar: it retried, fell back or failed. @internal */
