@@ -632,7 +632,7 @@ describe("rein batch", () => {
     expect(r.stderr).not.toMatch(/PlanExhausted/)
   }, 120_000)
 
-  it("an item an open breaker refused says which breaker and when, on its line and in its record", async () => {
+  it("a breaker's line names the item that opened it; an item it refused says which breaker and when", async () => {
     const input = file(
       "three.jsonl",
       fs.readFileSync("examples/prompts.jsonl", "utf8").split("\n").slice(0, 3).join("\n")
@@ -666,6 +666,7 @@ describe("rein batch", () => {
     ])
     expect(r.code).toBe(1)
     // One at a time: q01's 500 opens the breaker; q02 and q03 find it open.
+    expect(r.stderr).toContain("breaker of fake/a open (item q01 failed): later items skip it")
     expect(r.stderr).toMatch(
       /\[2\/3\] q02 failed: plan_exhausted, no candidate left: breaker of fake\/a open, may half-open in \d+ ms/
     )
@@ -1010,9 +1011,10 @@ describe("the demo on a terminal", () => {
     const shown = screen(r.stdout, 80)
     expect(shown.filter((line) => BAR.test(line))).toHaveLength(1)
     const text = shown.join("\n")
-    expect(text).toMatch(/breaker of fake\/a open: later items skip it/)
-    expect(text).toMatch(/breaker of fake\/a half-open/)
-    expect(text).toMatch(/breaker of fake\/a closed: the probe succeeded/)
+    // Each transition names the item whose attempt made it.
+    expect(text).toMatch(/breaker of fake\/a open \(item q\d\d failed\): later items skip it/)
+    expect(text).toMatch(/breaker of fake\/a half-open \(item q\d\d probes it\)/)
+    expect(text).toMatch(/breaker of fake\/a closed \(item q\d\d succeeded\): the probe succeeded/)
     expect(text).toMatch(/q\d\d ok on fake\/b after 503( ×2)?\n/)
     expect(text).toMatch(/breakers +fake\/a opened \d+, half-open \d+, closed 1/)
     expect(text).toMatch(/unknown usage +\d+ calls reported no tokens: not in the totals above/)

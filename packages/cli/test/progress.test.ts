@@ -97,6 +97,17 @@ describe("an item's line", () => {
       Story.failed({ _tag: "ItemFailed", at: 0, index: 0, itemId: "q1", category: "overloaded", error: "SomethingNew" })
     )
       .toBe("failed: overloaded, SomethingNew")
+    // A breaker's transition names the item whose attempt made it, when known.
+    expect(Story.transition({ endpoint: "fake/a", from: "closed", to: "open", itemId: "q7" })).toBe(
+      "breaker of fake/a open (item q7 failed): later items skip it until a probe succeeds " +
+        "(with no other candidate they fail)"
+    )
+    expect(Story.transition({ endpoint: "fake/a", from: "open", to: "half_open", itemId: "q9" })).toBe(
+      "breaker of fake/a half-open (item q9 probes it): cooldown over, a probe call tests it"
+    )
+    expect(Story.transition({ endpoint: "fake/a", from: "half_open", to: "closed" })).toBe(
+      "breaker of fake/a closed: the probe succeeded, traffic returns"
+    )
     // The breakers that refused it: which endpoint, when it may half-open.
     expect(
       Story.failed({

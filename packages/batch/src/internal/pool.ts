@@ -9,6 +9,7 @@ import type { Provider } from "@rein/core"
 import { Contract, Gate, Outcome, Rein } from "@rein/core"
 import { Cause, Duration, Effect, Exit, Fiber, FiberId, Option, Runtime } from "effect"
 import type { ItemRecord } from "../ArtifactStore.js"
+import * as CurrentItem from "../CurrentItem.js"
 import type { RunGate } from "./gate.js"
 import type { Pulled, Pulling, Slot } from "./pull.js"
 import type { Results } from "./results.js"
@@ -313,9 +314,11 @@ export const make = <I, E, R>(
     request: Provider.CompletionRequest
   ): Effect.Effect<void, never, Rein.Rein> => {
     const startNanos = clock.unsafeCurrentTimeNanos()
-    const executed = state.observer === undefined
+    // A run someone watches names the item on its fibers (see `CurrentItem`); a quiet run pays nothing for it.
+    const call = quiet
       ? Rein.execute(request, itemContract)
-      : state.observer.item(Rein.execute(request, itemContract), it.index, it.itemId)
+      : Effect.locally(Rein.execute(request, itemContract), CurrentItem.itemId, Option.some(it.itemId))
+    const executed = state.observer === undefined ? call : state.observer.item(call, it.index, it.itemId)
     if (!cancelActive) {
       // Both ends of the call are the worker's own handlers, made once per worker: the item runs on the
       // worker's fiber, one at a time, so they read it from the worker (no closures and no options object

@@ -2,20 +2,24 @@
  * Breaker transitions of a `rein batch` run, as events: the process-wide `Health` is wrapped so that the
  * moment an endpoint's breaker changes state is seen where it happens — a completion that opens or closes
  * it, the acquisition of a probe (an open breaker whose cooldown has passed is half-open) — and offered to
- * a queue the progress display drains. The wrapped service decides nothing itself: every call goes to the
- * inner one unchanged.
+ * a queue the progress display drains, with the id of the item whose attempt made it (the run names each item
+ * on its fibers: `CurrentItem`). The wrapped service decides nothing itself: every call goes to the inner one
+ * unchanged.
  *
  * @internal
  */
+import { CurrentItem } from "@rein/batch"
 import { Health } from "@rein/core"
 import type { Planner } from "@rein/core"
 import { Effect, Either, Layer, Queue } from "effect"
 
-/** One breaker transition of an endpoint. @internal */
+/** One breaker transition of an endpoint, and the item whose attempt made it (when known). @internal */
 export interface Transition {
   readonly endpoint: string
   readonly from: Health.BreakerState
   readonly to: Health.BreakerState
+  /** The item whose attempt opened or closed the breaker, or took its probe (`CurrentItem`): its id only. */
+  readonly itemId?: string
 }
 
 /** Wraps `inner` so that every breaker transition is offered to `transitions`. @internal */
@@ -25,7 +29,9 @@ export const observe = (inner: Health.Service, transitions: Queue.Enqueue<Transi
     const from = states.get(endpoint) ?? "closed"
     if (from === to) return
     states.set(endpoint, to)
-    Queue.unsafeOffer(transitions, { endpoint, from, to })
+    // Seen on the fiber of the item whose attempt made it (a completion, a probe's admission).
+    const itemId = CurrentItem.unsafeItemId()
+    Queue.unsafeOffer(transitions, itemId === undefined ? { endpoint, from, to } : { endpoint, from, to, itemId })
   }
   // Only a half-open breaker hands out probe permits.
   const sawPermit = (endpoint: string, permit: Health.Permit): void => {

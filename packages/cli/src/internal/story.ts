@@ -72,17 +72,23 @@ export const failed = (event: typeof Events.ItemFailed.Type): string => {
 export const notable = (event: Events.Event): boolean =>
   event._tag === "ItemFailed" || (event._tag === "ItemCompleted" && (event.attempts?.length ?? 0) > 1)
 
-/** A breaker transition in words. @internal */
+/**
+ * A breaker transition in words, naming the item whose attempt made it when known: `breaker of fake/a open
+ * (item q7 failed): later items skip it …`. @internal
+ */
 export const transition = (t: Transition): string => {
+  const by = (what: string) => t.itemId === undefined ? "" : ` (item ${t.itemId} ${what})`
   switch (t.to) {
     case "open":
       return t.from === "half_open"
-        ? `breaker of ${t.endpoint} open again: its probe failed, a longer cooldown`
-        : `breaker of ${t.endpoint} open: later items skip it until a probe succeeds (with no other candidate they fail)`
+        ? `breaker of ${t.endpoint} open again${by("failed")}: its probe failed, a longer cooldown`
+        : `breaker of ${t.endpoint} open${
+          by("failed")
+        }: later items skip it until a probe succeeds (with no other candidate they fail)`
     case "half_open":
-      return `breaker of ${t.endpoint} half-open: cooldown over, a probe call tests it`
+      return `breaker of ${t.endpoint} half-open${by("probes it")}: cooldown over, a probe call tests it`
     case "closed":
-      return `breaker of ${t.endpoint} closed: the probe succeeded, traffic returns`
+      return `breaker of ${t.endpoint} closed${by("succeeded")}: the probe succeeded, traffic returns`
   }
 }
 
