@@ -639,7 +639,12 @@ describe("rein batch", () => {
     )
     const only = file(
       "only-a-batch.json",
-      JSON.stringify({ deadline: "20 seconds", candidates: ["fake/a"], allowSimulated: true, retry: { perEndpoint: 0 } })
+      JSON.stringify({
+        deadline: "20 seconds",
+        candidates: ["fake/a"],
+        allowSimulated: true,
+        retry: { perEndpoint: 0 }
+      })
     )
     const scenario = file(
       "a-trips-batch.json",

@@ -36,7 +36,9 @@ describe("an open breaker on every candidate", () => {
       expect(second.left.attempts).toEqual([])
       expect(second.left.breakers).toEqual([{ endpoint: "a", state: "open", halfOpensInMillis: 3_000 }])
       // In what is serialised (artifacts), and in the journal record.
-      expect(JSON.stringify(second.left)).toContain(`"breakers":[{"endpoint":"a","state":"open","halfOpensInMillis":3000}]`)
+      expect(JSON.stringify(second.left)).toContain(
+        `"breakers":[{"endpoint":"a","state":"open","halfOpensInMillis":3000}]`
+      )
       const record = records[1]!
       expect(record.outcome).toMatchObject({ _tag: "PlanExhausted", detail: "breaker_open" })
       expect(Journal.replay(record)).toEqual(Either.right(record.decisions.length))
@@ -52,7 +54,9 @@ describe("an open breaker on every candidate", () => {
       const records: Array<Journal.JournalRecord> = []
       const provide = Effect.provide(layer(health, fake.provider, records))
       // b's breaker opens first (a request on b alone), then a request on a, b: a fails and opens, b is open.
-      yield* Effect.either(Rein.execute(request, contract({ candidates: ["b"], retry: { perEndpoint: 0 } })).pipe(provide))
+      yield* Effect.either(
+        Rein.execute(request, contract({ candidates: ["b"], retry: { perEndpoint: 0 } })).pipe(provide)
+      )
       yield* TestClock.adjust("1 second")
       const result = yield* Effect.either(
         Rein.execute(request, contract({ candidates: ["a", "b"], retry: { perEndpoint: 1 } })).pipe(provide)
