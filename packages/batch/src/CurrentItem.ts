@@ -1,15 +1,15 @@
 /**
  * The item a fiber works for: while a batch run with a listener (`onEvent` or `progress`) executes an item, its
- * id is in this `FiberRef` on every fiber of that item's request — its attempts, its provider call, the `Health`
+ * id is readable on every fiber of that item's request — its attempts, its provider call, the `Health`
  * completion that opens a breaker. A service wrapped around Rein's (a breaker display, a log) reads it to say
  * which item caused what it saw. It holds the item's id only: never its prompt or any provider text.
  *
- * Without a listener the run sets nothing (the per-item cost stays off the path nobody watches): the value is
- * then `Option.none()`, as it is outside any run.
+ * Without a listener the run sets nothing (nobody watches): it is then `Option.none()`, as outside any run.
  *
  * @since 0.1.0
  */
-import { Fiber, FiberRef, Option } from "effect"
+import { Effect, Fiber, FiberRef, Option } from "effect"
+import { cell } from "./internal/currentItem.js"
 
 /**
  * The id of the batch item the current fiber executes (`Option.none()` outside an item, or in a run without a
@@ -17,16 +17,17 @@ import { Fiber, FiberRef, Option } from "effect"
  *
  * @example
  * ```ts
- * import { Effect, FiberRef, Option } from "effect"
+ * import { Effect, Option } from "effect"
  * import { CurrentItem } from "@rein/batch"
  *
- * const which = Effect.map(FiberRef.get(CurrentItem.itemId), Option.getOrElse(() => "(no item)"))
+ * const which = Effect.map(CurrentItem.itemId, Option.getOrElse(() => "(no item)"))
  * ```
  * @category references
  * @since 0.1.0
  */
-export const itemId: FiberRef.FiberRef<Option.Option<string>> = FiberRef.unsafeMake<Option.Option<string>>(
-  Option.none()
+export const itemId: Effect.Effect<Option.Option<string>> = FiberRef.getWith(
+  cell,
+  (c) => Effect.succeed(Option.fromNullable(c?.itemId))
 )
 
 /**
@@ -44,5 +45,5 @@ export const itemId: FiberRef.FiberRef<Option.Option<string>> = FiberRef.unsafeM
  */
 export const unsafeItemId = (): string | undefined => {
   const fiber = Fiber.getCurrentFiber()
-  return Option.isNone(fiber) ? undefined : Option.getOrUndefined(fiber.value.getFiberRef(itemId))
+  return Option.isNone(fiber) ? undefined : fiber.value.getFiberRef(cell)?.itemId
 }

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Batch, CurrentItem, Guardrails } from "@rein/batch"
 import type { Events } from "@rein/batch"
 import { Health, Rein } from "@rein/core"
-import { Effect, Fiber, FiberRef, Layer, Option, TestClock } from "effect"
+import { Effect, Fiber, Layer, Option, TestClock } from "effect"
 import { catalog, contract, fail, ok, scripted } from "./batch-helpers.js"
 
 interface Seen {
@@ -20,7 +20,7 @@ interface Seen {
 const watched = (inner: Health.Service, seen: Array<Seen>): Health.Service => {
   const note = (permit: Health.Permit) =>
     Effect.flatMap(
-      Effect.zip(inner.breaker(permit.endpoint), FiberRef.get(CurrentItem.itemId)),
+      Effect.zip(inner.breaker(permit.endpoint), CurrentItem.itemId),
       ([state, item]) =>
         Effect.sync(() => {
           // The synchronous reading (for a service's fast path) agrees with the effect's.
@@ -71,7 +71,7 @@ describe("a breaker in a batch run", () => {
       expect(refused?.error).toBe("PlanExhausted")
       expect(refused?.breakers).toEqual([{ endpoint: "a", state: "open", halfOpensInMillis: 10_000 }])
       // Outside the run, no item.
-      expect(yield* FiberRef.get(CurrentItem.itemId)).toEqual(Option.none())
+      expect(yield* CurrentItem.itemId).toEqual(Option.none())
       expect(fake.log.map((c) => c.prompt)).toEqual(["p1"])
     }))
 })
