@@ -356,7 +356,11 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       Effect.provide(Layer.merge(
         Rein.layer({ catalog, providers, tokenizer, health: false }),
         Layer.merge(
-          Breakers.layer(scenario === undefined ? {} : Scenario.healthConfig(scenario), display.transitions),
+          Breakers.layer(
+            scenario === undefined ? {} : Scenario.healthConfig(scenario),
+            display.transitions,
+            Checkpoint.unsafeItemId
+          ),
           artifacts
         )
       )),

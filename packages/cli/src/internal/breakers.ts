@@ -8,7 +8,6 @@
  *
  * @internal
  */
-import { CurrentItem } from "@rein/batch"
 import { Health } from "@rein/core"
 import type { Planner } from "@rein/core"
 import { Effect, Either, Layer, Queue } from "effect"
@@ -22,15 +21,23 @@ export interface Transition {
   readonly itemId?: string
 }
 
-/** Wraps `inner` so that every breaker transition is offered to `transitions`. @internal */
-export const observe = (inner: Health.Service, transitions: Queue.Enqueue<Transition>): Health.Service => {
+/**
+ * Wraps `inner` so that every breaker transition is offered to `transitions`, with the item `itemOf` names on the
+ * fiber that made it (`@rein/batch`'s `CurrentItem.unsafeItemId`, given by the command that loaded it: this module
+ * does not load `@rein/batch`). @internal
+ */
+export const observe = (
+  inner: Health.Service,
+  transitions: Queue.Enqueue<Transition>,
+  itemOf: () => string | undefined = () => undefined
+): Health.Service => {
   const states = new Map<string, Health.BreakerState>()
   const saw = (endpoint: string, to: Health.BreakerState): void => {
     const from = states.get(endpoint) ?? "closed"
     if (from === to) return
     states.set(endpoint, to)
     // Seen on the fiber of the item whose attempt made it (a completion, a probe's admission).
-    const itemId = CurrentItem.unsafeItemId()
+    const itemId = itemOf()
     Queue.unsafeOffer(transitions, itemId === undefined ? { endpoint, from, to } : { endpoint, from, to, itemId })
   }
   // Only a half-open breaker hands out probe permits.
@@ -62,6 +69,7 @@ export const observe = (inner: Health.Service, transitions: Queue.Enqueue<Transi
 /** A process-wide `Health` with these settings whose transitions go to `transitions`. @internal */
 export const layer = (
   config: Partial<Health.Config>,
-  transitions: Queue.Enqueue<Transition>
+  transitions: Queue.Enqueue<Transition>,
+  itemOf?: () => string | undefined
 ): Layer.Layer<Health.Health, Health.ConfigError> =>
-  Layer.effect(Health.Health, Effect.map(Health.make(config), (inner) => observe(inner, transitions)))
+  Layer.effect(Health.Health, Effect.map(Health.make(config), (inner) => observe(inner, transitions, itemOf)))
