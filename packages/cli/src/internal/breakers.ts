@@ -66,7 +66,10 @@ export const observe = (
   })
 }
 
-/** A process-wide `Health` with these settings whose transitions go to `transitions`. @internal */
+/**
+ * A process-wide `Health` with these settings whose transitions go to `transitions`, each with the item `itemOf`
+ * names (see `observe`). @internal
+ */
 export const layer = (
   config: Partial<Health.Config>,
   transitions: Queue.Enqueue<Transition>,
