@@ -21,6 +21,7 @@ import type { ArtifactStore, ItemRecord } from "./ArtifactStore.js"
 import { ArtifactError } from "./ArtifactStore.js"
 import type * as Batch from "./Batch.js"
 import * as Batches from "./Batch.js"
+import * as CurrentItem from "./CurrentItem.js"
 import * as Fingerprint from "./Fingerprint.js"
 import type { Identity } from "./Identity.js"
 import { ArtifactFailed, BatchAborted, BatchBudgetExceeded, BatchDeadlineExceeded } from "./Result.js"
@@ -56,6 +57,22 @@ export interface Options<I> {
   /** What of a success is kept as its result (default: the completion's text); `false` keeps none. */
   readonly result?: ((completion: Outcome.Completion, item: I) => unknown) | false | undefined
 }
+
+/**
+ * `CurrentItem.unsafeItemId`: the id of the item the current fiber executes, in a checkpointed run with a listener.
+ * Here too, so that a caller that loads this module alone (the `rein` binary loads each module it uses on its
+ * own) names items without loading one more.
+ *
+ * @example
+ * ```ts
+ * import { Checkpoint } from "@rein/batch"
+ *
+ * const label = (endpoint: string) => `${endpoint} (item ${Checkpoint.unsafeItemId() ?? "?"})`
+ * ```
+ * @category references
+ * @since 0.1.0
+ */
+export const unsafeItemId: () => string | undefined = CurrentItem.unsafeItemId
 
 const ItemErrorSchema = Schema.Union(
   Outcome.Terminal,

@@ -150,7 +150,12 @@ export const ItemFailed = Schema.TaggedStruct("ItemFailed", {
    */
   error: Schema.optional(Schema.String),
   /** The attempts made before the item failed. */
-  attempts: Schema.optional(Schema.Array(AttemptSummary))
+  attempts: Schema.optional(Schema.Array(AttemptSummary)),
+  /**
+   * The breakers that refused the candidates left (a `PlanExhausted` item: which endpoint, its state, when it may
+   * half-open); absent when no breaker refused one.
+   */
+  breakers: Schema.optional(Schema.Array(Outcome.BreakerRefusal))
 })
 
 /**

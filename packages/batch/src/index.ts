@@ -30,6 +30,13 @@ export * as JsonlStore from "./JsonlStore.js"
 export * as Resume from "./Resume.js"
 
 /**
+ * The batch item a fiber works for, as a `FiberRef`: services around Rein's read it to name the item.
+ *
+ * @since 0.1.0
+ */
+export * as CurrentItem from "./CurrentItem.js"
+
+/**
  * Batch runs: `run` collects, `stream` yields each result as it happens; guardrails around every item.
  *
  * @since 0.1.0

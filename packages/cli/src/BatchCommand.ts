@@ -240,6 +240,10 @@ const request = (item: PromptItem) => ({
   maxOutputTokens: item.maxOutputTokens
 })
 
+/** The scenario's breaker settings, or the defaults. */
+const healthOf = (scenario: Scenario.Scenario | undefined) =>
+  scenario === undefined ? {} : Scenario.healthConfig(scenario)
+
 /**
  * Runs a batch as `rein batch` does, drawing progress on stderr.
  *
@@ -349,7 +353,7 @@ export const execute = (options: BatchOptions): Effect.Effect<BatchReport, Input
       Effect.provide(Layer.merge(
         Rein.layer({ catalog, providers, tokenizer, health: false }),
         Layer.merge(
-          Breakers.layer(scenario === undefined ? {} : Scenario.healthConfig(scenario), display.transitions),
+          Breakers.layer(healthOf(scenario), display.transitions, Checkpoint.unsafeItemId),
           artifacts
         )
       )),

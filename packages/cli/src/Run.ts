@@ -59,6 +59,11 @@ export interface RunReport {
    * `rein explain` shows as `request …`); `null` when nothing was recorded.
    */
   readonly requestId: string | null
+  /**
+   * The breakers that refused the candidates left (`PlanExhausted`: which endpoint, its state, and in how many
+   * milliseconds it may half-open); absent when no breaker refused one.
+   */
+  readonly breakers?: ReadonlyArray<Outcome.BreakerRefusal> | undefined
 }
 
 /**
@@ -114,9 +119,18 @@ export const report = (
       attempts: e.attempts,
       record,
       recordError,
-      requestId: e.requestId ?? null
+      requestId: e.requestId ?? null,
+      ...(e._tag === "PlanExhausted" && e.breakers !== undefined ? { breakers: e.breakers } : {})
     })
   })
+
+/** `refused by the breaker of fake/a: open, may half-open in 3000 ms`. */
+const breakerLine = (b: Outcome.BreakerRefusal): string =>
+  `refused by the breaker of ${b.endpoint}: ${
+    b.state === "open"
+      ? `open, may half-open in ${num(Math.ceil(b.halfOpensInMillis))} ms`
+      : "half-open, every probe slot taken"
+  }`
 
 /**
  * Renders a run for people.
@@ -146,6 +160,7 @@ export const render = (r: RunReport): string => {
     lines.push(`answer: ${printable(r.text ?? "", true)}`)
   } else {
     lines.push(`outcome: ${r.outcome}: ${r.reason ?? ""}`)
+    for (const b of r.breakers ?? []) lines.push(breakerLine(b))
   }
   lines.push(`attempts: ${r.attempts.length}`)
   if (r.attempts.length > 0) lines.push(attemptsTable(r.attempts))

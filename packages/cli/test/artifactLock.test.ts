@@ -162,6 +162,35 @@ describe("the lock under attack", () => {
     expect(fs.readdirSync(dir).sort()).toEqual(["link.jsonl", "run.jsonl"])
   }, 240_000)
 
+  it(
+    "an artifact with a second name (a hard link) or that is a symbolic link to nothing is refused, saying why",
+    async () => {
+      const dir = path.join(tmp, "names-refused")
+      fs.mkdirSync(dir)
+      const out = path.join(dir, "run.jsonl")
+      fs.writeFileSync(out, "")
+      fs.linkSync(out, path.join(dir, "other.jsonl"))
+      // Each name would take its own lock: two runs given the two names would both write the one file.
+      for (const name of [out, path.join(dir, "other.jsonl")]) {
+        const linked = await rein(batchArgs(name, "--overwrite"), 60_000)
+        expect(linked.code).toBe(2)
+        expect(linked.stderr).toContain(`${name} has 2 names (hard links): a run given another of them would not see`)
+      }
+      // A link to nothing: it said the artifact "already exists" (the exclusive create refuses a link).
+      const dangling = path.join(dir, "dangling.jsonl")
+      fs.symlinkSync("missing.jsonl", dangling)
+      const r = await rein(batchArgs(dangling, "--overwrite"), 60_000)
+      expect(r.code).toBe(2)
+      expect(r.stderr).toContain(
+        `${dangling} is a symbolic link to missing.jsonl, which does not exist: a new artifact is not created through ` +
+          `a link; pass ${path.join(dir, "missing.jsonl")} as --out, or remove the link`
+      )
+      expect(r.stderr).not.toMatch(/already exists/)
+      expect(fs.readdirSync(dir).sort()).toEqual(["dangling.jsonl", "other.jsonl", "run.jsonl"])
+    },
+    240_000
+  )
+
   it.skipIf(!canUnshare)(
     "a run in another PID namespace holds the lock: not judged stale by a pid of ours",
     async () => {

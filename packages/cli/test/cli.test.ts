@@ -286,6 +286,37 @@ describe("rein run, replay, explain", () => {
     expect(r.stdout).toMatch(/outcome: (PlanExhausted|FailedSafe|DeadlineExceeded)/)
   }, 60_000)
 
+  it("a request the only candidate's open breaker ends says so: which endpoint, when it may half-open", async () => {
+    const only = file(
+      "only-a-retry.json",
+      JSON.stringify({
+        deadline: "20 seconds",
+        candidates: ["fake/a"],
+        allowSimulated: true,
+        retry: { perEndpoint: 2, base: "10 millis", factor: 2, max: "1 second", jitter: 0 }
+      })
+    )
+    // One 500 opens fake/a's breaker for 60 s: its retry is refused by the breaker, not by the failure.
+    const scenario = file(
+      "a-trips.json",
+      JSON.stringify({
+        endpoints: { "fake/a": [{ behaviour: { kind: "fail", failure: "server_error", latency: "10 millis" } }] },
+        health: { consecutiveFailures: 1, cooldown: "60 seconds" }
+      })
+    )
+    const args = ["run", "--catalog", catalog, "--contract", only, "--prompt", "Hi", "--scenario", scenario]
+    const r = await rein(args)
+    expect(r.code).toBe(1)
+    expect(r.stdout).toMatch(/outcome: PlanExhausted: fake\/a: breaker open/)
+    expect(r.stdout).toMatch(/refused by the breaker of fake\/a: open, may half-open in \d+ ms/)
+    const json = await rein([...args, "--json"])
+    expect(json.code).toBe(1)
+    const breakers = JSON.parse(json.stdout).breakers
+    expect(breakers).toEqual([{ endpoint: "fake/a", state: "open", halfOpensInMillis: expect.any(Number) }])
+    expect(breakers[0].halfOpensInMillis).toBeGreaterThan(50_000)
+    expect(breakers[0].halfOpensInMillis).toBeLessThanOrEqual(60_000)
+  }, 60_000)
+
   it("a tampered record makes replay exit 3 naming the first differing decision", async () => {
     const record = path.join(tmp, "fallback.jsonl")
     const r = await rein([
@@ -599,6 +630,55 @@ describe("rein batch", () => {
     expect(r.code).toBe(1)
     expect(r.stderr).toMatch(/\[1\/2\] q\d\d failed: server_error, no candidate left \(500( ×\d)?(, 500( ×\d)?)*\)/)
     expect(r.stderr).not.toMatch(/PlanExhausted/)
+  }, 120_000)
+
+  it("a breaker's line names the item that opened it; an item it refused says which breaker and when", async () => {
+    const input = file(
+      "three.jsonl",
+      fs.readFileSync("examples/prompts.jsonl", "utf8").split("\n").slice(0, 3).join("\n")
+    )
+    const only = file(
+      "only-a-batch.json",
+      JSON.stringify({
+        deadline: "20 seconds",
+        candidates: ["fake/a"],
+        allowSimulated: true,
+        retry: { perEndpoint: 0 }
+      })
+    )
+    const scenario = file(
+      "a-trips-batch.json",
+      JSON.stringify({
+        endpoints: { "fake/a": [{ behaviour: { kind: "fail", failure: "server_error", latency: "10 millis" } }] },
+        health: { consecutiveFailures: 1, cooldown: "60 seconds" }
+      })
+    )
+    const out = path.join(tmp, "breaker.jsonl")
+    const r = await rein([
+      "batch",
+      "--input",
+      input,
+      "--catalog",
+      catalog,
+      "--contract",
+      only,
+      "--scenario",
+      scenario,
+      "--concurrency",
+      "1",
+      "--out",
+      out
+    ])
+    expect(r.code).toBe(1)
+    // One at a time: q01's 500 opens the breaker; q02 and q03 find it open.
+    expect(r.stderr).toContain("breaker of fake/a open (item q01 failed): later items skip it")
+    expect(r.stderr).toMatch(
+      /\[2\/3\] q02 failed: plan_exhausted, no candidate left: breaker of fake\/a open, may half-open in \d+ ms/
+    )
+    // The artifact's record of q02 keeps the refusal, typed.
+    const q02 = fs.readFileSync(out, "utf8").split("\n").filter((l) => l.includes("\"q02\""))
+    expect(q02).toHaveLength(1)
+    expect(q02[0]).toMatch(/"breakers":\[\{"endpoint":"fake\/a","state":"open","halfOpensInMillis":[\d.]+\}\]/)
   }, 120_000)
 
   it("names the flag of a bad guardrail", async () => {
@@ -943,9 +1023,10 @@ describe("the demo on a terminal", () => {
     const shown = screen(r.stdout, 80)
     expect(shown.filter((line) => BAR.test(line))).toHaveLength(1)
     const text = shown.join("\n")
-    expect(text).toMatch(/breaker of fake\/a open: later items skip it/)
-    expect(text).toMatch(/breaker of fake\/a half-open/)
-    expect(text).toMatch(/breaker of fake\/a closed: the probe succeeded/)
+    // Each transition names the item whose attempt made it.
+    expect(text).toMatch(/breaker of fake\/a open \(item q\d\d failed\): later items skip it/)
+    expect(text).toMatch(/breaker of fake\/a half-open \(item q\d\d probes it\)/)
+    expect(text).toMatch(/breaker of fake\/a closed \(item q\d\d succeeded\): the probe succeeded/)
     expect(text).toMatch(/q\d\d ok on fake\/b after 503( ×2)?\n/)
     expect(text).toMatch(/breakers +fake\/a opened \d+, half-open \d+, closed 1/)
     expect(text).toMatch(/unknown usage +\d+ calls reported no tokens: not in the totals above/)

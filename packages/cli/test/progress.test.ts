@@ -97,6 +97,36 @@ describe("an item's line", () => {
       Story.failed({ _tag: "ItemFailed", at: 0, index: 0, itemId: "q1", category: "overloaded", error: "SomethingNew" })
     )
       .toBe("failed: overloaded, SomethingNew")
+    // A breaker's transition names the item whose attempt made it, when known.
+    expect(Story.transition({ endpoint: "fake/a", from: "closed", to: "open", itemId: "q7" })).toBe(
+      "breaker of fake/a open (item q7 failed): later items skip it until a probe succeeds " +
+        "(with no other candidate they fail)"
+    )
+    expect(Story.transition({ endpoint: "fake/a", from: "open", to: "half_open", itemId: "q9" })).toBe(
+      "breaker of fake/a half-open (item q9 probes it): cooldown over, a probe call tests it"
+    )
+    expect(Story.transition({ endpoint: "fake/a", from: "half_open", to: "closed" })).toBe(
+      "breaker of fake/a closed: the probe succeeded, traffic returns"
+    )
+    // The breakers that refused it: which endpoint, when it may half-open.
+    expect(
+      Story.failed({
+        _tag: "ItemFailed",
+        at: 0,
+        index: 0,
+        itemId: "q1",
+        category: "overloaded",
+        error: "PlanExhausted",
+        attempts: [{ endpoint: "fake/a", role: "first", failure: "overloaded", code: "http_503" }],
+        breakers: [
+          { endpoint: "fake/a", state: "open", halfOpensInMillis: 2_999.5 },
+          { endpoint: "fake/b", state: "half_open", halfOpensInMillis: 0 }
+        ]
+      })
+    ).toBe(
+      "failed: overloaded, no candidate left: breaker of fake/a open, may half-open in 3000 ms; " +
+        "breaker of fake/b half-open, every probe slot taken (503)"
+    )
   })
 })
 

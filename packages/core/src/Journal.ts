@@ -266,6 +266,17 @@ const recordedOutcome = (
     case "BudgetExhausted":
       return { _tag: outcome._tag, reason: outcome.reason, detail: outcome.resource, cause: outcome.lastFailure }
     case "PlanExhausted":
+      // Breakers refused the candidates left (Health's refusal): the record says so; its decisions say which.
+      return {
+        _tag: outcome._tag,
+        reason: outcome.reason,
+        detail: outcome.breakers === undefined
+          ? null
+          : outcome.breakers.some((b) => b.state === "open")
+          ? "breaker_open"
+          : "no_probe_slot",
+        cause: outcome.lastFailure
+      }
     case "Halted":
       return { _tag: outcome._tag, reason: outcome.reason, detail: null, cause: outcome.lastFailure }
     case "FailedSafe":

@@ -395,8 +395,45 @@ export class BudgetExhausted extends Schema.TaggedError<BudgetExhausted>()("Budg
 }
 
 /**
- * Every candidate was tried or excluded and none succeeded.
+ * A candidate an endpoint's breaker refused when the plan ended: which endpoint, whether its breaker was open
+ * or half-open with every probe slot taken, and in how many milliseconds (from the outcome) it may half-open
+ * and admit a probe (`0`: it is half-open now, its probes busy).
  *
+ * @example
+ * ```ts
+ * import { Outcome } from "@rein/core"
+ *
+ * const refused: Outcome.BreakerRefusal = { endpoint: "openai/mini", state: "open", halfOpensInMillis: 30_000 }
+ * ```
+ * @category schemas
+ * @since 0.1.0
+ */
+export const BreakerRefusal = Schema.Struct({
+  endpoint: Schema.String,
+  state: Schema.Literal("open", "half_open"),
+  halfOpensInMillis: Schema.Number
+}).annotations({ identifier: "BreakerRefusal" })
+
+/**
+ * @category models
+ * @since 0.1.0
+ */
+export interface BreakerRefusal extends Schema.Schema.Type<typeof BreakerRefusal> {}
+
+/**
+ * Every candidate was tried or excluded and none succeeded. When breakers refused the candidates the failures
+ * still allowed (an open breaker on the only candidate), `breakers` names each, with when it may half-open.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Outcome } from "@rein/core"
+ *
+ * const onExhausted = (e: Outcome.PlanExhausted) =>
+ *   e.breakers === undefined
+ *     ? Effect.fail(e)
+ *     : Effect.succeed(e.breakers.map((b) => `${b.endpoint}: retry in ${b.halfOpensInMillis} ms`))
+ * ```
  * @category errors
  * @since 0.1.0
  */
@@ -404,6 +441,8 @@ export class PlanExhausted extends Schema.TaggedError<PlanExhausted>()("PlanExha
   reason: Schema.String,
   lastFailure,
   attempts,
+  /** The breakers that refused the candidates the failures allowed (absent: no breaker refused one). */
+  breakers: Schema.optional(Schema.Array(BreakerRefusal)),
   /** The request's id (see `RequestId`): the journal record's, or the caller's `request.id`. */
   requestId
 }) {

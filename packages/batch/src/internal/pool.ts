@@ -10,6 +10,7 @@ import type { Provider } from "@rein/core"
 import { Contract, Outcome, Rein } from "@rein/core"
 import { Cause, Duration, Effect, Exit, Fiber, FiberId, Option, Runtime } from "effect"
 import type { ItemRecord } from "../ArtifactStore.js"
+import * as CurrentItem from "./currentItem.js"
 import type { RunGate } from "./gate.js"
 import type { Pulled, Pulling, Slot } from "./pull.js"
 import type { Results } from "./results.js"
@@ -131,6 +132,8 @@ export const runAll = <R>(
 interface Running<I> extends Worker {
   item: I | undefined
   startNanos: bigint
+  /** The item this worker executes, for its fibers (see `CurrentItem`); only in a run with a listener. */
+  readonly cell: CurrentItem.Cell | undefined
   readonly ends: {
     readonly onFailure: (cause: Cause.Cause<Outcome.Terminal>) => Effect.Effect<void>
     readonly onSuccess: (completion: Outcome.Completion) => Effect.Effect<void>
@@ -162,11 +165,12 @@ interface ItemEnds<I> {
 }
 
 /** A worker and the ends of the call of the item it executes (see `execute`), made once per worker. */
-const workerOf = <I>(ends: ItemEnds<I>): Running<I> => {
+const workerOf = <I>(ends: ItemEnds<I>, quiet: boolean): Running<I> => {
   const self: Running<I> = {
     current: undefined,
     item: undefined,
     startNanos: 0n,
+    cell: quiet ? undefined : { itemId: undefined },
     ends: {
       onFailure: (cause) => ends.ended(self, self.current!, self.item!, self.startNanos, Exit.failCause(cause)),
       onSuccess: (completion) => ends.succeeded(self, self.current!, self.item!, self.startNanos, completion)
@@ -314,9 +318,10 @@ export const make = <I, E, R>(
     request: Provider.CompletionRequest
   ): Effect.Effect<void, never, Rein.Rein> => {
     const startNanos = clock.unsafeCurrentTimeNanos()
-    const executed = state.observer === undefined
-      ? Rein.execute(request, itemContract)
-      : state.observer.item(Rein.execute(request, itemContract), it.index, it.itemId)
+    // A run someone watches names the item on its fibers, in the worker's cell (see `internal/currentItem.ts`).
+    if (worker.cell !== undefined) worker.cell.itemId = it.itemId
+    const call = Rein.execute(request, itemContract)
+    const executed = state.observer === undefined ? call : state.observer.item(call, it.index, it.itemId)
     if (!cancelActive) {
       // Both ends of the call are the worker's own handlers, made once per worker: the item runs on the
       // worker's fiber, one at a time, so they read it from the worker (no closures and no options object
@@ -336,7 +341,7 @@ export const make = <I, E, R>(
 
   const worker = (spawner: Spawner<Rein.Rein | R>): Effect.Effect<void, never, Rein.Rein | R> =>
     Effect.suspend(() => {
-      const self = workerOf(ends)
+      const self = workerOf(ends, quiet)
       const take = (item: I, index: number) => afterNext(spawner, processItem(self, item, index))
       // Without anything that acts on single attempts, the executor runs without a gate (see `gated`).
       const process = (next: Pulled<I>): Effect.Effect<void, never, Rein.Rein | R> => {
@@ -365,7 +370,8 @@ export const make = <I, E, R>(
       }
       // The run's one gate is provided around all the workers (see `engine.ts`): a gated worker only marks its
       // fiber as its own, for the gate to find the item it is executing.
-      return gated ? gate.within(self, loop) : loop
+      const named = self.cell === undefined ? loop : Effect.locally(loop, CurrentItem.cell, self.cell)
+      return gated ? gate.within(self, named) : named
     })
 
   return { worker }

@@ -136,7 +136,10 @@ export const make = <I>(
             ...ids,
             category: result.category,
             error: result.error._tag,
-            attempts: summarise(result.error.attempts)
+            attempts: summarise(result.error.attempts),
+            ...(result.error._tag === "PlanExhausted" && result.error.breakers !== undefined
+              ? { breakers: result.error.breakers }
+              : {})
           }
         case "Reused":
           return { _tag: "ItemReused", ...ids }

@@ -1,7 +1,7 @@
 /**
  * The advisory lock of a JSONL artifact: one `rein batch` run writes one `--out` at a time. The lock is a file
  * next to the artifact, under the artifact's real path (`<out>.lock`, symbolic links and `..` resolved, so two
- * names of one file share one lock), created exclusively (`O_EXCL`), holding the holder's pid, its start time
+ * names of one file share one lock; an artifact with hard links, or a link to nothing, is refused), created exclusively (`O_EXCL`), holding the holder's pid, its start time
  * and its PID namespace (from `/proc`, where there is one). A second run on the same artifact fails at once,
  * naming the file and the holder. A holder in another PID namespace or on another machine cannot be checked
  * from here: its lock counts as held until it is released or removed by hand. A lock path that is no regular
@@ -9,14 +9,14 @@
  * holder is gone (killed with `kill -9`, or its pid now another process's) is stale, and the next run takes it
  * over.
  *
- * Taking a stale lock over is itself guarded: the stale file is first renamed aside (atomic) and checked to be
- * the one judged stale; were it another run's fresh lock (taken in between), it is put back.
+ * Taking a stale lock over is itself guarded: one run at a time, under a takeover claim created exclusively,
+ * removes the lock only if it still is the one judged stale (see `breakStale`); the others wait for it.
  *
  * @internal
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import type { Scope } from "effect"
-import { Effect, Option } from "effect"
+import { Duration, Effect, Option } from "effect"
 import * as nodePath from "node:path"
 import { InputError } from "../InputError.js"
 
@@ -42,8 +42,9 @@ export const lockPath = (out: string): string => `${out}.lock`
 const MAX_LOCK_BYTES = 4096
 
 /**
- * The artifact's real path: symbolic links (a dangling one too: the file the run will create) and `.`/`..`
+ * The artifact's real path: symbolic links (a dangling one too, though `acquire` refuses one) and `.`/`..`
  * resolved, so `--out link.jsonl` and `--out run.jsonl` (or a relative and an absolute name) share one lock.
+ * Hard links are other names of the same file that no path resolves to: `acquire` refuses a file that has any.
  * A name that cannot be resolved (a directory not readable) is taken absolute as given.
  */
 const realOut = (fs: FileSystem.FileSystem, out: string): Effect.Effect<string> =>
@@ -60,6 +61,22 @@ const realOut = (fs: FileSystem.FileSystem, out: string): Effect.Effect<string> 
     const dir = yield* Effect.option(fs.realPath(nodePath.dirname(name)))
     return Option.isSome(dir) ? nodePath.join(dir.value, nodePath.basename(name)) : name
   })
+
+/**
+ * Refuses an artifact path that is a symbolic link to nothing: a new artifact is never created through a link
+ * (it is opened exclusively, which a link refuses), so the run would otherwise fail later saying the file
+ * "already exists", or that its lock's directory does not.
+ */
+const refuseDangling = (fs: FileSystem.FileSystem, out: string): Effect.Effect<void, InputError> =>
+  Effect.flatMap(Effect.option(fs.readLink(out)), (target) =>
+    Option.isNone(target) ? Effect.void : Effect.fail(
+      new InputError({
+        message: `${out} is a symbolic link to ${target.value}, which does not exist: a new artifact is not ` +
+          `created through a link; pass ${
+            nodePath.resolve(nodePath.dirname(out), target.value)
+          } as --out, or remove the link`
+      })
+    ))
 
 /** Where this process's pids mean something: the boot id and the PID namespace, when `/proc` tells. */
 const namespaceOf = (fs: FileSystem.FileSystem): Effect.Effect<string | null> =>
@@ -165,19 +182,57 @@ const inspect = (fs: FileSystem.FileSystem, path: string, ns: string | null): Ef
       : { _tag: "Stale", text: text.value }
   })
 
+/** How taking a stale lock away went (see `breakStale`). */
+type Takeover =
+  | { readonly _tag: "Taken" }
+  | { readonly _tag: "Changed" }
+  | { readonly _tag: "Busy"; readonly claim: string; readonly claimer: Holder | undefined; readonly alive: boolean }
+
+/** The claim a run holds while it takes a stale lock away (see `breakStale`). @internal */
+export const claimPath = (lock: string): string => `${lock}.takeover`
+
 /**
- * Takes a stale lock away: renamed aside, then checked to be the file judged stale; were it another run's lock
- * taken in between, it is linked back (never over a lock taken since). Succeeds with whether it was taken away.
+ * Takes a stale lock away, one run at a time: only the run that creates the takeover claim (`<lock>.takeover`,
+ * exclusively) may remove a lock, and only after reading it again under the claim and finding the very text
+ * judged stale (no other run can remove or replace it meanwhile: its holder is gone, and the others wait for
+ * the claim). The claim goes when the takeover ends. No run ever moves another's lock aside: with three runs
+ * racing, one moving a fresh lock aside while a third took the free name let two runs write.
+ *
+ * A claim whose run is gone (killed in the few milliseconds of a takeover) is not removed here: two runs could
+ * both judge it so, and one remove the other's claim. It is reported (`Busy`, not alive) for a person to remove.
  */
-const breakStale = (fs: FileSystem.FileSystem, path: string, stale: string): Effect.Effect<boolean> =>
-  Effect.gen(function*() {
-    const aside = `${path}.stale-${process.pid}`
-    if (Option.isNone(yield* Effect.option(fs.rename(path, aside)))) return false
-    const moved = yield* readLock(fs, aside)
-    const same = Option.isSome(moved) && moved.value === stale
-    if (!same) yield* Effect.ignore(fs.link(aside, path))
-    yield* Effect.ignore(fs.remove(aside))
-    return same
+const breakStale = (fs: FileSystem.FileSystem, path: string, stale: string, mine: string): Effect.Effect<Takeover> => {
+  const claim = claimPath(path)
+  const underClaim = Effect.gen(function*() {
+    const now = yield* readLock(fs, path)
+    if (Option.isNone(now) || now.value !== stale) return { _tag: "Changed" } as const
+    return Option.isSome(yield* Effect.option(fs.remove(path)))
+      ? { _tag: "Taken" } as const
+      : { _tag: "Changed" } as const
+  })
+  return Effect.gen(function*() {
+    const claimed = yield* Effect.either(fs.writeFileString(claim, mine, { flag: "wx", mode: 0o600 }))
+    if (claimed._tag === "Right") return yield* Effect.ensuring(underClaim, Effect.ignore(fs.remove(claim)))
+    const text = yield* readLock(fs, claim)
+    if (Option.isNone(text)) return { _tag: "Changed" } as const
+    const claimer = parse(text.value)
+    // Unreadable: being written right now.
+    const alive = claimer === undefined || (yield* holderAlive(fs, claimer, null))
+    return { _tag: "Busy", claim, claimer, alive } as const
+  }).pipe(Effect.uninterruptible)
+}
+
+/** How many times a run tries to take the lock before it reports it held. */
+const ROUNDS = 8
+
+/** How long a run waits for another's takeover of a stale lock (a few file operations) before it looks again. */
+const TAKEOVER_WAIT_MILLIS = 50
+
+const abandoned = (out: string, claim: string, claimer: Holder | undefined) =>
+  new InputError({
+    message: `cannot lock ${out}: a takeover of its stale lock was left unfinished by a run that is gone (${
+      claimer === undefined ? "unknown pid" : `pid ${claimer.pid}`
+    }): if no rein batch run is using ${out}, remove ${claim}`
   })
 
 const heldError = (out: string, path: string, holder: Holder | undefined, ns: string | null) =>
@@ -204,6 +259,15 @@ export const acquire = (out: string): Effect.Effect<void, InputError, FileSystem
     // A device or a pipe (`/dev/full`, a FIFO) is no artifact two runs could share: nothing to lock.
     const info = yield* Effect.option(fs.stat(out))
     if (Option.isSome(info) && info.value.type !== "File") return
+    if (Option.isNone(info)) yield* refuseDangling(fs, out)
+    // Two runs given two of its names would take two locks: the lock is by name (see `realOut`).
+    const names = Option.flatMap(info, (i) => i.nlink)
+    if (Option.isSome(names) && names.value > 1) {
+      return yield* new InputError({
+        message: `${out} has ${names.value} names (hard links): a run given another of them would not see this ` +
+          `run's lock, and both would write it; give the artifact one name (copy it, or remove the other links)`
+      })
+    }
     const path = lockPath(yield* realOut(fs, out))
     const ns = yield* namespaceOf(fs)
     const mine = JSON.stringify({ pid: process.pid, start: yield* startOf(fs, process.pid), ns } satisfies Holder)
@@ -211,8 +275,9 @@ export const acquire = (out: string): Effect.Effect<void, InputError, FileSystem
       readLock(fs, path),
       (text) => Option.isSome(text) && text.value === mine ? fs.remove(path) : Effect.void
     ))
-    // A few rounds at most: each lost one means another run took or dropped the lock in between.
-    for (let round = 0; round < 4; round++) {
+    // A few rounds at most: each lost one means another run took or dropped the lock in between, or is taking a
+    // stale one over (then this run waits a little for it: it will hold the lock, or have dropped it).
+    for (let round = 0; round < ROUNDS; round++) {
       const created = yield* Effect.either(
         Effect.uninterruptible(Effect.zipRight(
           fs.writeFileString(path, mine, { flag: "wx", mode: 0o600 }),
@@ -232,7 +297,11 @@ export const acquire = (out: string): Effect.Effect<void, InputError, FileSystem
       }
       const found = yield* inspect(fs, path, ns)
       if (found._tag === "Held") return yield* heldError(out, path, found.holder, ns)
-      if (found._tag === "Stale") yield* breakStale(fs, path, found.text)
+      if (found._tag !== "Stale") continue
+      const takeover = yield* breakStale(fs, path, found.text, mine)
+      if (takeover._tag !== "Busy") continue
+      if (!takeover.alive) return yield* abandoned(out, takeover.claim, takeover.claimer)
+      yield* Effect.sleep(Duration.millis(TAKEOVER_WAIT_MILLIS))
     }
     return yield* heldError(out, path, undefined, ns)
   })

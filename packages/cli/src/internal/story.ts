@@ -48,30 +48,48 @@ const endings: Readonly<Record<string, string>> = {
   ArtifactFailed: "its record could not be written"
 }
 
-/** How a failed item went: `failed: overloaded, no candidate left (503 ×2)`. @internal */
+/** The breakers that refused an item's candidates: `breaker of fake/a open, may half-open in 3000 ms`. */
+const refusedBy = (breakers: NonNullable<typeof Events.ItemFailed.Type["breakers"]>): string =>
+  breakers.map((b) =>
+    b.state === "open"
+      ? `breaker of ${b.endpoint} open, may half-open in ${Math.ceil(b.halfOpensInMillis)} ms`
+      : `breaker of ${b.endpoint} half-open, every probe slot taken`
+  ).join("; ")
+
+/**
+ * How a failed item went: `failed: overloaded, no candidate left (503 ×2)`, and the breakers that refused it
+ * (`failed: overloaded, no candidate left: breaker of fake/a open, may half-open in 3000 ms (503)`). @internal
+ */
 export const failed = (event: typeof Events.ItemFailed.Type): string => {
   const before = failures(event.attempts ?? [])
   const why = event.error === undefined
     ? ""
     : `, ${Object.hasOwn(endings, event.error) ? endings[event.error] : event.error}`
-  return `failed: ${event.category}${why}${before === "" ? "" : ` (${before})`}`
+  const breakers = event.breakers === undefined || event.breakers.length === 0 ? "" : `: ${refusedBy(event.breakers)}`
+  return `failed: ${event.category}${why}${breakers}${before === "" ? "" : ` (${before})`}`
 }
 
 /** Whether an item's line is worth printing above a live bar: it retried, fell back or failed. @internal */
 export const notable = (event: Events.Event): boolean =>
   event._tag === "ItemFailed" || (event._tag === "ItemCompleted" && (event.attempts?.length ?? 0) > 1)
 
-/** A breaker transition in words. @internal */
+/**
+ * A breaker transition in words, naming the item whose attempt made it when known: `breaker of fake/a open
+ * (item q7 failed): later items skip it …`. @internal
+ */
 export const transition = (t: Transition): string => {
+  const by = (what: string) => t.itemId === undefined ? "" : ` (item ${t.itemId} ${what})`
   switch (t.to) {
     case "open":
       return t.from === "half_open"
-        ? `breaker of ${t.endpoint} open again: its probe failed, a longer cooldown`
-        : `breaker of ${t.endpoint} open: later items skip it until a probe succeeds (with no other candidate they fail)`
+        ? `breaker of ${t.endpoint} open again${by("failed")}: its probe failed, a longer cooldown`
+        : `breaker of ${t.endpoint} open${
+          by("failed")
+        }: later items skip it until a probe succeeds (with no other candidate they fail)`
     case "half_open":
-      return `breaker of ${t.endpoint} half-open: cooldown over, a probe call tests it`
+      return `breaker of ${t.endpoint} half-open${by("probes it")}: cooldown over, a probe call tests it`
     case "closed":
-      return `breaker of ${t.endpoint} closed: the probe succeeded, traffic returns`
+      return `breaker of ${t.endpoint} closed${by("succeeded")}: the probe succeeded, traffic returns`
   }
 }
 

@@ -771,7 +771,7 @@ const plan = <S, B>(
   now?: Now
 ): Effect.Effect<B, Outcome.Terminal> => {
   const decision = decide(env, snap)
-  if (decision._tag === "Stop") return Effect.fail(terminal(decision, progress, env.spec))
+  if (decision._tag === "Stop") return Effect.fail(terminal(decision, progress, env.spec, snap))
   const budget = env.budget
   if (budget === undefined) return acquire(env, progress, decision, undefined, driver, now)
   // Another request took the shared budget since the snapshot: decide again on the fresh state.
@@ -1107,7 +1107,7 @@ class CommittedAttempt<S> implements Committed<S> {
       Effect.map(snapshot(env, progress), (snap) => {
         const decision = decide(env, { ...snap, committed: true })
         return decision._tag === "Stop"
-          ? terminal(decision, progress, env.spec)
+          ? terminal(decision, progress, env.spec, snap)
           : construct(Outcome.FailedSafe, {
             reason: `the stream has committed: no retry, no fallback; ${Refusals.committedFix}`,
             lastFailure: causeOf(progress) ?? { kind: "unknown", code: "unknown", endpoint: endpoint.id },
@@ -1441,6 +1441,8 @@ const failedSafeFix = (spec: Planner.Spec, cause: Outcome.Cause): string => {
 }
 
 const STATIC: ReadonlyArray<Planner.Predicate> = ["listed", "capable", "mode", "simulation"]
+/** The predicates of the contract's policy (as `Planner`'s): every one but the dynamic ones (time, budget, health). */
+const POLICY: ReadonlyArray<Planner.Predicate> = [...STATIC, "failureAllows", "uncommitted"]
 
 /** Each candidate a refusal excluded, by the first predicate that did (the one `Planner`'s reason names). */
 const excludedBy = (decision: Planner.Stop): ReadonlyArray<Refusals.Excluded> =>
@@ -1449,8 +1451,31 @@ const excludedBy = (decision: Planner.Stop): ReadonlyArray<Refusals.Excluded> =>
     return predicate === undefined ? [] : [{ endpoint: c.endpoint, predicate, why: String(c.verdicts[predicate]) }]
   })
 
+/**
+ * The breakers that refused the candidates the policy allows (every predicate but the dynamic ones), with when
+ * each may half-open, as the snapshot the stop was decided on has them; none when no breaker refused one.
+ */
+const breakersOf = (
+  decision: Planner.Stop,
+  snap: Planner.Snapshot
+): { readonly breakers?: ReadonlyArray<Outcome.BreakerRefusal> } => {
+  const breakers: Array<Outcome.BreakerRefusal> = []
+  for (const c of decision.candidates) {
+    if (c.verdicts.health === true || !POLICY.every((p) => c.verdicts[p] === true)) continue
+    const view = Object.hasOwn(snap.health, c.endpoint) ? snap.health[c.endpoint] : undefined
+    if (view === undefined || view.state === "closed") continue
+    breakers.push({ endpoint: c.endpoint, state: view.state, halfOpensInMillis: Math.max(0, view.opensInMillis) })
+  }
+  return breakers.length === 0 ? {} : { breakers }
+}
+
 /** @internal */
-export const terminal = (decision: Planner.Stop, progress: Progress, spec: Planner.Spec): Outcome.Terminal => {
+export const terminal = (
+  decision: Planner.Stop,
+  progress: Progress,
+  spec: Planner.Spec,
+  snap: Planner.Snapshot
+): Outcome.Terminal => {
   const attempts = progress.records
   const cause = causeOf(progress)
   const id = withId(progress.requestId)
@@ -1474,7 +1499,13 @@ export const terminal = (decision: Planner.Stop, progress: Progress, spec: Plann
         ...id
       })
     case "PlanExhausted":
-      return construct(Outcome.PlanExhausted, { reason: decision.reason, lastFailure: cause, attempts, ...id })
+      return construct(Outcome.PlanExhausted, {
+        reason: decision.reason,
+        lastFailure: cause,
+        attempts,
+        ...breakersOf(decision, snap),
+        ...id
+      })
     case "FailedSafe": {
       const last = cause ?? { kind: "unknown" as const, code: "unknown", endpoint: "" }
       return construct(Outcome.FailedSafe, {
