@@ -213,12 +213,6 @@ interface Refusing {
   readonly streaming: boolean
 }
 
-/**
- * Refuses a request before it starts (before the clock, before any call). Under a journal the refusal is a
- * record of its own — no decision, no attempt, the refusal and its reason as the outcome — so that every
- * request that reached Rein is on the record. Its spec holds the bounds the request gave (an invalid one
- * as `null`).
- */
 /** What a tokenizer threw: user code, so a throw refuses its request instead of killing the caller's fiber. */
 class TokenizerThrew {
   constructor(readonly error: unknown) {}
@@ -234,6 +228,12 @@ const tokenize = (rein: ReinService, request: CompletionRequest): number | null 
   }
 }
 
+/**
+ * Refuses a request before it starts (before the clock, before any call). Under a journal the refusal is a
+ * record of its own — no decision, no attempt, the refusal and its reason as the outcome — so that every
+ * request that reached Rein is on the record. Its spec holds the bounds the request gave (an invalid one
+ * as `null`).
+ */
 const refuse = (
   refusing: Refusing,
   refusal: Outcome.Refused["refusal"],
