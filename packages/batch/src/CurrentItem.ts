@@ -9,7 +9,7 @@
  * @since 0.1.0
  */
 import { Effect, Fiber, FiberRef, Option } from "effect"
-import { cell } from "./internal/currentItem.js"
+import { cellOf, mark } from "./internal/currentItem.js"
 
 /**
  * The id of the batch item the current fiber executes (`Option.none()` outside an item, or in a run without a
@@ -26,8 +26,8 @@ import { cell } from "./internal/currentItem.js"
  * @since 0.1.0
  */
 export const itemId: Effect.Effect<Option.Option<string>> = FiberRef.getWith(
-  cell,
-  (c) => Effect.succeed(Option.fromNullable(c?.itemId))
+  mark,
+  (m) => Effect.succeed(Option.fromNullable(cellOf(m)?.itemId))
 )
 
 /**
@@ -45,5 +45,5 @@ export const itemId: Effect.Effect<Option.Option<string>> = FiberRef.getWith(
  */
 export const unsafeItemId = (): string | undefined => {
   const fiber = Fiber.getCurrentFiber()
-  return Option.isNone(fiber) ? undefined : fiber.value.getFiberRef(cell)?.itemId
+  return Option.isNone(fiber) ? undefined : cellOf(fiber.value.getFiberRef(mark))?.itemId
 }

@@ -6,8 +6,8 @@
  * every step goes through the limits' effects.
  *
  * One gate serves the whole run, provided once around the workers (one context for all of them). Each worker
- * marks its fiber as its own once (`within`: a fiber reference, inherited by every fiber forked inside it), and the
- * gate finds the item by the asking fiber's worker: the calls the item makes from its worker's fiber, from its
+ * marks its fiber as its own once (the mark of `internal/currentItem.ts`, inherited by every fiber forked inside
+ * it), and the gate finds the item by the asking fiber's worker: the calls the item makes from its worker's fiber, from its
  * own fiber under `cancel-active`, from its attempt's fiber (a provider that calls Rein) or from any fiber forked
  * inside it are all the item's attempts, as when each worker provided a gate of its own. Settlement goes by the
  * ticket, which carries its item.
@@ -16,21 +16,20 @@
  */
 import type { Outcome } from "@rein/core"
 import { Gate } from "@rein/core"
-import { Duration, Effect, Fiber, FiberRef, Option } from "effect"
+import { Duration, Effect, Fiber, Option } from "effect"
 import { price } from "../Cost.js"
 import type { Admission, Hold } from "../RunLimits.js"
 import type { Stop } from "../Termination.js"
+import * as CurrentItem from "./currentItem.js"
 import { clampMillis } from "./schema.js"
-import type { ItemState, RunState, Ticket, Worker } from "./state.js"
+import type { ItemState, RunState, Ticket } from "./state.js"
 import { closeAtDeadline, closedOf, pastDeadline, stop } from "./state.js"
 import { addFinite } from "./totals.js"
 
 /** @internal */
 export interface RunGate {
-  /** The run's one gate: an admission belongs to the item the asking fiber's worker is executing (see `within`). */
+  /** The run's one gate: an admission belongs to the item the asking fiber's worker is executing (see `internal/currentItem.ts`). */
   readonly service: Gate.Service
-  /** `effect` (a worker's loop) with its fiber, and every fiber forked inside it, working for `worker`. */
-  readonly within: <A, E, R>(worker: Worker, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Tickets of attempts the executor never settled (the item was interrupted or timed out at admission). */
   readonly releaseOpen: (it: ItemState) => Effect.Effect<void> | undefined
   /** Counts an ungated item's attempts when it ends; the effect still to run (a stop), if any. */
@@ -167,8 +166,8 @@ export const make = <I>(state: RunState<I>): RunGate => {
     return released
   }
 
-  const { service, within } = governing(state, { admitNow, tryAdmit, settleNow })
-  return { service, within, releaseOpen, countRecords: charging.records }
+  const { service } = governing(state, { admitNow, tryAdmit, settleNow })
+  return { service, releaseOpen, countRecords: charging.records }
 }
 
 /** What the run's gate does for an item (see `make`); `governing` finds the item. */
@@ -187,14 +186,14 @@ const unsafeRunning = (ticket: unknown, attempt: Gate.Running): void => {
  * set once around each worker's loop and inherited by every fiber forked inside it, so the gate governs the item
  * the worker is executing, and nothing else: between items (a source's upstream, publishing) it is an open gate,
  * and so it is to a fiber no worker forked; observers run without it (see `event`), so a call of user code's own is
- * never admitted, counted or stopped as an item's attempt. One reference per run: a gated run inside an item marks
- * its own workers, for its own gate.
+ * never admitted, counted or stopped as an item's attempt. A gated run inside an item marks its own workers for its
+ * own gate, on top of the outer run's mark; each gate finds its own run's worker on the chain.
  */
 const governing = <I>(state: RunState<I>, steps: Steps) => {
   const { admitNow, settleNow, tryAdmit } = steps
-  const working = FiberRef.unsafeMake<Worker | undefined>(undefined)
+  // The run's own worker on the asking fiber's marks (see `internal/currentItem.ts`): the run is its `state`.
   const itemOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): ItemState | undefined =>
-    fiber.getFiberRef(working)?.current
+    CurrentItem.workerOf(fiber.getFiberRef(CurrentItem.mark), state)?.current
   // The executor asks `unsafeTryAdmit` in a step of the fiber that runs `Rein.execute`.
   const asking = (): ItemState | undefined => {
     const fiber = Fiber.getCurrentFiber()
@@ -222,9 +221,7 @@ const governing = <I>(state: RunState<I>, steps: Steps) => {
     // Only `cancel-active` interrupts attempts (see `applyStop`).
     ...(state.cancelActive ? { unsafeRunning } : undefined)
   }
-  const within = <A, E, R>(worker: Worker, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.locally(effect, working, worker)
-  return { service, within }
+  return { service }
 }
 
 /** Cooldowns after a 429: started through the limits, watched until they end (for the events). */
