@@ -7,9 +7,9 @@
  *
  * One gate serves the whole run, provided once around the workers (one context for all of them). Each worker
  * marks its fiber as its own once (the mark of `internal/currentItem.ts`, inherited by every fiber forked inside
- * it), and the gate finds the item by the asking fiber's worker: the calls the item makes from its worker's fiber, from its
- * own fiber under `cancel-active`, from its attempt's fiber (a provider that calls Rein) or from any fiber forked
- * inside it are all the item's attempts, as when each worker provided a gate of its own. Settlement goes by the
+ * it), and the gate finds the item by the asking fiber's worker: the calls the item makes from its worker's
+ * fiber, from its own fiber under `cancel-active`, from its attempt's fiber (a provider that calls Rein) or from
+ * any fiber forked inside it are all the item's attempts, as when each worker provided a gate of its own. Settlement goes by the
  * ticket, which carries its item.
  *
  * @internal
@@ -28,7 +28,10 @@ import { addFinite } from "./totals.js"
 
 /** @internal */
 export interface RunGate {
-  /** The run's one gate: an admission belongs to the item the asking fiber's worker is executing (see `internal/currentItem.ts`). */
+  /**
+   * The run's one gate: an admission belongs to the item the asking fiber's worker is executing (see
+   * `internal/currentItem.ts`).
+   */
   readonly service: Gate.Service
   /** Tickets of attempts the executor never settled (the item was interrupted or timed out at admission). */
   readonly releaseOpen: (it: ItemState) => Effect.Effect<void> | undefined
@@ -166,8 +169,7 @@ export const make = <I>(state: RunState<I>): RunGate => {
     return released
   }
 
-  const { service } = governing(state, { admitNow, tryAdmit, settleNow })
-  return { service, releaseOpen, countRecords: charging.records }
+  return { service: governing(state, { admitNow, tryAdmit, settleNow }), releaseOpen, countRecords: charging.records }
 }
 
 /** What the run's gate does for an item (see `make`); `governing` finds the item. */
@@ -189,7 +191,7 @@ const unsafeRunning = (ticket: unknown, attempt: Gate.Running): void => {
  * never admitted, counted or stopped as an item's attempt. A gated run inside an item marks its own workers for its
  * own gate, on top of the outer run's mark; each gate finds its own run's worker on the chain.
  */
-const governing = <I>(state: RunState<I>, steps: Steps) => {
+const governing = <I>(state: RunState<I>, steps: Steps): Gate.Service => {
   const { admitNow, settleNow, tryAdmit } = steps
   // The run's own worker on the asking fiber's marks (see `internal/currentItem.ts`): the run is its `state`.
   const itemOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): ItemState | undefined =>
@@ -203,7 +205,7 @@ const governing = <I>(state: RunState<I>, steps: Steps) => {
   const closed: Effect.Effect<Gate.Closed> = Effect.withFiberRuntime((fiber) =>
     itemOf(fiber) === undefined ? Effect.never : state.closedAwait
   )
-  const service: Gate.Service = {
+  return {
     admit: (ask) =>
       Effect.withFiberRuntime((fiber) => {
         const it = itemOf(fiber)
@@ -221,7 +223,6 @@ const governing = <I>(state: RunState<I>, steps: Steps) => {
     // Only `cancel-active` interrupts attempts (see `applyStop`).
     ...(state.cancelActive ? { unsafeRunning } : undefined)
   }
-  return { service }
 }
 
 /** Cooldowns after a 429: started through the limits, watched until they end (for the events). */

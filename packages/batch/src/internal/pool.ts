@@ -369,8 +369,8 @@ export const make = <I, E, R>(
         )
       }
       // The run's one gate is provided around all the workers (see `engine.ts`): a gated worker only marks its
-      // fiber as its own, for the gate to find the item it is executing.
-      // One mark for both (see `internal/currentItem.ts`); the run is its `state`, as the gate looks it up.
+      // fiber as its own, for the gate to find the item it is executing; a listened run's mark also names the
+      // item. One mark for both (see `internal/currentItem.ts`); the run is its `state`, as the gate looks it up.
       return !gated && self.cell === undefined
         ? loop
         : Effect.locallyWith(loop, CurrentItem.mark, (outer) => ({ run: state, worker: self, cell: self.cell, outer }))
